@@ -1,0 +1,48 @@
+#pragma once
+// The parsed run configuration: the top-level sections as typed structs, and each
+// sweep as (type, name, node) that the sweep registry turns into a typed sweep.
+#include <string>
+#include <vector>
+
+#include "config/node.hpp"
+
+namespace rb {
+
+enum class Backend { Auto, Host, Cuda };
+enum class BindingPolicy { None, Core, Numa, GpuNear };
+
+const char* to_string(Backend b);
+const char* to_string(BindingPolicy p);
+
+struct RunSection {
+  std::string name = "ringbench";
+  std::string output_dir = "results";
+};
+
+struct BindingSection {
+  BindingPolicy policy = BindingPolicy::None;
+};
+
+struct SweepSpec {
+  std::string type;  // registry key, e.g. "ring_attention"
+  std::string name;  // HDF5 group under /sweeps; defaults to type, unique per file
+  cfg::Node node;    // the sweep's own map, validated by the sweep's parser
+};
+
+struct Config {
+  std::string file;  // path as given on the command line
+  std::string text;  // full text, stored verbatim in /run
+  RunSection run;
+  Backend backend = Backend::Auto;
+  BindingSection binding;
+  std::vector<SweepSpec> sweeps;
+};
+
+// Parses and validates the top-level schema. Sweep bodies are validated later by
+// their parsers (they need the world size). Throws cfg::ConfigError.
+Config parse_config_text(const std::string& text, const std::string& file);
+
+// Reads a file; a missing or unreadable file is a ConfigError with line 0.
+std::string read_config_file(const std::string& path);
+
+}  // namespace rb

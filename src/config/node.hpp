@@ -1,0 +1,96 @@
+#pragma once
+// Typed, position-aware access to one YAML node of a ringbench config.
+// Every accessor validates as it reads and throws ConfigError naming the file,
+// line, column, full key path and what was expected, so sweeps never see raw YAML.
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace rb::cfg {
+
+struct Location {
+  std::string file;
+  int line = 0;    // 1-based; 0 when unknown (missing file, empty document)
+  int column = 0;  // 1-based
+};
+
+class ConfigError : public std::runtime_error {
+ public:
+  // key: full dotted path such as "sweeps[1].ring_sizes"; may be empty for whole-file errors.
+  ConfigError(Location where, std::string key, std::string message);
+  const Location& where() const { return where_; }
+  const std::string& key() const { return key_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  Location where_;
+  std::string key_;
+  std::string message_;
+};
+
+// Returns the closest candidate (Damerau-free Levenshtein) when it is close enough
+// to be a plausible typo, otherwise an empty string.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+
+class Node {
+ public:
+  Node() = default;
+  Node(YAML::Node node, std::string file, std::string path);
+
+  const std::string& path() const { return path_; }
+  const std::string& file() const { return file_; }
+  Location location() const;
+  const YAML::Node& yaml() const { return node_; }
+  bool is_map() const { return node_.IsMap(); }
+  bool is_sequence() const { return node_.IsSequence(); }
+
+  bool has(const std::string& key) const;
+  Node child(const std::string& key) const;   // required: error if missing
+  Node element(std::size_t index) const;      // for sequences
+  std::size_t size() const;                   // sequence length
+  std::vector<std::string> keys() const;      // map keys in file order
+
+  // Rejects keys outside `allowed`, with a did-you-mean suggestion.
+  void allow_only(const std::vector<std::string>& allowed) const;
+  void require_map() const;
+
+  // Optional scalars with defaults; range checks are inclusive.
+  std::int64_t get_int(const std::string& key, std::int64_t fallback,
+                       std::int64_t min = INT64_MIN, std::int64_t max = INT64_MAX) const;
+  std::int64_t require_int(const std::string& key, std::int64_t min = INT64_MIN,
+                           std::int64_t max = INT64_MAX) const;
+  double get_double(const std::string& key, double fallback, double min = -1e308,
+                    double max = 1e308) const;
+  bool get_bool(const std::string& key, bool fallback) const;
+  std::string get_string(const std::string& key, const std::string& fallback) const;
+  std::string require_string(const std::string& key) const;
+  std::string get_choice(const std::string& key, const std::string& fallback,
+                         const std::vector<std::string>& choices) const;
+  // Byte counts: plain integers or "64KiB", "1MiB", "2GiB", "1KB", "1MB" (powers of 10).
+  std::uint64_t get_bytes(const std::string& key, std::uint64_t fallback,
+                          std::uint64_t min = 0) const;
+
+  // A scalar or a sequence of scalars; each element range-checked.
+  std::vector<std::int64_t> get_int_list(const std::string& key,
+                                         const std::vector<std::int64_t>& fallback,
+                                         std::int64_t min = INT64_MIN,
+                                         std::int64_t max = INT64_MAX) const;
+  std::vector<std::string> get_choice_list(const std::string& key,
+                                           const std::vector<std::string>& fallback,
+                                           const std::vector<std::string>& choices) const;
+
+  // Throws ConfigError at this node (or at `key` below it when present).
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+
+ private:
+  std::string key_path(const std::string& key) const;
+  YAML::Node node_;
+  std::string file_;
+  std::string path_;
+};
+
+}  // namespace rb::cfg

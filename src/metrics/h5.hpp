@@ -1,0 +1,103 @@
+#pragma once
+// The one output file of a run: parallel HDF5 over MPI-IO, created and written by all
+// ranks together. Every call here is COLLECTIVE over the file's communicator: all ranks
+// call it in the same order with the same names and shapes (values may differ per rank
+// only where the function says "per rank"). Handles are RAII (hid_t closed in destructors).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+namespace rb::h5 {
+
+// Units and description are mandatory on every dataset (the schema promises them).
+struct Meta {
+  std::string units;        // "s", "B", "B/s", "GB/s", "TFLOP/s", "1" for counts and ratios
+  std::string description;  // one sentence
+};
+
+class Handle;  // owns one hid_t
+
+class Group {
+ public:
+  Group() = default;
+  Group(std::shared_ptr<Handle> h, MPI_Comm comm, std::string path);
+
+  const std::string& path() const { return path_; }
+  bool valid() const { return static_cast<bool>(h_); }
+
+  Group group(const std::string& name);        // opens or creates
+  bool exists(const std::string& name) const;  // link exists (collective: same answer everywhere)
+
+  // Attributes (collective; rank 0's value is the one written, all ranks must call).
+  void attr(const std::string& name, const std::string& value);
+  void attr(const std::string& name, const char* value) { attr(name, std::string(value)); }
+  void attr(const std::string& name, std::int64_t value);
+  void attr(const std::string& name, int value) { attr(name, static_cast<std::int64_t>(value)); }
+  void attr(const std::string& name, double value);
+  void attr(const std::string& name, const std::vector<std::int64_t>& values);
+  void attr(const std::string& name, const std::vector<double>& values);
+  // Overwrites an existing string attribute (used for /run status).
+  void set_attr(const std::string& name, const std::string& value);
+
+  // Per rank: each rank passes its own block of `row_dims` shape (same shape on every rank,
+  // checked); the dataset is [world_size, row_dims...] and rank r's block lands at index r.
+  void write_per_rank(const std::string& name, const std::vector<double>& row,
+                      const std::vector<std::uint64_t>& row_dims, const Meta& meta);
+  void write_per_rank(const std::string& name, const std::vector<std::int64_t>& row,
+                      const std::vector<std::uint64_t>& row_dims, const Meta& meta);
+  // One value per rank: dataset [world_size].
+  void write_per_rank(const std::string& name, double value, const Meta& meta);
+  void write_per_rank(const std::string& name, std::int64_t value, const Meta& meta);
+  void write_per_rank_string(const std::string& name, const std::string& value, const Meta& meta);
+
+  // Shared: the same array on every rank (rank 0 writes it); `dims` gives the shape.
+  void write_shared(const std::string& name, const std::vector<double>& data,
+                    const std::vector<std::uint64_t>& dims, const Meta& meta);
+  void write_shared(const std::string& name, const std::vector<std::int64_t>& data,
+                    const std::vector<std::uint64_t>& dims, const Meta& meta);
+  void write_shared_strings(const std::string& name, const std::vector<std::string>& data,
+                            const Meta& meta);
+
+ private:
+  std::shared_ptr<Handle> h_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::string path_;
+};
+
+class File {
+ public:
+  // Collective. Creates `path` (parent directories too) through MPI-IO. An existing file is an
+  // error (std::runtime_error naming the path and --force) unless `force`; all ranks agree.
+  static File create(const std::string& path, MPI_Comm comm, bool force);
+  // Read-only open (collective), used by tests and by readers in C++.
+  static File open_read(const std::string& path, MPI_Comm comm);
+
+  File() = default;
+  ~File();
+  File(File&&) noexcept;
+  File& operator=(File&&) noexcept;
+
+  Group root();
+  void flush();  // H5Fflush: everything written so far survives a crash after this
+  void close();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::shared_ptr<Handle> file_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::string path_;
+};
+
+// Read helpers for tests and small tools (collective open not needed: serial read on the caller).
+std::vector<double> read_doubles(const std::string& file, const std::string& dataset,
+                                 std::vector<std::uint64_t>* dims = nullptr);
+std::vector<std::int64_t> read_ints(const std::string& file, const std::string& dataset,
+                                    std::vector<std::uint64_t>* dims = nullptr);
+std::vector<std::string> read_strings(const std::string& file, const std::string& dataset);
+std::string read_string_attr(const std::string& file, const std::string& object,
+                             const std::string& attr);
+
+}  // namespace rb::h5

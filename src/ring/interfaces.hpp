@@ -1,0 +1,79 @@
+#pragma once
+// The two interfaces the ring attention algorithm (ring/ring_attention.hpp) is written
+// against, so one algorithm drives the host path (MPI + Kokkos) and the GPU path
+// (NCCL + CUDA kernels):
+//   RingTransport    - post "send this buffer to the next rank, receive from the previous
+//                      one", then wait; one exchange in flight at a time.
+//   AttentionBackend - memory, copies, the block forward/backward kernels, and timing marks
+//                      that are host clocks on the host and CUDA events on the GPU.
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "attention.hpp"
+
+namespace rb::ring {
+
+// Thrown by AttentionBackend::allocate when memory runs out; the sweep records the
+// point as `oom` with these numbers and goes on with the next point.
+class OutOfMemory : public std::runtime_error {
+ public:
+  OutOfMemory(std::size_t requested, std::size_t free_bytes, const std::string& where);
+  std::size_t requested() const { return requested_; }
+  std::size_t free_bytes() const { return free_; }
+
+ private:
+  std::size_t requested_;
+  std::size_t free_;
+};
+
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+  virtual std::string name() const = 0;  // "kokkos-host", "flash", "cudnn", "naive"
+  virtual bool on_device() const = 0;
+
+  virtual void* allocate(std::size_t bytes) = 0;  // throws OutOfMemory
+  virtual void release(void* p) = 0;
+  virtual void copy_to_device(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;  // device to device
+  virtual void fill_zero(void* p, std::size_t bytes) = 0;
+  // out = 0 and lse = -inf for `rows` rows of width head_dim (rows = batch*heads*q_rows).
+  virtual void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) = 0;
+
+  virtual void forward(const attn::ForwardBlock& block) = 0;
+  // delta[r] = sum_d dout[r,d] * out[r,d] for `rows` rows; dout in dtype, out fp32.
+  virtual void backward_prepare(const void* dout, const float* out, float* delta,
+                                std::int64_t rows, int head_dim, attn::DType dtype) = 0;
+  virtual void backward(const attn::BackwardBlock& block) = 0;
+
+  // Timing marks in the compute stream's order. mark() returns an id valid until
+  // reset_marks(); seconds_between() may synchronise (call it after the timed region).
+  virtual int mark() = 0;
+  virtual double seconds_between(int from, int to) = 0;
+  virtual void reset_marks() = 0;
+  virtual void synchronize() = 0;
+
+  // Bytes of memory this backend holds at its high-water mark since the last reset.
+  virtual std::size_t peak_bytes() const = 0;
+  virtual void reset_peak() = 0;
+};
+
+class RingTransport {
+ public:
+  virtual ~RingTransport() = default;
+  virtual std::string name() const = 0;  // "mpi", "nccl"
+  // Starts sending `send` to the next rank of the ring and receiving `recv` from the previous
+  // one. The send buffer's contents are those the compute stream has produced so far.
+  virtual void post(const void* send, void* recv, std::size_t bytes) = 0;
+  // Makes the received data usable by the compute stream (host: blocks; GPU: stream waits on
+  // an event, the host does not block). Returns the seconds the host waited (0 on the GPU;
+  // the GPU's exposed wait is measured with backend marks around this call).
+  virtual double wait() = 0;
+  virtual int ring_size() const = 0;
+  virtual int ring_rank() const = 0;
+};
+
+}  // namespace rb::ring

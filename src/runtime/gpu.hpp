@@ -1,0 +1,44 @@
+#pragma once
+// GPU selection and NCCL communicators. Compiled on every build: without CUDA the
+// functions report zero GPUs and the constructors throw a clear "built without CUDA".
+#include <memory>
+#include <string>
+
+#include <mpi.h>
+
+namespace rb {
+
+struct GpuInfo {
+  int index = -1;          // CUDA device ordinal; -1 on the host path
+  std::string name;
+  std::string uuid;        // "GPU-xxxxxxxx-..."
+  std::string pci_bus_id;  // "0000:18:00.0"
+  std::size_t total_memory = 0;
+};
+
+bool built_with_cuda();
+int visible_gpu_count();  // 0 without CUDA, without a driver, or without devices
+
+// Chooses device local_rank % count, makes it current, and describes it.
+GpuInfo select_gpu(int local_rank);
+
+// Owns an ncclComm_t built from MPI: ncclGetUniqueId on rank 0 of `comm`, MPI_Bcast,
+// ncclCommInitRank on every rank. Collective over `comm`.
+class NcclComm {
+ public:
+  NcclComm();
+  explicit NcclComm(MPI_Comm comm);
+  ~NcclComm();
+  NcclComm(NcclComm&&) noexcept;
+  NcclComm& operator=(NcclComm&&) noexcept;
+  void* raw() const;  // ncclComm_t; void* keeps nccl.h out of this header
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  void* comm_ = nullptr;
+  int rank_ = 0;
+  int size_ = 0;
+};
+
+}  // namespace rb
