@@ -33,6 +33,9 @@ class AttentionBackend {
   virtual ~AttentionBackend() = default;
   virtual std::string name() const = 0;  // "kokkos-host", "flash", "cudnn", "naive"
   virtual bool on_device() const = 0;
+  // The compute stream (cudaStream_t) on the GPU, nullptr on the host; the NCCL transport
+  // orders its sends after, and the compute after its receives, through events on it.
+  virtual void* stream() const { return nullptr; }
 
   virtual void* allocate(std::size_t bytes) = 0;  // throws OutOfMemory
   virtual void release(void* p) = 0;
