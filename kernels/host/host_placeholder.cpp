@@ -1,0 +1,1 @@
+// placeholder until the host kernels land; remove from CMakeLists then

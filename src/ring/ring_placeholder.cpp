@@ -1,0 +1,1 @@
+// placeholder until the ring attention sources land; remove from CMakeLists then
