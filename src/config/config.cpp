@@ -1,1 +1,229 @@
-// (being written)
+// The top-level schema of a ringbench config file. Sweep bodies are left to the sweep
+// parsers (they need the world size), but everything that is wrong regardless of the sweep
+// (syntax, duplicate keys anywhere, unknown sections, sweep names) is rejected here, so
+// --dry-run catches it before any rank touches a GPU.
+#include "config/config.hpp"
+
+#include <sys/stat.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+
+namespace rb {
+
+using cfg::ConfigError;
+using cfg::Location;
+
+const char* to_string(Backend b) {
+  switch (b) {
+    case Backend::Auto: return "auto";
+    case Backend::Host: return "host";
+    case Backend::Cuda: return "cuda";
+  }
+  return "?";
+}
+
+const char* to_string(BindingPolicy p) {
+  switch (p) {
+    case BindingPolicy::None: return "none";
+    case BindingPolicy::Core: return "core";
+    case BindingPolicy::Numa: return "numa";
+    case BindingPolicy::GpuNear: return "gpu-near";
+  }
+  return "?";
+}
+
+namespace {
+
+Location location_of(const std::string& file, const YAML::Mark& mark) {
+  if (mark.is_null()) return Location{file, 0, 0};
+  return Location{file, mark.line + 1, mark.column + 1};
+}
+
+std::string join_path(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+// yaml-cpp keeps every entry of a repeated key and its lookups return the first, so a
+// duplicate anywhere (also inside sweep bodies, which are parsed later) would silently drop
+// a value the user wrote. Walk the whole document once.
+void reject_duplicate_keys(const YAML::Node& node, const std::string& file,
+                           const std::string& path) {
+  if (node.IsMap()) {
+    std::map<std::string, int> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar()) {
+        const std::string& k = it->first.Scalar();
+        Location here = location_of(file, it->first.Mark());
+        auto [pos, inserted] = seen.emplace(k, here.line);
+        if (!inserted)
+          throw ConfigError(here, join_path(path, k),
+                            "duplicate key '" + k + "' in the same map, at lines " +
+                                std::to_string(pos->second) + " and " +
+                                std::to_string(here.line) + "; keep only one");
+        reject_duplicate_keys(it->second, file, join_path(path, k));
+      }
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      reject_duplicate_keys(node[i], file, path + "[" + std::to_string(i) + "]");
+  }
+}
+
+// Names become HDF5 group and file names: keep them to a portable character set.
+void check_name(const cfg::Node& owner, const std::string& key, const std::string& name) {
+  if (name.empty())
+    owner.fail(key, "expected a name of letters, digits, '_', '-' and '.', got an empty string");
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.'))
+      owner.fail(key, "expected a name of letters, digits, '_', '-' and '.', got '" + name +
+                          "' (character '" + std::string(1, name[i]) + "' at position " +
+                          std::to_string(i + 1) + " is not allowed)");
+  }
+  if (name == "." || name == "..")
+    owner.fail(key, "expected a name of letters, digits, '_', '-' and '.', got '" + name +
+                        "', which is a path component, not a name");
+}
+
+BindingPolicy parse_policy(const std::string& s) {
+  if (s == "core") return BindingPolicy::Core;
+  if (s == "numa") return BindingPolicy::Numa;
+  if (s == "gpu-near") return BindingPolicy::GpuNear;
+  return BindingPolicy::None;
+}
+
+Backend parse_backend(const std::string& s) {
+  if (s == "host") return Backend::Host;
+  if (s == "cuda") return Backend::Cuda;
+  return Backend::Auto;
+}
+
+}  // namespace
+
+Config parse_config_text(const std::string& text, const std::string& file) {
+  Config config;
+  config.file = file;
+  config.text = text;
+
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(location_of(file, e.mark), "", "YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(location_of(file, e.mark), "", "cannot parse the YAML: " + e.msg);
+  }
+  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull() &&
+                            documents[0].Mark().is_null()))
+    throw ConfigError(Location{file, 0, 0}, "",
+                      "the file is empty; expected a map with a 'sweeps' list");
+  if (documents.size() > 1)
+    throw ConfigError(location_of(file, documents[1].Mark()), "",
+                      "expected one YAML document, got " + std::to_string(documents.size()) +
+                          " (separated by '---'); put all sweeps in one 'sweeps' list");
+
+  const YAML::Node& yaml = documents[0];
+  cfg::Node root(yaml, file, "");
+  if (!yaml.IsMap()) {
+    std::string got = yaml.IsSequence() ? "a list"
+                      : yaml.IsNull()   ? "an empty value (null)"
+                                        : "the scalar '" + yaml.Scalar() + "'";
+    root.fail("", "expected a map with a 'sweeps' list at the top level, got " + got);
+  }
+  reject_duplicate_keys(yaml, file, "");
+  root.allow_only({"run", "backend", "binding", "sweeps"});
+
+  if (root.has("run")) {
+    cfg::Node run = root.child("run");
+    run.allow_only({"name", "output_dir"});
+    config.run.name = run.get_string("name", config.run.name);
+    check_name(run, "name", config.run.name);
+    config.run.output_dir = run.get_string("output_dir", config.run.output_dir);
+    if (config.run.output_dir.empty())
+      run.fail("output_dir", "expected a directory path, got an empty string");
+  }
+
+  config.backend = parse_backend(root.get_choice("backend", "auto", {"auto", "host", "cuda"}));
+
+  if (root.has("binding")) {
+    cfg::Node binding = root.child("binding");
+    binding.allow_only({"policy"});
+    config.binding.policy =
+        parse_policy(binding.get_choice("policy", "none", {"none", "core", "numa", "gpu-near"}));
+  }
+
+  if (!root.has("sweeps"))
+    root.fail("", "missing required key 'sweeps' (a list of sweeps, each a map with a 'type')");
+  cfg::Node sweeps = root.child("sweeps");
+  if (!sweeps.is_sequence() || sweeps.size() == 0) {
+    std::string got = sweeps.is_sequence() ? "an empty list"
+                      : sweeps.is_map()    ? "a map (start each sweep with '- ')"
+                      : sweeps.yaml().IsNull() ? "an empty value (null)"
+                                               : "the scalar '" + sweeps.yaml().Scalar() + "'";
+    sweeps.fail("", "expected a non-empty list of sweeps, each a map with a 'type', got " + got);
+  }
+
+  struct NameUse {
+    std::size_t index;
+    int line;
+  };
+  std::map<std::string, NameUse> names;
+  for (std::size_t i = 0; i < sweeps.size(); ++i) {
+    cfg::Node sweep = sweeps.element(i);
+    if (!sweep.is_map())
+      sweep.fail("", "expected a map with a 'type' key, got " +
+                         std::string(sweep.is_sequence()        ? "a list"
+                                     : sweep.yaml().IsNull()    ? "an empty value (null)"
+                                                                : "the scalar '" +
+                                                                      sweep.yaml().Scalar() + "'"));
+    SweepSpec spec;
+    // Which types exist is the sweep registry's business; here only the shape is checked.
+    spec.type = sweep.require_string("type");
+    if (spec.type.empty()) sweep.fail("type", "expected a sweep type, got an empty string");
+    const bool named = sweep.has("name");
+    spec.name = sweep.get_string("name", spec.type);
+    if (named) check_name(sweep, "name", spec.name);
+    spec.node = sweep;
+
+    const Location here = named ? sweep.child("name").location() : sweep.location();
+    auto [previous, inserted] = names.emplace(spec.name, NameUse{i, here.line});
+    if (!inserted) {
+      const std::string first = "sweeps[" + std::to_string(previous->second.index) + "] (line " +
+                                std::to_string(previous->second.line) + ")";
+      const std::string second = "sweeps[" + std::to_string(i) + "] (line " +
+                                 std::to_string(here.line) + ")";
+      sweep.fail(named ? "name" : "",
+                 "duplicate sweep name '" + spec.name + "': used by " + first + " and " +
+                     second + "; names must be unique (a sweep without 'name' is named after "
+                     "its type), so give one of them a distinct 'name'");
+    }
+    config.sweeps.push_back(std::move(spec));
+  }
+  return config;
+}
+
+std::string read_config_file(const std::string& path) {
+  auto fail = [&](const std::string& why) {
+    throw ConfigError(Location{path, 0, 0}, "", "cannot read the file: " + why);
+  };
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) fail(std::strerror(errno));
+  if (S_ISDIR(info.st_mode)) fail("it is a directory, not a YAML file");
+
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(path.c_str(), "rb"),
+                                                     &std::fclose);
+  if (!in) fail(std::strerror(errno));
+  std::string text;
+  char buffer[1 << 16];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, in.get())) > 0) text.append(buffer, n);
+  if (std::ferror(in.get())) fail(std::strerror(errno));
+  return text;
+}
+
+}  // namespace rb

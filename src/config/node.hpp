@@ -91,6 +91,9 @@ class Node {
   YAML::Node node_;
   std::string file_;
   std::string path_;
+  // Where this node's key sits in its map: yaml-cpp marks an empty value ("key:" with
+  // nothing after it) at the NEXT token, often a later line, so errors about it use this.
+  YAML::Mark key_mark_ = YAML::Mark::null_mark();
 };
 
 }  // namespace rb::cfg
