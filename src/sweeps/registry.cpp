@@ -16,4 +16,18 @@ const std::vector<SweepKind>& sweep_kinds() {
   return kinds;
 }
 
+std::unique_ptr<Sweep> parse_sweep(const SweepSpec& spec, const ParseContext& ctx) {
+  std::vector<std::string> types;
+  for (const auto& k : sweep_kinds()) {
+    if (spec.type == k.type) return k.parse(spec, ctx);
+    types.push_back(k.type);
+  }
+  const std::string hint = cfg::did_you_mean(spec.type, types);
+  std::string known;
+  for (const auto& t : types) known += (known.empty() ? "" : ", ") + t;
+  spec.node.fail("type", "unknown sweep type '" + spec.type + "'" +
+                             (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                             " (known: " + known + ")");
+}
+
 }  // namespace rb
