@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""End-to-end checks: run the real ringbench under mpiexec and read its HDF5 file back.
+
+Each check is one CTest entry (tests/e2e.cmake). Exit 0 = pass, 1 = fail, 77 = skipped.
+"""
+import argparse
+import glob
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+try:
+    import h5py
+    import numpy as np
+except ImportError as exc:  # Debian: python3-h5py python3-numpy
+    print(f"SKIPPED: {exc}")
+    sys.exit(77)
+
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print(f"FAIL: {what}")
+    return cond
+
+
+def mpirun(args, ranks, cmd, timeout=300, per_rank_exit_dir=None, env=None):
+    """Runs cmd on `ranks` ranks. With per_rank_exit_dir, each rank writes its own exit code."""
+    full = [args.mpiexec, "-np", str(ranks), "--oversubscribe"]
+    if per_rank_exit_dir:
+        wrapper = ('"$0" "$@"; rc=$?; echo $rc > "%s/exit.$OMPI_COMM_WORLD_RANK"; exit $rc'
+                   % per_rank_exit_dir)
+        full += ["sh", "-c", wrapper] + cmd
+    else:
+        full += cmd
+    print("+", " ".join(full), flush=True)
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(full, capture_output=True, text=True, timeout=timeout, env=e)
+
+
+def every_dataset_documented(f):
+    missing = []
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            for key in ("units", "description"):
+                if key not in obj.attrs or not str(obj.attrs[key]):
+                    missing.append(f"{name}@{key}")
+    f.visititems(visit)
+    return missing
+
+
+def check_run_file(path, ranks, config_path, expect_status="complete"):
+    check(os.path.isfile(path), f"output file {path} exists")
+    with h5py.File(path, "r") as f:
+        run = f["run"].attrs
+        check(run["status"] == expect_status, f"/run status is {expect_status} (got {run['status']})")
+        check(int(run["world_size"]) == ranks, f"/run world_size == {ranks}")
+        iso = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        check(iso.match(run["start_time"]) is not None, "start_time is UTC ISO 8601")
+        if expect_status != "running":
+            check(iso.match(run["end_time"]) is not None, "end_time is UTC ISO 8601")
+        with open(config_path) as cf:
+            check(run["config_text"] == cf.read(), "config_text is the config file verbatim")
+        for key in ("ringbench_version", "git_commit", "command_line", "backend", "mpi_thread_level"):
+            check(key in run and str(run[key]) != "", f"/run has {key}")
+        ranks_grp = f["ranks"]
+        check(list(ranks_grp["rank"][()]) == list(range(ranks)), "/ranks/rank is 0..n-1")
+        for col in ("hostname", "node_index", "local_rank", "gpu_index", "gpu_name", "gpu_uuid",
+                    "cpuset", "numa_node", "binding_policy"):
+            check(col in ranks_grp and ranks_grp[col].shape == (ranks,), f"/ranks/{col} has {ranks} rows")
+        hosts = ranks_grp["hostname"].asstr()[()]
+        check(all(h for h in hosts), "every rank has a hostname")
+        missing = every_dataset_documented(f)
+        check(not missing, f"every dataset has units and description (missing: {missing[:5]})")
+        return {name: dict(g.attrs) for name, g in f["sweeps"].items()} if "sweeps" in f else {}
+
+
+def sweep_names(config_path):
+    names = []
+    current_type = None
+    for line in open(config_path):
+        m = re.match(r"^\s*-\s*type:\s*(\S+)", line)
+        if m:
+            current_type = m.group(1)
+            names.append(current_type)
+        m = re.match(r"^\s+name:\s*(\S+)", line)
+        if m and current_type and names:
+            names[-1] = m.group(1)
+    return names
+
+
+def check_small(args, ranks):
+    work = args.workdir
+    out = os.path.join(work, "small.h5")
+    config = os.path.join(args.source, "inputs", "small.yaml")
+    r = mpirun(args, ranks, [args.ringbench, config, "--output", out, "--force"], timeout=600)
+    print(r.stdout[-4000:], r.stderr[-4000:])
+    check(r.returncode == 0, f"ringbench exits 0 on {ranks} ranks")
+    check(f"complete: {out}" in r.stdout, "rank 0 prints where the file went")
+    check(r.stdout.count("ringbench ") >= 1 and r.stdout.count("writing ") == 1,
+          "the header and 'writing' line appear once (rank 0 only)")
+    sweeps = check_run_file(out, ranks, config)
+    for name in sweep_names(config):
+        check(name in sweeps, f"sweep {name} in /sweeps")
+        if name in sweeps:
+            check(sweeps[name].get("status") == "complete", f"sweep {name} status complete")
+    with h5py.File(out, "r") as f:
+        pp = [g for g in f["sweeps"].values() if g.attrs.get("type") == "host_pingpong"]
+        for g in pp:
+            t = g["one_way_time"][()]
+            sizes = g["message_size"][()]
+            check(t.shape[0] == ranks and t.shape[1] == len(sizes), "one_way_time is [rank, size, iter]")
+            check(np.all(t > 0), "every ping-pong time is positive")
+            check(np.all(g["corrupt_echoes"][()] == 0), "no corrupted echoes")
+
+
+BAD_CONFIGS = {
+    "syntax.yaml": ("sweeps:\n  - type: host_pingpong\n    message_sizes: [8, 16\n", r":\d+:\d+:"),
+    "unknown_key.yaml": ("run: {name: x}\nsweeps:\n  - type: host_pingpong\n    iteratons: 5\n",
+                         r"iterations"),
+    "zero_iterations.yaml": ("sweeps:\n  - type: host_pingpong\n    iterations: 0\n", r"iterations"),
+    "unknown_type.yaml": ("sweeps:\n  - type: host_pingpng\n", r"host_pingpong"),
+    "empty.yaml": ("", r"empty"),
+}
+
+
+def check_bad_configs(args):
+    work = args.workdir
+    for fname, (text, pattern) in BAD_CONFIGS.items():
+        path = os.path.join(work, fname)
+        with open(path, "w") as fh:
+            fh.write(text)
+        exits = os.path.join(work, "exits_" + fname)
+        os.makedirs(exits, exist_ok=True)
+        out = os.path.join(work, "bad.h5")
+        r = mpirun(args, 2, [args.ringbench, path, "--output", out], per_rank_exit_dir=exits)
+        codes = [int(open(p).read()) for p in sorted(glob.glob(exits + "/exit.*"))]
+        check(len(codes) == 2 and all(c != 0 for c in codes),
+              f"{fname}: every rank exits non-zero (got {codes})")
+        lines = [l for l in r.stderr.splitlines() if "invalid config" in l]
+        check(len(lines) == 1, f"{fname}: exactly one error message (got {len(lines)}: {r.stderr[-800:]})")
+        if lines:
+            check(path in lines[0], f"{fname}: message names the file: {lines[0]}")
+            check(re.search(pattern, lines[0]) is not None, f"{fname}: message matches {pattern}: {lines[0]}")
+        check(not os.path.exists(out), f"{fname}: no output file written")
+    missing = os.path.join(work, "does_not_exist.yaml")
+    r = mpirun(args, 2, [args.ringbench, missing])
+    check(r.returncode != 0 and missing in r.stderr, "a missing file is reported by name")
+
+
+def check_dry_run(args):
+    work = args.workdir
+    config = os.path.join(work, "dry.yaml")
+    text = open(os.path.join(args.source, "inputs", "small.yaml")).read()
+    text = re.sub(r"output_dir:.*", f"output_dir: {work}/results", text)
+    open(config, "w").write(text)
+    r = mpirun(args, 2, [args.ringbench, config, "--dry-run"])
+    print(r.stdout)
+    check(r.returncode == 0, "--dry-run exits 0")
+    check("points" in r.stdout and "nothing was run" in r.stdout, "--dry-run prints the plan")
+    check(not os.path.exists(os.path.join(work, "results")), "--dry-run writes no file")
+
+
+def sha(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def check_force(args):
+    work = args.workdir
+    out = os.path.join(work, "force.h5")
+    config = os.path.join(args.source, "inputs", "small.yaml")
+    r = mpirun(args, 2, [args.ringbench, config, "--output", out, "--only", "host_pingpong"])
+    check(r.returncode == 0, "first run succeeds")
+    before = sha(out)
+    r = mpirun(args, 2, [args.ringbench, config, "--output", out, "--only", "host_pingpong"])
+    check(r.returncode != 0, "second run without --force fails")
+    check("--force" in r.stderr, "the message mentions --force")
+    check(sha(out) == before, "the existing file is untouched")
+    r = mpirun(args, 2, [args.ringbench, config, "--output", out, "--force", "--only", "host_pingpong"])
+    check(r.returncode == 0 and sha(out) != before, "--force overwrites")
+
+
+def check_interrupted(args):
+    """Kills a run inside its second sweep: the first sweep must stay readable."""
+    work = args.workdir
+    config = os.path.join(work, "interrupted.yaml")
+    open(config, "w").write(
+        "run: {name: interrupted, output_dir: " + work + "}\nbackend: host\nsweeps:\n"
+        "  - {type: host_pingpong, name: first, message_sizes: [8], iterations: 5}\n"
+        "  - {type: host_pingpong, name: endless, message_sizes: [1048576], iterations: 100000000}\n")
+    out = os.path.join(work, "interrupted.h5")
+    cmd = [args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, config, "--output", out, "--force"]
+    print("+", " ".join(cmd), flush=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    deadline = time.time() + 120
+    seen = ""
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        seen += line
+        if "[first] done" in line:
+            break
+    time.sleep(1.0)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    check("[first] done" in seen, f"the first sweep finished before the kill: {seen[-1000:]}")
+    sweeps = check_run_file(out, 2, config, expect_status="running")
+    check(sweeps.get("first", {}).get("status") == "complete", "the completed sweep is readable and complete")
+    with h5py.File(out, "r") as f:
+        check(f["sweeps/first/one_way_time"].shape[0] == 2, "its data is readable")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check")
+    ap.add_argument("--ringbench", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    checks = {
+        "small_np1": lambda: check_small(args, 1),
+        "small_np2": lambda: check_small(args, 2),
+        "small_np4": lambda: check_small(args, 4),
+        "bad_configs": lambda: check_bad_configs(args),
+        "dry_run": lambda: check_dry_run(args),
+        "force": lambda: check_force(args),
+        "interrupted": lambda: check_interrupted(args),
+    }
+    checks[args.check]()
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
