@@ -1,0 +1,504 @@
+// Config module tests: the top-level schema, the typed Node accessors, and a table of
+// malformed files that must each fail with the right line and an actionable message.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "config/node.hpp"
+
+namespace {
+
+using rb::cfg::ConfigError;
+using rb::cfg::Node;
+
+// A Node over a YAML snippet, as a sweep parser would see its own map.
+Node node_of(const std::string& text, const std::string& path = "sweeps[0]") {
+  return Node(YAML::Load(text), "test.yaml", path);
+}
+
+// Stands in for a sweep parser: reads every accessor kind from each sweep so the malformed
+// table can exercise value errors exactly as they surface to users.
+void parse_like_a_sweep(const rb::SweepSpec& spec) {
+  const Node& n = spec.node;
+  n.allow_only({"type", "name", "ring_sizes", "message_size", "iterations", "causal",
+                "tolerance", "mode", "dtypes", "warmup"});
+  n.get_int_list("ring_sizes", {2}, 1);
+  n.get_bytes("message_size", 1024, 1);
+  n.get_int("iterations", 10, 1, 1000000);
+  n.get_int("warmup", 2, 0);
+  n.get_bool("causal", false);
+  n.get_double("tolerance", 1e-3, 0.0, 1.0);
+  n.get_choice("mode", "exact", {"exact", "dilated"});
+  n.get_choice_list("dtypes", {"fp32"}, {"fp16", "bf16", "fp32"});
+}
+
+void load_and_validate(const std::string& text) {
+  rb::Config c = rb::parse_config_text(text, "test.yaml");
+  for (const rb::SweepSpec& s : c.sweeps) parse_like_a_sweep(s);
+}
+
+// Catches the ConfigError of `f`; fails the test if none (or another exception) is thrown.
+template <class F>
+ConfigError expect_error(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e;
+  } catch (const std::exception& e) {
+    FAIL("expected a ConfigError, got another exception: " << e.what());
+  }
+  FAIL("expected a ConfigError, but nothing was thrown");
+  throw;  // unreachable: FAIL throws
+}
+
+std::filesystem::path scratch_dir() {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("ringbench-test-config-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("a full config parses into the expected structs") {
+  const std::string text =
+      "# a full config\n"
+      "run:\n"
+      "  name: nightly-2.0_a\n"
+      "  output_dir: /scratch/out\n"
+      "backend: cuda\n"
+      "binding:\n"
+      "  policy: gpu-near\n"
+      "sweeps:\n"
+      "  - type: host_pingpong\n"
+      "    message_size: 64 KiB\n"
+      "  - type: ring_attention\n"
+      "    name: ra_causal\n"
+      "    ring_sizes: [2, 4, 8]\n"
+      "    causal: yes\n";
+  rb::Config c = rb::parse_config_text(text, "full.yaml");
+  CHECK(c.file == "full.yaml");
+  CHECK(c.text == text);
+  CHECK(c.run.name == "nightly-2.0_a");
+  CHECK(c.run.output_dir == "/scratch/out");
+  CHECK(c.backend == rb::Backend::Cuda);
+  CHECK(c.binding.policy == rb::BindingPolicy::GpuNear);
+  REQUIRE(c.sweeps.size() == 2);
+  CHECK(c.sweeps[0].type == "host_pingpong");
+  CHECK(c.sweeps[0].name == "host_pingpong");  // defaults to the type
+  CHECK(c.sweeps[0].node.path() == "sweeps[0]");
+  CHECK(c.sweeps[0].node.location().line == 9);
+  CHECK(c.sweeps[0].node.get_bytes("message_size", 0) == 64 * 1024);
+  CHECK(c.sweeps[1].type == "ring_attention");
+  CHECK(c.sweeps[1].name == "ra_causal");
+  CHECK(c.sweeps[1].node.path() == "sweeps[1]");
+  CHECK(c.sweeps[1].node.file() == "full.yaml");
+  CHECK(c.sweeps[1].node.get_int_list("ring_sizes", {}, 1) == std::vector<std::int64_t>{2, 4, 8});
+  CHECK(c.sweeps[1].node.get_bool("causal", false));
+  CHECK(c.sweeps[1].node.keys() ==
+        std::vector<std::string>{"type", "name", "ring_sizes", "causal"});
+}
+
+TEST_CASE("omitted sections take their defaults") {
+  rb::Config c = rb::parse_config_text("sweeps:\n  - type: memory\n", "min.yaml");
+  CHECK(c.run.name == rb::RunSection{}.name);
+  CHECK(c.run.output_dir == rb::RunSection{}.output_dir);
+  CHECK(c.run.name == "ringbench");
+  CHECK(c.run.output_dir == "results");
+  CHECK(c.backend == rb::Backend::Auto);
+  CHECK(c.binding.policy == rb::BindingPolicy::None);
+  REQUIRE(c.sweeps.size() == 1);
+  CHECK(c.sweeps[0].name == "memory");
+
+  // A section present but partly filled keeps the defaults of what it leaves out.
+  rb::Config d = rb::parse_config_text(
+      "run: {name: x}\nbinding: {}\nsweeps: [{type: compute}, {type: compute, name: c2}]\n",
+      "flow.yaml");
+  CHECK(d.run.name == "x");
+  CHECK(d.run.output_dir == "results");
+  CHECK(d.binding.policy == rb::BindingPolicy::None);
+  REQUIRE(d.sweeps.size() == 2);
+  CHECK(d.sweeps[1].name == "c2");
+}
+
+TEST_CASE("every backend and binding policy parses and prints back") {
+  for (rb::Backend b : {rb::Backend::Auto, rb::Backend::Host, rb::Backend::Cuda}) {
+    std::string text = std::string("backend: ") + rb::to_string(b) + "\nsweeps: [{type: t}]\n";
+    CHECK(rb::parse_config_text(text, "b.yaml").backend == b);
+  }
+  for (rb::BindingPolicy p : {rb::BindingPolicy::None, rb::BindingPolicy::Core,
+                              rb::BindingPolicy::Numa, rb::BindingPolicy::GpuNear}) {
+    std::string text =
+        std::string("binding:\n  policy: ") + rb::to_string(p) + "\nsweeps: [{type: t}]\n";
+    CHECK(rb::parse_config_text(text, "p.yaml").binding.policy == p);
+  }
+  CHECK(std::string(rb::to_string(rb::BindingPolicy::GpuNear)) == "gpu-near");
+  CHECK(std::string(rb::to_string(rb::Backend::Cuda)) == "cuda");
+}
+
+TEST_CASE("read_config_file returns the text verbatim") {
+  auto file = scratch_dir() / "ok.yaml";
+  const std::string text = "sweeps:\n  - type: p2p_matrix  # trailing comment\n";
+  { std::ofstream(file) << text; }
+  CHECK(rb::read_config_file(file.string()) == text);
+  rb::Config c = rb::parse_config_text(rb::read_config_file(file.string()), file.string());
+  CHECK(c.sweeps.at(0).type == "p2p_matrix");
+  std::filesystem::remove_all(file.parent_path());
+}
+
+// ---- the malformed-config table ----
+
+struct BadCase {
+  const char* what;
+  std::string yaml;             // the config text (ignored when `path` is set)
+  int line;                     // expected 1-based line; 0 = no line (whole-file errors)
+  std::vector<std::string> in;  // substrings the one-line message must contain
+  std::string path = "";        // read this file instead of parsing `yaml`
+};
+
+TEST_CASE("malformed configs fail with the line and an actionable message") {
+  const std::string S = "sweeps:\n  - type: ring_attention\n";  // a valid prefix, lines 1-2
+  const std::filesystem::path dir = scratch_dir();
+  const std::vector<BadCase> cases = {
+      {"syntax: unclosed flow list", S + "    ring_sizes: [1, 2\n    causal: true\n", 4,
+       {"YAML syntax error", "end of sequence flow not found"}},
+      {"syntax: bad indentation", "run:\n  name: a\n output_dir: b\nsweeps: [{type: t}]\n", 3,
+       {"YAML syntax error"}},
+      {"syntax: tab indentation", "run:\n\tname: a\nsweeps: [{type: t}]\n", 2,
+       {"YAML syntax error"}},
+      {"wrong type: string for int", S + "    iterations: abc\n", 3,
+       {"key 'sweeps[0].iterations'", "expected an integer between 1 and 1000000", "got 'abc'"}},
+      {"wrong type: map for list", S + "    ring_sizes: {a: 1}\n", 3,
+       {"key 'sweeps[0].ring_sizes'", "non-empty list", "got a map"}},
+      {"wrong type: list for scalar", S + "    iterations: [1, 2]\n", 3,
+       {"key 'sweeps[0].iterations'", "expected an integer", "got a list"}},
+      {"negative byte size", S + "    message_size: -2\n", 3,
+       {"key 'sweeps[0].message_size'", "expected a byte size", "got '-2'"}},
+      {"zero byte size", S + "    message_size: 0\n", 3,
+       {"key 'sweeps[0].message_size'", "expected a byte size >= 1, got 0"}},
+      {"zero in a size list", S + "    ring_sizes: [2, 4, 0]\n", 3,
+       {"key 'sweeps[0].ring_sizes[2]'", "expected an integer >= 1, got 0"}},
+      {"negative scalar size", S + "    ring_sizes: -2\n", 3,
+       {"key 'sweeps[0].ring_sizes'", "expected an integer >= 1, got -2"}},
+      {"unknown top-level key", "sweep:\n  - type: t\n", 1,
+       {"unknown key 'sweep'", "did you mean 'sweeps'?"}},
+      {"unknown top-level key without suggestion", "frobnicate: 1\n" + S, 1,
+       {"key 'frobnicate'", "unknown key", "expected one of: run, backend, binding, sweeps"}},
+      {"unknown key inside binding", "binding:\n  polcy: core\n" + S, 2,
+       {"key 'binding.polcy'", "unknown key 'polcy'; did you mean 'policy'?"}},
+      {"unknown key inside run", "run:\n  outptu_dir: x\n" + S, 2,
+       {"key 'run.outptu_dir'", "did you mean 'output_dir'?"}},
+      {"unknown key inside a sweep", S + "    ring_size: [2]\n", 3,
+       {"key 'sweeps[0].ring_size'", "did you mean 'ring_sizes'?"}},
+      {"missing sweeps", "backend: host\n", 1, {"missing required key 'sweeps'"}},
+      {"empty sweeps list", "backend: host\nsweeps: []\n", 2,
+       {"key 'sweeps'", "expected a non-empty list of sweeps", "got an empty list"}},
+      {"sweeps is a map", "sweeps:\n  type: t\n", 2, {"key 'sweeps'", "got a map"}},
+      {"sweep is a scalar", "sweeps:\n  - type: t\n  - compute\n", 3,
+       {"key 'sweeps[1]'", "expected a map with a 'type' key", "got the scalar 'compute'"}},
+      {"sweep without type", "sweeps:\n  - type: t\n  - name: second\n    ring_sizes: 2\n", 3,
+       {"key 'sweeps[1]'", "missing required key 'type'"}},
+      {"duplicate sweep names", S + "    name: x\n  - type: compute\n    name: x\n", 5,
+       {"key 'sweeps[1].name'", "duplicate sweep name 'x'", "sweeps[0] (line 3)",
+        "sweeps[1] (line 5)"}},
+      {"duplicate default sweep names", "sweeps:\n  - type: memory\n  - type: memory\n", 3,
+       {"key 'sweeps[1]'", "duplicate sweep name 'memory'", "line 2", "line 3"}},
+      {"bad run.name characters", "run:\n  name: my run\n" + S, 2,
+       {"key 'run.name'", "letters, digits", "got 'my run'", "' ' at position 3"}},
+      {"bad sweep name characters", S + "    name: a/b\n", 3,
+       {"key 'sweeps[0].name'", "got 'a/b'"}},
+      {"empty file", "", 0, {"the file is empty; expected a map with a 'sweeps' list"}},
+      {"comments-only file", "# nothing here\n\n   # still nothing\n", 0,
+       {"the file is empty"}},
+      {"missing file", "", 0, {"cannot read the file", "No such file or directory"},
+       (dir / "does-not-exist.yaml").string()},
+      {"directory as file", "", 0, {"cannot read the file", "directory"}, dir.string()},
+      {"bad backend choice", "backend: cdua\n" + S, 1,
+       {"key 'backend'", "expected one of auto|host|cuda, got 'cdua'", "did you mean 'cuda'?"}},
+      {"backend with the wrong case", "backend: Host\n" + S, 1,
+       {"got 'Host'", "did you mean 'host'?"}},
+      {"bad byte suffix", S + "    message_size: 64 mb\n", 3,
+       {"key 'sweeps[0].message_size'", "got 'mb' in '64 mb'", "did you mean 'MB'?"}},
+      {"unknown byte suffix", S + "    message_size: 64XB\n", 3,
+       {"expected a byte-size suffix B|KiB|MiB|GiB|TiB|KB|MB|GB", "got 'XB'"}},
+      {"float for int", S + "    iterations: 3.5\n", 3,
+       {"key 'sweeps[0].iterations'", "expected an integer", "got 3.5"}},
+      {"bool for int", S + "    iterations: true\n", 3,
+       {"key 'sweeps[0].iterations'", "expected an integer", "got 'true'"}},
+      {"quoted number for int", S + "    warmup: \"5\"\n", 3,
+       {"key 'sweeps[0].warmup'", "got the string \"5\"", "remove the quotes"}},
+      {"empty list", S + "    ring_sizes: []\n", 3,
+       {"key 'sweeps[0].ring_sizes'", "non-empty list", "got an empty list"}},
+      {"nested list", S + "    ring_sizes: [2, [4, 8]]\n", 3,
+       {"key 'sweeps[0].ring_sizes[1]'", "got a list", "lists do not nest"}},
+      {"duplicate top-level key", "backend: host\n" + S + "backend: cuda\n", 4,
+       {"key 'backend'", "duplicate key 'backend'", "lines 1 and 4"}},
+      {"duplicate key inside a sweep", S + "    iterations: 5\n    iterations: 6\n", 4,
+       {"key 'sweeps[0].iterations'", "lines 3 and 4"}},
+      {"out-of-range int", S + "    iterations: 2000000\n", 3,
+       {"expected an integer between 1 and 1000000, got 2000000"}},
+      {"int beyond 64 bits", S + "    warmup: 99999999999999999999\n", 3,
+       {"key 'sweeps[0].warmup'", "does not fit in 64 bits"}},
+      {"null value", S + "    iterations:\n    causal: true\n", 3,
+       {"key 'sweeps[0].iterations'", "got an empty value (null)"}},
+      {"null binding section", "binding:\n" + S, 1,
+       {"key 'binding'", "expected a map", "got an empty value (null)"}},
+      {"bad bool", S + "    causal: maybe\n", 3,
+       {"key 'sweeps[0].causal'", "expected true or false, got 'maybe'"}},
+      {"double out of range", S + "    tolerance: 1.5\n", 3,
+       {"key 'sweeps[0].tolerance'", "expected a number between 0 and 1, got 1.5"}},
+      {"bad element in a choice list", S + "    dtypes: [fp16, bf61]\n", 3,
+       {"key 'sweeps[0].dtypes[1]'", "expected one of fp16|bf16|fp32, got 'bf61'",
+        "did you mean 'bf16'?"}},
+      {"document is a list", "- type: t\n- type: u\n", 1,
+       {"expected a map with a 'sweeps' list at the top level, got a list"}},
+      {"two documents", S + "---\n" + S, 4, {"expected one YAML document, got 2"}},
+  };
+  REQUIRE(cases.size() >= 25);
+
+  for (const BadCase& c : cases) {
+    const std::string name = c.what;
+    CAPTURE(name);
+    CAPTURE(c.yaml);
+    ConfigError e = expect_error([&] {
+      if (c.path.empty())
+        load_and_validate(c.yaml);
+      else
+        rb::parse_config_text(rb::read_config_file(c.path), c.path);
+    });
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(e.where().line == c.line);
+    CHECK(what.find('\n') == std::string::npos);
+    const std::string file = c.path.empty() ? "test.yaml" : c.path;
+    CHECK(e.where().file == file);
+    if (c.line > 0) {
+      CHECK(what.rfind(file + ":" + std::to_string(c.line) + ":", 0) == 0);
+      CHECK(e.where().column >= 1);
+    } else {
+      CHECK(what.rfind(file + ": ", 0) == 0);
+    }
+    for (const std::string& s : c.in) {
+      CAPTURE(s);
+      CHECK(what.find(s) != std::string::npos);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// ---- accessors on their own ----
+
+TEST_CASE("ConfigError formats one line: FILE:LINE:COL: key 'KEY': MESSAGE") {
+  CHECK(std::string(ConfigError({"a.yaml", 3, 7}, "sweeps[1].ring_sizes", "boom").what()) ==
+        "a.yaml:3:7: key 'sweeps[1].ring_sizes': boom");
+  CHECK(std::string(ConfigError({"a.yaml", 0, 0}, "", "cannot read").what()) ==
+        "a.yaml: cannot read");
+  CHECK(std::string(ConfigError({"a.yaml", 2, 1}, "", "x").what()) == "a.yaml:2:1: x");
+  ConfigError e({"f", 1, 2}, "k", "m");
+  CHECK(e.key() == "k");
+  CHECK(e.message() == "m");
+  CHECK(e.where().column == 2);
+}
+
+TEST_CASE("get_int validates integer scalars and ranges") {
+  Node n = node_of("a: 42\nb: -7\nc: 0x10\nd: +3\ne: 010\nf: 3.5\ng: abc\nh: true\n"
+                   "i: [1]\nj: {x: 1}\nk:\nl: \"5\"\n");
+  CHECK(n.get_int("a", 0) == 42);
+  CHECK(n.get_int("b", 0) == -7);
+  CHECK(n.get_int("c", 0) == 16);
+  CHECK(n.get_int("d", 0) == 3);
+  CHECK(n.get_int("e", 0) == 10);  // decimal, not octal
+  CHECK(n.get_int("missing", 99) == 99);
+  CHECK(n.require_int("a", 42, 42) == 42);
+  for (const char* bad : {"f", "g", "h", "i", "j", "k", "l"}) {
+    CAPTURE(bad);
+    ConfigError e = expect_error([&] { n.get_int(bad, 0); });
+    CHECK(e.key() == std::string("sweeps[0].") + bad);
+    CHECK(e.message().find("expected an integer") == 0);
+  }
+  ConfigError low = expect_error([&] { n.get_int("b", 0, 1); });
+  CHECK(low.message() == "expected an integer >= 1, got -7");
+  CHECK(low.where().line == 2);
+  CHECK(low.where().column == 4);
+  ConfigError high = expect_error([&] { n.get_int("a", 0, INT64_MIN, 10); });
+  CHECK(high.message() == "expected an integer <= 10, got 42");
+  ConfigError missing = expect_error([&] { n.require_int("zz"); });
+  CHECK(missing.message() == "missing required key 'zz'");
+  CHECK(missing.where().line == 1);  // the enclosing map
+
+  Node extremes = node_of("lo: -9223372036854775808\nhi: 9223372036854775807\n"
+                          "over: 9223372036854775808\n");
+  CHECK(extremes.get_int("lo", 0) == INT64_MIN);
+  CHECK(extremes.get_int("hi", 0) == INT64_MAX);
+  CHECK(expect_error([&] { extremes.get_int("over", 0); }).message().find("64 bits") !=
+        std::string::npos);
+}
+
+TEST_CASE("an empty value is reported at its key's line, not the next token's") {
+  Node n = node_of("first: 1\nempty:\n\n\nlast: 2\n");
+  ConfigError e = expect_error([&] { n.get_int("empty", 0); });
+  CHECK(e.where().line == 2);
+  CHECK(e.message() == "expected an integer, got an empty value (null)");
+  CHECK(n.child("empty").location().line == 2);
+}
+
+TEST_CASE("get_bytes accepts integers and binary/decimal suffixes") {
+  Node n = node_of(
+      "plain: 4096\nb: 12B\nkib: 64KiB\nmib: 64 MiB\ngib: 2GiB\ntib: 1 TiB\nkb: 1KB\n"
+      "mb: 3 MB\ngb: 2GB\nquoted: \"8 KiB\"\nzero: 0\nmax: 16777215 TiB\n"
+      "over: 16777216 TiB\nlower: 4kib\nspaces: 4  KiB\nfrac: 1.5GiB\nneg: -1\nlist: [1]\n");
+  CHECK(n.get_bytes("plain", 0) == 4096);
+  CHECK(n.get_bytes("b", 0) == 12);
+  CHECK(n.get_bytes("kib", 0) == 64ULL << 10);
+  CHECK(n.get_bytes("mib", 0) == 64ULL << 20);
+  CHECK(n.get_bytes("gib", 0) == 2ULL << 30);
+  CHECK(n.get_bytes("tib", 0) == 1ULL << 40);
+  CHECK(n.get_bytes("kb", 0) == 1000);
+  CHECK(n.get_bytes("mb", 0) == 3000000);
+  CHECK(n.get_bytes("gb", 0) == 2000000000ULL);
+  CHECK(n.get_bytes("quoted", 0) == 8192);
+  CHECK(n.get_bytes("zero", 5) == 0);
+  CHECK(n.get_bytes("max", 0) == 16777215ULL << 40);
+  CHECK(n.get_bytes("absent", 123) == 123);
+  CHECK(expect_error([&] { n.get_bytes("over", 0); }).message().find("does not fit in 64 bits") !=
+        std::string::npos);
+  CHECK(expect_error([&] { n.get_bytes("lower", 0); }).message().find("did you mean 'KiB'?") !=
+        std::string::npos);
+  for (const char* bad : {"spaces", "frac", "neg", "list"}) {
+    CAPTURE(bad);
+    ConfigError e = expect_error([&] { n.get_bytes(bad, 0); });
+    CHECK(e.key() == std::string("sweeps[0].") + bad);
+  }
+  ConfigError small = expect_error([&] { n.get_bytes("kib", 0, 1ULL << 20); });
+  CHECK(small.message() == "expected a byte size >= 1048576, got '64KiB' (65536 bytes)");
+}
+
+TEST_CASE("get_int_list takes a scalar or a list of scalars") {
+  Node n = node_of("one: 4\nmany: [1, 2, 3]\nblock:\n  - 8\n  - 16\nempty: []\n"
+                   "nested: [1, [2]]\nmap: {a: 1}\nbad: [1, x, 3]\nnull_el: [1, ~]\n");
+  CHECK(n.get_int_list("one", {}) == std::vector<std::int64_t>{4});
+  CHECK(n.get_int_list("many", {}) == std::vector<std::int64_t>{1, 2, 3});
+  CHECK(n.get_int_list("block", {}, 1, 16) == std::vector<std::int64_t>{8, 16});
+  CHECK(n.get_int_list("absent", {7, 9}) == std::vector<std::int64_t>{7, 9});
+  CHECK(expect_error([&] { n.get_int_list("empty", {}); }).key() == "sweeps[0].empty");
+  ConfigError nested = expect_error([&] { n.get_int_list("nested", {}); });
+  CHECK(nested.key() == "sweeps[0].nested[1]");
+  CHECK(nested.where().column == 13);
+  CHECK(expect_error([&] { n.get_int_list("map", {}); }).message().find("got a map") !=
+        std::string::npos);
+  ConfigError bad = expect_error([&] { n.get_int_list("bad", {}); });
+  CHECK(bad.key() == "sweeps[0].bad[1]");
+  CHECK(bad.message() == "expected an integer, got 'x'");
+  CHECK(expect_error([&] { n.get_int_list("null_el", {}); }).key() == "sweeps[0].null_el[1]");
+  ConfigError range = expect_error([&] { n.get_int_list("block", {}, 1, 10); });
+  CHECK(range.key() == "sweeps[0].block[1]");
+  CHECK(range.where().line == 5);
+  CHECK(range.message() == "expected an integer between 1 and 10, got 16");
+}
+
+TEST_CASE("get_choice and get_choice_list are case-sensitive with suggestions") {
+  Node n = node_of("mode: dilated\ntypo: dilatde\ncase: Exact\nfar: zzz\nlist: [exact, dilated]\n"
+                   "one: exact\n");
+  const std::vector<std::string> modes = {"exact", "dilated"};
+  CHECK(n.get_choice("mode", "exact", modes) == "dilated");
+  CHECK(n.get_choice("absent", "exact", modes) == "exact");
+  CHECK(expect_error([&] { n.get_choice("typo", "", modes); }).message() ==
+        "expected one of exact|dilated, got 'dilatde'; did you mean 'dilated'?");
+  CHECK(expect_error([&] { n.get_choice("case", "", modes); }).message() ==
+        "expected one of exact|dilated, got 'Exact'; did you mean 'exact'?");
+  CHECK(expect_error([&] { n.get_choice("far", "", modes); }).message() ==
+        "expected one of exact|dilated, got 'zzz'");
+  CHECK(n.get_choice_list("list", {}, modes) == modes);
+  CHECK(n.get_choice_list("one", {}, modes) == std::vector<std::string>{"exact"});
+}
+
+TEST_CASE("get_double, get_bool and get_string") {
+  Node n = node_of("d: 2.5\ni: 3\ne: 1e-3\nbad: 1.2.3\nnan: .nan\nt: true\ny: yes\noff: off\n"
+                   "maybe: maybe\nqt: \"true\"\ns: hello\nnum: 123\nseq: [a]\nnul: ~\n");
+  CHECK(n.get_double("d", 0) == 2.5);
+  CHECK(n.get_double("i", 0) == 3.0);
+  CHECK(n.get_double("e", 0) == doctest::Approx(1e-3));
+  CHECK(n.get_double("absent", 0.25) == 0.25);
+  CHECK(expect_error([&] { n.get_double("bad", 0); }).message() == "expected a number, got 1.2.3");
+  CHECK(expect_error([&] { n.get_double("nan", 0); }).key() == "sweeps[0].nan");
+  CHECK(expect_error([&] { n.get_double("d", 0, 0, 1); }).message() ==
+        "expected a number between 0 and 1, got 2.5");
+  CHECK(n.get_bool("t", false));
+  CHECK(n.get_bool("y", false));
+  CHECK_FALSE(n.get_bool("off", true));
+  CHECK(n.get_bool("absent", true));
+  CHECK(expect_error([&] { n.get_bool("maybe", false); }).message() ==
+        "expected true or false, got 'maybe'");
+  CHECK(expect_error([&] { n.get_bool("qt", false); }).message().find("remove the quotes") !=
+        std::string::npos);
+  CHECK(n.get_string("s", "") == "hello");
+  CHECK(n.get_string("num", "") == "123");
+  CHECK(n.require_string("s") == "hello");
+  CHECK(expect_error([&] { n.get_string("seq", ""); }).message() ==
+        "expected a string, got a list");
+  CHECK(expect_error([&] { n.get_string("nul", ""); }).message() ==
+        "expected a string, got an empty value (null)");
+}
+
+TEST_CASE("map helpers: has, child, element, keys, allow_only, fail") {
+  Node n = node_of("a: 1\nsub:\n  x: 1\n  y: 2\nlist: [10, 20]\n", "sweeps[3]");
+  CHECK(n.has("a"));
+  CHECK_FALSE(n.has("zz"));
+  CHECK(n.keys() == std::vector<std::string>{"a", "sub", "list"});
+  Node sub = n.child("sub");
+  CHECK(sub.path() == "sweeps[3].sub");
+  CHECK(sub.get_int("y", 0) == 2);
+  Node list = n.child("list");
+  CHECK(list.is_sequence());
+  CHECK(list.size() == 2);
+  CHECK(list.element(1).path() == "sweeps[3].list[1]");
+  CHECK(list.element(1).location().column == 12);
+  CHECK(expect_error([&] { list.element(2); }).message().find("out of range") !=
+        std::string::npos);
+  CHECK_NOTHROW(n.allow_only({"a", "sub", "list"}));
+  ConfigError unknown = expect_error([&] { n.allow_only({"a", "subs", "lists"}); });
+  CHECK(unknown.key() == "sweeps[3].sub");
+  CHECK(unknown.message() == "unknown key 'sub'; did you mean 'subs'?");
+  CHECK(unknown.where().line == 2);
+  ConfigError dup = expect_error([&] { node_of("a: 1\nb: 2\na: 3\n").allow_only({"a", "b"}); });
+  CHECK(dup.where().line == 3);
+  CHECK(dup.message().find("lines 1 and 3") != std::string::npos);
+  ConfigError at_value = expect_error([&] { n.fail("list", "nope"); });
+  CHECK(at_value.key() == "sweeps[3].list");
+  CHECK(at_value.where().line == 5);
+  CHECK(at_value.where().column == 7);
+  ConfigError at_map = expect_error([&] { n.fail("", "whole sweep"); });
+  CHECK(at_map.key() == "sweeps[3]");
+  CHECK(expect_error([&] { n.child("a").require_map(); }).message() == "expected a map, got 1");
+}
+
+TEST_CASE("a default-constructed Node yields the fallbacks") {
+  Node absent;
+  CHECK(absent.get_int("x", 5) == 5);
+  CHECK(absent.get_bytes("x", 64) == 64);
+  CHECK(absent.get_string("x", "s") == "s");
+  CHECK(absent.get_int_list("x", {1, 2}) == std::vector<std::int64_t>{1, 2});
+  CHECK_FALSE(absent.has("x"));
+}
+
+TEST_CASE("did_you_mean suggests only plausible typos") {
+  const std::vector<std::string> keys = {"ring_sizes", "message_sizes", "iterations", "causal"};
+  CHECK(rb::cfg::did_you_mean("ring_size", keys) == "ring_sizes");
+  CHECK(rb::cfg::did_you_mean("iteratoins", keys) == "iterations");
+  CHECK(rb::cfg::did_you_mean("Causal", keys) == "causal");
+  CHECK(rb::cfg::did_you_mean("message-size", keys) == "message_sizes");
+  CHECK(rb::cfg::did_you_mean("banana", keys) == "");
+  CHECK(rb::cfg::did_you_mean("", keys) == "");
+  CHECK(rb::cfg::did_you_mean("x", {"y"}) == "");
+  CHECK(rb::cfg::did_you_mean("gpu", {"auto", "host", "cuda"}) == "");
+  // The limit grows with the word: 4 edits are fine for a 12-letter word, not a 6-letter one.
+  CHECK(rb::cfg::did_you_mean("abcdefghijkl", {"abcdefghWXYZ"}) == "abcdefghWXYZ");
+  CHECK(rb::cfg::did_you_mean("abcdef", {"abWXYZ"}) == "");
+}
