@@ -1,1 +1,149 @@
-// (being written)
+#include "runtime/gpu.hpp"
+
+#include <cctype>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/cuda_check.hpp"
+#include "runtime/mpi.hpp"
+
+namespace rb {
+
+namespace {
+[[maybe_unused]] int world_rank_or_minus_one() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return -1;
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+}  // namespace
+
+#ifdef RINGBENCH_HAVE_CUDA
+
+[[noreturn]] void throw_gpu_error(const char* what, const char* call, const char* file, int line,
+                                  const char* detail) {
+  int device = -1;
+  // cudaGetDevice itself may fail (no driver); the message then says GPU -1.
+  if (cudaGetDevice(&device) != cudaSuccess) device = -1;
+  throw std::runtime_error(std::string(what) + " call " + call + " failed at " + file + ":" +
+                           std::to_string(line) + " on rank " + std::to_string(world_rank_or_minus_one()) +
+                           " (GPU " + std::to_string(device) + "): " + (detail ? detail : "unknown error"));
+}
+
+bool built_with_cuda() { return true; }
+
+int visible_gpu_count() {
+  int count = 0;
+  // No driver, no device or a driver too old for this runtime all mean "no usable GPU" here;
+  // the caller then picks the host path instead of failing.
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so later calls start clean
+    return 0;
+  }
+  return count;
+}
+
+namespace {
+std::string format_uuid(const cudaUUID_t& uuid) {
+  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  char s[64];
+  std::snprintf(s, sizeof s,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return s;
+}
+}  // namespace
+
+GpuInfo select_gpu(int local_rank) {
+  const int count = visible_gpu_count();
+  if (count == 0)
+    throw std::runtime_error("select_gpu: no CUDA device is visible on rank " +
+                             std::to_string(world_rank_or_minus_one()) +
+                             " (check the driver and CUDA_VISIBLE_DEVICES)");
+  if (local_rank < 0) throw std::runtime_error("select_gpu: negative local rank " + std::to_string(local_rank));
+  GpuInfo info;
+  info.index = local_rank % count;
+  RB_CUDA_CHECK(cudaSetDevice(info.index));
+  cudaDeviceProp prop{};
+  RB_CUDA_CHECK(cudaGetDeviceProperties(&prop, info.index));
+  info.name = prop.name;
+  info.uuid = format_uuid(prop.uuid);
+  info.total_memory = prop.totalGlobalMem;
+  char bus[32] = {0};
+  RB_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus - 1, info.index));
+  info.pci_bus_id = bus;
+  // CUDA prints the domain as 8 hex digits ("00000000:18:00.0"); hwloc and nvidia-smi's
+  // short form use 4, which is what the /ranks table and hwloc lookups expect.
+  if (info.pci_bus_id.size() == 16 && info.pci_bus_id.compare(0, 4, "0000") == 0)
+    info.pci_bus_id = info.pci_bus_id.substr(4);
+  for (auto& c : info.pci_bus_id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return info;
+}
+
+NcclComm::NcclComm() = default;
+
+NcclComm::NcclComm(MPI_Comm comm) {
+  RB_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
+  RB_MPI_CHECK(MPI_Comm_size(comm, &size_));
+  ncclUniqueId id{};
+  if (rank_ == 0) RB_NCCL_CHECK(ncclGetUniqueId(&id));
+  RB_MPI_CHECK(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, comm));
+  ncclComm_t c = nullptr;
+  RB_NCCL_CHECK(ncclCommInitRank(&c, size_, id, rank_));
+  comm_ = c;
+}
+
+NcclComm::~NcclComm() {
+  // Destroy, not abort: every rank reaches here after its collectives completed.
+  if (comm_ != nullptr) ncclCommDestroy(static_cast<ncclComm_t>(comm_));
+}
+
+#else  // host-only build
+
+bool built_with_cuda() { return false; }
+int visible_gpu_count() { return 0; }
+
+GpuInfo select_gpu(int) {
+  throw std::runtime_error(
+      "ringbench was built without CUDA/NCCL; select_gpu is unavailable (rebuild with "
+      "-DRINGBENCH_ENABLE_CUDA=ON, or use backend: host)");
+}
+
+NcclComm::NcclComm() = default;
+
+NcclComm::NcclComm(MPI_Comm) {
+  throw std::runtime_error(
+      "ringbench was built without CUDA/NCCL; NCCL communicators are unavailable (rebuild with "
+      "-DRINGBENCH_ENABLE_CUDA=ON, or use backend: host)");
+}
+
+NcclComm::~NcclComm() = default;
+
+#endif
+
+NcclComm::NcclComm(NcclComm&& o) noexcept : comm_(o.comm_), rank_(o.rank_), size_(o.size_) {
+  o.comm_ = nullptr;
+  o.rank_ = 0;
+  o.size_ = 0;
+}
+
+NcclComm& NcclComm::operator=(NcclComm&& o) noexcept {
+  if (this != &o) {
+    NcclComm dying(std::move(*this));
+    comm_ = o.comm_;
+    rank_ = o.rank_;
+    size_ = o.size_;
+    o.comm_ = nullptr;
+    o.rank_ = 0;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+void* NcclComm::raw() const { return comm_; }
+
+}  // namespace rb
