@@ -3,6 +3,7 @@
 
 #include "sweeps/sweep.hpp"
 #include "sweeps/host_pingpong.hpp"
+#include "sweeps/collectives.hpp"
 
 namespace rb {
 
@@ -11,7 +12,9 @@ const std::vector<SweepKind>& sweep_kinds() {
       {"host_pingpong", parse_host_pingpong,
        "MPI latency and bandwidth between ring neighbours (host buffers)"},
       // ring_attention: added by the ring attention sweep
-      // collectives, p2p_matrix, compute, memory: added by the profiling sweeps
+      {"collectives", parse_collectives,
+       "NCCL / MPI collectives over message sizes, nccl-tests timing, alpha-beta cost model"},
+      // p2p_matrix, compute, memory: added by the profiling sweeps
   };
   return kinds;
 }
