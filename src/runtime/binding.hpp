@@ -20,6 +20,7 @@ struct MachineModel {
   std::vector<NumaDomain> numa;         // in topology order
   std::vector<int> gpu_numa;            // index = GPU index, value = NumaDomain position (-1 unknown)
   std::vector<std::string> gpu_names;   // hwloc OS device names ("cuda0", "nvml3", ...)
+  std::vector<std::string> gpu_pci_bus_ids;  // "0000:b7:00.0" per GPU; empty string if unknown
 };
 
 struct BindingDecision {
@@ -39,6 +40,13 @@ BindingDecision decide_binding(const MachineModel& machine, BindingPolicy policy
 // "0-3,8-11" style list of PU indices.
 std::string format_cpu_list(const std::vector<int>& pus);
 
+// Non-empty (one line, with advice) when the launcher had already bound the process
+// (cpuset_before differs from the whole machine's cpuset) and ringbench chose something else;
+// empty when unbound before, when ringbench leaves the binding alone, or when they agree.
+std::string launcher_binding_warning(const std::string& cpuset_before,
+                                     const std::string& machine_cpuset,
+                                     const BindingDecision& decision);
+
 class Topology {
  public:
   static Topology load_this_machine();
@@ -49,8 +57,15 @@ class Topology {
   Topology& operator=(Topology&&) noexcept;
 
   MachineModel model() const;
+  // Same NUMA domains, but GPU i is the PCI device pci_bus_ids[i] (as cudaDeviceGetPCIBusId
+  // gives it), so CUDA ordinals renumbered by CUDA_VISIBLE_DEVICES still find their NUMA
+  // domain; gpu_names are the bus ids. A bus id not in the topology gets domain -1.
+  MachineModel model_for_gpus(const std::vector<std::string>& pci_bus_ids) const;
   // Binds the calling process (CPU and memory). Returns the effective cpuset afterwards.
-  std::string apply(const BindingDecision& decision) const;
+  // A failed CPU binding throws; a failed memory binding (unsupported, not permitted) is not
+  // fatal: it is reported through *warning, or on stderr when warning is null.
+  std::string apply(const BindingDecision& decision, std::string* warning = nullptr) const;
+  std::string machine_cpuset() const;   // list form of all PUs this process may use
   std::string current_cpuset() const;   // list form of the process binding
   int current_numa_node() const;        // NUMA os index covering the current cpuset, -1 if several
 

@@ -1,0 +1,145 @@
+// Rank layout under MPI: every rank's view is gathered and checked for consistency, and, when
+// RINGBENCH_TEST_RANKS_PER_NODE=k is set, against the layout the override predicts.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/mpi.hpp"
+
+using namespace rb;
+
+TEST_CASE("rank layout is consistent across ranks") {
+  Comm node;
+  const RankLayout me = discover_rank_layout(MPI_COMM_WORLD, &node);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  CHECK(me.rank == rank);
+  CHECK(me.world_size == size);
+  CHECK(!me.hostname.empty());
+  REQUIRE(node.valid());
+  CHECK(node.rank() == me.local_rank);
+  CHECK(node.size() == me.local_size);
+  CHECK(me.local_rank >= 0);
+  CHECK(me.local_rank < me.local_size);
+  CHECK(me.node_index >= 0);
+  CHECK(me.node_index < me.node_count);
+
+  // Everyone on my node agrees on the node index and count.
+  int mine[2] = {me.node_index, me.node_count}, lo[2] = {0, 0}, hi[2] = {0, 0};
+  MPI_Allreduce(mine, lo, 2, MPI_INT, MPI_MIN, node.get());
+  MPI_Allreduce(mine, hi, 2, MPI_INT, MPI_MAX, node.get());
+  CHECK(lo[0] == hi[0]);
+  CHECK(lo[1] == hi[1]);
+
+  // Gather every rank's (node_index, node_count, local_rank, local_size) and check the whole.
+  const int row[4] = {me.node_index, me.node_count, me.local_rank, me.local_size};
+  std::vector<int> all(static_cast<std::size_t>(4 * size));
+  MPI_Allgather(row, 4, MPI_INT, all.data(), 4, MPI_INT, MPI_COMM_WORLD);
+  std::map<int, std::set<int>> local_ranks_by_node;
+  std::map<int, int> size_by_node, lowest_rank_by_node;
+  for (int r = 0; r < size; ++r) {
+    const int* x = &all[static_cast<std::size_t>(4 * r)];
+    CAPTURE(r);
+    CHECK(x[1] == me.node_count);
+    CHECK(local_ranks_by_node[x[0]].insert(x[2]).second);  // local ranks unique per node
+    if (size_by_node.count(x[0])) CHECK(size_by_node[x[0]] == x[3]);
+    size_by_node[x[0]] = x[3];
+    if (!lowest_rank_by_node.count(x[0])) lowest_rank_by_node[x[0]] = r;
+  }
+  CHECK(static_cast<int>(local_ranks_by_node.size()) == me.node_count);
+  for (const auto& kv : local_ranks_by_node) {
+    CHECK(static_cast<int>(kv.second.size()) == size_by_node[kv.first]);
+    CHECK(*kv.second.begin() == 0);
+    CHECK(*kv.second.rbegin() == size_by_node[kv.first] - 1);
+  }
+  // Node indices follow the lowest world rank on each node.
+  int previous_lowest = -1;
+  for (int n = 0; n < me.node_count; ++n) {
+    REQUIRE(lowest_rank_by_node.count(n));
+    CHECK(lowest_rank_by_node[n] > previous_lowest);
+    previous_lowest = lowest_rank_by_node[n];
+  }
+
+  const char* k_env = std::getenv("RINGBENCH_TEST_RANKS_PER_NODE");
+  if (k_env != nullptr && *k_env != '\0') {
+    const int k = std::atoi(k_env);
+    REQUIRE(k > 0);
+    CHECK(me.node_index == rank / k);
+    CHECK(me.node_count == (size + k - 1) / k);
+    CHECK(me.local_rank == rank % k);
+    CHECK(me.local_size == std::min(k, size - (rank / k) * k));
+  } else {
+    // One machine under mpirun: all ranks share memory, so one node.
+    CHECK(me.node_count == 1);
+    CHECK(me.local_rank == rank);
+    CHECK(me.local_size == size);
+  }
+}
+
+TEST_CASE("layout without a node communicator out-parameter matches") {
+  Comm node;
+  const RankLayout a = discover_rank_layout(MPI_COMM_WORLD, &node);
+  const RankLayout b = discover_rank_layout(MPI_COMM_WORLD);
+  CHECK(a.node_index == b.node_index);
+  CHECK(a.node_count == b.node_count);
+  CHECK(a.local_rank == b.local_rank);
+  CHECK(a.local_size == b.local_size);
+}
+
+TEST_CASE("Comm ownership: moves hand the communicator over, predefined ones are never freed") {
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  Comm a(dup);
+  Comm b(std::move(a));
+  CHECK(!a.valid());
+  CHECK(b.valid());
+  CHECK(b.get() == dup);
+  Comm c;
+  c = std::move(b);
+  CHECK(c.get() == dup);
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  CHECK(c.size() == size);
+  { Comm world(MPI_COMM_WORLD); }  // destructor must leave WORLD alone
+  int rank = -1;
+  CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS);
+}
+
+TEST_CASE("mpi_check names the call, the place, the rank and MPI's reason") {
+  CHECK_NOTHROW(mpi_check(MPI_SUCCESS, "MPI_Barrier(world)", "x.cpp", 1));
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    mpi_check(MPI_ERR_COMM, "MPI_Barrier(world)", "x.cpp", 42);
+    FAIL("mpi_check did not throw");
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    char text[MPI_MAX_ERROR_STRING] = {0};
+    int len = 0;
+    MPI_Error_string(MPI_ERR_COMM, text, &len);
+    CHECK(msg == "MPI call MPI_Barrier(world) failed at x.cpp:42 on rank " + std::to_string(rank) + ": " + text);
+  }
+  // A real failing call through the macro, with errors returned instead of aborting.
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  int bad = 0;
+  CHECK_THROWS_WITH_AS(RB_MPI_CHECK(MPI_Bcast(&bad, 1, MPI_INT, -5, dup)),
+                       doctest::Contains("MPI call MPI_Bcast(&bad, 1, MPI_INT, -5, dup) failed at"),
+                       std::runtime_error);
+  MPI_Comm_free(&dup);
+}
+
+TEST_CASE("thread level names") {
+  CHECK(std::string(MpiEnvironment::thread_level_name(MPI_THREAD_FUNNELED)) == "MPI_THREAD_FUNNELED");
+  CHECK(std::string(MpiEnvironment::thread_level_name(MPI_THREAD_MULTIPLE)) == "MPI_THREAD_MULTIPLE");
+  CHECK(std::string(MpiEnvironment::thread_level_name(MPI_THREAD_SINGLE)) == "MPI_THREAD_SINGLE");
+  CHECK(std::string(MpiEnvironment::thread_level_name(-12345)) == "unknown");
+}
