@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attention.hpp"
 
@@ -51,6 +52,17 @@ class AttentionBackend {
   virtual void backward_prepare(const void* dout, const float* out, float* delta,
                                 std::int64_t rows, int head_dim, attn::DType dtype) = 0;
   virtual void backward(const attn::BackwardBlock& block) = 0;
+  // dst[i] += src[i] for `count` fp32 values in backend memory, in the compute stream's order:
+  // the ring backward adds a step's dK/dV contribution to the partial sums received from the
+  // previous rank. The default stages through host memory (correct anywhere, slow); backends
+  // override it with a kernel.
+  virtual void accumulate(float* dst, const float* src, std::size_t count) {
+    std::vector<float> a(count), b(count);
+    copy_to_host(a.data(), dst, count * sizeof(float));
+    copy_to_host(b.data(), src, count * sizeof(float));
+    for (std::size_t i = 0; i < count; ++i) a[i] += b[i];
+    copy_to_device(dst, a.data(), count * sizeof(float));
+  }
 
   // Timing marks in the compute stream's order. mark() returns an id valid until
   // reset_marks(); seconds_between() may synchronise (call it after the timed region).

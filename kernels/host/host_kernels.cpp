@@ -1,0 +1,180 @@
+#include "host/host_kernels.hpp"
+
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include <Kokkos_Core.hpp>
+
+#include "host/dtype.hpp"
+#include "host/mask.hpp"
+
+namespace rb::attn::host {
+namespace {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+
+void check_head_dim(int d, const char* where) {
+  if (d < 1 || d > kMaxHeadDim)
+    throw std::invalid_argument(std::string(where) + ": head_dim " + std::to_string(d) +
+                                " outside the host kernels' range 1.." +
+                                std::to_string(kMaxHeadDim));
+}
+
+KOKKOS_INLINE_FUNCTION float dot_row(const float* q, const void* k, DType t, std::int64_t base,
+                                     int d) {
+  float s = 0.0f;
+  for (int c = 0; c < d; ++c) s += q[c] * load_as_float(k, t, base + c);
+  return s;
+}
+
+}  // namespace
+
+void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  Kokkos::parallel_for(
+      "rb::attn::host::init_forward", Policy(0, rows), KOKKOS_LAMBDA(std::int64_t r) {
+        lse[r] = neg_inf;
+        for (int c = 0; c < head_dim; ++c) out[r * head_dim + c] = 0.0f;
+      });
+}
+
+void forward(const ForwardBlock& b) {
+  check_head_dim(b.dims.head_dim, "host forward");
+  const ForwardBlock blk = b;
+  const std::int64_t n = static_cast<std::int64_t>(b.dims.batch) * b.dims.heads * b.q.count;
+  if (n == 0 || b.kv.count == 0) return;
+  Kokkos::parallel_for(
+      "rb::attn::host::forward", Policy(0, n), KOKKOS_LAMBDA(std::int64_t idx) {
+        namespace KE = Kokkos::Experimental;
+        const int d = blk.dims.head_dim;
+        const std::int64_t i = idx % blk.q.count;
+        const std::int64_t bh = idx / blk.q.count;
+        const int head = static_cast<int>(bh % blk.dims.heads);
+        const IndexRange keys = partners(blk.q.position(i), blk.kv, blk.pattern, head, true);
+        if (keys.count() == 0) return;
+        const std::int64_t qrow = bh * blk.dims.q_rows + blk.q.row0 + i;
+        float q[kMaxHeadDim], acc[kMaxHeadDim];
+        for (int c = 0; c < d; ++c) {
+          q[c] = load_as_float(blk.q_data, blk.dtype, qrow * d + c) * blk.scale;
+          acc[c] = 0.0f;
+        }
+        float m = -KE::infinity<float>::value, l = 0.0f;
+        for (std::int64_t j = keys.begin; j < keys.end; j += keys.step) {
+          const std::int64_t krow = bh * blk.dims.kv_rows + blk.kv.row0 + j;
+          const float s = dot_row(q, blk.k_data, blk.dtype, krow * d, d);
+          if (s > m) {
+            const float corr = KE::exp(m - s);
+            l *= corr;
+            for (int c = 0; c < d; ++c) acc[c] *= corr;
+            m = s;
+          }
+          const float p = KE::exp(s - m);
+          l += p;
+          for (int c = 0; c < d; ++c) acc[c] += p * load_as_float(blk.v_data, blk.dtype, krow * d + c);
+        }
+        const float block_lse = m + KE::log(l);
+        const float old = blk.lse[qrow];
+        const float hi = old > block_lse ? old : block_lse;
+        const float merged = hi + KE::log(KE::exp(old - hi) + KE::exp(block_lse - hi));
+        const float w_old = KE::exp(old - merged);       // 0 when old == -inf
+        const float w_new = KE::exp(m - merged);         // = exp(block_lse - merged) / l
+        float* o = blk.out + qrow * d;
+        for (int c = 0; c < d; ++c) o[c] = o[c] * w_old + acc[c] * w_new;
+        blk.lse[qrow] = merged;
+      });
+}
+
+void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
+                      int head_dim, DType dtype) {
+  Kokkos::parallel_for(
+      "rb::attn::host::backward_prepare", Policy(0, rows), KOKKOS_LAMBDA(std::int64_t r) {
+        float s = 0.0f;
+        for (int c = 0; c < head_dim; ++c)
+          s += load_as_float(dout, dtype, r * head_dim + c) * out[r * head_dim + c];
+        delta[r] = s;
+      });
+}
+
+void backward(const BackwardBlock& b) {
+  check_head_dim(b.dims.head_dim, "host backward");
+  const BackwardBlock blk = b;
+  const std::int64_t bh_count = static_cast<std::int64_t>(b.dims.batch) * b.dims.heads;
+  if (bh_count == 0 || b.q.count == 0 || b.kv.count == 0) return;
+
+  // dQ: one thread per query row.
+  Kokkos::parallel_for(
+      "rb::attn::host::backward_dq", Policy(0, bh_count * b.q.count),
+      KOKKOS_LAMBDA(std::int64_t idx) {
+        namespace KE = Kokkos::Experimental;
+        const int d = blk.dims.head_dim;
+        const std::int64_t i = idx % blk.q.count;
+        const std::int64_t bh = idx / blk.q.count;
+        const int head = static_cast<int>(bh % blk.dims.heads);
+        const IndexRange keys = partners(blk.q.position(i), blk.kv, blk.pattern, head, true);
+        if (keys.count() == 0) return;
+        const std::int64_t qrow = bh * blk.dims.q_rows + blk.q.row0 + i;
+        float q[kMaxHeadDim], g[kMaxHeadDim], dq[kMaxHeadDim];
+        for (int c = 0; c < d; ++c) {
+          q[c] = load_as_float(blk.q_data, blk.dtype, qrow * d + c) * blk.scale;
+          g[c] = load_as_float(blk.dout, blk.dtype, qrow * d + c);
+          dq[c] = 0.0f;
+        }
+        const float lse = blk.lse[qrow], delta = blk.delta[qrow];
+        for (std::int64_t j = keys.begin; j < keys.end; j += keys.step) {
+          const std::int64_t krow = bh * blk.dims.kv_rows + blk.kv.row0 + j;
+          const float p = KE::exp(dot_row(q, blk.k_data, blk.dtype, krow * d, d) - lse);
+          const float dp = dot_row(g, blk.v_data, blk.dtype, krow * d, d);
+          const float ds = p * (dp - delta) * blk.scale;
+          for (int c = 0; c < d; ++c) dq[c] += ds * load_as_float(blk.k_data, blk.dtype, krow * d + c);
+        }
+        float* out = blk.dq + qrow * d;
+        for (int c = 0; c < d; ++c) out[c] += dq[c];
+      });
+
+  // dK, dV: one thread per key row, walking the queries that attend to it.
+  Kokkos::parallel_for(
+      "rb::attn::host::backward_dkv", Policy(0, bh_count * b.kv.count),
+      KOKKOS_LAMBDA(std::int64_t idx) {
+        namespace KE = Kokkos::Experimental;
+        const int d = blk.dims.head_dim;
+        const std::int64_t j = idx % blk.kv.count;
+        const std::int64_t bh = idx / blk.kv.count;
+        const int head = static_cast<int>(bh % blk.dims.heads);
+        const IndexRange queries = partners(blk.kv.position(j), blk.q, blk.pattern, head, false);
+        if (queries.count() == 0) return;
+        const std::int64_t krow = bh * blk.dims.kv_rows + blk.kv.row0 + j;
+        float k[kMaxHeadDim], v[kMaxHeadDim], dk[kMaxHeadDim], dv[kMaxHeadDim];
+        for (int c = 0; c < d; ++c) {
+          k[c] = load_as_float(blk.k_data, blk.dtype, krow * d + c) * blk.scale;
+          v[c] = load_as_float(blk.v_data, blk.dtype, krow * d + c);
+          dk[c] = 0.0f;
+          dv[c] = 0.0f;
+        }
+        for (std::int64_t i = queries.begin; i < queries.end; i += queries.step) {
+          const std::int64_t qrow = bh * blk.dims.q_rows + blk.q.row0 + i;
+          const float p = KE::exp(dot_row(k, blk.q_data, blk.dtype, qrow * d, d) - blk.lse[qrow]);
+          const float dp = dot_row(v, blk.dout, blk.dtype, qrow * d, d);
+          const float ds = p * (dp - blk.delta[qrow]) * blk.scale;
+          for (int c = 0; c < d; ++c) {
+            dv[c] += p * load_as_float(blk.dout, blk.dtype, qrow * d + c);
+            dk[c] += ds * load_as_float(blk.q_data, blk.dtype, qrow * d + c);
+          }
+        }
+        float* dko = blk.dk + krow * d;
+        float* dvo = blk.dv + krow * d;
+        for (int c = 0; c < d; ++c) {
+          dko[c] += dk[c];
+          dvo[c] += dv[c];
+        }
+      });
+}
+
+void accumulate(float* dst, const float* src, std::int64_t count) {
+  Kokkos::parallel_for(
+      "rb::attn::host::accumulate", Policy(0, count),
+      KOKKOS_LAMBDA(std::int64_t i) { dst[i] += src[i]; });
+}
+
+}  // namespace rb::attn::host

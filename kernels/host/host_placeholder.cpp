@@ -1,1 +1,0 @@
-// placeholder until the host kernels land; remove from CMakeLists then

@@ -1,0 +1,238 @@
+#include "ring/reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "ring/inputs.hpp"
+
+namespace rb::ring {
+
+Reference::Reference(const Problem& p, std::uint64_t seed)
+    : p_(p), seed_(seed), patterns_(p.patterns()) {}
+
+void Reference::load_head(int b, int h) {
+  head_ = h;
+  const std::int64_t S = p_.seq_len, d = p_.head_dim;
+  auto fill = [&](std::vector<double>& t, Tensor which) {
+    t.resize(static_cast<std::size_t>(S * d));
+    for (std::int64_t pos = 0; pos < S; ++pos)
+      for (int c = 0; c < d; ++c)
+        t[static_cast<std::size_t>(pos * d + c)] = input_value(seed_, which, p_.dtype, b, h, pos, c);
+  };
+  fill(q_, Tensor::Q);
+  fill(k_, Tensor::K);
+  fill(v_, Tensor::V);
+  fill(do_, Tensor::dO);
+}
+
+double Reference::score(std::int64_t qp, std::int64_t kp) const {
+  const double* q = row(q_, qp);
+  const double* k = row(k_, kp);
+  double s = 0.0;
+  for (int c = 0; c < p_.head_dim; ++c) s += q[c] * k[c];
+  return s / std::sqrt(static_cast<double>(p_.head_dim));
+}
+
+void Reference::forward_row(std::int64_t p, double* out, double* lse) const {
+  const int d = p_.head_dim;
+  std::fill(out, out + d, 0.0);
+  // Two passes (max, then sum) over every (branch, key) term: the softmax over the union of
+  // all branches' keys is LongNet's denominator-weighted combination.
+  double m = -std::numeric_limits<double>::infinity();
+  for (const attn::Pattern& pat : patterns_)
+    for (std::int64_t k = 0; k < p_.seq_len; ++k)
+      if (pat.allows(p, k, head_)) m = std::max(m, score(p, k));
+  if (m == -std::numeric_limits<double>::infinity()) {
+    *lse = m;
+    return;
+  }
+  double l = 0.0;
+  for (const attn::Pattern& pat : patterns_)
+    for (std::int64_t k = 0; k < p_.seq_len; ++k)
+      if (pat.allows(p, k, head_)) {
+        const double e = std::exp(score(p, k) - m);
+        l += e;
+        const double* v = row(v_, k);
+        for (int c = 0; c < d; ++c) out[c] += e * v[c];
+      }
+  for (int c = 0; c < d; ++c) out[c] /= l;
+  *lse = m + std::log(l);
+}
+
+double Reference::delta(std::int64_t p, const double* out) const {
+  const double* g = row(do_, p);
+  double s = 0.0;
+  for (int c = 0; c < p_.head_dim; ++c) s += g[c] * out[c];
+  return s;
+}
+
+void Reference::dq_row(std::int64_t p, double lse, double delta, double* dq) const {
+  const int d = p_.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::fill(dq, dq + d, 0.0);
+  const double* g = row(do_, p);
+  for (const attn::Pattern& pat : patterns_)
+    for (std::int64_t k = 0; k < p_.seq_len; ++k) {
+      if (!pat.allows(p, k, head_)) continue;
+      const double P = std::exp(score(p, k) - lse);
+      const double* v = row(v_, k);
+      double dp = 0.0;
+      for (int c = 0; c < d; ++c) dp += g[c] * v[c];
+      const double ds = P * (dp - delta) * scale;
+      const double* kk = row(k_, k);
+      for (int c = 0; c < d; ++c) dq[c] += ds * kk[c];
+    }
+}
+
+void Reference::dkv_row(std::int64_t k, const std::vector<double>& lse,
+                        const std::vector<double>& delta, double* dk, double* dv) const {
+  const int d = p_.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::fill(dk, dk + d, 0.0);
+  std::fill(dv, dv + d, 0.0);
+  const double* v = row(v_, k);
+  for (const attn::Pattern& pat : patterns_)
+    for (std::int64_t p = 0; p < p_.seq_len; ++p) {
+      if (!pat.allows(p, k, head_)) continue;
+      const std::size_t pi = static_cast<std::size_t>(p);
+      const double P = std::exp(score(p, k) - lse[pi]);
+      const double* g = row(do_, p);
+      double dp = 0.0;
+      for (int c = 0; c < d; ++c) dp += g[c] * v[c];
+      const double ds = P * (dp - delta[pi]) * scale;
+      const double* q = row(q_, p);
+      for (int c = 0; c < d; ++c) {
+        dv[c] += P * g[c];
+        dk[c] += ds * q[c];
+      }
+    }
+}
+
+namespace {
+
+struct Accum {
+  double max_abs = 0.0, max_ref = 0.0;
+  std::int64_t n = 0;
+  void add(double got, double ref) {
+    max_abs = std::max(max_abs, std::abs(got - ref));
+    max_ref = std::max(max_ref, std::abs(ref));
+    ++n;
+  }
+  ErrorStats stats() const {
+    ErrorStats s;
+    if (n == 0) return s;
+    s.max_abs = max_abs;
+    s.max_rel = max_ref > 0 ? max_abs / max_ref : max_abs;
+    s.compared = n;
+    return s;
+  }
+};
+
+std::vector<std::int64_t> sample_rows(std::int64_t n, int k) {
+  std::vector<std::int64_t> rows;
+  if (n <= k) {
+    for (std::int64_t i = 0; i < n; ++i) rows.push_back(i);
+    return rows;
+  }
+  for (int j = 0; j < k; ++j) rows.push_back(static_cast<std::int64_t>(j) * (n - 1) / (k - 1));
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+}  // namespace
+
+ParityReport check_parity(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm,
+                          const RingResult& r, bool backward, const ParityOptions& opt) {
+  const std::int64_t n = p.local_rows(), S = p.seq_len, d = p.head_dim, R = p.ring_size;
+  const double nb = static_cast<double>(p.patterns().size());
+  const double full_cost = static_cast<double>(p.batch) * p.heads * static_cast<double>(S) *
+                           static_cast<double>(S) * static_cast<double>(d) * nb / static_cast<double>(R);
+  ParityReport rep;
+  rep.sampled = full_cost > opt.full_budget;
+  std::vector<std::pair<int, int>> heads;
+  if (!rep.sampled) {
+    for (int b = 0; b < p.batch; ++b)
+      for (int h = 0; h < p.heads; ++h) heads.emplace_back(b, h);
+  } else {
+    heads.emplace_back(0, 0);
+    if (p.batch > 1 || p.heads > 1) heads.emplace_back(p.batch - 1, p.heads - 1);
+  }
+  // dK/dV need the reference lse/delta of every query of a head: each rank computes its own
+  // rows and the ring gathers them (cost per rank: heads x local rows x S x d).
+  const double all_rows_cost = static_cast<double>(heads.size()) * static_cast<double>(n) *
+                               static_cast<double>(S) * static_cast<double>(d) * nb;
+  const bool all_rows = !rep.sampled || all_rows_cost <= opt.dkv_budget;
+  std::vector<std::int64_t> every(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) every[static_cast<std::size_t>(i)] = i;
+  const std::vector<std::int64_t> sample = sample_rows(n, opt.sample_rows);
+  const std::vector<std::int64_t>& fwd_rows = all_rows ? every : sample;
+  const std::vector<std::int64_t>& grad_rows = rep.sampled ? sample : every;
+  const std::vector<std::int64_t> pos = local_positions(p, ring_rank);
+  const bool do_dkv = backward && all_rows;
+
+  if (rep.sampled)
+    rep.note = "sampled: heads (b,h)=(0,0)" +
+               std::string(heads.size() > 1 ? " and (" + std::to_string(p.batch - 1) + "," +
+                                                  std::to_string(p.heads - 1) + ")"
+                                            : "") +
+               (all_rows ? ", out on every local row" : ", out on " + std::to_string(sample.size()) + " rows per rank") +
+               (backward ? ", gradients on " + std::to_string(sample.size()) + " rows per rank" : "");
+  if (backward && !all_rows)
+    rep.note += "; dK/dV not checked (reference cost " + std::to_string(all_rows_cost) +
+                " > budget " + std::to_string(opt.dkv_budget) + ")";
+
+  Reference ref(p, seed);
+  Accum out, dq, dk, dv;
+  std::vector<double> o(static_cast<std::size_t>(d)), g(static_cast<std::size_t>(d)),
+      g2(static_cast<std::size_t>(d));
+  std::vector<double> lse_loc(static_cast<std::size_t>(n)), delta_loc(static_cast<std::size_t>(n));
+  std::vector<double> lse_all(static_cast<std::size_t>(R * n)), delta_all(lse_all.size());
+  std::vector<double> lse_glob(static_cast<std::size_t>(S)), delta_glob(lse_glob.size());
+  for (auto [b, h] : heads) {
+    ref.load_head(b, h);
+    const std::int64_t base = (static_cast<std::int64_t>(b) * p.heads + h) * n;
+    for (std::int64_t i : fwd_rows) {
+      double lse = 0;
+      ref.forward_row(pos[static_cast<std::size_t>(i)], o.data(), &lse);
+      for (int c = 0; c < d; ++c) out.add(r.out[static_cast<std::size_t>((base + i) * d + c)], o[static_cast<std::size_t>(c)]);
+      lse_loc[static_cast<std::size_t>(i)] = lse;
+      delta_loc[static_cast<std::size_t>(i)] = ref.delta(pos[static_cast<std::size_t>(i)], o.data());
+    }
+    if (!backward) continue;
+    // grad_rows is a subset of fwd_rows, so lse_loc/delta_loc are set for it.
+    for (std::int64_t i : grad_rows) {
+      double lse = lse_loc[static_cast<std::size_t>(i)], delta = delta_loc[static_cast<std::size_t>(i)];
+      ref.dq_row(pos[static_cast<std::size_t>(i)], lse, delta, g.data());
+      for (int c = 0; c < d; ++c) dq.add(r.dq[static_cast<std::size_t>((base + i) * d + c)], g[static_cast<std::size_t>(c)]);
+    }
+    if (!do_dkv) continue;
+    MPI_Allgather(lse_loc.data(), static_cast<int>(n), MPI_DOUBLE, lse_all.data(), static_cast<int>(n),
+                  MPI_DOUBLE, ring_comm);
+    MPI_Allgather(delta_loc.data(), static_cast<int>(n), MPI_DOUBLE, delta_all.data(),
+                  static_cast<int>(n), MPI_DOUBLE, ring_comm);
+    for (int rr = 0; rr < R; ++rr) {
+      const std::vector<std::int64_t> other = local_positions(p, rr);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::size_t src = static_cast<std::size_t>(rr * n + i);
+        lse_glob[static_cast<std::size_t>(other[static_cast<std::size_t>(i)])] = lse_all[src];
+        delta_glob[static_cast<std::size_t>(other[static_cast<std::size_t>(i)])] = delta_all[src];
+      }
+    }
+    for (std::int64_t j : grad_rows) {
+      ref.dkv_row(pos[static_cast<std::size_t>(j)], lse_glob, delta_glob, g.data(), g2.data());
+      for (int c = 0; c < d; ++c) {
+        const std::size_t e = static_cast<std::size_t>((base + j) * d + c);
+        dk.add(r.dk[e], g[static_cast<std::size_t>(c)]);
+        dv.add(r.dv[e], g2[static_cast<std::size_t>(c)]);
+      }
+    }
+  }
+  rep.out = out.stats();
+  rep.dq = dq.stats();
+  rep.dk = dk.stats();
+  rep.dv = dv.stats();
+  return rep;
+}
+
+}  // namespace rb::ring

@@ -1,0 +1,69 @@
+#pragma once
+// Independent double-precision reference: single-rank full attention over the global
+// sequence with the same masking (Pattern::allows over every key, no span arithmetic) and
+// the same branch merge, for any row, from the generated inputs.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "ring/problem.hpp"
+
+namespace rb::ring {
+
+class Reference {
+ public:
+  Reference(const Problem& p, std::uint64_t seed);
+  // Generates the full-sequence Q, K, V, dO of head (b, h) in double.
+  void load_head(int b, int h);
+  // Output row and log-sum-exp of query position p (lse = -inf, out = 0 with no keys).
+  void forward_row(std::int64_t p, double* out, double* lse) const;
+  double delta(std::int64_t p, const double* out) const;  // dO_p . O_p
+  void dq_row(std::int64_t p, double lse, double delta, double* dq) const;
+  // lse/delta of every query position of the loaded head.
+  void dkv_row(std::int64_t k, const std::vector<double>& lse, const std::vector<double>& delta,
+               double* dk, double* dv) const;
+
+ private:
+  const double* row(const std::vector<double>& t, std::int64_t pos) const {
+    return t.data() + pos * p_.head_dim;
+  }
+  double score(std::int64_t qp, std::int64_t kp) const;
+  Problem p_;
+  std::uint64_t seed_;
+  std::vector<attn::Pattern> patterns_;
+  int head_ = 0;
+  std::vector<double> q_, k_, v_, do_;
+};
+
+// Max errors of one tensor against the reference on the compared elements.
+struct ErrorStats {
+  double max_abs = std::numeric_limits<double>::quiet_NaN();
+  double max_rel = std::numeric_limits<double>::quiet_NaN();  // max_abs / max |reference|
+  std::int64_t compared = 0;                                   // elements compared
+};
+
+struct ParityOptions {
+  double full_budget = 2e8;   // per-rank S*S*d*b*h*branches/R at or below: every head and row
+  int sample_rows = 32;       // rows per rank otherwise (evenly spaced, first and last included)
+  double dkv_budget = 4e10;   // per-rank cost of the sampled heads' full forward for dK/dV
+};
+
+struct ParityReport {
+  ErrorStats out, dq, dk, dv;
+  bool sampled = false;       // true: sampled heads and rows
+  std::string note;           // how it was sampled, or why dK/dV were not checked
+};
+
+// This rank's ring results as host arrays ([batch][heads][local_rows][head_dim]).
+struct RingResult {
+  std::vector<float> out, lse, dq, dk, dv;
+};
+
+// Collective over ring_comm (gathers the reference log-sum-exp for dK/dV).
+ParityReport check_parity(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm,
+                          const RingResult& r, bool backward, const ParityOptions& opt = {});
+
+}  // namespace rb::ring

@@ -1,0 +1,226 @@
+#include "ring/ring_attention.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "host/mask.hpp"
+
+namespace rb::ring {
+
+RingAttention::Buffer& RingAttention::Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr) owner->release(ptr);
+    owner = o.owner;
+    ptr = o.ptr;
+    o.ptr = nullptr;
+  }
+  return *this;
+}
+
+RingAttention::RingAttention(const Problem& p, AttentionBackend& backend, RingTransport& transport,
+                             bool with_backward)
+    : p_(p), be_(backend), tr_(transport), with_backward_(with_backward) {
+  check_problem(p_);
+  if (tr_.ring_size() != p_.ring_size)
+    throw std::invalid_argument("ring attention: transport ring has " +
+                                std::to_string(tr_.ring_size()) + " ranks, problem ring size " +
+                                std::to_string(p_.ring_size));
+  rank_ = tr_.ring_rank();
+  for (int r = 0; r < p_.ring_size; ++r) spans_.push_back(local_spans(p_, r));
+  patterns_ = p_.patterns();
+  shard_floats_ = static_cast<std::size_t>(p_.shard_elements());
+  shard_bytes_ = shard_floats_ * attn::dtype_size(p_.dtype);
+  rows_ = static_cast<std::size_t>(p_.batch) * p_.heads * static_cast<std::size_t>(p_.local_rows());
+  const std::size_t kv_bytes = 2 * shard_bytes_, dkdv_bytes = 2 * shard_floats_ * sizeof(float);
+
+  q_ = Buffer(be_, shard_bytes_);
+  home_kv_ = Buffer(be_, kv_bytes);
+  out_ = Buffer(be_, shard_floats_ * sizeof(float));
+  lse_ = Buffer(be_, rows_ * sizeof(float));
+  const std::size_t packet = with_backward_ ? kv_bytes + dkdv_bytes : kv_bytes;
+  if (p_.ring_size > 1) {
+    pkt_[0] = Buffer(be_, packet);
+    pkt_[1] = Buffer(be_, packet);
+  }
+  if (with_backward_) {
+    dout_ = Buffer(be_, shard_bytes_);
+    delta_ = Buffer(be_, rows_ * sizeof(float));
+    dq_ = Buffer(be_, shard_floats_ * sizeof(float));
+    home_dkdv_ = Buffer(be_, dkdv_bytes);
+    if (p_.ring_size > 1) contrib_ = Buffer(be_, dkdv_bytes);
+  }
+}
+
+RingAttention::~RingAttention() = default;
+
+void RingAttention::load_inputs(const void* q, const void* k, const void* v, const void* dout) {
+  be_.copy_to_device(q_.ptr, q, shard_bytes_);
+  be_.copy_to_device(home_kv_.bytes(), k, shard_bytes_);
+  be_.copy_to_device(home_kv_.bytes() + shard_bytes_, v, shard_bytes_);
+  if (with_backward_) {
+    if (dout == nullptr) throw std::invalid_argument("ring attention: backward needs dO");
+    be_.copy_to_device(dout_.ptr, dout, shard_bytes_);
+  }
+  be_.synchronize();
+}
+
+void RingAttention::post(const void* send, void* recv, std::size_t bytes) {
+  tr_.post(send, recv, bytes);
+  bytes_sent_ += bytes;
+}
+
+void RingAttention::compute_forward(const char* kv, int owner) {
+  attn::ForwardBlock fb;
+  fb.dims = attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()};
+  fb.dtype = p_.dtype;
+  fb.scale = p_.scale();
+  fb.q_data = q_.ptr;
+  fb.k_data = kv;
+  fb.v_data = kv + shard_bytes_;
+  fb.out = out_.floats();
+  fb.lse = lse_.floats();
+  for (const attn::Pattern& pat : patterns_)
+    for (const attn::Span& q : spans_[static_cast<std::size_t>(rank_)])
+      for (const attn::Span& k : spans_[static_cast<std::size_t>(owner)]) {
+        if (!attn::may_interact(q, k, pat)) continue;  // fully masked block pair: skipped
+        fb.q = q;
+        fb.kv = k;
+        fb.pattern = pat;
+        be_.forward(fb);
+      }
+}
+
+void RingAttention::compute_backward(const char* kv, int owner, float* dkdv) {
+  attn::BackwardBlock bb;
+  bb.dims = attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()};
+  bb.dtype = p_.dtype;
+  bb.scale = p_.scale();
+  bb.q_data = q_.ptr;
+  bb.k_data = kv;
+  bb.v_data = kv + shard_bytes_;
+  bb.dout = dout_.ptr;
+  bb.lse = lse_.floats();
+  bb.delta = delta_.floats();
+  bb.dq = dq_.floats();
+  bb.dk = dkdv;
+  bb.dv = dkdv + shard_floats_;
+  for (const attn::Pattern& pat : patterns_)
+    for (const attn::Span& q : spans_[static_cast<std::size_t>(rank_)])
+      for (const attn::Span& k : spans_[static_cast<std::size_t>(owner)]) {
+        if (!attn::may_interact(q, k, pat)) continue;
+        bb.q = q;
+        bb.kv = k;
+        bb.pattern = pat;
+        be_.backward(bb);
+      }
+}
+
+void RingAttention::forward() {
+  const int R = p_.ring_size;
+  const std::size_t kv_bytes = 2 * shard_bytes_;
+  fwd_.compute.assign(static_cast<std::size_t>(R), 0.0);
+  fwd_.wait.assign(static_cast<std::size_t>(R), 0.0);
+  std::vector<int> marks(3 * static_cast<std::size_t>(R));
+  std::vector<double> host_wait(static_cast<std::size_t>(R), 0.0);
+  be_.reset_marks();
+  be_.init_forward(out_.floats(), lse_.floats(), static_cast<std::int64_t>(rows_), p_.head_dim);
+  for (int s = 0; s < R; ++s) {
+    const char* kv = s == 0 ? home_kv_.bytes() : pkt_[(s - 1) % 2].bytes();
+    // The next block is in flight while this one is computed.
+    if (s < R - 1) post(kv, pkt_[s % 2].ptr, kv_bytes);
+    const std::size_t m = 3 * static_cast<std::size_t>(s);
+    marks[m] = be_.mark();
+    compute_forward(kv, kv_owner(rank_, s, R));
+    marks[m + 1] = be_.mark();
+    if (s < R - 1) host_wait[static_cast<std::size_t>(s)] = tr_.wait();
+    marks[m + 2] = be_.mark();
+  }
+  be_.synchronize();
+  for (int s = 0; s < R; ++s) {
+    const std::size_t m = 3 * static_cast<std::size_t>(s), i = static_cast<std::size_t>(s);
+    fwd_.compute[i] = be_.seconds_between(marks[m], marks[m + 1]);
+    fwd_.wait[i] = be_.on_device() ? be_.seconds_between(marks[m + 1], marks[m + 2]) : host_wait[i];
+  }
+  have_forward_ = true;
+}
+
+void RingAttention::backward() {
+  if (!with_backward_) throw std::logic_error("ring attention: constructed without backward");
+  if (!have_forward_) throw std::logic_error("ring attention: backward() before forward()");
+  const int R = p_.ring_size;
+  const std::size_t kv_bytes = 2 * shard_bytes_, dkdv_floats = 2 * shard_floats_,
+                    dkdv_bytes = dkdv_floats * sizeof(float);
+  bwd_.compute.assign(static_cast<std::size_t>(R), 0.0);
+  bwd_.wait.assign(static_cast<std::size_t>(R), 0.0);
+  std::vector<int> marks(6 * static_cast<std::size_t>(R));
+  std::vector<double> host_wait(static_cast<std::size_t>(R), 0.0);
+  be_.reset_marks();
+  be_.backward_prepare(dout_.ptr, out_.floats(), delta_.floats(), static_cast<std::int64_t>(rows_),
+                       p_.head_dim, p_.dtype);
+  be_.fill_zero(dq_.ptr, shard_floats_ * sizeof(float));
+  if (R == 1) {
+    be_.fill_zero(home_dkdv_.ptr, dkdv_bytes);
+    marks[0] = be_.mark();
+    compute_backward(home_kv_.bytes(), rank_, home_dkdv_.floats());
+    marks[1] = be_.mark();
+    be_.synchronize();
+    bwd_.compute[0] = be_.seconds_between(marks[0], marks[1]);
+    return;
+  }
+  // Packet = [K | V | dK | dV]. At step s this rank computes on the K/V of owner o_s = r - s
+  // and sends [K/V of o_s | complete-so-far dK/dV of o_{s-1}]; it receives [K/V of o_{s+1} |
+  // partial dK/dV of o_s from the ranks before it], to which it adds its own contribution.
+  for (int s = 0; s < R; ++s) {
+    const char* kv = s == 0 ? home_kv_.bytes() : pkt_[(s - 1) % 2].bytes();
+    char* recv = pkt_[s % 2].bytes();
+    if (s == 0)
+      post(home_kv_.ptr, recv, kv_bytes);  // nothing to pass on yet
+    else if (s < R - 1)
+      post(pkt_[(s - 1) % 2].ptr, recv, kv_bytes + dkdv_bytes);
+    else
+      post(pkt_[(s - 1) % 2].bytes() + kv_bytes, recv + kv_bytes, dkdv_bytes);  // no K/V needed
+    const std::size_t m = 6 * static_cast<std::size_t>(s);
+    be_.fill_zero(contrib_.ptr, dkdv_bytes);
+    marks[m] = be_.mark();
+    compute_backward(kv, kv_owner(rank_, s, R), contrib_.floats());
+    marks[m + 1] = be_.mark();
+    host_wait[static_cast<std::size_t>(s)] = tr_.wait();
+    marks[m + 2] = be_.mark();
+    float* partial = reinterpret_cast<float*>(recv + kv_bytes);
+    if (s == 0)
+      be_.copy(partial, contrib_.ptr, dkdv_bytes);  // this rank is the block's first visitor
+    else
+      be_.accumulate(partial, contrib_.floats(), dkdv_floats);
+    marks[m + 3] = be_.mark();
+  }
+  // Final hop: the block of rank r + 1 has now been visited by every rank; send it home and
+  // receive this rank's own complete dK/dV.
+  const std::size_t m = 6 * static_cast<std::size_t>(R - 1);
+  post(pkt_[(R - 1) % 2].bytes() + kv_bytes, home_dkdv_.ptr, dkdv_bytes);
+  host_wait[static_cast<std::size_t>(R - 1)] += tr_.wait();
+  marks[m + 4] = be_.mark();
+  be_.synchronize();
+  for (int s = 0; s < R; ++s) {
+    const std::size_t k = 6 * static_cast<std::size_t>(s), i = static_cast<std::size_t>(s);
+    bwd_.compute[i] = be_.seconds_between(marks[k], marks[k + 1]) +
+                      be_.seconds_between(marks[k + 2], marks[k + 3]);
+    bwd_.wait[i] = be_.on_device() ? be_.seconds_between(marks[k + 1], marks[k + 2]) : host_wait[i];
+  }
+  if (be_.on_device())
+    bwd_.wait[static_cast<std::size_t>(R - 1)] += be_.seconds_between(marks[m + 3], marks[m + 4]);
+}
+
+void RingAttention::read_output(float* out, float* lse) const {
+  be_.copy_to_host(out, out_.ptr, shard_floats_ * sizeof(float));
+  be_.copy_to_host(lse, lse_.ptr, rows_ * sizeof(float));
+}
+
+void RingAttention::read_gradients(float* dq, float* dk, float* dv) const {
+  if (!with_backward_) throw std::logic_error("ring attention: constructed without backward");
+  be_.copy_to_host(dq, dq_.ptr, shard_floats_ * sizeof(float));
+  be_.copy_to_host(dk, home_dkdv_.ptr, shard_floats_ * sizeof(float));
+  be_.copy_to_host(dv, home_dkdv_.bytes() + shard_floats_ * sizeof(float), shard_floats_ * sizeof(float));
+}
+
+}  // namespace rb::ring

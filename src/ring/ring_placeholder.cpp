@@ -1,1 +1,0 @@
-// placeholder until the ring attention sources land; remove from CMakeLists then

@@ -1,0 +1,358 @@
+// Host kernels against a direct double-precision implementation (one rank): masks, spans with
+// strides, several branches merged into the same accumulators, storage dtypes, pair counting.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "host/dtype.hpp"
+#include "host/mask.hpp"
+#include "ring/factory.hpp"
+#include "ring/problem.hpp"
+
+using rb::attn::DType;
+using rb::attn::Pattern;
+using rb::attn::Span;
+
+namespace {
+
+struct Block {
+  int batch = 1, heads = 3, d = 8;
+  std::int64_t q_rows = 0, kv_rows = 0;
+  std::vector<float> q, k, v, dout;
+};
+
+Block random_block(int batch, int heads, int d, std::int64_t q_rows, std::int64_t kv_rows,
+                   unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Block b;
+  b.batch = batch;
+  b.heads = heads;
+  b.d = d;
+  b.q_rows = q_rows;
+  b.kv_rows = kv_rows;
+  auto fill = [&](std::vector<float>& t, std::int64_t rows) {
+    t.resize(static_cast<std::size_t>(batch * heads * rows * d));
+    for (auto& x : t) x = u(gen);
+  };
+  fill(b.q, q_rows);
+  fill(b.k, kv_rows);
+  fill(b.v, kv_rows);
+  fill(b.dout, q_rows);
+  return b;
+}
+
+// Direct reference: every (branch, q row, kv row) pair tested with Pattern::allows.
+struct Direct {
+  std::vector<double> out, lse, dq, dk, dv;
+};
+
+Direct direct(const Block& b, const std::vector<std::pair<Span, Span>>& pairs,
+              const std::vector<Pattern>& pats, float scale) {
+  const int d = b.d;
+  Direct r;
+  const std::size_t nq = static_cast<std::size_t>(b.batch * b.heads * b.q_rows);
+  r.out.assign(nq * d, 0.0);
+  r.lse.assign(nq, -std::numeric_limits<double>::infinity());
+  r.dq.assign(nq * d, 0.0);
+  r.dk.assign(static_cast<std::size_t>(b.batch * b.heads * b.kv_rows) * d, 0.0);
+  r.dv = r.dk;
+  auto row = [&](const std::vector<float>& t, std::int64_t bh, std::int64_t rows, std::int64_t i) {
+    return &t[static_cast<std::size_t>((bh * rows + i) * d)];
+  };
+  struct Term { std::int64_t qi, kj; double s; };
+  for (std::int64_t bh = 0; bh < b.batch * b.heads; ++bh) {
+    const int h = static_cast<int>(bh % b.heads);
+    std::vector<Term> terms;
+    for (const auto& [qs, ks] : pairs)
+      for (const Pattern& pat : pats)
+        for (std::int64_t i = 0; i < qs.count; ++i)
+          for (std::int64_t j = 0; j < ks.count; ++j)
+            if (pat.allows(qs.position(i), ks.position(j), h)) {
+              const float* q = row(b.q, bh, b.q_rows, qs.row0 + i);
+              const float* k = row(b.k, bh, b.kv_rows, ks.row0 + j);
+              double s = 0;
+              for (int c = 0; c < d; ++c) s += double(q[c]) * k[c];
+              terms.push_back({qs.row0 + i, ks.row0 + j, s * scale});
+            }
+    std::vector<double> m(static_cast<std::size_t>(b.q_rows), -INFINITY), l(m.size(), 0.0);
+    for (auto& t : terms) m[t.qi] = std::max(m[t.qi], t.s);
+    for (auto& t : terms) l[t.qi] += std::exp(t.s - m[t.qi]);
+    for (std::int64_t i = 0; i < b.q_rows; ++i)
+      if (l[i] > 0) r.lse[bh * b.q_rows + i] = m[i] + std::log(l[i]);
+    for (auto& t : terms) {
+      const double P = std::exp(t.s - r.lse[bh * b.q_rows + t.qi]);
+      const float* v = row(b.v, bh, b.kv_rows, t.kj);
+      for (int c = 0; c < d; ++c) r.out[(bh * b.q_rows + t.qi) * d + c] += P * v[c];
+    }
+    std::vector<double> delta(static_cast<std::size_t>(b.q_rows), 0.0);
+    for (std::int64_t i = 0; i < b.q_rows; ++i) {
+      const float* g = row(b.dout, bh, b.q_rows, i);
+      for (int c = 0; c < d; ++c) delta[i] += g[c] * r.out[(bh * b.q_rows + i) * d + c];
+    }
+    for (auto& t : terms) {
+      const double P = std::exp(t.s - r.lse[bh * b.q_rows + t.qi]);
+      const float* g = row(b.dout, bh, b.q_rows, t.qi);
+      const float* v = row(b.v, bh, b.kv_rows, t.kj);
+      const float* q = row(b.q, bh, b.q_rows, t.qi);
+      const float* k = row(b.k, bh, b.kv_rows, t.kj);
+      double dp = 0;
+      for (int c = 0; c < d; ++c) dp += double(g[c]) * v[c];
+      const double ds = P * (dp - delta[t.qi]) * scale;
+      for (int c = 0; c < d; ++c) {
+        r.dq[(bh * b.q_rows + t.qi) * d + c] += ds * k[c];
+        r.dk[(bh * b.kv_rows + t.kj) * d + c] += ds * q[c];
+        r.dv[(bh * b.kv_rows + t.kj) * d + c] += P * g[c];
+      }
+    }
+  }
+  return r;
+}
+
+double max_err(const std::vector<float>& got, const std::vector<double>& want) {
+  double e = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) e = std::max(e, std::abs(got[i] - want[i]));
+  return e;
+}
+
+// Runs the host backend on every (span pair, pattern) and compares with direct().
+void check_kernels(const Block& blk, const std::vector<std::pair<Span, Span>>& pairs,
+                   const std::vector<Pattern>& pats) {
+  auto be = rb::ring::make_host_backend();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(blk.d));
+  const std::size_t nq = blk.q.size(), nk = blk.k.size();
+  auto up = [&](const std::vector<float>& t) {
+    void* p = be->allocate(t.size() * 4);
+    be->copy_to_device(p, t.data(), t.size() * 4);
+    return p;
+  };
+  void *q = up(blk.q), *k = up(blk.k), *v = up(blk.v), *g = up(blk.dout);
+  const std::int64_t rows = blk.batch * blk.heads * blk.q_rows;
+  float* out = static_cast<float*>(be->allocate(nq * 4));
+  float* lse = static_cast<float*>(be->allocate(rows * 4));
+  float* delta = static_cast<float*>(be->allocate(rows * 4));
+  float* dq = static_cast<float*>(be->allocate(nq * 4));
+  float* dk = static_cast<float*>(be->allocate(nk * 4));
+  float* dv = static_cast<float*>(be->allocate(nk * 4));
+  be->init_forward(out, lse, rows, blk.d);
+  be->fill_zero(dq, nq * 4);
+  be->fill_zero(dk, nk * 4);
+  be->fill_zero(dv, nk * 4);
+  rb::attn::Dims dims{blk.batch, blk.heads, blk.d, blk.q_rows, blk.kv_rows};
+  for (const auto& [qs, ks] : pairs)
+    for (const Pattern& pat : pats) {
+      rb::attn::ForwardBlock f;
+      f.dims = dims;
+      f.scale = scale;
+      f.q = qs;
+      f.kv = ks;
+      f.pattern = pat;
+      f.q_data = q;
+      f.k_data = k;
+      f.v_data = v;
+      f.out = out;
+      f.lse = lse;
+      be->forward(f);
+    }
+  be->backward_prepare(g, out, delta, rows, blk.d, DType::F32);
+  for (const auto& [qs, ks] : pairs)
+    for (const Pattern& pat : pats) {
+      rb::attn::BackwardBlock bb;
+      bb.dims = dims;
+      bb.scale = scale;
+      bb.q = qs;
+      bb.kv = ks;
+      bb.pattern = pat;
+      bb.q_data = q;
+      bb.k_data = k;
+      bb.v_data = v;
+      bb.dout = g;
+      bb.lse = lse;
+      bb.delta = delta;
+      bb.dq = dq;
+      bb.dk = dk;
+      bb.dv = dv;
+      be->backward(bb);
+    }
+  std::vector<float> h_out(nq), h_dq(nq), h_dk(nk), h_dv(nk), h_lse(rows);
+  be->copy_to_host(h_out.data(), out, nq * 4);
+  be->copy_to_host(h_lse.data(), lse, rows * 4);
+  be->copy_to_host(h_dq.data(), dq, nq * 4);
+  be->copy_to_host(h_dk.data(), dk, nk * 4);
+  be->copy_to_host(h_dv.data(), dv, nk * 4);
+  const Direct want = direct(blk, pairs, pats, scale);
+  CHECK(max_err(h_out, want.out) < 1e-5);
+  CHECK(max_err(h_dq, want.dq) < 1e-5);
+  CHECK(max_err(h_dk, want.dk) < 1e-5);
+  CHECK(max_err(h_dv, want.dv) < 1e-5);
+  for (std::size_t i = 0; i < h_lse.size(); ++i) {
+    if (std::isinf(want.lse[i])) {
+      CHECK(std::isinf(h_lse[i]));
+    } else {
+      CHECK(std::abs(h_lse[i] - want.lse[i]) < 1e-5);
+    }
+  }
+  // Something was actually computed (the test must be able to fail).
+  double norm = 0;
+  for (double x : want.dk) norm += std::abs(x);
+  CHECK(norm > 0);
+  for (void* p : {q, k, v, g}) be->release(p);
+  for (float* p : {out, lse, delta, dq, dk, dv}) be->release(p);
+}
+
+}  // namespace
+
+TEST_CASE("host kernels: full and causal attention on one contiguous block") {
+  const Block b = random_block(2, 3, 8, 24, 24, 1);
+  const Span all{0, 24, 0, 1};
+  for (bool causal : {false, true}) {
+    Pattern pat;
+    pat.causal = causal;
+    check_kernels(b, {{all, all}}, {pat});
+  }
+}
+
+TEST_CASE("host kernels: blocks merged by log-sum-exp across strided and shifted spans") {
+  const Block b = random_block(1, 4, 16, 20, 30, 2);
+  // Query rows hold positions 40, 43, ...; key rows come from three spans (contiguous before,
+  // strided interleaved, contiguous after) merged into the same accumulators.
+  const Span q{0, 20, 40, 3};
+  const std::vector<std::pair<Span, Span>> pairs = {
+      {q, Span{0, 10, 0, 1}}, {q, Span{10, 10, 41, 3}}, {q, Span{20, 10, 200, 1}}};
+  for (bool causal : {false, true}) {
+    Pattern pat;
+    pat.causal = causal;
+    check_kernels(b, pairs, {pat});
+  }
+}
+
+TEST_CASE("host kernels: dilated branches (LongNet) with head offsets and several branches") {
+  const Block b = random_block(2, 5, 8, 32, 32, 3);
+  const Span q{0, 16, 0, 1}, q2{16, 16, 48, 1};
+  const Span k{0, 16, 16, 1}, k2{16, 16, 0, 2};
+  const std::vector<std::pair<Span, Span>> pairs = {{q, k}, {q, k2}, {q2, k}, {q2, k2}};
+  for (bool causal : {false, true}) {
+    std::vector<Pattern> pats;
+    for (auto [w, r] : std::vector<std::pair<int, int>>{{8, 1}, {16, 2}, {32, 4}, {64, 8}}) {
+      Pattern p;
+      p.causal = causal;
+      p.segment = w;
+      p.rate = r;
+      pats.push_back(p);
+    }
+    check_kernels(b, pairs, pats);
+  }
+}
+
+TEST_CASE("mask partners enumerate exactly the allowed pairs") {
+  std::mt19937 gen(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    Span other{0, 1 + static_cast<std::int64_t>(gen() % 40), static_cast<std::int64_t>(gen() % 50),
+               1 + static_cast<std::int64_t>(gen() % 5)};
+    Pattern pat;
+    pat.causal = gen() % 2;
+    if (gen() % 3) {
+      pat.rate = 1 + gen() % 4;
+      pat.segment = pat.rate * (1 + gen() % 6);
+    }
+    const int head = static_cast<int>(gen() % 6);
+    const std::int64_t p = gen() % 220;
+    for (bool keys : {true, false}) {
+      const rb::attn::IndexRange r = rb::attn::partners(p, other, pat, head, keys);
+      std::vector<std::int64_t> want, got;
+      for (std::int64_t i = 0; i < other.count; ++i) {
+        const std::int64_t o = other.position(i);
+        if (keys ? pat.allows(p, o, head) : pat.allows(o, p, head)) want.push_back(i);
+      }
+      for (std::int64_t i = r.begin; i < r.end; i += r.step) got.push_back(i);
+      REQUIRE(got == want);
+      CHECK(r.count() == static_cast<std::int64_t>(want.size()));
+    }
+  }
+}
+
+TEST_CASE("storage dtypes round to nearest even") {
+  using namespace rb::attn;
+  CHECK(bf16_to_float(float_to_bf16(1.0f)) == 1.0f);
+  CHECK(float_to_bf16(1.0f + 1.0f / 256) == 0x3f80);          // tie -> even (down)
+  CHECK(float_to_bf16(1.0f + 3.0f / 256) == 0x3f82);          // tie -> even (up)
+  CHECK(half_to_float(float_to_half(1.0f)) == 1.0f);
+  CHECK(float_to_half(65504.0f) == 0x7bff);
+  CHECK(float_to_half(70000.0f) == 0x7c00);
+  CHECK(half_to_float(float_to_half(5.9604645e-8f)) == 5.9604645e-8f);  // smallest subnormal
+  CHECK(float_to_half(1.0f + 1.0f / 2048) == 0x3c00);          // tie -> even
+  std::mt19937 gen(3);
+  std::uniform_real_distribution<float> u(-4, 4);
+  for (int i = 0; i < 1000; ++i) {
+    const float x = u(gen);
+    CHECK(std::abs(round_to_storage(x, DType::F16) - x) <= std::abs(x) * (1.0f / 2048) * 1.0001f);
+    CHECK(std::abs(round_to_storage(x, DType::BF16) - x) <= std::abs(x) * (1.0f / 256) * 1.0001f);
+  }
+}
+
+TEST_CASE("pair counts match a brute-force count, and causal zigzag balances the work") {
+  rb::ring::Problem p;
+  p.batch = 2;
+  p.heads = 3;
+  p.head_dim = 4;
+  p.seq_len = 48;
+  p.ring_size = 3;
+  for (auto layout : {rb::ring::Layout::Contiguous, rb::ring::Layout::Zigzag, rb::ring::Layout::Striped})
+    for (bool causal : {false, true})
+      for (int dil = 0; dil < 2; ++dil) {
+        p.layout = layout;
+        p.causal = causal;
+        p.branches.clear();
+        if (dil) p.branches = {{12, 2}, {24, 3}};
+        for (int r = 0; r < p.ring_size; ++r)
+          for (int o = 0; o < p.ring_size; ++o) {
+            const auto qp = rb::ring::local_positions(p, r), kp = rb::ring::local_positions(p, o);
+            std::int64_t brute = 0;
+            for (const Pattern& pat : p.patterns())
+              for (int h = 0; h < p.heads; ++h)
+                for (auto a : qp)
+                  for (auto c : kp) brute += pat.allows(a, c, h);
+            CHECK(rb::ring::pair_count(p, r, o) == brute * p.batch);
+          }
+      }
+  p.branches.clear();
+  p.causal = true;
+  p.layout = rb::ring::Layout::Zigzag;
+  std::int64_t lo = INT64_MAX, hi = 0;
+  for (int r = 0; r < 3; ++r) {
+    std::int64_t t = 0;
+    for (auto x : rb::ring::step_pairs(p, r)) t += x;
+    lo = std::min(lo, t);
+    hi = std::max(hi, t);
+  }
+  CHECK(lo == hi);  // zigzag: every rank does the same causal work
+  p.layout = rb::ring::Layout::Contiguous;
+  const auto last = rb::ring::step_pairs(p, 2), first = rb::ring::step_pairs(p, 0);
+  CHECK(first[1] == 0);  // rank 0 never attends to rank 2's later block
+  CHECK(last[0] > first[0] - 1);
+}
+
+TEST_CASE("impossible problems are rejected with the numbers") {
+  rb::ring::Problem p;
+  p.seq_len = 100;
+  p.ring_size = 3;
+  CHECK(rb::ring::problem_error(p) == "sequence length must be divisible by the ring size: 100 % 3 = 1");
+  p.ring_size = 4;
+  p.layout = rb::ring::Layout::Zigzag;
+  CHECK(rb::ring::problem_error(p).find("100 % 8 = 4") != std::string::npos);
+  p.layout = rb::ring::Layout::Contiguous;
+  CHECK(rb::ring::problem_error(p).empty());
+  p.branches = {{25, 50}};
+  CHECK(rb::ring::problem_error(p) == "branch 0: dilation rate 50 is larger than segment length 25");
+  p.branches = {{25, 1}, {20, 3}};
+  CHECK(rb::ring::problem_error(p) == "branch 1: segment length must be divisible by its dilation rate: 20 % 3 = 2");
+  p.branches = {{40, 2}};
+  CHECK(rb::ring::problem_error(p) == "branch 0: sequence length must be divisible by the segment length: 100 % 40 = 20");
+  p.branches = {{200, 2}};
+  CHECK(rb::ring::problem_error(p) == "branch 0: segment length 200 is longer than the sequence length 100");
+  CHECK_THROWS_AS(rb::ring::check_problem(p), std::invalid_argument);
+}
