@@ -99,5 +99,10 @@ std::vector<std::int64_t> read_ints(const std::string& file, const std::string& 
 std::vector<std::string> read_strings(const std::string& file, const std::string& dataset);
 std::string read_string_attr(const std::string& file, const std::string& object,
                              const std::string& attr);
+// Numeric attributes (scalar or 1-D) of any integer / floating type, converted.
+std::vector<std::int64_t> read_int_attr(const std::string& file, const std::string& object,
+                                        const std::string& attr);
+std::vector<double> read_double_attr(const std::string& file, const std::string& object,
+                                     const std::string& attr);
 
 }  // namespace rb::h5
