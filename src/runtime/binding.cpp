@@ -155,7 +155,7 @@ std::string launcher_binding_warning(const std::string& cpuset_before, const std
   if (decision.pus.empty()) return "";  // ringbench keeps the launcher's binding
   const std::string chosen = format_cpu_list(decision.pus);
   if (chosen == cpuset_before) return "";
-  return "the launcher had already bound this rank to PUs " + cpuset_before + " (machine: " + machine_cpuset +
+  return "the launcher bound this rank to PUs " + cpuset_before + " (machine: " + machine_cpuset +
          "); ringbench's " + to_string(decision.policy) + " binding replaced it with PUs " + chosen +
          ". Launch with `mpirun --bind-to none` (or `--bind-to numa` with binding: numa or gpu-near) "
          "so the two do not disagree";

@@ -65,8 +65,10 @@ MpiEnvironment::MpiEnvironment(int& argc, char**& argv) {
   if (rc != MPI_SUCCESS)
     throw std::runtime_error("MPI_Init_thread(MPI_THREAD_FUNNELED) failed with code " + std::to_string(rc));
   thread_level_ = provided;
-  // Errors come back as codes so mpi_check can name the call instead of MPI aborting blind.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // MPI_COMM_WORLD keeps MPI's default handler (errors are fatal, and MPI names the call):
+  // switching it to MPI_ERRORS_RETURN would let every unchecked call elsewhere fail silently.
+  // RB_MPI_CHECK reports the codes that do come back (communicators set to MPI_ERRORS_RETURN,
+  // and errors MPI returns before invoking a handler).
 }
 
 MpiEnvironment::~MpiEnvironment() {
