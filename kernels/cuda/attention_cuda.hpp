@@ -1,0 +1,69 @@
+#pragma once
+// CUDA block-attention kernels behind the rb::attn block problem (attention.hpp).
+// Plain C++ / CUDA runtime API only (no MPI, no ring interfaces) so the kernels, their
+// benchmark and a standalone test build with plain nvcc on a GPU machine.
+//
+// Every function enqueues work on `stream` and never synchronises the host.
+// Paths:
+//   flash  - fused forward/backward on tensor cores (mma.sync m16n8k16, bf16/fp16, head dims
+//            64 and 128); other dtypes / head dims go to a fused CUDA-core path ("simple").
+//   naive  - cuBLAS GEMMs with a materialised fp32 score block, a mask+softmax kernel and a
+//            fused log-sum-exp merge; the reference for parity and the tuning baseline.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "attention.hpp"
+
+namespace rb::attn::gpu {
+
+// out = 0, lse = -inf for `rows` rows of width head_dim.
+void init_forward(float* out, float* lse, std::int64_t rows, int head_dim, cudaStream_t stream);
+// delta[r] = sum_d dout[r,d] * out[r,d].
+void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
+                      int head_dim, DType dtype, cudaStream_t stream);
+
+// True when the tensor-core flash kernels handle this dtype and head dim at full speed.
+bool flash_tensor_core_supported(DType dtype, int head_dim);
+// Fused kernels; they take the tensor-core path when supported, the CUDA-core one otherwise.
+// Head dims up to 256 are supported.
+void flash_forward(const ForwardBlock& block, cudaStream_t stream);
+void flash_backward(const BackwardBlock& block, cudaStream_t stream);
+// The fused CUDA-core path alone (any dtype, head dim <= 256).
+void simple_forward(const ForwardBlock& block, cudaStream_t stream);
+void simple_backward(const BackwardBlock& block, cudaStream_t stream);
+constexpr int kMaxHeadDim = 256;
+
+// cuBLAS path. Holds a cuBLAS handle bound to `stream` and a scratch workspace (score block,
+// probabilities, block output) obtained through `alloc`, grown on demand and capped at
+// `workspace_budget` bytes: larger blocks are processed in chunks of query rows, so memory
+// stays bounded by the budget, not by the block's rows squared.
+class NaiveAttention {
+ public:
+  using Alloc = std::function<void*(std::size_t)>;
+  using Free = std::function<void(void*)>;
+  NaiveAttention(cudaStream_t stream, Alloc alloc, Free release,
+                 std::size_t workspace_budget = std::size_t(512) << 20);
+  ~NaiveAttention();
+  NaiveAttention(const NaiveAttention&) = delete;
+  NaiveAttention& operator=(const NaiveAttention&) = delete;
+
+  void forward(const ForwardBlock& block);
+  void backward(const BackwardBlock& block);
+  std::size_t workspace_bytes() const { return ws_bytes_; }
+  void release_workspace();
+
+ private:
+  void* workspace(std::size_t bytes);
+  cudaStream_t stream_;
+  Alloc alloc_;
+  Free free_;
+  std::size_t budget_;
+  void* handle_ = nullptr;  // cublasHandle_t
+  void* ws_ = nullptr;
+  std::size_t ws_bytes_ = 0;
+};
+
+}  // namespace rb::attn::gpu

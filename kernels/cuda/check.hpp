@@ -1,0 +1,53 @@
+#pragma once
+// Error checks for the CUDA kernel library. Self-contained (no MPI, no src/runtime) so the
+// kernels and their benchmark build with plain nvcc on a GPU machine; the message names the
+// call, the file and line, and the library's error string.
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace rb::attn::gpu {
+
+[[noreturn]] inline void throw_kernel_error(const char* lib, const char* call, const char* file,
+                                            int line, const std::string& detail) {
+  throw std::runtime_error(std::string(lib) + " call failed: " + call + " at " + file + ":" +
+                           std::to_string(line) + ": " + detail);
+}
+
+inline const char* cublas_status_name(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "unknown cuBLAS status";
+  }
+}
+
+}  // namespace rb::attn::gpu
+
+#define RBK_CUDA_CHECK(call)                                                              \
+  do {                                                                                    \
+    cudaError_t rbk_err_ = (call);                                                        \
+    if (rbk_err_ != cudaSuccess)                                                          \
+      ::rb::attn::gpu::throw_kernel_error("CUDA", #call, __FILE__, __LINE__,              \
+                                          cudaGetErrorString(rbk_err_));                  \
+  } while (0)
+
+#define RBK_CUBLAS_CHECK(call)                                                            \
+  do {                                                                                    \
+    cublasStatus_t rbk_st_ = (call);                                                      \
+    if (rbk_st_ != CUBLAS_STATUS_SUCCESS)                                                 \
+      ::rb::attn::gpu::throw_kernel_error("cuBLAS", #call, __FILE__, __LINE__,            \
+                                          ::rb::attn::gpu::cublas_status_name(rbk_st_));  \
+  } while (0)
+
+// Kernel launches return nothing: check the launch error right after each one.
+#define RBK_LAUNCH_CHECK() RBK_CUDA_CHECK(cudaGetLastError())

@@ -1,0 +1,112 @@
+#pragma once
+// Device helpers shared by the CUDA attention paths: element conversions, the pattern mask
+// on global positions, and row views that realise the dilated (LongNet) branch by index
+// arithmetic instead of gathered copies.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "attention.hpp"
+
+namespace rb::attn::gpu {
+
+template <typename T> __device__ __forceinline__ float to_float(T x);
+template <> __device__ __forceinline__ float to_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ float to_float<__half>(__half x) { return __half2float(x); }
+template <> __device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+
+// The pattern on the device (attention.hpp's Pattern::allows is host-only).
+struct DevPattern {
+  bool causal;
+  std::int64_t segment;
+  std::int64_t rate;
+};
+
+inline DevPattern dev_pattern(const Pattern& p) { return DevPattern{p.causal, p.segment, p.rate}; }
+
+__host__ __device__ inline std::int64_t floor_mod(std::int64_t a, std::int64_t m) {
+  std::int64_t r = a % m;
+  return r < 0 ? r + m : r;
+}
+
+__device__ __forceinline__ bool pattern_allows(const DevPattern& p, std::int64_t qp, std::int64_t kp,
+                                               int head) {
+  if (p.causal && kp > qp) return false;
+  if (p.segment > 0) {
+    if (qp / p.segment != kp / p.segment) return false;
+    const std::int64_t off = head % p.rate;
+    if (floor_mod(qp, p.rate) != off || floor_mod(kp, p.rate) != off) return false;
+  }
+  return true;
+}
+
+// The rows of a span that take part for one head: under a dilated branch only positions
+// p with p % rate == head % rate do, and with positions first + i*stride those rows form
+// an arithmetic progression i = i0 + j*step. View index j -> buffer row row0 + j*step,
+// position pos0 + j*pos_step. Exact attention (segment 0) keeps every row.
+struct RowView {
+  std::int64_t row0;
+  std::int64_t step;
+  std::int64_t count;
+  std::int64_t pos0;
+  std::int64_t pos_step;
+  __host__ __device__ std::int64_t row(std::int64_t j) const { return row0 + j * step; }
+  __host__ __device__ std::int64_t pos(std::int64_t j) const { return pos0 + j * pos_step; }
+};
+
+__host__ __device__ inline RowView make_view(const Span& s, const DevPattern& p, int head) {
+  RowView v{s.row0, 1, s.count, s.first, s.stride};
+  if (p.segment <= 0 || p.rate <= 1 || s.count <= 0) return v;
+  const std::int64_t r = p.rate;
+  const std::int64_t off = head % r;
+  // Smallest i in [0, r) with (first + i*stride) % r == off; the pattern repeats with period
+  // r / gcd(stride, r), which is then the step.
+  std::int64_t i0 = -1;
+  for (std::int64_t i = 0; i < r && i < s.count; ++i)
+    if (floor_mod(s.first + i * s.stride, r) == off) { i0 = i; break; }
+  if (i0 < 0) { v.count = 0; return v; }
+  std::int64_t a = floor_mod(s.stride, r), b = r;
+  while (b != 0) { const std::int64_t t = a % b; a = b; b = t; }
+  const std::int64_t step = r / a;  // a = gcd(stride mod r, r) (gcd(0, r) = r)
+  v.row0 = s.row0 + i0;
+  v.step = step;
+  v.count = (s.count - i0 + step - 1) / step;
+  v.pos0 = s.first + i0 * s.stride;
+  v.pos_step = s.stride * step;
+  return v;
+}
+
+// Mask inside views: the dilation condition already holds, only causal and segment remain.
+__device__ __forceinline__ bool view_allows(const DevPattern& p, std::int64_t qp, std::int64_t kp) {
+  if (p.causal && kp > qp) return false;
+  if (p.segment > 0 && qp / p.segment != kp / p.segment) return false;
+  return true;
+}
+
+// Tile classification for block skipping: positions rise with the view index (stride > 0).
+// 0 = every pair masked (skip), 1 = some pairs masked (per-element mask), 2 = none masked.
+__device__ __forceinline__ int classify_tile(const DevPattern& p, std::int64_t qmin, std::int64_t qmax,
+                                             std::int64_t kmin, std::int64_t kmax) {
+  if (p.causal && kmin > qmax) return 0;
+  if (p.segment > 0 && (qmax / p.segment < kmin / p.segment || qmin / p.segment > kmax / p.segment))
+    return 0;
+  const bool causal_full = !p.causal || kmax <= qmin;
+  const bool seg_full = p.segment <= 0 || (qmin / p.segment == qmax / p.segment &&
+                                           kmin / p.segment == kmax / p.segment &&
+                                           qmin / p.segment == kmin / p.segment);
+  return (causal_full && seg_full) ? 2 : 1;
+}
+
+// log(exp(a) + exp(b)) with -inf handled.
+__device__ __forceinline__ float log_add_exp(float a, float b) {
+  const float m = fmaxf(a, b);
+  if (m == -INFINITY) return -INFINITY;
+  return m + log1pf(expf(-fabsf(a - b)));
+}
+
+}  // namespace rb::attn::gpu

@@ -1,0 +1,77 @@
+#pragma once
+// The GPU AttentionBackend: memory through cudaMalloc (never managed memory) with
+// OutOfMemory carrying the request and cudaMemGetInfo's free bytes, copies and kernels on
+// one non-blocking compute stream, timing marks as CUDA events on that stream, and the
+// high-water mark of the bytes it holds (the naive path's scratch included).
+// Needs only ring/interfaces.hpp (no MPI), so a standalone nvcc build can include it too.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ring/interfaces.hpp"
+
+namespace rb::attn::gpu {
+
+class NaiveAttention;
+
+enum class KernelPath { Flash, Naive, Auto };
+
+// "flash", "naive", "auto"; "cudnn" throws (not implemented in this build), anything else
+// throws std::invalid_argument.
+KernelPath parse_kernel_path(const std::string& name);
+
+class CudaBackend final : public ring::AttentionBackend {
+ public:
+  explicit CudaBackend(KernelPath path);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  // "flash" for flash and auto (auto sends shapes the tensor cores do not take to the
+  // naive path instead of the CUDA-core one), "naive" for naive.
+  std::string name() const override;
+  bool on_device() const override { return true; }
+  void* stream() const override { return stream_; }
+
+  void* allocate(std::size_t bytes) override;
+  void release(void* p) override;
+  void copy_to_device(void* dst, const void* host_src, std::size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void fill_zero(void* p, std::size_t bytes) override;
+  void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) override;
+
+  void forward(const ForwardBlock& block) override;
+  void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
+                        int head_dim, DType dtype) override;
+  void backward(const BackwardBlock& block) override;
+
+  int mark() override;
+  double seconds_between(int from, int to) override;
+  void reset_marks() override;
+  void synchronize() override;
+
+  std::size_t peak_bytes() const override { return peak_; }
+  void reset_peak() override { peak_ = current_; }
+  std::size_t current_bytes() const { return current_; }
+
+ private:
+  NaiveAttention& naive();
+  bool use_flash(DType dtype, int head_dim) const;
+
+  KernelPath path_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<NaiveAttention> naive_;
+  std::unordered_map<void*, std::size_t> sizes_;
+  std::size_t current_ = 0;
+  std::size_t peak_ = 0;
+  std::vector<cudaEvent_t> events_;
+  int marks_used_ = 0;
+};
+
+}  // namespace rb::attn::gpu

@@ -1,1 +1,0 @@
-// placeholder until the CUDA kernels land; remove from CMakeLists then

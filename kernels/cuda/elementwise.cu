@@ -1,0 +1,67 @@
+// Accumulator initialisation and the backward's delta = rowsum(dO * O).
+#include <cmath>
+
+#include "attention_cuda.hpp"
+#include "check.hpp"
+#include "common.cuh"
+
+namespace rb::attn::gpu {
+namespace {
+
+__global__ void init_forward_kernel(float* out, float* lse, std::int64_t rows, int head_dim) {
+  const std::int64_t n = rows * head_dim;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    out[i] = 0.f;
+    if (i < rows) lse[i] = -INFINITY;
+  }
+}
+
+// One warp per row.
+template <typename T>
+__global__ void delta_kernel(const T* __restrict__ dout, const float* __restrict__ out,
+                             float* __restrict__ delta, std::int64_t rows, int head_dim) {
+  const int lane = threadIdx.x & 31;
+  const std::int64_t row = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5;
+  if (row >= rows) return;
+  const T* d = dout + row * head_dim;
+  const float* o = out + row * head_dim;
+  float acc = 0.f;
+  for (int c = lane; c < head_dim; c += 32) acc += to_float(d[c]) * o[c];
+  for (int s = 16; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+  if (lane == 0) delta[row] = acc;
+}
+
+int grid_for(std::int64_t n, int threads) {
+  const std::int64_t blocks = (n + threads - 1) / threads;
+  return int(blocks < 65535 * 16 ? (blocks > 0 ? blocks : 1) : 65535 * 16);
+}
+
+}  // namespace
+
+void init_forward(float* out, float* lse, std::int64_t rows, int head_dim, cudaStream_t stream) {
+  if (rows <= 0) return;
+  init_forward_kernel<<<grid_for(rows * head_dim, 256), 256, 0, stream>>>(out, lse, rows, head_dim);
+  RBK_LAUNCH_CHECK();
+}
+
+void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
+                      int head_dim, DType dtype, cudaStream_t stream) {
+  if (rows <= 0) return;
+  const int threads = 256;
+  const std::int64_t blocks = (rows * 32 + threads - 1) / threads;
+  switch (dtype) {
+    case DType::F32:
+      delta_kernel<<<blocks, threads, 0, stream>>>(static_cast<const float*>(dout), out, delta, rows, head_dim);
+      break;
+    case DType::F16:
+      delta_kernel<<<blocks, threads, 0, stream>>>(static_cast<const __half*>(dout), out, delta, rows, head_dim);
+      break;
+    case DType::BF16:
+      delta_kernel<<<blocks, threads, 0, stream>>>(static_cast<const __nv_bfloat16*>(dout), out, delta, rows, head_dim);
+      break;
+  }
+  RBK_LAUNCH_CHECK();
+}
+
+}  // namespace rb::attn::gpu

@@ -1,0 +1,326 @@
+// Fused flash-attention backward for one block pair on tensor cores (FlashAttention-2
+// scheme): a CTA owns 16*WARPS keys of one head and keeps their dK, dV in fp32 registers;
+// it streams 64-row Q / dO tiles (with their lse and delta) through double-buffered shared
+// memory and per tile computes, with mma.sync m16n8k16:
+//   S^T = K Q^T, P^T = exp(scale*S^T - lse)         (recomputed, masked)
+//   dV += P^T dO,  dP^T = V dO^T,  dS^T = P^T (dP^T - delta)
+//   dK += dS^T Q  (registers),  dQ += scale * dS K  (dS^T staged in shared memory, fp32
+//   atomics into the dq accumulator: other CTAs add to the same query rows).
+// Masking, block skipping and the dilated row views are those of the forward.
+#include <algorithm>
+#include <cmath>
+
+#include "attention_cuda.hpp"
+#include "check.hpp"
+#include "flash_params.cuh"
+#include "mma.cuh"
+
+namespace rb::attn::gpu {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <typename T, int HD, int WARPS>
+struct BwdTraits {
+  static constexpr int kBc = 16 * WARPS;  // keys per CTA
+  static constexpr int kBr = 64;          // query rows per tile
+  static constexpr int kThreads = 32 * WARPS;
+  static constexpr std::size_t kSmem =
+      std::size_t(2 * kBc + 4 * kBr) * HD * sizeof(T) + std::size_t(kBc) * kBr * sizeof(T) +
+      std::size_t(4 * kBr) * sizeof(float);
+};
+
+template <typename T, int HD, int THREADS>
+__device__ __forceinline__ void load_rows(T* smem, const T* base, const RowView& v, std::int64_t j0,
+                                          int rows) {
+  constexpr int kChunks = HD / 8;
+  for (int idx = threadIdx.x; idx < rows * kChunks; idx += THREADS) {
+    const int r = idx / kChunks, c = idx % kChunks;
+    const std::int64_t j = j0 + r;
+    const bool valid = j < v.count;
+    const T* src = valid ? base + v.row(j) * HD + c * 8 : base;
+    mma::cp_async16(smem + mma::swz<HD>(r, c), src, valid);
+  }
+}
+
+__device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(x, y));
+#else
+  atomicAdd(dst, x);
+  atomicAdd(dst + 1, y);
+#endif
+}
+
+template <typename T, int HD, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams p) {
+  using Tr = BwdTraits<T, HD, WARPS>;
+  using Op = mma::MmaOp<T>;
+  constexpr int kBc = Tr::kBc, kBr = Tr::kBr;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sK = reinterpret_cast<T*>(smem_raw);
+  T* sV = sK + kBc * HD;
+  T* sQ = sV + kBc * HD;        // [2][kBr][HD]
+  T* sdO = sQ + 2 * kBr * HD;   // [2][kBr][HD]
+  T* sdS = sdO + 2 * kBr * HD;  // [kBc][kBr], dS^T
+  float* sL = reinterpret_cast<float*>(sdS + kBc * kBr);  // [2][kBr], lse * log2(e)
+  float* sD = sL + 2 * kBr;                                // [2][kBr], delta
+
+  const int bh = blockIdx.y;
+  const int head = bh % p.heads;
+  const RowView qv = make_view(p.qs, p.pat, head);
+  const RowView kv = make_view(p.kvs, p.pat, head);
+  const std::int64_t k0 = std::int64_t(blockIdx.x) * kBc;
+  if (k0 >= kv.count || qv.count <= 0) return;
+  const std::int64_t k1 = std::min<std::int64_t>(k0 + kBc, kv.count);
+  const bool k_partial = k1 - k0 < kBc;
+
+  const std::int64_t q_base = std::int64_t(bh) * p.q_rows;
+  const T* Qg = static_cast<const T*>(p.q) + q_base * HD;
+  const T* dOg = static_cast<const T*>(p.dout) + q_base * HD;
+  const T* Kg = static_cast<const T*>(p.k) + std::int64_t(bh) * p.kv_rows * HD;
+  const T* Vg = static_cast<const T*>(p.v) + std::int64_t(bh) * p.kv_rows * HD;
+  const int n_tiles = int((qv.count + kBr - 1) / kBr);
+
+  auto kind = [&](int t) {
+    const std::int64_t a = std::int64_t(t) * kBr;
+    const std::int64_t b = std::min<std::int64_t>(a + kBr, qv.count);
+    return tile_kind(p.pat, qv, kv, a, b, k0, k1, k_partial || (b - a < kBr));
+  };
+  auto next_active = [&](int t) {
+    while (t < n_tiles && kind(t) == 0) ++t;
+    return t;
+  };
+  auto load_q_tile = [&](int t, int buf) {
+    const std::int64_t a = std::int64_t(t) * kBr;
+    load_rows<T, HD, Tr::kThreads>(sQ + buf * kBr * HD, Qg, qv, a, kBr);
+    load_rows<T, HD, Tr::kThreads>(sdO + buf * kBr * HD, dOg, qv, a, kBr);
+    for (int i = threadIdx.x; i < kBr; i += Tr::kThreads) {
+      const std::int64_t j = a + i;
+      float l = INFINITY, d = 0.f;  // rows past the span: P = 0
+      if (j < qv.count) {
+        const std::int64_t r = q_base + qv.row(j);
+        l = p.lse_in[r];
+        l = (l == -INFINITY) ? INFINITY : l * kLog2e;  // a row nothing attends to: P = 0
+        d = p.delta[r];
+      }
+      sL[buf * kBr + i] = l;
+      sD[buf * kBr + i] = d;
+    }
+  };
+
+  int t = next_active(0);
+  if (t >= n_tiles) return;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, tq = lane & 3;
+
+  load_rows<T, HD, Tr::kThreads>(sK, Kg, kv, k0, kBc);
+  load_rows<T, HD, Tr::kThreads>(sV, Vg, kv, k0, kBc);
+  load_q_tile(t, 0);
+  mma::cp_async_commit();
+
+  float dk[HD / 8][4], dv[HD / 8][4];
+#pragma unroll
+  for (int i = 0; i < HD / 8; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[i][e] = dv[i][e] = 0.f;
+
+  const float sl2 = p.scale * kLog2e;
+  const std::int64_t kj[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
+  const std::int64_t kpos[2] = {kv.pos(kj[0]), kv.pos(kj[1])};
+  const T* k_rows = sK + 0;  // this warp's keys start at row warp*16
+
+  int buf = 0;
+  while (t < n_tiles) {
+    const int tn = next_active(t + 1);
+    if (tn < n_tiles) load_q_tile(tn, buf ^ 1);
+    mma::cp_async_commit();
+    mma::cp_async_wait<1>();
+    __syncthreads();
+    const T* q_s = sQ + buf * kBr * HD;
+    const T* do_s = sdO + buf * kBr * HD;
+    const float* l_s = sL + buf * kBr;
+    const float* d_s = sD + buf * kBr;
+    const std::int64_t qa = std::int64_t(t) * kBr;
+
+    // S^T = K Q^T (rows: this warp's 16 keys, columns: the tile's query rows)
+    float s[kBr / 8][4];
+#pragma unroll
+    for (int i = 0; i < kBr / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      std::uint32_t a[4];
+      mma::ldmatrix_x4(a, k_rows + mma::swz<HD>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+#pragma unroll
+      for (int np = 0; np < kBr / 16; ++np) {
+        std::uint32_t b[4];
+        mma::ldmatrix_x4(b, q_s + mma::swz<HD>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                kk * 2 + ((lane >> 3) & 1)));
+        Op::run(s[2 * np], a, b[0], b[1]);
+        Op::run(s[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+    // P^T
+    const bool masked = kind(t) == 1;
+#pragma unroll
+    for (int nt = 0; nt < kBr / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = nt * 8 + 2 * tq + (e & 1);
+        float pv = exp2f(s[nt][e] * sl2 - l_s[c]);
+        if (masked) {
+          const std::int64_t qi = qa + c;
+          const int h = e >> 1;
+          if (!(qi < qv.count && kj[h] < kv.count && view_allows(p.pat, qv.pos(qi), kpos[h]))) pv = 0.f;
+        }
+        s[nt][e] = pv;
+      }
+    // dV += P^T dO
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) {
+      std::uint32_t a[4];
+      mma::c_to_a<T>(a, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+      for (int dp = 0; dp < HD / 16; ++dp) {
+        std::uint32_t b[4];
+        mma::ldmatrix_x4_trans(b, do_s + mma::swz<HD>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                                       dp * 2 + (lane >> 4)));
+        Op::run(dv[2 * dp], a, b[0], b[1]);
+        Op::run(dv[2 * dp + 1], a, b[2], b[3]);
+      }
+    }
+    // dP^T = V dO^T, then dS^T = P^T (dP^T - delta) in place of P^T
+    {
+      float dpt[kBr / 8][4];
+#pragma unroll
+      for (int i = 0; i < kBr / 8; ++i) dpt[i][0] = dpt[i][1] = dpt[i][2] = dpt[i][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        std::uint32_t a[4];
+        mma::ldmatrix_x4(a, sV + mma::swz<HD>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+#pragma unroll
+        for (int np = 0; np < kBr / 16; ++np) {
+          std::uint32_t b[4];
+          mma::ldmatrix_x4(b, do_s + mma::swz<HD>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                   kk * 2 + ((lane >> 3) & 1)));
+          Op::run(dpt[2 * np], a, b[0], b[1]);
+          Op::run(dpt[2 * np + 1], a, b[2], b[3]);
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < kBr / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[nt][e] *= dpt[nt][e] - d_s[nt * 8 + 2 * tq + (e & 1)];
+    }
+    // dK += dS^T Q ; stage dS^T (16-bit) for dQ
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) {
+      std::uint32_t a[4];
+      mma::c_to_a<T>(a, s[2 * kk], s[2 * kk + 1]);
+      const int r0 = warp * 16 + g;
+      *reinterpret_cast<std::uint32_t*>(sdS + mma::swz<kBr>(r0, 2 * kk) + 2 * tq) = a[0];
+      *reinterpret_cast<std::uint32_t*>(sdS + mma::swz<kBr>(r0 + 8, 2 * kk) + 2 * tq) = a[1];
+      *reinterpret_cast<std::uint32_t*>(sdS + mma::swz<kBr>(r0, 2 * kk + 1) + 2 * tq) = a[2];
+      *reinterpret_cast<std::uint32_t*>(sdS + mma::swz<kBr>(r0 + 8, 2 * kk + 1) + 2 * tq) = a[3];
+#pragma unroll
+      for (int dp = 0; dp < HD / 16; ++dp) {
+        std::uint32_t b[4];
+        mma::ldmatrix_x4_trans(b, q_s + mma::swz<HD>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                                      dp * 2 + (lane >> 4)));
+        Op::run(dk[2 * dp], a, b[0], b[1]);
+        Op::run(dk[2 * dp + 1], a, b[2], b[3]);
+      }
+    }
+    __syncthreads();
+    // dQ[tile rows] += scale * dS K, in units of (16 query rows) x (64 head-dim columns).
+    constexpr int kRowGroups = kBr / 16, kColGroups = HD / 64;
+    for (int u = warp; u < kRowGroups * kColGroups; u += WARPS) {
+      const int rg = u % kRowGroups, cg = u / kRowGroups;
+      float acc[8][4];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < kBc / 16; ++kk) {
+        std::uint32_t a[4];
+        mma::ldmatrix_x4_trans(a, sdS + mma::swz<kBr>(kk * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                       rg * 2 + ((lane >> 3) & 1)));
+#pragma unroll
+        for (int dp = 0; dp < 4; ++dp) {
+          std::uint32_t b[4];
+          mma::ldmatrix_x4_trans(b, sK + mma::swz<HD>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                                       cg * 8 + dp * 2 + (lane >> 4)));
+          Op::run(acc[2 * dp], a, b[0], b[1]);
+          Op::run(acc[2 * dp + 1], a, b[2], b[3]);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const std::int64_t qi = qa + rg * 16 + g + 8 * h;
+        if (qi >= qv.count) continue;
+        float* dst = p.dq + (q_base + qv.row(qi)) * HD + cg * 64 + 2 * tq;
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+          atomic_add2(dst + nt * 8, p.scale * acc[nt][2 * h], p.scale * acc[nt][2 * h + 1]);
+      }
+    }
+    __syncthreads();  // sdS and this Q/dO buffer are rewritten next iteration
+    t = tn;
+    buf ^= 1;
+  }
+
+  // This CTA alone owns its key rows in this launch: plain read-modify-write.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (kj[h] >= kv.count) continue;
+    const std::int64_t r = std::int64_t(bh) * p.kv_rows + kv.row(kj[h]);
+    float* dkr = p.dk + r * HD;
+    float* dvr = p.dv + r * HD;
+#pragma unroll
+    for (int dt = 0; dt < HD / 8; ++dt) {
+      float2* a = reinterpret_cast<float2*>(dkr + dt * 8 + 2 * tq);
+      float2* b = reinterpret_cast<float2*>(dvr + dt * 8 + 2 * tq);
+      float2 x = *a, y = *b;
+      x.x += p.scale * dk[dt][2 * h];
+      x.y += p.scale * dk[dt][2 * h + 1];
+      y.x += dv[dt][2 * h];
+      y.y += dv[dt][2 * h + 1];
+      *a = x;
+      *b = y;
+    }
+  }
+}
+
+template <typename T, int HD, int WARPS>
+void launch_bwd(const BackwardBlock& b, cudaStream_t stream) {
+  using Tr = BwdTraits<T, HD, WARPS>;
+  static bool configured = false;
+  if (!configured) {
+    RBK_CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_kernel<T, HD, WARPS>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmem)));
+    configured = true;
+  }
+  const FlashParams p = make_params(b);
+  const dim3 grid(unsigned((b.kv.count + Tr::kBc - 1) / Tr::kBc), unsigned(b.dims.batch * b.dims.heads));
+  flash_bwd_kernel<T, HD, WARPS><<<grid, Tr::kThreads, Tr::kSmem, stream>>>(p);
+  RBK_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void flash_backward(const BackwardBlock& b, cudaStream_t stream) {
+  if (b.q.count <= 0 || b.kv.count <= 0) return;
+  if (!flash_tensor_core_supported(b.dtype, b.dims.head_dim)) {
+    simple_backward(b, stream);
+    return;
+  }
+  if (b.dtype == DType::BF16) {
+    if (b.dims.head_dim == 128) launch_bwd<__nv_bfloat16, 128, 4>(b, stream);
+    else launch_bwd<__nv_bfloat16, 64, 4>(b, stream);
+  } else {
+    if (b.dims.head_dim == 128) launch_bwd<__half, 128, 4>(b, stream);
+    else launch_bwd<__half, 64, 4>(b, stream);
+  }
+}
+
+}  // namespace rb::attn::gpu

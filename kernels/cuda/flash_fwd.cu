@@ -1,0 +1,264 @@
+// Fused flash-attention forward for one block pair on tensor cores (FlashAttention-2 scheme):
+// a CTA of WARPS warps owns 16*WARPS query rows of one head, keeps its Q fragments in
+// registers, streams 64-key K/V tiles through double-buffered shared memory with cp.async,
+// computes S = Q K^T and O += P V with mma.sync m16n8k16 (fp32 accumulators) and an online
+// softmax in the exp2 domain, and merges its result into the running fp32 (out, lse) in the
+// epilogue - no separate merge kernel.
+//
+// Masking: tiles wholly outside the pattern are skipped before their loads are issued;
+// tiles straddling a causal diagonal or a segment edge get an exact per-element mask on
+// global positions. The dilated branch is a row view (common.cuh): the CTA reads every
+// step-th row of the span by address arithmetic, no gathered copy exists.
+#include <algorithm>
+#include <cmath>
+
+#include "attention_cuda.hpp"
+#include "check.hpp"
+#include "flash_params.cuh"
+#include "mma.cuh"
+
+namespace rb::attn::gpu {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <typename T, int HD, int WARPS>
+struct FwdTraits {
+  static constexpr int kBr = 16 * WARPS;  // query rows per CTA
+  static constexpr int kBc = 64;          // keys per tile
+  static constexpr int kThreads = 32 * WARPS;
+  static constexpr std::size_t kSmem = std::size_t(kBr + 4 * kBc) * HD * sizeof(T);
+};
+
+// Issues cp.async for `rows` view rows starting at view index j0 of a [rows][HD] tile.
+template <typename T, int HD, int THREADS>
+__device__ __forceinline__ void load_tile(T* smem, const T* base, const RowView& v, std::int64_t j0,
+                                          int rows) {
+  constexpr int kChunks = HD / 8;
+  for (int idx = threadIdx.x; idx < rows * kChunks; idx += THREADS) {
+    const int r = idx / kChunks, c = idx % kChunks;
+    const std::int64_t j = j0 + r;
+    const bool valid = j < v.count;
+    const T* src = valid ? base + v.row(j) * HD + c * 8 : base;
+    mma::cp_async16(smem + mma::swz<HD>(r, c), src, valid);
+  }
+}
+
+template <typename T, int HD, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams p) {
+  using Tr = FwdTraits<T, HD, WARPS>;
+  using Op = mma::MmaOp<T>;
+  constexpr int kBr = Tr::kBr, kBc = Tr::kBc;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sK = sQ + kBr * HD;       // [2][kBc][HD]
+  T* sV = sK + 2 * kBc * HD;   // [2][kBc][HD]
+
+  const int bh = blockIdx.y;
+  const int head = bh % p.heads;
+  const RowView qv = make_view(p.qs, p.pat, head);
+  const RowView kv = make_view(p.kvs, p.pat, head);
+  const std::int64_t q0 = std::int64_t(blockIdx.x) * kBr;
+  if (q0 >= qv.count || kv.count <= 0) return;
+  const std::int64_t q1 = std::min<std::int64_t>(q0 + kBr, qv.count);
+  const bool q_partial = q1 - q0 < kBr;
+
+  const T* Qg = static_cast<const T*>(p.q) + std::int64_t(bh) * p.q_rows * HD;
+  const T* Kg = static_cast<const T*>(p.k) + std::int64_t(bh) * p.kv_rows * HD;
+  const T* Vg = static_cast<const T*>(p.v) + std::int64_t(bh) * p.kv_rows * HD;
+  const int n_tiles = int((kv.count + kBc - 1) / kBc);
+
+  auto kind = [&](int t) {
+    const std::int64_t k0 = std::int64_t(t) * kBc;
+    const std::int64_t k1 = std::min<std::int64_t>(k0 + kBc, kv.count);
+    return tile_kind(p.pat, qv, kv, q0, q1, k0, k1, q_partial || (k1 - k0 < kBc));
+  };
+  auto next_active = [&](int t) {
+    while (t < n_tiles && kind(t) == 0) ++t;
+    return t;
+  };
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, tq = lane & 3;
+
+  int t = next_active(0);
+  if (t >= n_tiles) return;  // nothing allowed: the running state stays as it is
+  load_tile<T, HD, Tr::kThreads>(sQ, Qg, qv, q0, kBr);
+  mma::cp_async_commit();
+  load_tile<T, HD, Tr::kThreads>(sK, Kg, kv, std::int64_t(t) * kBc, kBc);
+  load_tile<T, HD, Tr::kThreads>(sV, Vg, kv, std::int64_t(t) * kBc, kBc);
+  mma::cp_async_commit();
+
+  mma::cp_async_wait<1>();
+  __syncthreads();
+  std::uint32_t qf[HD / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; ++kk)
+    mma::ldmatrix_x4(qf[kk], sQ + mma::swz<HD>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+
+  float o[HD / 8][4];
+#pragma unroll
+  for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.f, 0.f};
+  const float sl2 = p.scale * kLog2e;
+
+  // Positions of this thread's two query rows (view indices beyond the span are never stored).
+  const std::int64_t qi[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+  const std::int64_t qpos[2] = {qv.pos(qi[0]), qv.pos(qi[1])};
+
+  int buf = 0;
+  while (t < n_tiles) {
+    const int tn = next_active(t + 1);
+    if (tn < n_tiles) {
+      load_tile<T, HD, Tr::kThreads>(sK + (buf ^ 1) * kBc * HD, Kg, kv, std::int64_t(tn) * kBc, kBc);
+      load_tile<T, HD, Tr::kThreads>(sV + (buf ^ 1) * kBc * HD, Vg, kv, std::int64_t(tn) * kBc, kBc);
+    }
+    mma::cp_async_commit();
+    mma::cp_async_wait<1>();
+    __syncthreads();
+    const T* k_s = sK + buf * kBc * HD;
+    const T* v_s = sV + buf * kBc * HD;
+
+    float s[kBc / 8][4];
+#pragma unroll
+    for (int i = 0; i < kBc / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+#pragma unroll
+      for (int np = 0; np < kBc / 16; ++np) {
+        std::uint32_t b[4];
+        mma::ldmatrix_x4(b, k_s + mma::swz<HD>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                kk * 2 + ((lane >> 3) & 1)));
+        Op::run(s[2 * np], qf[kk], b[0], b[1]);
+        Op::run(s[2 * np + 1], qf[kk], b[2], b[3]);
+      }
+    }
+
+    if (kind(t) == 1) {
+      const std::int64_t kbase = std::int64_t(t) * kBc;
+#pragma unroll
+      for (int nt = 0; nt < kBc / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const std::int64_t kj = kbase + nt * 8 + 2 * tq + (e & 1);
+          const int h = e >> 1;
+          const bool ok = kj < kv.count && view_allows(p.pat, qpos[h], kv.pos(kj));
+          if (!ok) s[nt][e] = -INFINITY;
+        }
+    }
+
+    // Online softmax in the exp2 domain of the scaled scores.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < kBc / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(row_max[h], mx * sl2);
+      const float m_use = (m_new == -INFINITY) ? 0.f : m_new;
+      const float corr = exp2f(row_max[h] - m_use);
+      row_max[h] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < kBc / 8; ++nt) {
+        s[nt][2 * h] = exp2f(s[nt][2 * h] * sl2 - m_use);
+        s[nt][2 * h + 1] = exp2f(s[nt][2 * h + 1] * sl2 - m_use);
+        sum += s[nt][2 * h] + s[nt][2 * h + 1];
+      }
+      row_sum[h] = row_sum[h] * corr + sum;
+#pragma unroll
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        o[dt][2 * h] *= corr;
+        o[dt][2 * h + 1] *= corr;
+      }
+    }
+
+    // O += P V
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) {
+      std::uint32_t a[4];
+      mma::c_to_a<T>(a, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+      for (int dp = 0; dp < HD / 16; ++dp) {
+        std::uint32_t b[4];
+        mma::ldmatrix_x4_trans(b, v_s + mma::swz<HD>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                                      dp * 2 + (lane >> 4)));
+        Op::run(o[2 * dp], a, b[0], b[1]);
+        Op::run(o[2 * dp + 1], a, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // this buffer is refilled by the next iteration's prefetch
+    t = tn;
+    buf ^= 1;
+  }
+
+  // Epilogue: fused log-sum-exp merge into the running accumulators.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = row_sum[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const bool valid = qi[h] < qv.count && l > 0.f;
+    const std::int64_t grow = std::int64_t(bh) * p.q_rows + (valid ? qv.row(qi[h]) : 0);
+    float lo = 0.f, ln = 0.f, wo = 0.f, wb = 0.f;
+    if (valid) {
+      const float lb = (row_max[h] + log2f(l)) * kLn2;
+      lo = p.lse[grow];
+      ln = log_add_exp(lo, lb);
+      wo = (lo == -INFINITY) ? 0.f : __expf(lo - ln);
+      wb = __expf(lb - ln) / l;
+      float* orow = p.out + grow * HD;
+#pragma unroll
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        float2* dst = reinterpret_cast<float2*>(orow + dt * 8 + 2 * tq);
+        float2 old = *dst;
+        old.x = old.x * wo + o[dt][2 * h] * wb;
+        old.y = old.y * wo + o[dt][2 * h + 1] * wb;
+        *dst = old;
+      }
+    }
+    __syncwarp();  // every lane of the quad has read the old lse
+    if (valid && tq == 0) p.lse[grow] = ln;
+  }
+}
+
+template <typename T, int HD, int WARPS>
+void launch_fwd(const ForwardBlock& b, cudaStream_t stream) {
+  using Tr = FwdTraits<T, HD, WARPS>;
+  static bool configured = false;  // the attribute is per function; set it once
+  if (!configured) {
+    RBK_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<T, HD, WARPS>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmem)));
+    configured = true;
+  }
+  const FlashParams p = make_params(b);
+  const dim3 grid(unsigned((b.q.count + Tr::kBr - 1) / Tr::kBr), unsigned(b.dims.batch * b.dims.heads));
+  flash_fwd_kernel<T, HD, WARPS><<<grid, Tr::kThreads, Tr::kSmem, stream>>>(p);
+  RBK_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+bool flash_tensor_core_supported(DType dtype, int head_dim) {
+  return dtype != DType::F32 && (head_dim == 64 || head_dim == 128);
+}
+
+void flash_forward(const ForwardBlock& b, cudaStream_t stream) {
+  if (b.q.count <= 0 || b.kv.count <= 0) return;
+  if (!flash_tensor_core_supported(b.dtype, b.dims.head_dim)) {
+    simple_forward(b, stream);
+    return;
+  }
+  if (b.dtype == DType::BF16) {
+    if (b.dims.head_dim == 128) launch_fwd<__nv_bfloat16, 128, 4>(b, stream);
+    else launch_fwd<__nv_bfloat16, 64, 4>(b, stream);
+  } else {
+    if (b.dims.head_dim == 128) launch_fwd<__half, 128, 4>(b, stream);
+    else launch_fwd<__half, 64, 4>(b, stream);
+  }
+}
+
+}  // namespace rb::attn::gpu
