@@ -1,0 +1,193 @@
+// The ring algorithm at the world's size (run under mpiexec with 1, 2, 3 and 4 ranks) against
+// the single-rank double-precision reference: every layout, causal and not, several dilation
+// combinations (segments spanning ranks included), forward and backward; a finite-difference
+// check of the gradients; and concurrent rings when the ring is smaller than the world.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ring_case.hpp"
+
+using rb::ring::Branch;
+using rb::ring::Layout;
+using rb::ring::Problem;
+
+namespace {
+
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+// Worst error over every rank of `comm`.
+double worst(double e, MPI_Comm comm) {
+  double w = 0;
+  MPI_Allreduce(&e, &w, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return w;
+}
+
+void check_case(const Problem& p, std::uint64_t seed, MPI_Comm ring, double tol = 2e-5) {
+  CAPTURE(rbtest::describe(p));
+  const rbtest::CaseResult c = rbtest::run_case(p, seed, ring, true);
+  // Errors are collective: every rank of the ring reports the same verdict.
+  CHECK(worst(c.parity.out.max_rel, ring) < tol);
+  CHECK(worst(c.parity.dq.max_rel, ring) < tol);
+  CHECK(worst(c.parity.dk.max_rel, ring) < tol);
+  CHECK(worst(c.parity.dv.max_rel, ring) < tol);
+  CHECK(c.parity.out.compared == p.shard_elements());  // small: every element checked
+  CHECK(c.parity.dk.compared == p.shard_elements());
+  CHECK_FALSE(c.parity.sampled);
+}
+
+// Dilation sets scaled to S: none, one dilated branch, LongNet's mix of three, and one whose
+// segment (S/2) spans ranks for R >= 3 and a rate that does not divide the rank's row count.
+std::vector<std::vector<Branch>> dilation_sets(std::int64_t S) {
+  return {{},
+          {{S / 2, 2}},
+          {{S / 4, 1}, {S / 2, 2}, {S, 4}},
+          {{S / 2, 4}, {S / 4, 2}}};
+}
+
+}  // namespace
+
+TEST_CASE("ring equals the reference: every layout, causal or not, dilation combinations") {
+  const int R = world_size();
+  const std::int64_t S = R == 3 ? 48 : 64;  // divisible by 2R and by every segment below
+  for (Layout layout : {Layout::Contiguous, Layout::Zigzag, Layout::Striped})
+    for (bool causal : {false, true})
+      for (const auto& branches : dilation_sets(S)) {
+        Problem p;
+        p.batch = 2;
+        p.heads = 3;
+        p.head_dim = 8;
+        p.seq_len = S;
+        p.ring_size = R;
+        p.layout = layout;
+        p.causal = causal;
+        p.branches = branches;
+        check_case(p, 11, MPI_COMM_WORLD);
+      }
+}
+
+TEST_CASE("segments spanning ranks: S=64, w=32 (S=96, w=48 at R=3) at every ring size") {
+  const int R = world_size();
+  const std::int64_t S = R == 3 ? 96 : 64;
+  for (Layout layout : {Layout::Contiguous, Layout::Zigzag, Layout::Striped}) {
+    Problem p;
+    p.batch = 1;
+    p.heads = 4;
+    p.head_dim = 16;
+    p.seq_len = S;
+    p.ring_size = R;
+    p.layout = layout;
+    p.causal = layout != Layout::Contiguous;
+    p.branches = {{S / 2, 1}, {S / 2, 4}, {S, 8}};
+    check_case(p, 5, MPI_COMM_WORLD);
+  }
+}
+
+TEST_CASE("bf16 and fp16 storage: fp32 compute matches the reference on the rounded inputs") {
+  const int R = world_size();
+  for (auto dt : {rb::attn::DType::BF16, rb::attn::DType::F16}) {
+    Problem p;
+    p.heads = 2;
+    p.head_dim = 16;
+    p.seq_len = 16 * R;
+    p.ring_size = R;
+    p.layout = Layout::Zigzag;
+    p.causal = true;
+    p.dtype = dt;
+    check_case(p, 3, MPI_COMM_WORLD);
+  }
+}
+
+TEST_CASE("finite differences of the ring forward agree with the ring backward") {
+  const int R = world_size(), rank = world_rank();
+  Problem p;
+  p.batch = 1;
+  p.heads = 2;
+  p.head_dim = 8;
+  p.seq_len = 8 * R;
+  p.ring_size = R;
+  p.layout = Layout::Zigzag;
+  p.causal = true;
+  p.branches = {{p.seq_len / 2, 2}, {p.seq_len, 1}};
+  const std::uint64_t seed = 21;
+  using rb::ring::Tensor;
+  std::vector<std::vector<unsigned char>> in;
+  for (Tensor t : {Tensor::Q, Tensor::K, Tensor::V, Tensor::dO})
+    in.push_back(rb::ring::make_shard(p, rank, seed, t));
+  auto backend = rb::ring::make_host_backend();
+  auto transport = rb::ring::make_mpi_transport(MPI_COMM_WORLD);
+  rb::ring::RingAttention ra(p, *backend, *transport, true);
+  const std::size_t n = static_cast<std::size_t>(p.shard_elements());
+  std::vector<float> out(n), lse(static_cast<std::size_t>(p.heads * p.local_rows())), dq(n), dk(n), dv(n);
+  // loss = sum over every rank of sum(O * dO), accumulated in double
+  auto loss = [&]() {
+    ra.load_inputs(in[0].data(), in[1].data(), in[2].data(), in[3].data());
+    ra.forward();
+    ra.read_output(out.data(), lse.data());
+    const float* g = reinterpret_cast<const float*>(in[3].data());
+    double l = 0;
+    for (std::size_t i = 0; i < n; ++i) l += double(out[i]) * g[i];
+    double total = 0;
+    MPI_Allreduce(&l, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return total;
+  };
+  loss();
+  ra.backward();
+  ra.read_gradients(dq.data(), dk.data(), dv.data());
+  // Perturb one element of Q, K and V, each on a different ring rank (dK/dV must have
+  // travelled home to be right), at a row inside the second zigzag chunk.
+  const std::size_t elem = (static_cast<std::size_t>(p.local_rows()) * p.heads - 3) * p.head_dim + 5;
+  const float eps = 1e-2f;
+  const int owners[3] = {0, R - 1, R > 1 ? 1 : 0};
+  const std::vector<float>* grads[3] = {&dq, &dk, &dv};
+  for (int t = 0; t < 3; ++t) {
+    float* x = reinterpret_cast<float*>(in[static_cast<std::size_t>(t)].data());
+    const float orig = x[elem];
+    if (rank == owners[t]) x[elem] = orig + eps;
+    const double up = loss();
+    if (rank == owners[t]) x[elem] = orig - eps;
+    const double down = loss();
+    x[elem] = orig;
+    const double fd = (up - down) / (2.0 * eps);
+    double analytic = rank == owners[t] ? (*grads[t])[elem] : 0.0;
+    double a = 0;
+    MPI_Allreduce(&analytic, &a, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    CAPTURE(t);
+    CAPTURE(fd);
+    CAPTURE(a);
+    CHECK(std::abs(a) > 1e-4);  // a non-trivial gradient element
+    CHECK(std::abs(fd - a) <= 2e-3 + 2e-2 * std::abs(a));
+  }
+}
+
+TEST_CASE("ring size smaller than the world: independent concurrent rings") {
+  const int world = world_size(), rank = world_rank();
+  for (int R = 1; R <= world; ++R) {
+    if (world % R != 0 || R == world) continue;
+    MPI_Comm ring;
+    MPI_Comm_split(MPI_COMM_WORLD, rank / R, rank % R, &ring);
+    Problem p;
+    p.heads = 2;
+    p.head_dim = 8;
+    p.seq_len = 32;
+    p.ring_size = R;
+    p.layout = Layout::Zigzag;
+    p.causal = true;
+    p.branches = {{16, 2}, {32, 1}};
+    // Different rings get different data; each must match its own reference.
+    check_case(p, 100 + static_cast<std::uint64_t>(rank / R), ring);
+    MPI_Comm_free(&ring);
+  }
+}
