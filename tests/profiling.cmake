@@ -1,0 +1,10 @@
+# Profiling sweeps (collectives, p2p_matrix, compute, memory, cost model).
+# Host path at 1-4 ranks, once more with pretend nodes of 2 ranks for the group tests.
+ringbench_add_doctest(TARGET test_profiling SOURCES profiling/test_profiling.cpp LIBS ringbench_core)
+foreach(n 1 2 3 4)
+  ringbench_add_test(NAME profiling_np${n} RANKS ${n} LABELS mpi TIMEOUT 300
+                     COMMAND $<TARGET_FILE:test_profiling>)
+  ringbench_add_test(NAME profiling_2pernode_np${n} RANKS ${n} LABELS mpi TIMEOUT 300
+                     ENVIRONMENT RINGBENCH_TEST_RANKS_PER_NODE=2
+                     COMMAND $<TARGET_FILE:test_profiling>)
+endforeach()
