@@ -1,0 +1,67 @@
+"""Reads a file written by tests/metrics/test_h5.cpp (write_everything) with h5py, the way
+analysis/ scripts do, and checks types, shapes and values. Usage: check_h5py.py FILE WORLD."""
+import sys
+
+import h5py
+import numpy as np
+
+
+def dval(r, i):
+    return r * 100.0 + i + 0.25
+
+
+def ival(r, i):
+    return (1 << 40) * (r + 1) - i
+
+
+def sval(r):
+    return "" if r == 0 else "rank \u03c1 " + "x" * (3 * r)
+
+
+def main():
+    path, world = sys.argv[1], int(sys.argv[2])
+    errors = []
+
+    def check(cond, what):
+        if not cond:
+            errors.append(what)
+
+    with h5py.File(path, "r") as f:
+        status = f["run"].attrs["status"]
+        check(isinstance(status, str) and status == "complete", f"/run status is str 'complete': {status!r}")
+        for name, ds in f["data"].items():
+            for key in ("units", "description"):
+                v = ds.attrs.get(key)
+                check(isinstance(v, str) and v != "", f"{name}.{key} is a non-empty str: {v!r}")
+
+        d = f["data/d2x3"][()]
+        expect = np.array([[dval(r, i) for i in range(6)] for r in range(world)]).reshape(world, 2, 3)
+        check(d.dtype == np.float64 and d.shape == (world, 2, 3) and np.array_equal(d, expect), "d2x3")
+        i6 = f["data/i6"][()]
+        check(i6.dtype == np.int64 and np.array_equal(i6, [[ival(r, i) for i in range(6)] for r in range(world)]), "i6")
+        check(np.array_equal(f["data/dscalar"][()], [dval(r, 7) for r in range(world)]), "dscalar")
+        check(np.array_equal(f["data/iscalar"][()], [ival(r, 7) for r in range(world)]), "iscalar")
+        check(f["data/empty"].shape == (world, 0), "empty shape")
+        check(f["data/empty3x0"].shape == (world, 3, 0), "empty3x0 shape")
+
+        raw = f["data/name"][()]
+        check(isinstance(raw[0], bytes), f"fixed-length strings come back as bytes: {type(raw[0])}")
+        names = list(f["data/name"].asstr()[()])
+        check(names == [sval(r) for r in range(world)], f"name via asstr: {names!r}")
+        check(list(f["data/blank"].asstr()[()]) == [""] * world, "blank")
+        check(list(f["data/shared_s"].asstr()[()]) == ["alpha", "", "\u00fc longer one"], "shared_s")
+
+        check(np.array_equal(f["data/shared_d"][()], np.arange(6).reshape(3, 2) + 0.5), "shared_d")
+        check(list(f["data/shared_i"][()]) == [-1, 0, 1 << 50], "shared_i")
+        check(f["data/shared_empty"].shape == (0,), "shared_empty")
+
+    if errors:
+        for e in errors:
+            print("h5py check failed:", e, file=sys.stderr)
+        return 1
+    print(f"h5py check passed for {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

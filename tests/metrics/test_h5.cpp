@@ -1,0 +1,398 @@
+// Parallel HDF5 writer: every test case runs on every rank (the writer is collective); rank 0
+// reads the closed (or flushed) file back with the serial helpers and checks every value.
+#include <doctest/doctest.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "metrics/h5.hpp"
+
+namespace fs = std::filesystem;
+using rb::h5::File;
+using rb::h5::Group;
+using rb::h5::Meta;
+
+namespace {
+
+int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int world() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+// A fresh path, the same on every rank, distinct per test and per concurrent CTest entry.
+std::string test_path(const std::string& name) {
+  long id = static_cast<long>(getpid());
+  MPI_Bcast(&id, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  const char* env = std::getenv("RINGBENCH_TEST_OUTPUT");
+  const fs::path dir = fs::path(env && *env ? env : "/tmp") / "metrics";
+  const std::string path = (dir / ("np" + std::to_string(world()) + "_" + std::to_string(id) + "_" + name + ".h5")).string();
+  if (rank() == 0) fs::remove(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return path;
+}
+
+// Runs `f` and returns the exception's message, or "" when nothing was thrown.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Rank-dependent values, used both to write and to check.
+double dval(int r, int i) { return r * 100.0 + i + 0.25; }
+std::int64_t ival(int r, int i) { return (std::int64_t{1} << 40) * (r + 1) - i; }
+std::string sval(int r) { return r == 0 ? std::string() : "rank \xcf\x81 " + std::string(static_cast<std::size_t>(r) * 3, 'x'); }
+
+void check_meta(const std::string& file, const std::string& dataset, const Meta& m) {
+  CHECK(rb::h5::read_string_attr(file, dataset, "units") == m.units);
+  CHECK(rb::h5::read_string_attr(file, dataset, "description") == m.description);
+}
+
+// Writes every kind of dataset (used by the round-trip and the h5py test).
+void write_everything(File& f) {
+  const int r = rank();
+  Group g = f.root().group("data");
+  std::vector<double> drow;
+  std::vector<std::int64_t> irow;
+  for (int i = 0; i < 6; ++i) {
+    drow.push_back(dval(r, i));
+    irow.push_back(ival(r, i));
+  }
+  g.write_per_rank("d2x3", drow, {2, 3}, {"s", "per-rank 2x3 doubles"});
+  g.write_per_rank("i6", irow, {6}, {"B", "per-rank 6 int64"});
+  g.write_per_rank("dscalar", dval(r, 7), {"GB/s", "one double per rank"});
+  g.write_per_rank("iscalar", ival(r, 7), {"1", "one int64 per rank"});
+  g.write_per_rank("empty", std::vector<double>{}, {0}, {"s", "zero-length rows"});
+  g.write_per_rank("empty3x0", std::vector<std::int64_t>{}, {3, 0}, {"1", "zero-length 3x0 rows"});
+  g.write_per_rank_string("name", sval(r), {"1", "per-rank UTF-8 string"});
+  g.write_per_rank_string("blank", std::string(), {"1", "all-empty strings"});
+  g.write_shared("shared_d", std::vector<double>{0.5, 1.5, 2.5, 3.5, 4.5, 5.5}, {3, 2},
+                 {"B/s", "shared doubles"});
+  g.write_shared("shared_i", std::vector<std::int64_t>{-1, 0, 1LL << 50}, {3}, {"B", "shared ints"});
+  g.write_shared("shared_empty", std::vector<double>{}, {0}, {"s", "shared empty"});
+  g.write_shared_strings("shared_s", {"alpha", "", "\xc3\xbc longer one"}, {"1", "shared strings"});
+}
+
+void check_everything(const std::string& path) {
+  const int n = world();
+  std::vector<std::uint64_t> dims;
+  const auto d = rb::h5::read_doubles(path, "/data/d2x3", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{static_cast<std::uint64_t>(n), 2, 3});
+  REQUIRE(d.size() == static_cast<std::size_t>(n) * 6);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < 6; ++i) CHECK(d[r * 6 + i] == dval(r, i));
+  check_meta(path, "/data/d2x3", {"s", "per-rank 2x3 doubles"});
+
+  const auto iv = rb::h5::read_ints(path, "/data/i6", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{static_cast<std::uint64_t>(n), 6});
+  REQUIRE(iv.size() == static_cast<std::size_t>(n) * 6);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < 6; ++i) CHECK(iv[r * 6 + i] == ival(r, i));
+  check_meta(path, "/data/i6", {"B", "per-rank 6 int64"});
+
+  const auto ds = rb::h5::read_doubles(path, "/data/dscalar", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{static_cast<std::uint64_t>(n)});
+  REQUIRE(ds.size() == static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) CHECK(ds[r] == dval(r, 7));
+  check_meta(path, "/data/dscalar", {"GB/s", "one double per rank"});
+
+  const auto is = rb::h5::read_ints(path, "/data/iscalar", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{static_cast<std::uint64_t>(n)});
+  REQUIRE(is.size() == static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) CHECK(is[r] == ival(r, 7));
+  check_meta(path, "/data/iscalar", {"1", "one int64 per rank"});
+
+  CHECK(rb::h5::read_doubles(path, "/data/empty", &dims).empty());
+  CHECK(dims == std::vector<std::uint64_t>{static_cast<std::uint64_t>(n), 0});
+  check_meta(path, "/data/empty", {"s", "zero-length rows"});
+  CHECK(rb::h5::read_ints(path, "/data/empty3x0", &dims).empty());
+  CHECK(dims == std::vector<std::uint64_t>{static_cast<std::uint64_t>(n), 3, 0});
+  check_meta(path, "/data/empty3x0", {"1", "zero-length 3x0 rows"});
+
+  const auto names = rb::h5::read_strings(path, "/data/name");
+  REQUIRE(names.size() == static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) CHECK(names[r] == sval(r));
+  check_meta(path, "/data/name", {"1", "per-rank UTF-8 string"});
+  CHECK(rb::h5::read_strings(path, "/data/blank") == std::vector<std::string>(n, ""));
+
+  CHECK(rb::h5::read_doubles(path, "/data/shared_d", &dims) == std::vector<double>{0.5, 1.5, 2.5, 3.5, 4.5, 5.5});
+  CHECK(dims == std::vector<std::uint64_t>{3, 2});
+  check_meta(path, "/data/shared_d", {"B/s", "shared doubles"});
+  CHECK(rb::h5::read_ints(path, "/data/shared_i", &dims) == std::vector<std::int64_t>{-1, 0, 1LL << 50});
+  CHECK(dims == std::vector<std::uint64_t>{3});
+  check_meta(path, "/data/shared_i", {"B", "shared ints"});
+  CHECK(rb::h5::read_doubles(path, "/data/shared_empty", &dims).empty());
+  CHECK(dims == std::vector<std::uint64_t>{0});
+  CHECK(rb::h5::read_strings(path, "/data/shared_s") ==
+        std::vector<std::string>{"alpha", "", "\xc3\xbc longer one"});
+  check_meta(path, "/data/shared_s", {"1", "shared strings"});
+}
+
+}  // namespace
+
+TEST_CASE("every write_* function round-trips, with shapes, units and descriptions") {
+  const std::string path = test_path("roundtrip");
+  {
+    File f = File::create(path, MPI_COMM_WORLD, false);
+    write_everything(f);
+    f.close();
+    f.close();  // idempotent
+  }
+  if (rank() == 0) check_everything(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  // Collective read-only open sees the same structure.
+  File r = File::open_read(path, MPI_COMM_WORLD);
+  Group root = r.root();
+  CHECK(root.exists("data"));
+  CHECK(root.exists("data/d2x3"));
+  CHECK_FALSE(root.exists("data/nothing"));
+  CHECK_FALSE(root.exists("nothing/deeper"));
+  r.close();
+}
+
+TEST_CASE("attributes round-trip; set_attr overwrites; attr refuses duplicates") {
+  const std::string path = test_path("attrs");
+  {
+    File f = File::create(path, MPI_COMM_WORLD, false);
+    Group g = f.root().group("run");
+    // Rank 0's values are the ones written, whatever the others pass.
+    const int r = rank();
+    g.attr("text", r == 0 ? std::string("caf\xc3\xa9 on rank 0") : "other rank " + std::to_string(r));
+    g.attr("literal", "a C string");
+    g.attr("empty", std::string());
+    g.attr("count", static_cast<std::int64_t>(world() * 1000 + r));
+    g.attr("small", 7 + r);
+    g.attr("ratio", 0.125 + r);
+    g.attr("ints", std::vector<std::int64_t>{1, -2, 3 + r});
+    g.attr("doubles", std::vector<double>{0.5, 2.5 * (r + 1)});
+    g.attr("no_ints", std::vector<std::int64_t>{});
+    g.set_attr("status", "running");
+    g.set_attr("status", "complete");  // overwrite
+    g.set_attr("failure", "");
+    g.set_attr("failure", "rank 3 ran out of memory");
+
+    const std::string dup = error_of([&] { g.attr("text", "again"); });
+    CHECK(dup.find("already exists") != std::string::npos);
+    CHECK(dup.find("text") != std::string::npos);
+    f.close();
+  }
+  if (rank() == 0) {
+    CHECK(rb::h5::read_string_attr(path, "/run", "text") == "caf\xc3\xa9 on rank 0");
+    CHECK(rb::h5::read_string_attr(path, "/run", "literal") == "a C string");
+    CHECK(rb::h5::read_string_attr(path, "/run", "empty") == "");
+    CHECK(rb::h5::read_int_attr(path, "/run", "count") == std::vector<std::int64_t>{world() * 1000});
+    CHECK(rb::h5::read_int_attr(path, "/run", "small") == std::vector<std::int64_t>{7});
+    CHECK(rb::h5::read_double_attr(path, "/run", "ratio") == std::vector<double>{0.125});
+    CHECK(rb::h5::read_int_attr(path, "/run", "ints") == std::vector<std::int64_t>{1, -2, 3});
+    CHECK(rb::h5::read_double_attr(path, "/run", "doubles") == std::vector<double>{0.5, 2.5});
+    CHECK(rb::h5::read_int_attr(path, "/run", "no_ints").empty());
+    CHECK(rb::h5::read_string_attr(path, "/run", "status") == "complete");
+    CHECK(rb::h5::read_string_attr(path, "/run", "failure") == "rank 3 ran out of memory");
+    CHECK(error_of([&] { rb::h5::read_string_attr(path, "/run", "missing"); }).find("missing") !=
+          std::string::npos);
+    CHECK(error_of([&] { rb::h5::read_string_attr(path, "/run", "count"); }).find("not a string") !=
+          std::string::npos);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("an existing file is refused on every rank unless --force") {
+  const std::string path = test_path("nested/dirs/force");  // parent directories get created
+  {
+    File f = File::create(path, MPI_COMM_WORLD, false);
+    f.root().attr("generation", "first");
+    f.close();
+  }
+  std::string before;
+  if (rank() == 0) before = file_bytes(path);
+
+  const std::string expected =
+      "output file '" + path + "' already exists; pass --force to overwrite it or choose another --output";
+  const std::string msg = error_of([&] { File::create(path, MPI_COMM_WORLD, false); });
+  CHECK(msg == expected);
+  // Every rank got exactly the same message.
+  int len = static_cast<int>(msg.size()), min_len = 0, max_len = 0;
+  MPI_Allreduce(&len, &min_len, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&len, &max_len, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(min_len == max_len);
+  if (rank() == 0) {
+    CHECK(!before.empty());
+    CHECK(file_bytes(path) == before);  // left intact, byte for byte
+    CHECK(rb::h5::read_string_attr(path, "/", "generation") == "first");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  {
+    File f = File::create(path, MPI_COMM_WORLD, true);
+    f.root().attr("other", "second");
+    f.close();
+  }
+  if (rank() == 0) {
+    CHECK(rb::h5::read_string_attr(path, "/", "other") == "second");
+    // Truncated: nothing of the first file survives.
+    CHECK(error_of([&] { rb::h5::read_string_attr(path, "/", "generation"); }) != "");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("shape mistakes and missing metadata throw on every rank instead of hanging") {
+  const std::string path = test_path("mistakes");
+  File f = File::create(path, MPI_COMM_WORLD, false);
+  Group g = f.root().group("bad");
+  const int r = rank();
+  const std::uint64_t cols = world() > 1 ? static_cast<std::uint64_t>(2 + r) : 2;
+
+  if (world() > 1) {
+    // Rank r passes 2+r columns: the ranks disagree.
+    const std::string msg = error_of(
+        [&] { g.write_per_rank("ragged", std::vector<double>(cols, 1.0), {cols}, {"s", "ragged"}); });
+    CHECK(msg.find("/bad/ragged") != std::string::npos);
+    CHECK(msg.find("[2]") != std::string::npos);
+    CHECK(msg.find("[" + std::to_string(world() + 1) + "]") != std::string::npos);
+    // Different numbers of dimensions.
+    const std::string nd = error_of([&] {
+      if (r == 0)
+        g.write_per_rank("ndims", std::vector<double>(4, 1.0), {2, 2}, {"s", "ndims"});
+      else
+        g.write_per_rank("ndims", std::vector<double>(4, 1.0), {4}, {"s", "ndims"});
+    });
+    CHECK(nd.find("/bad/ndims") != std::string::npos);
+    CHECK(nd.find("dimensions") != std::string::npos);
+    // Shared data whose shape differs from rank 0's.
+    const std::string sh = error_of([&] {
+      g.write_shared("shared", std::vector<double>(cols, 0.0), {cols}, {"s", "shared"});
+    });
+    CHECK(sh.find("/bad/shared") != std::string::npos);
+  }
+  // One rank's row does not match its declared shape (the last rank errs; all throw).
+  const bool liar = r == world() - 1;
+  const std::string sz = error_of([&] {
+    g.write_per_rank("size", std::vector<std::int64_t>(liar ? 5 : 6, 1), {2, 3}, {"1", "size"});
+  });
+  CHECK(sz.find("/bad/size") != std::string::npos);
+  CHECK(sz.find("[2, 3]") != std::string::npos);
+
+  const std::string nounits =
+      error_of([&] { g.write_per_rank("nounits", 1.0, {"", "no units given"}); });
+  CHECK(nounits.find("/bad/nounits") != std::string::npos);
+  CHECK(nounits.find("units") != std::string::npos);
+  CHECK(error_of([&] { g.write_per_rank_string("nodesc", "x", {"1", ""}); }).find("description") !=
+        std::string::npos);
+  CHECK(error_of([&] { g.write_shared_strings("nodesc2", {"x"}, {"", ""}); }) != "");
+
+  // After all those refusals the file is still consistent and writable.
+  g.write_per_rank("fine", static_cast<std::int64_t>(r), {"1", "written after the errors"});
+  f.close();
+  if (r == 0) {
+    CHECK(rb::h5::read_ints(path, "/bad/fine").size() == static_cast<std::size_t>(world()));
+    CHECK(error_of([&] { rb::h5::read_doubles(path, "/bad/ragged"); }) != "");  // never created
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("flushed data is readable while the file is still open") {
+  const std::string path = test_path("flush");
+  File f = File::create(path, MPI_COMM_WORLD, false);
+  Group run = f.root().group("run");
+  run.set_attr("status", "running");
+  Group s = f.root().group("sweeps").group("first");
+  s.write_per_rank("value", dval(rank(), 1), {"s", "first sweep"});
+  s.set_attr("status", "complete");
+  f.flush();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank() == 0) {
+    CHECK(rb::h5::read_string_attr(path, "/run", "status") == "running");
+    CHECK(rb::h5::read_string_attr(path, "/sweeps/first", "status") == "complete");
+    const auto v = rb::h5::read_doubles(path, "/sweeps/first/value");
+    REQUIRE(v.size() == static_cast<std::size_t>(world()));
+    for (int r = 0; r < world(); ++r) CHECK(v[r] == dval(r, 1));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // The writer carries on after the reader looked.
+  f.root().group("sweeps").group("second").write_per_rank("value", 2.0, {"s", "second sweep"});
+  run.set_attr("status", "complete");
+  f.close();
+  if (rank() == 0) {
+    CHECK(rb::h5::read_string_attr(path, "/run", "status") == "complete");
+    CHECK(rb::h5::read_doubles(path, "/sweeps/second/value") == std::vector<double>(world(), 2.0));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("group() opens or creates, exists() agrees everywhere") {
+  const std::string path = test_path("groups");
+  File f = File::create(path, MPI_COMM_WORLD, false);
+  Group root = f.root();
+  CHECK(root.path() == "/");
+  CHECK_FALSE(root.exists("sweeps"));
+  Group a = root.group("sweeps");
+  CHECK(a.path() == "/sweeps");
+  CHECK(root.exists("sweeps"));
+  a.group("pingpong").attr("type", "host_pingpong");
+  // Reopening finds the same group (its attribute is there: a duplicate attr refuses).
+  Group again = root.group("sweeps").group("pingpong");
+  CHECK(again.path() == "/sweeps/pingpong");
+  CHECK(error_of([&] { again.attr("type", "x"); }).find("already exists") != std::string::npos);
+  // Nested names create the intermediate groups.
+  Group deep = root.group("x/y/z");
+  CHECK(deep.path() == "/x/y/z");
+  CHECK(root.exists("x/y"));
+  CHECK(root.exists("x/y/z"));
+  CHECK_FALSE(root.exists("x/q/z"));
+  f.close();
+  // A Group that outlives its file reports an error instead of crashing.
+  CHECK(error_of([&] { again.attr("late", "x"); }) != "");
+  if (rank() == 0) CHECK(rb::h5::read_string_attr(path, "/sweeps/pingpong", "type") == "host_pingpong");
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("h5py reads the file: str attributes, .asstr() string datasets, shapes, values") {
+  const std::string path = test_path("h5py");
+  {
+    File f = File::create(path, MPI_COMM_WORLD, false);
+    f.root().group("run").attr("status", "complete");
+    write_everything(f);
+    f.close();
+  }
+  int rc = 0;
+  if (rank() == 0) {
+    if (std::system("/usr/bin/python3 -c 'import h5py, numpy' >/dev/null 2>&1") != 0) {
+      rc = -1;
+    } else {
+      const std::string cmd = std::string("/usr/bin/python3 ") + RINGBENCH_SOURCE_DIR +
+                              "/tests/metrics/check_h5py.py '" + path + "' " + std::to_string(world());
+      rc = std::system(cmd.c_str());
+    }
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rc == -1) {
+    MESSAGE("h5py is not installed for /usr/bin/python3: h5py check skipped");
+  } else {
+    CHECK(rc == 0);
+  }
+}
