@@ -1,0 +1,6 @@
+"""ringbench_analysis: read ringbench HDF5 files, write reports, compare runs.
+
+Command line: analysis/rb-analysis {report,compare,table} ... (see docs/analysis.md).
+Library: from ringbench_analysis import reader; run = reader.load("run.h5").
+"""
+__all__ = ["reader", "model", "report", "compare"]

@@ -1,0 +1,80 @@
+"""Command line: python3 -m ringbench_analysis {report,compare,table} (or analysis/rb-analysis)."""
+import argparse
+import os
+import sys
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        prog="rb-analysis",
+        description="Post-process ringbench HDF5 files (docs/analysis.md).")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("report", help="write DIR/report.md with PNG plots from one or more runs",
+                       description="Writes report.md, report.json, points.csv and PNG plots. Several "
+                                   "files (or directories of .h5 files) from runs at different rank "
+                                   "counts combine into one scaling study.")
+    r.add_argument("files", nargs="+", metavar="RUN.h5", help="ringbench output files or directories")
+    r.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
+    r.add_argument("--predict", default="8,64,512", metavar="R,R,...",
+                   help="ring sizes to predict beyond the run (default 8,64,512)")
+    r.add_argument("--strict", action="store_true",
+                   help="exit 1 when a run, sweep or point did not complete (the report is written anyway)")
+
+    c = sub.add_parser("compare", help="compare two runs point by point; exit 1 on a regression",
+                       description="Prints matched points with their change. Exit 0: no regression; "
+                                   "1: a metric regressed beyond the tolerance (or a point/run failed "
+                                   "in NEW only); 2: the files could not be compared.")
+    c.add_argument("base", metavar="BASE.h5")
+    c.add_argument("new", metavar="NEW.h5")
+    c.add_argument("--tolerance", default="5%", help="allowed worsening, e.g. 5%% or 0.05 (default 5%%)")
+    c.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
+                   help="compare only these metrics (repeatable; default: every time and rate metric)")
+
+    t = sub.add_parser("table", help="print one sweep's table (one row per point and rank) as CSV")
+    t.add_argument("file", metavar="RUN.h5")
+    t.add_argument("--sweep", help="sweep name (default: list the sweeps)")
+
+    args = p.parse_args(argv)
+    from . import reader  # imported here so --help works without h5py
+    try:
+        if args.command == "report":
+            from . import report
+            try:
+                sizes = tuple(int(x) for x in args.predict.split(",") if x.strip())
+            except ValueError:
+                p.error(f"--predict: '{args.predict}' is not a comma-separated list of ring sizes")
+            summary = report.build(args.files, args.out, sizes)
+            print(f"report: {os.path.join(args.out, 'report.md')} "
+                  f"({len(summary['plots'])} plots, {len(summary['points'])} ring attention points)")
+            for line in summary["problems"]:
+                print(f"warning: {line}", file=sys.stderr)
+            return 1 if (args.strict and summary["problems"]) else 0
+        if args.command == "compare":
+            from . import compare
+            metrics = [m for arg in args.metric for m in arg.split(",") if m]
+            try:
+                tol = compare.parse_tolerance(args.tolerance)
+                return compare.compare(args.base, args.new, tol, metrics)
+            except compare.CompareError as e:
+                print(f"rb-analysis compare: {e}", file=sys.stderr)
+                return compare.EXIT_ERROR
+        if args.command == "table":
+            run = reader.load(args.file)
+            if not args.sweep:
+                for s in run.sweeps.values():
+                    print(f"{s.name}\t{s.type}\t{s.status}\t{len(s.table)} rows")
+                return 0
+            run.table(args.sweep).to_csv(sys.stdout)
+            return 0
+    except reader.RingbenchFileError as e:
+        print(f"rb-analysis {args.command}: {e}", file=sys.stderr)
+        return 2
+    except KeyError as e:
+        print(f"rb-analysis {args.command}: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""compare: BASE.h5 NEW.h5 -> a table of matched points and a verdict (the exit code).
+
+Points are matched by sweep name and the point's key columns (e.g. seq_len, ring_size,
+causal, ... or message_size), never by position. Per point, each metric is reduced over
+ranks the way it limits the run: times by the slowest rank (max), rates (units ending in
+/s) by the slowest rank (min), memory by the largest rank (max). A metric regressed when it
+got worse by more than the tolerance: times and memory up, rates down.
+
+Exit codes: 0 no regression; 1 at least one regression (a metric beyond the tolerance, or a
+point that was ok in BASE and is failed/oom in NEW, or NEW's run failed where BASE's did
+not); 2 the comparison could not be made (missing or unusable file, no matched point,
+unknown metric).
+"""
+import math
+import os
+
+import numpy as np
+
+from . import reader
+
+EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
+
+
+class CompareError(Exception):
+    pass
+
+
+def parse_tolerance(text):
+    """'5%' -> 0.05, '0.05' -> 0.05, '5' -> 0.05 (a bare number above 1 is a percentage)."""
+    s = str(text).strip()
+    try:
+        if s.endswith("%"):
+            v = float(s[:-1]) / 100.0
+        else:
+            v = float(s)
+            if v >= 1.0:
+                v /= 100.0
+    except ValueError:
+        raise CompareError(f"--tolerance: '{text}' is not a number or percentage (e.g. 5%)")
+    if not (v >= 0 and math.isfinite(v)):
+        raise CompareError(f"--tolerance: '{text}' must be a non-negative percentage")
+    return v
+
+
+def direction(units, name):
+    """+1 when higher is better, -1 when lower is better, 0 when not a performance metric."""
+    u = str(units or "")
+    if u.endswith("/s") or name in ("tokens_per_s", "tflops", "throughput") or "bw" in name \
+            or "bandwidth" in name:
+        return +1
+    if u == "s" or name.endswith("_time") or name.endswith("_s"):
+        return -1
+    if u == "B" and ("memory" in name or "peak" in name):
+        return -1
+    return 0
+
+
+def _reduce(values, d):
+    v = np.array([float(x) for x in values if x is not None and not isinstance(x, (str, np.ndarray))],
+                 dtype=float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return None
+    return float(v.min()) if d > 0 else float(v.max())
+
+
+def _points(run, metrics):
+    """{(sweep, key tuple): {"status": str, "label": str, metric: value}} for every point."""
+    out = {}
+    units = {}
+    for s in run.sweeps.values():
+        t = s.table
+        if not len(t):
+            continue
+        keys = [k for k in t.keys if k not in ("point",)] or ["sweep", "point"]
+        if keys == ["sweep"]:
+            keys = ["sweep", "point"]
+        names = metrics if metrics else [m for m in t.metrics() if direction(t.units.get(m), m)]
+        status_col = reader.first_name("point_status", t.columns)
+        # Labels name only the keys that vary within the sweep (matching uses all of them).
+        shown = [k for k in keys if k != "sweep" and len(t.unique(k)) > 1] or \
+            [k for k in keys if k != "sweep"]
+        for kv, g in t.groups(keys):
+            key = (s.name,) + tuple((k, kv[k]) for k in keys if k != "sweep")
+            label = ", ".join(f"{k}={kv[k]}" for k in shown) or "-"
+            status = "ok"
+            if status_col:
+                st = {str(x) for x in g[status_col] if x is not None}
+                status = ",".join(sorted(st)) if st else "ok"
+            rec = {"status": status, "label": label, "sweep": s.name}
+            for m in names:
+                if m in t.columns:
+                    d = direction(t.units.get(m), m) or -1
+                    units[m] = t.units.get(m, "")
+                    rec[m] = _reduce(g[m], d)
+            out[key] = rec
+    return out, units
+
+
+def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print):
+    base, new = reader.load(base_path), reader.load(new_path)
+    metrics = list(metrics or [])
+    if metrics:
+        known = set()
+        for r in (base, new):
+            for s in r.sweeps.values():
+                known |= set(s.table.metrics())
+        unknown = [m for m in metrics if m not in known]
+        if unknown:
+            raise CompareError(f"unknown metric(s) {', '.join(unknown)}; the files have: "
+                               + ", ".join(sorted(known)))
+    bp, units = _points(base, metrics)
+    np_, units2 = _points(new, metrics)
+    units.update(units2)
+    matched = [k for k in bp if k in np_]
+    only_base = [k for k in bp if k not in np_]
+    only_new = [k for k in np_ if k not in bp]
+    regressions, rows = [], []
+    for k in matched:
+        b, n = bp[k], np_[k]
+        if b["status"] == "ok" and n["status"] != "ok":
+            regressions.append(f"{b['sweep']} {b['label']}: status {b['status']} -> {n['status']}")
+            rows.append([b["sweep"], b["label"], "status", b["status"], n["status"], "", "REGRESSION"])
+        for m in [m for m in b if m not in ("status", "label", "sweep")]:
+            bv, nv = b.get(m), n.get(m)
+            d = direction(units.get(m), m) or -1
+            if bv is None or nv is None:
+                rows.append([b["sweep"], b["label"], m, _num(bv), _num(nv), "", "not measured"])
+                continue
+            change = (nv - bv) / abs(bv) if bv != 0 else (0.0 if nv == bv else math.inf)
+            worse = -change if d > 0 else change
+            verdict = "ok"
+            if worse > tolerance:
+                verdict = "REGRESSION"
+                regressions.append(f"{b['sweep']} {b['label']}: {m} {_num(bv)} -> {_num(nv)} "
+                                   f"({change:+.1%}, tolerance {tolerance:.1%})")
+            elif -worse > tolerance:
+                verdict = "improved"
+            rows.append([b["sweep"], b["label"], m, _num(bv), _num(nv), f"{change:+.1%}", verdict])
+
+    out(f"compare: base {base_path} (status {base.status}, {base.world_size} ranks)")
+    out(f"         new  {new_path} (status {new.status}, {new.world_size} ranks)")
+    out(f"tolerance {tolerance:.1%}; times and memory: slowest/largest rank, rates: slowest rank")
+    out("")
+    _print_table(["sweep", "point", "metric", "base", "new", "change", "verdict"], rows, out)
+    out("")
+    for title, keys, src in (("only in base (not compared)", only_base, bp),
+                             ("only in new (not compared)", only_new, np_)):
+        if keys:
+            out(f"{len(keys)} point(s) {title}:")
+            for k in keys:
+                out(f"  {src[k]['sweep']} {src[k]['label']} (status {src[k]['status']})")
+            out("")
+    if base.status == "complete" and new.status != "complete":
+        regressions.append(f"new run status '{new.status}'" + (f": {new.failure}" if new.failure else ""))
+    for r, tag in ((base, "base"), (new, "new")):
+        for line in r.problems():
+            out(f"note ({tag}): {line}")
+    if not matched:
+        raise CompareError("no point of the two files matched (different sweeps or configs?); "
+                           f"base has {len(bp)} point(s), new has {len(np_)}")
+    if regressions:
+        out(f"REGRESSION: {len(regressions)} regression(s) beyond {tolerance:.1%}:")
+        for r in regressions:
+            out(f"  {r}")
+        return EXIT_REGRESSION
+    out(f"OK: {len(matched)} matched point(s), no metric regressed beyond {tolerance:.1%}")
+    return EXIT_OK
+
+
+def _num(v):
+    if v is None:
+        return "-"
+    return f"{v:.4g}"
+
+
+def _print_table(headers, rows, out):
+    if not rows:
+        out("(no matched metrics)")
+        return
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    out("  ".join(str(h).ljust(w) for h, w in zip(headers, widths)))
+    out("  ".join("-" * w for w in widths))
+    for r in rows:
+        out("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))

@@ -1,0 +1,351 @@
+"""PNG plots of the report (matplotlib, Agg backend: no display needed).
+
+Every function writes one file and returns its path, or returns None (with the reason in
+`why`) when the input has nothing to plot. Failed and oom points are drawn as red crosses
+on the ring-size axis with their status, so a missing measurement is visible, not hidden.
+"""
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from . import model, reader  # noqa: E402
+
+
+class NoData(Exception):
+    pass
+
+
+def _save(fig, out_dir, name):
+    path = os.path.join(out_dir, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _ring_axis(ax, sizes):
+    sizes = sorted(set(sizes))
+    if len(sizes) > 1 and sizes[0] > 0:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.set_xlabel("ring size (ranks)")
+
+
+def _flag_unmeasured(ax, points, ymin_frac=0.02):
+    bad = [p for p in points if not p["measured"]]
+    if not bad:
+        return
+    lo, hi = ax.get_ylim()
+    y = lo + (hi - lo) * ymin_frac
+    for p in bad:
+        ax.plot([p["ring_size"]], [y], "x", color="red", markersize=10, mew=2)
+        ax.annotate(f"{p['status']} S={p['seq_len']}", (p["ring_size"], y), textcoords="offset points",
+                    xytext=(4, 6), color="red", fontsize=7)
+
+
+def _label(cfg, n_cfg, seq_txt):
+    return seq_txt if n_cfg <= 1 else f"{seq_txt} [{cfg}]"
+
+
+def throughput(points, out_dir):
+    strong = model.series(points, "strong")
+    if not strong:
+        raise NoData("no measured ring attention point")
+    n_cfg = len({k[0] for k in strong})
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    sizes = []
+    for (cfg, seq), pts in sorted(strong.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        r = [p["ring_size"] for p in pts]
+        y = [p["throughput"] for p in pts]
+        sizes += r
+        line, = ax.plot(r, y, "o-", label=_label(cfg, n_cfg, f"S={seq}"))
+        if len(r) > 1:  # ideal: throughput grows linearly from the smallest ring size
+            ax.plot(r, [y[0] * ri / r[0] for ri in r], ":", color=line.get_color(), alpha=0.6)
+    sizes += [p["ring_size"] for p in points]
+    _ring_axis(ax, sizes)
+    ax.set_yscale("log")
+    ax.set_ylabel("throughput (tokens/s, whole ring)")
+    ax.set_title("Ring attention throughput (dotted: ideal linear scaling)")
+    _flag_unmeasured(ax, points)
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, out_dir, "throughput.png")
+
+
+def _scaling_plot(points, out_dir, kind):
+    ser = {k: v for k, v in model.series(points, kind).items() if len(v) >= 2}
+    if not ser:
+        raise NoData(f"no {kind}-scaling series with at least two ring sizes "
+                     f"(run the same {'sequence length' if kind == 'strong' else 'sequence length per rank'} "
+                     "at two or more ring sizes)")
+    n_cfg = len({k[0] for k in ser})
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    sizes = []
+    for (cfg, s), pts in sorted(ser.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        sc = model.scaling(pts, kind)
+        r = [x[0] for x in sc]
+        sizes += r
+        txt = f"S={s}" if kind == "strong" else f"S/R={s}"
+        a1.plot(r, [x[1] for x in sc], "o-", label=_label(cfg, n_cfg, txt))
+        a2.plot(r, [x[2] for x in sc], "o-", label=_label(cfg, n_cfg, txt))
+    lo, hi = min(sizes), max(sizes)
+    a1.plot([lo, hi], [lo, hi], "k--", label="ideal")
+    a2.plot([lo, hi], [1, 1], "k--", label="ideal")
+    for a in (a1, a2):
+        _ring_axis(a, sizes)
+        a.grid(True, alpha=0.3)
+        a.legend(fontsize=7)
+    a1.set_ylabel("speedup (ideal = ring size)" if kind == "strong" else "scaled speedup")
+    a2.set_ylabel("scaling efficiency")
+    a2.set_ylim(0, max(1.1, a2.get_ylim()[1]))
+    title = ("Strong scaling: same global sequence length" if kind == "strong"
+             else "Weak scaling: same sequence length per rank")
+    fig.suptitle(title)
+    return _save(fig, out_dir, f"{kind}_scaling.png")
+
+
+def strong_scaling(points, out_dir):
+    return _scaling_plot(points, out_dir, "strong")
+
+
+def weak_scaling(points, out_dir):
+    return _scaling_plot(points, out_dir, "weak")
+
+
+def exposed_comm(points, out_dir):
+    strong = model.series(points, "strong")
+    have = {k: [p for p in v if p["exposed_comm"] is not None] for k, v in strong.items()}
+    have = {k: v for k, v in have.items() if v}
+    if not have:
+        raise NoData("no step_compute_time / step_wait_time in the ring attention points")
+    n_cfg = len({k[0] for k in have})
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    sizes = []
+    for (cfg, seq), pts in sorted(have.items()):
+        r = [p["ring_size"] for p in pts]
+        sizes += r
+        ax.plot(r, [100 * p["exposed_comm"] for p in pts], "o-", label=_label(cfg, n_cfg, f"S={seq}"))
+    _ring_axis(ax, sizes + [p["ring_size"] for p in points])
+    ax.set_ylabel("exposed communication (% of step time)")
+    ax.set_ylim(0, 100)
+    ax.set_title("Communication not hidden behind compute")
+    _flag_unmeasured(ax, points)
+    ax.legend(fontsize=7)
+    ax.grid(True, alpha=0.3)
+    return _save(fig, out_dir, "exposed_comm.png")
+
+
+def memory(points, out_dir):
+    strong = model.series(points, "strong")
+    have = {k: [p for p in v if p["memory"] is not None] for k, v in strong.items()}
+    have = {k: v for k, v in have.items() if v}
+    if not have:
+        raise NoData("no peak memory in the ring attention points")
+    n_cfg = len({k[0] for k in have})
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    sizes = []
+    for (cfg, seq), pts in sorted(have.items()):
+        r = [p["ring_size"] for p in pts]
+        sizes += r
+        ax.plot(r, [p["memory"] / 2**20 for p in pts], "o-", label=_label(cfg, n_cfg, f"S={seq}"))
+    _ring_axis(ax, sizes + [p["ring_size"] for p in points])
+    ax.set_yscale("log")
+    ax.set_ylabel("peak memory per rank (MiB, largest rank)")
+    ax.set_title("Memory per rank")
+    _flag_unmeasured(ax, points)
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, out_dir, "memory.png")
+
+
+def efficiency_heatmap(points, out_dir):
+    strong = {k: v for k, v in model.series(points, "strong").items() if len(v) >= 2}
+    if not strong:
+        raise NoData("no strong-scaling series with at least two ring sizes")
+    configs = sorted({k[0] for k in strong})
+    fig, axes = plt.subplots(1, len(configs), figsize=(6 * len(configs), 4.5), squeeze=False)
+    for ax, cfg in zip(axes[0], configs):
+        seqs = sorted({k[1] for k in strong if k[0] == cfg})
+        sizes = sorted({p["ring_size"] for k, v in strong.items() if k[0] == cfg for p in v}
+                       | {p["ring_size"] for p in points if p["config_label"] == cfg})
+        grid = np.full((len(seqs), len(sizes)), np.nan)
+        for i, s in enumerate(seqs):
+            for r, _, eff in model.scaling(strong[(cfg, s)], "strong"):
+                grid[i, sizes.index(r)] = eff
+        im = ax.imshow(grid, origin="lower", aspect="auto", vmin=0, vmax=max(1.0, np.nanmax(grid)),
+                       cmap="viridis")
+        for i in range(len(seqs)):
+            for j in range(len(sizes)):
+                txt = f"{grid[i, j]:.2f}" if np.isfinite(grid[i, j]) else ""
+                bad = [p for p in points if p["config_label"] == cfg and p["seq_len"] == seqs[i]
+                       and p["ring_size"] == sizes[j] and not p["measured"]]
+                if bad:
+                    txt = bad[0]["status"]
+                ax.text(j, i, txt, ha="center", va="center", fontsize=8,
+                        color="red" if bad else "black")
+        ax.set_xticks(range(len(sizes)))
+        ax.set_xticklabels([str(s) for s in sizes])
+        ax.set_yticks(range(len(seqs)))
+        ax.set_yticklabels([str(s) for s in seqs])
+        ax.set_xlabel("ring size (ranks)")
+        ax.set_ylabel("sequence length")
+        ax.set_title(cfg or "strong-scaling efficiency", fontsize=8)
+        fig.colorbar(im, ax=ax, label="strong-scaling efficiency")
+    return _save(fig, out_dir, "efficiency_heatmap.png")
+
+
+def rank_spread(points, out_dir):
+    good = [p for p in points if p["measured"] and p["spread"] is not None and len(p["rank_times"]) > 1]
+    if not good:
+        raise NoData("no measured point with more than one rank")
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    labels = [f"S={p['seq_len']} R={p['ring_size']}" for p in good]
+    x = np.arange(len(good))
+    a1.bar(x, [(p["spread"] - 1) * 100 for p in good])
+    a1.set_xticks(x)
+    a1.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    a1.set_ylabel("slowest rank vs median rank (% slower)")
+    a1.set_title("Stragglers per point")
+    worst = max(good, key=lambda p: p["spread"])
+    rt = np.array(worst["rank_times"])
+    a2.bar(np.arange(len(rt)), rt * 1e3)
+    a2.axhline(np.median(rt) * 1e3, color="k", ls="--", label="median rank")
+    a2.set_xlabel("rank")
+    a2.set_ylabel("time (ms)")
+    a2.set_title(f"Per-rank time, widest-spread point (S={worst['seq_len']}, R={worst['ring_size']})",
+                 fontsize=9)
+    a2.legend(fontsize=7)
+    return _save(fig, out_dir, "rank_spread.png")
+
+
+def bandwidth_curves(runs, out_dir):
+    """busbw against message size per (collective, group); host_pingpong's bandwidth too."""
+    curves = []  # (label, sizes, bandwidths, units)
+    for run in runs:
+        tag = f" ({run.world_size} ranks)" if len(runs) > 1 else ""
+        for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
+            t = s.table
+            c_op, c_grp, c_size = model.col(t, "op"), model.col(t, "group"), model.col(t, "size")
+            c_bw = model.col(t, "busbw") or model.col(t, "algbw")
+            if not (c_size and c_bw):
+                continue
+            for key, g in t.groups([c for c in (c_op, c_grp) if c]):
+                xs, ys = _reduce_min(g, c_size, c_bw)
+                name = " ".join(str(v) for v in key.values()) or s.name
+                curves.append((f"{name}{tag}", xs, ys))
+        for s in run.sweeps_of_type(reader.PINGPONG_TYPES):
+            t = s.table
+            c_size, c_bw = model.col(t, "size"), model.col(t, "bandwidth")
+            if c_size and c_bw and len(t):
+                xs, ys = _reduce_min(t, c_size, c_bw)
+                curves.append((f"host_pingpong ring neighbours{tag}", xs, ys))
+    if not curves:
+        raise NoData("no collectives or host_pingpong sweep")
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for label, xs, ys in curves:
+        ax.plot(xs, np.array(ys) / 1e9, "o-", label=label, markersize=3)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("message size (B)")
+    ax.set_ylabel("bus bandwidth (GB/s, slowest rank)")
+    ax.set_title("Bandwidth per collective and group")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    return _save(fig, out_dir, "bandwidth.png")
+
+
+def _reduce_min(t, c_size, c_bw):
+    xs, ys = [], []
+    for key, g in t.groups([c_size]):
+        vals = np.array([model._num(v) for v in g[c_bw]], dtype=float)
+        vals = vals[np.isfinite(vals) & (vals > 0)]
+        if len(vals):
+            xs.append(float(key[c_size]))
+            ys.append(float(vals.min()))
+    return xs, ys
+
+
+def p2p_matrix(runs, out_dir):
+    """The p2p sweep's [rank, peer] bandwidth (largest message) as a heatmap."""
+    mats = []
+    for run in runs:
+        for s in run.sweeps_of_type(reader.P2P_TYPES):
+            m = _p2p_bandwidth_matrix(s, run.world_size)
+            if m is not None:
+                mats.append((f"{s.name} ({run.world_size} ranks)", m))
+    if not mats:
+        raise NoData("no p2p_matrix sweep")
+    mats = mats[-2:]  # the largest runs of a series
+    fig, axes = plt.subplots(1, len(mats), figsize=(6 * len(mats), 5), squeeze=False)
+    for ax, (title, (m, size)) in zip(axes[0], mats):
+        im = ax.imshow(m / 1e9, cmap="magma")
+        ax.set_xlabel("receiving rank")
+        ax.set_ylabel("sending rank")
+        ax.set_title(f"{title}\nbandwidth at {int(size)} B", fontsize=9)
+        fig.colorbar(im, ax=ax, label="GB/s")
+    return _save(fig, out_dir, "p2p_matrix.png")
+
+
+def _p2p_bandwidth_matrix(sweep, world):
+    """(matrix [world, world], message size) from a p2p sweep, in the shapes it may use:
+    per-rank [world, peers] or [world, sizes, peers] bandwidth datasets, or a shared
+    [world, world] / [sizes, world, world] matrix."""
+    arrs = {k: v for k, v in sweep.arrays.items() if isinstance(v, np.ndarray)}
+    name = next((n for n in ("bandwidth", "median_bandwidth", "busbw", "algbw", "bandwidth_matrix")
+                 if n in arrs), None)
+    if name is None:
+        name = next((k for k in arrs if "bandwidth" in k and arrs[k].ndim >= 2), None)
+    if name is None:
+        return None
+    a = np.asarray(arrs[name], dtype=float)
+    sizes = None
+    for k in ("message_size", "message_sizes", "size", "sizes"):
+        if k in arrs:
+            sizes = np.ravel(arrs[k])
+    if a.ndim == 2 and a.shape == (world, world):
+        return a, (sizes[-1] if sizes is not None and len(sizes) else 0)
+    if a.ndim == 3:
+        if a.shape[0] == world and a.shape[2] == world:  # [rank, size, peer]
+            return a[:, -1, :], (sizes[-1] if sizes is not None else 0)
+        if a.shape[1] == world and a.shape[2] == world:  # [size, rank, peer]
+            return a[-1], (sizes[-1] if sizes is not None else 0)
+    return None
+
+
+def cost_model(preds, out_dir):
+    if not preds:
+        raise NoData("no prediction (needs step times in ring points and a communication model)")
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    n_cfg = len({p["config"] for p in preds})
+    sizes = []
+    for pr in preds:
+        lab = _label(pr["config"], n_cfg, f"S={pr['seq_len']}")
+        r_m = [x["ring_size"] for x in pr["measured"]]
+        r_e = [x["ring_size"] for x in pr["extrapolated"]]
+        sizes += r_m + r_e
+        line, = a1.plot(r_m, [x["measured_time"] * 1e3 for x in pr["measured"]], "o", label=f"{lab} measured")
+        rr = r_m + r_e
+        tt = [x["predicted_time"] * 1e3 for x in pr["measured"]] + \
+             [x["predicted_time"] * 1e3 for x in pr["extrapolated"]]
+        order = np.argsort(rr)
+        a1.plot(np.array(rr)[order], np.array(tt)[order], "--", color=line.get_color(),
+                label=f"{lab} predicted")
+        ee = [x["predicted_efficiency"] for x in pr["measured"]] + \
+             [x["predicted_efficiency"] for x in pr["extrapolated"]]
+        a2.plot(np.array(rr)[order], np.array(ee)[order], "--", color=line.get_color(), label=lab)
+    for a in (a1, a2):
+        _ring_axis(a, sizes)
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=6)
+    a1.set_yscale("log")
+    a1.set_ylabel("ring attention time (ms)")
+    a1.set_title("Cost model: prediction vs measurement")
+    a2.set_ylabel("predicted strong-scaling efficiency")
+    a2.set_ylim(0, 1.05)
+    a2.set_title("Predicted efficiency")
+    return _save(fig, out_dir, "cost_model.png")

@@ -1,0 +1,555 @@
+"""Loads ringbench HDF5 files into plain tables: one row per (point, rank).
+
+    from ringbench_analysis import reader
+    run = reader.load("results/small_20261122T120000Z.h5")
+    print(run.machine_summary())
+    t = run.table("ring")                 # a sweep by name, or by type: run.table(type="ring_attention")
+    for row in t.where(rank=0).rows():    # plain dicts
+        print(row["seq_len"], row["ring_size"], row["total_time"])
+
+Every sweep group in the file becomes a Table, whatever its layout:
+
+* point layout: the sweep group holds one subgroup per point (``point_0000`` ...). The point
+  subgroup's scalar attributes become key columns (seq_len, ring_size, causal, ...), each
+  per-rank dataset ``[world]`` a metric column, and each ``[world, k, ...]`` dataset an
+  array-valued column (one numpy array per row; e.g. step_compute_time over ring steps).
+* columnar layout: 1-D shared datasets of length P (host_pingpong's message_size, ...) are
+  key columns with one value per point; per-rank datasets ``[world, P]`` are metric columns,
+  ``[world, P, k, ...]`` array columns, ``[world]`` per-rank columns repeated on every point.
+* anything else under the sweep (a fitted ``model`` subgroup, matrices that are not per
+  point) stays reachable as raw arrays through ``Sweep.group_arrays()`` / ``Run.h5path()``.
+
+Every column remembers the dataset's ``units`` and ``description`` (``Table.units``).
+Only h5py and numpy are needed; nothing here plots or prints.
+"""
+import os
+
+import numpy as np
+
+# The writer may still hold a file open (a run in progress, a flush-then-read); reading must
+# not fail on HDF5's file lock.
+os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")
+
+try:
+    import h5py
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    raise ImportError("ringbench_analysis needs h5py (Debian: apt-get install python3-h5py); "
+                      "run it with /usr/bin/python3 or a Python that has h5py") from exc
+
+# Names the analysis relies on, in one place, so a renamed dataset is a one-line change here.
+# Each entry lists accepted names, first match wins.
+NAMES = {
+    # point attributes of the ring attention sweep
+    "seq_len": ("seq_len", "sequence_length"),
+    "ring_size": ("ring_size",),
+    "batch": ("batch", "batch_size"),
+    "heads": ("heads", "num_heads"),
+    "head_dim": ("head_dim",),
+    "dtype": ("dtype",),
+    "point_status": ("status",),
+    # ring attention per-rank metrics
+    "forward_time": ("forward_time", "median_forward_time", "forward_time_median"),
+    "backward_time": ("backward_time", "median_backward_time", "backward_time_median"),
+    "total_time": ("total_time", "median_total_time", "total_time_median", "step_time"),
+    "step_compute_time": ("step_compute_time",),
+    "step_wait_time": ("step_wait_time",),
+    "tokens_per_s": ("tokens_per_s", "throughput"),
+    "tflops": ("tflops",),
+    "peak_memory": ("peak_memory_bytes", "peak_memory"),
+    "kv_bytes": ("kv_block_bytes", "step_bytes", "bytes_per_step"),
+    # collectives / p2p
+    "op": ("op", "operation", "collective"),
+    "group": ("group", "group_name"),
+    "size": ("message_size", "bytes", "size"),
+    "busbw": ("busbw_Bps", "busbw", "median_busbw", "bus_bandwidth"),
+    "algbw": ("algbw_Bps", "algbw", "median_algbw", "algorithm_bandwidth"),
+    "coll_time": ("time_s", "time", "median_time", "median_one_way_time"),
+    "bandwidth": ("bandwidth", "median_bandwidth"),
+}
+
+RING_TYPES = ("ring_attention", "ring")
+COLLECTIVE_TYPES = ("collectives",)
+P2P_TYPES = ("p2p_matrix", "p2p")
+PINGPONG_TYPES = ("host_pingpong",)
+
+
+class RingbenchFileError(Exception):
+    """A file that cannot be analysed: missing, not HDF5, not from ringbench, or unusable."""
+
+
+def first_name(names_key, available):
+    """The first of NAMES[names_key] that is in `available` (a container), or None."""
+    for n in NAMES[names_key]:
+        if n in available:
+            return n
+    return None
+
+
+def _py(value):
+    """HDF5 attribute value -> plain Python (str, int, float, bool, list)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in ("S", "O"):
+            return [v.decode() if isinstance(v, bytes) else v for v in value.tolist()]
+        return value.tolist() if value.size != 1 else value.reshape(()).item()
+    return value
+
+
+def _read_dataset(ds):
+    """Whole dataset as numpy; fixed-length strings become str arrays."""
+    if ds.dtype.kind in ("S", "O") or h5py.check_string_dtype(ds.dtype) is not None:
+        return np.asarray(ds.asstr()[()], dtype=object)
+    return ds[()]
+
+
+class Table:
+    """Columns of equal length: name -> numpy array (object arrays for strings and arrays).
+
+    Deliberately small (no pandas on Debian by default): select with where(), iterate with
+    rows(), group with groups(), export with to_csv().
+    """
+
+    def __init__(self, columns=None, units=None, descriptions=None, keys=None):
+        self.columns = dict(columns or {})
+        self.units = dict(units or {})
+        self.descriptions = dict(descriptions or {})
+        self.keys = list(keys or [])  # the columns that identify a point (not metrics)
+        lengths = {len(v) for v in self.columns.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"columns of different lengths: {sorted(lengths)}")
+
+    def __len__(self):
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    def __contains__(self, name):
+        return name in self.columns
+
+    def __getitem__(self, name):
+        return self.columns[name]
+
+    def names(self):
+        return list(self.columns)
+
+    def scalar_columns(self):
+        """Columns holding one number or string per row (not arrays)."""
+        out = []
+        for n, v in self.columns.items():
+            if v.dtype != object or not any(isinstance(x, np.ndarray) for x in v[:1]):
+                out.append(n)
+        return out
+
+    def metrics(self):
+        """Numeric scalar columns that are not keys (what compare and report look at)."""
+        skip = set(self.keys) | {"rank", "run", "sweep", "point"}
+        return [n for n in self.scalar_columns()
+                if n not in skip and self.columns[n].dtype.kind in "fiu"]
+
+    def rows(self):
+        names = list(self.columns)
+        for i in range(len(self)):
+            yield {n: _py(self.columns[n][i]) if not isinstance(self.columns[n][i], np.ndarray)
+                   else self.columns[n][i] for n in names}
+
+    def mask(self, **equal):
+        m = np.ones(len(self), dtype=bool)
+        for k, v in equal.items():
+            if k not in self.columns:
+                return np.zeros(len(self), dtype=bool)
+            col = self.columns[k]
+            m &= np.array([x == v for x in col], dtype=bool) if col.dtype == object else (col == v)
+        return m
+
+    def where(self, mask=None, **equal):
+        m = self.mask(**equal) if mask is None else (np.asarray(mask, dtype=bool) & self.mask(**equal))
+        return Table({n: v[m] for n, v in self.columns.items()}, self.units, self.descriptions,
+                     self.keys)
+
+    def unique(self, name):
+        if name not in self.columns:
+            return []
+        vals = {_py(v) for v in self.columns[name]}
+        return sorted(vals, key=lambda v: (str(type(v)), v))
+
+    def groups(self, names):
+        """[(dict of key values, sub-table)] for each distinct combination of `names`."""
+        names = [n for n in names if n in self.columns]
+        seen = {}
+        for i in range(len(self)):
+            key = tuple(_py(self.columns[n][i]) for n in names)
+            seen.setdefault(key, []).append(i)
+        out = []
+        for key in sorted(seen, key=lambda k: tuple((str(type(x)), x) for x in k)):
+            idx = np.array(seen[key])
+            out.append((dict(zip(names, key)), Table({n: v[idx] for n, v in self.columns.items()},
+                                                     self.units, self.descriptions, self.keys)))
+        return out
+
+    def to_csv(self, path_or_file):
+        names = self.scalar_columns()
+        close = False
+        f = path_or_file
+        if isinstance(path_or_file, (str, os.PathLike)):
+            f, close = open(path_or_file, "w"), True
+        try:
+            f.write(",".join(names) + "\n")
+            for row in self.rows():
+                f.write(",".join(_csv_cell(row[n]) for n in names) + "\n")
+        finally:
+            if close:
+                f.close()
+
+    @staticmethod
+    def concat(tables):
+        tables = [t for t in tables if len(t)]
+        if not tables:
+            return Table()
+        names = []
+        for t in tables:
+            names += [n for n in t.columns if n not in names]
+        cols = {}
+        for n in names:
+            parts = []
+            for t in tables:
+                if n in t.columns:
+                    parts.append(np.asarray(t.columns[n], dtype=object))
+                else:
+                    parts.append(np.array([None] * len(t), dtype=object))
+            merged = np.concatenate(parts)
+            cols[n] = _tighten(merged)
+        units, desc, keys = {}, {}, []
+        for t in tables:
+            units.update(t.units)
+            desc.update(t.descriptions)
+            keys += [k for k in t.keys if k not in keys]
+        return Table(cols, units, desc, keys)
+
+
+def _csv_cell(v):
+    s = "" if v is None else str(v)
+    return '"' + s.replace('"', '""') + '"' if any(c in s for c in ',"\n') else s
+
+
+def _tighten(arr):
+    """object array -> numeric array when every element is a plain number."""
+    vals = list(arr)
+    if vals and all(isinstance(v, (bool, np.bool_)) for v in vals):
+        return np.array(vals, dtype=bool)
+    if vals and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                    for v in vals):
+        return np.array(vals, dtype=np.int64)
+    nums = [v for v in vals if v is not None]
+    if nums and all(isinstance(v, (int, float, np.integer, np.floating))
+                    and not isinstance(v, (bool, np.bool_)) for v in nums):
+        # A point that did not run (oom) has no value: NaN, so the column stays numeric.
+        return np.array([np.nan if v is None else v for v in vals], dtype=float)
+    return arr
+
+
+class Sweep:
+    """One /sweeps/<name> group: its type, status, attributes and its table."""
+
+    def __init__(self, run, name, group):
+        self.run = run
+        self.name = name
+        self.attrs = {k: _py(v) for k, v in group.attrs.items()}
+        self.type = str(self.attrs.get("type", ""))
+        self.status = str(self.attrs.get("status", "unknown"))
+        self.failure = str(self.attrs.get("failure", ""))
+        self.table = _sweep_table(group, run.world_size, name)
+        self.arrays = {}  # "model/alpha_s" -> array, for everything not in the table
+        self._collect_arrays(group, "")
+
+    def _collect_arrays(self, group, prefix):
+        for key, obj in group.items():
+            path = prefix + key
+            if isinstance(obj, h5py.Dataset):
+                self.arrays[path] = _read_dataset(obj)
+            elif isinstance(obj, h5py.Group):
+                self.arrays[path + "@attrs"] = {k: _py(v) for k, v in obj.attrs.items()}
+                self._collect_arrays(obj, path + "/")
+
+    def group_arrays(self, prefix):
+        """{relative name: array} of the raw datasets under `prefix` (e.g. "model")."""
+        p = prefix.rstrip("/") + "/"
+        return {k[len(p):]: v for k, v in self.arrays.items() if k.startswith(p)}
+
+    @property
+    def completed(self):
+        return self.status == "complete"
+
+    def __repr__(self):
+        return f"Sweep({self.name!r}, type={self.type!r}, status={self.status!r}, rows={len(self.table)})"
+
+
+class Run:
+    """One ringbench output file."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        if not os.path.exists(self.path):
+            raise RingbenchFileError(f"{self.path}: no such file")
+        if os.path.isdir(self.path):
+            raise RingbenchFileError(f"{self.path}: is a directory, not a ringbench HDF5 file")
+        if not h5py.is_hdf5(self.path):
+            raise RingbenchFileError(f"{self.path}: not an HDF5 file (is it a ringbench output file? "
+                                     "ringbench writes .h5 files named <run>_<UTC time>.h5)")
+        try:
+            f = h5py.File(self.path, "r")
+        except OSError as exc:
+            raise RingbenchFileError(f"{self.path}: cannot open as HDF5 ({exc}); a run killed while "
+                                     "creating its file leaves an unreadable file") from exc
+        with f:
+            if "run" not in f or "ringbench_version" not in f["run"].attrs:
+                top = ", ".join(sorted(f.keys())) or "nothing"
+                raise RingbenchFileError(f"{self.path}: an HDF5 file, but not one written by ringbench "
+                                         f"(no /run group with ringbench_version; top level has {top})")
+            self.attrs = {k: _py(v) for k, v in f["run"].attrs.items()}
+            self.world_size = int(self.attrs.get("world_size", 0))
+            self.ranks = _ranks_table(f, self.world_size)
+            self.sweeps = {}
+            if "sweeps" in f:
+                for name, g in f["sweeps"].items():
+                    if isinstance(g, h5py.Group):
+                        self.sweeps[name] = Sweep(self, name, g)
+
+    # --- run-level facts -------------------------------------------------------------
+    @property
+    def status(self):
+        return str(self.attrs.get("status", "unknown"))
+
+    @property
+    def failure(self):
+        return str(self.attrs.get("failure", ""))
+
+    @property
+    def config_text(self):
+        return str(self.attrs.get("config_text", ""))
+
+    @property
+    def node_count(self):
+        return int(self.attrs.get("node_count", 0))
+
+    def hosts(self):
+        return self.ranks.unique("hostname") if "hostname" in self.ranks else []
+
+    def gpu_names(self):
+        if "gpu_name" not in self.ranks:
+            return []
+        return [g for g in self.ranks.unique("gpu_name") if g]
+
+    def machine_summary(self):
+        """One line: ranks, nodes, hosts, GPUs, backend."""
+        gpus = self.gpu_names()
+        hosts = self.hosts()
+        host_txt = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+        gpu_txt = ("GPUs: " + ", ".join(gpus)) if gpus else "no GPU (host path)"
+        return (f"{self.world_size} ranks on {self.node_count} node(s) ({host_txt}); "
+                f"backend {self.attrs.get('backend', '?')}; {gpu_txt}")
+
+    def completeness(self):
+        """(completed sweep names, [(name, status, failure)] of the others)."""
+        done = [s.name for s in self.sweeps.values() if s.completed]
+        other = [(s.name, s.status, s.failure) for s in self.sweeps.values() if not s.completed]
+        return done, other
+
+    def problems(self):
+        """Human-readable lines about what did not complete (empty for a clean run)."""
+        lines = []
+        if self.status != "complete":
+            why = f": {self.failure}" if self.failure else ""
+            if self.status == "running":
+                lines.append(f"run status is 'running': the run did not finish (killed, timed out or "
+                             f"crashed); end_time is {self.attrs.get('end_time') or 'missing'}{why}")
+            else:
+                lines.append(f"run status is '{self.status}'{why}")
+        for s in self.sweeps.values():
+            if not s.completed:
+                lines.append(f"sweep '{s.name}' ({s.type}) status '{s.status}'"
+                             + (f": {s.failure}" if s.failure else ""))
+        return lines
+
+    # --- tables ---------------------------------------------------------------------
+    def sweeps_of_type(self, types):
+        types = (types,) if isinstance(types, str) else tuple(types)
+        return [s for s in self.sweeps.values() if s.type in types]
+
+    def table(self, name=None, type=None):
+        """The table of one sweep (by name) or all sweeps of a type, concatenated."""
+        if name is not None:
+            if name not in self.sweeps:
+                known = ", ".join(self.sweeps) or "none"
+                raise KeyError(f"{self.path}: no sweep named '{name}' (sweeps: {known})")
+            return self.sweeps[name].table
+        if type is None:
+            raise TypeError("table() needs a sweep name or type=")
+        return Table.concat([s.table for s in self.sweeps_of_type(type)])
+
+    def __repr__(self):
+        return f"Run({self.path!r}, status={self.status!r}, world_size={self.world_size}, sweeps={list(self.sweeps)})"
+
+
+def _attr_columns(obj):
+    return {k: _py(v) for k, v in obj.attrs.items() if k not in ("units", "description")}
+
+
+def _meta(ds):
+    return _py(ds.attrs.get("units", "")), _py(ds.attrs.get("description", ""))
+
+
+def _ranks_table(f, world):
+    if "ranks" not in f:
+        return Table()
+    cols, units, desc = {}, {}, {}
+    for name, ds in f["ranks"].items():
+        if isinstance(ds, h5py.Dataset) and ds.shape[:1] == (world,) and ds.ndim == 1:
+            cols[name] = _read_dataset(ds)
+            units[name], desc[name] = _meta(ds)
+    return Table(cols, units, desc, keys=["rank"])
+
+
+def _per_rank(ds, world):
+    return isinstance(ds, h5py.Dataset) and ds.ndim >= 1 and ds.shape[0] == world
+
+
+def _sweep_table(group, world, sweep_name):
+    points = sorted(k for k, v in group.items() if isinstance(v, h5py.Group) and k.startswith("point"))
+    if points:
+        return _point_layout(group, points, world, sweep_name)
+    return _columnar_layout(group, world, sweep_name)
+
+
+def _point_layout(group, points, world, sweep_name):
+    """One subgroup per point: attributes are keys, per-rank datasets metrics."""
+    rows, units, desc, keys = [], {}, {}, []
+    for p in points:
+        pg = group[p]
+        attrs = {k: v for k, v in _attr_columns(pg).items() if not isinstance(v, list)}
+        for k in attrs:
+            if k not in keys and k not in ("status", "failure"):
+                keys.append(k)
+        data = {}
+        for name, ds in pg.items():
+            if not _per_rank(ds, world):
+                continue
+            data[name] = _read_dataset(ds)
+            units[name], desc[name] = _meta(ds)
+        # A point that did not run (oom, failed) may have fewer or no per-rank datasets;
+        # it still gets one row per rank so it is reported, not silently dropped.
+        for r in range(world):
+            row = {"sweep": sweep_name, "point": p, "rank": r}
+            row.update(attrs)
+            for name, arr in data.items():
+                v = arr[r]
+                row[name] = v if isinstance(v, np.ndarray) else _py(v)
+            rows.append(row)
+    return _rows_to_table(rows, units, desc, ["sweep", "point"] + keys)
+
+
+# 1-D per-rank datasets ([world]) of columnar sweeps, for the case where the number of points
+# equals the world size and the shape alone cannot tell them from per-point key arrays.
+PER_RANK_1D_NAMES = {"partner_rank", "corrupt_echoes"}
+
+
+def _is_key_column(name, units):
+    """Shared per-point arrays are keys (operation, group, message size), except measured
+    values (times, rates) and check results, which are metrics."""
+    u = str(units or "")
+    if u == "s" or u.endswith("/s"):
+        return False
+    return not any(w in name for w in ("wrong", "error", "time", "bw", "bandwidth"))
+
+
+def _columnar_layout(group, world, sweep_name):
+    """Shared 1-D datasets of length P are per-point columns; per-rank [world, P, ...] metrics."""
+    datasets = {k: v for k, v in group.items() if isinstance(v, h5py.Dataset)}
+    npoints = None
+    for v in datasets.values():  # per-rank [world, P, ...] fixes P
+        if v.ndim >= 2 and v.shape[0] == world:
+            npoints = v.shape[1]
+            break
+    if npoints is None:
+        for v in datasets.values():
+            if v.ndim == 1 and v.shape[0] != world:
+                npoints = v.shape[0]
+                break
+    if npoints is None and "points" in group.attrs:
+        npoints = int(_py(group.attrs["points"]))
+    shared, per_point, per_rank_only = {}, {}, {}
+    units, desc = {}, {}
+    for k, ds in datasets.items():
+        n0 = ds.shape[0] if ds.ndim else None
+        if ds.ndim == 1 and n0 == npoints and (n0 != world or k not in PER_RANK_1D_NAMES):
+            shared[k] = _read_dataset(ds)
+        elif ds.ndim >= 2 and n0 == world and ds.shape[1] == npoints:
+            per_point[k] = _read_dataset(ds)
+        elif ds.ndim == 1 and n0 == world:
+            per_rank_only[k] = _read_dataset(ds)
+        else:
+            continue
+        units[k], desc[k] = _meta(ds)
+    if npoints is None:
+        npoints = 1 if per_rank_only else 0
+    rows = []
+    for i in range(npoints):
+        for r in range(world):
+            row = {"sweep": sweep_name, "point": f"point_{i:04d}", "rank": r}
+            for k, v in shared.items():
+                row[k] = _py(v[i])
+            for k, v in per_point.items():
+                x = v[r, i]
+                row[k] = x if isinstance(x, np.ndarray) else _py(x)
+            for k, v in per_rank_only.items():
+                row[k] = _py(v[r])
+            rows.append(row)
+    keys = [k for k in shared if _is_key_column(k, units.get(k))]
+    return _rows_to_table(rows, units, desc, ["sweep", "point"] + keys)
+
+
+def _rows_to_table(rows, units, desc, keys):
+    names = []
+    for r in rows:
+        names += [n for n in r if n not in names]
+    cols = {}
+    for n in names:
+        arr = np.empty(len(rows), dtype=object)
+        for i, r in enumerate(rows):
+            arr[i] = r.get(n)
+        cols[n] = _tighten(arr)
+    return Table(cols, units, desc, [k for k in keys if k in cols])
+
+
+def load(path):
+    """Loads one ringbench file. Raises RingbenchFileError with a clear message."""
+    return Run(path)
+
+
+def load_many(paths):
+    """Loads several files (a scaling series); a directory stands for every .h5 in it."""
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = sorted(os.path.join(p, n) for n in os.listdir(p) if n.endswith(".h5"))
+            if not found:
+                raise RingbenchFileError(f"{p}: directory holds no .h5 files")
+            files += found
+        else:
+            files.append(p)
+    return [Run(p) for p in files]
+
+
+def combined_table(runs, sweep_types):
+    """The tables of every sweep of the given types across runs, with run and world_size columns."""
+    parts = []
+    for i, run in enumerate(runs):
+        for s in run.sweeps_of_type(sweep_types):
+            t = s.table
+            if not len(t):
+                continue
+            cols = dict(t.columns)
+            cols["run"] = np.array([os.path.basename(run.path)] * len(t), dtype=object)
+            cols["world_size"] = np.full(len(t), run.world_size, dtype=np.int64)
+            parts.append(Table(cols, t.units, t.descriptions, t.keys))
+    return Table.concat(parts)
