@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Builds the CUDA attention kernels, their standalone benchmark (ringbench_kernel_bench) and
+# optionally the standalone GPU kernel tests with plain nvcc (no MPI/HDF5/Kokkos needed), then
+# runs the tests and a benchmark sweep. Logs (ptxas resource report, SASS instruction counts,
+# test output, benchmark tables) go to $LOG.
+#
+#   launch/bench_kernels.sh [--tests] [--doctest DIR] [--sweep quick|full|none] [--ncu]
+#
+# Environment: NVCC (nvcc), ARCH (default -gencode=arch=compute_90a,code=sm_90a),
+# BUILD (build-kernels), LOG ($BUILD/logs), JOBS (parallel compiles, 8).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build-kernels}
+LOG=${LOG:-$BUILD/logs}
+NVCC=${NVCC:-nvcc}
+ARCH=${ARCH:--gencode=arch=compute_90a,code=sm_90a}
+TESTS=0; DOCTEST=""; SWEEP=quick; NCU=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tests) TESTS=1 ;;
+    --doctest) DOCTEST="$2"; shift ;;
+    --sweep) SWEEP="$2"; shift ;;
+    --ncu) NCU=1 ;;
+    *) echo "bench_kernels.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$BUILD" "$LOG"
+FLAGS="-O3 -std=c++17 --expt-relaxed-constexpr -lineinfo $ARCH -I$ROOT/kernels -I$ROOT/kernels/cuda -I$ROOT/src"
+
+echo "== build ($NVCC, $ARCH)"
+pids=()
+for f in elementwise naive flash_fwd flash_bwd simple; do
+  "$NVCC" $FLAGS -Xptxas -v -c "$ROOT/kernels/cuda/$f.cu" -o "$BUILD/$f.o" 2>"$BUILD/ptxas_$f.txt" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || { cat "$BUILD"/ptxas_*.txt; echo "build failed" >&2; exit 1; }; done
+OBJS="$BUILD/elementwise.o $BUILD/naive.o $BUILD/flash_fwd.o $BUILD/flash_bwd.o $BUILD/simple.o"
+"$NVCC" $FLAGS "$ROOT/kernels/cuda/bench_attention.cu" $OBJS -lcublas -o "$BUILD/ringbench_kernel_bench"
+
+# Resources per kernel and which matrix instructions the SASS uses (HMMA = mma.sync,
+# HGMMA = wgmma).
+{
+  grep -h -E "Compiling entry|registers|spill" "$BUILD"/ptxas_flash_*.txt || true
+  if command -v cuobjdump >/dev/null; then
+    for f in flash_fwd flash_bwd; do
+      echo "SASS $f: HMMA $(cuobjdump --dump-sass "$BUILD/$f.o" | grep -c HMMA) HGMMA $(cuobjdump --dump-sass "$BUILD/$f.o" | grep -c HGMMA) LDSM $(cuobjdump --dump-sass "$BUILD/$f.o" | grep -c LDSM) LDL $(cuobjdump --dump-sass "$BUILD/$f.o" | grep -c 'LDL')"
+    done
+  fi
+} >"$LOG/resources.txt"
+cat "$LOG/resources.txt"
+
+if [ "$TESTS" = 1 ]; then
+  echo "== kernel tests"
+  INC=""
+  [ -n "$DOCTEST" ] && INC="-I$DOCTEST"
+  "$NVCC" $FLAGS $INC -x cu -c "$ROOT/tests/cuda/test_kernels.cpp" -o "$BUILD/test_kernels.o"
+  "$NVCC" $FLAGS $INC -x cu -c "$ROOT/tests/cuda/standalone_main.cpp" -o "$BUILD/standalone_main.o"
+  "$NVCC" $FLAGS "$BUILD/test_kernels.o" "$BUILD/standalone_main.o" $OBJS -lcublas -o "$BUILD/ringbench_kernel_tests"
+  "$BUILD/ringbench_kernel_tests" -s 2>&1 | tee "$LOG/kernel_tests.txt" | grep -E "MESSAGE|rel err|ERROR|values|:=|FAILED|test cases|assertions|SKIPPED" | sed -e 's/^.*MESSAGE: //' | head -150 || true
+fi
+
+B="$BUILD/ringbench_kernel_bench"
+run() { echo "-- $*"; "$B" "$@" 2>&1 | tee -a "$LOG/bench.txt"; }
+case "$SWEEP" in
+  none) ;;
+  quick)
+    run --seq 8192 --heads 16 --head-dim 128 --dtype bf16 --repeats 5
+    run --seq 8192 --heads 16 --head-dim 128 --dtype bf16 --causal --repeats 5 ;;
+  full)
+    for c in "" "--causal"; do
+      run --seq 32768 --heads 16 --head-dim 128 --dtype bf16 $c --repeats 10 --warmup 3
+    done
+    run --seq 32768 --heads 16 --head-dim 64 --dtype bf16 --repeats 10 --kernels flash --no-check
+    run --seq 32768 --heads 16 --head-dim 128 --dtype fp16 --repeats 10 --kernels flash --no-check
+    run --seq 16384 --heads 16 --head-dim 128 --dtype bf16 --segment 4096 --rate 4 --repeats 10 ;;
+esac
+
+if [ "$NCU" = 1 ] && command -v ncu >/dev/null; then
+  echo "== ncu (flash forward and backward, S=8192)"
+  ncu --clock-control none --kernel-name regex:flash_ --launch-count 2 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    "$B" --seq 8192 --heads 16 --head-dim 128 --dtype bf16 --kernels flash --no-check --repeats 1 --warmup 0 \
+    >"$LOG/ncu.txt" 2>&1 || echo "ncu failed (see ncu.txt)"
+  grep -E "flash_|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Stall|Warp Cycles" "$LOG/ncu.txt" | head -60
+fi
