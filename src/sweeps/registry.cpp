@@ -3,7 +3,9 @@
 
 #include "sweeps/sweep.hpp"
 #include "sweeps/host_pingpong.hpp"
+#include "sweeps/ring_attention.hpp"
 #include "sweeps/collectives.hpp"
+#include "sweeps/p2p_matrix.hpp"
 
 namespace rb {
 
@@ -11,10 +13,13 @@ const std::vector<SweepKind>& sweep_kinds() {
   static const std::vector<SweepKind> kinds = {
       {"host_pingpong", parse_host_pingpong,
        "MPI latency and bandwidth between ring neighbours (host buffers)"},
-      // ring_attention: added by the ring attention sweep
+      {"ring_attention", parse_ring_attention,
+       "ring attention (exact and dilated) forward/backward over sequence length x ring size, parity-checked"},
       {"collectives", parse_collectives,
        "NCCL / MPI collectives over message sizes, nccl-tests timing, alpha-beta cost model"},
-      // p2p_matrix, compute, memory: added by the profiling sweeps
+      {"p2p_matrix", parse_p2p_matrix,
+       "latency and bandwidth between every pair of ranks, alone and under concurrent load"},
+      // compute, memory: added by the profiling sweeps
   };
   return kinds;
 }
