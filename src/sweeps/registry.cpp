@@ -5,7 +5,6 @@
 #include "sweeps/host_pingpong.hpp"
 #include "sweeps/ring_attention.hpp"
 #include "sweeps/collectives.hpp"
-#include "sweeps/p2p_matrix.hpp"
 
 namespace rb {
 
@@ -17,9 +16,7 @@ const std::vector<SweepKind>& sweep_kinds() {
        "ring attention (exact and dilated) forward/backward over sequence length x ring size, parity-checked"},
       {"collectives", parse_collectives,
        "NCCL / MPI collectives over message sizes, nccl-tests timing, alpha-beta cost model"},
-      {"p2p_matrix", parse_p2p_matrix,
-       "latency and bandwidth between every pair of ranks, alone and under concurrent load"},
-      // compute, memory: added by the profiling sweeps
+      // p2p_matrix, compute, memory: added by the profiling sweeps
   };
   return kinds;
 }
