@@ -68,7 +68,8 @@ def point_table(runs):
              "status": str(first[c_status]) if c_status and first[c_status] is not None else "ok",
              "failure": str(first.get("failure") or "")}
         p["config_label"] = ", ".join(f"{k}={v}" for k, v in sorted(p["config"].items()))
-        p["dtype_bytes"] = DTYPE_BYTES.get(str(p["config"].get("dtype", "")).lower())
+        c_dtype, c_heads, c_hd = col(t, "dtype"), col(t, "heads"), col(t, "head_dim")
+        p["dtype_bytes"] = DTYPE_BYTES.get(str(first.get(c_dtype, "") if c_dtype else "").lower())
         p["batch"] = int(first[c_batch]) if c_batch and first[c_batch] is not None else None
 
         def ranks_of(name):
@@ -119,11 +120,12 @@ def point_table(runs):
             p["kv_bytes"] = float(np.max(kv))
         elif first.get(c_kv) is not None if c_kv else False:
             p["kv_bytes"] = _num(first[c_kv])
-        elif p["batch"] and p["seq_len"] and p["dtype_bytes"] and "heads" in p["config"] \
-                and "head_dim" in p["config"]:
+        elif p["batch"] and p["seq_len"] and p["dtype_bytes"] and c_heads and c_hd \
+                and first.get(c_heads) is not None and first.get(c_hd) is not None:
+            # K and V of this rank's S/R positions travel together in one message per step.
             per_rank_tokens = p["seq_len"] / max(p["ring_size"], 1)
-            p["kv_bytes"] = (2.0 * p["batch"] * int(p["config"]["heads"]) * per_rank_tokens
-                             * int(p["config"]["head_dim"]) * p["dtype_bytes"])
+            p["kv_bytes"] = (2.0 * p["batch"] * int(first[c_heads]) * per_rank_tokens
+                             * int(first[c_hd]) * p["dtype_bytes"])
         else:
             p["kv_bytes"] = None
         p["measured"] = p["status"] == "ok" and p["time"] is not None and p["time"] > 0
@@ -310,12 +312,6 @@ def predict(base, ring_size, comm):
             "comm_bound": t_comm > c}
 
 
-def measured_ring_time(p):
-    """What the model predicts, measured: sum over steps of (compute + exposed wait), median
-    over ranks, plus nothing else; falls back to the point's time."""
-    return p["time"]
-
-
 def predictions(points, comm, extra_sizes=(8, 64, 512)):
     """For each strong-scaling series with step data: predicted vs measured at the measured
     ring sizes (with relative error) and predictions at extra_sizes."""
@@ -326,23 +322,27 @@ def predictions(points, comm, extra_sizes=(8, 64, 512)):
         base = pts[0]
         if predict(base, base["ring_size"], comm) is None:
             continue
-        # The model predicts the steps' time; the measured point time also holds work outside
-        # the steps (kernel launches, the final normalisation), so compare step sums to step sums
-        # when the file has them, i.e. scale by the base's ratio of step sum to point time.
+        # The step data (step_compute_time) is the forward pass's, so the model predicts the
+        # forward time. The measured forward time also holds work outside the steps (the
+        # final normalisation, launch overheads): the prediction is calibrated by the ratio of
+        # measured to modelled time at the base ring size, so the errors at the other sizes
+        # measure how well the model's scaling holds.
+        def fwd(p):
+            return p["forward_time"] if p.get("forward_time") else p["time"]
         base_pred = predict(base, base["ring_size"], comm)
-        calib = base["time"] / base_pred["time"] if base_pred["time"] > 0 else 1.0
+        calib = fwd(base) / base_pred["time"] if base_pred["time"] > 0 else 1.0
         rows = []
         for p in pts:
             pr = predict(base, p["ring_size"], comm)
+            if pr is None or not fwd(p):
+                continue
             t_pred = pr["time"] * calib
-            rows.append({"ring_size": p["ring_size"], "measured_time": p["time"],
-                         "predicted_time": t_pred, "error": (t_pred - p["time"]) / p["time"],
+            rows.append({"ring_size": p["ring_size"], "measured_time": fwd(p),
+                         "predicted_time": t_pred, "error": (t_pred - fwd(p)) / fwd(p),
                          "predicted_efficiency": pr["efficiency"], "comm_bound": pr["comm_bound"]})
         extra = []
         for r in sorted(set(extra_sizes) - {p["ring_size"] for p in pts}):
-            if seq % r and seq >= r:
-                pass  # still predictable: the model uses S/R as a real number
-            if r > seq:
+            if r > seq:  # fewer than one position per rank
                 continue
             pr = predict(base, r, comm)
             extra.append({"ring_size": r, "predicted_time": pr["time"] * calib,

@@ -296,7 +296,7 @@ def _p2p_bandwidth_matrix(sweep, world):
     per-rank [world, peers] or [world, sizes, peers] bandwidth datasets, or a shared
     [world, world] / [sizes, world, world] matrix."""
     arrs = {k: v for k, v in sweep.arrays.items() if isinstance(v, np.ndarray)}
-    name = next((n for n in ("bandwidth", "median_bandwidth", "busbw", "algbw", "bandwidth_matrix")
+    name = next((n for n in ("bandwidth_Bps", "bandwidth", "median_bandwidth", "busbw", "algbw")
                  if n in arrs), None)
     if name is None:
         name = next((k for k in arrs if "bandwidth" in k and arrs[k].ndim >= 2), None)
@@ -307,6 +307,8 @@ def _p2p_bandwidth_matrix(sweep, world):
     for k in ("message_size", "message_sizes", "size", "sizes"):
         if k in arrs:
             sizes = np.ravel(arrs[k])
+    if sizes is None and sweep.attrs.get("bandwidth_bytes") is not None:
+        sizes = np.array([float(sweep.attrs["bandwidth_bytes"])])
     if a.ndim == 2 and a.shape == (world, world):
         return a, (sizes[-1] if sizes is not None and len(sizes) else 0)
     if a.ndim == 3:

@@ -23,6 +23,7 @@ Every column remembers the dataset's ``units`` and ``description`` (``Table.unit
 Only h5py and numpy are needed; nothing here plots or prints.
 """
 import os
+import re
 
 import numpy as np
 
@@ -43,20 +44,21 @@ NAMES = {
     "seq_len": ("seq_len", "sequence_length"),
     "ring_size": ("ring_size",),
     "batch": ("batch", "batch_size"),
-    "heads": ("heads", "num_heads"),
+    "heads": ("num_heads", "heads"),
     "head_dim": ("head_dim",),
-    "dtype": ("dtype",),
+    "dtype": ("storage_dtype", "dtype"),
+    "num_rings": ("num_rings",),
     "point_status": ("status",),
     # ring attention per-rank metrics
-    "forward_time": ("forward_time", "median_forward_time", "forward_time_median"),
-    "backward_time": ("backward_time", "median_backward_time", "backward_time_median"),
-    "total_time": ("total_time", "median_total_time", "total_time_median", "step_time"),
+    "forward_time": ("forward_time_median", "median_forward_time", "forward_time"),
+    "backward_time": ("backward_time_median", "median_backward_time", "backward_time"),
+    "total_time": ("total_time_median", "median_total_time", "total_time"),
     "step_compute_time": ("step_compute_time",),
     "step_wait_time": ("step_wait_time",),
     "tokens_per_s": ("tokens_per_s", "throughput"),
-    "tflops": ("tflops",),
+    "tflops": ("tflops_total", "tflops"),
     "peak_memory": ("peak_memory_bytes", "peak_memory"),
-    "kv_bytes": ("kv_block_bytes", "step_bytes", "bytes_per_step"),
+    "kv_bytes": ("kv_block_bytes",),
     # collectives / p2p
     "op": ("op", "operation", "collective"),
     "group": ("group", "group_name"),
@@ -265,8 +267,11 @@ class Sweep:
     def _collect_arrays(self, group, prefix):
         for key, obj in group.items():
             path = prefix + key
+            if POINT_GROUP.match(key) or key == "dump":
+                continue  # per-point data is in the table; dumps are large and for validation
             if isinstance(obj, h5py.Dataset):
-                self.arrays[path] = _read_dataset(obj)
+                if obj.size <= (1 << 22):
+                    self.arrays[path] = _read_dataset(obj)
             elif isinstance(obj, h5py.Group):
                 self.arrays[path + "@attrs"] = {k: _py(v) for k, v in obj.attrs.items()}
                 self._collect_arrays(obj, path + "/")
@@ -310,10 +315,15 @@ class Run:
             self.world_size = int(self.attrs.get("world_size", 0))
             self.ranks = _ranks_table(f, self.world_size)
             self.sweeps = {}
+            self.unreadable = {}  # sweep name -> why (a run killed while writing it)
             if "sweeps" in f:
-                for name, g in f["sweeps"].items():
-                    if isinstance(g, h5py.Group):
-                        self.sweeps[name] = Sweep(self, name, g)
+                for name in list(f["sweeps"].keys()):
+                    try:
+                        g = f["sweeps"][name]
+                        if isinstance(g, h5py.Group):
+                            self.sweeps[name] = Sweep(self, name, g)
+                    except (OSError, KeyError, ValueError, RuntimeError) as exc:
+                        self.unreadable[name] = str(exc)
 
     # --- run-level facts -------------------------------------------------------------
     @property
@@ -368,7 +378,10 @@ class Run:
         for s in self.sweeps.values():
             if not s.completed:
                 lines.append(f"sweep '{s.name}' ({s.type}) status '{s.status}'"
-                             + (f": {s.failure}" if s.failure else ""))
+                             + (f": {s.failure}" if s.failure else "")
+                             + (" (what it wrote is shown; it did not finish)" if s.status == "running" else ""))
+        for name, why in self.unreadable.items():
+            lines.append(f"sweep '{name}' unreadable (the run stopped while writing it): {why}")
         return lines
 
     # --- tables ---------------------------------------------------------------------
@@ -414,8 +427,18 @@ def _per_rank(ds, world):
     return isinstance(ds, h5py.Dataset) and ds.ndim >= 1 and ds.shape[0] == world
 
 
+POINT_GROUP = re.compile(r"^point_\d+$")
+# Point attributes that describe the outcome or the check, not which point it is: they are
+# columns, but not keys (two runs of the same point may differ in them).
+NOT_KEYS = {"status", "failure", "label", "tolerance", "parity_sampled", "parity_note",
+            "compute_dtype", "oom_message"}
+# Sweep-level attributes that are part of every point's configuration (the ring attention
+# sweep stores batch, heads and head_dim once per sweep); copied into point rows as keys.
+SWEEP_LEVEL_KEYS = ("batch", "num_heads", "heads", "head_dim", "backward", "kernel")
+
+
 def _sweep_table(group, world, sweep_name):
-    points = sorted(k for k, v in group.items() if isinstance(v, h5py.Group) and k.startswith("point"))
+    points = sorted(k for k, v in group.items() if isinstance(v, h5py.Group) and POINT_GROUP.match(k))
     if points:
         return _point_layout(group, points, world, sweep_name)
     return _columnar_layout(group, world, sweep_name)
@@ -424,11 +447,13 @@ def _sweep_table(group, world, sweep_name):
 def _point_layout(group, points, world, sweep_name):
     """One subgroup per point: attributes are keys, per-rank datasets metrics."""
     rows, units, desc, keys = [], {}, {}, []
+    sweep_attrs = {k: _py(group.attrs[k]) for k in SWEEP_LEVEL_KEYS if k in group.attrs}
     for p in points:
         pg = group[p]
-        attrs = {k: v for k, v in _attr_columns(pg).items() if not isinstance(v, list)}
+        attrs = dict(sweep_attrs)
+        attrs.update({k: v for k, v in _attr_columns(pg).items() if not isinstance(v, list)})
         for k in attrs:
-            if k not in keys and k not in ("status", "failure"):
+            if k not in keys and k not in NOT_KEYS:
                 keys.append(k)
         data = {}
         for name, ds in pg.items():

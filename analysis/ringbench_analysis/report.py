@@ -229,7 +229,8 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512)):
             rows += [[x["ring_size"], "(not run)", _time(x["predicted_time"]), "-",
                       _fmt(x["predicted_efficiency"]), "comm" if x["comm_bound"] else "compute"]
                      for x in pr["extrapolated"]]
-            md += _table(["ring size", "measured", "predicted", "error", "predicted efficiency", "bound by"], rows)
+            md += _table(["ring size", "measured forward", "predicted forward", "error",
+                          "predicted efficiency", "bound by"], rows)
             md.append("")
 
     # ---- collectives / pingpong summaries ----

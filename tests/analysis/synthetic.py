@@ -74,6 +74,9 @@ def make_run(path, world, seq_lens=(1024, 2048), ring_sizes=None, status="comple
             _sattr(g, "type", "ring_attention")
             _sattr(g, "status", (sweep_status or {}).get("ring", "failed" if bad_points else "complete"))
             _sattr(g, "failure", "")
+            g.attrs["batch"] = np.int64(1)
+            g.attrs["num_heads"] = np.int64(2)
+            g.attrs["head_dim"] = np.int64(16)
             i = 0
             for s in seq_lens:
                 for r in ring_sizes:
@@ -81,10 +84,9 @@ def make_run(path, world, seq_lens=(1024, 2048), ring_sizes=None, status="comple
                     i += 1
                     p.attrs["seq_len"] = np.int64(s)
                     p.attrs["ring_size"] = np.int64(r)
-                    p.attrs["batch"] = np.int64(1)
-                    p.attrs["heads"] = np.int64(2)
-                    p.attrs["head_dim"] = np.int64(16)
-                    _sattr(p, "dtype", "fp32")
+                    p.attrs["num_rings"] = np.int64(world // r)
+                    _sattr(p, "storage_dtype", "fp32")
+                    _sattr(p, "label", f"S={s} R={r}")
                     _sattr(p, "layout", "contiguous")
                     p.attrs["causal"] = np.int64(0)
                     st = bad_points.get((s, r), "ok")
@@ -98,14 +100,17 @@ def make_run(path, world, seq_lens=(1024, 2048), ring_sizes=None, status="comple
                         times[straggler] *= 1.3
                     comp = np.full((world, r), c * slow_factor)
                     wait = np.full((world, r), max(0.0, t - c) * slow_factor)
-                    _ds(p, "forward_time", times, "s", "median forward time")
-                    _ds(p, "backward_time", 2 * times, "s", "median backward time")
-                    _ds(p, "total_time", 3 * times, "s", "median forward+backward time")
+                    _ds(p, "forward_time", np.repeat(times[:, None], 3, axis=1), "s", "each forward time")
+                    _ds(p, "forward_time_median", times, "s", "median forward time")
+                    _ds(p, "backward_time_median", 2 * times, "s", "median backward time")
+                    _ds(p, "total_time_median", 3 * times, "s", "median forward+backward time")
+                    _ds(p, "total_time_min", 3 * times, "s", "min forward+backward time")
                     _ds(p, "step_compute_time", comp, "s", "forward compute per ring step")
                     _ds(p, "step_wait_time", wait, "s", "forward exposed wait per ring step")
-                    _ds(p, "tokens_per_s", s / (3 * times), "tokens/s", "tokens per second")
+                    _ds(p, "tokens_per_s", s / r / (3 * times), "1/s", "tokens of this rank's shard per second")
+                    _ds(p, "tflops_total", 1e-3 / times, "TFLOP/s", "throughput")
                     _ds(p, "peak_memory_bytes", np.full(world, 4.0 * 16 * 2 * s / r * 8), "B", "peak memory")
-                    _ds(p, "parity_max_abs_error", np.full(world, 1e-6), "1", "parity error")
+                    _ds(p, "out_max_rel", np.full(world, 1e-6), "1", "parity error")
         if pingpong:
             g = sweeps.create_group("pingpong")
             _sattr(g, "type", "host_pingpong")
@@ -152,10 +157,11 @@ def make_run(path, world, seq_lens=(1024, 2048), ring_sizes=None, status="comple
             _sattr(g, "type", "p2p_matrix")
             _sattr(g, "status", "complete")
             _sattr(g, "failure", "")
-            sizes = np.array([1024, 1048576], dtype=np.int64)
-            _ds(g, "message_size", sizes, "B", "message size of each point")
-            bw = np.ones((world, len(sizes), world)) * BETA
-            for r in range(world):
-                bw[r, :, r] = 0
-            _ds(g, "bandwidth", bw, "B/s", "bandwidth from this rank to each peer")
+            g.attrs["bandwidth_bytes"] = np.int64(1 << 20)
+            bw = np.ones((world, world)) * BETA
+            lat = np.ones((world, world)) * ALPHA
+            np.fill_diagonal(bw, np.nan)
+            np.fill_diagonal(lat, np.nan)
+            _ds(g, "bandwidth_Bps", bw, "B/s", "one-way bandwidth [sender, receiver]")
+            _ds(g, "latency_s", lat, "s", "one-way latency [sender, receiver]")
     return path
