@@ -9,3 +9,19 @@ foreach(n 1 2 3 4)
   ringbench_add_test(NAME ring_mpi_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_ring_mpi> LABELS ring
                      TIMEOUT 120)
 endforeach()
+ringbench_add_doctest(TARGET test_ring_sweep SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_sweep.cpp
+                      LIBS rb_sweeps rb_ring rb_metrics rb_config)
+ringbench_add_test(NAME ring_sweep_config RANKS 1 COMMAND $<TARGET_FILE:test_ring_sweep> LABELS ring
+                   TIMEOUT 60)
+# The real program on a ring config at 2 and 4 ranks; the file is read back with h5py and the
+# dumped tensors re-checked with numpy.
+if(RINGBENCH_PYTHON)
+  foreach(n 2 4)
+    add_test(NAME ring_e2e_np${n}
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/ring/check_ring_output.py
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --workdir ${RINGBENCH_TEST_OUTPUT}/ring_e2e_np${n} --ranks ${n})
+    set_tests_properties(ring_e2e_np${n} PROPERTIES TIMEOUT 300 LABELS ring SKIP_RETURN_CODE 77
+      PROCESSORS ${n} ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  endforeach()
+endif()
