@@ -4,7 +4,7 @@
 # runs the tests and a benchmark sweep. Logs (ptxas resource report, SASS instruction counts,
 # test output, benchmark tables) go to $LOG.
 #
-#   launch/bench_kernels.sh [--tests] [--doctest DIR] [--sweep quick|full|none] [--ncu]
+#   launch/bench_kernels.sh [--tests] [--doctest DIR] [--sweep quick|full|variants|none[,...]] [--ncu]
 #
 # Environment: NVCC (nvcc), ARCH (default -gencode=arch=compute_90a,code=sm_90a),
 # BUILD (build-kernels), LOG ($BUILD/logs), JOBS (parallel compiles, 8).
@@ -57,16 +57,26 @@ if [ "$TESTS" = 1 ]; then
   "$NVCC" $FLAGS $INC -x cu -c "$ROOT/tests/cuda/test_kernels.cpp" -o "$BUILD/test_kernels.o"
   "$NVCC" $FLAGS $INC -x cu -c "$ROOT/tests/cuda/standalone_main.cpp" -o "$BUILD/standalone_main.o"
   "$NVCC" $FLAGS "$BUILD/test_kernels.o" "$BUILD/standalone_main.o" $OBJS -lcublas -o "$BUILD/ringbench_kernel_tests"
-  "$BUILD/ringbench_kernel_tests" -s 2>&1 | tee "$LOG/kernel_tests.txt" | grep -E "MESSAGE|rel err|ERROR|values|:=|FAILED|test cases|assertions|SKIPPED" | sed -e 's/^.*MESSAGE: //' | head -150 || true
+  "$BUILD/ringbench_kernel_tests" >"$LOG/kernel_tests.txt" 2>&1 || echo "kernel tests exit code $?"
+  grep -E "MESSAGE|ERROR|values|test cases|assertions|SKIPPED" "$LOG/kernel_tests.txt" | sed -e 's/^.*MESSAGE: //' | head -200
 fi
 
 B="$BUILD/ringbench_kernel_bench"
 run() { echo "-- $*"; "$B" "$@" 2>&1 | tee -a "$LOG/bench.txt"; }
-case "$SWEEP" in
+for sweep in ${SWEEP//,/ }; do
+case "$sweep" in
   none) ;;
   quick)
     run --seq 8192 --heads 16 --head-dim 128 --dtype bf16 --repeats 5
     run --seq 8192 --heads 16 --head-dim 128 --dtype bf16 --causal --repeats 5 ;;
+  variants)
+    # flash tile variants (RINGBENCH_FLASH_FWD_VARIANT / _BWD_VARIANT), bf16 d128 S=16K
+    for v in 0 1 2 3; do
+      echo "fwd variant $v"; RINGBENCH_FLASH_FWD_VARIANT=$v run --seq 16384 --heads 16 --head-dim 128 --dtype bf16 --repeats 5 --kernels flash --no-check --no-backward
+    done
+    for v in 0 1; do
+      echo "bwd variant $v"; RINGBENCH_FLASH_BWD_VARIANT=$v run --seq 16384 --heads 16 --head-dim 128 --dtype bf16 --repeats 5 --kernels flash --no-check
+    done ;;
   full)
     for c in "" "--causal"; do
       run --seq 32768 --heads 16 --head-dim 128 --dtype bf16 $c --repeats 10 --warmup 3
@@ -74,7 +84,9 @@ case "$SWEEP" in
     run --seq 32768 --heads 16 --head-dim 64 --dtype bf16 --repeats 10 --kernels flash --no-check
     run --seq 32768 --heads 16 --head-dim 128 --dtype fp16 --repeats 10 --kernels flash --no-check
     run --seq 16384 --heads 16 --head-dim 128 --dtype bf16 --segment 4096 --rate 4 --repeats 10 ;;
+  *) echo "bench_kernels.sh: unknown sweep $sweep" >&2; exit 2 ;;
 esac
+done
 
 if [ "$NCU" = 1 ] && command -v ncu >/dev/null; then
   echo "== ncu (flash forward and backward, S=8192)"

@@ -9,6 +9,7 @@
 // Masking, block skipping and the dilated row views are those of the forward.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "attention_cuda.hpp"
 #include "check.hpp"
@@ -314,8 +315,14 @@ void flash_backward(const BackwardBlock& b, cudaStream_t stream) {
     simple_backward(b, stream);
     return;
   }
+  static const int variant = [] {
+    const char* e = std::getenv("RINGBENCH_FLASH_BWD_VARIANT");
+    return e ? std::atoi(e) : -1;
+  }();
   if (b.dtype == DType::BF16) {
-    if (b.dims.head_dim == 128) launch_bwd<__nv_bfloat16, 128, 4>(b, stream);
+    // Tuning variant (bf16, head dim 128): 1 = 8 warps, 128 keys per CTA (half the dQ atomics).
+    if (b.dims.head_dim == 128 && variant == 1) launch_bwd<__nv_bfloat16, 128, 8>(b, stream);
+    else if (b.dims.head_dim == 128) launch_bwd<__nv_bfloat16, 128, 4>(b, stream);
     else launch_bwd<__nv_bfloat16, 64, 4>(b, stream);
   } else {
     if (b.dims.head_dim == 128) launch_bwd<__half, 128, 4>(b, stream);

@@ -11,6 +11,7 @@
 // step-th row of the span by address arithmetic, no gathered copy exists.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "attention_cuda.hpp"
 #include "check.hpp"
@@ -23,10 +24,13 @@ namespace {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-template <typename T, int HD, int WARPS>
+// Tile shape: WARPS warps, each owning MT m16 tiles (16*MT query rows), BC keys per tile.
+// QREG keeps Q's fragments in registers for the whole loop (fewer shared-memory reads, more
+// registers); otherwise they are re-read from shared memory per key tile.
+template <typename T, int HD, int WARPS, int MT, int BC, bool QREG>
 struct FwdTraits {
-  static constexpr int kBr = 16 * WARPS;  // query rows per CTA
-  static constexpr int kBc = 64;          // keys per tile
+  static constexpr int kBr = 16 * MT * WARPS;  // query rows per CTA
+  static constexpr int kBc = BC;               // keys per tile
   static constexpr int kThreads = 32 * WARPS;
   static constexpr std::size_t kSmem = std::size_t(kBr + 4 * kBc) * HD * sizeof(T);
 };
@@ -45,9 +49,9 @@ __device__ __forceinline__ void load_tile(T* smem, const T* base, const RowView&
   }
 }
 
-template <typename T, int HD, int WARPS>
+template <typename T, int HD, int WARPS, int MT, int BC, bool QREG>
 __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams p) {
-  using Tr = FwdTraits<T, HD, WARPS>;
+  using Tr = FwdTraits<T, HD, WARPS, MT, BC, QREG>;
   using Op = mma::MmaOp<T>;
   constexpr int kBr = Tr::kBr, kBc = Tr::kBc;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -92,21 +96,28 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
 
   mma::cp_async_wait<1>();
   __syncthreads();
-  std::uint32_t qf[HD / 16][4];
+  const int wrow = warp * 16 * MT;  // this warp's first query row in the tile
+  std::uint32_t qf[QREG ? MT : 1][QREG ? HD / 16 : 1][4];
+  if constexpr (QREG) {
 #pragma unroll
-  for (int kk = 0; kk < HD / 16; ++kk)
-    mma::ldmatrix_x4(qf[kk], sQ + mma::swz<HD>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk)
+        mma::ldmatrix_x4(qf[mt][kk], sQ + mma::swz<HD>(wrow + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+  }
 
-  float o[HD / 8][4];
+  float o[MT][HD / 8][4];
 #pragma unroll
-  for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-  float row_max[2] = {-INFINITY, -INFINITY};
-  float row_sum[2] = {0.f, 0.f};
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int i = 0; i < HD / 8; ++i) o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.f;
+  float row_max[MT][2], row_sum[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    row_max[mt][0] = row_max[mt][1] = -INFINITY;
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
   const float sl2 = p.scale * kLog2e;
-
-  // Positions of this thread's two query rows (view indices beyond the span are never stored).
-  const std::int64_t qi[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-  const std::int64_t qpos[2] = {qv.pos(qi[0]), qv.pos(qi[1])};
 
   int buf = 0;
   while (t < n_tiles) {
@@ -121,73 +132,98 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
     const T* k_s = sK + buf * kBc * HD;
     const T* v_s = sV + buf * kBc * HD;
 
-    float s[kBc / 8][4];
+    float s[MT][kBc / 8][4];
 #pragma unroll
-    for (int i = 0; i < kBc / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < kBc / 8; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
+      std::uint32_t qa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (QREG) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
+        } else {
+          mma::ldmatrix_x4(qa[mt], sQ + mma::swz<HD>(wrow + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+        }
+      }
 #pragma unroll
       for (int np = 0; np < kBc / 16; ++np) {
         std::uint32_t b[4];
         mma::ldmatrix_x4(b, k_s + mma::swz<HD>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
                                                 kk * 2 + ((lane >> 3) & 1)));
-        Op::run(s[2 * np], qf[kk], b[0], b[1]);
-        Op::run(s[2 * np + 1], qf[kk], b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          Op::run(s[mt][2 * np], qa[mt], b[0], b[1]);
+          Op::run(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
+        }
       }
     }
 
     if (kind(t) == 1) {
       const std::int64_t kbase = std::int64_t(t) * kBc;
 #pragma unroll
-      for (int nt = 0; nt < kBc / 8; ++nt)
+      for (int mt = 0; mt < MT; ++mt) {
+        const std::int64_t qpos0 = qv.pos(q0 + wrow + mt * 16 + g);
+        const std::int64_t qpos1 = qv.pos(q0 + wrow + mt * 16 + g + 8);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const std::int64_t kj = kbase + nt * 8 + 2 * tq + (e & 1);
-          const int h = e >> 1;
-          const bool ok = kj < kv.count && view_allows(p.pat, qpos[h], kv.pos(kj));
-          if (!ok) s[nt][e] = -INFINITY;
-        }
+        for (int nt = 0; nt < kBc / 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const std::int64_t kj = kbase + nt * 8 + 2 * tq + (e & 1);
+            const bool ok = kj < kv.count && view_allows(p.pat, (e >> 1) ? qpos1 : qpos0, kv.pos(kj));
+            if (!ok) s[mt][nt][e] = -INFINITY;
+          }
+      }
     }
 
     // Online softmax in the exp2 domain of the scaled scores.
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = -INFINITY;
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int nt = 0; nt < kBc / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(row_max[h], mx * sl2);
-      const float m_use = (m_new == -INFINITY) ? 0.f : m_new;
-      const float corr = exp2f(row_max[h] - m_use);
-      row_max[h] = m_new;
-      float sum = 0.f;
+      for (int h = 0; h < 2; ++h) {
+        float mx = -INFINITY;
 #pragma unroll
-      for (int nt = 0; nt < kBc / 8; ++nt) {
-        s[nt][2 * h] = exp2f(s[nt][2 * h] * sl2 - m_use);
-        s[nt][2 * h + 1] = exp2f(s[nt][2 * h + 1] * sl2 - m_use);
-        sum += s[nt][2 * h] + s[nt][2 * h + 1];
+        for (int nt = 0; nt < kBc / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_max[mt][h], mx * sl2);
+        const float m_use = (m_new == -INFINITY) ? 0.f : m_new;
+        const float corr = exp2f(row_max[mt][h] - m_use);
+        row_max[mt][h] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < kBc / 8; ++nt) {
+          s[mt][nt][2 * h] = exp2f(s[mt][nt][2 * h] * sl2 - m_use);
+          s[mt][nt][2 * h + 1] = exp2f(s[mt][nt][2 * h + 1] * sl2 - m_use);
+          sum += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
+        }
+        row_sum[mt][h] = row_sum[mt][h] * corr + sum;
+#pragma unroll
+        for (int dt = 0; dt < HD / 8; ++dt) {
+          o[mt][dt][2 * h] *= corr;
+          o[mt][dt][2 * h + 1] *= corr;
+        }
       }
-      row_sum[h] = row_sum[h] * corr + sum;
-#pragma unroll
-      for (int dt = 0; dt < HD / 8; ++dt) {
-        o[dt][2 * h] *= corr;
-        o[dt][2 * h + 1] *= corr;
-      }
-    }
 
     // O += P V
 #pragma unroll
     for (int kk = 0; kk < kBc / 16; ++kk) {
-      std::uint32_t a[4];
-      mma::c_to_a<T>(a, s[2 * kk], s[2 * kk + 1]);
+      std::uint32_t a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) mma::c_to_a<T>(a[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
 #pragma unroll
       for (int dp = 0; dp < HD / 16; ++dp) {
         std::uint32_t b[4];
         mma::ldmatrix_x4_trans(b, v_s + mma::swz<HD>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
                                                       dp * 2 + (lane >> 4)));
-        Op::run(o[2 * dp], a, b[0], b[1]);
-        Op::run(o[2 * dp + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          Op::run(o[mt][2 * dp], a[mt], b[0], b[1]);
+          Op::run(o[mt][2 * dp + 1], a[mt], b[2], b[3]);
+        }
       }
     }
     __syncthreads();  // this buffer is refilled by the next iteration's prefetch
@@ -197,46 +233,49 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
 
   // Epilogue: fused log-sum-exp merge into the running accumulators.
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const bool valid = qi[h] < qv.count && l > 0.f;
-    const std::int64_t grow = std::int64_t(bh) * p.q_rows + (valid ? qv.row(qi[h]) : 0);
-    float lo = 0.f, ln = 0.f, wo = 0.f, wb = 0.f;
-    if (valid) {
-      const float lb = (row_max[h] + log2f(l)) * kLn2;
-      lo = p.lse[grow];
-      ln = log_add_exp(lo, lb);
-      wo = (lo == -INFINITY) ? 0.f : __expf(lo - ln);
-      wb = __expf(lb - ln) / l;
-      float* orow = p.out + grow * HD;
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int dt = 0; dt < HD / 8; ++dt) {
-        float2* dst = reinterpret_cast<float2*>(orow + dt * 8 + 2 * tq);
-        float2 old = *dst;
-        old.x = old.x * wo + o[dt][2 * h] * wb;
-        old.y = old.y * wo + o[dt][2 * h + 1] * wb;
-        *dst = old;
+    for (int h = 0; h < 2; ++h) {
+      float l = row_sum[mt][h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const std::int64_t qi = q0 + wrow + mt * 16 + g + 8 * h;
+      const bool valid = qi < qv.count && l > 0.f;
+      const std::int64_t grow = std::int64_t(bh) * p.q_rows + (valid ? qv.row(qi) : 0);
+      float ln = 0.f;
+      if (valid) {
+        const float lb = (row_max[mt][h] + log2f(l)) * kLn2;
+        const float lo = p.lse[grow];
+        ln = log_add_exp(lo, lb);
+        const float wo = (lo == -INFINITY) ? 0.f : __expf(lo - ln);
+        const float wb = __expf(lb - ln) / l;
+        float* orow = p.out + grow * HD;
+#pragma unroll
+        for (int dt = 0; dt < HD / 8; ++dt) {
+          float2* dst = reinterpret_cast<float2*>(orow + dt * 8 + 2 * tq);
+          float2 old = *dst;
+          old.x = old.x * wo + o[mt][dt][2 * h] * wb;
+          old.y = old.y * wo + o[mt][dt][2 * h + 1] * wb;
+          *dst = old;
+        }
       }
+      __syncwarp();  // every lane of the quad has read the old lse
+      if (valid && tq == 0) p.lse[grow] = ln;
     }
-    __syncwarp();  // every lane of the quad has read the old lse
-    if (valid && tq == 0) p.lse[grow] = ln;
-  }
 }
 
-template <typename T, int HD, int WARPS>
+template <typename T, int HD, int WARPS, int MT, int BC, bool QREG>
 void launch_fwd(const ForwardBlock& b, cudaStream_t stream) {
-  using Tr = FwdTraits<T, HD, WARPS>;
+  using Tr = FwdTraits<T, HD, WARPS, MT, BC, QREG>;
   static bool configured = false;  // the attribute is per function; set it once
   if (!configured) {
-    RBK_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<T, HD, WARPS>,
+    RBK_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<T, HD, WARPS, MT, BC, QREG>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmem)));
     configured = true;
   }
   const FlashParams p = make_params(b);
   const dim3 grid(unsigned((b.q.count + Tr::kBr - 1) / Tr::kBr), unsigned(b.dims.batch * b.dims.heads));
-  flash_fwd_kernel<T, HD, WARPS><<<grid, Tr::kThreads, Tr::kSmem, stream>>>(p);
+  flash_fwd_kernel<T, HD, WARPS, MT, BC, QREG><<<grid, Tr::kThreads, Tr::kSmem, stream>>>(p);
   RBK_LAUNCH_CHECK();
 }
 
@@ -246,6 +285,17 @@ bool flash_tensor_core_supported(DType dtype, int head_dim) {
   return dtype != DType::F32 && (head_dim == 64 || head_dim == 128);
 }
 
+// Tile variant for tuning (RINGBENCH_FLASH_FWD_VARIANT, bf16 head dim 128 only):
+//   0: 4 warps x 1 m-tile, 64 keys, Q in registers     2: 4 warps x 2 m-tiles, 32 keys
+//   1: 4 warps x 2 m-tiles, 64 keys, Q in shared memory 3: 8 warps x 1 m-tile, 64 keys
+int fwd_variant() {
+  static const int v = [] {
+    const char* e = std::getenv("RINGBENCH_FLASH_FWD_VARIANT");
+    return e ? std::atoi(e) : -1;
+  }();
+  return v;
+}
+
 void flash_forward(const ForwardBlock& b, cudaStream_t stream) {
   if (b.q.count <= 0 || b.kv.count <= 0) return;
   if (!flash_tensor_core_supported(b.dtype, b.dims.head_dim)) {
@@ -253,11 +303,20 @@ void flash_forward(const ForwardBlock& b, cudaStream_t stream) {
     return;
   }
   if (b.dtype == DType::BF16) {
-    if (b.dims.head_dim == 128) launch_fwd<__nv_bfloat16, 128, 4>(b, stream);
-    else launch_fwd<__nv_bfloat16, 64, 4>(b, stream);
+    if (b.dims.head_dim == 128) {
+      switch (fwd_variant()) {
+        case 0: launch_fwd<__nv_bfloat16, 128, 4, 1, 64, true>(b, stream); break;
+        case 1: launch_fwd<__nv_bfloat16, 128, 4, 2, 64, false>(b, stream); break;
+        case 2: launch_fwd<__nv_bfloat16, 128, 4, 2, 32, false>(b, stream); break;
+        case 3: launch_fwd<__nv_bfloat16, 128, 8, 1, 64, true>(b, stream); break;
+        default: launch_fwd<__nv_bfloat16, 128, 4, 1, 64, true>(b, stream); break;
+      }
+    } else {
+      launch_fwd<__nv_bfloat16, 64, 4, 1, 64, true>(b, stream);
+    }
   } else {
-    if (b.dims.head_dim == 128) launch_fwd<__half, 128, 4>(b, stream);
-    else launch_fwd<__half, 64, 4>(b, stream);
+    if (b.dims.head_dim == 128) launch_fwd<__half, 128, 4, 1, 64, true>(b, stream);
+    else launch_fwd<__half, 64, 4, 1, 64, true>(b, stream);
   }
 }
 

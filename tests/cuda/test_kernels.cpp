@@ -167,7 +167,8 @@ bool in_span(const Span& s, std::int64_t row) { return row >= s.row0 && row < s.
 
 void check_forward(Path path, const Case& c, std::uint64_t seed) {
   CAPTURE(c.name);
-  CAPTURE(path_name(path));
+  const std::string path_str = path_name(path);
+  CAPTURE(path_str);
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   Inputs in = make_inputs(c, rng);
@@ -249,7 +250,8 @@ void check_forward(Path path, const Case& c, std::uint64_t seed) {
 
 void check_backward(Path path, const Case& c, std::uint64_t seed) {
   CAPTURE(c.name);
-  CAPTURE(path_name(path));
+  const std::string path_str = path_name(path);
+  CAPTURE(path_str);
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   Inputs in = make_inputs(c, rng);
