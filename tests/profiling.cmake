@@ -1,6 +1,7 @@
 # Profiling sweeps (collectives, p2p_matrix, compute, memory, cost model).
 # Host path at 1-4 ranks, once more with pretend nodes of 2 ranks for the group tests.
-ringbench_add_doctest(TARGET test_profiling SOURCES profiling/test_profiling.cpp LIBS ringbench_core)
+ringbench_add_doctest(TARGET test_profiling SOURCES profiling/test_profiling.cpp
+                      profiling/test_profiling_sweeps.cpp LIBS ringbench_core rb_ring)
 foreach(n 1 2 3 4)
   ringbench_add_test(NAME profiling_np${n} RANKS ${n} LABELS mpi TIMEOUT 300
                      COMMAND $<TARGET_FILE:test_profiling>)

@@ -5,6 +5,9 @@
 #include "sweeps/host_pingpong.hpp"
 #include "sweeps/ring_attention.hpp"
 #include "sweeps/collectives.hpp"
+#include "sweeps/p2p_matrix.hpp"
+#include "sweeps/compute.hpp"
+#include "sweeps/memory.hpp"
 
 namespace rb {
 
@@ -16,7 +19,12 @@ const std::vector<SweepKind>& sweep_kinds() {
        "ring attention (exact and dilated) forward/backward over sequence length x ring size, parity-checked"},
       {"collectives", parse_collectives,
        "NCCL / MPI collectives over message sizes, nccl-tests timing, alpha-beta cost model"},
-      // p2p_matrix, compute, memory: added by the profiling sweeps
+      {"p2p_matrix", parse_p2p_matrix,
+       "latency and bandwidth between every pair of ranks, alone and under concurrent load"},
+      {"compute", parse_compute,
+       "per-rank GEMM throughput (cuBLASLt, or Kokkos on the host) and attention block rate"},
+      {"memory", parse_memory,
+       "per-rank host STREAM triad, device copy and host<->device pinned/pageable bandwidth"},
   };
   return kinds;
 }

@@ -1,0 +1,14 @@
+#pragma once
+// The `compute` sweep: per rank, GEMM throughput through cuBLASLt (bfloat16, float16, tf32,
+// float32, float64) over square sizes and the ring attention block kernel's rate on the cuda
+// backend; on the host backend a Kokkos GEMM-like kernel (float32, float64) over the same
+// kind of size list. All ranks measure at the same time. docs/sweeps/compute.md.
+#include <memory>
+
+#include "sweeps/sweep.hpp"
+
+namespace rb {
+
+std::unique_ptr<Sweep> parse_compute(const SweepSpec& spec, const ParseContext& ctx);
+
+}  // namespace rb

@@ -1,0 +1,15 @@
+#pragma once
+// The `p2p_matrix` sweep: for every ordered pair of ranks, one pair at a time, the latency
+// (small-message ping-pong) and bandwidth (large messages), one way and both ways at once;
+// plus the bandwidth matrix under concurrent load (every rank sending to rank + s for each
+// shift s at once). NCCL send/recv on GPU buffers, MPI on host buffers.
+// docs/sweeps/p2p_matrix.md describes the keys and the [world, world] datasets.
+#include <memory>
+
+#include "sweeps/sweep.hpp"
+
+namespace rb {
+
+std::unique_ptr<Sweep> parse_p2p_matrix(const SweepSpec& spec, const ParseContext& ctx);
+
+}  // namespace rb
