@@ -191,6 +191,8 @@ TEST_CASE("attributes round-trip; set_attr overwrites; attr refuses duplicates")
     g.attr("ints", std::vector<std::int64_t>{1, -2, 3 + r});
     g.attr("doubles", std::vector<double>{0.5, 2.5 * (r + 1)});
     g.attr("no_ints", std::vector<std::int64_t>{});
+    // Larger than HDF5's 64 KiB compact-attribute limit (a config file can be long).
+    g.attr("config_text", std::string(200000, 'c') + "end");
     g.set_attr("status", "running");
     g.set_attr("status", "complete");  // overwrite
     g.set_attr("failure", "");
@@ -211,6 +213,7 @@ TEST_CASE("attributes round-trip; set_attr overwrites; attr refuses duplicates")
     CHECK(rb::h5::read_int_attr(path, "/run", "ints") == std::vector<std::int64_t>{1, -2, 3});
     CHECK(rb::h5::read_double_attr(path, "/run", "doubles") == std::vector<double>{0.5, 2.5});
     CHECK(rb::h5::read_int_attr(path, "/run", "no_ints").empty());
+    CHECK(rb::h5::read_string_attr(path, "/run", "config_text") == std::string(200000, 'c') + "end");
     CHECK(rb::h5::read_string_attr(path, "/run", "status") == "complete");
     CHECK(rb::h5::read_string_attr(path, "/run", "failure") == "rank 3 ran out of memory");
     CHECK(error_of([&] { rb::h5::read_string_attr(path, "/run", "missing"); }).find("missing") !=
@@ -256,6 +259,19 @@ TEST_CASE("an existing file is refused on every rank unless --force") {
     CHECK(rb::h5::read_string_attr(path, "/", "other") == "second");
     // Truncated: nothing of the first file survives.
     CHECK(error_of([&] { rb::h5::read_string_attr(path, "/", "generation"); }) != "");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("opening a missing file throws on every rank, naming the call and the path") {
+  const std::string path = test_path("missing");
+  const std::string msg = error_of([&] { File::open_read(path, MPI_COMM_WORLD); });
+  CHECK(msg.find("H5Fopen") != std::string::npos);
+  CHECK(msg.find(path) != std::string::npos);
+  if (rank() == 0) {
+    const std::string serial = error_of([&] { rb::h5::read_doubles(path, "/x"); });
+    CHECK(serial.find("H5Fopen") != std::string::npos);
+    CHECK(serial.find(path) != std::string::npos);
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }
