@@ -22,11 +22,44 @@ void check_head_dim(int d, const char* where) {
                                 std::to_string(kMaxHeadDim));
 }
 
-KOKKOS_INLINE_FUNCTION float dot_row(const float* q, const void* k, DType t, std::int64_t base,
-                                     int d) {
-  float s = 0.0f;
-  for (int c = 0; c < d; ++c) s += q[c] * load_as_float(k, t, base + c);
+// The storage type is a template parameter so the fp32 inner loops are plain float loads
+// the compiler can vectorise (a runtime dtype switch inside them is not hoisted).
+struct F32Tag {
+  KOKKOS_INLINE_FUNCTION static float ld(const void* p, std::int64_t i) {
+    return static_cast<const float*>(p)[i];
+  }
+};
+struct BF16Tag {
+  KOKKOS_INLINE_FUNCTION static float ld(const void* p, std::int64_t i) {
+    return bf16_to_float(static_cast<const std::uint16_t*>(p)[i]);
+  }
+};
+struct F16Tag {
+  KOKKOS_INLINE_FUNCTION static float ld(const void* p, std::int64_t i) {
+    return half_to_float(static_cast<const std::uint16_t*>(p)[i]);
+  }
+};
+
+// Eight independent partial sums: without -ffast-math the compiler may not reorder a single
+// running sum, and eight lanes let it use SIMD for the bulk of the head dimension.
+template <class T>
+KOKKOS_INLINE_FUNCTION float dot_row(const float* q, const void* k, std::int64_t base, int d) {
+  float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int c = 0;
+  for (; c + 8 <= d; c += 8)
+    for (int j = 0; j < 8; ++j) lane[j] += q[c + j] * T::ld(k, base + c + j);
+  float s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  for (; c < d; ++c) s += q[c] * T::ld(k, base + c);
   return s;
+}
+
+template <class F>
+void dispatch(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: f(F32Tag{}); return;
+    case DType::BF16: f(BF16Tag{}); return;
+    case DType::F16: f(F16Tag{}); return;
+  }
 }
 
 }  // namespace
@@ -40,11 +73,11 @@ void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) {
       });
 }
 
-void forward(const ForwardBlock& b) {
-  check_head_dim(b.dims.head_dim, "host forward");
-  const ForwardBlock blk = b;
-  const std::int64_t n = static_cast<std::int64_t>(b.dims.batch) * b.dims.heads * b.q.count;
-  if (n == 0 || b.kv.count == 0) return;
+namespace {
+
+template <class T>
+void forward_impl(const ForwardBlock& blk) {
+  const std::int64_t n = static_cast<std::int64_t>(blk.dims.batch) * blk.dims.heads * blk.q.count;
   Kokkos::parallel_for(
       "rb::attn::host::forward", Policy(0, n), KOKKOS_LAMBDA(std::int64_t idx) {
         namespace KE = Kokkos::Experimental;
@@ -57,13 +90,13 @@ void forward(const ForwardBlock& b) {
         const std::int64_t qrow = bh * blk.dims.q_rows + blk.q.row0 + i;
         float q[kMaxHeadDim], acc[kMaxHeadDim];
         for (int c = 0; c < d; ++c) {
-          q[c] = load_as_float(blk.q_data, blk.dtype, qrow * d + c) * blk.scale;
+          q[c] = T::ld(blk.q_data, qrow * d + c) * blk.scale;
           acc[c] = 0.0f;
         }
         float m = -KE::infinity<float>::value, l = 0.0f;
         for (std::int64_t j = keys.begin; j < keys.end; j += keys.step) {
           const std::int64_t krow = bh * blk.dims.kv_rows + blk.kv.row0 + j;
-          const float s = dot_row(q, blk.k_data, blk.dtype, krow * d, d);
+          const float s = dot_row<T>(q, blk.k_data, krow * d, d);
           if (s > m) {
             const float corr = KE::exp(m - s);
             l *= corr;
@@ -72,7 +105,7 @@ void forward(const ForwardBlock& b) {
           }
           const float p = KE::exp(s - m);
           l += p;
-          for (int c = 0; c < d; ++c) acc[c] += p * load_as_float(blk.v_data, blk.dtype, krow * d + c);
+          for (int c = 0; c < d; ++c) acc[c] += p * T::ld(blk.v_data, krow * d + c);
         }
         const float block_lse = m + KE::log(l);
         const float old = blk.lse[qrow];
@@ -86,6 +119,14 @@ void forward(const ForwardBlock& b) {
       });
 }
 
+}  // namespace
+
+void forward(const ForwardBlock& b) {
+  check_head_dim(b.dims.head_dim, "host forward");
+  if (static_cast<std::int64_t>(b.dims.batch) * b.dims.heads * b.q.count == 0 || b.kv.count == 0) return;
+  dispatch(b.dtype, [&](auto tag) { forward_impl<decltype(tag)>(b); });
+}
+
 void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
                       int head_dim, DType dtype) {
   Kokkos::parallel_for(
@@ -97,11 +138,12 @@ void backward_prepare(const void* dout, const float* out, float* delta, std::int
       });
 }
 
-void backward(const BackwardBlock& b) {
-  check_head_dim(b.dims.head_dim, "host backward");
-  const BackwardBlock blk = b;
-  const std::int64_t bh_count = static_cast<std::int64_t>(b.dims.batch) * b.dims.heads;
-  if (bh_count == 0 || b.q.count == 0 || b.kv.count == 0) return;
+namespace {
+
+template <class T>
+void backward_impl(const BackwardBlock& blk) {
+  const std::int64_t bh_count = static_cast<std::int64_t>(blk.dims.batch) * blk.dims.heads;
+  const BackwardBlock& b = blk;
 
   // dQ: one thread per query row.
   Kokkos::parallel_for(
@@ -117,17 +159,17 @@ void backward(const BackwardBlock& b) {
         const std::int64_t qrow = bh * blk.dims.q_rows + blk.q.row0 + i;
         float q[kMaxHeadDim], g[kMaxHeadDim], dq[kMaxHeadDim];
         for (int c = 0; c < d; ++c) {
-          q[c] = load_as_float(blk.q_data, blk.dtype, qrow * d + c) * blk.scale;
-          g[c] = load_as_float(blk.dout, blk.dtype, qrow * d + c);
+          q[c] = T::ld(blk.q_data, qrow * d + c) * blk.scale;
+          g[c] = T::ld(blk.dout, qrow * d + c);
           dq[c] = 0.0f;
         }
         const float lse = blk.lse[qrow], delta = blk.delta[qrow];
         for (std::int64_t j = keys.begin; j < keys.end; j += keys.step) {
           const std::int64_t krow = bh * blk.dims.kv_rows + blk.kv.row0 + j;
-          const float p = KE::exp(dot_row(q, blk.k_data, blk.dtype, krow * d, d) - lse);
-          const float dp = dot_row(g, blk.v_data, blk.dtype, krow * d, d);
+          const float p = KE::exp(dot_row<T>(q, blk.k_data, krow * d, d) - lse);
+          const float dp = dot_row<T>(g, blk.v_data, krow * d, d);
           const float ds = p * (dp - delta) * blk.scale;
-          for (int c = 0; c < d; ++c) dq[c] += ds * load_as_float(blk.k_data, blk.dtype, krow * d + c);
+          for (int c = 0; c < d; ++c) dq[c] += ds * T::ld(blk.k_data, krow * d + c);
         }
         float* out = blk.dq + qrow * d;
         for (int c = 0; c < d; ++c) out[c] += dq[c];
@@ -147,19 +189,19 @@ void backward(const BackwardBlock& b) {
         const std::int64_t krow = bh * blk.dims.kv_rows + blk.kv.row0 + j;
         float k[kMaxHeadDim], v[kMaxHeadDim], dk[kMaxHeadDim], dv[kMaxHeadDim];
         for (int c = 0; c < d; ++c) {
-          k[c] = load_as_float(blk.k_data, blk.dtype, krow * d + c) * blk.scale;
-          v[c] = load_as_float(blk.v_data, blk.dtype, krow * d + c);
+          k[c] = T::ld(blk.k_data, krow * d + c) * blk.scale;
+          v[c] = T::ld(blk.v_data, krow * d + c);
           dk[c] = 0.0f;
           dv[c] = 0.0f;
         }
         for (std::int64_t i = queries.begin; i < queries.end; i += queries.step) {
           const std::int64_t qrow = bh * blk.dims.q_rows + blk.q.row0 + i;
-          const float p = KE::exp(dot_row(k, blk.q_data, blk.dtype, qrow * d, d) - blk.lse[qrow]);
-          const float dp = dot_row(v, blk.dout, blk.dtype, qrow * d, d);
+          const float p = KE::exp(dot_row<T>(k, blk.q_data, qrow * d, d) - blk.lse[qrow]);
+          const float dp = dot_row<T>(v, blk.dout, qrow * d, d);
           const float ds = p * (dp - blk.delta[qrow]) * blk.scale;
           for (int c = 0; c < d; ++c) {
-            dv[c] += p * load_as_float(blk.dout, blk.dtype, qrow * d + c);
-            dk[c] += ds * load_as_float(blk.q_data, blk.dtype, qrow * d + c);
+            dv[c] += p * T::ld(blk.dout, qrow * d + c);
+            dk[c] += ds * T::ld(blk.q_data, qrow * d + c);
           }
         }
         float* dko = blk.dk + krow * d;
@@ -169,6 +211,14 @@ void backward(const BackwardBlock& b) {
           dvo[c] += dv[c];
         }
       });
+}
+
+}  // namespace
+
+void backward(const BackwardBlock& b) {
+  check_head_dim(b.dims.head_dim, "host backward");
+  if (static_cast<std::int64_t>(b.dims.batch) * b.dims.heads == 0 || b.q.count == 0 || b.kv.count == 0) return;
+  dispatch(b.dtype, [&](auto tag) { backward_impl<decltype(tag)>(b); });
 }
 
 void accumulate(float* dst, const float* src, std::int64_t count) {
