@@ -62,8 +62,9 @@ def _table(headers, rows):
 
 
 def _parity_columns(t):
-    return [n for n in t.metrics() if "parity" in n or n.endswith("_error") or "max_abs" in n
-            or "rel_err" in n]
+    """Errors against the reference: <tensor>_max_rel / _max_abs (ring_attention), *_error."""
+    return [n for n in t.metrics() if n.endswith("_max_rel") or n.endswith("_max_abs")
+            or n.endswith("_error")]
 
 
 def build(paths, out_dir, predict_sizes=(8, 64, 512)):
@@ -118,11 +119,13 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512)):
                 vals = np.array([model._num(v) for v in s.table[c]], dtype=float)
                 vals = vals[np.isfinite(vals)]
                 if len(vals):
-                    parity_rows.append([os.path.basename(run.path), s.name, c, f"{vals.max():.3g}"])
+                    tol = s.table["tolerance"] if "tolerance" in s.table else None
+                    tol_txt = f"{np.nanmin(tol.astype(float)):.3g}" if tol is not None and c.endswith("_rel") else "-"
+                    parity_rows.append([os.path.basename(run.path), s.name, c, f"{vals.max():.3g}", tol_txt])
     if parity_rows:
         md.append("Parity against the reference (largest over points and ranks):")
         md.append("")
-        md += _table(["file", "sweep", "error", "max"], parity_rows)
+        md += _table(["file", "sweep", "error", "max", "tolerance"], parity_rows)
         md.append("")
     if points:
         by_status = {}
