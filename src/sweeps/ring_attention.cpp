@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -138,8 +139,12 @@ std::unique_ptr<ring::AttentionBackend> make_backend(const RunContext& ctx, cons
 
 std::unique_ptr<ring::RingTransport> make_transport(const RunContext& ctx, MPI_Comm ring_comm,
                                                    ring::AttentionBackend& backend) {
-#ifdef RINGBENCH_HAVE_CUDA
+#if defined(RINGBENCH_HAVE_CUDA) && defined(RINGBENCH_HAVE_NCCL_TRANSPORT)
   if (ctx.backend == Backend::Cuda) return ring::make_nccl_transport(ring_comm, backend);
+#else
+  if (ctx.backend == Backend::Cuda)
+    throw std::runtime_error("ring_attention: this build has no GPU ring transport "
+                             "(src/ring/nccl_transport.cpp not built)");
 #endif
   (void)ctx;
   (void)backend;
