@@ -14,7 +14,7 @@ Reference::Reference(const Problem& p, std::uint64_t seed)
 void Reference::load_head(int b, int h) {
   head_ = h;
   const std::int64_t S = p_.seq_len, d = p_.head_dim;
-  auto fill = [&](std::vector<double>& t, Tensor which) {
+  auto fill = [&](std::vector<float>& t, Tensor which) {
     t.resize(static_cast<std::size_t>(S * d));
     for (std::int64_t pos = 0; pos < S; ++pos)
       for (int c = 0; c < d; ++c)
@@ -27,10 +27,10 @@ void Reference::load_head(int b, int h) {
 }
 
 double Reference::score(std::int64_t qp, std::int64_t kp) const {
-  const double* q = row(q_, qp);
-  const double* k = row(k_, kp);
+  const float* q = row(q_, qp);
+  const float* k = row(k_, kp);
   double s = 0.0;
-  for (int c = 0; c < p_.head_dim; ++c) s += q[c] * k[c];
+  for (int c = 0; c < p_.head_dim; ++c) s += static_cast<double>(q[c]) * k[c];
   return s / std::sqrt(static_cast<double>(p_.head_dim));
 }
 
@@ -53,7 +53,7 @@ void Reference::forward_row(std::int64_t p, double* out, double* lse) const {
       if (pat.allows(p, k, head_)) {
         const double e = std::exp(score(p, k) - m);
         l += e;
-        const double* v = row(v_, k);
+        const float* v = row(v_, k);
         for (int c = 0; c < d; ++c) out[c] += e * v[c];
       }
   for (int c = 0; c < d; ++c) out[c] /= l;
@@ -61,7 +61,7 @@ void Reference::forward_row(std::int64_t p, double* out, double* lse) const {
 }
 
 double Reference::delta(std::int64_t p, const double* out) const {
-  const double* g = row(do_, p);
+  const float* g = row(do_, p);
   double s = 0.0;
   for (int c = 0; c < p_.head_dim; ++c) s += g[c] * out[c];
   return s;
@@ -71,16 +71,16 @@ void Reference::dq_row(std::int64_t p, double lse, double delta, double* dq) con
   const int d = p_.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   std::fill(dq, dq + d, 0.0);
-  const double* g = row(do_, p);
+  const float* g = row(do_, p);
   for (const attn::Pattern& pat : patterns_)
     for (std::int64_t k = 0; k < p_.seq_len; ++k) {
       if (!pat.allows(p, k, head_)) continue;
       const double P = std::exp(score(p, k) - lse);
-      const double* v = row(v_, k);
+      const float* v = row(v_, k);
       double dp = 0.0;
-      for (int c = 0; c < d; ++c) dp += g[c] * v[c];
+      for (int c = 0; c < d; ++c) dp += static_cast<double>(g[c]) * v[c];
       const double ds = P * (dp - delta) * scale;
-      const double* kk = row(k_, k);
+      const float* kk = row(k_, k);
       for (int c = 0; c < d; ++c) dq[c] += ds * kk[c];
     }
 }
@@ -91,17 +91,17 @@ void Reference::dkv_row(std::int64_t k, const std::vector<double>& lse,
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   std::fill(dk, dk + d, 0.0);
   std::fill(dv, dv + d, 0.0);
-  const double* v = row(v_, k);
+  const float* v = row(v_, k);
   for (const attn::Pattern& pat : patterns_)
     for (std::int64_t p = 0; p < p_.seq_len; ++p) {
       if (!pat.allows(p, k, head_)) continue;
       const std::size_t pi = static_cast<std::size_t>(p);
       const double P = std::exp(score(p, k) - lse[pi]);
-      const double* g = row(do_, p);
+      const float* g = row(do_, p);
       double dp = 0.0;
-      for (int c = 0; c < d; ++c) dp += g[c] * v[c];
+      for (int c = 0; c < d; ++c) dp += static_cast<double>(g[c]) * v[c];
       const double ds = P * (dp - delta[pi]) * scale;
-      const double* q = row(q_, p);
+      const float* q = row(q_, p);
       for (int c = 0; c < d; ++c) {
         dv[c] += P * g[c];
         dk[c] += ds * q[c];

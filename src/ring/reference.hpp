@@ -27,7 +27,10 @@ class Reference {
                double* dk, double* dv) const;
 
  private:
-  const double* row(const std::vector<double>& t, std::int64_t pos) const {
+  // Inputs are stored as float: they are exactly the storage dtype's values (fp32 at most),
+  // and it halves the memory of a full-sequence head at very long sequences. All
+  // arithmetic is in double.
+  const float* row(const std::vector<float>& t, std::int64_t pos) const {
     return t.data() + pos * p_.head_dim;
   }
   double score(std::int64_t qp, std::int64_t kp) const;
@@ -35,7 +38,7 @@ class Reference {
   std::uint64_t seed_;
   std::vector<attn::Pattern> patterns_;
   int head_ = 0;
-  std::vector<double> q_, k_, v_, do_;
+  std::vector<float> q_, k_, v_, do_;
 };
 
 // Max errors of one tensor against the reference on the compared elements.
