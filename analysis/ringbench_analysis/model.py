@@ -251,10 +251,15 @@ def ring_comm_model(runs):
     1. the collectives sweep's fitted sendrecv model (stored in the file),
     2. a fit to the collectives sweep's sendrecv times,
     3. a fit to host_pingpong's one-way times (the host path),
-    or None."""
+    or None. The run with the most ranks is asked first: a one-rank run's "sendrecv" is a
+    copy to itself and says nothing about the links."""
+    runs = sorted(runs, key=lambda r: -r.world_size)
     for run in runs:
         for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
-            for m in _stored_models(s):
+            models = [m for m in _stored_models(s) if m["op"] == "sendrecv"]
+            # the whole ring's group first (world), then any other
+            models.sort(key=lambda m: (m["group"] != "world",))
+            for m in models:
                 if m["op"] == "sendrecv":
                     m = dict(m)
                     m["source"] = f"fitted sendrecv model ({m['group']}) in {s.name} of {run.path}"

@@ -1,0 +1,28 @@
+# Analysis (analysis/): unit tests of the Python package on small synthetic files, and
+# end-to-end checks of report, compare, the launch scripts and the Slurm job on files the
+# real ringbench writes on the host path. Plain CTest entries: the scripts run mpiexec
+# themselves.
+if(RINGBENCH_PYTHON)
+  add_test(NAME analysis_unit
+           COMMAND ${RINGBENCH_PYTHON} -m unittest discover -s ${CMAKE_CURRENT_SOURCE_DIR}/analysis
+                   -p "test_*.py" -v)
+  set_tests_properties(analysis_unit PROPERTIES TIMEOUT 300 LABELS "analysis;unit"
+    SKIP_RETURN_CODE 77 ENVIRONMENT "PYTHONPATH=${PROJECT_SOURCE_DIR}/analysis;MPLBACKEND=Agg")
+  foreach(check report compare errors launch)
+    add_test(NAME analysis_${check}
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/e2e_analysis.py ${check}
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_${check})
+    set_tests_properties(analysis_${check} PROPERTIES TIMEOUT 600 LABELS "analysis;e2e"
+      SKIP_RETURN_CODE 77 PROCESSORS 2
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
+  endforeach()
+  # A single-node Slurm cluster on this machine (slurm-wlm + munge, installed when missing),
+  # running slurm/ring_scaling.sbatch. Skipped (77) only where Slurm cannot be installed.
+  add_test(NAME analysis_slurm
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/analysis/slurm_local_test.sh
+                   $<TARGET_FILE:ringbench> ${PROJECT_SOURCE_DIR} ${RINGBENCH_TEST_OUTPUT}/analysis_slurm)
+  set_tests_properties(analysis_slurm PROPERTIES TIMEOUT 900 LABELS "analysis;slurm"
+    SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+    ENVIRONMENT "RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
+endif()

@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""Analysis end-to-end checks on files produced by the real ringbench (host path).
+
+    e2e_analysis.py CHECK --ringbench BIN --mpiexec MPIEXEC --source DIR --workdir DIR
+
+CHECK: report | compare | errors | launch. Exit 0 = pass, 1 = fail, 77 = skipped.
+The expected numbers are recomputed here from the HDF5 files with h5py, independently of the
+analysis package, and compared with what the report wrote.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+
+try:
+    import h5py
+    import numpy as np
+except ImportError as exc:  # Debian: python3-h5py python3-numpy
+    print(f"SKIPPED: {exc}")
+    sys.exit(77)
+
+FAILURES = []
+PLOTS = ["throughput", "strong_scaling", "weak_scaling", "exposed_comm", "memory",
+         "efficiency_heatmap", "rank_spread", "bandwidth", "p2p_matrix", "cost_model"]
+
+
+def check(cond, what):
+    print(("ok:   " if cond else "FAIL: ") + what, flush=True)
+    if not cond:
+        FAILURES.append(what)
+    return cond
+
+
+def run(cmd, timeout=300, env=None, **kw):
+    print("+", " ".join(cmd), flush=True)
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, **kw)
+
+
+def ringbench(args, ranks, out):
+    config = os.path.join(args.source, "tests", "analysis", "analysis_small.yaml")
+    r = run([args.mpiexec, "-np", str(ranks), "--oversubscribe", args.ringbench, config,
+             "--output", out, "--force"])
+    if r.returncode != 0 or not os.path.isfile(out):
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        raise SystemExit(f"FAIL: ringbench on {ranks} ranks exited {r.returncode}")
+    return out
+
+
+def analysis(args, *cli, **kw):
+    r = run([os.path.join(args.source, "analysis", "rb-analysis")] + list(cli), **kw)
+    print(r.stdout[-6000:])
+    print(r.stderr[-3000:])
+    return r
+
+
+def valid_png(path):
+    """PNG signature, an IHDR with a non-empty size, every chunk's CRC right, ends with IEND."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return False
+    pos, chunks = 8, []
+    while pos + 8 <= len(data):
+        length, ctype = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        crc = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])[0]
+        if zlib.crc32(ctype + body) & 0xffffffff != crc:
+            return False
+        chunks.append((ctype, body))
+        pos += 12 + length
+    if not chunks or chunks[0][0] != b"IHDR" or chunks[-1][0] != b"IEND":
+        return False
+    w, h = struct.unpack(">II", chunks[0][1][:8])
+    return w > 100 and h > 100
+
+
+def ring_points_from_file(path):
+    """(seq_len, ring_size) -> slowest rank's total_time_median etc., read straight from h5py."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        for name, g in f["sweeps"].items():
+            if g.attrs["type"] != "ring_attention":
+                continue
+            batch = int(g.attrs["batch"])
+            for pname, p in g.items():
+                if not re.match(r"point_\d+$", pname):
+                    continue
+                key = (int(p.attrs["seq_len"]), int(p.attrs["ring_size"]))
+                tt = p["total_time_median"][()]
+                out[key] = {"time": float(np.max(tt)), "median": float(np.median(tt)),
+                            "forward": float(np.max(p["forward_time_median"][()])),
+                            "memory": float(np.max(p["peak_memory_bytes"][()])),
+                            "throughput": batch * key[0] / float(np.max(tt)),
+                            "wait": float(np.sum(p["step_wait_time"][()])),
+                            "compute": float(np.sum(p["step_compute_time"][()])),
+                            "status": p.attrs["status"]}
+    return out
+
+
+def fmt_time(v):  # as report.py writes times
+    if v >= 1:
+        return f"{v:.3g} s"
+    if v >= 1e-3:
+        return f"{v * 1e3:.3g} ms"
+    return f"{v * 1e6:.3g} us"
+
+
+def check_report(args):
+    f1 = ringbench(args, 1, os.path.join(args.workdir, "np1.h5"))
+    f2 = ringbench(args, 2, os.path.join(args.workdir, "np2.h5"))
+    out = os.path.join(args.workdir, "report")
+    shutil.rmtree(out, ignore_errors=True)
+    r = analysis(args, "report", f1, f2, "--out", out)
+    check(r.returncode == 0, "report exits 0 on two complete runs")
+    md_path, js_path = os.path.join(out, "report.md"), os.path.join(out, "report.json")
+    if not check(os.path.isfile(md_path) and os.path.isfile(js_path), "report.md and report.json written"):
+        return
+    md = open(md_path).read()
+    summary = json.load(open(js_path))
+    # The machine, the config, the status.
+    with h5py.File(f2, "r") as f:
+        host = f["ranks/hostname"].asstr()[0]
+        config_text = f["run"].attrs["config_text"]
+    check("## Machine" in md and "2 ranks on 1 node(s)" in md and host in md,
+          "report states the machine (ranks, nodes, hostname from /ranks)")
+    check("backend host" in md, "report states the backend from /run")
+    check(config_text.strip().splitlines()[-1].strip() in md and "type: ring_attention" in md,
+          "report states the config (config_text)")
+    check("Every run and sweep completed; every point has status ok." in md,
+          "report states the parity/completion status")
+    check("out_max_rel" in md, "report lists the parity errors")
+    # Every expected plot exists and is a valid PNG.
+    for name in PLOTS:
+        p = os.path.join(out, f"{name}.png")
+        check(os.path.isfile(p) and valid_png(p), f"plot {name}.png exists and is a valid PNG")
+        check(f"({name}.png)" in md, f"report.md shows {name}.png")
+    check(not summary["not_plotted"], f"nothing left unplotted ({summary['not_plotted']})")
+    # The report's numbers match the files.
+    expected = {}
+    for path in (f1, f2):
+        for key, v in ring_points_from_file(path).items():
+            expected[key] = v
+    got = {(p["seq_len"], p["ring_size"]): p for p in summary["points"]}
+    check(set(got) == set(expected), f"report has every ring point ({sorted(expected)})")
+    for key, v in expected.items():
+        p = got.get(key)
+        if p is None:
+            continue
+        check(abs(p["time"] - v["time"]) <= 1e-12 * v["time"], f"S={key[0]} R={key[1]}: time = slowest rank's total_time_median")
+        check(abs(p["throughput"] - v["throughput"]) <= 1e-9 * v["throughput"], f"S={key[0]} R={key[1]}: throughput = batch*S/time")
+        check(abs(p["memory"] - v["memory"]) <= 0.5, f"S={key[0]} R={key[1]}: memory = largest rank's peak_memory_bytes")
+        frac = v["wait"] / (v["wait"] + v["compute"])
+        check(abs(p["exposed_comm"] - frac) <= 1e-9, f"S={key[0]} R={key[1]}: exposed comm = wait/(wait+compute)")
+        row = [ln for ln in md.splitlines() if ln.startswith(f"| {key[0]} | {key[1]} |") and "| ok |" in ln]
+        check(len(row) == 1 and fmt_time(v["time"]) in row[0],
+              f"report.md row S={key[0]} R={key[1]} shows time {fmt_time(v['time'])}")
+    for seq in {k[0] for k in expected}:
+        if (seq, 1) in expected and (seq, 2) in expected:
+            eff = expected[(seq, 1)]["time"] / expected[(seq, 2)]["time"] / 2
+            check(abs(got[(seq, 2)]["strong_efficiency"] - eff) <= 1e-9,
+                  f"S={seq}: strong efficiency at R=2 = T(1)/(2 T(2)) = {eff:.4g}")
+    # Cost-model prediction: measured sizes with an error, and the extrapolated sizes.
+    preds = summary["predictions"]
+    check(len(preds) >= 1, "cost-model predictions present")
+    for pr in preds:
+        sizes = [m["ring_size"] for m in pr["measured"]]
+        check(sizes == [1, 2], f"S={pr['seq_len']}: prediction against measurement at ring sizes 1 and 2")
+        for m in pr["measured"]:
+            v = expected[(pr["seq_len"], m["ring_size"])]
+            check(abs(m["measured_time"] - v["forward"]) <= 1e-12 * v["forward"],
+                  f"S={pr['seq_len']} R={m['ring_size']}: measured forward = slowest rank's forward_time_median")
+            check(abs(m["error"] - (m["predicted_time"] - m["measured_time"]) / m["measured_time"]) < 1e-9,
+                  "prediction error = (predicted - measured) / measured")
+        check([e["ring_size"] for e in pr["extrapolated"]] == [s for s in (8, 64, 512) if s <= pr["seq_len"]],
+              f"S={pr['seq_len']}: extrapolated to ring sizes 8, 64, 512 (up to S)")
+    check("## Cost-model prediction" in md and "(not run)" in md, "report.md has the prediction table")
+    # host_pingpong numbers.
+    with h5py.File(f2, "r") as f:
+        g = f["sweeps/pingpong"]
+        sizes = g["message_size"][()]
+        med = g["median_one_way_time"][()]
+    pp = [x for x in summary.get("pingpong", []) if x["file"] == f2]
+    check(len(pp) == len(sizes), "pingpong rows for every message size")
+    for x in pp:
+        i = list(sizes).index(x["message_size"])
+        check(abs(x["max_one_way_time"] - float(med[:, i].max())) <= 1e-15,
+              f"pingpong {x['message_size']} B: one-way time = slowest rank's median")
+    # points.csv: one row per point and rank.
+    rows = open(os.path.join(out, "points.csv")).read().strip().splitlines()
+    check(len(rows) - 1 == 2 * 1 + 2 * 2, "points.csv has one row per (point, rank) of both files")
+
+
+def scale_times(src, dst, factor):
+    """Copy of src with every time (units s) multiplied and every rate (units */s) divided."""
+    shutil.copyfile(src, dst)
+    with h5py.File(dst, "r+") as f:
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset) and obj.dtype.kind == "f":
+                units = obj.attrs.get("units", "")
+                units = units.decode() if isinstance(units, bytes) else str(units)
+                if units == "s":
+                    obj[...] = obj[()] * factor
+                elif units.endswith("/s"):
+                    obj[...] = obj[()] / factor
+        f.visititems(visit)
+
+
+def check_compare(args):
+    base = ringbench(args, 2, os.path.join(args.workdir, "base.h5"))
+    same = os.path.join(args.workdir, "same.h5")
+    shutil.copyfile(base, same)
+    r = analysis(args, "compare", base, same)
+    check(r.returncode == 0, "compare exits 0 on identical files")
+    check("OK:" in r.stdout and "total_time_median" in r.stdout, "compare prints the matched table and OK")
+    slow = os.path.join(args.workdir, "slow.h5")
+    scale_times(base, slow, 1.2)
+    r = analysis(args, "compare", base, slow, "--tolerance", "5%")
+    check(r.returncode == 1, "compare exits 1 when times are 20% slower")
+    check(re.search(r"total_time_median\s+\S+\s+\S+\s+\+20\.0%\s+REGRESSION", r.stdout) is not None,
+          "the 20% slower total_time_median is shown as +20.0% REGRESSION")
+    check("REGRESSION:" in r.stdout, "compare prints the regression summary")
+    r = analysis(args, "compare", base, slow, "--tolerance", "25%")
+    check(r.returncode == 0, "compare exits 0 when 20% slower is within a 25% tolerance")
+    r = analysis(args, "compare", base, slow, "--metric", "peak_memory_bytes")
+    check(r.returncode == 0, "compare --metric peak_memory_bytes ignores the times")
+    r = analysis(args, "compare", slow, base)
+    check(r.returncode == 0 and "improved" in r.stdout, "a faster new run is 'improved', exit 0")
+    r = analysis(args, "compare", base, slow, "--metric", "no_such_metric")
+    check(r.returncode == 2 and "unknown metric" in r.stderr, "unknown --metric: exit 2 with a message")
+    other = ringbench(args, 1, os.path.join(args.workdir, "np1.h5"))
+    r = analysis(args, "compare", base, other)
+    check("only in base (not compared)" in r.stdout and "only in new (not compared)" in r.stdout,
+          "unmatched points (ring size 2 vs 1) are listed")
+    failed = os.path.join(args.workdir, "failed.h5")
+    shutil.copyfile(base, failed)
+    with h5py.File(failed, "r+") as f:
+        f["sweeps/ring/point_0000"].attrs["status"] = "parity_failed"
+    r = analysis(args, "compare", base, failed)
+    check(r.returncode == 1 and "status ok -> parity_failed" in r.stdout.replace("status ", "status ", 1)
+          or (r.returncode == 1 and "parity_failed" in r.stdout),
+          "a point ok in base and parity_failed in new is a regression")
+
+
+def check_errors(args):
+    good = ringbench(args, 2, os.path.join(args.workdir, "good.h5"))
+    out = os.path.join(args.workdir, "rep")
+    r = analysis(args, "report", os.path.join(args.workdir, "missing.h5"), "--out", out)
+    check(r.returncode == 2 and "no such file" in r.stderr, "missing file: exit 2, 'no such file'")
+    text = os.path.join(args.workdir, "text.h5")
+    open(text, "w").write("not hdf5\n")
+    r = analysis(args, "report", text, "--out", out)
+    check(r.returncode == 2 and "not an HDF5 file" in r.stderr, "text file: exit 2, 'not an HDF5 file'")
+    other = os.path.join(args.workdir, "other.h5")
+    with h5py.File(other, "w") as f:
+        f["data"] = np.arange(3)
+    r = analysis(args, "compare", other, good)
+    check(r.returncode == 2 and "not one written by ringbench" in r.stderr,
+          "non-ringbench HDF5: exit 2, 'not one written by ringbench'")
+    # An interrupted run: /run still 'running', the last sweep 'running'.
+    cut = os.path.join(args.workdir, "interrupted.h5")
+    shutil.copyfile(good, cut)
+    with h5py.File(cut, "r+") as f:
+        f["run"].attrs["status"] = "running"
+        f["run"].attrs["end_time"] = ""
+        f["sweeps/pingpong"].attrs["status"] = "running"
+    shutil.rmtree(out, ignore_errors=True)
+    r = analysis(args, "report", cut, "--out", out)
+    check(r.returncode == 0, "interrupted run: the report is still written (exit 0)")
+    md = open(os.path.join(out, "report.md")).read() if os.path.isfile(os.path.join(out, "report.md")) else ""
+    check("did not finish" in md and "sweep 'pingpong' (host_pingpong) status 'running'" in md,
+          "interrupted run: report says what did not complete")
+    check("| collectives, p2p, ring |" in md, "interrupted run: report lists the completed sweeps")
+    r = analysis(args, "report", cut, "--out", out, "--strict")
+    check(r.returncode == 1, "report --strict exits 1 on an interrupted run")
+    # An oom and a parity-failed point are flagged, not plotted around.
+    bad = os.path.join(args.workdir, "bad_points.h5")
+    shutil.copyfile(good, bad)
+    with h5py.File(bad, "r+") as f:
+        f["run"].attrs["status"] = "failed"
+        f["run"].attrs["failure"] = "ring: point 1: out max rel error above tolerance"
+        f["sweeps/ring"].attrs["status"] = "failed"
+        f["sweeps/ring/point_0000"].attrs["status"] = "oom"
+        for name in list(f["sweeps/ring/point_0000"].keys()):
+            if name not in ("ring_id", "ring_rank"):
+                del f["sweeps/ring/point_0000"][name]
+        f["sweeps/ring/point_0001"].attrs["status"] = "parity_failed"
+    shutil.rmtree(out, ignore_errors=True)
+    r = analysis(args, "report", bad, "--out", out)
+    md = open(os.path.join(out, "report.md")).read() if os.path.isfile(os.path.join(out, "report.md")) else ""
+    check(r.returncode == 0 and "**oom**" in md and "**parity_failed**" in md,
+          "oom and parity_failed points are flagged in the table")
+    check("status oom" in md and "status parity_failed" in md and "run status is 'failed'" in md,
+          "the status section names the failed run and both points")
+    js = json.load(open(os.path.join(out, "report.json")))
+    check(all(not p["measured"] for p in js["points"]), "flagged points are not counted as measured")
+    check("throughput" not in js["plots"] and "throughput" in js["not_plotted"],
+          "no throughput curve drawn from flagged points only")
+
+
+def check_launch(args):
+    env = {"RB_SKIP_BUILD": "1", "RINGBENCH_BIN": args.ringbench,
+           "RB_MPIRUN": args.mpiexec, "RB_SEQ_LENS": "128,256", "RB_HEADS": "2",
+           "RB_HEAD_DIM": "16", "RB_ITERS": "2", "RB_WARMUP": "1"}
+    series = os.path.join(args.workdir, "series dir")  # a space: the scripts must quote
+    shutil.rmtree(series, ignore_errors=True)
+    r = run(["bash", os.path.join(args.source, "launch", "scaling.sh")], timeout=600,
+            env=dict(env, RB_RANK_COUNTS="1 2", RB_OUT_DIR=series))
+    print(r.stdout[-4000:], r.stderr[-3000:])
+    check(r.returncode == 0, "launch/scaling.sh exits 0")
+    check(re.search(r"^\+ \S*mpiexec\S* -np 2 .*ringbench .*np2\.h5", r.stdout, re.M) is not None,
+          "scaling.sh prints the exact mpirun line")
+    for n in (1, 2):
+        check(os.path.isfile(os.path.join(series, f"np{n}.h5")), f"scaling.sh wrote np{n}.h5")
+    check(os.path.isfile(os.path.join(series, "report", "report.md")), "scaling.sh wrote the report")
+    with open(os.path.join(series, "config.yaml")) as f:
+        cfg = f.read()
+    check("seq_lengths: [128, 256]" in cfg and "num_heads: 2" in cfg and "iterations: 2" in cfg,
+          "the knobs reached the config")
+    vdir = os.path.join(args.workdir, "validate")
+    r = run(["bash", os.path.join(args.source, "launch", "validate.sh")], timeout=600,
+            env=dict(env, RB_OUT_DIR=vdir))
+    print(r.stdout[-2000:], r.stderr[-2000:])
+    check(r.returncode == 0 and os.path.isfile(os.path.join(vdir, "report", "report.md")),
+          "launch/validate.sh runs and writes its report")
+    r = run(["bash", os.path.join(args.source, "launch", "validate.sh")], timeout=120,
+            env=dict(env, RB_OUT_DIR=vdir, RB_BATCH="2; rm -rf /"))
+    check(r.returncode != 0 and "RB_BATCH" in r.stderr and "not a positive integer" in r.stderr,
+          "a bad knob is refused with its name")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=["report", "compare", "errors", "launch"])
+    ap.add_argument("--ringbench", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+        os.environ.setdefault(k, "1")
+    {"report": check_report, "compare": check_compare, "errors": check_errors,
+     "launch": check_launch}[args.check](args)
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
