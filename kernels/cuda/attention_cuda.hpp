@@ -25,6 +25,9 @@ void init_forward(float* out, float* lse, std::int64_t rows, int head_dim, cudaS
 void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
                       int head_dim, DType dtype, cudaStream_t stream);
 
+// dst[i] += src[i] for `count` fp32 values (the ring backward's partial dK/dV sums).
+void accumulate(float* dst, const float* src, std::size_t count, cudaStream_t stream);
+
 // True when the tensor-core flash kernels handle this dtype and head dim at full speed.
 bool flash_tensor_core_supported(DType dtype, int head_dim);
 // Fused kernels; they take the tensor-core path when supported, the CUDA-core one otherwise.

@@ -123,6 +123,10 @@ void CudaBackend::backward(const BackwardBlock& block) {
   else naive().backward(block);
 }
 
+void CudaBackend::accumulate(float* dst, const float* src, std::size_t count) {
+  gpu::accumulate(dst, src, count, stream_);
+}
+
 int CudaBackend::mark() {
   if (marks_used_ == int(events_.size())) {
     cudaEvent_t e = nullptr;

@@ -49,6 +49,7 @@ class CudaBackend final : public ring::AttentionBackend {
   void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
                         int head_dim, DType dtype) override;
   void backward(const BackwardBlock& block) override;
+  void accumulate(float* dst, const float* src, std::size_t count) override;
 
   int mark() override;
   double seconds_between(int from, int to) override;

@@ -32,6 +32,20 @@ __global__ void delta_kernel(const T* __restrict__ dout, const float* __restrict
   if (lane == 0) delta[row] = acc;
 }
 
+__global__ void accumulate_kernel(float4* __restrict__ dst, const float4* __restrict__ src,
+                                  std::size_t n4, float* __restrict__ dst1,
+                                  const float* __restrict__ src1, std::size_t tail) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n4; i += stride) {
+    float4 a = dst[i];
+    const float4 b = src[i];
+    a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w;
+    dst[i] = a;
+  }
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < tail; i += stride)
+    dst1[i] += src1[i];
+}
+
 int grid_for(std::int64_t n, int threads) {
   const std::int64_t blocks = (n + threads - 1) / threads;
   return int(blocks < 65535 * 16 ? (blocks > 0 ? blocks : 1) : 65535 * 16);
@@ -42,6 +56,18 @@ int grid_for(std::int64_t n, int threads) {
 void init_forward(float* out, float* lse, std::int64_t rows, int head_dim, cudaStream_t stream) {
   if (rows <= 0) return;
   init_forward_kernel<<<grid_for(rows * head_dim, 256), 256, 0, stream>>>(out, lse, rows, head_dim);
+  RBK_LAUNCH_CHECK();
+}
+
+void accumulate(float* dst, const float* src, std::size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  // Vector loads need 16-byte alignment of both pointers; otherwise go scalar.
+  const bool aligned = (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
+  const std::size_t n4 = aligned ? count / 4 : 0;
+  const std::size_t done = n4 * 4, tail = count - done;
+  const std::int64_t work = std::int64_t(n4 > tail ? n4 : tail);
+  accumulate_kernel<<<grid_for(work, 256), 256, 0, stream>>>(
+      reinterpret_cast<float4*>(dst), reinterpret_cast<const float4*>(src), n4, dst + done, src + done, tail);
   RBK_LAUNCH_CHECK();
 }
 

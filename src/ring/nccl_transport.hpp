@@ -1,0 +1,46 @@
+#pragma once
+// The GPU RingTransport: NCCL send/recv on a dedicated communication stream, ordered after
+// the compute stream by events, so that the transfer for ring step i+1 runs while step i
+// computes and nothing blocks the host inside the loop (owner: cuda).
+//
+//   compute stream:  ...produce send buf... [ready]        ...compute step i...  wait(done) use recv
+//   comm stream:                       wait(ready) [start] group{send next, recv prev} [done]
+//
+// post() records `ready` on the compute stream, makes the comm stream wait on it, and
+// enqueues the grouped send/recv (ncclGroupStart/End) followed by `done`; wait() makes the
+// compute stream wait on `done` and returns 0 (the exposed wait is what the backend's marks
+// around wait() measure on the compute stream). The two packet buffers themselves belong
+// to the ring algorithm, which allocates them once per point and alternates between them.
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+
+#include "ring/interfaces.hpp"
+
+namespace rb::ring {
+
+class NcclTransport final : public RingTransport {
+ public:
+  // Collective over ring_comm: builds the ring's own NCCL communicator from MPI.
+  NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend);
+  ~NcclTransport() override;
+  NcclTransport(const NcclTransport&) = delete;
+  NcclTransport& operator=(const NcclTransport&) = delete;
+
+  std::string name() const override { return "nccl"; }
+  void post(const void* send, void* recv, std::size_t bytes) override;
+  double wait() override;
+  int ring_size() const override;
+  int ring_rank() const override;
+
+  // Seconds the last completed exchange spent on the communication stream (from the start
+  // of its send/recv to its end, after the data it sends was ready). Synchronises on it.
+  double last_transfer_seconds();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rb::ring

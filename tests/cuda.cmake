@@ -1,0 +1,16 @@
+# GPU tests (owner: cuda). Label gpu; the executables exit 77 (skipped) without a GPU, and
+# they compile wherever CUDA does (CI has nvcc and no GPU).
+if(RINGBENCH_HAVE_CUDA)
+  ringbench_add_doctest(TARGET ringbench_test_cuda_kernels GPU
+    SOURCES cuda/test_kernels.cpp LIBS rb_kernels_cuda)
+  ringbench_add_test(NAME cuda_kernels RANKS 1 COMMAND $<TARGET_FILE:ringbench_test_cuda_kernels>
+    LABELS gpu TIMEOUT 600)
+
+  ringbench_add_doctest(TARGET ringbench_test_cuda_backend GPU
+    SOURCES cuda/test_backend.cpp LIBS ringbench_core)
+  ringbench_add_test(NAME cuda_backend RANKS 1 COMMAND $<TARGET_FILE:ringbench_test_cuda_backend>
+    LABELS gpu)
+  # The NCCL transport over a ring of 2 ranks (one GPU each; skipped with fewer GPUs).
+  ringbench_add_test(NAME cuda_nccl_transport_2 RANKS 2
+    COMMAND $<TARGET_FILE:ringbench_test_cuda_backend> --test-suite=nccl LABELS gpu)
+endif()
