@@ -24,4 +24,14 @@ if(RINGBENCH_PYTHON)
     set_tests_properties(ring_e2e_np${n} PROPERTIES TIMEOUT 300 LABELS ring SKIP_RETURN_CODE 77
       PROCESSORS ${n} ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endforeach()
+  # A failed parity check fails the run and names the point; an out-of-memory point is
+  # recorded as oom and the sweep goes on.
+  foreach(mode parity_fail oom)
+    add_test(NAME ring_e2e_${mode}
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/ring/check_ring_output.py
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --workdir ${RINGBENCH_TEST_OUTPUT}/ring_e2e_${mode} --ranks 2 --mode ${mode})
+    set_tests_properties(ring_e2e_${mode} PROPERTIES TIMEOUT 300 LABELS ring SKIP_RETURN_CODE 77
+      PROCESSORS 2 ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  endforeach()
 endif()

@@ -169,21 +169,41 @@ def check_file(path, world, rings):
             check(e < 1e-4, f"dump ring {ring}: {name} rel error {e} vs numpy")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ringbench", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--ranks", type=int, required=True)
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    world = args.ranks
-    rings = [world] if world < 4 else [2, 4]
-    S = 96
-    cfg = CONFIG.format(out=args.workdir, S=S, w1=S // 3, rings=rings,
-                        dtype="bf16" if world >= 4 else "fp32")
-    cfg_path = os.path.join(args.workdir, "ring_check.yaml")
-    out_path = os.path.join(args.workdir, "ring_check.h5")
+# A tolerance no real computation meets: every point must be marked parity_failed and the run
+# failed, naming the first point.
+PARITY_FAIL_CONFIG = """
+run: {{name: ring_parity_fail, output_dir: {out}}}
+backend: host
+sweeps:
+  - type: ring_attention
+    name: ra
+    seq_lengths: [32, 64]
+    num_heads: 2
+    head_dim: 8
+    warmup: 0
+    iterations: 1
+    validate: {{tolerance: 1.0e-15}}
+"""
+
+# The first point needs ~256 GiB per buffer: it must be recorded as oom and the sweep must
+# go on with the second point.
+OOM_CONFIG = """
+run: {{name: ring_oom, output_dir: {out}}}
+backend: host
+sweeps:
+  - type: ring_attention
+    name: ra
+    seq_lengths: [17179869184, 64]
+    num_heads: 1
+    head_dim: 8
+    warmup: 0
+    iterations: 1
+"""
+
+
+def run_ringbench(args, world, cfg, stem):
+    cfg_path = os.path.join(args.workdir, stem + ".yaml")
+    out_path = os.path.join(args.workdir, stem + ".h5")
     with open(cfg_path, "w") as fh:
         fh.write(cfg)
     if os.path.exists(out_path):
@@ -195,8 +215,59 @@ def main():
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     print(res.stdout[-4000:])
     print(res.stderr[-4000:], file=sys.stderr)
-    if check(res.returncode == 0, f"ringbench exit code {res.returncode}"):
-        check_file(out_path, world, rings)
+    return res, out_path
+
+
+def strings(ds):
+    return [x.decode() if isinstance(x, bytes) else x for x in ds[()]]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ringbench", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--ranks", type=int, required=True)
+    ap.add_argument("--mode", choices=["normal", "parity_fail", "oom"], default="normal")
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    world = args.ranks
+    if args.mode == "normal":
+        rings = [world] if world < 4 else [2, 4]
+        S = 96
+        cfg = CONFIG.format(out=args.workdir, S=S, w1=S // 3, rings=rings,
+                            dtype="bf16" if world >= 4 else "fp32")
+        res, out_path = run_ringbench(args, world, cfg, "ring_check")
+        if check(res.returncode == 0, f"ringbench exit code {res.returncode}"):
+            check_file(out_path, world, rings)
+    elif args.mode == "parity_fail":
+        res, out_path = run_ringbench(args, world, PARITY_FAIL_CONFIG.format(out=args.workdir),
+                                      "ring_parity_fail")
+        check(res.returncode == 1, f"exit code {res.returncode} (expected 1: failed run)")
+        with h5py.File(out_path, "r") as f:
+            g = f["/sweeps/ra"]
+            check(strings(g["points/status"]) == ["parity_failed"] * 2,
+                  f"statuses {strings(g['points/status'])}")
+            failure = str(g.attrs["failure"])
+            print("failure:", failure)
+            check(failure.startswith("point 0 (S=32 R=") and "tolerance 1e-15" in failure,
+                  f"failure names the point and tolerance: {failure!r}")
+            check(g["point_0001"].attrs["status"] == "parity_failed", "point 1 status")
+    else:
+        with open("/proc/sys/vm/overcommit_memory") as fh:
+            if fh.read().strip() == "1":
+                print("SKIPPED: vm.overcommit_memory=1 accepts any allocation; no oom to provoke")
+                return 77
+        res, out_path = run_ringbench(args, world, OOM_CONFIG.format(out=args.workdir), "ring_oom")
+        check(res.returncode == 0, f"exit code {res.returncode} (oom is not a failure)")
+        with h5py.File(out_path, "r") as f:
+            g = f["/sweeps/ra"]
+            check(strings(g["points/status"]) == ["oom", "ok"], f"statuses {strings(g['points/status'])}")
+            p0 = g["point_0000"]
+            check(p0.attrs["status"] == "oom", "point 0 oom")
+            check(np.any(p0["oom_requested_bytes"][()] > 2**37), "oom_requested_bytes recorded")
+            check("out of memory" in " ".join(strings(p0["oom_message"])), "oom_message")
+            check(np.all(g["point_0001/out_max_rel"][()] < 2e-4), "point 1 ran and passed parity")
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed")
         return 1
