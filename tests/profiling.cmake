@@ -1,11 +1,25 @@
 # Profiling sweeps (collectives, p2p_matrix, compute, memory, cost model).
 # Host path at 1-4 ranks, once more with pretend nodes of 2 ranks for the group tests.
+# Static libraries in dependency order: the sweeps call into rb_kernels_cuda, whose attention
+# backend needs rb_ring (OutOfMemory) after it on the link line.
+set(RB_PROFILING_TEST_LIBS rb_sweeps)
+if(RINGBENCH_HAVE_CUDA)
+  list(APPEND RB_PROFILING_TEST_LIBS rb_kernels_cuda)
+endif()
+list(APPEND RB_PROFILING_TEST_LIBS rb_ring ringbench_core)
 ringbench_add_doctest(TARGET test_profiling SOURCES profiling/test_profiling.cpp
-                      profiling/test_profiling_sweeps.cpp LIBS ringbench_core rb_ring)
+                      profiling/test_profiling_sweeps.cpp LIBS ${RB_PROFILING_TEST_LIBS})
 foreach(n 1 2 3 4)
   ringbench_add_test(NAME profiling_np${n} RANKS ${n} LABELS mpi TIMEOUT 300
                      COMMAND $<TARGET_FILE:test_profiling>)
   ringbench_add_test(NAME profiling_2pernode_np${n} RANKS ${n} LABELS mpi TIMEOUT 300
                      ENVIRONMENT RINGBENCH_TEST_RANKS_PER_NODE=2
                      COMMAND $<TARGET_FILE:test_profiling>)
+endforeach()
+# NCCL / CUDA path (label gpu): exits 77, reported as skipped, without a GPU.
+ringbench_add_doctest(TARGET test_profiling_gpu GPU SOURCES profiling/test_profiling_gpu.cpp
+                      LIBS ${RB_PROFILING_TEST_LIBS})
+foreach(n 1 2 4)
+  ringbench_add_test(NAME profiling_gpu_np${n} RANKS ${n} LABELS gpu TIMEOUT 600
+                     COMMAND $<TARGET_FILE:test_profiling_gpu>)
 endforeach()
