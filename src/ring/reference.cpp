@@ -115,7 +115,10 @@ struct Accum {
   double max_abs = 0.0, max_ref = 0.0;
   std::int64_t n = 0;
   void add(double got, double ref) {
-    max_abs = std::max(max_abs, std::abs(got - ref));
+    // A NaN or infinite result must fail the check (std::max would silently drop a NaN).
+    double e = std::abs(got - ref);
+    if (!std::isfinite(e)) e = std::numeric_limits<double>::infinity();
+    max_abs = std::max(max_abs, e);
     max_ref = std::max(max_ref, std::abs(ref));
     ++n;
   }

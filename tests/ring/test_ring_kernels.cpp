@@ -12,6 +12,7 @@
 #include "host/mask.hpp"
 #include "ring/factory.hpp"
 #include "ring/problem.hpp"
+#include "ring_case.hpp"
 
 using rb::attn::DType;
 using rb::attn::Pattern;
@@ -355,4 +356,23 @@ TEST_CASE("impossible problems are rejected with the numbers") {
   p.branches = {{200, 2}};
   CHECK(rb::ring::problem_error(p) == "branch 0: segment length 200 is longer than the sequence length 100");
   CHECK_THROWS_AS(rb::ring::check_problem(p), std::invalid_argument);
+}
+
+TEST_CASE("parity check catches a wrong element, a NaN, and a gradient off by a little") {
+  rb::ring::Problem p;
+  p.heads = 2;
+  p.head_dim = 8;
+  p.seq_len = 32;
+  p.causal = true;
+  p.branches = {{16, 2}, {32, 1}};
+  const rbtest::CaseResult ok = rbtest::run_case(p, 9, MPI_COMM_SELF, true);
+  CHECK(ok.parity.out.max_rel < 1e-5);
+  CHECK(ok.parity.dv.max_rel < 1e-5);
+  rb::ring::RingResult bad = ok.result;
+  bad.out[37] += 1e-3f;
+  bad.dk[11] = std::numeric_limits<float>::quiet_NaN();
+  const auto rep = rb::ring::check_parity(p, 9, 0, MPI_COMM_SELF, bad, true);
+  CHECK(rep.out.max_abs == doctest::Approx(1e-3).epsilon(1e-2));
+  CHECK(std::isinf(rep.dk.max_rel));
+  CHECK(rep.dq.max_rel < 1e-5);
 }
