@@ -376,3 +376,28 @@ TEST_CASE("parity check catches a wrong element, a NaN, and a gradient off by a 
   CHECK(std::isinf(rep.dk.max_rel));
   CHECK(rep.dq.max_rel < 1e-5);
 }
+
+TEST_CASE("parity sampling at large sizes: sampled heads and rows, dK/dV skipped past the budget") {
+  rb::ring::Problem p;
+  p.batch = 2;
+  p.heads = 3;
+  p.head_dim = 8;
+  p.seq_len = 64;
+  const rbtest::CaseResult c = rbtest::run_case(p, 4, MPI_COMM_SELF, true);
+  rb::ring::ParityOptions opt;
+  opt.full_budget = 1;  // pretend the point is large
+  opt.sample_rows = 5;
+  auto rep = rb::ring::check_parity(p, 4, 0, MPI_COMM_SELF, c.result, true, opt);
+  CHECK(rep.sampled);
+  CHECK(rep.out.compared == 2 * 64 * 8);  // heads (0,0) and (1,2), every row
+  CHECK(rep.dq.compared == 2 * 5 * 8);
+  CHECK(rep.dk.compared == 2 * 5 * 8);
+  CHECK(rep.dk.max_rel < 1e-5);
+  opt.dkv_budget = 1;  // and too large for the full forward of the sampled heads
+  rep = rb::ring::check_parity(p, 4, 0, MPI_COMM_SELF, c.result, true, opt);
+  CHECK(rep.out.compared == 2 * 5 * 8);
+  CHECK(rep.dk.compared == 0);
+  CHECK(std::isnan(rep.dk.max_rel));
+  CHECK(rep.note.find("dK/dV not checked") != std::string::npos);
+  CHECK(rep.dq.max_rel < 1e-5);
+}
