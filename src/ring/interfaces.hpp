@@ -81,7 +81,9 @@ class RingTransport {
   virtual ~RingTransport() = default;
   virtual std::string name() const = 0;  // "mpi", "nccl"
   // Starts sending `send` to the next rank of the ring and receiving `recv` from the previous
-  // one. The send buffer's contents are those the compute stream has produced so far.
+  // one. The send buffer's contents are those the compute stream has produced so far, and the
+  // receive buffer is not written before the work already enqueued on the compute stream is
+  // done (the ring reuses a buffer for receiving right after computing on it).
   virtual void post(const void* send, void* recv, std::size_t bytes) = 0;
   // Makes the received data usable by the compute stream (host: blocks; GPU: stream waits on
   // an event, the host does not block). Returns the seconds the host waited (0 on the GPU;
