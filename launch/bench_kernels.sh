@@ -56,7 +56,11 @@ if [ "$TESTS" = 1 ]; then
   [ -n "$DOCTEST" ] && INC="-I$DOCTEST"
   "$NVCC" $FLAGS $INC -x cu -c "$ROOT/tests/cuda/test_kernels.cpp" -o "$BUILD/test_kernels.o"
   "$NVCC" $FLAGS $INC -x cu -c "$ROOT/tests/cuda/standalone_main.cpp" -o "$BUILD/standalone_main.o"
-  "$NVCC" $FLAGS "$BUILD/test_kernels.o" "$BUILD/standalone_main.o" $OBJS -lcublas -o "$BUILD/ringbench_kernel_tests"
+  "$NVCC" $FLAGS $INC -x cu -c "$ROOT/tests/cuda/test_backend.cpp" -o "$BUILD/test_backend.o"
+  "$NVCC" $FLAGS -x cu -c "$ROOT/kernels/cuda/cuda_backend.cpp" -o "$BUILD/cuda_backend.o"
+  "$NVCC" $FLAGS -x cu -c "$ROOT/tests/cuda/standalone_support.cpp" -o "$BUILD/standalone_support.o"
+  "$NVCC" $FLAGS "$BUILD/test_kernels.o" "$BUILD/test_backend.o" "$BUILD/cuda_backend.o" \
+    "$BUILD/standalone_support.o" "$BUILD/standalone_main.o" $OBJS -lcublas -o "$BUILD/ringbench_kernel_tests"
   "$BUILD/ringbench_kernel_tests" >"$LOG/kernel_tests.txt" 2>&1 || echo "kernel tests exit code $?"
   grep -E "MESSAGE|ERROR|values|test cases|assertions|SKIPPED" "$LOG/kernel_tests.txt" | sed -e 's/^.*MESSAGE: //' | head -200
 fi
@@ -74,7 +78,7 @@ case "$sweep" in
     for v in 0 1 2 3; do
       echo "fwd variant $v"; RINGBENCH_FLASH_FWD_VARIANT=$v run --seq 16384 --heads 16 --head-dim 128 --dtype bf16 --repeats 5 --kernels flash --no-check --no-backward
     done
-    for v in 0 1; do
+    for v in 0 8; do
       echo "bwd variant $v"; RINGBENCH_FLASH_BWD_VARIANT=$v run --seq 16384 --heads 16 --head-dim 128 --dtype bf16 --repeats 5 --kernels flash --no-check
     done ;;
   full)

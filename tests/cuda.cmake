@@ -10,7 +10,11 @@ if(RINGBENCH_HAVE_CUDA)
     SOURCES cuda/test_backend.cpp LIBS ringbench_core)
   ringbench_add_test(NAME cuda_backend RANKS 1 COMMAND $<TARGET_FILE:ringbench_test_cuda_backend>
     LABELS gpu)
-  # The NCCL transport over a ring of 2 ranks (one GPU each; skipped with fewer GPUs).
-  ringbench_add_test(NAME cuda_nccl_transport_2 RANKS 2
-    COMMAND $<TARGET_FILE:ringbench_test_cuda_backend> --test-suite=nccl LABELS gpu)
+  # The NCCL transport over rings of 1 and 2 ranks (one GPU each; skipped with fewer GPUs).
+  ringbench_add_doctest(TARGET ringbench_test_cuda_nccl GPU
+    SOURCES cuda/test_nccl_transport.cpp LIBS ringbench_core)
+  ringbench_add_test(NAME cuda_nccl_transport_1 RANKS 1 COMMAND $<TARGET_FILE:ringbench_test_cuda_nccl>
+    LABELS gpu)
+  ringbench_add_test(NAME cuda_nccl_transport_2 RANKS 2 COMMAND $<TARGET_FILE:ringbench_test_cuda_nccl>
+    LABELS gpu)
 endif()

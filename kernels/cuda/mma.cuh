@@ -67,6 +67,14 @@ template <> struct MmaOp<__half> {
   }
 };
 
+// 2^x on the special-function unit (ex2.approx.ftz: ~2 ulp, 2^-inf = +0), without the
+// range fix-ups exp2f() carries; softmax probabilities in [0, 1] need nothing more.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Element offset of (row, 16-byte chunk) in a [rows][COLS] tile of 2-byte elements, chunks
 // XOR-swizzled by row so the 8 rows an ldmatrix phase reads hit 8 different bank groups.
 template <int COLS>
