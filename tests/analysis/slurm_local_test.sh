@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# A real Slurm test: starts a single-node Slurm cluster on this machine (Debian's slurm-wlm
+# with munge: munged, slurmctld and slurmd on localhost, CPU-only, no cgroups), submits
+# slurm/ring_scaling.sbatch with a host-path config at 1 and 2 ranks, waits for the job, checks
+# its HDF5 files and report, and always stops the daemons.
+#   slurm_local_test.sh RINGBENCH_BIN SOURCE_DIR WORK_DIR
+# Exit: 0 pass, 1 fail, 77 skipped (only when Slurm cannot be installed here).
+set -uo pipefail
+bin="$1"
+src="$2"
+work="$3"
+py="${RINGBENCH_PYTHON:-/usr/bin/python3}"
+
+need_install=()
+for cmd in slurmctld slurmd sbatch munged; do
+  command -v "$cmd" >/dev/null 2>&1 || need_install=(slurm-wlm munge)
+done
+if [ ${#need_install[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "SKIPPED: Slurm (slurm-wlm, munge) is not installed and cannot be installed here (needs root and apt-get)"
+    exit 77
+  fi
+  echo "installing ${need_install[*]}"
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_install[@]}" >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null 2>&1
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_install[@]}" >/dev/null 2>&1; then
+      echo "SKIPPED: apt-get install ${need_install[*]} failed; Slurm cannot be installed here"
+      exit 77
+    fi
+  fi
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIPPED: starting a local Slurm cluster needs root (slurmd runs jobs as their user)"
+  exit 77
+fi
+
+rm -rf "$work"
+mkdir -p "$work"/{state,spool,log,munge,results}
+work="$(cd "$work" && pwd)"
+host="$(hostname -s)"
+cpus="$(nproc)"
+mem_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))
+conf="$work/slurm.conf"
+pids=()
+
+cleanup() {
+  # Stop exactly the daemons this script started (their pid files), newest first.
+  for f in "$work/slurmd.pid" "$work/slurmctld.pid" "$work/munged.pid"; do
+    if [ -f "$f" ]; then
+      pid="$(cat "$f" 2>/dev/null)"
+      [ -n "$pid" ] && kill "$pid" 2>/dev/null
+    fi
+  done
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+  sleep 1
+  for f in "$work/slurmd.pid" "$work/slurmctld.pid" "$work/munged.pid"; do
+    [ -f "$f" ] && pid="$(cat "$f" 2>/dev/null)" && [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+  done
+  return 0
+}
+trap cleanup EXIT INT TERM
+
+fail() {
+  echo "FAIL: $*"
+  for l in "$work"/log/*.log; do echo "---- $l"; tail -n 30 "$l"; done
+  exit 1
+}
+
+# Munge: our own daemon, socket and key, so a system munged (if any) is left alone.
+key="$work/munge/munge.key"
+dd if=/dev/urandom of="$key" bs=1024 count=1 status=none
+chmod 400 "$key"
+chmod 711 "$work/munge"
+sock="$work/munge/munge.socket"
+munged --key-file="$key" --socket="$sock" --pid-file="$work/munged.pid" \
+       --log-file="$work/log/munged.log" --seed-file="$work/munge/seed" --force \
+  || fail "munged did not start"
+
+cat > "$conf" <<EOF
+ClusterName=rbtest
+SlurmctldHost=$host
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=$(( 20000 + RANDOM % 10000 ))
+SlurmdPort=$(( 30000 + RANDOM % 10000 ))
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$sock
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$work/log/slurmctld.log
+SlurmdLogFile=$work/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/backfill
+SlurmctldTimeout=30
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=5
+NodeName=$host CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+EOF
+export SLURM_CONF="$conf"
+
+slurmctld -f "$conf" -i || fail "slurmctld did not start"
+slurmd -f "$conf" || fail "slurmd did not start"
+
+echo "waiting for node $host to be idle"
+for _ in $(seq 1 60); do
+  state="$(sinfo -h -n "$host" -o %T 2>/dev/null | head -n1)"
+  case "$state" in idle*|mixed*) break ;; esac
+  sleep 1
+done
+sinfo
+case "$state" in idle*|mixed*) ;; *) fail "node $host did not become idle (state '$state')" ;; esac
+
+# The host-path config of the analysis tests at 1 and 2 ranks, once with mpirun inside the
+# allocation and, where this Slurm has the PMIx plugin, once with srun --mpi=pmix.
+cd "$work" || exit 1
+export RINGBENCH_ROOT="$src" RINGBENCH_BIN="$bin" RB_CONFIG="$src/tests/analysis/analysis_small.yaml"
+export RB_RANK_COUNTS="1 2" RB_RESULTS_DIR="$work/results" RINGBENCH_PYTHON="$py"
+launchers=(mpirun)
+if srun --mpi=list 2>&1 | grep -qw pmix; then launchers+=(srun); else echo "note: no PMIx plugin in this Slurm; srun variant not tested"; fi
+
+run_job() {
+  local launcher="$1" job final
+  job="$(RB_LAUNCHER="$launcher" sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 \
+          --gpus-per-node=0 --time=10 --output="$work/job-%j.out" "$src/slurm/ring_scaling.sbatch")" \
+    || fail "sbatch refused the job"
+  job="${job%%;*}"
+  echo "submitted job $job (launcher $launcher)"
+  final=""
+  for _ in $(seq 1 600); do
+    final="$(scontrol show job "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | head -n1)"
+    case "$final" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) break ;; esac
+    sleep 1
+  done
+  echo "job $job: $final"
+  echo "---- job output (without progress lines)"
+  grep -v '^\[' "$work/job-$job.out" 2>/dev/null
+  [ "$final" = COMPLETED ] || fail "job $job ($launcher) ended $final, not COMPLETED"
+  local dir="$work/results/ring_scaling_$job"
+  [ -d "$dir" ] || fail "no results directory named after the job id ($dir)"
+  grep -Eq "^\+ (mpirun|srun) .*ringbench.*np2\.h5" "$work/job-$job.out" \
+    || fail "the job did not print its $launcher line"
+  grep -q "^launcher $launcher;" "$work/job-$job.out" || fail "the job did not use $launcher"
+  "$py" - "$dir" <<'EOF' || fail "job $job ($launcher): the HDF5 files or the report are wrong"
+import json, os, sys
+import h5py
+d = sys.argv[1]
+bad = []
+for n in (1, 2):
+    p = os.path.join(d, f"np{n}.h5")
+    if not os.path.isfile(p):
+        bad.append(f"{p} missing"); continue
+    with h5py.File(p, "r") as f:
+        if f["run"].attrs["status"] != "complete": bad.append(f"{p}: status {f['run'].attrs['status']}")
+        if int(f["run"].attrs["world_size"]) != n: bad.append(f"{p}: world_size {f['run'].attrs['world_size']}")
+        ring = f["sweeps/ring"]
+        if ring.attrs["status"] != "complete": bad.append(f"{p}: ring sweep {ring.attrs['status']}")
+        if ring["point_0000/total_time_median"].shape != (n,): bad.append(f"{p}: per-rank times")
+rep = os.path.join(d, "report", "report.md")
+if not os.path.isfile(rep):
+    bad.append("report.md missing")
+else:
+    js = json.load(open(os.path.join(d, "report", "report.json")))
+    for plot in ("throughput", "strong_scaling", "bandwidth", "cost_model"):
+        png = os.path.join(d, "report", f"{plot}.png")
+        if not (os.path.isfile(png) and open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"):
+            bad.append(f"{plot}.png missing or not a PNG")
+    sizes = sorted({p["ring_size"] for p in js["points"]})
+    if sizes != [1, 2]: bad.append(f"report ring sizes {sizes}")
+for b in bad:
+    print("FAIL:", b)
+sys.exit(1 if bad else 0)
+EOF
+  echo "ok: job $job ($launcher): np1.h5, np2.h5 and the report checked"
+}
+
+for l in "${launchers[@]}"; do run_job "$l"; done
+echo "PASS: sbatch slurm/ring_scaling.sbatch ran the scaling series with: ${launchers[*]}"
+exit 0
