@@ -51,11 +51,13 @@ struct ErrorStats {
 struct ParityOptions {
   double full_budget = 2e8;   // per-rank S*S*d*b*h*branches/R at or below: every head and row
   int sample_rows = 32;       // rows per rank otherwise (evenly spaced, first and last included)
-  double dkv_budget = 4e10;   // per-rank cost of the sampled heads' full forward for dK/dV
+  double dkv_budget = 4e10;   // per-rank cost of the sampled heads' full reference forward;
+                              // above it dK/dV use the ring's own lse/delta as normaliser
 };
 
 struct ParityReport {
   ErrorStats out, dq, dk, dv;
+  ErrorStats lse;             // log-sum-exp of the forward rows checked (max_rel vs max |lse_ref|)
   bool sampled = false;       // true: sampled heads and rows
   std::string note;           // how it was sampled, or why dK/dV were not checked
 };

@@ -369,12 +369,13 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
     };
     err("out_max_abs", par.out.max_abs, "max |O - O_ref| over this rank's checked elements");
     err("out_max_rel", par.out.max_rel, "out_max_abs / max |O_ref| over the same elements");
+    err("lse_max_abs", par.lse.max_abs, "max |lse - lse_ref| (natural log) over this rank's checked query rows");
     if (p_.backward) {
       err("dq_max_abs", par.dq.max_abs, "max |dQ - dQ_ref| over this rank's checked elements");
       err("dq_max_rel", par.dq.max_rel, "dq_max_abs / max |dQ_ref|");
-      err("dk_max_abs", par.dk.max_abs, "max |dK - dK_ref| (NaN: not checked, see parity_note)");
+      err("dk_max_abs", par.dk.max_abs, "max |dK - dK_ref| over this rank's checked elements");
       err("dk_max_rel", par.dk.max_rel, "dk_max_abs / max |dK_ref|");
-      err("dv_max_abs", par.dv.max_abs, "max |dV - dV_ref| (NaN: not checked, see parity_note)");
+      err("dv_max_abs", par.dv.max_abs, "max |dV - dV_ref| over this rank's checked elements");
       err("dv_max_rel", par.dv.max_rel, "dv_max_abs / max |dV_ref|");
     }
     g.write_per_rank("parity_elements",

@@ -396,8 +396,16 @@ TEST_CASE("parity sampling at large sizes: sampled heads and rows, dK/dV skipped
   opt.dkv_budget = 1;  // and too large for the full forward of the sampled heads
   rep = rb::ring::check_parity(p, 4, 0, MPI_COMM_SELF, c.result, true, opt);
   CHECK(rep.out.compared == 2 * 5 * 8);
-  CHECK(rep.dk.compared == 0);
-  CHECK(std::isnan(rep.dk.max_rel));
-  CHECK(rep.note.find("dK/dV not checked") != std::string::npos);
+  CHECK(rep.lse.compared == 2 * 5);
+  CHECK(rep.lse.max_abs < 1e-5);
+  CHECK(rep.dk.compared == 2 * 5 * 8);  // with the ring's own normaliser
+  CHECK(rep.dk.max_rel < 1e-5);
+  CHECK(rep.dv.max_rel < 1e-5);
+  CHECK(rep.note.find("ring's own log-sum-exp") != std::string::npos);
   CHECK(rep.dq.max_rel < 1e-5);
+  // A wrong dK is still caught in that mode.
+  rb::ring::RingResult bad = c.result;
+  bad.dk[3] += 0.01f;  // row 0 of head (0,0), a sampled row
+  rep = rb::ring::check_parity(p, 4, 0, MPI_COMM_SELF, bad, true, opt);
+  CHECK(rep.dk.max_abs == doctest::Approx(0.01).epsilon(1e-2));
 }
