@@ -185,11 +185,13 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
     std::vector<double> att(R, 0.0), att_iters(R * I, 0.0);
     std::string note;
 #ifdef RINGBENCH_HAVE_CUDA
-    try {
-      for (std::size_t r = 0; r < R; ++r) {
-        progress.point_started(point, plan()[point]);
-        ++point;
-        RB_MPI_CHECK(MPI_Barrier(ctx.world));
+    // A kernel path that cannot run (e.g. cudnn for this shape) is a note, not a failed run;
+    // ranks agree after every point so none waits in a barrier the others left.
+    for (std::size_t r = 0; r < R; ++r) {
+      progress.point_started(point, plan()[point]);
+      ++point;
+      RB_MPI_CHECK(MPI_Barrier(ctx.world));
+      try {
         const auto s = attention_seconds(p_.attention, p_.attention.rows[r], static_cast<int>(p_.warmup),
                                          static_cast<int>(p_.iterations));
         const double rows = static_cast<double>(p_.attention.rows[r]);
@@ -199,9 +201,12 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
         if (p_.attention.causal) flops *= 0.5;
         att[r] = flops / prof::mean_of(s) / 1e12;
         std::copy(s.begin(), s.end(), att_iters.begin() + static_cast<std::ptrdiff_t>(r * I));
+      } catch (const std::exception& e) {
+        note = std::string("failed: ") + e.what();
       }
-    } catch (const std::exception& e) {
-      note = std::string("failed: ") + e.what();
+      int failed = note.empty() ? 0 : 1, any = 0;
+      RB_MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, ctx.world));
+      if (any) break;
     }
 #endif
     // Agree on whether every rank measured, so all ranks write the same datasets.

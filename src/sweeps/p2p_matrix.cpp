@@ -45,6 +45,7 @@ class Link {
       return;
     }
 #ifdef RINGBENCH_HAVE_CUDA
+    if (!ctx.gpu) throw std::runtime_error("p2p_matrix: the cuda backend has no GPU context");
     dsend_ = prof::cuda::DeviceBuffer(bytes);
     drecv_ = prof::cuda::DeviceBuffer(bytes);
     stream_ = std::make_unique<prof::cuda::Stream>();
