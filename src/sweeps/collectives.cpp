@@ -354,7 +354,7 @@ struct Results {
 
 class Collectives final : public Sweep {
  public:
-  explicit Collectives(CollParams p) : p_(std::move(p)) {
+  Collectives(CollParams p, int world) : p_(std::move(p)), world_(world) {
     for (Op op : p_.ops)
       for (std::size_t g = 0; g < p_.groups.size(); ++g)
         for (prof::DType t : p_.dtypes)
@@ -374,14 +374,17 @@ class Collectives final : public Sweep {
   }
 
   std::uint64_t estimated_output_bytes() const override {
+    // per point: iteration times and ~12 scalars per rank, ~16 shared values, the model's raw point
     return static_cast<std::uint64_t>(points_.size()) * 8u *
-           static_cast<std::uint64_t>(p_.iterations + 16) * 64u;  // per rank; 64 ranks assumed
+               (static_cast<std::uint64_t>(world_) * static_cast<std::uint64_t>(p_.iterations + 12) + 20u) +
+           65536u;
   }
 
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
 
  private:
   CollParams p_;
+  int world_;
   std::vector<PointDef> points_;
 };
 
@@ -775,7 +778,7 @@ std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseConte
                               " is too large for MPI's int counts on the host path (at most " +
                               std::to_string(static_cast<std::uint64_t>(INT_MAX) * min_elem) + " bytes for these dtypes)");
   }
-  return std::make_unique<Collectives>(std::move(p));
+  return std::make_unique<Collectives>(std::move(p), ctx.world_size);
 }
 
 }  // namespace rb
