@@ -108,9 +108,11 @@ void mpi_broadcast(const Call& c, MPI_Comm comm) {
   RB_MPI_CHECK(MPI_Bcast(buf, as_int_count(c.sizes.count), mpi_datatype(c.dtype), c.root, comm));
 }
 void mpi_reduce(const Call& c, MPI_Comm comm) {
-  const void* send = c.in_place ? (c.rank == c.root ? MPI_IN_PLACE : c.recv) : c.send;
-  RB_MPI_CHECK(MPI_Reduce(send, c.recv, as_int_count(c.sizes.count), mpi_datatype(c.dtype),
-                          mpi_sum(c.dtype), c.root, comm));
+  // The receive buffer only matters at the root; elsewhere pass none so nothing aliases.
+  const bool root = c.rank == c.root;
+  const void* send = c.in_place ? (root ? MPI_IN_PLACE : c.recv) : c.send;
+  RB_MPI_CHECK(MPI_Reduce(send, root ? c.recv : nullptr, as_int_count(c.sizes.count),
+                          mpi_datatype(c.dtype), mpi_sum(c.dtype), c.root, comm));
 }
 void mpi_sendrecv(const Call& c, MPI_Comm comm) {
   const MPI_Datatype t = mpi_datatype(c.dtype);
