@@ -184,8 +184,63 @@ for b in bad:
 sys.exit(1 if bad else 0)
 EOF
   echo "ok: job $job ($launcher): np1.h5, np2.h5 and the report checked"
+  [ -n "${first_job:-}" ] || first_job="$job"
 }
 
 for l in "${launchers[@]}"; do run_job "$l"; done
-echo "PASS: sbatch slurm/ring_scaling.sbatch ran the scaling series with: ${launchers[*]}"
+first_series="$work/results/ring_scaling_$first_job"
+
+# slurm/nightly.sbatch: its exit code is the verdict. The baseline is the 2-rank file of the
+# first series (same config), with its times scaled (below).
+wait_job() {  # prints "STATE EXITCODE"
+  local job="$1" line=""
+  for _ in $(seq 1 600); do
+    line="$(scontrol show job "$job" 2>/dev/null)"
+    case "$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<< "$line" | head -n1)" in
+      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;;
+    esac
+    sleep 1
+  done
+  echo "$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<< "$line" | head -n1) $(sed -n 's/.* ExitCode=\([0-9]*\):.*/\1/p' <<< "$line" | head -n1)"
+}
+nightly_job() {  # NAME EXPECTED_EXIT ENV...
+  local name="$1" expect="$2" job got
+  shift 2
+  job="$(env "$@" sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 --gpus-per-node=0 --time=15 \
+          --output="$work/nightly-$name-%j.out" "$src/slurm/nightly.sbatch")" || fail "sbatch refused nightly ($name)"
+  job="${job%%;*}"
+  got="$(wait_job "$job")"
+  echo "nightly $name: job $job ended '$got' (expected exit $expect)"
+  grep -v '^\[' "$work/nightly-$name-$job.out" | tail -n 25
+  [ "${got#* }" = "$expect" ] || fail "nightly ($name): exit code ${got#* }, expected $expect"
+  grep -q "VERDICT $expect" "$work/nightly-$name-$job.out" || fail "nightly ($name) did not print VERDICT $expect"
+}
+# Host timings on a shared CI machine vary by tens of percent between runs, so the baselines
+# are made 3x slower (this run must pass: it improved) and 3x faster (it must regress) by
+# scaling every time (units s) and rate (units */s) of the first series' 2-rank file.
+scaled_baseline() {  # FACTOR OUT
+  "$py" - "$first_series/np2.h5" "$2" "$1" <<'EOF' || fail "could not write the scaled baseline"
+import shutil, sys
+import h5py
+shutil.copyfile(sys.argv[1], sys.argv[2])
+k = float(sys.argv[3])
+with h5py.File(sys.argv[2], "r+") as f:
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset) and obj.dtype.kind == "f":
+            u = obj.attrs.get("units", "")
+            u = u.decode() if isinstance(u, bytes) else str(u)
+            if u == "s":
+                obj[...] = obj[()] * k
+            elif u.endswith("/s"):
+                obj[...] = obj[()] / k
+    f.visititems(visit)
+EOF
+}
+scaled_baseline 3.0 "$work/slow_baseline.h5"
+scaled_baseline 0.333 "$work/fast_baseline.h5"
+common=(RB_LAUNCHER=mpirun RINGBENCH_BUILD_DIR="$(dirname "$bin")" RB_RESULTS_DIR="$work/results")
+nightly_job pass 0 "${common[@]}" RB_BASELINE="$work/slow_baseline.h5" RB_SKIP_TESTS="${RB_NIGHTLY_SKIP_TESTS:-0}"
+nightly_job regression 1 "${common[@]}" RB_BASELINE="$work/fast_baseline.h5" RB_SKIP_TESTS=1
+nightly_job no_baseline 2 "${common[@]}" RB_BASELINE="$work/none.h5" RB_SKIP_TESTS=1
+echo "PASS: sbatch slurm/ring_scaling.sbatch ran the scaling series with: ${launchers[*]}; slurm/nightly.sbatch gave verdicts 0, 1 and 2"
 exit 0
