@@ -145,6 +145,22 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
     const float* d_s = sD + buf * kBr;
     const std::int64_t qa = std::int64_t(t) * kBr;
 
+    // Per-element mask of a partial tile as bits, worked out before the score accumulators
+    // are live (the 64-bit position arithmetic would otherwise spill dK/dV registers).
+    const bool masked = kind(t) == 1;
+    std::uint32_t allowed = 0u;
+    if (masked) {
+#pragma unroll
+      for (int nt = 0; nt < kBr / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const std::int64_t qi = qa + nt * 8 + 2 * tq + (e & 1);
+          const int h = e >> 1;
+          const bool ok = qi < qv.count && kj[h] < kv.count && view_allows(p.pat, qv.pos(qi), kpos[h]);
+          allowed |= std::uint32_t(ok) << (nt * 4 + e);
+        }
+    }
+
     // S^T = K Q^T (rows: this warp's 16 keys, columns: the tile's query rows)
     float s[kBr / 8][4];
 #pragma unroll
@@ -163,18 +179,13 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
       }
     }
     // P^T
-    const bool masked = kind(t) == 1;
 #pragma unroll
     for (int nt = 0; nt < kBr / 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = nt * 8 + 2 * tq + (e & 1);
         float pv = mma::fast_exp2(s[nt][e] * sl2 - l_s[c]);
-        if (masked) {
-          const std::int64_t qi = qa + c;
-          const int h = e >> 1;
-          if (!(qi < qv.count && kj[h] < kv.count && view_allows(p.pat, qv.pos(qi), kpos[h]))) pv = 0.f;
-        }
+        if (masked && !((allowed >> (nt * 4 + e)) & 1u)) pv = 0.f;
         s[nt][e] = pv;
       }
     // dV += P^T dO
@@ -191,28 +202,34 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
         Op::run(dv[2 * dp + 1], a, b[2], b[3]);
       }
     }
-    // dP^T = V dO^T, then dS^T = P^T (dP^T - delta) in place of P^T
-    {
-      float dpt[kBr / 8][4];
+    // dP^T = V dO^T, then dS^T = P^T (dP^T - delta) in place of P^T; in two halves of the
+    // tile's query columns so only half of dP^T is ever live (register pressure).
 #pragma unroll
-      for (int i = 0; i < kBr / 8; ++i) dpt[i][0] = dpt[i][1] = dpt[i][2] = dpt[i][3] = 0.f;
+    for (int half = 0; half < 2; ++half) {
+      constexpr int kHalfNt = kBr / 16;  // n8 tiles per half
+      float dpt[kHalfNt][4];
+#pragma unroll
+      for (int i = 0; i < kHalfNt; ++i) dpt[i][0] = dpt[i][1] = dpt[i][2] = dpt[i][3] = 0.f;
 #pragma unroll
       for (int kk = 0; kk < HD / 16; ++kk) {
         std::uint32_t a[4];
         mma::ldmatrix_x4(a, sV + mma::swz<HD>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
 #pragma unroll
-        for (int np = 0; np < kBr / 16; ++np) {
+        for (int np = 0; np < kHalfNt / 2; ++np) {
           std::uint32_t b[4];
-          mma::ldmatrix_x4(b, do_s + mma::swz<HD>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+          const int row = (half * kHalfNt / 2 + np) * 16;
+          mma::ldmatrix_x4(b, do_s + mma::swz<HD>(row + (lane & 7) + ((lane >> 4) << 3),
                                                    kk * 2 + ((lane >> 3) & 1)));
           Op::run(dpt[2 * np], a, b[0], b[1]);
           Op::run(dpt[2 * np + 1], a, b[2], b[3]);
         }
       }
 #pragma unroll
-      for (int nt = 0; nt < kBr / 8; ++nt)
+      for (int i = 0; i < kHalfNt; ++i) {
+        const int nt = half * kHalfNt + i;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[nt][e] *= dpt[nt][e] - d_s[nt * 8 + 2 * tq + (e & 1)];
+        for (int e = 0; e < 4; ++e) s[nt][e] *= dpt[i][e] - d_s[nt * 8 + 2 * tq + (e & 1)];
+      }
     }
     // dK += dS^T Q ; stage dS^T (16-bit) for dQ
 #pragma unroll

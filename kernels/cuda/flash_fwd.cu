@@ -132,12 +132,36 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
     const T* k_s = sK + buf * kBc * HD;
     const T* v_s = sV + buf * kBc * HD;
 
+    // Per-element mask of a partial tile as bits (one per score this thread holds), worked
+    // out before the score accumulators are live so the position arithmetic costs no spills.
+    const bool masked = kind(t) == 1;
+    std::uint32_t allowed[MT];
+    if (masked) {
+      const std::int64_t kbase = std::int64_t(t) * kBc;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        allowed[mt] = 0u;
+        const std::int64_t qpos0 = qv.pos(q0 + wrow + mt * 16 + g);
+        const std::int64_t qpos1 = qv.pos(q0 + wrow + mt * 16 + g + 8);
+#pragma unroll
+        for (int nt = 0; nt < kBc / 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const std::int64_t kj = kbase + nt * 8 + 2 * tq + (e & 1);
+            const bool ok = kj < kv.count && view_allows(p.pat, (e >> 1) ? qpos1 : qpos0, kv.pos(kj));
+            allowed[mt] |= std::uint32_t(ok) << ((e >> 1) * (kBc / 4) + nt * 2 + (e & 1));
+          }
+      }
+    }
+
     float s[MT][kBc / 8][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int i = 0; i < kBc / 8; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
-#pragma unroll
+    // With Q in shared memory the k-loop stays rolled: unrolled, the compiler hoists every
+    // Q fragment load to the top and runs out of registers.
+#pragma unroll QREG ? HD / 16 : 1
     for (int kk = 0; kk < HD / 16; ++kk) {
       std::uint32_t qa[MT][4];
 #pragma unroll
@@ -162,21 +186,14 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
       }
     }
 
-    if (kind(t) == 1) {
-      const std::int64_t kbase = std::int64_t(t) * kBc;
+    if (masked) {
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        const std::int64_t qpos0 = qv.pos(q0 + wrow + mt * 16 + g);
-        const std::int64_t qpos1 = qv.pos(q0 + wrow + mt * 16 + g + 8);
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int nt = 0; nt < kBc / 8; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const std::int64_t kj = kbase + nt * 8 + 2 * tq + (e & 1);
-            const bool ok = kj < kv.count && view_allows(p.pat, (e >> 1) ? qpos1 : qpos0, kv.pos(kj));
-            if (!ok) s[mt][nt][e] = -INFINITY;
-          }
-      }
+          for (int e = 0; e < 4; ++e)
+            if (!(allowed[mt] >> ((e >> 1) * (kBc / 4) + nt * 2 + (e & 1)) & 1u)) s[mt][nt][e] = -INFINITY;
     }
 
     // Online softmax in the exp2 domain of the scaled scores.
