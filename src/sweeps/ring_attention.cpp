@@ -308,8 +308,11 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
     }
     ring::ParityOptions popt;
     popt.sample_rows = p_.sample_rows;
+    const auto parity_start = std::chrono::steady_clock::now();
     const ring::ParityReport par =
         ring::check_parity(prob, seed, ring_rank, ring_comm.get(), res, p_.backward, popt);
+    const double parity_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - parity_start).count();
 
     // Metrics.
     const std::vector<std::int64_t> pairs = ring::step_pairs(prob, ring_rank);
@@ -378,6 +381,8 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
       err("dv_max_abs", par.dv.max_abs, "max |dV - dV_ref| over this rank's checked elements");
       err("dv_max_rel", par.dv.max_rel, "dv_max_abs / max |dV_ref|");
     }
+    g.write_per_rank("parity_time", parity_seconds,
+                     {"s", "host time of this rank's reference computation and comparison (not part of any timed region)"});
     g.write_per_rank("parity_elements",
                      std::vector<std::int64_t>{par.out.compared, par.dq.compared, par.dk.compared, par.dv.compared},
                      {4}, {"1", "elements compared with the reference for O, dQ, dK, dV"});
