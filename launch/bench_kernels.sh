@@ -74,9 +74,11 @@ case "$sweep" in
     run --seq 8192 --heads 16 --head-dim 128 --dtype bf16 --repeats 5
     run --seq 8192 --heads 16 --head-dim 128 --dtype bf16 --causal --repeats 5 ;;
   variants)
-    # flash tile variants (RINGBENCH_FLASH_FWD_VARIANT / _BWD_VARIANT), bf16 d128 S=16K
-    for v in 0 1 2 3; do
-      echo "fwd variant $v"; RINGBENCH_FLASH_FWD_VARIANT=$v run --seq 16384 --heads 16 --head-dim 128 --dtype bf16 --repeats 5 --kernels flash --no-check --no-backward
+    # flash tile variants (RINGBENCH_FLASH_FWD_VARIANT / _BWD_VARIANT), bf16 d128 S=16K, each
+    # checked against the naive path
+    for v in 0 1 2 3 4; do
+      echo "fwd variant $v"; RINGBENCH_FLASH_FWD_VARIANT=$v run --seq 16384 --heads 16 --head-dim 128 --dtype bf16 --repeats 5 --kernels flash --no-backward
+      echo "fwd variant $v causal"; RINGBENCH_FLASH_FWD_VARIANT=$v run --seq 16384 --heads 16 --head-dim 128 --dtype bf16 --causal --repeats 5 --kernels flash --no-backward
     done
     for v in 0 8; do
       echo "bwd variant $v"; RINGBENCH_FLASH_BWD_VARIANT=$v run --seq 16384 --heads 16 --head-dim 128 --dtype bf16 --repeats 5 --kernels flash --no-check
