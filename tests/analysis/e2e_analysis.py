@@ -325,6 +325,7 @@ def check_launch(args):
     check("seq_lengths: [128, 256]" in cfg and "num_heads: 2" in cfg and "iterations: 2" in cfg,
           "the knobs reached the config")
     vdir = os.path.join(args.workdir, "validate")
+    shutil.rmtree(vdir, ignore_errors=True)
     r = run(["bash", os.path.join(args.source, "launch", "validate.sh")], timeout=600,
             env=dict(env, RB_OUT_DIR=vdir))
     print(r.stdout[-2000:], r.stderr[-2000:])
