@@ -78,7 +78,9 @@ def _points(run, metrics):
         names = metrics if metrics else [
             m for m in t.metrics() if direction(t.units.get(m), m)
             # min/max over iterations are noisy; the median is the verdict when it exists
-            and not ((m.endswith("_min") or m.endswith("_max")) and m[:-4] + "_median" in t.columns)]
+            and not ((m.endswith("_min") or m.endswith("_max")) and m[:-4] + "_median" in t.columns)
+            # the reference check's own time is not the benchmark's performance
+            and "parity" not in m]
         status_col = reader.first_name("point_status", t.columns)
         # Labels name only the keys that vary within the sweep (matching uses all of them).
         shown = [k for k in keys if k != "sweep" and len(t.unique(k)) > 1] or \

@@ -256,9 +256,12 @@ def ring_comm_model(runs):
     runs = sorted(runs, key=lambda r: -r.world_size)
     for run in runs:
         for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
-            models = [m for m in _stored_models(s) if m["op"] == "sendrecv"]
-            # the whole ring's group first (world), then any other
-            models.sort(key=lambda m: (m["group"] != "world",))
+            models = [m for m in _stored_models(s) if m["op"] == "sendrecv"
+                      and math.isfinite(m["alpha_s"]) and not math.isnan(m["beta_Bps"])]
+            # The slowest link sets a ring's pace, and rings beyond one node cross nodes:
+            # inter_node first (docs/cost-model.md), then the whole job, then within a node.
+            order = {"inter_node": 0, "world": 1, "intra_node": 2}
+            models.sort(key=lambda m: order.get(m["group"], 3))
             for m in models:
                 if m["op"] == "sendrecv":
                     m = dict(m)
