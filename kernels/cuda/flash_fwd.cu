@@ -63,10 +63,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
   const int head = bh % p.heads;
   const RowView qv = make_view(p.qs, p.pat, head);
   const RowView kv = make_view(p.kvs, p.pat, head);
-  // Causal: later query tiles see more keys; hand them out first so the heavy CTAs do not
-  // form the tail of the launch.
-  const unsigned tile = p.pat.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const std::int64_t q0 = std::int64_t(tile) * kBr;
+  const std::int64_t q0 = std::int64_t(blockIdx.x) * kBr;
   if (q0 >= qv.count || kv.count <= 0) return;
   const std::int64_t q1 = std::min<std::int64_t>(q0 + kBr, qv.count);
   const bool q_partial = q1 - q0 < kBr;
@@ -221,14 +218,10 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
           sum += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
         }
         row_sum[mt][h] = row_sum[mt][h] * corr + sum;
-        // Once the running maxima settle, corr is 1 for the whole warp: skip the HD/4
-        // multiplies of the rescale (a warp-uniform branch).
-        if (!__all_sync(0xffffffffu, corr == 1.f)) {
 #pragma unroll
-          for (int dt = 0; dt < HD / 8; ++dt) {
-            o[mt][dt][2 * h] *= corr;
-            o[mt][dt][2 * h + 1] *= corr;
-          }
+        for (int dt = 0; dt < HD / 8; ++dt) {
+          o[mt][dt][2 * h] *= corr;
+          o[mt][dt][2 * h + 1] *= corr;
         }
       }
 
