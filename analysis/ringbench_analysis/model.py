@@ -26,7 +26,7 @@ DTYPE_BYTES = {"fp32": 4, "float32": 4, "float": 4, "fp16": 2, "float16": 2, "ha
                "bf16": 2, "bfloat16": 2, "fp64": 8, "float64": 8, "double": 8, "fp8": 1}
 
 # Point attributes that are not part of a point's configuration for scaling series.
-NON_CONFIG = {"sweep", "point", "rank", "run", "world_size", "ring_size", "seq_len",
+NON_CONFIG = {"sweep", "point", "rank", "run", "world_size", "ring_size", "seq_len", "num_rings",
               "sequence_length", "status", "failure", "index", "label", "seed"}
 
 
