@@ -65,7 +65,7 @@ rb_write_config() {
   case "$preset" in
     quick) d_seq="256 512"; d_batch=1; d_heads=2; d_hd=32; d_iters=3; d_warm=1; d_profile=1 ;;
     sweep) d_seq="4096 16384 65536"; d_batch=1; d_heads=16; d_hd=128; d_iters=10; d_warm=3; d_profile=1 ;;
-    large) d_seq="262144 1048576"; d_batch=1; d_heads=16; d_hd=128; d_iters=5; d_warm=2; d_profile=0 ;;
+    large) d_seq="262144 1048576"; d_batch=1; d_heads=16; d_hd=128; d_iters=5; d_warm=2; d_profile=1 ;;
     *) echo "rb_write_config: unknown preset '$preset'" >&2; return 1 ;;
   esac
   local name out_dir backend binding batch seqs heads hd causal iters warm backward profile

@@ -345,7 +345,7 @@ def cost_model(preds, out_dir):
         a.grid(True, which="both", alpha=0.3)
         a.legend(fontsize=6)
     a1.set_yscale("log")
-    a1.set_ylabel("ring attention time (ms)")
+    a1.set_ylabel("ring attention forward time (ms)")
     a1.set_title("Cost model: prediction vs measurement")
     a2.set_ylabel("predicted strong-scaling efficiency")
     a2.set_ylim(0, 1.05)
