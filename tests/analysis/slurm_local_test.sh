@@ -76,9 +76,10 @@ munged --key-file="$key" --socket="$sock" --pid-file="$work/munged.pid" \
        --log-file="$work/log/munged.log" --seed-file="$work/munge/seed" --force \
   || fail "munged did not start"
 
+# Addresses are given as 127.0.0.1 so the test does not depend on the host name resolving.
 cat > "$conf" <<EOF
 ClusterName=rbtest
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=$(( 20000 + RANDOM % 10000 ))
@@ -106,7 +107,7 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
-NodeName=$host CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
 export SLURM_CONF="$conf"

@@ -176,6 +176,18 @@ class ReportTest(Base):
         self.assertAlmostEqual(spread[(1024, 4)], 1.3)  # the straggler
         self.assertEqual(cli(["report"] + files + ["--out", out, "--strict"]), 1)
 
+    def test_report_on_a_directory(self):
+        series = self.path("series")
+        os.makedirs(series)
+        for n in (1, 2):
+            synthetic.make_run(os.path.join(series, f"np{n}.h5"), n, seq_lens=(1024,))
+        out = self.path("rep")
+        self.assertEqual(cli(["report", series, "--out", out]), 0)
+        js = json.load(open(os.path.join(out, "report.json")))
+        self.assertEqual(sorted(p["ring_size"] for p in js["points"]), [1, 2])
+        os.makedirs(self.path("empty"))
+        self.assertEqual(cli(["report", self.path("empty"), "--out", out]), 2)
+
     def test_report_without_ring_sweep(self):
         f = synthetic.make_run(self.path("r2.h5"), 2, drop_ring=True)
         out = self.path("rep")
