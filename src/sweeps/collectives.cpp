@@ -6,6 +6,7 @@
 #include <cstring>
 #include <tuple>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -693,6 +694,17 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     m_beta.push_back(f.ok ? f.beta_Bps : std::nan(""));
     m_busbeta.push_back(f.ok ? f.beta_Bps * coll::busbw_factor(d.op, n) : std::nan(""));
     m_err.push_back(f.ok ? f.rel_rms_error : std::nan(""));
+  }
+  // One line per series on rank 0, like nccl-tests' summary: the largest size's figures.
+  for (std::size_t si = 0; si < S; ++si) {
+    const std::size_t last = series[si].points.back();
+    const auto& d = points_[last];
+    char line[256];
+    std::snprintf(line, sizeof line, "%s group %s %s %s: %s busbw %.2f GB/s (time %.1f us); fit alpha %.2f us, beta %.2f GB/s, error %.0f%%",
+                  coll::op_name(d.op), p_.groups[d.group].label().c_str(), prof::dtype_name(d.dtype),
+                  d.in_place ? "in-place" : "out-of-place", size_text(d.requested).c_str(), R.busbw[last] / 1e9,
+                  R.time[last] * 1e6, m_alpha[si] * 1e6, m_beta[si] / 1e9, m_err[si] * 100);
+    progress.note(line);
   }
   h5::Group model = out.group("model");
   model.attr("formula", "t(m) = alpha_s + m / beta_Bps; m in bytes as in ../bytes; fit: least squares on relative error (weights 1/t^2)");
