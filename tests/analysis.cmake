@@ -8,7 +8,7 @@ if(RINGBENCH_PYTHON)
                    -p "test_*.py" -v)
   set_tests_properties(analysis_unit PROPERTIES TIMEOUT 300 LABELS "analysis;unit"
     SKIP_RETURN_CODE 77 ENVIRONMENT "PYTHONPATH=${PROJECT_SOURCE_DIR}/analysis;MPLBACKEND=Agg")
-  foreach(check report compare errors launch)
+  foreach(check report compare errors launch readme)
     add_test(NAME analysis_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/e2e_analysis.py ${check}
                      --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}

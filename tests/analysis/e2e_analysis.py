@@ -3,7 +3,7 @@
 
     e2e_analysis.py CHECK --ringbench BIN --mpiexec MPIEXEC --source DIR --workdir DIR
 
-CHECK: report | compare | errors | launch. Exit 0 = pass, 1 = fail, 77 = skipped.
+CHECK: report | compare | errors | launch | readme. Exit 0 = pass, 1 = fail, 77 = skipped.
 The expected numbers are recomputed here from the HDF5 files with h5py, independently of the
 analysis package, and compared with what the report wrote.
 """
@@ -337,9 +337,32 @@ def check_launch(args):
           "a bad knob is refused with its name")
 
 
+def check_readme(args):
+    """The README's main job (inputs/small.yaml on 2 ranks), then the one documented command."""
+    out_h5 = os.path.join(args.workdir, "small.h5")
+    r = run([args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench,
+             os.path.join(args.source, "inputs", "small.yaml"), "--output", out_h5, "--force"])
+    check(r.returncode == 0 and os.path.isfile(out_h5), "the README's main job writes its file")
+    out = os.path.join(args.workdir, "report")
+    shutil.rmtree(out, ignore_errors=True)
+    r = analysis(args, "report", out_h5, "--out", out)
+    check(r.returncode == 0, "rb-analysis report exits 0 on the main job's file")
+    js_path = os.path.join(out, "report.json")
+    if not check(os.path.isfile(js_path) and os.path.isfile(os.path.join(out, "report.md")),
+                 "report.md and report.json written"):
+        return
+    js = json.load(open(js_path))
+    check(len(js["plots"]) >= 1, f"at least one plot ({sorted(js['plots'])})")
+    for name, fname in js["plots"].items():
+        check(valid_png(os.path.join(out, fname)), f"{fname} is a valid PNG")
+    md = open(os.path.join(out, "report.md")).read()
+    check("## Machine" in md and "## Configuration" in md and "## Status and parity" in md,
+          "the report states machine, configuration and status")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=["report", "compare", "errors", "launch"])
+    ap.add_argument("check", choices=["report", "compare", "errors", "launch", "readme"])
     ap.add_argument("--ringbench", required=True)
     ap.add_argument("--mpiexec", required=True)
     ap.add_argument("--source", required=True)
@@ -349,7 +372,7 @@ def main():
     for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
         os.environ.setdefault(k, "1")
     {"report": check_report, "compare": check_compare, "errors": check_errors,
-     "launch": check_launch}[args.check](args)
+     "launch": check_launch, "readme": check_readme}[args.check](args)
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed")
         return 1
