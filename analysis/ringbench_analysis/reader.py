@@ -382,7 +382,31 @@ class Run:
                              + (" (what it wrote is shown; it did not finish)" if s.status == "running" else ""))
         for name, why in self.unreadable.items():
             lines.append(f"sweep '{name}' unreadable (the run stopped while writing it): {why}")
+        if self.status != "complete":
+            for name, typ in self.configured_sweeps():
+                if name not in self.sweeps and name not in self.unreadable:
+                    lines.append(f"sweep '{name}' ({typ}) of the config is not in the file: "
+                                 "the run stopped before it (or while starting it)")
         return lines
+
+    def configured_sweeps(self):
+        """[(name, type)] of the sweeps in the run's config_text, in order; [] if unparsable.
+        (--only runs a subset: compare with the command line before calling one missing.)"""
+        text = self.config_text
+        try:
+            import yaml  # python3-yaml; optional
+            doc = yaml.safe_load(text) or {}
+            out = []
+            for s in doc.get("sweeps", []) or []:
+                if isinstance(s, dict) and "type" in s:
+                    out.append((str(s.get("name", s["type"])), str(s["type"])))
+            only = re.search(r"--only[ =](\S+)", str(self.attrs.get("command_line", "")))
+            if only:
+                keep = set(only.group(1).split(","))
+                out = [x for x in out if x[0] in keep]
+            return out
+        except Exception:  # no PyYAML, or text it cannot read: say nothing rather than guess
+            return []
 
     # --- tables ---------------------------------------------------------------------
     def sweeps_of_type(self, types):

@@ -13,9 +13,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
+import time
 import zlib
 
 try:
@@ -264,22 +266,55 @@ def check_errors(args):
     r = analysis(args, "compare", other, good)
     check(r.returncode == 2 and "not one written by ringbench" in r.stderr,
           "non-ringbench HDF5: exit 2, 'not one written by ringbench'")
-    # An interrupted run: /run still 'running', the last sweep 'running'.
+    # A real interrupted run: killed inside its second sweep (as tests/e2e's interrupted check).
+    cfg = os.path.join(args.workdir, "interrupted.yaml")
+    open(cfg, "w").write(
+        "backend: host\nsweeps:\n"
+        "  - {type: ring_attention, name: ring, seq_lengths: [128], num_heads: 2, head_dim: 16, iterations: 2}\n"
+        "  - {type: host_pingpong, name: endless, message_sizes: [1048576], iterations: 1000000}\n")
     cut = os.path.join(args.workdir, "interrupted.h5")
-    shutil.copyfile(good, cut)
-    with h5py.File(cut, "r+") as f:
-        f["run"].attrs["status"] = "running"
-        f["run"].attrs["end_time"] = ""
-        f["sweeps/pingpong"].attrs["status"] = "running"
+    if os.path.exists(cut):
+        os.remove(cut)
+    cmd = [args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", cut, "--force"]
+    print("+", " ".join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    deadline, seen = time.time() + 120, ""
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        seen += line
+        if "[ring] done" in line or not line:
+            break
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    check("[ring] done" in seen, "the ring sweep finished before the kill")
     shutil.rmtree(out, ignore_errors=True)
     r = analysis(args, "report", cut, "--out", out)
     check(r.returncode == 0, "interrupted run: the report is still written (exit 0)")
     md = open(os.path.join(out, "report.md")).read() if os.path.isfile(os.path.join(out, "report.md")) else ""
-    check("did not finish" in md and "sweep 'pingpong' (host_pingpong) status 'running'" in md,
-          "interrupted run: report says what did not complete")
-    check("| collectives, p2p, ring |" in md, "interrupted run: report lists the completed sweeps")
+    check("run status is 'running': the run did not finish" in md, "interrupted run: the report says the run did not finish")
+    check("sweep 'endless'" in md, "interrupted run: the report names the sweep that did not complete")
+    check("| ring |" in md and "| 128 | 2 |" in md, "interrupted run: the completed sweep is listed and reported")
     r = analysis(args, "report", cut, "--out", out, "--strict")
     check(r.returncode == 1, "report --strict exits 1 on an interrupted run")
+    # A real parity failure: a tolerance no floating-point result meets.
+    cfg = os.path.join(args.workdir, "parity.yaml")
+    open(cfg, "w").write(
+        "backend: host\nsweeps:\n"
+        "  - {type: ring_attention, name: ring, seq_lengths: [128, 256], num_heads: 2, head_dim: 16,"
+        " iterations: 2, validate: {tolerance: 1.0e-12}}\n")
+    failed = os.path.join(args.workdir, "parity.h5")
+    if os.path.exists(failed):
+        os.remove(failed)
+    r = run([args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", failed, "--force"])
+    check(r.returncode != 0 and os.path.isfile(failed), "a run with a parity failure exits non-zero and keeps its file")
+    shutil.rmtree(out, ignore_errors=True)
+    r = analysis(args, "report", failed, "--out", out)
+    md = open(os.path.join(out, "report.md")).read() if os.path.isfile(os.path.join(out, "report.md")) else ""
+    check(r.returncode == 0 and md.count("**parity_failed**") == 2, "both parity_failed points are flagged in the table")
+    check("run status is 'failed'" in md and "status parity_failed" in md,
+          "the status section names the failed run and its points")
     # An oom and a parity-failed point are flagged, not plotted around.
     bad = os.path.join(args.workdir, "bad_points.h5")
     shutil.copyfile(good, bad)
