@@ -71,6 +71,10 @@ rb_write_config() {
   local name out_dir backend binding batch seqs heads hd causal iters warm backward profile
   name=$(rb_knob_name RB_NAME "${RB_NAME:-$preset}") || return 1
   out_dir="${RB_OUT_DIR:-results}"
+  if [[ "$out_dir" == *$'\n'* || "$out_dir" == *$'\r'* ]]; then
+    echo "ringbench: RB_OUT_DIR must not contain a line break" >&2
+    return 1
+  fi
   backend=$(rb_knob_word RB_BACKEND "${RB_BACKEND:-auto}" auto host cuda) || return 1
   binding=$(rb_knob_word RB_BINDING "${RB_BINDING:-none}" none core numa gpu-near) || return 1
   batch=$(rb_knob_int RB_BATCH "${RB_BATCH:-$d_batch}") || return 1
