@@ -18,3 +18,9 @@ if(RINGBENCH_HAVE_CUDA)
   ringbench_add_test(NAME cuda_nccl_transport_2 RANKS 2 COMMAND $<TARGET_FILE:ringbench_test_cuda_nccl>
     LABELS gpu)
 endif()
+
+# Host-only checks of the kernels' index arithmetic (row views, tile classification): no GPU.
+if(RINGBENCH_HAVE_CUDA)
+  ringbench_add_doctest(TARGET ringbench_test_cuda_views SOURCES cuda/test_views.cu LIBS rb_kernels_cuda)
+  ringbench_add_test(NAME cuda_views RANKS 1 COMMAND $<TARGET_FILE:ringbench_test_cuda_views> LABELS cuda)
+endif()

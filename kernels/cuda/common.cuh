@@ -34,7 +34,7 @@ __host__ __device__ inline std::int64_t floor_mod(std::int64_t a, std::int64_t m
   return r < 0 ? r + m : r;
 }
 
-__device__ __forceinline__ bool pattern_allows(const DevPattern& p, std::int64_t qp, std::int64_t kp,
+__host__ __device__ __forceinline__ bool pattern_allows(const DevPattern& p, std::int64_t qp, std::int64_t kp,
                                                int head) {
   if (p.causal && kp > qp) return false;
   if (p.segment > 0) {
@@ -82,7 +82,7 @@ __host__ __device__ inline RowView make_view(const Span& s, const DevPattern& p,
 }
 
 // Mask inside views: the dilation condition already holds, only causal and segment remain.
-__device__ __forceinline__ bool view_allows(const DevPattern& p, std::int64_t qp, std::int64_t kp) {
+__host__ __device__ __forceinline__ bool view_allows(const DevPattern& p, std::int64_t qp, std::int64_t kp) {
   if (p.causal && kp > qp) return false;
   if (p.segment > 0 && qp / p.segment != kp / p.segment) return false;
   return true;
@@ -90,7 +90,7 @@ __device__ __forceinline__ bool view_allows(const DevPattern& p, std::int64_t qp
 
 // Tile classification for block skipping: positions rise with the view index (stride > 0).
 // 0 = every pair masked (skip), 1 = some pairs masked (per-element mask), 2 = none masked.
-__device__ __forceinline__ int classify_tile(const DevPattern& p, std::int64_t qmin, std::int64_t qmax,
+__host__ __device__ __forceinline__ int classify_tile(const DevPattern& p, std::int64_t qmin, std::int64_t qmax,
                                              std::int64_t kmin, std::int64_t kmax) {
   if (p.causal && kmin > qmax) return 0;
   if (p.segment > 0 && (qmax / p.segment < kmin / p.segment || qmin / p.segment > kmax / p.segment))
