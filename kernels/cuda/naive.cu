@@ -184,7 +184,11 @@ NaiveAttention::NaiveAttention(cudaStream_t stream, Alloc alloc, Free release, s
 }
 
 NaiveAttention::~NaiveAttention() {
-  release_workspace();
+  try {
+    release_workspace();
+  } catch (...) {
+    // A destructor must not throw; a failing free here means the context is already broken.
+  }
   if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
 }
 
