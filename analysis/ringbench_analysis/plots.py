@@ -214,6 +214,7 @@ def rank_spread(points, out_dir):
     worst = max(good, key=lambda p: p["spread"])
     rt = np.array(worst["rank_times"])
     a2.bar(np.arange(len(rt)), rt * 1e3)
+    a2.set_xticks(np.arange(len(rt)) if len(rt) <= 32 else np.linspace(0, len(rt) - 1, 9).astype(int))
     a2.axhline(np.median(rt) * 1e3, color="k", ls="--", label="median rank")
     a2.set_xlabel("rank")
     a2.set_ylabel("time (ms)")
@@ -226,7 +227,10 @@ def rank_spread(points, out_dir):
 def bandwidth_curves(runs, out_dir):
     """busbw against message size per (collective, group); host_pingpong's bandwidth too."""
     curves = []  # (label, sizes, bandwidths, units)
-    for run in runs:
+    # A one-rank collective is a local copy (bus factor 0 for most operations): in a series,
+    # only the runs with links are drawn.
+    linked = [r for r in runs if r.world_size > 1] or runs
+    for run in linked:
         tag = f" ({run.world_size} ranks)" if len(runs) > 1 else ""
         for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
             t = s.table
