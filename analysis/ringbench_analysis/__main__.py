@@ -77,4 +77,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `rb-analysis table ... | head`
+        sys.stderr.close()
+        sys.exit(0)

@@ -541,20 +541,29 @@ def _columnar_layout(group, world, sweep_name):
         units[k], desc[k] = _meta(ds)
     if npoints is None:
         npoints = 1 if per_rank_only else 0
-    rows = []
-    for i in range(npoints):
-        for r in range(world):
-            row = {"sweep": sweep_name, "point": f"point_{i:04d}", "rank": r}
-            for k, v in shared.items():
-                row[k] = _py(v[i])
-            for k, v in per_point.items():
-                x = v[r, i]
-                row[k] = x if isinstance(x, np.ndarray) else _py(x)
-            for k, v in per_rank_only.items():
-                row[k] = _py(v[r])
-            rows.append(row)
+    # Built column by column (rows point-major, rank-minor): a large run has
+    # points x ranks rows, too many to assemble one dict at a time.
+    n = npoints * world
+    cols = {"sweep": np.array([sweep_name] * n, dtype=object),
+            "point": np.repeat(np.array([f"point_{i:04d}" for i in range(npoints)], dtype=object), world),
+            "rank": np.tile(np.arange(world, dtype=np.int64), npoints)}
+    for k, v in shared.items():
+        cols[k] = _tighten(np.repeat(np.asarray(v, dtype=object), world)) if v.dtype == object \
+            else np.repeat(v, world)
+    for k, v in per_point.items():
+        moved = np.swapaxes(v, 0, 1)  # [P, world, ...]
+        if moved.ndim == 2:
+            cols[k] = moved.reshape(n)
+        else:
+            flat = moved.reshape((n,) + moved.shape[2:])
+            arr = np.empty(n, dtype=object)
+            for i in range(n):
+                arr[i] = flat[i]
+            cols[k] = arr
+    for k, v in per_rank_only.items():
+        cols[k] = np.tile(v, npoints)
     keys = [k for k in shared if _is_key_column(k, units.get(k))]
-    return _rows_to_table(rows, units, desc, ["sweep", "point"] + keys)
+    return Table(cols, units, desc, ["sweep", "point"] + keys)
 
 
 def _rows_to_table(rows, units, desc, keys):
