@@ -465,7 +465,48 @@ def _sweep_table(group, world, sweep_name):
     points = sorted(k for k, v in group.items() if isinstance(v, h5py.Group) and POINT_GROUP.match(k))
     if points:
         return _point_layout(group, points, world, sweep_name)
+    if _py(group.attrs.get("type", "")) == "compute":
+        return _compute_layout(group, world, sweep_name)
     return _columnar_layout(group, world, sweep_name)
+
+
+def _compute_layout(group, world, sweep_name):
+    """compute sweep (docs/sweeps/compute.md): GEMM points over [dtype x size] and attention
+    block points over rows, one row per (point, rank), with a `kind` key column."""
+    rows, units, desc = [], {}, {}
+
+    def get(name):
+        if name in group:
+            units[name], desc[name] = _meta(group[name])
+            return _read_dataset(group[name])
+        return None
+    sizes, dtypes = get("gemm_size"), get("gemm_dtype")
+    gemm = {n: get(n) for n in ("gemm_tflops", "gemm_iteration_s", "gemm_max_abs_error")}
+    if sizes is not None and dtypes is not None:
+        for di, d in enumerate(dtypes):
+            for si, size in enumerate(sizes):
+                for r in range(world):
+                    row = {"sweep": sweep_name, "point": f"gemm_{d}_{size}", "rank": r, "kind": "gemm",
+                           "gemm_dtype": _py(d), "gemm_size": _py(size)}
+                    for n, v in gemm.items():
+                        if v is not None and v.ndim >= 3 and v.shape[:3] == (world, len(dtypes), len(sizes)):
+                            x = v[r, di, si]
+                            row[n] = x if isinstance(x, np.ndarray) else _py(x)
+                    rows.append(row)
+    arows = get("attention_rows")
+    att = {n: get(n) for n in ("attention_tflops", "attention_iteration_s")}
+    if arows is not None:
+        for ai, a in enumerate(arows):
+            for r in range(world):
+                row = {"sweep": sweep_name, "point": f"attention_{a}", "rank": r, "kind": "attention",
+                       "attention_rows": _py(a)}
+                for n, v in att.items():
+                    if v is not None and v.ndim >= 2 and v.shape[:2] == (world, len(arows)):
+                        x = v[r, ai]
+                        row[n] = x if isinstance(x, np.ndarray) else _py(x)
+                rows.append(row)
+    return _rows_to_table(rows, units, desc, ["sweep", "point", "kind", "gemm_dtype", "gemm_size",
+                                               "attention_rows"])
 
 
 def _point_layout(group, points, world, sweep_name):
@@ -514,24 +555,35 @@ def _is_key_column(name, units):
 def _columnar_layout(group, world, sweep_name):
     """Shared 1-D datasets of length P are per-point columns; per-rank [world, P, ...] metrics."""
     datasets = {k: v for k, v in group.items() if isinstance(v, h5py.Dataset)}
+    # The number of points P, from (in order): shared 1-D per-point arrays (the sweep's
+    # `points` attribute picks among their lengths); else, when the sweep has [world]
+    # datasets and no [world, world] matrix, one point (the [world, k] datasets are then
+    # per-iteration arrays, as in the memory sweep); else the second dimension of the
+    # per-rank datasets ([sender, receiver] matrices: one row per receiver).
+    shared_lengths = [v.shape[0] for v in datasets.values() if v.ndim == 1 and v.shape[0] != world]
+    attr_points = int(_py(group.attrs["points"])) if "points" in group.attrs else None
     npoints = None
-    for v in datasets.values():  # per-rank [world, P, ...] fixes P
-        if v.ndim >= 2 and v.shape[0] == world:
-            npoints = v.shape[1]
-            break
-    if npoints is None:
+    if shared_lengths:
+        npoints = attr_points if attr_points in shared_lengths else max(set(shared_lengths), key=shared_lengths.count)
+    elif any(v.ndim == 1 and v.shape[0] == world for v in datasets.values()) and \
+            not any(v.ndim == 2 and v.shape == (world, world) for v in datasets.values()):
+        npoints = 1
+    else:
         for v in datasets.values():
-            if v.ndim == 1 and v.shape[0] != world:
-                npoints = v.shape[0]
+            if v.ndim >= 2 and v.shape[0] == world:
+                npoints = v.shape[1]
                 break
-    if npoints is None and "points" in group.attrs:
-        npoints = int(_py(group.attrs["points"]))
+    if npoints is None and attr_points is not None:
+        npoints = attr_points
+    single = npoints == 1 and not shared_lengths
     shared, per_point, per_rank_only = {}, {}, {}
     units, desc = {}, {}
     for k, ds in datasets.items():
         n0 = ds.shape[0] if ds.ndim else None
         if ds.ndim == 1 and n0 == npoints and (n0 != world or k not in PER_RANK_1D_NAMES):
             shared[k] = _read_dataset(ds)
+        elif single and ds.ndim >= 2 and n0 == world:
+            per_point[k] = _read_dataset(ds)[:, None]  # [world, 1, k...]: one array per rank
         elif ds.ndim >= 2 and n0 == world and ds.shape[1] == npoints:
             per_point[k] = _read_dataset(ds)
         elif ds.ndim == 1 and n0 == world:

@@ -75,6 +75,33 @@ class ReaderTest(Base):
         self.assertAlmostEqual(m["beta_Bps"], synthetic.BETA)
         self.assertIn("fitted sendrecv model", m["source"])
 
+    def test_memory_and_compute_layouts(self):
+        p = synthetic.make_run(self.path("r2.h5"), 2, pingpong=False, collectives=False, p2p=False,
+                               drop_ring=True)
+        with h5py.File(p, "r+") as f:
+            m = f["sweeps"].create_group("memory")
+            m.attrs["type"] = "memory"
+            m.attrs["status"] = "complete"
+            synthetic._ds(m, "triad_Bps", [1e10, 2e10], "B/s", "best triad")
+            synthetic._ds(m, "triad_iteration_s", np.ones((2, 7)), "s", "each triad")
+            c = f["sweeps"].create_group("compute")
+            c.attrs["type"] = "compute"
+            c.attrs["status"] = "complete"
+            synthetic._ds(c, "gemm_size", [128, 256, 512], "1", "n")
+            synthetic._ds(c, "gemm_dtype", ["float32", "float64"], "1", "types")
+            synthetic._ds(c, "gemm_tflops", np.arange(12.0).reshape(2, 2, 3), "TFLOP/s", "rate")
+            synthetic._ds(c, "attention_rows", [64], "1", "rows")
+            synthetic._ds(c, "attention_tflops", [[1.0], [2.0]], "TFLOP/s", "rate")
+        run = reader.load(p)
+        mem = run.table("memory")
+        self.assertEqual(len(mem), 2)  # one point: the 7 iterations are an array, not points
+        self.assertEqual(mem["triad_iteration_s"][1].shape, (7,))
+        comp = run.table("compute")
+        self.assertEqual(len(comp), 2 * 3 * 2 + 1 * 2)
+        row = next(comp.where(gemm_dtype="float64", gemm_size=256, rank=1).rows())
+        self.assertEqual(row["gemm_tflops"], 10.0)  # [rank 1, float64, 256]
+        self.assertEqual(next(comp.where(kind="attention", rank=1).rows())["attention_tflops"], 2.0)
+
     def test_csv_export(self):
         run = reader.load(synthetic.make_run(self.path("r2.h5"), 2))
         buf = io.StringIO()
