@@ -15,7 +15,8 @@ counts=$(rb_knob_list RB_RANK_COUNTS "$counts")
 dir="${RB_OUT_DIR:-$RB_ROOT/results/scaling_$(rb_stamp)}"
 mkdir -p "$dir"
 config="${RB_CONFIG:-$dir/config.yaml}"
-[ -n "${RB_CONFIG:-}" ] || RB_OUT_DIR="$dir" rb_write_config "$config" "${RB_PRESET:-quick}"
+default_preset=$([ "$RB_GPUS" -gt 0 ] && echo sweep || echo quick)
+[ -n "${RB_CONFIG:-}" ] || RB_OUT_DIR="$dir" rb_write_config "$config" "${RB_PRESET:-$default_preset}"
 status=0
 files=()
 for np in ${counts//,/ }; do
