@@ -41,21 +41,24 @@ host="$(hostname -s)"
 cpus="$(nproc)"
 mem_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))
 conf="$work/slurm.conf"
-pids=()
 
 cleanup() {
-  # Stop exactly the daemons this script started (their pid files), newest first.
+  # Stop exactly the daemons this script started (their pid files), and wait until they
+  # are gone, so nothing of the test cluster outlives the test.
+  local f pid stop=()
   for f in "$work/slurmd.pid" "$work/slurmctld.pid" "$work/munged.pid"; do
-    if [ -f "$f" ]; then
-      pid="$(cat "$f" 2>/dev/null)"
-      [ -n "$pid" ] && kill "$pid" 2>/dev/null
-    fi
+    pid="$(cat "$f" 2>/dev/null)"
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && stop+=("$pid")
   done
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-  sleep 1
-  for f in "$work/slurmd.pid" "$work/slurmctld.pid" "$work/munged.pid"; do
-    [ -f "$f" ] && pid="$(cat "$f" 2>/dev/null)" && [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+  [ ${#stop[@]} -gt 0 ] || return 0
+  kill "${stop[@]}" 2>/dev/null
+  for _ in $(seq 1 50); do
+    local alive=0
+    for pid in "${stop[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && return 0
+    sleep 0.2
   done
+  kill -9 "${stop[@]}" 2>/dev/null
   return 0
 }
 trap cleanup EXIT INT TERM
