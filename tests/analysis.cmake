@@ -15,7 +15,7 @@ if(RINGBENCH_PYTHON)
                      --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_${check})
     set_tests_properties(analysis_${check} PROPERTIES TIMEOUT 600 LABELS "analysis;e2e"
       SKIP_RETURN_CODE 77 PROCESSORS 2
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
   endforeach()
   # A single-node Slurm cluster on this machine (slurm-wlm + munge, installed when missing),
   # running slurm/ring_scaling.sbatch. Skipped (77) only where Slurm cannot be installed.
