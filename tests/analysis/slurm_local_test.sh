@@ -39,6 +39,7 @@ mkdir -p "$work"/{state,spool,log,munge,results}
 work="$(cd "$work" && pwd)"
 host="$(hostname -s)"
 cpus="$(nproc)"
+[ "$cpus" -ge 2 ] || cpus=2  # two ranks; config_overrides lets a 1-core machine claim 2
 mem_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))
 conf="$work/slurm.conf"
 
@@ -105,6 +106,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=none
 ReturnToService=2
+SlurmdParameters=config_overrides
 SchedulerType=sched/backfill
 SlurmctldTimeout=30
 SlurmdTimeout=30
