@@ -98,6 +98,10 @@ def point_table(runs):
             p["throughput"] = p["seq_len"] / p["time"]
         else:
             p["throughput"] = None
+        # Forward flops per rank (after masking and dilation): the work a weak-scaling series
+        # must normalise by, since attention work per rank grows with the global length.
+        work = ranks_of(col(t, "flops_forward"))
+        p["work_per_rank"] = float(np.mean(work)) if work is not None and len(work) else None
         tfl = ranks_of(c_tfl)
         p["tflops"] = float(np.sum(tfl)) if tfl is not None else None
         mem = ranks_of(c_mem)
@@ -165,7 +169,10 @@ def scaling(seq_points, kind):
     """[(ring_size, speedup, efficiency)] relative to the smallest ring size of the series.
 
     strong: speedup = T(R0)/T(R) * R0 (ideal: R), efficiency = speedup / R.
-    weak:   scaled speedup = R * T(R0)/T(R) ... relative to R0 (ideal: R), efficiency = T(R0)/T(R).
+    weak:   efficiency = (W(R)/W(R0)) * T(R0)/T(R) (ideal: 1), scaled speedup = efficiency * R,
+            with W the mean forward flops per rank. Attention work per rank grows with the global
+            sequence length even at a fixed length per rank (each query meets every key), so a
+            constant time would be super-linear; without recorded flops W is taken as constant.
     """
     if not seq_points:
         return []
@@ -179,6 +186,9 @@ def scaling(seq_points, kind):
             eff = speedup / r
         else:
             eff = base["time"] / p["time"]
+            w0, w = base.get("work_per_rank"), p.get("work_per_rank")
+            if w0 and w:
+                eff *= w / w0
             speedup = eff * r
         out.append((r, speedup, eff))
     return out
@@ -229,10 +239,12 @@ def _stored_models(sweep):
     ops = arrays.get("op", arrays.get("operation"))
     if ops is not None and "alpha_s" in arrays and "beta_Bps" in arrays:
         groups = arrays.get("group", arrays.get("group_name", ["world"] * len(ops)))
+        sizes = arrays.get("group_size")
         for i, op in enumerate(ops):
             found.append({"op": str(op), "group": str(groups[i]),
                           "alpha_s": float(np.ravel(arrays["alpha_s"])[i]),
-                          "beta_Bps": float(np.ravel(arrays["beta_Bps"])[i])})
+                          "beta_Bps": float(np.ravel(arrays["beta_Bps"])[i]),
+                          "group_size": int(np.ravel(sizes)[i]) if sizes is not None else None})
     for key, val in arrays.items():
         if key.endswith("@attrs") and isinstance(val, dict) and "alpha_s" in val and "beta_Bps" in val:
             parts = key[:-len("@attrs")].split("/")
@@ -256,8 +268,11 @@ def ring_comm_model(runs):
     runs = sorted(runs, key=lambda r: -r.world_size)
     for run in runs:
         for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
+            # A group of one rank (inter_node on a single node) "sends" to itself: a local
+            # copy at memory speed that says nothing about links.
             models = [m for m in _stored_models(s) if m["op"] == "sendrecv"
-                      and math.isfinite(m["alpha_s"]) and not math.isnan(m["beta_Bps"])]
+                      and math.isfinite(m["alpha_s"]) and not math.isnan(m["beta_Bps"])
+                      and (m.get("group_size") is None or m["group_size"] >= 2)]
             # The slowest link sets a ring's pace, and rings beyond one node cross nodes:
             # inter_node first (docs/cost-model.md), then the whole job, then within a node.
             order = {"inter_node": 0, "world": 1, "intra_node": 2}
@@ -274,6 +289,8 @@ def ring_comm_model(runs):
             if not (c_op and c_size and c_time):
                 continue
             sub = t.where(t.mask(**{c_op: "sendrecv"}))
+            if "group_size" in t.columns and len(sub):
+                sub = sub.where(np.array([_num(v) >= 2 for v in sub["group_size"]]))
             if len(sub):
                 fit = _fit_table(sub, c_size, c_time)
                 if fit:

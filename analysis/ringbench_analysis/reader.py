@@ -57,6 +57,7 @@ NAMES = {
     "step_wait_time": ("step_wait_time",),
     "tokens_per_s": ("tokens_per_s", "throughput"),
     "tflops": ("tflops_total", "tflops"),
+    "flops_forward": ("flops_forward",),
     "peak_memory": ("peak_memory_bytes", "peak_memory"),
     "kv_bytes": ("kv_block_bytes",),
     # collectives / p2p

@@ -339,13 +339,15 @@ int run_ringbench(int argc, char** argv, int mpi_thread_level) {
   const BindingDecision decision = decide_binding(machine, v.config.binding.policy,
                                                   layout.local_rank, layout.local_size, gpu_slot);
   std::string cpuset = cpuset_before;
+  std::string membind_warning;
   try {
-    if (!decision.pus.empty()) cpuset = topo.apply(decision);
+    if (!decision.pus.empty()) cpuset = topo.apply(decision, &membind_warning);
   } catch (const std::exception& e) {
     setup_error = "binding failed: " + std::string(e.what());
   }
-  const std::string launcher_warning =
-      launcher_binding_warning(cpuset_before, topo.machine_cpuset(), decision);
+  std::string launcher_warning = launcher_binding_warning(cpuset_before, topo.machine_cpuset(), decision);
+  if (!membind_warning.empty())
+    launcher_warning += (launcher_warning.empty() ? "" : "; ") + membind_warning;
   if (any_rank(!setup_error.empty(), world)) {
     if (!setup_error.empty()) std::fprintf(stderr, "ringbench: rank %d: %s\n", rank, setup_error.c_str());
     return 1;

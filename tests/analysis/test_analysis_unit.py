@@ -167,6 +167,37 @@ class ModelTest(Base):
         weak = model.series(pts, "weak")
         self.assertIn(("", 512), weak)  # S/R = 512: (1024, 2) and (2048, 4)
 
+    def test_ring_comm_model_ignores_one_rank_groups(self):
+        # inter_node on one node: groups of one rank whose "sendrecv" is a local copy.
+        class FakeSweep:
+            name, table = "collectives", reader.Table()
+            def group_arrays(self, prefix):
+                return {"operation": np.array(["sendrecv", "sendrecv"]),
+                        "group": np.array(["inter_node", "world"]),
+                        "group_size": np.array([1, 2]),
+                        "alpha_s": np.array([6e-6, 8e-6]), "beta_Bps": np.array([1.9e12, 2.9e11])}
+        class FakeRun:
+            world_size, path = 2, "x.h5"
+            def sweeps_of_type(self, types):
+                return [FakeSweep()] if types == reader.COLLECTIVE_TYPES else []
+        m = model.ring_comm_model([FakeRun()])
+        self.assertEqual(m["group"], "world")
+        self.assertAlmostEqual(m["beta_Bps"], 2.9e11)
+
+    def test_weak_scaling_normalises_by_work_per_rank(self):
+        # Attention at a fixed length per rank: doubling the ring doubles each rank's work
+        # (every query meets every key), so twice the time is perfect weak scaling.
+        base = {"ring_size": 1, "time": 1.0, "work_per_rank": 1e12}
+        ideal = {"ring_size": 2, "time": 2.0, "work_per_rank": 2e12}
+        slow = {"ring_size": 4, "time": 8.0, "work_per_rank": 4e12}
+        sc = {r: (s, e) for r, s, e in model.scaling([base, ideal, slow], "weak")}
+        self.assertAlmostEqual(sc[2][1], 1.0)
+        self.assertAlmostEqual(sc[2][0], 2.0)
+        self.assertAlmostEqual(sc[4][1], 0.5)
+        # Without recorded work the plain time ratio stands.
+        plain = [{"ring_size": 1, "time": 1.0}, {"ring_size": 2, "time": 2.0}]
+        self.assertAlmostEqual(model.scaling(plain, "weak")[1][2], 0.5)
+
     def test_prediction_matches_known_model(self):
         # No straggler: the synthetic times follow the model exactly, so the error is ~0
         # at every measured size and the extrapolation follows max(c, t).

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Packs a built ringbench with the shared libraries a GPU node may lack (parallel HDF5,
+# yaml-cpp, Kokkos and what they pull in, but not MPI, CUDA or the C/C++ runtime, which must
+# come from the node) into one folder, with RPATH=$ORIGIN/lib, for running a binary built on a
+# workstation on a node without those packages:  launch/device_bundle.sh [BUILD_DIR] [DEST]
+set -euo pipefail
+build="${1:-build}"
+dest="${2:-.device-bundle}"
+rm -rf "$dest"; mkdir -p "$dest/lib"
+for exe in ringbench ringbench_kernel_bench; do
+  [ -x "$build/$exe" ] && cp "$build/$exe" "$dest/"
+done
+for t in "$build"/tests/test_* "$build"/tests/ringbench_test_*; do
+  [ -x "$t" ] && [ -f "$t" ] && cp "$t" "$dest/" || true
+done
+skip='linux-vdso|ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libpthread|libdl\.so|librt\.so|libcuda\.so|libcudart|libcublas|libcudnn|libnccl|libmpi|libopen-pal|libopen-rte|libhwloc|libevent|libpmix|libucx|libuc[pst]|libnvidia|libudev|libz\.so'
+for f in "$dest"/*; do
+  [ -f "$f" ] || continue
+  ldd "$f" 2>/dev/null | awk '/=> \//{print $3}' | grep -Ev "$skip" | while read -r lib; do
+    cp -nL "$lib" "$dest/lib/" 2>/dev/null || true
+  done
+done
+if command -v patchelf >/dev/null; then
+  for f in "$dest"/*; do [ -f "$f" ] && patchelf --set-rpath '$ORIGIN/lib' "$f"; done
+  for f in "$dest"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
+fi
+du -sh "$dest"
+# A tarball too, for copying to machines with a size limit on what travels (fatbins compress
+# about 6x): extract with  tar -xJf bundle.tar.xz
+if [ -n "${RB_BUNDLE_TARBALL:-}" ]; then
+  mkdir -p "$(dirname "$RB_BUNDLE_TARBALL")"
+  tar -C "$(dirname "$dest")" -cJf "$RB_BUNDLE_TARBALL" "$(basename "$dest")"
+  ls -la "$RB_BUNDLE_TARBALL"
+fi
