@@ -7,7 +7,7 @@ set -euo pipefail
 build="${1:-build}"
 dest="${2:-.device-bundle}"
 rm -rf "$dest"; mkdir -p "$dest/lib"
-for exe in ringbench ringbench_kernel_bench; do
+for exe in ringbench kernels/cuda/ringbench_kernel_bench; do
   [ -x "$build/$exe" ] && cp "$build/$exe" "$dest/"
 done
 for t in "$build"/tests/test_* "$build"/tests/ringbench_test_*; do
@@ -16,12 +16,12 @@ done
 skip='linux-vdso|ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libpthread|libdl\.so|librt\.so|libcuda\.so|libcudart|libcublas|libcudnn|libnccl|libmpi|libopen-pal|libopen-rte|libhwloc|libevent|libpmix|libucx|libuc[pst]|libnvidia|libudev|libz\.so'
 for f in "$dest"/*; do
   [ -f "$f" ] || continue
-  ldd "$f" 2>/dev/null | awk '/=> \//{print $3}' | grep -Ev "$skip" | while read -r lib; do
+  ldd "$f" 2>/dev/null | awk '/=> \//{print $3}' | { grep -Ev "$skip" || true; } | while read -r lib; do
     cp -nL "$lib" "$dest/lib/" 2>/dev/null || true
   done
 done
 if command -v patchelf >/dev/null; then
-  for f in "$dest"/*; do [ -f "$f" ] && patchelf --set-rpath '$ORIGIN/lib' "$f"; done
+  for f in "$dest"/*; do if [ -f "$f" ]; then patchelf --set-rpath '$ORIGIN/lib' "$f"; fi; done
   for f in "$dest"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
 fi
 du -sh "$dest"

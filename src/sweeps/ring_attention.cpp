@@ -530,7 +530,15 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
                                     ": " + std::to_string(w) + " % " + std::to_string(r) + " = " +
                                     std::to_string(w % r));
   }
-  p.ring_sizes = n.get_int_list("ring_sizes", {ctx.world_size}, 1, 1 << 20);
+  // `powers_of_two` lets one file serve a 1-, 2-, 4- or 8-GPU node: the scaling series is
+  // whatever this world allows, rather than a list that fails on smaller allocations.
+  if (n.has("ring_sizes") && n.child("ring_sizes").yaml().IsScalar() &&
+      n.child("ring_sizes").yaml().Scalar() == "powers_of_two") {
+    for (std::int64_t R = 1; R <= ctx.world_size && ctx.world_size % R == 0; R *= 2) p.ring_sizes.push_back(R);
+    if (p.ring_sizes.back() != ctx.world_size) p.ring_sizes.push_back(ctx.world_size);
+  } else {
+    p.ring_sizes = n.get_int_list("ring_sizes", {ctx.world_size}, 1, 1 << 20);
+  }
   for (auto R : p.ring_sizes)
     if (R > ctx.world_size || ctx.world_size % R != 0)
       n.fail("ring_sizes", "ring size " + std::to_string(R) + " does not divide the world size " +

@@ -57,6 +57,21 @@ TEST_CASE("ring_attention config: points are seq_lengths x ring_sizes x layouts 
   CHECK(e->plan()[0].find("h=3 d=32") != std::string::npos);
 }
 
+TEST_CASE("ring_attention config: ring_sizes: powers_of_two follows the world size") {
+  auto sizes_for = [](int world) {
+    rb::ParseContext c = world4();
+    c.world_size = world;
+    auto s = rb::parse_ring_attention(spec_of("{seq_lengths: [96], ring_sizes: powers_of_two}"), c);
+    std::string rs;
+    for (const auto& line : s->plan()) rs += line.substr(line.find(" R=") + 3, line.find(' ', line.find(" R=") + 1) - line.find(" R=") - 3) + ",";
+    return rs;
+  };
+  CHECK(sizes_for(1) == "1,");
+  CHECK(sizes_for(4) == "1,2,4,");
+  CHECK(sizes_for(6) == "1,2,6,");  // the powers of two dividing 6, then the whole world
+  CHECK(rejection("{seq_lengths: [64], ring_sizes: power_of_two}", "ring_sizes") != "");
+}
+
 TEST_CASE("ring_attention config: impossible combinations are rejected with the numbers") {
   CHECK(rejection("{seq_lengths: [64]}", "").empty());
   CHECK(rejection("{seq_lengths: [64], ring_sizes: [3]}", "ring_sizes") ==
