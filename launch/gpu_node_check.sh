@@ -12,12 +12,12 @@ export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
 failed=0
 step() {  # step NAME LIMIT_S COMMAND...
   local name="$1" limit="$2"; shift 2
-  local t0; t0=$(date +%s.%N)
+  local t0; t0=$(date +%s%N)
   timeout --kill-after=10 "$limit" "$@" > "$out/$name.log" 2>&1
   local rc=$?
-  local dt; dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  local dt=$(( ($(date +%s%N) - t0) / 1000000 ))
   local verdict=pass; [ $rc -eq 77 ] && verdict=skip; [ $rc -ne 0 ] && [ $rc -ne 77 ] && { verdict=FAIL; failed=$((failed+1)); }
-  printf '%-28s %-4s rc=%-3d %6.1fs\n' "$name" "$verdict" "$rc" "$dt" | tee -a "$out/summary.txt"
+  printf '%-28s %-4s rc=%-3d %6d ms\n' "$name" "$verdict" "$rc" "$dt" | tee -a "$out/summary.txt"
 }
 mpi="mpirun --oversubscribe --bind-to none"
 nvidia-smi --query-gpu=index,name,pci.bus_id,clocks.sm,clocks.max.sm,memory.total --format=csv > "$out/gpus.csv" 2>&1
