@@ -30,6 +30,9 @@ def main(argv=None):
     c.add_argument("--tolerance", default="5%", help="allowed worsening, e.g. 5%% or 0.05 (default 5%%)")
     c.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
                    help="compare only these metrics (repeatable; default: every time and rate metric)")
+    c.add_argument("--min-bytes", default="0", metavar="SIZE",
+                   help="leave out collective and ping-pong points below this message size "
+                        "(e.g. 1MiB; latency-bound sizes are noisy between allocations)")
 
     t = sub.add_parser("table", help="print one sweep's table (one row per point and rank) as CSV")
     t.add_argument("file", metavar="RUN.h5")
@@ -55,7 +58,8 @@ def main(argv=None):
             metrics = [m for arg in args.metric for m in arg.split(",") if m]
             try:
                 tol = compare.parse_tolerance(args.tolerance)
-                return compare.compare(args.base, args.new, tol, metrics)
+                return compare.compare(args.base, args.new, tol, metrics,
+                                       min_bytes=compare.parse_bytes(args.min_bytes))
             except compare.CompareError as e:
                 print(f"rb-analysis compare: {e}", file=sys.stderr)
                 return compare.EXIT_ERROR

@@ -42,6 +42,27 @@ def parse_tolerance(text):
     return v
 
 
+def _size(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.inf
+
+
+def parse_bytes(text):
+    """'1048576', '64KiB', '1MiB', '2GiB' (as the config's byte sizes) -> int."""
+    t = str(text).strip().replace(" ", "")
+    for suffix, f in (("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("B", 1)):
+        if t.endswith(suffix):
+            t, factor = t[:-len(suffix)], f
+            break
+    else:
+        factor = 1
+    if not t.isdigit():
+        raise CompareError(f"--min-bytes: '{text}' is not a byte size (e.g. 1048576, 64KiB, 1MiB)")
+    return int(t) * factor
+
+
 def direction(units, name):
     """+1 when higher is better, -1 when lower is better, 0 when not a performance metric."""
     u = str(units or "")
@@ -64,8 +85,15 @@ def _reduce(values, d):
     return float(v.min()) if d > 0 else float(v.max())
 
 
-def _points(run, metrics):
-    """{(sweep, key tuple): {"status": str, "label": str, metric: value}} for every point."""
+# Columns that give a point's message size (collectives, ping-pong).
+SIZE_KEYS = ("bytes", "message_size", "requested_bytes")
+
+
+def _points(run, metrics, min_bytes=0):
+    """{(sweep, key tuple): {"status": str, "label": str, metric: value}} for every point.
+    Points with a message size below min_bytes are left out: latency-bound sizes move by tens
+    of percent between two allocations of the same machine, so a nightly check that keeps
+    them cries wolf."""
     out = {}
     units = {}
     for s in run.sweeps.values():
@@ -86,6 +114,8 @@ def _points(run, metrics):
         shown = [k for k in keys if k != "sweep" and len(t.unique(k)) > 1] or \
             [k for k in keys if k != "sweep"]
         for kv, g in t.groups(keys):
+            if min_bytes and any(k in kv and _size(kv[k]) < min_bytes for k in SIZE_KEYS):
+                continue
             key = (s.name,) + tuple((k, kv[k]) for k in keys if k != "sweep")
             label = ", ".join(f"{k}={kv[k]}" for k in shown) or "-"
             status = "ok"
@@ -102,7 +132,7 @@ def _points(run, metrics):
     return out, units
 
 
-def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print):
+def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print, min_bytes=0):
     base, new = reader.load(base_path), reader.load(new_path)
     metrics = list(metrics or [])
     if metrics:
@@ -114,8 +144,8 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print):
         if unknown:
             raise CompareError(f"unknown metric(s) {', '.join(unknown)}; the files have: "
                                + ", ".join(sorted(known)))
-    bp, units = _points(base, metrics)
-    np_, units2 = _points(new, metrics)
+    bp, units = _points(base, metrics, min_bytes)
+    np_, units2 = _points(new, metrics, min_bytes)
     units.update(units2)
     matched = [k for k in bp if k in np_]
     only_base = [k for k in bp if k not in np_]

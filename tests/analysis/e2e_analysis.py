@@ -388,6 +388,11 @@ def check_readme(args):
         return
     js = json.load(open(js_path))
     check(len(js["plots"]) >= 1, f"at least one plot ({sorted(js['plots'])})")
+    # small.yaml's ring sweeps (ring sizes 1 and 2) give a scaling series with parity
+    ring = [p for p in js.get("points", []) if p.get("sweep", "").startswith("ring_")]
+    check(len(ring) >= 4 and all(p.get("status") == "ok" for p in ring),
+          f"the report has the ring attention points of small.yaml, all ok ({len(ring)})")
+    check("strong_scaling" in js["plots"], "a strong-scaling plot from ring sizes 1 and 2")
     for name, fname in js["plots"].items():
         check(valid_png(os.path.join(out, fname)), f"{fname} is a valid PNG")
     md = open(os.path.join(out, "report.md")).read()

@@ -296,6 +296,23 @@ class CompareTest(Base):
         self.assertIn("only in new (not compared)", out)
         self.assertIn("seq_len=4096", out)
 
+    def test_compare_min_bytes_leaves_out_small_messages(self):
+        base = synthetic.make_run(self.path("base.h5"), 2)
+        new = synthetic.make_run(self.path("new.h5"), 2)
+        with h5py.File(new, "r+") as f:  # only the 1 KiB collectives got slower
+            g = f["sweeps/coll"]
+            small = g["bytes"][()] == 1024
+            for name, factor in (("time_s", 2.0), ("algbw_Bps", 0.5), ("busbw_Bps", 0.5)):
+                v = g[name][()]
+                v[small] *= factor
+                g[name][...] = v
+            r = g["rank_time_s"][()]
+            r[:, small] *= 2.0
+            g["rank_time_s"][...] = r
+        quiet = lambda *a, **k: None
+        self.assertEqual(compare.compare(base, new, 0.05, out=quiet), compare.EXIT_REGRESSION)
+        self.assertEqual(compare.compare(base, new, 0.05, out=quiet, min_bytes=65536), compare.EXIT_OK)
+
     def test_tolerance_parsing(self):
         self.assertAlmostEqual(compare.parse_tolerance("5%"), 0.05)
         self.assertAlmostEqual(compare.parse_tolerance("0.05"), 0.05)
@@ -306,6 +323,10 @@ class CompareTest(Base):
             compare.parse_tolerance("-5%")
 
     def test_directions(self):
+        self.assertEqual(compare.parse_bytes("1MiB"), 1 << 20)
+        self.assertEqual(compare.parse_bytes("4096"), 4096)
+        with self.assertRaises(compare.CompareError):
+            compare.parse_bytes("1.5MiB")
         self.assertEqual(compare.direction("s", "total_time_median"), -1)
         self.assertEqual(compare.direction("B/s", "busbw_Bps"), 1)
         self.assertEqual(compare.direction("1/s", "tokens_per_s"), 1)
