@@ -31,8 +31,13 @@ for n in 1 2; do
     [ -x "$bundle/$t" ] && step "${t}_np$n" 120 $mpi -np "$n" "$bundle/$t"
   done
 done
+# GPU-path behaviour: an out-of-memory point is recorded and skipped, dilated causal rings pass
+# parity over NCCL (the run fails if either does not hold: oom alone does not fail a run).
+step gpu_checks 240 mpirun -np "$ngpus" --bind-to numa "$bundle/ringbench" "$(dirname "$0")/../inputs/gpu_checks.yaml" \
+  --output "$out/gpu_checks.h5" --force
 cp "$config" "$out/job.yaml"
 step job_dry_run 60 mpirun -np "$ngpus" --bind-to numa "$bundle/ringbench" "$out/job.yaml" --dry-run
+[ "${RB_SKIP_JOB:-0}" = 1 ] && exit "$failed"
 step job "${RB_JOB_LIMIT_S:-400}" mpirun -np "$ngpus" --bind-to numa "$bundle/ringbench" "$out/job.yaml" \
   --output "$out/job.h5" --force ${RB_JOB_ARGS:-}
 exit "$failed"
