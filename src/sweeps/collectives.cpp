@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -696,9 +697,19 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     m_err.push_back(f.ok ? f.rel_rms_error : std::nan(""));
   }
   // One line per series on rank 0, like nccl-tests' summary: the largest size's figures.
+  // Groups of one rank (inter_node on a single node) only copy locally: one line says so
+  // instead of bandwidths that describe no link.
+  std::set<std::size_t> single_rank_groups_noted;
   for (std::size_t si = 0; si < S; ++si) {
     const std::size_t last = series[si].points.back();
     const auto& d = points_[last];
+    if (gsize_max[last] < 2) {
+      if (single_rank_groups_noted.insert(d.group).second)
+        progress.note("group " + p_.groups[d.group].label() +
+                      ": every group has one rank, so its operations are local copies and "
+                      "measure no link (its points are kept in the file)");
+      continue;
+    }
     char line[256];
     std::snprintf(line, sizeof line, "%s group %s %s %s: %s busbw %.2f GB/s (time %.1f us); fit alpha %.2f us, beta %.2f GB/s, error %.0f%%",
                   coll::op_name(d.op), p_.groups[d.group].label().c_str(), prof::dtype_name(d.dtype),

@@ -6,6 +6,7 @@
 //   plan:   one line per point, for --dry-run and progress;
 //   run:    collective over ctx.world; writes its datasets under `out` (= /sweeps/<name>).
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,14 +31,19 @@ struct ParseContext {
 // Rank-0-only progress lines with elapsed time and ETA; silent elsewhere.
 class Progress {
  public:
-  Progress(int rank, std::string sweep, std::size_t total_points);
-  void point_started(std::size_t index, const std::string& label);  // prints every point
+  Progress(int rank, std::string sweep, std::size_t total_points, double min_interval_s = 2.0,
+           std::FILE* out = stdout);
+  // Prints the first and last point and any point at least min_interval_s after the last line.
+  void point_started(std::size_t index, const std::string& label);
   void note(const std::string& line);                               // rank 0 only
  private:
   int rank_;
   std::string sweep_;
   std::size_t total_;
   std::chrono::steady_clock::time_point start_;
+  double min_interval_s_;
+  std::FILE* out_;
+  double last_printed_ = -1e300;
 };
 
 // Resources of the GPU path, created once per run by the driver (null on the host path).
