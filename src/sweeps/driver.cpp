@@ -99,6 +99,7 @@ struct Validated {
   Config config;
   Backend backend = Backend::Host;
   std::vector<std::unique_ptr<Sweep>> sweeps;
+  std::string plan_note;  // said with a --dry-run plan (e.g. planned for GPUs on a login node)
 };
 
 // Parses and validates everything a run needs, on every rank, from the text rank 0 read.
@@ -116,7 +117,11 @@ Validated validate(const std::string& text, const std::string& path, const Comma
       if (!built_with_cuda())
         root.fail("backend", "backend 'cuda' asked for, but this ringbench was built without "
                              "CUDA/NCCL (rebuild with -DRINGBENCH_ENABLE_CUDA=ON)");
-      if (min_gpus_over_ranks == 0)
+      // A plan can be checked on a login node without GPUs; a run cannot.
+      if (min_gpus_over_ranks == 0 && cli.dry_run)
+        v.plan_note = "no GPU is visible here: validated and planned for the cuda backend; "
+                      "the run itself needs a GPU on every rank";
+      else if (min_gpus_over_ranks == 0)
         root.fail("backend", "backend 'cuda' asked for, but at least one rank sees no GPU "
                              "(check CUDA_VISIBLE_DEVICES and the allocation)");
       v.backend = Backend::Cuda;
@@ -306,6 +311,7 @@ int run_ringbench(int argc, char** argv, int mpi_thread_level) {
       std::printf("ringbench %s: %s is valid\n", kVersion, cli.config_path.c_str());
       std::printf("ranks %d, nodes %d, backend %s, binding %s\n", size, layout.node_count,
                   to_string(v.backend), to_string(v.config.binding.policy));
+      if (!v.plan_note.empty()) std::printf("note: %s\n", v.plan_note.c_str());
       std::uint64_t total_bytes = 0;
       std::size_t total_points = 0;
       for (const auto& s : v.sweeps) {

@@ -181,6 +181,20 @@ def check_dry_run(args):
     check("points" in r.stdout and "nothing was run" in r.stdout, "--dry-run prints the plan")
     check(not os.path.exists(os.path.join(work, "results")), "--dry-run writes no file")
 
+    # inputs/large.yaml (backend cuda, GPU-only keys) is planned on a machine without GPUs too,
+    # with a note; the run itself is refused there.
+    version = subprocess.run([args.ringbench, "--version"], capture_output=True, text=True).stdout
+    if "CUDA path built" in version:
+        large = os.path.join(args.source, "inputs", "large.yaml")
+        r = mpirun(args, 4, [args.ringbench, large, "--dry-run"])
+        check(r.returncode == 0 and "nothing was run" in r.stdout,
+              f"large.yaml plans on 4 ranks: {r.stdout[-300:]} {r.stderr[-600:]}")
+        check("R=4 (1 ring)" in r.stdout, "ring_sizes: powers_of_two reaches the world size")
+        if "no GPU is visible here" in r.stdout:
+            r = mpirun(args, 2, [args.ringbench, large, "--output", os.path.join(work, "l.h5")])
+            check(r.returncode != 0 and "sees no GPU" in r.stderr, "without GPUs the run is refused")
+            check(not os.path.exists(os.path.join(work, "l.h5")), "and writes nothing")
+
 
 def sha(path):
     return hashlib.sha256(open(path, "rb").read()).hexdigest()
