@@ -258,6 +258,13 @@ def _stored_models(sweep):
     return found
 
 
+def one_rank_groups(group_sizes):
+    """True when every group had one rank (inter_node on a single node): its operations are
+    local copies at memory speed and measure no link."""
+    sizes = [_num(v) for v in group_sizes]
+    return bool(sizes) and all(v < 2 for v in sizes)
+
+
 def ring_comm_model(runs):
     """The best available model of one ring-neighbour transfer, with where it came from:
     1. the collectives sweep's fitted sendrecv model (stored in the file),
@@ -272,7 +279,7 @@ def ring_comm_model(runs):
             # copy at memory speed that says nothing about links.
             models = [m for m in _stored_models(s) if m["op"] == "sendrecv"
                       and math.isfinite(m["alpha_s"]) and not math.isnan(m["beta_Bps"])
-                      and (m.get("group_size") is None or m["group_size"] >= 2)]
+                      and not one_rank_groups([m.get("group_size") or 2])]
             # The slowest link sets a ring's pace, and rings beyond one node cross nodes:
             # inter_node first (docs/cost-model.md), then the whole job, then within a node.
             order = {"inter_node": 0, "world": 1, "intra_node": 2}
@@ -290,7 +297,7 @@ def ring_comm_model(runs):
                 continue
             sub = t.where(t.mask(**{c_op: "sendrecv"}))
             if "group_size" in t.columns and len(sub):
-                sub = sub.where(np.array([_num(v) >= 2 for v in sub["group_size"]]))
+                sub = sub.where(np.array([not one_rank_groups([v]) for v in sub["group_size"]]))
             if len(sub):
                 fit = _fit_table(sub, c_size, c_time)
                 if fit:

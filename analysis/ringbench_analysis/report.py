@@ -246,8 +246,8 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512)):
             if not (c_size and c_bw):
                 continue
             for key, g in t.groups([c for c in (c_op, c_grp) if c]):
-                if "group_size" in g and all(model._num(v) < 2 for v in g["group_size"]):
-                    continue  # one-rank groups copy locally: no link to report
+                if "group_size" in g and model.one_rank_groups(g["group_size"]):
+                    continue
                 xs, ys = plots._reduce_min(g, c_size, c_bw)
                 if ys:
                     i = int(np.argmax(ys))

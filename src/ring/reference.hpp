@@ -51,8 +51,8 @@ struct ErrorStats {
 struct ParityOptions {
   double full_budget = 2e8;   // per-rank S*S*d*b*h*branches/R at or below: every head and row
   int sample_rows = 32;       // rows per rank otherwise (evenly spaced, first and last included)
-  // Measured on one H200 host core: 1.7e10 took 43 s (S = 8192, 2 heads, d = 128), so 2e9
-  // keeps the check to a few seconds per point.
+  // Measured on a GPU node's host core (H100 VM): 1.7e10 took 43 s (S = 8192, 2 heads,
+  // d = 128), so 2e9 keeps the check to a few seconds per point.
   double dkv_budget = 2e9;    // per-rank cost of the sampled heads' full reference forward;
                               // above it dK/dV use the ring's own lse/delta as normaliser
 };
