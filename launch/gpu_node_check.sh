@@ -7,7 +7,9 @@
 set -uo pipefail
 bundle="$1"; out="$2"; ngpus="$3"; config="${4:-inputs/large.yaml}"
 mkdir -p "$out"
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+# Only the MPI environment from the shared setup: a bare GPU node builds and installs nothing.
+source "$(dirname "$0")/common.sh"
+rb_mpi_env
 export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
 failed=0
 step() {  # step NAME LIMIT_S COMMAND...
@@ -35,7 +37,7 @@ done
 # parity over NCCL. The step fails on a parity failure or a crash; an oom point does not fail
 # a run, so whether the 8M-token point really was `oom` is read from gpu_checks.h5
 # (/sweeps/oom_then_ok/point_0000 status) or the log's "out of memory, skipped" line.
-step gpu_checks 240 mpirun -np "$ngpus" --bind-to numa "$bundle/ringbench" "$(dirname "$0")/../inputs/gpu_checks.yaml" \
+step gpu_checks 240 mpirun -np "$ngpus" --bind-to numa "$bundle/ringbench" "$RB_ROOT/inputs/gpu_checks.yaml" \
   --output "$out/gpu_checks.h5" --force
 cp "$config" "$out/job.yaml"
 step job_dry_run 60 mpirun -np "$ngpus" --bind-to numa "$bundle/ringbench" "$out/job.yaml" --dry-run

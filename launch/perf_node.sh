@@ -9,9 +9,10 @@
 # Logs and HDF5 files go to OUT_DIR; each step has its own time limit.
 set -uo pipefail
 bundle="$1"; out="$2"; ngpus="$3"; nccl_tests="${4:-}"
-root="$(cd "$(dirname "$0")/.." && pwd)"
 mkdir -p "$out"
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+# Only the MPI environment from the shared setup: a bare GPU node builds and installs nothing.
+source "$(dirname "$0")/common.sh"
+rb_mpi_env
 export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
 limit() { local s="$1"; shift; timeout --kill-after=10 "$s" "$@"; }
 nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,memory.total --format=csv > "$out/gpus.csv" 2>&1
@@ -31,7 +32,7 @@ fi
 sizes=1; seqs=32768; r=2; s=65536
 while [ "$r" -le "$ngpus" ] && [ "$r" -le 4 ]; do sizes="$sizes, $r"; seqs="$seqs, $s"; r=$((r*2)); s=$((s*2)); done
 sed -e "s/ring_sizes: \[1, 2, 4\]/ring_sizes: [$sizes]/" -e "s/seq_lengths: \[32768, 65536, 131072\]/seq_lengths: [$seqs]/" \
-  "$root/inputs/ring_weak_scaling.yaml" > "$out/weak.yaml"
+  "$RB_ROOT/inputs/ring_weak_scaling.yaml" > "$out/weak.yaml"
 limit 300 mpirun -np "$ngpus" --bind-to numa "$bundle/ringbench" "$out/weak.yaml" --output "$out/weak.h5" --force \
   > "$out/weak.log" 2>&1
 

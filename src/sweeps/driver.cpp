@@ -117,13 +117,14 @@ Validated validate(const std::string& text, const std::string& path, const Comma
       if (!built_with_cuda())
         root.fail("backend", "backend 'cuda' asked for, but this ringbench was built without "
                              "CUDA/NCCL (rebuild with -DRINGBENCH_ENABLE_CUDA=ON)");
-      // A plan can be checked on a login node without GPUs; a run cannot.
-      if (min_gpus_over_ranks == 0 && cli.dry_run)
+      if (min_gpus_over_ranks == 0) {
+        // A plan can be checked on a login node without GPUs; a run cannot.
+        if (!cli.dry_run)
+          root.fail("backend", "backend 'cuda' asked for, but at least one rank sees no GPU "
+                               "(check CUDA_VISIBLE_DEVICES and the allocation)");
         v.plan_note = "no GPU is visible here: validated and planned for the cuda backend; "
                       "the run itself needs a GPU on every rank";
-      else if (min_gpus_over_ranks == 0)
-        root.fail("backend", "backend 'cuda' asked for, but at least one rank sees no GPU "
-                             "(check CUDA_VISIBLE_DEVICES and the allocation)");
+      }
       v.backend = Backend::Cuda;
       break;
     case Backend::Auto:
