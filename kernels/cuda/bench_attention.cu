@@ -22,6 +22,9 @@
 #include <vector>
 
 #include "attention_cuda.hpp"
+#ifdef RINGBENCH_HAVE_CUDNN
+#include "cudnn_attention.hpp"
+#endif
 #include "check.hpp"
 
 using namespace rb::attn;
@@ -35,7 +38,11 @@ struct Options {
   bool causal = false, backward = true, check = true;
   std::int64_t segment = 0, rate = 1;
   int repeats = 10, warmup = 3;
+#ifdef RINGBENCH_HAVE_CUDNN
+  std::vector<std::string> kernels{"flash", "cudnn", "naive"};
+#else
   std::vector<std::string> kernels{"flash", "naive"};
+#endif
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -142,6 +149,7 @@ Errors compare(const DevBuf& a, const DevBuf& ref) {
 
 int main(int argc, char** argv) try {
   const Options o = parse(argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach a pipe even if a later step fails
   int dev = 0;
   RBK_CUDA_CHECK(cudaGetDevice(&dev));
   cudaDeviceProp prop{};
@@ -183,6 +191,15 @@ int main(int argc, char** argv) try {
       stream, [](std::size_t n) { void* p; RBK_CUDA_CHECK(cudaMalloc(&p, n)); return p; },
       [](void* p) { RBK_CUDA_CHECK(cudaFree(p)); });
 
+#ifdef RINGBENCH_HAVE_CUDNN
+  // Its times include the merge of cuDNN's 16-bit block output into the fp32 accumulators
+  // and the gradient additions: what the ring pays per block.
+  gpu::CudnnAttention cudnn(
+      stream, [](std::size_t n) { void* p; RBK_CUDA_CHECK(cudaMalloc(&p, n)); return p; },
+      [](void* p) { RBK_CUDA_CHECK(cudaFree(p)); });
+  DevBuf out_copy(n_in * es);
+#endif
+
   struct Result {
     std::string kernel;
     double fwd_ms = 0, bwd_ms = 0;
@@ -210,6 +227,9 @@ int main(int argc, char** argv) try {
       if (kname == "flash") gpu::flash_forward(fb, stream);
       else if (kname == "simple") gpu::simple_forward(fb, stream);
       else if (kname == "naive") naive.forward(fb);
+#ifdef RINGBENCH_HAVE_CUDNN
+      else if (kname == "cudnn") cudnn.forward(fb);
+#endif
       else throw std::runtime_error("kernel '" + kname + "' is not available in this benchmark");
     };
     std::vector<double> t;
@@ -226,6 +246,9 @@ int main(int argc, char** argv) try {
     r->fwd_ms = median(t);
     if (o.backward) {
       gpu::backward_prepare(dout.p, fb.out, delta.f(), std::int64_t(rows), o.head_dim, o.dtype, stream);
+#ifdef RINGBENCH_HAVE_CUDNN
+      if (kname == "cudnn") gpu::convert_from_float(out_copy.p, fb.out, n_in, o.dtype, stream);
+#endif
       BackwardBlock bb;
       bb.dims = dims; bb.dtype = o.dtype; bb.scale = scale; bb.q = span; bb.kv = span;
       bb.pattern = pat; bb.q_data = q.p; bb.k_data = k.p; bb.v_data = v.p; bb.dout = dout.p;
@@ -238,6 +261,9 @@ int main(int argc, char** argv) try {
         RBK_CUDA_CHECK(cudaEventRecord(e0, stream));
         if (kname == "flash") gpu::flash_backward(bb, stream);
         else if (kname == "simple") gpu::simple_backward(bb, stream);
+#ifdef RINGBENCH_HAVE_CUDNN
+        else if (kname == "cudnn") cudnn.backward(bb, out_copy.p);
+#endif
         else naive.backward(bb);
         RBK_CUDA_CHECK(cudaEventRecord(e1, stream));
         RBK_CUDA_CHECK(cudaEventSynchronize(e1));
@@ -270,8 +296,13 @@ int main(int argc, char** argv) try {
     std::printf("%-8s %10.3f %12.1f %10.3f %12.1f %14.1f %12.3g %12.3g\n", r->kernel.c_str(), r->fwd_ms,
                 ft, r->bwd_ms, bt, fbt, oe, ge);
   }
-  RBK_CUDA_CHECK(cudaStreamDestroy(stream));
-  return 0;
+#ifdef RINGBENCH_HAVE_CUDNN
+  if (cudnn.fallback_blocks() > 0)
+    std::printf("# cudnn: %lld block calls ran on the flash kernels (shape/pattern cuDNN cannot take)\n",
+                (long long)cudnn.fallback_blocks());
+#endif
+  RBK_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return 0;  // the stream lives until exit: the cudnn path's destructor still uses it
 } catch (const std::exception& e) {
   std::fprintf(stderr, "ringbench_kernel_bench: %s\n", e.what());
   return 1;

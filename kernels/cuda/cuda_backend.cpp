@@ -2,10 +2,12 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "attention_cuda.hpp"
 #include "check.hpp"
+#include "cudnn_attention.hpp"
 #ifdef RINGBENCH_HAVE_CUDA
 #include "ring/factory.hpp"  // declares make_cuda_backend (needs MPI: the full build only)
 #endif
@@ -16,15 +18,28 @@ KernelPath parse_kernel_path(const std::string& name) {
   if (name == "flash") return KernelPath::Flash;
   if (name == "naive") return KernelPath::Naive;
   if (name == "auto") return KernelPath::Auto;
-  if (name == "cudnn")
+  if (name == "cudnn") {
+    if (cudnn_path_built()) return KernelPath::Cudnn;
     throw std::runtime_error(
-        "CUDA attention kernel 'cudnn' is not implemented in this build (the cuDNN fused "
-        "attention path is not written yet); use kernel: flash, naive or auto");
+        "CUDA attention kernel 'cudnn' is not available: this build has no cuDNN (CMake did not "
+        "find cudnn.h and libcudnn; install cuDNN or set CUDNN_ROOT and rebuild with "
+        "-DRINGBENCH_ENABLE_CUDNN=ON); use kernel: flash, naive or auto");
+  }
   throw std::invalid_argument("unknown CUDA attention kernel '" + name +
                               "' (expected flash, cudnn, naive or auto)");
 }
 
+bool cudnn_path_built() {
+#ifdef RINGBENCH_HAVE_CUDNN
+  return true;
+#else
+  return false;
+#endif
+}
+
 CudaBackend::CudaBackend(KernelPath path) : path_(path) {
+  if (path_ == KernelPath::Cudnn && !cudnn_path_built())
+    throw std::runtime_error("CudaBackend: the cudnn path is not built (no cuDNN)");
   RBK_CUDA_CHECK(cudaGetDevice(&device_));
   RBK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
@@ -33,12 +48,21 @@ CudaBackend::~CudaBackend() {
   // Destructors must not throw: errors here are ignored, the process is tearing down.
   if (stream_) cudaStreamSynchronize(stream_);
   naive_.reset();
+#ifdef RINGBENCH_HAVE_CUDNN
+  cudnn_.reset();
+#endif
   for (auto& kv : sizes_) cudaFree(kv.first);
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-std::string CudaBackend::name() const { return path_ == KernelPath::Naive ? "naive" : "flash"; }
+std::string CudaBackend::name() const {
+  switch (path_) {
+    case KernelPath::Naive: return "naive";
+    case KernelPath::Cudnn: return "cudnn";
+    default: return "flash";
+  }
+}
 
 void* CudaBackend::allocate(std::size_t bytes) {
   if (bytes == 0) bytes = 1;  // distinct, releasable pointers for empty buffers
@@ -99,16 +123,59 @@ NaiveAttention& CudaBackend::naive() {
   return *naive_;
 }
 
+CudnnAttention& CudaBackend::cudnn() {
+#ifdef RINGBENCH_HAVE_CUDNN
+  if (!cudnn_)
+    cudnn_ = std::make_shared<CudnnAttention>(
+        stream_, [this](std::size_t n) { return allocate(n); }, [this](void* p) { release(p); });
+  return *cudnn_;
+#else
+  throw std::logic_error("CudaBackend: the cudnn path is not built");
+#endif
+}
+
 bool CudaBackend::use_flash(DType dtype, int head_dim) const {
   switch (path_) {
     case KernelPath::Flash: return true;
     case KernelPath::Naive: return false;
     case KernelPath::Auto: return flash_tensor_core_supported(dtype, head_dim);
+    case KernelPath::Cudnn: return false;
   }
   return true;
 }
 
+std::int64_t CudaBackend::cudnn_fallback_blocks() const {
+#ifdef RINGBENCH_HAVE_CUDNN
+  return cudnn_ ? cudnn_->fallback_blocks() : 0;
+#else
+  return 0;
+#endif
+}
+
+void CudaBackend::note_fallbacks(std::int64_t before, const char* what) {
+#ifdef RINGBENCH_HAVE_CUDNN
+  if (fallback_noted_ || cudnn_->fallback_blocks() == before) return;
+  fallback_noted_ = true;
+  std::fprintf(stderr,
+               "ringbench: note: kernel cudnn: a %s block cuDNN cannot take (dilated branch, "
+               "fp32 data, head dim not a multiple of 8 up to 128, or unequal causal strides) "
+               "runs on the flash kernels; further such blocks are not reported\n",
+               what);
+#else
+  (void)before;
+  (void)what;
+#endif
+}
+
 void CudaBackend::forward(const ForwardBlock& block) {
+#ifdef RINGBENCH_HAVE_CUDNN
+  if (path_ == KernelPath::Cudnn) {
+    const std::int64_t before = cudnn().fallback_blocks();
+    cudnn_->forward(block);
+    note_fallbacks(before, "forward");
+    return;
+  }
+#endif
   if (use_flash(block.dtype, block.dims.head_dim)) flash_forward(block, stream_);
   else naive().forward(block);
 }
@@ -116,9 +183,32 @@ void CudaBackend::forward(const ForwardBlock& block) {
 void CudaBackend::backward_prepare(const void* dout, const float* out, float* delta,
                                    std::int64_t rows, int head_dim, DType dtype) {
   gpu::backward_prepare(dout, out, delta, rows, head_dim, dtype, stream_);
+#ifdef RINGBENCH_HAVE_CUDNN
+  if (path_ == KernelPath::Cudnn && dtype != DType::F32) {
+    const std::size_t bytes = std::size_t(rows) * std::size_t(head_dim) * dtype_size(dtype);
+    if (bytes > out_copy_bytes_) {
+      if (out_copy_) release(out_copy_);
+      out_copy_ = nullptr;
+      out_copy_bytes_ = 0;
+      out_copy_ = allocate(bytes);
+      out_copy_bytes_ = bytes;
+    }
+    convert_from_float(out_copy_, out, std::size_t(rows) * std::size_t(head_dim), dtype, stream_);
+    out_copy_for_ = dout;
+  }
+#endif
 }
 
 void CudaBackend::backward(const BackwardBlock& block) {
+#ifdef RINGBENCH_HAVE_CUDNN
+  if (path_ == KernelPath::Cudnn) {
+    const std::int64_t before = cudnn().fallback_blocks();
+    // Without backward_prepare for this dO buffer there is no O copy: the block falls back.
+    cudnn_->backward(block, block.dout == out_copy_for_ ? out_copy_ : nullptr);
+    note_fallbacks(before, "backward");
+    return;
+  }
+#endif
   if (use_flash(block.dtype, block.dims.head_dim)) flash_backward(block, stream_);
   else naive().backward(block);
 }

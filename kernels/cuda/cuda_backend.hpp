@@ -17,12 +17,15 @@
 namespace rb::attn::gpu {
 
 class NaiveAttention;
+class CudnnAttention;
 
-enum class KernelPath { Flash, Naive, Auto };
+enum class KernelPath { Flash, Naive, Auto, Cudnn };
 
-// "flash", "naive", "auto"; "cudnn" throws (not implemented in this build), anything else
-// throws std::invalid_argument.
+// "flash", "naive", "auto", "cudnn" (std::runtime_error when this build has no cuDNN);
+// anything else throws std::invalid_argument.
 KernelPath parse_kernel_path(const std::string& name);
+// True when this build has the cudnn path (CMake found cuDNN).
+bool cudnn_path_built();
 
 class CudaBackend final : public ring::AttentionBackend {
  public:
@@ -32,7 +35,9 @@ class CudaBackend final : public ring::AttentionBackend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   // "flash" for flash and auto (auto sends shapes the tensor cores do not take to the
-  // naive path instead of the CUDA-core one), "naive" for naive.
+  // naive path instead of the CUDA-core one), "naive" for naive, "cudnn" for cudnn (blocks
+  // cuDNN cannot take - dilated branches, fp32 - run on the flash kernels; one note on
+  // stderr says so).
   std::string name() const override;
   bool on_device() const override { return true; }
   void* stream() const override { return stream_; }
@@ -59,15 +64,27 @@ class CudaBackend final : public ring::AttentionBackend {
   std::size_t peak_bytes() const override { return peak_; }
   void reset_peak() override { peak_ = current_; }
   std::size_t current_bytes() const { return current_; }
+  // cudnn path: blocks that ran on the flash kernels because cuDNN could not take them.
+  std::int64_t cudnn_fallback_blocks() const;
 
  private:
   NaiveAttention& naive();
+  CudnnAttention& cudnn();
   bool use_flash(DType dtype, int head_dim) const;
+  void note_fallbacks(std::int64_t before, const char* what);
 
   KernelPath path_;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<NaiveAttention> naive_;
+  // shared_ptr: destroyable where CudnnAttention is incomplete (builds without cuDNN).
+  std::shared_ptr<CudnnAttention> cudnn_;
+  // cudnn path: the final output in the data type (cuDNN's backward reads O, not delta),
+  // made by backward_prepare for the dO buffer it was given.
+  void* out_copy_ = nullptr;
+  std::size_t out_copy_bytes_ = 0;
+  const void* out_copy_for_ = nullptr;
+  bool fallback_noted_ = false;
   std::unordered_map<void*, std::size_t> sizes_;
   std::size_t current_ = 0;
   std::size_t peak_ = 0;

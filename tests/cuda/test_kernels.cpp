@@ -13,21 +13,26 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "attention_cuda.hpp"
 #include "check.hpp"
+#ifdef RINGBENCH_HAVE_CUDNN
+#include "cudnn_attention.hpp"
+#endif
 #include "reference.hpp"
 
 using namespace rb::attn;
 
 namespace {
 
-enum class Path { Flash, Naive, NaiveChunked, Simple };
+enum class Path { Flash, Naive, NaiveChunked, Simple, Cudnn };
 const char* path_name(Path p) {
   switch (p) {
+    case Path::Cudnn: return "cudnn";
     case Path::Flash: return "flash";
     case Path::Naive: return "naive";
     case Path::NaiveChunked: return "naive-chunked";
@@ -126,7 +131,24 @@ struct Runner {
         stream, [](std::size_t n) { void* p; RBK_CUDA_CHECK(cudaMalloc(&p, n)); return p; },
         [](void* p) { RBK_CUDA_CHECK(cudaFree(p)); }, budget);
   }
+#ifdef RINGBENCH_HAVE_CUDNN
+  std::unique_ptr<gpu::CudnnAttention> make_cudnn() {
+    return std::make_unique<gpu::CudnnAttention>(
+        stream, [](std::size_t n) { void* p; RBK_CUDA_CHECK(cudaMalloc(&p, n)); return p; },
+        [](void* p) { RBK_CUDA_CHECK(cudaFree(p)); });
+  }
+#endif
 };
+
+// The paths under test: cudnn where this build has it. Its cases with dilated branches or
+// fp32 data exercise its fallback to the flash kernels.
+std::vector<Path> all_paths() {
+  std::vector<Path> p{Path::Flash, Path::Naive, Path::NaiveChunked, Path::Simple};
+#ifdef RINGBENCH_HAVE_CUDNN
+  p.push_back(Path::Cudnn);
+#endif
+  return p;
+}
 
 struct Inputs {
   rb::test::HostProblem hp;
@@ -201,6 +223,12 @@ void check_forward(Path path, const Case& c, std::uint64_t seed) {
     case Path::Simple: gpu::simple_forward(b, rn.stream); break;
     case Path::Naive: { auto n = rn.make_naive(std::size_t(256) << 20); n.forward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
     case Path::NaiveChunked: { auto n = rn.make_naive(std::size_t(48) << 10); n.forward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
+    case Path::Cudnn:
+#ifdef RINGBENCH_HAVE_CUDNN
+    { auto n = rn.make_cudnn(); n->forward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
+#else
+      FAIL("cudnn path not built");
+#endif
   }
   RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
   const std::vector<float> got = out.get(rows * d), got_lse = lse.get(rows);
@@ -245,7 +273,7 @@ void check_forward(Path path, const Case& c, std::uint64_t seed) {
   CHECK(untouched_changed == 0);
   CHECK(lse_err < 2e-3);
   CHECK(rel < tol_out(c.dtype));
-  MESSAGE(c.name << " [" << path_name(path) << "] forward: rel err " << rel << ", lse err " << lse_err);
+  MESSAGE(c.name << " [" << path_str << "] forward: rel err " << rel << ", lse err " << lse_err);
 }
 
 void check_backward(Path path, const Case& c, std::uint64_t seed) {
@@ -306,6 +334,24 @@ void check_backward(Path path, const Case& c, std::uint64_t seed) {
     case Path::Simple: gpu::simple_backward(b, rn.stream); break;
     case Path::Naive: { auto n = rn.make_naive(std::size_t(256) << 20); n.backward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
     case Path::NaiveChunked: { auto n = rn.make_naive(std::size_t(48) << 10); n.backward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
+    case Path::Cudnn:
+#ifdef RINGBENCH_HAVE_CUDNN
+    {
+      // cuDNN recomputes delta from O: hand it the block output the delta above came from.
+      std::vector<double> o_full(std::size_t(bhn) * c.q_rows * d, 0.0);
+      for (int bh = 0; bh < bhn; ++bh)
+        for (std::int64_t i = 0; i < c.q.count; ++i)
+          for (int e = 0; e < d; ++e)
+            o_full[(std::size_t(bh) * c.q_rows + c.q.row0 + i) * d + e] = ob[(std::size_t(bh) * c.q.count + i) * d + e];
+      Dev o_dev(encode(o_full, c.dtype));
+      auto n = rn.make_cudnn();
+      n->backward(b, o_dev.p);
+      RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
+      break;
+    }
+#else
+      FAIL("cudnn path not built");
+#endif
   }
   RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
 
@@ -335,7 +381,7 @@ void check_backward(Path path, const Case& c, std::uint64_t seed) {
   const double eq = compare("dq", dq, dq0, rdq, c.q_rows, c.q);
   const double ek = compare("dk", dk, dk0, rdk, c.kv_rows, c.kv);
   const double ev = compare("dv", dv, dv0, rdv, c.kv_rows, c.kv);
-  MESSAGE(c.name << " [" << path_name(path) << "] backward: rel err dq " << eq << " dk " << ek
+  MESSAGE(c.name << " [" << path_str << "] backward: rel err dq " << eq << " dk " << ek
                  << " dv " << ev);
 }
 
@@ -345,14 +391,12 @@ std::uint64_t fresh_seed() { return (std::uint64_t(std::random_device{}()) << 32
 
 TEST_CASE("CUDA attention forward matches the double-precision reference on every path") {
   for (const Case& c : cases())
-    for (Path p : {Path::Flash, Path::Naive, Path::NaiveChunked, Path::Simple})
-      check_forward(p, c, fresh_seed());
+    for (Path p : all_paths()) check_forward(p, c, fresh_seed());
 }
 
 TEST_CASE("CUDA attention backward matches the double-precision reference on every path") {
   for (const Case& c : cases())
-    for (Path p : {Path::Flash, Path::Naive, Path::NaiveChunked, Path::Simple})
-      check_backward(p, c, fresh_seed());
+    for (Path p : all_paths()) check_backward(p, c, fresh_seed());
 }
 
 TEST_CASE("CUDA init_forward and backward_prepare") {

@@ -1,0 +1,648 @@
+// cuDNN fused attention through the backend API (no cudnn-frontend): the SDPA operation
+// graphs, an execution-plan cache per shape, and the glue kernels that merge cuDNN's 16-bit
+// block outputs into ringbench's fp32 running accumulators.
+#include "cudnn_attention.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cudnn.h>
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attention_cuda.hpp"
+#include "check.hpp"
+#include "common.cuh"
+#include "sdpa_split.hpp"
+
+namespace rb::attn::gpu {
+namespace {
+
+// ---------------------------------------------------------------- glue kernels
+
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+template <typename T>
+__global__ void convert_kernel(T* __restrict__ dst, const float* __restrict__ src, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    dst[i] = from_float<T>(src[i]);
+}
+
+// One warp per row: (O_b, lse_b) of a library call, rows [row_base, row_base + m) of every
+// (batch, head), merged into the running fp32 (out, lse) by log-sum-exp.
+template <typename T>
+__global__ void merge_call(const T* __restrict__ o_blk, const float* __restrict__ lse_blk,
+                           float* __restrict__ out, float* __restrict__ lse, std::int64_t m, int nbh,
+                           std::int64_t q_rows, std::int64_t row_base, int head_dim) {
+  const std::int64_t w = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  if (w >= m * nbh) return;
+  const float lb = lse_blk[w];
+  if (!(lb > -INFINITY)) return;  // nothing allowed (cannot happen for a split piece)
+  const std::int64_t grow = (w / m) * q_rows + row_base + (w % m);
+  const float lo = lse[grow];
+  const float ln = log_add_exp(lo, lb);
+  const float wo = (lo == -INFINITY) ? 0.f : expf(lo - ln);
+  const float wb = expf(lb - ln);
+  float* o = out + grow * head_dim;
+  const T* ob = o_blk + w * head_dim;
+  for (int c = lane; c < head_dim; c += 32) o[c] = o[c] * wo + to_float(ob[c]) * wb;
+  if (lane == 0) lse[grow] = ln;
+}
+
+// dst rows [row_base, row_base + m) of every (batch, head) += src ([nbh][m][head_dim], 16-bit).
+template <typename T>
+__global__ void add_rows(float* __restrict__ dst, const T* __restrict__ src, std::int64_t m, int nbh,
+                         std::int64_t rows, std::int64_t row_base, int head_dim) {
+  const std::int64_t n = m * nbh * head_dim;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / head_dim, c = i % head_dim;
+    dst[((r / m) * rows + row_base + (r % m)) * head_dim + c] += to_float(src[i]);
+  }
+}
+
+// dst[bh][i] = src[bh * rows + row_base + i]: a contiguous copy of the final lse rows, so
+// the statistics tensor handed to cuDNN is 16-byte aligned whatever the row offset.
+__global__ void gather_rows(float* __restrict__ dst, const float* __restrict__ src, std::int64_t m,
+                            int nbh, std::int64_t rows, std::int64_t row_base) {
+  const std::int64_t n = m * nbh;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    dst[i] = src[(i / m) * rows + row_base + (i % m)];
+}
+
+unsigned blocks_for(std::int64_t n, int threads) {
+  const std::int64_t b = (n + threads - 1) / threads;
+  return unsigned(b < 1 ? 1 : (b > 65535 * 16 ? 65535 * 16 : b));
+}
+
+// ---------------------------------------------------------------- backend API wrappers
+
+[[noreturn]] void throw_cudnn(cudnnStatus_t st, const std::string& what) {
+  char detail[1024] = {0};
+  cudnnGetLastErrorString(detail, sizeof(detail));
+  throw std::runtime_error("cuDNN call failed: " + what + ": " + cudnnGetErrorString(st) +
+                           (detail[0] ? std::string(" (") + detail + ")" : std::string()));
+}
+#define RBK_CUDNN_CHECK(call, what)                                    \
+  do {                                                                 \
+    cudnnStatus_t rbk_st_ = (call);                                    \
+    if (rbk_st_ != CUDNN_STATUS_SUCCESS) throw_cudnn(rbk_st_, (what)); \
+  } while (0)
+
+// One backend descriptor, destroyed with its owner.
+class Desc {
+ public:
+  Desc(cudnnBackendDescriptorType_t type, const char* name) : name_(name) {
+    RBK_CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &d_), std::string("creating ") + name_);
+  }
+  ~Desc() {
+    if (d_) cudnnBackendDestroyDescriptor(d_);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  cudnnBackendDescriptor_t get() const { return d_; }
+  Desc& set(cudnnBackendAttributeName_t attr, cudnnBackendAttributeType_t type, std::int64_t n,
+            const void* values) {
+    RBK_CUDNN_CHECK(cudnnBackendSetAttribute(d_, attr, type, n, values),
+                    "setting attribute " + std::to_string(int(attr)) + " of " + name_);
+    return *this;
+  }
+  Desc& set(cudnnBackendAttributeName_t attr, const Desc& other) {
+    cudnnBackendDescriptor_t o = other.get();
+    return set(attr, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o);
+  }
+  Desc& finalize() {
+    RBK_CUDNN_CHECK(cudnnBackendFinalize(d_), std::string("finalizing ") + name_);
+    return *this;
+  }
+  // Finalize that reports failure instead of throwing (engine configs a shape does not fit).
+  bool try_finalize() { return cudnnBackendFinalize(d_) == CUDNN_STATUS_SUCCESS; }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+  const char* name_;
+};
+using DescPtr = std::shared_ptr<Desc>;
+
+cudnnDataType_t cudnn_type(DType t) { return t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
+
+using Dims4 = std::array<std::int64_t, 4>;
+Dims4 packed(const Dims4& d) { return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1}; }
+
+// An operation graph under construction: tensors and operations, kept alive together.
+class GraphBuilder {
+ public:
+  const Desc& tensor(std::int64_t uid, const Dims4& dims, const Dims4& strides, cudnnDataType_t type,
+                     bool is_virtual = false, bool by_value = false) {
+    auto t = std::make_shared<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor descriptor");
+    const std::int64_t align = 16;
+    const bool virt = is_virtual;
+    t->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type)
+        .set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data())
+        .set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data())
+        .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid)
+        .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align)
+        .set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
+    if (by_value) {
+      const bool bv = true;
+      t->set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &bv);
+    }
+    t->finalize();
+    keep_.push_back(t);
+    return *t;
+  }
+  // A virtual (never materialised) intermediate, packed strides.
+  const Desc& virt(const Dims4& dims, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+    return tensor(next_virtual_++, dims, packed(dims), type, true);
+  }
+  // A by-value fp32 scalar (its variant-pack pointer is host memory).
+  const Desc& scalar(std::int64_t uid) {
+    return tensor(uid, {1, 1, 1, 1}, {1, 1, 1, 1}, CUDNN_DATA_FLOAT, false, true);
+  }
+
+  void pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y,
+                 const Desc* t = nullptr, std::int64_t axis = -1,
+                 cudnnDataType_t prec = CUDNN_DATA_FLOAT) {
+    auto pw = std::make_shared<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "pointwise descriptor");
+    pw->set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)
+        .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (axis >= 0) pw->set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
+    pw->finalize();
+    auto op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "pointwise operation");
+    const float one = 1.f;
+    op->set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw)
+        .set(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
+        .set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one)
+        .set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one);
+    if (b) op->set(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+    if (t) op->set(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, *t);
+    op->set(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y).finalize();
+    keep_.push_back(pw);
+    add_op(op);
+  }
+  void matmul(const Desc& a, const Desc& b, const Desc& c) {
+    auto mm = std::make_shared<Desc>(CUDNN_BACKEND_MATMUL_DESCRIPTOR, "matmul descriptor");
+    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    mm->set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp).finalize();
+    auto op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, "matmul operation");
+    op->set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, a)
+        .set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b)
+        .set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c)
+        .set(CUDNN_ATTR_OPERATION_MATMUL_DESC, *mm)
+        .finalize();
+    keep_.push_back(mm);
+    add_op(op);
+  }
+  void reduction(cudnnReduceTensorOp_t what, const Desc& x, const Desc& y) {
+    auto rd = std::make_shared<Desc>(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "reduction descriptor");
+    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    rd->set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &what)
+        .set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp)
+        .finalize();
+    auto op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "reduction operation");
+    op->set(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x)
+        .set(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y)
+        .set(CUDNN_ATTR_OPERATION_REDUCTION_DESC, *rd)
+        .finalize();
+    keep_.push_back(rd);
+    add_op(op);
+  }
+
+  // A view change (transpose by strides) of a virtual tensor.
+  void reshape(const Desc& x, const Desc& y) {
+    auto op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, "reshape operation");
+    op->set(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x).set(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y).finalize();
+    add_op(op);
+  }
+  // A virtual tensor with explicit strides.
+  const Desc& virt_strided(const Dims4& dims, const Dims4& strides, cudnnDataType_t type) {
+    return tensor(next_virtual_++, dims, strides, type, true);
+  }
+
+  // Unary / binary pointwise shorthands into a fresh virtual fp32 tensor.
+  const Desc& unary(cudnnPointwiseMode_t mode, const Desc& x, const Dims4& dims) {
+    const Desc& y = virt(dims);
+    pointwise(mode, x, nullptr, y);
+    return y;
+  }
+  const Desc& binary(cudnnPointwiseMode_t mode, const Desc& x, const Desc& b, const Dims4& dims) {
+    const Desc& y = virt(dims);
+    pointwise(mode, x, &b, y);
+    return y;
+  }
+
+  const std::vector<DescPtr>& kept() const { return keep_; }
+  const std::vector<cudnnBackendDescriptor_t>& ops() const { return ops_; }
+
+ private:
+  void add_op(const DescPtr& op) {
+    keep_.push_back(op);
+    ops_.push_back(op->get());
+  }
+  std::vector<DescPtr> keep_;
+  std::vector<cudnnBackendDescriptor_t> ops_;
+  std::int64_t next_virtual_ = 1000;
+};
+
+// Tensor ids of the variant pack.
+enum Uid : std::int64_t {
+  kQ = 1, kK, kV, kO, kStats, kScale, kMaskFill, kDO, kDQ, kDK, kDV, kOne, kDQAccum, kSoftmaxSum,
+};
+
+// A finalized execution plan and everything it references.
+struct Plan {
+  std::vector<DescPtr> keep;
+  DescPtr plan;
+  std::int64_t workspace = 0;
+  std::string engine;  // which engine the heuristics gave (for error messages)
+};
+
+// Layout of one library call.
+struct Shape {
+  int batch, heads, head_dim;
+  std::int64_t sq, sk;          // rows of the call
+  std::int64_t q_rows, kv_rows;  // rows of the buffers (strides)
+};
+Dims4 bhsd(const Shape& s, std::int64_t rows, std::int64_t buf_rows) {
+  (void)rows;
+  return {std::int64_t(s.heads) * buf_rows * s.head_dim, buf_rows * s.head_dim, s.head_dim, 1};
+}
+
+// Causal (top-left) mask on a [b, h, sq, sk] score tensor: keep where row >= column.
+const Desc& causal_mask(GraphBuilder& g, const Desc& scores, const Dims4& sdims) {
+  const Desc& row = g.virt(sdims, CUDNN_DATA_INT32);
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, nullptr, row, nullptr, 2);
+  const Desc& col = g.virt(sdims, CUDNN_DATA_INT32);
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, nullptr, col, nullptr, 3);
+  const Desc& keep = g.virt(sdims, CUDNN_DATA_BOOLEAN);
+  g.pointwise(CUDNN_POINTWISE_CMP_GE, row, &col, keep, nullptr, -1, CUDNN_DATA_BOOLEAN);
+  const Desc& fill = g.scalar(kMaskFill);
+  const Desc& masked = g.virt(sdims);
+  // BINARY_SELECT: y = t ? x : b
+  g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, scores, &fill, masked, &keep);
+  return masked;
+}
+
+// Forward: S = scale Q K^T (masked), stats = max + log(sum exp(S - max)),
+// O = softmax(S) V.
+void build_forward(GraphBuilder& g, const Shape& s, DType dtype, bool causal) {
+  const cudnnDataType_t io = cudnn_type(dtype);
+  const Dims4 qd{s.batch, s.heads, s.sq, s.head_dim}, od = qd;
+  const Dims4 kt{s.batch, s.heads, s.head_dim, s.sk};
+  const Dims4 vd{s.batch, s.heads, s.sk, s.head_dim};
+  const Dims4 sd{s.batch, s.heads, s.sq, s.sk}, rd{s.batch, s.heads, s.sq, 1};
+  const Dims4 q_str = bhsd(s, s.sq, s.q_rows), kv_str = bhsd(s, s.sk, s.kv_rows);
+  const Desc& q = g.tensor(kQ, qd, q_str, io);
+  // K^T: the same memory read with the last two strides swapped.
+  const Desc& k = g.tensor(kK, kt, {kv_str[0], kv_str[1], 1, s.head_dim}, io);
+  const Desc& v = g.tensor(kV, vd, kv_str, io);
+  const Desc& o = g.tensor(kO, od, packed(od), io);
+  const Desc& stats = g.tensor(kStats, rd, packed(rd), CUDNN_DATA_FLOAT);
+  const Desc& scale = g.scalar(kScale);
+
+  const Desc& s0 = g.virt(sd);
+  g.matmul(q, k, s0);
+  const Desc* sc = &g.binary(CUDNN_POINTWISE_MUL, s0, scale, sd);
+  if (causal) sc = &causal_mask(g, *sc, sd);
+  const Desc& mx = g.virt(rd);
+  g.reduction(CUDNN_REDUCE_TENSOR_MAX, *sc, mx);
+  const Desc& sub = g.binary(CUDNN_POINTWISE_SUB, *sc, mx, sd);
+  const Desc& ex = g.unary(CUDNN_POINTWISE_EXP, sub, sd);
+  const Desc& sum = g.virt(rd);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum);
+  const Desc& lg = g.unary(CUDNN_POINTWISE_LOG, sum, rd);
+  g.pointwise(CUDNN_POINTWISE_ADD, mx, &lg, stats);
+  // P in the data type: the second GEMM takes 16-bit operands.
+  const Desc& p = g.virt(sd, io);
+  g.pointwise(CUDNN_POINTWISE_DIV, ex, &sum, p);
+  g.matmul(p, v, o);
+}
+
+// Backward (the graph cuDNN's fused flash backward engine recognises):
+//   softmax_sum = rowsum(dO * O); P = exp(scale Q K^T - stats) (masked);
+//   dV = P^T dO; dS = scale P (dO V^T - softmax_sum); dK = dS^T Q; dQ = dS K (fp32, cast).
+void build_backward(GraphBuilder& g, const Shape& s, DType dtype, bool causal) {
+  const cudnnDataType_t io = cudnn_type(dtype);
+  const Dims4 qd{s.batch, s.heads, s.sq, s.head_dim};
+  const Dims4 kd{s.batch, s.heads, s.sk, s.head_dim};
+  const Dims4 kt{s.batch, s.heads, s.head_dim, s.sk};
+  const Dims4 sd{s.batch, s.heads, s.sq, s.sk}, rd{s.batch, s.heads, s.sq, 1};
+  const Dims4 std_{s.batch, s.heads, s.sk, s.sq};
+  const Dims4 q_str = bhsd(s, s.sq, s.q_rows), kv_str = bhsd(s, s.sk, s.kv_rows);
+  const Dims4 kt_str{kv_str[0], kv_str[1], 1, s.head_dim};
+  const Desc& q = g.tensor(kQ, qd, q_str, io);
+  const Desc& k_t = g.tensor(kK, kt, kt_str, io);
+  const Desc& v_t = g.tensor(kV, kt, kt_str, io);
+  const Desc& o = g.tensor(kO, qd, q_str, io);
+  const Desc& d_o = g.tensor(kDO, qd, q_str, io);
+  const Desc& stats = g.tensor(kStats, rd, packed(rd), CUDNN_DATA_FLOAT);
+  const Desc& scale = g.scalar(kScale);
+  const Desc& one = g.scalar(kOne);
+  const Desc& dq = g.tensor(kDQ, qd, packed(qd), io);
+  const Desc& dk = g.tensor(kDK, kd, packed(kd), io);
+  const Desc& dv = g.tensor(kDV, kd, packed(kd), io);
+  const Desc& dq_acc = g.tensor(kDQAccum, qd, packed(qd), CUDNN_DATA_FLOAT);
+  const Desc& sm_sum = g.tensor(kSoftmaxSum, rd, packed(rd), CUDNN_DATA_FLOAT);
+
+  const Desc& doo = g.binary(CUDNN_POINTWISE_MUL, d_o, o, qd);
+  const Desc& rs = g.virt(rd);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, doo, rs);
+  g.pointwise(CUDNN_POINTWISE_MUL, rs, &one, sm_sum);
+
+  const Desc& s0 = g.virt(sd);
+  g.matmul(q, k_t, s0);
+  const Desc& s1 = g.binary(CUDNN_POINTWISE_MUL, s0, scale, sd);
+  const Desc* s3 = &g.binary(CUDNN_POINTWISE_SUB, s1, stats, sd);
+  if (causal) s3 = &causal_mask(g, *s3, sd);
+  const Desc& p = g.unary(CUDNN_POINTWISE_EXP, *s3, sd);
+  const Dims4 t_str{std::int64_t(s.heads) * s.sq * s.sk, s.sq * s.sk, 1, s.sk};
+  const Desc& p_t = g.virt_strided(std_, t_str, io);
+  g.reshape(p, p_t);
+  g.matmul(p_t, d_o, dv);
+
+  const Desc& dp = g.virt(sd);
+  g.matmul(d_o, v_t, dp);
+  const Desc& dp1 = g.binary(CUDNN_POINTWISE_SUB, dp, sm_sum, sd);
+  const Desc& dp2 = g.binary(CUDNN_POINTWISE_MUL, dp1, p, sd);
+  const Desc& ds = g.binary(CUDNN_POINTWISE_MUL, dp2, scale, sd);
+  const Desc& ds_t = g.virt_strided(std_, t_str, io);
+  g.reshape(ds, ds_t);
+  g.matmul(ds_t, q, dk);
+
+  const Desc& k_r = g.virt_strided(kd, kv_str, CUDNN_DATA_FLOAT);
+  g.reshape(k_t, k_r);
+  g.matmul(ds, k_r, dq_acc);
+  g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_acc, nullptr, dq);
+}
+
+// Operation graph -> heuristics (mode A) -> the first engine config that finalizes.
+Plan make_plan(cudnnHandle_t handle, GraphBuilder& g, const char* what) {
+  Plan pl;
+  pl.keep = g.kept();
+  auto graph = std::make_shared<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
+  graph->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(g.ops().size()),
+             g.ops().data())
+      .set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle)
+      .finalize();
+  pl.keep.push_back(graph);
+  auto heur = std::make_shared<Desc>(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "engine heuristics");
+  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+  heur->set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, *graph)
+      .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode)
+      .finalize();
+  pl.keep.push_back(heur);
+  std::int64_t count = 0;
+  RBK_CUDNN_CHECK(cudnnBackendGetAttribute(heur->get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+                  std::string("counting engine configs for ") + what);
+  if (count <= 0)
+    throw std::runtime_error(std::string("cuDNN has no engine for the ") + what +
+                             " graph (this cuDNN/GPU does not support fused attention for it)");
+  std::vector<DescPtr> cfgs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (std::int64_t i = 0; i < count; ++i) {
+    cfgs.push_back(std::make_shared<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config"));
+    raw.push_back(cfgs.back()->get());
+  }
+  std::int64_t got = 0;
+  RBK_CUDNN_CHECK(cudnnBackendGetAttribute(heur->get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()),
+                  std::string("reading engine configs for ") + what);
+  for (std::int64_t i = 0; i < got; ++i) {
+    auto plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
+    plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle)
+        .set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *cfgs[std::size_t(i)]);
+    if (!plan->try_finalize()) continue;
+    std::int64_t ws = 0, n = 0;
+    RBK_CUDNN_CHECK(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                             CUDNN_TYPE_INT64, 1, &n, &ws),
+                    "reading the workspace size");
+    pl.keep.push_back(cfgs[std::size_t(i)]);
+    pl.plan = plan;
+    pl.workspace = ws;
+    pl.engine = "engine config " + std::to_string(i) + " of " + std::to_string(got);
+    return pl;
+  }
+  char detail[1024] = {0};
+  cudnnGetLastErrorString(detail, sizeof(detail));
+  throw std::runtime_error(std::string("cuDNN: none of the ") + std::to_string(got) +
+                           " engine configs for the " + what + " graph could be finalized" +
+                           (detail[0] ? std::string(" (") + detail + ")" : std::string()));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- CudnnAttention
+
+struct CudnnAttention::Impl {
+  cudaStream_t stream;
+  Alloc alloc;
+  Free release;
+  cudnnHandle_t handle = nullptr;
+  std::map<std::array<std::int64_t, 10>, Plan> plans;
+  // Grow-only scratch buffers.
+  struct Buf {
+    void* p = nullptr;
+    std::size_t bytes = 0;
+  };
+  Buf o_blk, stats, dq, dk, dv, dq_acc, sm_sum, ws;
+
+  void* need(Buf& b, std::size_t bytes) {
+    if (bytes <= b.bytes) return b.p;
+    if (b.p) release(b.p);
+    b.p = nullptr;
+    b.bytes = 0;
+    b.p = alloc(bytes);
+    b.bytes = bytes;
+    return b.p;
+  }
+
+  const Plan& plan(bool backward, const Shape& s, DType dtype, bool causal) {
+    const std::array<std::int64_t, 10> key{backward, int(dtype), causal, s.batch, s.heads, s.head_dim,
+                                           s.sq,     s.sk,       s.q_rows, s.kv_rows};
+    auto it = plans.find(key);
+    if (it != plans.end()) return it->second;
+    GraphBuilder g;
+    if (backward) build_backward(g, s, dtype, causal);
+    else build_forward(g, s, dtype, causal);
+    const std::string what = std::string(backward ? "backward" : "forward") + (causal ? " causal" : "") +
+                             " SDPA (" + std::to_string(s.sq) + " x " + std::to_string(s.sk) +
+                             " rows, head dim " + std::to_string(s.head_dim) + ")";
+    return plans.emplace(key, make_plan(handle, g, what.c_str())).first->second;
+  }
+
+  void execute(const Plan& pl, std::vector<std::int64_t> uids, std::vector<void*> ptrs) {
+    void* work = pl.workspace > 0 ? need(ws, std::size_t(pl.workspace)) : nullptr;
+    Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack");
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, std::int64_t(uids.size()), uids.data())
+        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, std::int64_t(ptrs.size()), ptrs.data())
+        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &work)
+        .finalize();
+    RBK_CUDNN_CHECK(cudnnBackendExecute(handle, pl.plan->get(), pack.get()), "executing " + pl.engine);
+  }
+};
+
+CudnnAttention::CudnnAttention(cudaStream_t stream, Alloc alloc, Free release)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->stream = stream;
+  impl_->alloc = std::move(alloc);
+  impl_->release = std::move(release);
+  RBK_CUDNN_CHECK(cudnnCreate(&impl_->handle), "cudnnCreate");
+  RBK_CUDNN_CHECK(cudnnSetStream(impl_->handle, stream), "cudnnSetStream");
+}
+
+CudnnAttention::~CudnnAttention() {
+  if (!impl_) return;
+  cudaStreamSynchronize(impl_->stream);
+  impl_->plans.clear();
+  // Destructors must not throw: a release that fails here (process teardown) is ignored.
+  for (Impl::Buf* b : {&impl_->o_blk, &impl_->stats, &impl_->dq, &impl_->dk, &impl_->dv, &impl_->dq_acc,
+                       &impl_->sm_sum, &impl_->ws})
+    if (b->p) try {
+        impl_->release(b->p);
+      } catch (...) {
+      }
+  if (impl_->handle) cudnnDestroy(impl_->handle);
+}
+
+bool CudnnAttention::supports(DType dtype, int head_dim) {
+  return dtype != DType::F32 && head_dim % 8 == 0 && head_dim >= 8 && head_dim <= 128;
+}
+
+std::size_t CudnnAttention::workspace_bytes() const {
+  std::size_t n = 0;
+  for (const Impl::Buf* b : {&impl_->o_blk, &impl_->stats, &impl_->dq, &impl_->dk, &impl_->dv,
+                             &impl_->dq_acc, &impl_->sm_sum, &impl_->ws})
+    n += b->bytes;
+  return n;
+}
+
+std::size_t CudnnAttention::plans() const { return impl_->plans.size(); }
+
+void CudnnAttention::forward(const ForwardBlock& b) {
+  const auto pieces = supports(b.dtype, b.dims.head_dim) ? split_for_sdpa(b.q, b.kv, b.pattern)
+                                                         : std::nullopt;
+  if (!pieces) {
+    ++fallbacks_;
+    flash_forward(b, impl_->stream);
+    return;
+  }
+  const Dims& d = b.dims;
+  const int nbh = d.batch * d.heads;
+  const std::size_t es = dtype_size(b.dtype);
+  for (const SdpaPiece& pc : *pieces) {
+    const Shape s{d.batch, d.heads, d.head_dim, pc.q_count, pc.k_count, d.q_rows, d.kv_rows};
+    const Plan& pl = impl_->plan(false, s, b.dtype, pc.causal);
+    const std::size_t rows = std::size_t(nbh) * std::size_t(pc.q_count);
+    void* ob = impl_->need(impl_->o_blk, rows * std::size_t(d.head_dim) * es);
+    auto* st = static_cast<float*>(impl_->need(impl_->stats, rows * sizeof(float)));
+    const std::int64_t q_row = b.q.row0 + pc.q_off, k_row = b.kv.row0 + pc.k_off;
+    float scale = b.scale;
+    float fill = -std::numeric_limits<float>::infinity();
+    auto at = [&](const void* base, std::int64_t row) {
+      return const_cast<char*>(static_cast<const char*>(base)) + std::size_t(row) * d.head_dim * es;
+    };
+    std::vector<std::int64_t> uids{kQ, kK, kV, kO, kStats, kScale};
+    std::vector<void*> ptrs{at(b.q_data, q_row), at(b.k_data, k_row), at(b.v_data, k_row), ob, st, &scale};
+    if (pc.causal) {
+      uids.push_back(kMaskFill);
+      ptrs.push_back(&fill);
+    }
+    impl_->execute(pl, uids, ptrs);
+    const unsigned blocks = blocks_for(std::int64_t(rows) * 32, 256);
+    if (b.dtype == DType::BF16)
+      merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __nv_bfloat16*>(ob), st, b.out, b.lse,
+                                                    pc.q_count, nbh, d.q_rows, q_row, d.head_dim);
+    else
+      merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __half*>(ob), st, b.out, b.lse,
+                                                    pc.q_count, nbh, d.q_rows, q_row, d.head_dim);
+    RBK_LAUNCH_CHECK();
+  }
+}
+
+void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
+  const auto pieces = supports(b.dtype, b.dims.head_dim) && out_data
+                          ? split_for_sdpa(b.q, b.kv, b.pattern)
+                          : std::nullopt;
+  if (!pieces) {
+    ++fallbacks_;
+    flash_backward(b, impl_->stream);
+    return;
+  }
+  const Dims& d = b.dims;
+  const int nbh = d.batch * d.heads;
+  const std::size_t es = dtype_size(b.dtype);
+  for (const SdpaPiece& pc : *pieces) {
+    const Shape s{d.batch, d.heads, d.head_dim, pc.q_count, pc.k_count, d.q_rows, d.kv_rows};
+    const Plan& pl = impl_->plan(true, s, b.dtype, pc.causal);
+    const std::size_t qn = std::size_t(nbh) * std::size_t(pc.q_count);
+    const std::size_t kn = std::size_t(nbh) * std::size_t(pc.k_count);
+    void* dq = impl_->need(impl_->dq, qn * std::size_t(d.head_dim) * es);
+    void* dk = impl_->need(impl_->dk, kn * std::size_t(d.head_dim) * es);
+    void* dv = impl_->need(impl_->dv, kn * std::size_t(d.head_dim) * es);
+    auto* st = static_cast<float*>(impl_->need(impl_->stats, qn * sizeof(float)));
+    const std::int64_t q_row = b.q.row0 + pc.q_off, k_row = b.kv.row0 + pc.k_off;
+    gather_rows<<<blocks_for(std::int64_t(qn), 256), 256, 0, impl_->stream>>>(st, b.lse, pc.q_count, nbh,
+                                                                              d.q_rows, q_row);
+    RBK_LAUNCH_CHECK();
+    // cuDNN's own fp32 buffers: the dQ accumulator (zeroed here: older releases expect it)
+    // and rowsum(dO * O).
+    void* dq_acc = impl_->need(impl_->dq_acc, qn * std::size_t(d.head_dim) * sizeof(float));
+    void* sm_sum = impl_->need(impl_->sm_sum, qn * sizeof(float));
+    RBK_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, qn * std::size_t(d.head_dim) * sizeof(float), impl_->stream));
+    float scale = b.scale, one = 1.f;
+    float fill = -std::numeric_limits<float>::infinity();
+    auto at = [&](const void* base, std::int64_t row) {
+      return const_cast<char*>(static_cast<const char*>(base)) + std::size_t(row) * d.head_dim * es;
+    };
+    std::vector<std::int64_t> uids{kQ, kK, kV, kO, kDO, kStats, kScale, kOne, kDQ, kDK, kDV, kDQAccum, kSoftmaxSum};
+    std::vector<void*> ptrs{at(b.q_data, q_row), at(b.k_data, k_row), at(b.v_data, k_row),
+                            at(out_data, q_row), at(b.dout, q_row), st, &scale, &one, dq, dk, dv,
+                            dq_acc, sm_sum};
+    if (pc.causal) {
+      uids.push_back(kMaskFill);
+      ptrs.push_back(&fill);
+    }
+    impl_->execute(pl, uids, ptrs);
+    auto add = [&](float* dst, const void* src, std::int64_t m, std::int64_t rows, std::int64_t row0) {
+      const unsigned blocks = blocks_for(m * nbh * d.head_dim, 256);
+      if (b.dtype == DType::BF16)
+        add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __nv_bfloat16*>(src), m, nbh, rows,
+                                                    row0, d.head_dim);
+      else
+        add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __half*>(src), m, nbh, rows, row0,
+                                                    d.head_dim);
+      RBK_LAUNCH_CHECK();
+    };
+    add(b.dq, dq, pc.q_count, d.q_rows, q_row);
+    add(b.dk, dk, pc.k_count, d.kv_rows, k_row);
+    add(b.dv, dv, pc.k_count, d.kv_rows, k_row);
+  }
+}
+
+void convert_from_float(void* dst, const float* src, std::size_t count, DType dtype, cudaStream_t stream) {
+  if (count == 0) return;
+  const unsigned blocks = blocks_for(std::int64_t(count), 256);
+  switch (dtype) {
+    case DType::F32:
+      RBK_CUDA_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      return;
+    case DType::F16: convert_kernel<<<blocks, 256, 0, stream>>>(static_cast<__half*>(dst), src, count); break;
+    case DType::BF16: convert_kernel<<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), src, count); break;
+  }
+  RBK_LAUNCH_CHECK();
+}
+
+}  // namespace rb::attn::gpu
