@@ -36,7 +36,16 @@ for f in elementwise naive flash_fwd flash_bwd simple; do
 done
 for p in "${pids[@]}"; do wait "$p" || { cat "$BUILD"/ptxas_*.txt; echo "build failed" >&2; exit 1; }; done
 OBJS="$BUILD/elementwise.o $BUILD/naive.o $BUILD/flash_fwd.o $BUILD/flash_bwd.o $BUILD/simple.o"
-"$NVCC" $FLAGS "$ROOT/kernels/cuda/bench_attention.cu" $OBJS -lcublas -o "$BUILD/ringbench_kernel_bench"
+# The cudnn path where cuDNN's header and library are found (the GPU machine's own cuDNN).
+LIBS="-lcublas"
+if "$NVCC" $FLAGS -DRINGBENCH_HAVE_CUDNN=1 -c "$ROOT/kernels/cuda/cudnn_attention.cu" -o "$BUILD/cudnn_attention.o" \
+     2>"$BUILD/cudnn_build.txt"; then
+  FLAGS="$FLAGS -DRINGBENCH_HAVE_CUDNN=1"; OBJS="$OBJS $BUILD/cudnn_attention.o"; LIBS="$LIBS -lcudnn"
+  echo "cudnn path: built"
+else
+  echo "cudnn path: not built (no cuDNN here; see $BUILD/cudnn_build.txt)"
+fi
+"$NVCC" $FLAGS "$ROOT/kernels/cuda/bench_attention.cu" $OBJS $LIBS -o "$BUILD/ringbench_kernel_bench"
 
 # Resources per kernel and which matrix instructions the SASS uses (HMMA = mma.sync,
 # HGMMA = wgmma).
@@ -60,7 +69,7 @@ if [ "$TESTS" = 1 ]; then
   "$NVCC" $FLAGS -x cu -c "$ROOT/kernels/cuda/cuda_backend.cpp" -o "$BUILD/cuda_backend.o"
   "$NVCC" $FLAGS -x cu -c "$ROOT/tests/cuda/standalone_support.cpp" -o "$BUILD/standalone_support.o"
   "$NVCC" $FLAGS "$BUILD/test_kernels.o" "$BUILD/test_backend.o" "$BUILD/cuda_backend.o" \
-    "$BUILD/standalone_support.o" "$BUILD/standalone_main.o" $OBJS -lcublas -o "$BUILD/ringbench_kernel_tests"
+    "$BUILD/standalone_support.o" "$BUILD/standalone_main.o" $OBJS $LIBS -o "$BUILD/ringbench_kernel_tests"
   "$BUILD/ringbench_kernel_tests" >"$LOG/kernel_tests.txt" 2>&1 || echo "kernel tests exit code $?"
   grep -E "MESSAGE|ERROR|values|test cases|assertions|SKIPPED" "$LOG/kernel_tests.txt" | sed -e 's/^.*MESSAGE: //' | head -200
 fi

@@ -60,8 +60,19 @@ std::string CudaBackend::name() const {
   switch (path_) {
     case KernelPath::Naive: return "naive";
     case KernelPath::Cudnn: return "cudnn";
+    case KernelPath::Auto: return cudnn_path_built() ? "cudnn" : "flash";
     default: return "flash";
   }
+}
+
+bool CudaBackend::use_cudnn(DType dtype, int head_dim) const {
+#ifdef RINGBENCH_HAVE_CUDNN
+  return path_ == KernelPath::Cudnn || (path_ == KernelPath::Auto && CudnnAttention::supports(dtype, head_dim));
+#else
+  (void)dtype;
+  (void)head_dim;
+  return false;
+#endif
 }
 
 void* CudaBackend::allocate(std::size_t bytes) {
@@ -154,7 +165,8 @@ std::int64_t CudaBackend::cudnn_fallback_blocks() const {
 
 void CudaBackend::note_fallbacks(std::int64_t before, const char* what) {
 #ifdef RINGBENCH_HAVE_CUDNN
-  if (fallback_noted_ || cudnn_->fallback_blocks() == before) return;
+  // auto hands such blocks to the flash kernels by design; only an explicit cudnn is told.
+  if (path_ != KernelPath::Cudnn || fallback_noted_ || cudnn_->fallback_blocks() == before) return;
   fallback_noted_ = true;
   std::fprintf(stderr,
                "ringbench: note: kernel cudnn: a %s block cuDNN cannot take (dilated branch, "
@@ -169,7 +181,7 @@ void CudaBackend::note_fallbacks(std::int64_t before, const char* what) {
 
 void CudaBackend::forward(const ForwardBlock& block) {
 #ifdef RINGBENCH_HAVE_CUDNN
-  if (path_ == KernelPath::Cudnn) {
+  if (use_cudnn(block.dtype, block.dims.head_dim)) {
     const std::int64_t before = cudnn().fallback_blocks();
     cudnn_->forward(block);
     note_fallbacks(before, "forward");
@@ -184,7 +196,7 @@ void CudaBackend::backward_prepare(const void* dout, const float* out, float* de
                                    std::int64_t rows, int head_dim, DType dtype) {
   gpu::backward_prepare(dout, out, delta, rows, head_dim, dtype, stream_);
 #ifdef RINGBENCH_HAVE_CUDNN
-  if (path_ == KernelPath::Cudnn && dtype != DType::F32) {
+  if (use_cudnn(dtype, head_dim) && dtype != DType::F32) {
     const std::size_t bytes = std::size_t(rows) * std::size_t(head_dim) * dtype_size(dtype);
     if (bytes > out_copy_bytes_) {
       if (out_copy_) release(out_copy_);
@@ -201,7 +213,7 @@ void CudaBackend::backward_prepare(const void* dout, const float* out, float* de
 
 void CudaBackend::backward(const BackwardBlock& block) {
 #ifdef RINGBENCH_HAVE_CUDNN
-  if (path_ == KernelPath::Cudnn) {
+  if (use_cudnn(block.dtype, block.dims.head_dim)) {
     const std::int64_t before = cudnn().fallback_blocks();
     // Without backward_prepare for this dO buffer there is no O copy: the block falls back.
     cudnn_->backward(block, block.dout == out_copy_for_ ? out_copy_ : nullptr);

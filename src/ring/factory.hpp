@@ -15,8 +15,8 @@ std::unique_ptr<AttentionBackend> make_host_backend();
 std::unique_ptr<RingTransport> make_mpi_transport(MPI_Comm ring_comm);
 
 #ifdef RINGBENCH_HAVE_CUDA
-// kernel: "flash", "cudnn", "naive" or "auto" (flash for head dims it runs at full speed,
-// cudnn when built with cuDNN and the shape is supported, naive otherwise).
+// kernel: "flash", "cudnn", "naive" or "auto" (cudnn when built with cuDNN and it takes the
+// dtype and head dim, else flash where the tensor cores take the shape, else naive).
 // Uses the current CUDA device (the driver selected it). Throws std::runtime_error for an
 // unavailable kernel path (e.g. cudnn without cuDNN) naming what is missing.
 std::unique_ptr<AttentionBackend> make_cuda_backend(const std::string& kernel);

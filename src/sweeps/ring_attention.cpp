@@ -496,6 +496,12 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
     p.head_dim = static_cast<int>(n.get_int("head_dim", 64, 1, 1024));
   }
   p.kernel = n.get_choice("kernel", "auto", {"auto", "flash", "cudnn", "naive"});
+#ifndef RINGBENCH_HAVE_CUDNN
+  if (ctx.backend == Backend::Cuda && p.kernel == "cudnn")
+    n.fail("kernel", "kernel 'cudnn' needs a build with cuDNN and this one has none (CMake did not "
+                     "find cudnn.h and libcudnn: set CUDNN_ROOT, rebuild with "
+                     "-DRINGBENCH_ENABLE_CUDNN=ON); use flash, naive or auto");
+#endif
   if (ctx.backend != Backend::Cuda) {
     if (p.kernel != "auto")
       n.fail("kernel", "kernel '" + p.kernel + "' is a GPU kernel; the host path has one kernel "

@@ -72,6 +72,23 @@ TEST_CASE("ring_attention config: ring_sizes: powers_of_two follows the world si
   CHECK(rejection("{seq_lengths: [64], ring_sizes: power_of_two}", "ring_sizes") != "");
 }
 
+TEST_CASE("ring_attention config: kernel cudnn needs a build with cuDNN") {
+  rb::ParseContext c = world4();
+  c.backend = rb::Backend::Cuda;
+  std::string err;
+  try {
+    rb::parse_ring_attention(spec_of("{seq_lengths: [64], kernel: cudnn}"), c);
+  } catch (const rb::cfg::ConfigError& e) {
+    CHECK(e.key() == "sweeps[0].kernel");
+    err = e.message();
+  }
+#ifdef RINGBENCH_HAVE_CUDNN
+  CHECK(err.empty());
+#else
+  CHECK(err.find("kernel 'cudnn' needs a build with cuDNN") == 0);
+#endif
+}
+
 TEST_CASE("ring_attention config: impossible combinations are rejected with the numbers") {
   CHECK(rejection("{seq_lengths: [64]}", "").empty());
   CHECK(rejection("{seq_lengths: [64], ring_sizes: [3]}", "ring_sizes") ==
