@@ -53,7 +53,8 @@ __device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
 #endif
 }
 
-template <typename T, int HD, int WARPS>
+// DIL as in flash_fwd.cu: exact attention compiles the dilated views and segment tests out.
+template <typename T, int HD, int WARPS, bool DIL>
 __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams p) {
   using Tr = BwdTraits<T, HD, WARPS>;
   using Op = mma::MmaOp<T>;
@@ -69,8 +70,9 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
 
   const int bh = blockIdx.y;
   const int head = bh % p.heads;
-  const RowView qv = make_view(p.qs, p.pat, head);
-  const RowView kv = make_view(p.kvs, p.pat, head);
+  const DevPattern pat = DIL ? p.pat : DevPattern{p.pat.causal, 0, 1};
+  const RowView qv = DIL ? make_view(p.qs, p.pat, head) : RowView{p.qs.row0, 1, p.qs.count, p.qs.first, p.qs.stride};
+  const RowView kv = DIL ? make_view(p.kvs, p.pat, head) : RowView{p.kvs.row0, 1, p.kvs.count, p.kvs.first, p.kvs.stride};
   const std::int64_t k0 = std::int64_t(blockIdx.x) * kBc;
   if (k0 >= kv.count || qv.count <= 0) return;
   const std::int64_t k1 = std::min<std::int64_t>(k0 + kBc, kv.count);
@@ -86,7 +88,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   auto kind = [&](int t) {
     const std::int64_t a = std::int64_t(t) * kBr;
     const std::int64_t b = std::min<std::int64_t>(a + kBr, qv.count);
-    return tile_kind(p.pat, qv, kv, a, b, k0, k1, k_partial || (b - a < kBr));
+    return tile_kind(pat, qv, kv, a, b, k0, k1, k_partial || (b - a < kBr));
   };
   auto next_active = [&](int t) {
     while (t < n_tiles && kind(t) == 0) ++t;
@@ -156,7 +158,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
         for (int e = 0; e < 4; ++e) {
           const std::int64_t qi = qa + nt * 8 + 2 * tq + (e & 1);
           const int h = e >> 1;
-          const bool ok = qi < qv.count && kj[h] < kv.count && view_allows(p.pat, qv.pos(qi), kpos[h]);
+          const bool ok = qi < qv.count && kj[h] < kv.count && view_allows(pat, qv.pos(qi), kpos[h]);
           allowed |= std::uint32_t(ok) << (nt * 4 + e);
         }
     }
@@ -309,19 +311,25 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   }
 }
 
-template <typename T, int HD, int WARPS>
-void launch_bwd(const BackwardBlock& b, cudaStream_t stream) {
+template <typename T, int HD, int WARPS, bool DIL>
+void launch_bwd_as(const BackwardBlock& b, cudaStream_t stream) {
   using Tr = BwdTraits<T, HD, WARPS>;
   static bool configured = false;
   if (!configured) {
-    RBK_CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_kernel<T, HD, WARPS>,
+    RBK_CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_kernel<T, HD, WARPS, DIL>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmem)));
     configured = true;
   }
   const FlashParams p = make_params(b);
   const dim3 grid(unsigned((b.kv.count + Tr::kBc - 1) / Tr::kBc), unsigned(b.dims.batch * b.dims.heads));
-  flash_bwd_kernel<T, HD, WARPS><<<grid, Tr::kThreads, Tr::kSmem, stream>>>(p);
+  flash_bwd_kernel<T, HD, WARPS, DIL><<<grid, Tr::kThreads, Tr::kSmem, stream>>>(p);
   RBK_LAUNCH_CHECK();
+}
+
+template <typename T, int HD, int WARPS>
+void launch_bwd(const BackwardBlock& b, cudaStream_t stream) {
+  if (b.pattern.segment > 0) launch_bwd_as<T, HD, WARPS, true>(b, stream);
+  else launch_bwd_as<T, HD, WARPS, false>(b, stream);
 }
 
 }  // namespace

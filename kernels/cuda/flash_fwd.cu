@@ -49,7 +49,10 @@ __device__ __forceinline__ void load_tile(T* smem, const T* base, const RowView&
   }
 }
 
-template <typename T, int HD, int WARPS, int MT, int BC, bool QREG>
+// DIL: the block has a dilated branch (per-head row views, segment masks). Exact attention
+// (DIL = false) uses the spans as they are, with the segment test compiled out: fewer live
+// 64-bit values in the loop.
+template <typename T, int HD, int WARPS, int MT, int BC, bool QREG, bool DIL>
 __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams p) {
   using Tr = FwdTraits<T, HD, WARPS, MT, BC, QREG>;
   using Op = mma::MmaOp<T>;
@@ -61,8 +64,9 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
 
   const int bh = blockIdx.y;
   const int head = bh % p.heads;
-  const RowView qv = make_view(p.qs, p.pat, head);
-  const RowView kv = make_view(p.kvs, p.pat, head);
+  const DevPattern pat = DIL ? p.pat : DevPattern{p.pat.causal, 0, 1};
+  const RowView qv = DIL ? make_view(p.qs, p.pat, head) : RowView{p.qs.row0, 1, p.qs.count, p.qs.first, p.qs.stride};
+  const RowView kv = DIL ? make_view(p.kvs, p.pat, head) : RowView{p.kvs.row0, 1, p.kvs.count, p.kvs.first, p.kvs.stride};
   const std::int64_t q0 = std::int64_t(blockIdx.x) * kBr;
   if (q0 >= qv.count || kv.count <= 0) return;
   const std::int64_t q1 = std::min<std::int64_t>(q0 + kBr, qv.count);
@@ -76,7 +80,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
   auto kind = [&](int t) {
     const std::int64_t k0 = std::int64_t(t) * kBc;
     const std::int64_t k1 = std::min<std::int64_t>(k0 + kBc, kv.count);
-    return tile_kind(p.pat, qv, kv, q0, q1, k0, k1, q_partial || (k1 - k0 < kBc));
+    return tile_kind(pat, qv, kv, q0, q1, k0, k1, q_partial || (k1 - k0 < kBc));
   };
   auto next_active = [&](int t) {
     while (t < n_tiles && kind(t) == 0) ++t;
@@ -148,7 +152,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const std::int64_t kj = kbase + nt * 8 + 2 * tq + (e & 1);
-            const bool ok = kj < kv.count && view_allows(p.pat, (e >> 1) ? qpos1 : qpos0, kv.pos(kj));
+            const bool ok = kj < kv.count && view_allows(pat, (e >> 1) ? qpos1 : qpos0, kv.pos(kj));
             allowed[mt] |= std::uint32_t(ok) << ((e >> 1) * (kBc / 4) + nt * 2 + (e & 1));
           }
       }
@@ -281,19 +285,25 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
     }
 }
 
-template <typename T, int HD, int WARPS, int MT, int BC, bool QREG>
-void launch_fwd(const ForwardBlock& b, cudaStream_t stream) {
+template <typename T, int HD, int WARPS, int MT, int BC, bool QREG, bool DIL>
+void launch_fwd_as(const ForwardBlock& b, cudaStream_t stream) {
   using Tr = FwdTraits<T, HD, WARPS, MT, BC, QREG>;
   static bool configured = false;  // the attribute is per function; set it once
   if (!configured) {
-    RBK_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<T, HD, WARPS, MT, BC, QREG>,
+    RBK_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<T, HD, WARPS, MT, BC, QREG, DIL>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmem)));
     configured = true;
   }
   const FlashParams p = make_params(b);
   const dim3 grid(unsigned((b.q.count + Tr::kBr - 1) / Tr::kBr), unsigned(b.dims.batch * b.dims.heads));
-  flash_fwd_kernel<T, HD, WARPS, MT, BC, QREG><<<grid, Tr::kThreads, Tr::kSmem, stream>>>(p);
+  flash_fwd_kernel<T, HD, WARPS, MT, BC, QREG, DIL><<<grid, Tr::kThreads, Tr::kSmem, stream>>>(p);
   RBK_LAUNCH_CHECK();
+}
+
+template <typename T, int HD, int WARPS, int MT, int BC, bool QREG>
+void launch_fwd(const ForwardBlock& b, cudaStream_t stream) {
+  if (b.pattern.segment > 0) launch_fwd_as<T, HD, WARPS, MT, BC, QREG, true>(b, stream);
+  else launch_fwd_as<T, HD, WARPS, MT, BC, QREG, false>(b, stream);
 }
 
 }  // namespace
@@ -302,11 +312,14 @@ bool flash_tensor_core_supported(DType dtype, int head_dim) {
   return dtype != DType::F32 && (head_dim == 64 || head_dim == 128);
 }
 
-// Tile variant for tuning (RINGBENCH_FLASH_FWD_VARIANT, bf16 head dim 128 only):
-//   0: 4 warps x 1 m-tile, 64 keys, Q in registers     2: 4 warps x 2 m-tiles, 32 keys
-//   1: 4 warps x 2 m-tiles, 64 keys, Q in shared memory 3: 8 warps x 1 m-tile, 64 keys
-//   4: 8 warps x 2 m-tiles, 32 keys, Q in shared memory
-// Default (measured best on H200, docs/gpu-kernels.md): 3 for head dim 128, 0 for 64.
+// Tile variant for tuning (RINGBENCH_FLASH_FWD_VARIANT, bf16):
+//   head dim 128: 0: 4 warps x 1 m-tile, 64 keys, Q in registers
+//                 1: 4 warps x 2 m-tiles, 64 keys, Q in shared memory (FlashAttention-2's shape)
+//                 2: 4 warps x 2 m-tiles, 32 keys   3: 8 warps x 1 m-tile, 64 keys, Q in registers
+//                 4: 8 warps x 2 m-tiles, 32 keys, Q in shared memory
+//   head dim 64:  0: 4 warps x 1 m-tile, 64 keys, Q in registers
+//                 1: 4 warps x 2 m-tiles, 64 keys, Q in registers
+// Defaults (measured best on H200, docs/gpu-kernels.md): 1 for both head dims.
 int fwd_variant() {
   static const int v = [] {
     const char* e = std::getenv("RINGBENCH_FLASH_FWD_VARIANT");
@@ -329,14 +342,16 @@ void flash_forward(const ForwardBlock& b, cudaStream_t stream) {
         case 2: launch_fwd<__nv_bfloat16, 128, 4, 2, 32, false>(b, stream); break;
         case 3: launch_fwd<__nv_bfloat16, 128, 8, 1, 64, true>(b, stream); break;
         case 4: launch_fwd<__nv_bfloat16, 128, 8, 2, 32, false>(b, stream); break;
-        default: launch_fwd<__nv_bfloat16, 128, 8, 1, 64, true>(b, stream); break;
+        default: launch_fwd<__nv_bfloat16, 128, 4, 2, 64, false>(b, stream); break;
       }
-    } else {
+    } else if (fwd_variant() == 0) {
       launch_fwd<__nv_bfloat16, 64, 4, 1, 64, true>(b, stream);
+    } else {
+      launch_fwd<__nv_bfloat16, 64, 4, 2, 64, true>(b, stream);
     }
   } else {
-    if (b.dims.head_dim == 128) launch_fwd<__half, 128, 8, 1, 64, true>(b, stream);
-    else launch_fwd<__half, 64, 4, 1, 64, true>(b, stream);
+    if (b.dims.head_dim == 128) launch_fwd<__half, 128, 4, 2, 64, false>(b, stream);
+    else launch_fwd<__half, 64, 4, 2, 64, true>(b, stream);
   }
 }
 
