@@ -275,8 +275,8 @@ struct Shape {
   std::int64_t sq, sk;          // rows of the call
   std::int64_t q_rows, kv_rows;  // rows of the buffers (strides)
 };
-Dims4 bhsd(const Shape& s, std::int64_t rows, std::int64_t buf_rows) {
-  (void)rows;
+// Strides of a [b, h, rows, d] view into a buffer of buf_rows rows per (batch, head).
+Dims4 bhsd(const Shape& s, std::int64_t buf_rows) {
   return {std::int64_t(s.heads) * buf_rows * s.head_dim, buf_rows * s.head_dim, s.head_dim, 1};
 }
 
@@ -303,7 +303,7 @@ void build_forward(GraphBuilder& g, const Shape& s, DType dtype, bool causal) {
   const Dims4 kt{s.batch, s.heads, s.head_dim, s.sk};
   const Dims4 vd{s.batch, s.heads, s.sk, s.head_dim};
   const Dims4 sd{s.batch, s.heads, s.sq, s.sk}, rd{s.batch, s.heads, s.sq, 1};
-  const Dims4 q_str = bhsd(s, s.sq, s.q_rows), kv_str = bhsd(s, s.sk, s.kv_rows);
+  const Dims4 q_str = bhsd(s, s.q_rows), kv_str = bhsd(s, s.kv_rows);
   const Desc& q = g.tensor(kQ, qd, q_str, io);
   // K^T: the same memory read with the last two strides swapped.
   const Desc& k = g.tensor(kK, kt, {kv_str[0], kv_str[1], 1, s.head_dim}, io);
@@ -340,7 +340,7 @@ void build_backward(GraphBuilder& g, const Shape& s, DType dtype, bool causal) {
   const Dims4 kt{s.batch, s.heads, s.head_dim, s.sk};
   const Dims4 sd{s.batch, s.heads, s.sq, s.sk}, rd{s.batch, s.heads, s.sq, 1};
   const Dims4 std_{s.batch, s.heads, s.sk, s.sq};
-  const Dims4 q_str = bhsd(s, s.sq, s.q_rows), kv_str = bhsd(s, s.sk, s.kv_rows);
+  const Dims4 q_str = bhsd(s, s.q_rows), kv_str = bhsd(s, s.kv_rows);
   const Dims4 kt_str{kv_str[0], kv_str[1], 1, s.head_dim};
   const Desc& q = g.tensor(kQ, qd, q_str, io);
   const Desc& k_t = g.tensor(kK, kt, kt_str, io);
@@ -442,6 +442,33 @@ Plan make_plan(cudnnHandle_t handle, GraphBuilder& g, const char* what) {
                            (detail[0] ? std::string(" (") + detail + ")" : std::string()));
 }
 
+// The variant pack of one call: tensor ids and pointers. By-value scalars point at the host
+// copies held here, so a Pack stays where it was made.
+class Pack {
+ public:
+  Pack(float scale, bool causal) : scale_(scale) {
+    add(kScale, &scale_);
+    if (causal) add(kMaskFill, &fill_);
+  }
+  Pack(const Pack&) = delete;
+  Pack& operator=(const Pack&) = delete;
+  void add(std::int64_t uid, const void* p) {
+    uids.push_back(uid);
+    ptrs.push_back(const_cast<void*>(p));
+  }
+  void add_one() { add(kOne, &one_); }
+  std::vector<std::int64_t> uids;
+  std::vector<void*> ptrs;
+
+ private:
+  float scale_, one_ = 1.f, fill_ = -std::numeric_limits<float>::infinity();
+};
+
+// Address of row `row` of a [.., rows, head_dim] buffer of 16-bit elements.
+const void* row_ptr(const void* base, std::int64_t row, int head_dim, std::size_t es) {
+  return static_cast<const char*>(base) + std::size_t(row) * std::size_t(head_dim) * es;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- CudnnAttention
@@ -483,11 +510,13 @@ struct CudnnAttention::Impl {
     return plans.emplace(key, make_plan(handle, g, what.c_str())).first->second;
   }
 
-  void execute(const Plan& pl, std::vector<std::int64_t> uids, std::vector<void*> ptrs) {
+  void execute(const Plan& pl, const Pack& args) {
     void* work = pl.workspace > 0 ? need(ws, std::size_t(pl.workspace)) : nullptr;
     Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack");
-    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, std::int64_t(uids.size()), uids.data())
-        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, std::int64_t(ptrs.size()), ptrs.data())
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, std::int64_t(args.uids.size()),
+             args.uids.data())
+        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, std::int64_t(args.ptrs.size()),
+             args.ptrs.data())
         .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &work)
         .finalize();
     RBK_CUDNN_CHECK(cudnnBackendExecute(handle, pl.plan->get(), pack.get()), "executing " + pl.engine);
@@ -534,7 +563,7 @@ std::size_t CudnnAttention::plans() const { return impl_->plans.size(); }
 void CudnnAttention::forward(const ForwardBlock& b) {
   const auto pieces = supports(b.dtype, b.dims.head_dim) ? split_for_sdpa(b.q, b.kv, b.pattern)
                                                          : std::nullopt;
-  if (!pieces) {
+  if (!pieces) {  // not expressible with cuDNN's masks or types
     ++fallbacks_;
     flash_forward(b, impl_->stream);
     return;
@@ -549,18 +578,13 @@ void CudnnAttention::forward(const ForwardBlock& b) {
     void* ob = impl_->need(impl_->o_blk, rows * std::size_t(d.head_dim) * es);
     auto* st = static_cast<float*>(impl_->need(impl_->stats, rows * sizeof(float)));
     const std::int64_t q_row = b.q.row0 + pc.q_off, k_row = b.kv.row0 + pc.k_off;
-    float scale = b.scale;
-    float fill = -std::numeric_limits<float>::infinity();
-    auto at = [&](const void* base, std::int64_t row) {
-      return const_cast<char*>(static_cast<const char*>(base)) + std::size_t(row) * d.head_dim * es;
-    };
-    std::vector<std::int64_t> uids{kQ, kK, kV, kO, kStats, kScale};
-    std::vector<void*> ptrs{at(b.q_data, q_row), at(b.k_data, k_row), at(b.v_data, k_row), ob, st, &scale};
-    if (pc.causal) {
-      uids.push_back(kMaskFill);
-      ptrs.push_back(&fill);
-    }
-    impl_->execute(pl, uids, ptrs);
+    Pack args(b.scale, pc.causal);
+    args.add(kQ, row_ptr(b.q_data, q_row, d.head_dim, es));
+    args.add(kK, row_ptr(b.k_data, k_row, d.head_dim, es));
+    args.add(kV, row_ptr(b.v_data, k_row, d.head_dim, es));
+    args.add(kO, ob);
+    args.add(kStats, st);
+    impl_->execute(pl, args);
     const unsigned blocks = blocks_for(std::int64_t(rows) * 32, 256);
     if (b.dtype == DType::BF16)
       merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __nv_bfloat16*>(ob), st, b.out, b.lse,
@@ -602,20 +626,17 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
     void* dq_acc = impl_->need(impl_->dq_acc, qn * std::size_t(d.head_dim) * sizeof(float));
     void* sm_sum = impl_->need(impl_->sm_sum, qn * sizeof(float));
     RBK_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, qn * std::size_t(d.head_dim) * sizeof(float), impl_->stream));
-    float scale = b.scale, one = 1.f;
-    float fill = -std::numeric_limits<float>::infinity();
-    auto at = [&](const void* base, std::int64_t row) {
-      return const_cast<char*>(static_cast<const char*>(base)) + std::size_t(row) * d.head_dim * es;
-    };
-    std::vector<std::int64_t> uids{kQ, kK, kV, kO, kDO, kStats, kScale, kOne, kDQ, kDK, kDV, kDQAccum, kSoftmaxSum};
-    std::vector<void*> ptrs{at(b.q_data, q_row), at(b.k_data, k_row), at(b.v_data, k_row),
-                            at(out_data, q_row), at(b.dout, q_row), st, &scale, &one, dq, dk, dv,
-                            dq_acc, sm_sum};
-    if (pc.causal) {
-      uids.push_back(kMaskFill);
-      ptrs.push_back(&fill);
-    }
-    impl_->execute(pl, uids, ptrs);
+    Pack args(b.scale, pc.causal);
+    args.add_one();
+    args.add(kQ, row_ptr(b.q_data, q_row, d.head_dim, es));
+    args.add(kK, row_ptr(b.k_data, k_row, d.head_dim, es));
+    args.add(kV, row_ptr(b.v_data, k_row, d.head_dim, es));
+    args.add(kO, row_ptr(out_data, q_row, d.head_dim, es));
+    args.add(kDO, row_ptr(b.dout, q_row, d.head_dim, es));
+    args.add(kStats, st);
+    for (auto [uid, ptr] : {std::pair<Uid, void*>{kDQ, dq}, {kDK, dk}, {kDV, dv}, {kDQAccum, dq_acc}, {kSoftmaxSum, sm_sum}})
+      args.add(uid, ptr);
+    impl_->execute(pl, args);
     auto add = [&](float* dst, const void* src, std::int64_t m, std::int64_t rows, std::int64_t row0) {
       const unsigned blocks = blocks_for(m * nbh * d.head_dim, 256);
       if (b.dtype == DType::BF16)
