@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "attention.hpp"
+#include "row_view.hpp"
 
 namespace rb::attn::gpu {
 
@@ -29,11 +30,6 @@ struct DevPattern {
 
 inline DevPattern dev_pattern(const Pattern& p) { return DevPattern{p.causal, p.segment, p.rate}; }
 
-__host__ __device__ inline std::int64_t floor_mod(std::int64_t a, std::int64_t m) {
-  std::int64_t r = a % m;
-  return r < 0 ? r + m : r;
-}
-
 __host__ __device__ __forceinline__ bool pattern_allows(const DevPattern& p, std::int64_t qp, std::int64_t kp,
                                                int head) {
   if (p.causal && kp > qp) return false;
@@ -45,40 +41,9 @@ __host__ __device__ __forceinline__ bool pattern_allows(const DevPattern& p, std
   return true;
 }
 
-// The rows of a span that take part for one head: under a dilated branch only positions
-// p with p % rate == head % rate do, and with positions first + i*stride those rows form
-// an arithmetic progression i = i0 + j*step. View index j -> buffer row row0 + j*step,
-// position pos0 + j*pos_step. Exact attention (segment 0) keeps every row.
-struct RowView {
-  std::int64_t row0;
-  std::int64_t step;
-  std::int64_t count;
-  std::int64_t pos0;
-  std::int64_t pos_step;
-  __host__ __device__ std::int64_t row(std::int64_t j) const { return row0 + j * step; }
-  __host__ __device__ std::int64_t pos(std::int64_t j) const { return pos0 + j * pos_step; }
-};
-
+// Row views (row_view.hpp) for a device pattern.
 __host__ __device__ inline RowView make_view(const Span& s, const DevPattern& p, int head) {
-  RowView v{s.row0, 1, s.count, s.first, s.stride};
-  if (p.segment <= 0 || p.rate <= 1 || s.count <= 0) return v;
-  const std::int64_t r = p.rate;
-  const std::int64_t off = head % r;
-  // Smallest i in [0, r) with (first + i*stride) % r == off; the pattern repeats with period
-  // r / gcd(stride, r), which is then the step.
-  std::int64_t i0 = -1;
-  for (std::int64_t i = 0; i < r && i < s.count; ++i)
-    if (floor_mod(s.first + i * s.stride, r) == off) { i0 = i; break; }
-  if (i0 < 0) { v.count = 0; return v; }
-  std::int64_t a = floor_mod(s.stride, r), b = r;
-  while (b != 0) { const std::int64_t t = a % b; a = b; b = t; }
-  const std::int64_t step = r / a;  // a = gcd(stride mod r, r) (gcd(0, r) = r)
-  v.row0 = s.row0 + i0;
-  v.step = step;
-  v.count = (s.count - i0 + step - 1) / step;
-  v.pos0 = s.first + i0 * s.stride;
-  v.pos_step = s.stride * step;
-  return v;
+  return make_row_view(s, p.segment, p.rate, head);
 }
 
 // Mask inside views: the dilation condition already holds, only causal and segment remain.

@@ -65,12 +65,16 @@ std::string CudaBackend::name() const {
   }
 }
 
-bool CudaBackend::use_cudnn(DType dtype, int head_dim) const {
+bool CudaBackend::use_cudnn(DType dtype, int head_dim, bool dilated) const {
 #ifdef RINGBENCH_HAVE_CUDNN
-  return path_ == KernelPath::Cudnn || (path_ == KernelPath::Auto && CudnnAttention::supports(dtype, head_dim));
+  // auto leaves dilated branches to flash: cuDNN runs them as many small strided calls (one
+  // per head offset and segment), measured slower than the flash kernels' row views.
+  return path_ == KernelPath::Cudnn ||
+         (path_ == KernelPath::Auto && !dilated && CudnnAttention::supports(dtype, head_dim));
 #else
   (void)dtype;
   (void)head_dim;
+  (void)dilated;
   return false;
 #endif
 }
@@ -169,9 +173,9 @@ void CudaBackend::note_fallbacks(std::int64_t before, const char* what) {
   if (path_ != KernelPath::Cudnn || fallback_noted_ || cudnn_->fallback_blocks() == before) return;
   fallback_noted_ = true;
   std::fprintf(stderr,
-               "ringbench: note: kernel cudnn: a %s block cuDNN cannot take (dilated branch, "
-               "fp32 data, head dim not a multiple of 8 up to 128, or unequal causal strides) "
-               "runs on the flash kernels; further such blocks are not reported\n",
+               "ringbench: note: kernel cudnn: a %s block cuDNN cannot take (fp32 data, head "
+               "dim not a multiple of 8 up to 128, or causal spans with unequal position "
+               "strides) runs on the flash kernels; further such blocks are not reported\n",
                what);
 #else
   (void)before;
@@ -181,7 +185,7 @@ void CudaBackend::note_fallbacks(std::int64_t before, const char* what) {
 
 void CudaBackend::forward(const ForwardBlock& block) {
 #ifdef RINGBENCH_HAVE_CUDNN
-  if (use_cudnn(block.dtype, block.dims.head_dim)) {
+  if (use_cudnn(block.dtype, block.dims.head_dim, block.pattern.segment > 0)) {
     const std::int64_t before = cudnn().fallback_blocks();
     cudnn_->forward(block);
     note_fallbacks(before, "forward");
@@ -196,7 +200,7 @@ void CudaBackend::backward_prepare(const void* dout, const float* out, float* de
                                    std::int64_t rows, int head_dim, DType dtype) {
   gpu::backward_prepare(dout, out, delta, rows, head_dim, dtype, stream_);
 #ifdef RINGBENCH_HAVE_CUDNN
-  if (use_cudnn(dtype, head_dim) && dtype != DType::F32) {
+  if (use_cudnn(dtype, head_dim, false) && dtype != DType::F32) {
     const std::size_t bytes = std::size_t(rows) * std::size_t(head_dim) * dtype_size(dtype);
     if (bytes > out_copy_bytes_) {
       if (out_copy_) release(out_copy_);
@@ -213,7 +217,7 @@ void CudaBackend::backward_prepare(const void* dout, const float* out, float* de
 
 void CudaBackend::backward(const BackwardBlock& block) {
 #ifdef RINGBENCH_HAVE_CUDNN
-  if (use_cudnn(block.dtype, block.dims.head_dim)) {
+  if (use_cudnn(block.dtype, block.dims.head_dim, block.pattern.segment > 0)) {
     const std::int64_t before = cudnn().fallback_blocks();
     // Without backward_prepare for this dO buffer there is no O copy: the block falls back.
     cudnn_->backward(block, block.dout == out_copy_for_ ? out_copy_ : nullptr);

@@ -34,11 +34,11 @@ class CudaBackend final : public ring::AttentionBackend {
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
-  // "flash", "naive", "cudnn" for those paths. cudnn: blocks cuDNN cannot take (dilated
-  // branches, fp32, other head dims) run on the flash kernels; one note on stderr says so.
-  // auto is the fastest path for the shape: cudnn where this build has cuDNN and it takes
-  // the dtype and head dim, else flash where the tensor cores take it, else naive; its name
-  // is "cudnn" in builds with cuDNN, "flash" otherwise.
+  // "flash", "naive", "cudnn" for those paths. cudnn: blocks cuDNN cannot take (fp32, other
+  // head dims) run on the flash kernels; one note on stderr says so. auto is the fastest
+  // measured path: cudnn where this build has cuDNN and it takes the dtype and head dim,
+  // except dilated branches (flash); else flash where the tensor cores take the shape; else
+  // naive. Its name is "cudnn" in builds with cuDNN, "flash" otherwise.
   std::string name() const override;
   bool on_device() const override { return true; }
   void* stream() const override { return stream_; }
@@ -72,7 +72,7 @@ class CudaBackend final : public ring::AttentionBackend {
   NaiveAttention& naive();
   CudnnAttention& cudnn();
   bool use_flash(DType dtype, int head_dim) const;
-  bool use_cudnn(DType dtype, int head_dim) const;
+  bool use_cudnn(DType dtype, int head_dim, bool dilated) const;
   void note_fallbacks(std::int64_t before, const char* what);
 
   KernelPath path_;

@@ -38,18 +38,31 @@ __global__ void convert_kernel(T* __restrict__ dst, const float* __restrict__ sr
     dst[i] = from_float<T>(src[i]);
 }
 
-// One warp per row: (O_b, lse_b) of a library call, rows [row_base, row_base + m) of every
-// (batch, head), merged into the running fp32 (out, lse) by log-sum-exp.
+// Row w of a library call's packed [batch][heads][m] output -> row of a ringbench buffer
+// [batch][heads_total][rows]: the call covers heads head0 + k*head_step and rows
+// row0 + i*row_step (a head group's row view).
+struct RowMap {
+  std::int64_t m;
+  int heads, heads_total, head0, head_step;
+  std::int64_t rows, row0, row_step;
+  __device__ std::int64_t operator()(std::int64_t w) const {
+    const std::int64_t i = w % m, hh = (w / m) % heads, bi = w / (m * heads);
+    return (bi * heads_total + head0 + hh * head_step) * rows + row0 + i * row_step;
+  }
+};
+
+// One warp per row: (O_b, lse_b) of a library call merged into the running fp32 (out, lse)
+// by log-sum-exp.
 template <typename T>
 __global__ void merge_call(const T* __restrict__ o_blk, const float* __restrict__ lse_blk,
-                           float* __restrict__ out, float* __restrict__ lse, std::int64_t m, int nbh,
-                           std::int64_t q_rows, std::int64_t row_base, int head_dim) {
+                           float* __restrict__ out, float* __restrict__ lse, RowMap map,
+                           std::int64_t n_rows, int head_dim) {
   const std::int64_t w = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
-  if (w >= m * nbh) return;
+  if (w >= n_rows) return;
   const float lb = lse_blk[w];
   if (!(lb > -INFINITY)) return;  // nothing allowed (cannot happen for a split piece)
-  const std::int64_t grow = (w / m) * q_rows + row_base + (w % m);
+  const std::int64_t grow = map(w);
   const float lo = lse[grow];
   const float ln = log_add_exp(lo, lb);
   const float wo = (lo == -INFINITY) ? 0.f : expf(lo - ln);
@@ -60,26 +73,22 @@ __global__ void merge_call(const T* __restrict__ o_blk, const float* __restrict_
   if (lane == 0) lse[grow] = ln;
 }
 
-// dst rows [row_base, row_base + m) of every (batch, head) += src ([nbh][m][head_dim], 16-bit).
+// The fp32 gradient rows a call covers += its packed 16-bit result.
 template <typename T>
-__global__ void add_rows(float* __restrict__ dst, const T* __restrict__ src, std::int64_t m, int nbh,
-                         std::int64_t rows, std::int64_t row_base, int head_dim) {
-  const std::int64_t n = m * nbh * head_dim;
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t r = i / head_dim, c = i % head_dim;
-    dst[((r / m) * rows + row_base + (r % m)) * head_dim + c] += to_float(src[i]);
-  }
-}
-
-// dst[bh][i] = src[bh * rows + row_base + i]: a contiguous copy of the final lse rows, so
-// the statistics tensor handed to cuDNN is 16-byte aligned whatever the row offset.
-__global__ void gather_rows(float* __restrict__ dst, const float* __restrict__ src, std::int64_t m,
-                            int nbh, std::int64_t rows, std::int64_t row_base) {
-  const std::int64_t n = m * nbh;
+__global__ void add_rows(float* __restrict__ dst, const T* __restrict__ src, RowMap map, std::int64_t n_rows,
+                         int head_dim) {
+  const std::int64_t n = n_rows * head_dim;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x)
-    dst[i] = src[(i / m) * rows + row_base + (i % m)];
+    dst[map(i / head_dim) * head_dim + i % head_dim] += to_float(src[i]);
+}
+
+// A packed copy of the final lse rows a call covers, so the statistics tensor handed to cuDNN
+// is packed and 16-byte aligned whatever the rows.
+__global__ void gather_rows(float* __restrict__ dst, const float* __restrict__ src, RowMap map, std::int64_t n_rows) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n_rows;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    dst[i] = src[map(i)];
 }
 
 unsigned blocks_for(std::int64_t n, int threads) {
@@ -271,13 +280,15 @@ struct Plan {
 
 // Layout of one library call.
 struct Shape {
-  int batch, heads, head_dim;
+  int batch, heads, head_dim;   // heads of the call (a head group)
   std::int64_t sq, sk;          // rows of the call
-  std::int64_t q_rows, kv_rows;  // rows of the buffers (strides)
+  Dims4 q_str, kv_str;          // element strides of Q/O/dO and K/V: batch, head, row, 1
 };
-// Strides of a [b, h, rows, d] view into a buffer of buf_rows rows per (batch, head).
-Dims4 bhsd(const Shape& s, std::int64_t buf_rows) {
-  return {std::int64_t(s.heads) * buf_rows * s.head_dim, buf_rows * s.head_dim, s.head_dim, 1};
+// Strides of a head group's [b, h, rows, d] view into a [batch][heads][buf_rows][d] buffer:
+// every head_step-th head, every row_step-th row.
+Dims4 group_strides(int heads_total, std::int64_t buf_rows, int head_dim, int head_step, std::int64_t row_step) {
+  return {std::int64_t(heads_total) * buf_rows * head_dim, std::int64_t(head_step) * buf_rows * head_dim,
+          row_step * head_dim, 1};
 }
 
 // Causal (top-left) mask on a [b, h, sq, sk] score tensor: keep where row >= column.
@@ -303,10 +314,10 @@ void build_forward(GraphBuilder& g, const Shape& s, DType dtype, bool causal) {
   const Dims4 kt{s.batch, s.heads, s.head_dim, s.sk};
   const Dims4 vd{s.batch, s.heads, s.sk, s.head_dim};
   const Dims4 sd{s.batch, s.heads, s.sq, s.sk}, rd{s.batch, s.heads, s.sq, 1};
-  const Dims4 q_str = bhsd(s, s.q_rows), kv_str = bhsd(s, s.kv_rows);
+  const Dims4 q_str = s.q_str, kv_str = s.kv_str;
   const Desc& q = g.tensor(kQ, qd, q_str, io);
   // K^T: the same memory read with the last two strides swapped.
-  const Desc& k = g.tensor(kK, kt, {kv_str[0], kv_str[1], 1, s.head_dim}, io);
+  const Desc& k = g.tensor(kK, kt, {kv_str[0], kv_str[1], 1, kv_str[2]}, io);
   const Desc& v = g.tensor(kV, vd, kv_str, io);
   const Desc& o = g.tensor(kO, od, packed(od), io);
   const Desc& stats = g.tensor(kStats, rd, packed(rd), CUDNN_DATA_FLOAT);
@@ -340,8 +351,8 @@ void build_backward(GraphBuilder& g, const Shape& s, DType dtype, bool causal) {
   const Dims4 kt{s.batch, s.heads, s.head_dim, s.sk};
   const Dims4 sd{s.batch, s.heads, s.sq, s.sk}, rd{s.batch, s.heads, s.sq, 1};
   const Dims4 std_{s.batch, s.heads, s.sk, s.sq};
-  const Dims4 q_str = bhsd(s, s.q_rows), kv_str = bhsd(s, s.kv_rows);
-  const Dims4 kt_str{kv_str[0], kv_str[1], 1, s.head_dim};
+  const Dims4 q_str = s.q_str, kv_str = s.kv_str;
+  const Dims4 kt_str{kv_str[0], kv_str[1], 1, kv_str[2]};
   const Desc& q = g.tensor(kQ, qd, q_str, io);
   const Desc& k_t = g.tensor(kK, kt, kt_str, io);
   const Desc& v_t = g.tensor(kV, kt, kt_str, io);
@@ -478,7 +489,7 @@ struct CudnnAttention::Impl {
   Alloc alloc;
   Free release;
   cudnnHandle_t handle = nullptr;
-  std::map<std::array<std::int64_t, 10>, Plan> plans;
+  std::map<std::array<std::int64_t, 14>, Plan> plans;
   // Grow-only scratch buffers.
   struct Buf {
     void* p = nullptr;
@@ -497,8 +508,9 @@ struct CudnnAttention::Impl {
   }
 
   const Plan& plan(bool backward, const Shape& s, DType dtype, bool causal) {
-    const std::array<std::int64_t, 10> key{backward, int(dtype), causal, s.batch, s.heads, s.head_dim,
-                                           s.sq,     s.sk,       s.q_rows, s.kv_rows};
+    const std::array<std::int64_t, 14> key{backward,    int(dtype),  causal,      s.batch,    s.heads,
+                                           s.head_dim,  s.sq,        s.sk,        s.q_str[0], s.q_str[1],
+                                           s.q_str[2],  s.kv_str[0], s.kv_str[1], s.kv_str[2]};
     auto it = plans.find(key);
     if (it != plans.end()) return it->second;
     GraphBuilder g;
@@ -560,97 +572,119 @@ std::size_t CudnnAttention::workspace_bytes() const {
 
 std::size_t CudnnAttention::plans() const { return impl_->plans.size(); }
 
+namespace {
+
+// One library call of a head group: its shape, where its rows start and how its packed output
+// maps back onto the ring buffers.
+struct Call {
+  Shape shape;
+  std::int64_t q_row, k_row;  // first buffer row (head group's first head, all batches) of Q and K/V
+  RowMap q_map, k_map;
+  std::int64_t q_n, k_n;      // packed rows of the call: batch * heads * sq (sk)
+};
+
+Call make_call(const Dims& d, const SdpaGroup& g, const SdpaPiece& pc) {
+  Call c;
+  c.shape = Shape{d.batch, g.heads, d.head_dim, pc.q_count, pc.k_count,
+                  group_strides(d.heads, d.q_rows, d.head_dim, g.head_step, g.q.step),
+                  group_strides(d.heads, d.kv_rows, d.head_dim, g.head_step, g.kv.step)};
+  c.q_row = std::int64_t(g.offset) * d.q_rows + g.q.row(pc.q_off);
+  c.k_row = std::int64_t(g.offset) * d.kv_rows + g.kv.row(pc.k_off);
+  c.q_map = RowMap{pc.q_count, g.heads, d.heads, g.offset, g.head_step, d.q_rows, g.q.row(pc.q_off), g.q.step};
+  c.k_map = RowMap{pc.k_count, g.heads, d.heads, g.offset, g.head_step, d.kv_rows, g.kv.row(pc.k_off), g.kv.step};
+  c.q_n = std::int64_t(d.batch) * g.heads * pc.q_count;
+  c.k_n = std::int64_t(d.batch) * g.heads * pc.k_count;
+  return c;
+}
+
+}  // namespace
+
 void CudnnAttention::forward(const ForwardBlock& b) {
-  const auto pieces = supports(b.dtype, b.dims.head_dim) ? split_for_sdpa(b.q, b.kv, b.pattern)
-                                                         : std::nullopt;
-  if (!pieces) {  // not expressible with cuDNN's masks or types
+  const auto groups = supports(b.dtype, b.dims.head_dim)
+                          ? split_groups_for_sdpa(b.q, b.kv, b.pattern, b.dims.heads)
+                          : std::nullopt;
+  if (!groups) {  // not expressible with cuDNN's masks or types
     ++fallbacks_;
     flash_forward(b, impl_->stream);
     return;
   }
   const Dims& d = b.dims;
-  const int nbh = d.batch * d.heads;
   const std::size_t es = dtype_size(b.dtype);
-  for (const SdpaPiece& pc : *pieces) {
-    const Shape s{d.batch, d.heads, d.head_dim, pc.q_count, pc.k_count, d.q_rows, d.kv_rows};
-    const Plan& pl = impl_->plan(false, s, b.dtype, pc.causal);
-    const std::size_t rows = std::size_t(nbh) * std::size_t(pc.q_count);
-    void* ob = impl_->need(impl_->o_blk, rows * std::size_t(d.head_dim) * es);
-    auto* st = static_cast<float*>(impl_->need(impl_->stats, rows * sizeof(float)));
-    const std::int64_t q_row = b.q.row0 + pc.q_off, k_row = b.kv.row0 + pc.k_off;
-    Pack args(b.scale, pc.causal);
-    args.add(kQ, row_ptr(b.q_data, q_row, d.head_dim, es));
-    args.add(kK, row_ptr(b.k_data, k_row, d.head_dim, es));
-    args.add(kV, row_ptr(b.v_data, k_row, d.head_dim, es));
-    args.add(kO, ob);
-    args.add(kStats, st);
-    impl_->execute(pl, args);
-    const unsigned blocks = blocks_for(std::int64_t(rows) * 32, 256);
-    if (b.dtype == DType::BF16)
-      merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __nv_bfloat16*>(ob), st, b.out, b.lse,
-                                                    pc.q_count, nbh, d.q_rows, q_row, d.head_dim);
-    else
-      merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __half*>(ob), st, b.out, b.lse,
-                                                    pc.q_count, nbh, d.q_rows, q_row, d.head_dim);
-    RBK_LAUNCH_CHECK();
-  }
+  for (const SdpaGroup& g : *groups)
+    for (const SdpaPiece& pc : g.pieces) {
+      const Call c = make_call(d, g, pc);
+      const Plan& pl = impl_->plan(false, c.shape, b.dtype, pc.causal);
+      void* ob = impl_->need(impl_->o_blk, std::size_t(c.q_n) * std::size_t(d.head_dim) * es);
+      auto* st = static_cast<float*>(impl_->need(impl_->stats, std::size_t(c.q_n) * sizeof(float)));
+      Pack args(b.scale, pc.causal);
+      args.add(kQ, row_ptr(b.q_data, c.q_row, d.head_dim, es));
+      args.add(kK, row_ptr(b.k_data, c.k_row, d.head_dim, es));
+      args.add(kV, row_ptr(b.v_data, c.k_row, d.head_dim, es));
+      args.add(kO, ob);
+      args.add(kStats, st);
+      impl_->execute(pl, args);
+      const unsigned blocks = blocks_for(c.q_n * 32, 256);
+      if (b.dtype == DType::BF16)
+        merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __nv_bfloat16*>(ob), st, b.out, b.lse,
+                                                      c.q_map, c.q_n, d.head_dim);
+      else
+        merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __half*>(ob), st, b.out, b.lse, c.q_map,
+                                                      c.q_n, d.head_dim);
+      RBK_LAUNCH_CHECK();
+    }
 }
 
 void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
-  const auto pieces = supports(b.dtype, b.dims.head_dim) && out_data
-                          ? split_for_sdpa(b.q, b.kv, b.pattern)
+  const auto groups = supports(b.dtype, b.dims.head_dim) && out_data
+                          ? split_groups_for_sdpa(b.q, b.kv, b.pattern, b.dims.heads)
                           : std::nullopt;
-  if (!pieces) {
+  if (!groups) {
     ++fallbacks_;
     flash_backward(b, impl_->stream);
     return;
   }
   const Dims& d = b.dims;
-  const int nbh = d.batch * d.heads;
   const std::size_t es = dtype_size(b.dtype);
-  for (const SdpaPiece& pc : *pieces) {
-    const Shape s{d.batch, d.heads, d.head_dim, pc.q_count, pc.k_count, d.q_rows, d.kv_rows};
-    const Plan& pl = impl_->plan(true, s, b.dtype, pc.causal);
-    const std::size_t qn = std::size_t(nbh) * std::size_t(pc.q_count);
-    const std::size_t kn = std::size_t(nbh) * std::size_t(pc.k_count);
-    void* dq = impl_->need(impl_->dq, qn * std::size_t(d.head_dim) * es);
-    void* dk = impl_->need(impl_->dk, kn * std::size_t(d.head_dim) * es);
-    void* dv = impl_->need(impl_->dv, kn * std::size_t(d.head_dim) * es);
-    auto* st = static_cast<float*>(impl_->need(impl_->stats, qn * sizeof(float)));
-    const std::int64_t q_row = b.q.row0 + pc.q_off, k_row = b.kv.row0 + pc.k_off;
-    gather_rows<<<blocks_for(std::int64_t(qn), 256), 256, 0, impl_->stream>>>(st, b.lse, pc.q_count, nbh,
-                                                                              d.q_rows, q_row);
-    RBK_LAUNCH_CHECK();
-    // cuDNN's own fp32 buffers: the dQ accumulator (zeroed here: older releases expect it)
-    // and rowsum(dO * O).
-    void* dq_acc = impl_->need(impl_->dq_acc, qn * std::size_t(d.head_dim) * sizeof(float));
-    void* sm_sum = impl_->need(impl_->sm_sum, qn * sizeof(float));
-    RBK_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, qn * std::size_t(d.head_dim) * sizeof(float), impl_->stream));
-    Pack args(b.scale, pc.causal);
-    args.add_one();
-    args.add(kQ, row_ptr(b.q_data, q_row, d.head_dim, es));
-    args.add(kK, row_ptr(b.k_data, k_row, d.head_dim, es));
-    args.add(kV, row_ptr(b.v_data, k_row, d.head_dim, es));
-    args.add(kO, row_ptr(out_data, q_row, d.head_dim, es));
-    args.add(kDO, row_ptr(b.dout, q_row, d.head_dim, es));
-    args.add(kStats, st);
-    for (auto [uid, ptr] : {std::pair<Uid, void*>{kDQ, dq}, {kDK, dk}, {kDV, dv}, {kDQAccum, dq_acc}, {kSoftmaxSum, sm_sum}})
-      args.add(uid, ptr);
-    impl_->execute(pl, args);
-    auto add = [&](float* dst, const void* src, std::int64_t m, std::int64_t rows, std::int64_t row0) {
-      const unsigned blocks = blocks_for(m * nbh * d.head_dim, 256);
-      if (b.dtype == DType::BF16)
-        add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __nv_bfloat16*>(src), m, nbh, rows,
-                                                    row0, d.head_dim);
-      else
-        add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __half*>(src), m, nbh, rows, row0,
-                                                    d.head_dim);
+  const std::size_t hd = std::size_t(d.head_dim);
+  for (const SdpaGroup& g : *groups)
+    for (const SdpaPiece& pc : g.pieces) {
+      const Call c = make_call(d, g, pc);
+      const Plan& pl = impl_->plan(true, c.shape, b.dtype, pc.causal);
+      const std::size_t qn = std::size_t(c.q_n), kn = std::size_t(c.k_n);
+      void* dq = impl_->need(impl_->dq, qn * hd * es);
+      void* dk = impl_->need(impl_->dk, kn * hd * es);
+      void* dv = impl_->need(impl_->dv, kn * hd * es);
+      auto* st = static_cast<float*>(impl_->need(impl_->stats, qn * sizeof(float)));
+      gather_rows<<<blocks_for(c.q_n, 256), 256, 0, impl_->stream>>>(st, b.lse, c.q_map, c.q_n);
       RBK_LAUNCH_CHECK();
-    };
-    add(b.dq, dq, pc.q_count, d.q_rows, q_row);
-    add(b.dk, dk, pc.k_count, d.kv_rows, k_row);
-    add(b.dv, dv, pc.k_count, d.kv_rows, k_row);
-  }
+      // cuDNN's own fp32 buffers: the dQ accumulator (zeroed here: older releases expect it)
+      // and rowsum(dO * O).
+      void* dq_acc = impl_->need(impl_->dq_acc, qn * hd * sizeof(float));
+      void* sm_sum = impl_->need(impl_->sm_sum, qn * sizeof(float));
+      RBK_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, qn * hd * sizeof(float), impl_->stream));
+      Pack args(b.scale, pc.causal);
+      args.add_one();
+      args.add(kQ, row_ptr(b.q_data, c.q_row, d.head_dim, es));
+      args.add(kK, row_ptr(b.k_data, c.k_row, d.head_dim, es));
+      args.add(kV, row_ptr(b.v_data, c.k_row, d.head_dim, es));
+      args.add(kO, row_ptr(out_data, c.q_row, d.head_dim, es));
+      args.add(kDO, row_ptr(b.dout, c.q_row, d.head_dim, es));
+      args.add(kStats, st);
+      for (auto [uid, ptr] : {std::pair<Uid, void*>{kDQ, dq}, {kDK, dk}, {kDV, dv}, {kDQAccum, dq_acc}, {kSoftmaxSum, sm_sum}})
+        args.add(uid, ptr);
+      impl_->execute(pl, args);
+      auto add = [&](float* dst, const void* src, const RowMap& map, std::int64_t n) {
+        const unsigned blocks = blocks_for(n * d.head_dim, 256);
+        if (b.dtype == DType::BF16)
+          add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __nv_bfloat16*>(src), map, n, d.head_dim);
+        else
+          add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __half*>(src), map, n, d.head_dim);
+        RBK_LAUNCH_CHECK();
+      };
+      add(b.dq, dq, c.q_map, c.q_n);
+      add(b.dk, dk, c.k_map, c.k_n);
+      add(b.dv, dv, c.k_map, c.k_n);
+    }
 }
 
 void convert_from_float(void* dst, const float* src, std::size_t count, DType dtype, cudaStream_t stream) {

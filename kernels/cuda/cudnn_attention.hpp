@@ -4,11 +4,11 @@
 //
 // cuDNN knows two masks (none, top-left causal) and writes a 16-bit block output with its
 // softmax statistics; ringbench's blocks carry global positions and merge into fp32 running
-// accumulators. So each block is split into library calls (sdpa_split.hpp), every call's
-// (O_b, lse_b) is merged by log-sum-exp, and the backward's 16-bit dQ/dK/dV are added to the
-// fp32 gradient accumulators. Blocks the library masks cannot express (dilated branches),
-// fp32 data and head dims cuDNN does not take go to the flash kernels; fallback_blocks()
-// counts them.
+// accumulators. So each block is split into library calls (sdpa_split.hpp: a dilated branch
+// becomes one strided call group per head offset and segment), every call's (O_b, lse_b) is
+// merged by log-sum-exp, and the backward's 16-bit dQ/dK/dV are added to the fp32 gradient
+// accumulators. fp32 data, head dims cuDNN does not take and causal spans with unequal
+// position strides go to the flash kernels; fallback_blocks() counts them.
 //
 // Plain CUDA runtime + cuDNN (no MPI): built only when CMake finds cuDNN
 // (RINGBENCH_HAVE_CUDNN).

@@ -225,7 +225,14 @@ void check_forward(Path path, const Case& c, std::uint64_t seed) {
     case Path::NaiveChunked: { auto n = rn.make_naive(std::size_t(48) << 10); n.forward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
     case Path::Cudnn:
 #ifdef RINGBENCH_HAVE_CUDNN
-    { auto n = rn.make_cudnn(); n->forward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
+    {
+      auto n = rn.make_cudnn();
+      n->forward(b);
+      RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
+      // cuDNN itself takes every bf16/fp16 case, dilated ones included; fp32 falls back.
+      CHECK(n->fallback_blocks() == (gpu::CudnnAttention::supports(c.dtype, c.head_dim) ? 0 : 1));
+      break;
+    }
 #else
       FAIL("cudnn path not built");
 #endif
@@ -347,6 +354,7 @@ void check_backward(Path path, const Case& c, std::uint64_t seed) {
       auto n = rn.make_cudnn();
       n->backward(b, o_dev.p);
       RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
+      CHECK(n->fallback_blocks() == (gpu::CudnnAttention::supports(c.dtype, c.head_dim) ? 0 : 1));
       break;
     }
 #else

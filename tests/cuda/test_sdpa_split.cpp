@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <set>
 
 #include "sdpa_split.hpp"
 
@@ -32,6 +33,9 @@ TEST_CASE("sdpa split covers exactly the allowed pairs of random causal block pa
   for (int t = 0; t < 3000; ++t) {
     Span q{0, count(rng), first(rng), stride(rng)};
     Span k{0, count(rng), first(rng), q.stride};
+    // A one-row span's stride does not matter: give it another one now and then.
+    if (q.count == 1) q.stride = stride(rng);
+    if (k.count == 1) k.stride = stride(rng);
     Pattern pat;
     pat.causal = t % 5 != 0;
     const auto pieces = gpu::split_for_sdpa(q, k, pat);
@@ -76,6 +80,68 @@ TEST_CASE("sdpa split refuses what the library masks cannot express") {
   CHECK_FALSE(gpu::split_for_sdpa(q, k3, causal).has_value());
   // Non-causal exact attention does not care about strides.
   CHECK(gpu::split_for_sdpa(q, k3, Pattern{}).value().size() == 1);
+  // One query row with its own stride (a ring's last row against a strided block).
+  CHECK(gpu::split_for_sdpa(Span{0, 1, 500, 1}, Span{0, 77, 0, 7}, causal).has_value());
   // Empty spans: nothing to do.
   CHECK(gpu::split_for_sdpa(Span{0, 0, 0, 1}, k, causal).value().empty());
+}
+
+TEST_CASE("sdpa head groups cover exactly the allowed (head, query row, key row) triples") {
+  std::mt19937_64 rng(777);
+  std::uniform_int_distribution<int> count(1, 48), first(0, 400), stride(1, 4), heads(1, 6);
+  const std::int64_t rates[] = {1, 2, 3, 4, 8};
+  int checked = 0, groups_seen = 0, strided_views = 0, multi_segment = 0;
+  for (int t = 0; t < 1500; ++t) {
+    Pattern pat;
+    pat.causal = t % 3 != 0;
+    if (t % 4 != 0) {  // three in four dilated
+      pat.rate = rates[t % 5];
+      pat.segment = pat.rate * std::uniform_int_distribution<int>(1, 12)(rng);
+    }
+    const int H = heads(rng);
+    Span q{3, count(rng), first(rng), stride(rng)};
+    Span k{1, count(rng), first(rng), q.stride};
+    const auto groups = gpu::split_groups_for_sdpa(q, k, pat, H);
+    REQUIRE(groups.has_value());
+    // cover[h][i][j]: how many calls let head h's query row i see key row j (rows of the spans)
+    std::vector<int> cover(std::size_t(H) * q.count * k.count, 0);
+    for (const auto& g : *groups) {
+      ++groups_seen;
+      if (g.q.step > 1) ++strided_views;
+      CHECK(g.heads >= 1);
+      std::set<std::int64_t> segs;
+      for (const auto& pc : g.pieces) {
+        REQUIRE(pc.q_off + pc.q_count <= g.q.count);
+        REQUIRE(pc.k_off + pc.k_count <= g.kv.count);
+        if (pat.segment > 0) segs.insert(g.q.pos(pc.q_off) / pat.segment);
+        for (int hh = 0; hh < g.heads; ++hh) {
+          const int h = g.offset + hh * g.head_step;
+          REQUIRE(h < H);
+          for (std::int64_t a = 0; a < pc.q_count; ++a)
+            for (std::int64_t b = 0; b < pc.k_count; ++b) {
+              if (pc.causal && b > a) continue;
+              const std::int64_t i = g.q.row(pc.q_off + a) - q.row0, j = g.kv.row(pc.k_off + b) - k.row0;
+              ++cover[(std::size_t(h) * q.count + i) * k.count + j];
+            }
+        }
+      }
+      if (segs.size() > 1) ++multi_segment;
+    }
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < q.count; ++i)
+        for (std::int64_t j = 0; j < k.count; ++j) {
+          const bool allowed = pat.allows(q.position(i), k.position(j), h);
+          const int c = cover[(std::size_t(h) * q.count + i) * k.count + j];
+          if (c != (allowed ? 1 : 0)) {
+            CAPTURE(t); CAPTURE(h); CAPTURE(i); CAPTURE(j); CAPTURE(pat.segment); CAPTURE(pat.rate);
+            CHECK(c == (allowed ? 1 : 0));
+            return;
+          }
+          ++checked;
+        }
+  }
+  CHECK(groups_seen > 0);
+  CHECK(strided_views > 0);   // some groups read every step-th row
+  CHECK(multi_segment > 0);   // some groups span several segments
+  CHECK(checked > 100000);
 }
