@@ -190,6 +190,11 @@ def check_dry_run(args):
         check(r.returncode == 0 and "nothing was run" in r.stdout,
               f"large.yaml plans on 4 ranks: {r.stdout[-300:]} {r.stderr[-600:]}")
         check("R=4 (1 ring)" in r.stdout, "ring_sizes: powers_of_two reaches the world size")
+        # The other GPU-node configs (kernel: flash / cudnn sweeps included) plan as well.
+        for name in ("gpu_checks.yaml", "ring_weak_scaling.yaml"):
+            r = mpirun(args, 4, [args.ringbench, os.path.join(args.source, "inputs", name), "--dry-run"])
+            check(r.returncode == 0 and "nothing was run" in r.stdout,
+                  f"{name} plans on 4 ranks: {r.stdout[-300:]} {r.stderr[-600:]}")
         if "no GPU is visible here" in r.stdout:
             r = mpirun(args, 2, [args.ringbench, large, "--output", os.path.join(work, "l.h5")])
             check(r.returncode != 0 and "sees no GPU" in r.stderr, "without GPUs the run is refused")
