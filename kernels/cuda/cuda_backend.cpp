@@ -174,8 +174,9 @@ void CudaBackend::note_fallbacks(std::int64_t before, const char* what) {
   fallback_noted_ = true;
   std::fprintf(stderr,
                "ringbench: note: kernel cudnn: a %s block cuDNN cannot take (fp32 data, head "
-               "dim not a multiple of 8 up to 128, or causal spans with unequal position "
-               "strides) runs on the flash kernels; further such blocks are not reported\n",
+               "dim not a multiple of 8 up to 128, causal spans with unequal position strides, "
+               "or a dilated shape this cuDNN refuses) runs on the flash kernels; further such "
+               "blocks are not reported\n",
                what);
 #else
   (void)before;

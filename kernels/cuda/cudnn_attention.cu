@@ -490,6 +490,7 @@ struct CudnnAttention::Impl {
   Free release;
   cudnnHandle_t handle = nullptr;
   std::map<std::array<std::int64_t, 14>, Plan> plans;
+  std::map<std::array<std::int64_t, 14>, std::string> failed;
   // Grow-only scratch buffers.
   struct Buf {
     void* p = nullptr;
@@ -513,14 +514,27 @@ struct CudnnAttention::Impl {
                                            s.q_str[2],  s.kv_str[0], s.kv_str[1], s.kv_str[2]};
     auto it = plans.find(key);
     if (it != plans.end()) return it->second;
+    auto bad = failed.find(key);  // do not rebuild a graph cuDNN already refused
+    if (bad != failed.end()) throw std::runtime_error(bad->second);
     GraphBuilder g;
     if (backward) build_backward(g, s, dtype, causal);
     else build_forward(g, s, dtype, causal);
     const std::string what = std::string(backward ? "backward" : "forward") + (causal ? " causal" : "") +
                              " SDPA (" + std::to_string(s.sq) + " x " + std::to_string(s.sk) +
                              " rows, head dim " + std::to_string(s.head_dim) + ")";
-    return plans.emplace(key, make_plan(handle, g, what.c_str())).first->second;
+    try {
+      return plans.emplace(key, make_plan(handle, g, what.c_str())).first->second;
+    } catch (const std::runtime_error& e) {
+      failed.emplace(key, e.what());
+      throw;
+    }
   }
+
+  // True when cuDNN has a plan for every call of the strided (dilated) groups; their strides
+  // are unusual enough that a cuDNN release may refuse them, and then the whole block goes to
+  // the flash kernels before anything was merged. Exact attention is never second-guessed:
+  // a refusal there is an error.
+  bool strided_plans_ready(bool backward, const std::vector<SdpaGroup>& groups, const Dims& d, DType dtype);
 
   void execute(const Plan& pl, const Pack& args) {
     void* work = pl.workspace > 0 ? need(ws, std::size_t(pl.workspace)) : nullptr;
@@ -599,11 +613,24 @@ Call make_call(const Dims& d, const SdpaGroup& g, const SdpaPiece& pc) {
 
 }  // namespace
 
+bool CudnnAttention::Impl::strided_plans_ready(bool backward, const std::vector<SdpaGroup>& groups, const Dims& d,
+                                               DType dtype) {
+  for (const SdpaGroup& g : groups) {
+    if (g.q.step == 1 && g.kv.step == 1 && g.head_step == 1) continue;
+    for (const SdpaPiece& pc : g.pieces) try {
+        plan(backward, make_call(d, g, pc).shape, dtype, pc.causal);
+      } catch (const std::runtime_error&) {
+        return false;
+      }
+  }
+  return true;
+}
+
 void CudnnAttention::forward(const ForwardBlock& b) {
   const auto groups = supports(b.dtype, b.dims.head_dim)
                           ? split_groups_for_sdpa(b.q, b.kv, b.pattern, b.dims.heads)
                           : std::nullopt;
-  if (!groups) {  // not expressible with cuDNN's masks or types
+  if (!groups || !impl_->strided_plans_ready(false, *groups, b.dims, b.dtype)) {
     ++fallbacks_;
     flash_forward(b, impl_->stream);
     return;
@@ -638,7 +665,7 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
   const auto groups = supports(b.dtype, b.dims.head_dim) && out_data
                           ? split_groups_for_sdpa(b.q, b.kv, b.pattern, b.dims.heads)
                           : std::nullopt;
-  if (!groups) {
+  if (!groups || !impl_->strided_plans_ready(true, *groups, b.dims, b.dtype)) {
     ++fallbacks_;
     flash_backward(b, impl_->stream);
     return;

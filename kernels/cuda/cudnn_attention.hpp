@@ -7,8 +7,9 @@
 // accumulators. So each block is split into library calls (sdpa_split.hpp: a dilated branch
 // becomes one strided call group per head offset and segment), every call's (O_b, lse_b) is
 // merged by log-sum-exp, and the backward's 16-bit dQ/dK/dV are added to the fp32 gradient
-// accumulators. fp32 data, head dims cuDNN does not take and causal spans with unequal
-// position strides go to the flash kernels; fallback_blocks() counts them.
+// accumulators. fp32 data, head dims cuDNN does not take, causal spans with unequal
+// position strides and dilated shapes a cuDNN release refuses go to the flash kernels;
+// fallback_blocks() counts them.
 //
 // Plain CUDA runtime + cuDNN (no MPI): built only when CMake finds cuDNN
 // (RINGBENCH_HAVE_CUDNN).
