@@ -74,4 +74,17 @@ __device__ __forceinline__ float log_add_exp(float a, float b) {
   return m + log1pf(expf(-fabsf(a - b)));
 }
 
+// One warp merges a block's normalised output row `ob` with its log-sum-exp lb (> -inf) into
+// the running fp32 row `out` and its running log-sum-exp *lse.
+template <typename T>
+__device__ __forceinline__ void merge_row(float* out, float* lse, const T* ob, float lb, int head_dim, int lane) {
+  const float lo = *lse;
+  const float ln = log_add_exp(lo, lb);
+  const float wo = (lo == -INFINITY) ? 0.f : expf(lo - ln);
+  const float wb = expf(lb - ln);
+  for (int c = lane; c < head_dim; c += 32) out[c] = out[c] * wo + to_float(ob[c]) * wb;
+  __syncwarp();  // every lane has read the old lse before lane 0 replaces it
+  if (lane == 0) *lse = ln;
+}
+
 }  // namespace rb::attn::gpu

@@ -63,14 +63,7 @@ __global__ void merge_call(const T* __restrict__ o_blk, const float* __restrict_
   const float lb = lse_blk[w];
   if (!(lb > -INFINITY)) return;  // nothing allowed (cannot happen for a split piece)
   const std::int64_t grow = map(w);
-  const float lo = lse[grow];
-  const float ln = log_add_exp(lo, lb);
-  const float wo = (lo == -INFINITY) ? 0.f : expf(lo - ln);
-  const float wb = expf(lb - ln);
-  float* o = out + grow * head_dim;
-  const T* ob = o_blk + w * head_dim;
-  for (int c = lane; c < head_dim; c += 32) o[c] = o[c] * wo + to_float(ob[c]) * wb;
-  if (lane == 0) lse[grow] = ln;
+  merge_row(out + grow * head_dim, lse + grow, o_blk + w * head_dim, lb, head_dim, lane);
 }
 
 // The fp32 gradient rows a call covers += its packed 16-bit result.

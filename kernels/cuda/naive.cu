@@ -96,14 +96,7 @@ __global__ void merge_rows(const float* __restrict__ o_blk, const float* __restr
   if (lb == -INFINITY) return;  // nothing allowed in this block: the running state stays
   const std::int64_t bh = bh0 + w / m;
   const std::int64_t grow = bh * q_rows + row_base + (w % m);
-  const float lo = lse[grow];
-  const float ln = log_add_exp(lo, lb);
-  const float wo = (lo == -INFINITY) ? 0.f : expf(lo - ln);
-  const float wb = expf(lb - ln);
-  float* o = out + grow * head_dim;
-  const float* ob = o_blk + w * head_dim;
-  for (int c = lane; c < head_dim; c += 32) o[c] = o[c] * wo + ob[c] * wb;
-  if (lane == 0) lse[grow] = ln;
+  merge_row(out + grow * head_dim, lse + grow, o_blk + w * head_dim, lb, head_dim, lane);
 }
 
 // Backward: P = exp(S - lse_final) on allowed pairs (stored in dtype).
