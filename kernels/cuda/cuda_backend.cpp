@@ -48,9 +48,7 @@ CudaBackend::~CudaBackend() {
   // Destructors must not throw: errors here are ignored, the process is tearing down.
   if (stream_) cudaStreamSynchronize(stream_);
   naive_.reset();
-#ifdef RINGBENCH_HAVE_CUDNN
-  cudnn_.reset();
-#endif
+  cudnn_.reset();  // before the memory and the stream it uses go
   for (auto& kv : sizes_) cudaFree(kv.first);
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
   if (stream_) cudaStreamDestroy(stream_);
