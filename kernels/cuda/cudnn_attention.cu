@@ -677,8 +677,9 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
       auto* st = static_cast<float*>(impl_->need(impl_->stats, qn * sizeof(float)));
       gather_rows<<<blocks_for(c.q_n, 256), 256, 0, impl_->stream>>>(st, b.lse, c.q_map, c.q_n);
       RBK_LAUNCH_CHECK();
-      // cuDNN's own fp32 buffers: the dQ accumulator (zeroed here: older releases expect it)
-      // and rowsum(dO * O).
+        // cuDNN's own fp32 buffers: the dQ accumulator (zeroed here: older releases expect it)
+      // and rowsum(dO * O). The accumulator is the engine's scratch, not dQ in the declared
+      // layout (read back as dQ it was off by ~120 % on cuDNN 9.14): dQ comes from the cast.
       void* dq_acc = impl_->need(impl_->dq_acc, qn * hd * sizeof(float));
       void* sm_sum = impl_->need(impl_->sm_sum, qn * sizeof(float));
       RBK_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, qn * hd * sizeof(float), impl_->stream));
