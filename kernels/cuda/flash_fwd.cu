@@ -2,8 +2,9 @@
 // a CTA of WARPS warps owns 16*MT*WARPS query rows of one head, keeps Q in shared memory or
 // its fragments in registers (per tile shape), streams 64-key K/V tiles through
 // double-buffered shared memory with cp.async, computes S = Q K^T and O += P V with
-// mma.sync m16n8k16 (fp32 accumulators) and an online softmax in the exp2 domain, and merges its result into the running fp32 (out, lse) in the
-// epilogue - no separate merge kernel.
+// mma.sync m16n8k16 (fp32 accumulators) and an online softmax in the exp2 domain, and
+// merges its result into the running fp32 (out, lse) in the epilogue - no separate merge
+// kernel.
 //
 // Masking: tiles wholly outside the pattern are skipped before their loads are issued;
 // tiles straddling a causal diagonal or a segment edge get an exact per-element mask on
