@@ -569,16 +569,6 @@ bool CudnnAttention::supports(DType dtype, int head_dim) {
   return dtype != DType::F32 && head_dim % 8 == 0 && head_dim >= 8 && head_dim <= 128;
 }
 
-std::size_t CudnnAttention::workspace_bytes() const {
-  std::size_t n = 0;
-  for (const Impl::Buf* b : {&impl_->o_blk, &impl_->stats, &impl_->dq, &impl_->dk, &impl_->dv,
-                             &impl_->dq_acc, &impl_->sm_sum, &impl_->ws})
-    n += b->bytes;
-  return n;
-}
-
-std::size_t CudnnAttention::plans() const { return impl_->plans.size(); }
-
 namespace {
 
 // One library call of a head group: its shape, where its rows start and how its packed output
@@ -677,7 +667,7 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
       auto* st = static_cast<float*>(impl_->need(impl_->stats, qn * sizeof(float)));
       gather_rows<<<blocks_for(c.q_n, 256), 256, 0, impl_->stream>>>(st, b.lse, c.q_map, c.q_n);
       RBK_LAUNCH_CHECK();
-        // cuDNN's own fp32 buffers: the dQ accumulator (zeroed here: older releases expect it)
+      // cuDNN's own fp32 buffers: the dQ accumulator (zeroed here: older releases expect it)
       // and rowsum(dO * O). The accumulator is the engine's scratch, not dQ in the declared
       // layout (read back as dQ it was off by ~120 % on cuDNN 9.14): dQ comes from the cast.
       void* dq_acc = impl_->need(impl_->dq_acc, qn * hd * sizeof(float));

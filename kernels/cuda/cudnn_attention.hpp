@@ -44,10 +44,6 @@ class CudnnAttention {
 
   // Blocks handed to the flash kernels because cuDNN could not take them.
   std::int64_t fallback_blocks() const { return fallbacks_; }
-  // Scratch held (block outputs, statistics, 16-bit gradients, cuDNN workspace).
-  std::size_t workspace_bytes() const;
-  // Execution plans built so far (one per distinct shape and mask).
-  std::size_t plans() const;
 
  private:
   struct Impl;

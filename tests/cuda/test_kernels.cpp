@@ -140,6 +140,13 @@ struct Runner {
 #endif
 };
 
+#ifdef RINGBENCH_HAVE_CUDNN
+// cuDNN itself takes every bf16/fp16 case, dilated ones included; fp32 falls back (one block).
+std::int64_t expected_cudnn_fallbacks(const Case& c) {
+  return gpu::CudnnAttention::supports(c.dtype, c.head_dim) ? 0 : 1;
+}
+#endif
+
 // The paths under test: cudnn where this build has it. Its cases with dilated branches or
 // fp32 data exercise its fallback to the flash kernels.
 std::vector<Path> all_paths() {
@@ -229,8 +236,7 @@ void check_forward(Path path, const Case& c, std::uint64_t seed) {
       auto n = rn.make_cudnn();
       n->forward(b);
       RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
-      // cuDNN itself takes every bf16/fp16 case, dilated ones included; fp32 falls back.
-      CHECK(n->fallback_blocks() == (gpu::CudnnAttention::supports(c.dtype, c.head_dim) ? 0 : 1));
+      CHECK(n->fallback_blocks() == expected_cudnn_fallbacks(c));
       break;
     }
 #else
@@ -354,7 +360,7 @@ void check_backward(Path path, const Case& c, std::uint64_t seed) {
       auto n = rn.make_cudnn();
       n->backward(b, o_dev.p);
       RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
-      CHECK(n->fallback_blocks() == (gpu::CudnnAttention::supports(c.dtype, c.head_dim) ? 0 : 1));
+      CHECK(n->fallback_blocks() == expected_cudnn_fallbacks(c));
       break;
     }
 #else
