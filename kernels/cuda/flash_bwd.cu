@@ -15,6 +15,7 @@
 #include "check.hpp"
 #include "flash_params.cuh"
 #include "mma.cuh"
+#include "tile_load.cuh"
 
 namespace rb::attn::gpu {
 namespace {
@@ -30,19 +31,6 @@ struct BwdTraits {
       std::size_t(2 * kBc + 4 * kBr) * HD * sizeof(T) + std::size_t(kBc) * kBr * sizeof(T) +
       std::size_t(4 * kBr) * sizeof(float);
 };
-
-template <typename T, int HD, int THREADS>
-__device__ __forceinline__ void load_rows(T* smem, const T* base, const RowView& v, std::int64_t j0,
-                                          int rows) {
-  constexpr int kChunks = HD / 8;
-  for (int idx = threadIdx.x; idx < rows * kChunks; idx += THREADS) {
-    const int r = idx / kChunks, c = idx % kChunks;
-    const std::int64_t j = j0 + r;
-    const bool valid = j < v.count;
-    const T* src = valid ? base + v.row(j) * HD + c * 8 : base;
-    mma::cp_async16(smem + mma::swz<HD>(r, c), src, valid);
-  }
-}
 
 __device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -96,8 +84,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   };
   auto load_q_tile = [&](int t, int buf) {
     const std::int64_t a = std::int64_t(t) * kBr;
-    load_rows<T, HD, Tr::kThreads>(sQ + buf * kBr * HD, Qg, qv, a, kBr);
-    load_rows<T, HD, Tr::kThreads>(sdO + buf * kBr * HD, dOg, qv, a, kBr);
+    load_rows<T, HD, Tr::kThreads, kBr, 2>({sQ + buf * kBr * HD, sdO + buf * kBr * HD}, {Qg, dOg}, qv, a);
     for (int i = threadIdx.x; i < kBr; i += Tr::kThreads) {
       const std::int64_t j = a + i;
       float l = INFINITY, d = 0.f;  // rows past the span: P = 0
@@ -118,8 +105,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, tq = lane & 3;
 
-  load_rows<T, HD, Tr::kThreads>(sK, Kg, kv, k0, kBc);
-  load_rows<T, HD, Tr::kThreads>(sV, Vg, kv, k0, kBc);
+  load_rows<T, HD, Tr::kThreads, kBc, 2>({sK, sV}, {Kg, Vg}, kv, k0);
   load_q_tile(t, 0);
   mma::cp_async_commit();
 

@@ -18,6 +18,7 @@
 #include "check.hpp"
 #include "flash_params.cuh"
 #include "mma.cuh"
+#include "tile_load.cuh"
 
 namespace rb::attn::gpu {
 namespace {
@@ -35,20 +36,6 @@ struct FwdTraits {
   static constexpr int kThreads = 32 * WARPS;
   static constexpr std::size_t kSmem = std::size_t(kBr + 4 * kBc) * HD * sizeof(T);
 };
-
-// Issues cp.async for `rows` view rows starting at view index j0 of a [rows][HD] tile.
-template <typename T, int HD, int THREADS>
-__device__ __forceinline__ void load_tile(T* smem, const T* base, const RowView& v, std::int64_t j0,
-                                          int rows) {
-  constexpr int kChunks = HD / 8;
-  for (int idx = threadIdx.x; idx < rows * kChunks; idx += THREADS) {
-    const int r = idx / kChunks, c = idx % kChunks;
-    const std::int64_t j = j0 + r;
-    const bool valid = j < v.count;
-    const T* src = valid ? base + v.row(j) * HD + c * 8 : base;
-    mma::cp_async16(smem + mma::swz<HD>(r, c), src, valid);
-  }
-}
 
 // DIL: the block has a dilated branch (per-head row views, segment masks). Exact attention
 // (DIL = false) uses the spans as they are, with the segment test compiled out: fewer live
@@ -93,10 +80,9 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
 
   int t = next_active(0);
   if (t >= n_tiles) return;  // nothing allowed: the running state stays as it is
-  load_tile<T, HD, Tr::kThreads>(sQ, Qg, qv, q0, kBr);
+  load_rows<T, HD, Tr::kThreads, kBr>(sQ, Qg, qv, q0);
   mma::cp_async_commit();
-  load_tile<T, HD, Tr::kThreads>(sK, Kg, kv, std::int64_t(t) * kBc, kBc);
-  load_tile<T, HD, Tr::kThreads>(sV, Vg, kv, std::int64_t(t) * kBc, kBc);
+  load_rows<T, HD, Tr::kThreads, kBc, 2>({sK, sV}, {Kg, Vg}, kv, std::int64_t(t) * kBc);
   mma::cp_async_commit();
 
   mma::cp_async_wait<1>();
@@ -128,8 +114,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
   while (t < n_tiles) {
     const int tn = next_active(t + 1);
     if (tn < n_tiles) {
-      load_tile<T, HD, Tr::kThreads>(sK + (buf ^ 1) * kBc * HD, Kg, kv, std::int64_t(tn) * kBc, kBc);
-      load_tile<T, HD, Tr::kThreads>(sV + (buf ^ 1) * kBc * HD, Vg, kv, std::int64_t(tn) * kBc, kBc);
+      load_rows<T, HD, Tr::kThreads, kBc, 2>({sK + (buf ^ 1) * kBc * HD, sV + (buf ^ 1) * kBc * HD}, {Kg, Vg}, kv,
+                                             std::int64_t(tn) * kBc);
     }
     mma::cp_async_commit();
     mma::cp_async_wait<1>();
@@ -164,29 +150,61 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int i = 0; i < kBc / 8; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
-    // With Q in shared memory the k-loop stays rolled: unrolled, the compiler hoists every
-    // Q fragment load to the top and runs out of registers.
-#pragma unroll QREG ? HD / 16 : 1
-    for (int kk = 0; kk < HD / 16; ++kk) {
-      std::uint32_t qa[MT][4];
+    auto load_q = [&](std::uint32_t (&qa)[MT][4], const T* q_s, int kk) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         if constexpr (QREG) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
         } else {
-          mma::ldmatrix_x4(qa[mt], sQ + mma::swz<HD>(wrow + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+          mma::ldmatrix_x4(qa[mt], q_s + mma::swz<HD>(wrow + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
         }
       }
+    };
+    auto load_k = [&](std::uint32_t (&b)[4], int kk, int np) {
+      mma::ldmatrix_x4(b, k_s + mma::swz<HD>(np * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 2 + ((lane >> 3) & 1)));
+    };
+    if constexpr (!QREG && !DIL) {
+      // Software-pipelined S = Q K^T over the flattened (k-step, key group) loop, fully
+      // unrolled, one step of lookahead: the next K fragments (a ring of two) and the next
+      // k-step's Q fragments are read from shared memory while the current mma run, so the
+      // ldmatrix latency is hidden (+5 % over the rolled loop, docs/gpu-kernels.md). The opaque
+      // copy of sQ keeps the compiler from hoisting the tile-invariant Q loads out of the key
+      // loop, which would need all of Q in registers. Dilated blocks keep the rolled loop: the
+      // row views leave no registers for the lookahead.
+      const T* q_s = sQ;
+      asm volatile("" : "+l"(q_s));
+      constexpr int kNp = kBc / 16, kSteps = HD / 16 * kNp;
+      std::uint32_t qa[2][MT][4], kb[2][4];
+      load_q(qa[0], q_s, 0);
+      load_k(kb[0], 0, 0);
 #pragma unroll
-      for (int np = 0; np < kBc / 16; ++np) {
-        std::uint32_t b[4];
-        mma::ldmatrix_x4(b, k_s + mma::swz<HD>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
-                                                kk * 2 + ((lane >> 3) & 1)));
+      for (int st = 0; st < kSteps; ++st) {
+        const int kk = st / kNp, np = st % kNp;
+        if (np == 0 && kk + 1 < HD / 16) load_q(qa[(kk + 1) & 1], q_s, kk + 1);
+        if (st + 1 < kSteps) load_k(kb[(st + 1) & 1], (st + 1) / kNp, (st + 1) % kNp);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          Op::run(s[mt][2 * np], qa[mt], b[0], b[1]);
-          Op::run(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
+          Op::run(s[mt][2 * np], qa[kk & 1][mt], kb[st & 1][0], kb[st & 1][1]);
+          Op::run(s[mt][2 * np + 1], qa[kk & 1][mt], kb[st & 1][2], kb[st & 1][3]);
+        }
+      }
+    } else {
+      // With Q in shared memory this k-loop stays rolled: unrolled, the compiler hoists every
+      // Q fragment load to the top and runs out of registers.
+#pragma unroll QREG ? HD / 16 : 1
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        std::uint32_t qa[MT][4];
+        load_q(qa, sQ, kk);
+#pragma unroll
+        for (int np = 0; np < kBc / 16; ++np) {
+          std::uint32_t b[4];
+          load_k(b, kk, np);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            Op::run(s[mt][2 * np], qa[mt], b[0], b[1]);
+            Op::run(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
+          }
         }
       }
     }
