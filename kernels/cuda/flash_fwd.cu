@@ -97,6 +97,13 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
         mma::ldmatrix_x4(qf[mt][kk], sQ + mma::swz<HD>(wrow + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
   }
 
+  // ldmatrix byte addresses: per-thread offsets into the swizzled tiles (mma::swz_bytes)
+  const std::uint32_t sQa = mma::smem_addr(sQ), sKa = mma::smem_addr(sK), sVa = mma::smem_addr(sV);
+  const std::uint32_t q_off = mma::swz_bytes<HD>(wrow + (lane & 15), lane >> 4);
+  const std::uint32_t k_off = mma::swz_bytes<HD>((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+  const std::uint32_t v_off = mma::swz_bytes<HD>((lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+  constexpr std::uint32_t kRows16 = 16 * HD * sizeof(T);  // bytes of 16 tile rows
+
   float o[MT][HD / 8][4];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
@@ -120,8 +127,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
     mma::cp_async_commit();
     mma::cp_async_wait<1>();
     __syncthreads();
-    const T* k_s = sK + buf * kBc * HD;
-    const T* v_s = sV + buf * kBc * HD;
+    const std::uint32_t k_a = sKa + buf * kBc * HD * sizeof(T);
+    const std::uint32_t v_a = sVa + buf * kBc * HD * sizeof(T);
 
     // Per-element mask of a partial tile as bits (one per score this thread holds), worked
     // out before the score accumulators are live so the position arithmetic costs no spills.
@@ -150,19 +157,19 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int i = 0; i < kBc / 8; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
-    auto load_q = [&](std::uint32_t (&qa)[MT][4], const T* q_s, int kk) {
+    auto load_q = [&](std::uint32_t (&qa)[MT][4], std::uint32_t q_a, int kk) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         if constexpr (QREG) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
         } else {
-          mma::ldmatrix_x4(qa[mt], q_s + mma::swz<HD>(wrow + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+          mma::ldmatrix_x4(qa[mt], q_a + mma::kstep(q_off, kk) + mt * kRows16);
         }
       }
     };
     auto load_k = [&](std::uint32_t (&b)[4], int kk, int np) {
-      mma::ldmatrix_x4(b, k_s + mma::swz<HD>(np * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 2 + ((lane >> 3) & 1)));
+      mma::ldmatrix_x4(b, k_a + mma::kstep(k_off, kk) + np * kRows16);
     };
     if constexpr (!QREG && !DIL) {
       // Software-pipelined S = Q K^T over the flattened (k-step, key group) loop, fully
@@ -172,8 +179,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
       // copy of sQ keeps the compiler from hoisting the tile-invariant Q loads out of the key
       // loop, which would need all of Q in registers. Dilated blocks keep the rolled loop: the
       // row views leave no registers for the lookahead.
-      const T* q_s = sQ;
-      asm volatile("" : "+l"(q_s));
+      std::uint32_t q_s = sQa;
+      asm volatile("" : "+r"(q_s));
       constexpr int kNp = kBc / 16, kSteps = HD / 16 * kNp;
       std::uint32_t qa[2][MT][4], kb[2][4];
       load_q(qa[0], q_s, 0);
@@ -195,7 +202,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
 #pragma unroll QREG ? HD / 16 : 1
       for (int kk = 0; kk < HD / 16; ++kk) {
         std::uint32_t qa[MT][4];
-        load_q(qa, sQ, kk);
+        load_q(qa, sQa, kk);
 #pragma unroll
         for (int np = 0; np < kBc / 16; ++np) {
           std::uint32_t b[4];
@@ -257,8 +264,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
 #pragma unroll
       for (int dp = 0; dp < HD / 16; ++dp) {
         std::uint32_t b[4];
-        mma::ldmatrix_x4_trans(b, v_s + mma::swz<HD>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
-                                                      dp * 2 + (lane >> 4)));
+        mma::ldmatrix_x4_trans(b, v_a + kk * kRows16 + mma::kstep(v_off, dp));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           Op::run(o[mt][2 * dp], a[mt], b[0], b[1]);

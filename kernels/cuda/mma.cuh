@@ -37,6 +37,18 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const v
                : "r"(smem_addr(smem)));
 }
 
+// The same from a shared-memory byte address (see swz_bytes / kstep below).
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
 template <typename T> struct MmaOp;
 template <> struct MmaOp<__nv_bfloat16> {
   __device__ __forceinline__ static void run(float (&c)[4], const std::uint32_t (&a)[4],
@@ -82,6 +94,18 @@ __device__ __forceinline__ int swz(int row, int chunk) {
   static_assert(COLS % 64 == 0, "swizzle needs at least 8 chunks per row");
   return row * COLS + ((chunk ^ (row & 7)) << 3);
 }
+
+// Byte offset of (row, chunk) in a swizzled [rows][COLS] tile. For a thread's ldmatrix row r
+// and first chunk c0 in {0, 1}, the fragment at (r + 16*i, c0 + 2*k) lies at
+// kstep(swz_bytes(r, c0), k) + i * 32 * COLS: the row & 7 phase is the same, and the even
+// chunk step only flips the bits XOR-ed by the swizzle. Unrolled fragment loops thus cost one
+// XOR per k-step and an immediate per row step, where the generic swz() cost ~3 integer
+// instructions per ldmatrix.
+template <int COLS>
+__device__ __forceinline__ std::uint32_t swz_bytes(int row, int chunk) {
+  return std::uint32_t(swz<COLS>(row, chunk)) * 2u;
+}
+__device__ __forceinline__ std::uint32_t kstep(std::uint32_t off, int k) { return off ^ (std::uint32_t(k) << 5); }
 
 // a[4] from a C fragment pair (the m16n8 accumulators of n-tiles 2k and 2k+1) for the
 // next product: the P (or dS) operand in registers, converted to 16-bit.
