@@ -118,7 +118,19 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   const float sl2 = p.scale * kLog2e;
   const std::int64_t kj[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
   const std::int64_t kpos[2] = {kv.pos(kj[0]), kv.pos(kj[1])};
-  const T* k_rows = sK + 0;  // this warp's keys start at row warp*16
+  // ldmatrix byte addresses: per-thread offsets into the swizzled tiles (mma::swz_bytes).
+  // a_off: A operand rows of this warp's keys (K, V); b_off: B operand rows (Q, dO);
+  // t_off: transposed B operand (dO, Q, K); ds_off: the transposed dS^T tile.
+  const std::uint32_t sKa = mma::smem_addr(sK), sVa = mma::smem_addr(sV), sdSa = mma::smem_addr(sdS);
+  const std::uint32_t a_off = mma::swz_bytes<HD>(warp * 16 + (lane & 15), lane >> 4);
+  const std::uint32_t b_off = mma::swz_bytes<HD>((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+  const std::uint32_t t_off = mma::swz_bytes<HD>((lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+  const std::uint32_t ds_off = mma::swz_bytes<kBr>((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+  constexpr std::uint32_t kRows16 = 16 * HD * sizeof(T);  // bytes of 16 rows of an HD tile
+  // dS^T stores: this thread's (row, chunk 0 | 1) byte offsets in the [kBc][kBr] tile.
+  char* const sdS_b = reinterpret_cast<char*>(sdS);
+  const std::uint32_t st_off[2] = {mma::swz_bytes<kBr>(warp * 16 + g, 0) + 4 * tq,
+                                   mma::swz_bytes<kBr>(warp * 16 + g, 1) + 4 * tq};
 
   int buf = 0;
   while (t < n_tiles) {
@@ -127,8 +139,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
     mma::cp_async_commit();
     mma::cp_async_wait<1>();
     __syncthreads();
-    const T* q_s = sQ + buf * kBr * HD;
-    const T* do_s = sdO + buf * kBr * HD;
+    const std::uint32_t q_a = mma::smem_addr(sQ + buf * kBr * HD);
+    const std::uint32_t do_a = mma::smem_addr(sdO + buf * kBr * HD);
     const float* l_s = sL + buf * kBr;
     const float* d_s = sD + buf * kBr;
     const std::int64_t qa = std::int64_t(t) * kBr;
@@ -156,12 +168,11 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
       std::uint32_t a[4];
-      mma::ldmatrix_x4(a, k_rows + mma::swz<HD>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+      mma::ldmatrix_x4(a, sKa + mma::kstep(a_off, kk));
 #pragma unroll
       for (int np = 0; np < kBr / 16; ++np) {
         std::uint32_t b[4];
-        mma::ldmatrix_x4(b, q_s + mma::swz<HD>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
-                                                kk * 2 + ((lane >> 3) & 1)));
+        mma::ldmatrix_x4(b, q_a + mma::kstep(b_off, kk) + np * kRows16);
         Op::run(s[2 * np], a, b[0], b[1]);
         Op::run(s[2 * np + 1], a, b[2], b[3]);
       }
@@ -184,8 +195,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
 #pragma unroll
       for (int dp = 0; dp < HD / 16; ++dp) {
         std::uint32_t b[4];
-        mma::ldmatrix_x4_trans(b, do_s + mma::swz<HD>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
-                                                       dp * 2 + (lane >> 4)));
+        mma::ldmatrix_x4_trans(b, do_a + kk * kRows16 + mma::kstep(t_off, dp));
         Op::run(dv[2 * dp], a, b[0], b[1]);
         Op::run(dv[2 * dp + 1], a, b[2], b[3]);
       }
@@ -201,13 +211,11 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
 #pragma unroll
       for (int kk = 0; kk < HD / 16; ++kk) {
         std::uint32_t a[4];
-        mma::ldmatrix_x4(a, sV + mma::swz<HD>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+        mma::ldmatrix_x4(a, sVa + mma::kstep(a_off, kk));
 #pragma unroll
         for (int np = 0; np < kHalfNt / 2; ++np) {
           std::uint32_t b[4];
-          const int row = (half * kHalfNt / 2 + np) * 16;
-          mma::ldmatrix_x4(b, do_s + mma::swz<HD>(row + (lane & 7) + ((lane >> 4) << 3),
-                                                   kk * 2 + ((lane >> 3) & 1)));
+          mma::ldmatrix_x4(b, do_a + mma::kstep(b_off, kk) + (half * kHalfNt / 2 + np) * kRows16);
           Op::run(dpt[2 * np], a, b[0], b[1]);
           Op::run(dpt[2 * np + 1], a, b[2], b[3]);
         }
@@ -224,16 +232,15 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
     for (int kk = 0; kk < kBr / 16; ++kk) {
       std::uint32_t a[4];
       mma::c_to_a<T>(a, s[2 * kk], s[2 * kk + 1]);
-      const int r0 = warp * 16 + g;
-      *reinterpret_cast<std::uint32_t*>(sdS + mma::swz<kBr>(r0, 2 * kk) + 2 * tq) = a[0];
-      *reinterpret_cast<std::uint32_t*>(sdS + mma::swz<kBr>(r0 + 8, 2 * kk) + 2 * tq) = a[1];
-      *reinterpret_cast<std::uint32_t*>(sdS + mma::swz<kBr>(r0, 2 * kk + 1) + 2 * tq) = a[2];
-      *reinterpret_cast<std::uint32_t*>(sdS + mma::swz<kBr>(r0 + 8, 2 * kk + 1) + 2 * tq) = a[3];
+      constexpr int kRows8 = 8 * kBr * sizeof(T);
+      *reinterpret_cast<std::uint32_t*>(sdS_b + mma::kstep(st_off[0], kk)) = a[0];
+      *reinterpret_cast<std::uint32_t*>(sdS_b + mma::kstep(st_off[0], kk) + kRows8) = a[1];
+      *reinterpret_cast<std::uint32_t*>(sdS_b + mma::kstep(st_off[1], kk)) = a[2];
+      *reinterpret_cast<std::uint32_t*>(sdS_b + mma::kstep(st_off[1], kk) + kRows8) = a[3];
 #pragma unroll
       for (int dp = 0; dp < HD / 16; ++dp) {
         std::uint32_t b[4];
-        mma::ldmatrix_x4_trans(b, q_s + mma::swz<HD>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
-                                                      dp * 2 + (lane >> 4)));
+        mma::ldmatrix_x4_trans(b, q_a + kk * kRows16 + mma::kstep(t_off, dp));
         Op::run(dk[2 * dp], a, b[0], b[1]);
         Op::run(dk[2 * dp + 1], a, b[2], b[3]);
       }
@@ -249,13 +256,11 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
 #pragma unroll
       for (int kk = 0; kk < kBc / 16; ++kk) {
         std::uint32_t a[4];
-        mma::ldmatrix_x4_trans(a, sdS + mma::swz<kBr>(kk * 16 + (lane & 7) + ((lane >> 4) << 3),
-                                                       rg * 2 + ((lane >> 3) & 1)));
+        mma::ldmatrix_x4_trans(a, sdSa + kk * (16 * kBr * sizeof(T)) + mma::kstep(ds_off, rg));
 #pragma unroll
         for (int dp = 0; dp < 4; ++dp) {
           std::uint32_t b[4];
-          mma::ldmatrix_x4_trans(b, sK + mma::swz<HD>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
-                                                       cg * 8 + dp * 2 + (lane >> 4)));
+          mma::ldmatrix_x4_trans(b, sKa + kk * kRows16 + mma::kstep(t_off, cg * 4 + dp));
           Op::run(acc[2 * dp], a, b[0], b[1]);
           Op::run(acc[2 * dp + 1], a, b[2], b[3]);
         }
