@@ -175,12 +175,10 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
       // Software-pipelined S = Q K^T over the flattened (k-step, key group) loop, fully
       // unrolled, one step of lookahead: the next K fragments (a ring of two) and the next
       // k-step's Q fragments are read from shared memory while the current mma run, so the
-      // ldmatrix latency is hidden (+5 % over the rolled loop, docs/gpu-kernels.md). The opaque
-      // copy of sQ keeps the compiler from hoisting the tile-invariant Q loads out of the key
-      // loop, which would need all of Q in registers. Dilated blocks keep the rolled loop: the
-      // row views leave no registers for the lookahead.
-      std::uint32_t q_s = sQa;
-      asm volatile("" : "+r"(q_s));
+      // ldmatrix latency is hidden (+5 % over the rolled loop, docs/gpu-kernels.md);
+      // mma::opaque keeps the tile-invariant Q loads inside the key loop. Dilated blocks keep
+      // the rolled loop: the row views leave no registers for the lookahead.
+      const std::uint32_t q_s = mma::opaque(sQa);
       constexpr int kNp = kBc / 16, kSteps = HD / 16 * kNp;
       std::uint32_t qa[2][MT][4], kb[2][4];
       load_q(qa[0], q_s, 0);

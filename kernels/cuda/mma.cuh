@@ -107,6 +107,14 @@ __device__ __forceinline__ std::uint32_t swz_bytes(int row, int chunk) {
 }
 __device__ __forceinline__ std::uint32_t kstep(std::uint32_t off, int k) { return off ^ (std::uint32_t(k) << 5); }
 
+// The address of a tile the compiler must not treat as loop-invariant: fragments of a tile
+// that stays put across the key loop (Q in the forward) would otherwise be hoisted out of it
+// and held in registers for the whole loop.
+__device__ __forceinline__ std::uint32_t opaque(std::uint32_t addr) {
+  asm volatile("" : "+r"(addr));
+  return addr;
+}
+
 // a[4] from a C fragment pair (the m16n8 accumulators of n-tiles 2k and 2k+1) for the
 // next product: the P (or dS) operand in registers, converted to 16-bit.
 template <typename T>
