@@ -135,10 +135,12 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   int buf = 0;
   while (t < n_tiles) {
     const int tn = next_active(t + 1);
+    // This barrier makes tile t visible and, every warp being done with tile t-1 (its dQ reads
+    // of sdS included), frees that Q/dO/lse/delta buffer for the prefetch issued after it.
+    mma::cp_async_wait<0>();
+    __syncthreads();
     if (tn < n_tiles) load_q_tile(tn, buf ^ 1);
     mma::cp_async_commit();
-    mma::cp_async_wait<1>();
-    __syncthreads();
     const std::uint32_t q_a = mma::smem_addr(sQ + buf * kBr * HD);
     const std::uint32_t do_a = mma::smem_addr(sdO + buf * kBr * HD);
     const float* l_s = sL + buf * kBr;
@@ -275,7 +277,6 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
           atomic_add2(dst + nt * 8, p.scale * acc[nt][2 * h], p.scale * acc[nt][2 * h + 1]);
       }
     }
-    __syncthreads();  // sdS and this Q/dO buffer are rewritten next iteration
     t = tn;
     buf ^= 1;
   }

@@ -120,13 +120,15 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
   int buf = 0;
   while (t < n_tiles) {
     const int tn = next_active(t + 1);
+    // One barrier per tile: it makes tile t visible and, since every warp is then done with
+    // tile t-1, frees that buffer for the prefetch of the next tile, issued after it.
+    mma::cp_async_wait<0>();
+    __syncthreads();
     if (tn < n_tiles) {
       load_rows<T, HD, Tr::kThreads, kBc, 2>({sK + (buf ^ 1) * kBc * HD, sV + (buf ^ 1) * kBc * HD}, {Kg, Vg}, kv,
                                              std::int64_t(tn) * kBc);
     }
     mma::cp_async_commit();
-    mma::cp_async_wait<1>();
-    __syncthreads();
     const std::uint32_t k_a = sKa + buf * kBc * HD * sizeof(T);
     const std::uint32_t v_a = sVa + buf * kBc * HD * sizeof(T);
 
@@ -270,7 +272,6 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
         }
       }
     }
-    __syncthreads();  // this buffer is refilled by the next iteration's prefetch
     t = tn;
     buf ^= 1;
   }
