@@ -82,20 +82,30 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
     while (t < n_tiles && kind(t) == 0) ++t;
     return t;
   };
+  // A query tile's Q and dO rows go to shared memory by cp.async; its lse and delta (one row
+  // per thread of the first kBr) are read into registers when the tile is prefetched and
+  // stored to shared memory a whole tile of compute later (store_ld), so the global-load
+  // latency is not waited for right after the loop's barrier.
+  static_assert(Tr::kThreads >= kBr, "one thread per query row of a tile for lse and delta");
+  float pre_l = 0.f, pre_d = 0.f;
+  bool pre_valid = false;
   auto load_q_tile = [&](int t, int buf) {
     const std::int64_t a = std::int64_t(t) * kBr;
     load_rows<T, HD, Tr::kThreads, kBr, 2>({sQ + buf * kBr * HD, sdO + buf * kBr * HD}, {Qg, dOg}, qv, a);
-    for (int i = threadIdx.x; i < kBr; i += Tr::kThreads) {
-      const std::int64_t j = a + i;
-      float l = INFINITY, d = 0.f;  // rows past the span: P = 0
-      if (j < qv.count) {
-        const std::int64_t r = q_base + qv.row(j);
-        l = p.lse_in[r];
-        l = (l == -INFINITY) ? INFINITY : l * kLog2e;  // a row nothing attends to: P = 0
-        d = p.delta[r];
-      }
-      sL[buf * kBr + i] = l;
-      sD[buf * kBr + i] = d;
+    const std::int64_t j = a + threadIdx.x;
+    pre_valid = threadIdx.x < kBr && j < qv.count;
+    if (pre_valid) {
+      const std::int64_t r = q_base + qv.row(j);
+      pre_l = p.lse_in[r];
+      pre_d = p.delta[r];
+    }
+  };
+  auto store_ld = [&](int buf) {
+    if (threadIdx.x < kBr) {
+      // rows past the span and rows nothing attends to (lse -inf): P = 0
+      const bool none = !pre_valid || pre_l == -INFINITY;
+      sL[buf * kBr + threadIdx.x] = none ? INFINITY : pre_l * kLog2e;
+      sD[buf * kBr + threadIdx.x] = pre_valid ? pre_d : 0.f;
     }
   };
 
@@ -107,6 +117,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
 
   load_rows<T, HD, Tr::kThreads, kBc, 2>({sK, sV}, {Kg, Vg}, kv, k0);
   load_q_tile(t, 0);
+  store_ld(0);
   mma::cp_async_commit();
 
   float dk[HD / 8][4], dv[HD / 8][4];
@@ -247,6 +258,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
         Op::run(dk[2 * dp + 1], a, b[2], b[3]);
       }
     }
+    if (tn < n_tiles) store_ld(buf ^ 1);  // read in the next iteration, after its barrier
     __syncthreads();
     // dQ[tile rows] += scale * dS K, in units of (16 query rows) x (64 head-dim columns).
     constexpr int kRowGroups = kBr / 16, kColGroups = HD / 64;
