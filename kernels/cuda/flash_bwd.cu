@@ -138,6 +138,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   const std::uint32_t t_off = mma::swz_bytes<HD>((lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
   const std::uint32_t ds_off = mma::swz_bytes<kBr>((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
   constexpr std::uint32_t kRows16 = 16 * HD * sizeof(T);  // bytes of 16 rows of an HD tile
+  // dq rows start on 16-byte boundaries when the buffer does (rows are HD floats).
+  const bool dq_vec4 = (reinterpret_cast<std::uintptr_t>(p.dq) & 15u) == 0;
   // dS^T stores: this thread's (row, chunk 0 | 1) byte offsets in the [kBc][kBr] tile.
   char* const sdS_b = reinterpret_cast<char*>(sdS);
   const std::uint32_t st_off[2] = {mma::swz_bytes<kBr>(warp * 16 + g, 0) + 4 * tq,
@@ -282,8 +284,30 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const std::int64_t qi = qa + rg * 16 + g + 8 * h;
-        if (qi >= qv.count) continue;
-        float* dst = p.dq + (q_base + qv.row(qi)) * HD + cg * 64 + 2 * tq;
+        const bool row_ok = qi < qv.count;
+        float* dst = p.dq + (q_base + qv.row(row_ok ? qi : 0)) * HD + cg * 64 + 2 * tq;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if (dq_vec4) {
+          // 16-byte reductions, half as many atomics as float2 ones (the dQ atomics are this
+          // kernel's largest global traffic): lanes tq and tq^1 swap halves so that the even
+          // lane holds four consecutive columns of n-tile 2m and the odd lane of n-tile 2m+1.
+          // The shuffles run on every lane; only the atomics depend on the row.
+          const bool odd = tq & 1;
+#pragma unroll
+          for (int m = 0; m < 4; ++m) {
+            const float* e = acc[2 * m] + 2 * h;      // n-tile 2m, this row
+            const float* o = acc[2 * m + 1] + 2 * h;  // n-tile 2m+1
+            const float rx = __shfl_xor_sync(0xffffffffu, odd ? e[0] : o[0], 1);
+            const float ry = __shfl_xor_sync(0xffffffffu, odd ? e[1] : o[1], 1);
+            const float ox = p.scale * (odd ? o[0] : e[0]), oy = p.scale * (odd ? o[1] : e[1]);
+            const float4 v = odd ? make_float4(p.scale * rx, p.scale * ry, ox, oy)
+                                 : make_float4(ox, oy, p.scale * rx, p.scale * ry);
+            if (row_ok) atomicAdd(reinterpret_cast<float4*>(dst + (odd ? (2 * m + 1) * 8 - 2 : 2 * m * 8)), v);
+          }
+          continue;
+        }
+#endif
+        if (!row_ok) continue;
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt)
           atomic_add2(dst + nt * 8, p.scale * acc[nt][2 * h], p.scale * acc[nt][2 * h + 1]);
