@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   const std::uint32_t ds_off = mma::swz_bytes<kBr>((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
   constexpr std::uint32_t kRows16 = 16 * HD * sizeof(T);  // bytes of 16 rows of an HD tile
   // dq rows start on 16-byte boundaries when the buffer does (rows are HD floats).
-  const bool dq_vec4 = (reinterpret_cast<std::uintptr_t>(p.dq) & 15u) == 0;
+  [[maybe_unused]] const bool dq_vec4 = (reinterpret_cast<std::uintptr_t>(p.dq) & 15u) == 0;
   // dS^T stores: this thread's (row, chunk 0 | 1) byte offsets in the [kBc][kBr] tile.
   char* const sdS_b = reinterpret_cast<char*>(sdS);
   const std::uint32_t st_off[2] = {mma::swz_bytes<kBr>(warp * 16 + g, 0) + 4 * tq,

@@ -90,7 +90,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // Element offset of (row, 16-byte chunk) in a [rows][COLS] tile of 2-byte elements, chunks
 // XOR-swizzled by row so the 8 rows an ldmatrix phase reads hit 8 different bank groups.
 template <int COLS>
-__device__ __forceinline__ int swz(int row, int chunk) {
+__host__ __device__ __forceinline__ int swz(int row, int chunk) {
   static_assert(COLS % 64 == 0, "swizzle needs at least 8 chunks per row");
   return row * COLS + ((chunk ^ (row & 7)) << 3);
 }
@@ -102,10 +102,10 @@ __device__ __forceinline__ int swz(int row, int chunk) {
 // XOR per k-step and an immediate per row step, where the generic swz() cost ~3 integer
 // instructions per ldmatrix.
 template <int COLS>
-__device__ __forceinline__ std::uint32_t swz_bytes(int row, int chunk) {
+__host__ __device__ __forceinline__ std::uint32_t swz_bytes(int row, int chunk) {
   return std::uint32_t(swz<COLS>(row, chunk)) * 2u;
 }
-__device__ __forceinline__ std::uint32_t kstep(std::uint32_t off, int k) { return off ^ (std::uint32_t(k) << 5); }
+__host__ __device__ __forceinline__ std::uint32_t kstep(std::uint32_t off, int k) { return off ^ (std::uint32_t(k) << 5); }
 
 // The address of a tile the compiler must not treat as loop-invariant: fragments of a tile
 // that stays put across the key loop (Q in the forward) would otherwise be hoisted out of it

@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "common.cuh"
+#include "mma.cuh"
 
 using namespace rb::attn;
 using namespace rb::attn::gpu;
@@ -92,4 +94,36 @@ TEST_CASE("tile classification never skips an allowed pair nor unmasks a masked 
   // Both shortcuts must actually fire on random tiles, or the test proves nothing.
   CHECK(skipped > 100);
   CHECK(full > 100);
+}
+
+// The flash kernels address ldmatrix fragments and cp.async destinations by shortcuts that
+// hold only for this swizzle: an even chunk step is an XOR on a per-thread offset, and a
+// step of 16 rows (ldmatrix) or of a multiple of 8 rows (tile loads) keeps the swizzle phase.
+TEST_CASE("swizzled tile offsets: chunk steps are XORs, row steps immediates") {
+  auto check = [](auto cols_c) {
+    constexpr int COLS = decltype(cols_c)::value;
+    for (int r = 0; r < 64; ++r)
+      for (int c0 = 0; c0 < 2; ++c0)
+        for (int k = 0; k < COLS / 16; ++k)
+          for (int i = 0; i < 4; ++i)
+            REQUIRE(mma::swz_bytes<COLS>(r + 16 * i, c0 + 2 * k) ==
+                    mma::kstep(mma::swz_bytes<COLS>(r, c0), k) + std::uint32_t(i * 32 * COLS));
+    // tile_load.cuh: a thread copies chunk c of rows r0 + i * rows_per_pass
+    for (int threads : {128, 256}) {
+      const int rows_per_pass = threads / (COLS / 8);
+      for (int tid = 0; tid < threads; ++tid) {
+        const int c = tid % (COLS / 8), r0 = tid / (COLS / 8);
+        for (int i = 0; i < 8; ++i)
+          REQUIRE(mma::swz<COLS>(r0 + i * rows_per_pass, c) == mma::swz<COLS>(r0, c) + i * rows_per_pass * COLS);
+      }
+    }
+    // and the swizzle stays a permutation of the chunks of each row
+    for (int r = 0; r < 16; ++r) {
+      std::vector<int> seen(COLS / 8, 0);
+      for (int c = 0; c < COLS / 8; ++c) ++seen[(mma::swz<COLS>(r, c) - r * COLS) / 8];
+      for (int n : seen) CHECK(n == 1);
+    }
+  };
+  check(std::integral_constant<int, 64>{});
+  check(std::integral_constant<int, 128>{});
 }
