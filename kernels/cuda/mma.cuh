@@ -105,7 +105,9 @@ template <int COLS>
 __host__ __device__ __forceinline__ std::uint32_t swz_bytes(int row, int chunk) {
   return std::uint32_t(swz<COLS>(row, chunk)) * 2u;
 }
-__host__ __device__ __forceinline__ std::uint32_t kstep(std::uint32_t off, int k) { return off ^ (std::uint32_t(k) << 5); }
+__host__ __device__ __forceinline__ std::uint32_t kstep(std::uint32_t off, int k) {
+  return off ^ (std::uint32_t(k) << 5);
+}
 
 // The address of a tile the compiler must not treat as loop-invariant: fragments of a tile
 // that stays put across the key loop (Q in the forward) would otherwise be hoisted out of it
