@@ -8,12 +8,7 @@
 #include <cstdint>
 
 #include "attention.hpp"
-
-#if defined(__CUDACC__)
-#define RB_HOST_DEVICE __host__ __device__
-#else
-#define RB_HOST_DEVICE
-#endif
+#include "host_device.hpp"
 
 namespace rb::attn {
 

@@ -67,9 +67,8 @@ if [ "$TESTS" = 1 ]; then
   "$NVCC" $FLAGS $INC -x cu -c "$ROOT/tests/cuda/standalone_main.cpp" -o "$BUILD/standalone_main.o"
   "$NVCC" $FLAGS $INC -x cu -c "$ROOT/tests/cuda/test_backend.cpp" -o "$BUILD/test_backend.o"
   "$NVCC" $FLAGS -x cu -c "$ROOT/kernels/cuda/cuda_backend.cpp" -o "$BUILD/cuda_backend.o"
-  "$NVCC" $FLAGS -x cu -c "$ROOT/tests/cuda/standalone_support.cpp" -o "$BUILD/standalone_support.o"
   "$NVCC" $FLAGS "$BUILD/test_kernels.o" "$BUILD/test_backend.o" "$BUILD/cuda_backend.o" \
-    "$BUILD/standalone_support.o" "$BUILD/standalone_main.o" $OBJS $LIBS -o "$BUILD/ringbench_kernel_tests"
+    "$BUILD/standalone_main.o" $OBJS $LIBS -o "$BUILD/ringbench_kernel_tests"
   "$BUILD/ringbench_kernel_tests" >"$LOG/kernel_tests.txt" 2>&1 || echo "kernel tests exit code $?"
   grep -E "MESSAGE|ERROR|values|test cases|assertions|SKIPPED" "$LOG/kernel_tests.txt" | sed -e 's/^.*MESSAGE: //' | head -200
 fi

@@ -7,12 +7,12 @@ if(RINGBENCH_HAVE_CUDA)
     LABELS gpu TIMEOUT 600)
 
   ringbench_add_doctest(TARGET ringbench_test_cuda_backend GPU
-    SOURCES cuda/test_backend.cpp LIBS ringbench_core)
+    SOURCES cuda/test_backend.cpp LIBS rb_app)
   ringbench_add_test(NAME cuda_backend RANKS 1 COMMAND $<TARGET_FILE:ringbench_test_cuda_backend>
     LABELS gpu)
   # The NCCL transport over rings of 1 and 2 ranks (one GPU each; skipped with fewer GPUs).
   ringbench_add_doctest(TARGET ringbench_test_cuda_nccl GPU
-    SOURCES cuda/test_nccl_transport.cpp LIBS ringbench_core)
+    SOURCES cuda/test_nccl_transport.cpp LIBS rb_app)
   ringbench_add_test(NAME cuda_nccl_transport_1 RANKS 1 COMMAND $<TARGET_FILE:ringbench_test_cuda_nccl>
     LABELS gpu)
   ringbench_add_test(NAME cuda_nccl_transport_2 RANKS 2 COMMAND $<TARGET_FILE:ringbench_test_cuda_nccl>

@@ -1,3 +1,3 @@
 # The driver's own pieces (progress lines); the whole program is covered by tests/e2e.cmake.
-ringbench_add_doctest(TARGET test_driver SOURCES driver/test_progress.cpp LIBS rb_sweeps ringbench_core)
+ringbench_add_doctest(TARGET test_driver SOURCES driver/test_progress.cpp LIBS rb_app)
 ringbench_add_test(NAME driver_progress RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_driver>)

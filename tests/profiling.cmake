@@ -1,7 +1,7 @@
 # Profiling sweeps (collectives, p2p_matrix, compute, memory, cost model).
 # Host path at 1-4 ranks, once more with pretend nodes of 2 ranks for the group tests.
 # rb_sweeps brings the GPU kernels after itself in a CUDA build (src/sweeps/CMakeLists.txt).
-set(RB_PROFILING_TEST_LIBS rb_sweeps ringbench_core)
+set(RB_PROFILING_TEST_LIBS rb_app)
 ringbench_add_doctest(TARGET test_profiling SOURCES profiling/test_profiling.cpp
                       profiling/test_profiling_sweeps.cpp LIBS ${RB_PROFILING_TEST_LIBS})
 foreach(n 1 2 3 4)

@@ -9,7 +9,6 @@
 #include "check.hpp"
 #include "cudnn_attention.hpp"
 #ifdef RINGBENCH_HAVE_CUDA
-#include "ring/factory.hpp"  // declares make_cuda_backend (needs MPI: the full build only)
 #endif
 
 namespace rb::attn::gpu {
@@ -85,7 +84,7 @@ void* CudaBackend::allocate(std::size_t bytes) {
     cudaGetLastError();  // clear the error so later calls do not report it
     std::size_t free_b = 0, total_b = 0;
     RBK_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    throw ring::OutOfMemory(bytes, free_b,
+    throw OutOfMemory(bytes, free_b,
                             "cudaMalloc on GPU " + std::to_string(device_) + " (" + name() +
                                 " backend, " + std::to_string(current_) + " bytes already held)");
   }
@@ -256,12 +255,8 @@ void CudaBackend::reset_marks() { marks_used_ = 0; }
 
 void CudaBackend::synchronize() { RBK_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-}  // namespace rb::attn::gpu
-
-namespace rb::ring {
-
 std::unique_ptr<AttentionBackend> make_cuda_backend(const std::string& kernel) {
-  return std::make_unique<attn::gpu::CudaBackend>(attn::gpu::parse_kernel_path(kernel));
+  return std::make_unique<CudaBackend>(parse_kernel_path(kernel));
 }
 
-}  // namespace rb::ring
+}  // namespace rb::attn::gpu

@@ -3,7 +3,7 @@
 // OutOfMemory carrying the request and cudaMemGetInfo's free bytes, copies and kernels on
 // one non-blocking compute stream, timing marks as CUDA events on that stream, and the
 // high-water mark of the bytes it holds (the naive path's scratch included).
-// Needs only ring/interfaces.hpp (no MPI), so a standalone nvcc build can include it too.
+// Needs only backend.hpp (no MPI), so a standalone nvcc build can include it too.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ring/interfaces.hpp"
+#include "backend.hpp"
 
 namespace rb::attn::gpu {
 
@@ -27,7 +27,7 @@ KernelPath parse_kernel_path(const std::string& name);
 // True when this build has the cudnn path (CMake found cuDNN).
 bool cudnn_path_built();
 
-class CudaBackend final : public ring::AttentionBackend {
+class CudaBackend final : public AttentionBackend {
  public:
   explicit CudaBackend(KernelPath path);
   ~CudaBackend() override;
@@ -93,5 +93,9 @@ class CudaBackend final : public ring::AttentionBackend {
   std::vector<cudaEvent_t> events_;
   int marks_used_ = 0;
 };
+
+// The GPU backend for one kernel path name ("flash", "cudnn", "naive", "auto"), on the
+// current CUDA device. Throws std::runtime_error for a path this build lacks.
+std::unique_ptr<AttentionBackend> make_cuda_backend(const std::string& kernel);
 
 }  // namespace rb::attn::gpu

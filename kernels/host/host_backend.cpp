@@ -10,19 +10,10 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "host/host_backend.hpp"
 #include "host/host_kernels.hpp"
-#include "ring/factory.hpp"
-#include "ring/interfaces.hpp"
 
-namespace rb::ring {
-
-// Defined here (not in src/ring) so that every backend library linked after this object
-// (e.g. the CUDA one) finds it in the same archive member as make_host_backend.
-OutOfMemory::OutOfMemory(std::size_t requested, std::size_t free_bytes, const std::string& where)
-    : std::runtime_error(where + ": out of memory allocating " + std::to_string(requested) +
-                         " B (" + std::to_string(free_bytes) + " B free)"),
-      requested_(requested),
-      free_(free_bytes) {}
+namespace rb::attn {
 
 namespace {
 
@@ -52,7 +43,7 @@ class KokkosHostBackend final : public AttentionBackend {
     if (bytes == 0) bytes = 1;
     void* p = nullptr;
     try {
-      p = Kokkos::kokkos_malloc<Mem>("rb::ring::buffer", bytes);
+      p = Kokkos::kokkos_malloc<Mem>("rb::attn::buffer", bytes);
     } catch (const std::exception&) {
       p = nullptr;
     }
@@ -125,4 +116,4 @@ std::unique_ptr<AttentionBackend> make_host_backend() {
   return std::make_unique<KokkosHostBackend>();
 }
 
-}  // namespace rb::ring
+}  // namespace rb::attn

@@ -6,8 +6,8 @@
 
 #include <Kokkos_Core.hpp>
 
-#include "host/dtype.hpp"
-#include "host/mask.hpp"
+#include "dtype.hpp"
+#include "mask.hpp"
 
 namespace rb::attn::host {
 namespace {

@@ -254,11 +254,15 @@ void check_meta(const std::string& dataset, const Meta& meta) {
   if (meta.units.empty() || meta.description.empty())
     throw std::runtime_error("dataset '" + dataset + "' needs non-empty units and description (got units '" +
                              meta.units + "', description '" + meta.description + "')");
+  if (meta.role != "key" && meta.role != "metric")
+    throw std::runtime_error("dataset '" + dataset + "': role must be 'key' or 'metric', not '" +
+                             meta.role + "'");
 }
 
 void write_meta(hid_t dset, const std::string& dataset, const Meta& meta, MPI_Comm comm) {
   write_string_attr(dset, dataset, "units", meta.units, comm);
   write_string_attr(dset, dataset, "description", meta.description, comm);
+  write_string_attr(dset, dataset, "role", meta.role, comm);
 }
 
 std::shared_ptr<Handle> create_dataset(hid_t parent, const std::string& name, const std::string& dataset,
@@ -540,27 +544,50 @@ void Group::write_per_rank(const std::string& name, std::int64_t value, const Me
   per_rank_impl<std::int64_t>(h_->id(), name, join_path(path_, name), {value}, {}, meta, comm_);
 }
 
+namespace {
+
+// Parallel HDF5 cannot write variable-length data collectively, so string columns are
+// fixed-length, as wide as the longest value over ranks. `row_dims` empty: one string per rank.
+void per_rank_strings_impl(hid_t parent, const std::string& name, const std::string& dataset,
+                           const std::vector<std::string>& row,
+                           const std::vector<std::uint64_t>& row_dims, const Meta& meta,
+                           MPI_Comm comm) {
+  check_meta(dataset, meta);
+  check_same_row_shape(dataset, row.size(), row_dims, comm);
+  std::uint64_t local = 1, width = 0;
+  for (const auto& s : row) local = std::max<std::uint64_t>(local, s.size());
+  MPI_Allreduce(&local, &width, 1, MPI_UINT64_T, MPI_MAX, comm);
+  Id type = fixed_utf8_type(width, dataset);
+  const int rank = comm_rank(comm), world = comm_size(comm);
+  std::vector<std::uint64_t> dims{static_cast<std::uint64_t>(world)};
+  dims.insert(dims.end(), row_dims.begin(), row_dims.end());
+  auto dset = create_dataset(parent, name, dataset, *type, dims);
+  if (!row.empty()) {
+    Id fspace(check_id(H5Dget_space(dset->id()), "H5Dget_space", dataset), H5Sclose);
+    std::vector<hsize_t> start(dims.size(), 0), count(dims.begin(), dims.end());
+    start[0] = static_cast<hsize_t>(rank);
+    count[0] = 1;
+    check(H5Sselect_hyperslab(*fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+          "H5Sselect_hyperslab", dataset);
+    Id mspace = simple_space({row.size()}, dataset);
+    const std::vector<char> cells = pack_fixed(row, width);
+    Id dxpl = collective_dxpl(dataset);
+    check(H5Dwrite(dset->id(), *type, *mspace, *fspace, *dxpl, cells.data()), "H5Dwrite", dataset);
+  }
+  write_meta(dset->id(), dataset, meta, comm);
+}
+
+}  // namespace
+
 void Group::write_per_rank_string(const std::string& name, const std::string& value, const Meta& meta) {
   require_valid(h_, name);
-  const std::string dataset = join_path(path_, name);
-  check_meta(dataset, meta);
-  // Parallel HDF5 cannot write variable-length data collectively, so the column is
-  // fixed-length, as wide as the longest value over ranks.
-  std::uint64_t local = value.size(), width = 0;
-  MPI_Allreduce(&local, &width, 1, MPI_UINT64_T, MPI_MAX, comm_);
-  width = std::max<std::uint64_t>(width, 1);
-  Id type = fixed_utf8_type(width, dataset);
-  const int rank = comm_rank(comm_), world = comm_size(comm_);
-  auto dset = create_dataset(h_->id(), name, dataset, *type, {static_cast<std::uint64_t>(world)});
-  Id fspace(check_id(H5Dget_space(dset->id()), "H5Dget_space", dataset), H5Sclose);
-  const hsize_t start = static_cast<hsize_t>(rank), count = 1;
-  check(H5Sselect_hyperslab(*fspace, H5S_SELECT_SET, &start, nullptr, &count, nullptr),
-        "H5Sselect_hyperslab", dataset);
-  Id mspace = simple_space({1}, dataset);
-  const std::vector<char> cell = pack_fixed({value}, width);
-  Id dxpl = collective_dxpl(dataset);
-  check(H5Dwrite(dset->id(), *type, *mspace, *fspace, *dxpl, cell.data()), "H5Dwrite", dataset);
-  write_meta(dset->id(), dataset, meta, comm_);
+  per_rank_strings_impl(h_->id(), name, join_path(path_, name), {value}, {}, meta, comm_);
+}
+
+void Group::write_per_rank_strings(const std::string& name, const std::vector<std::string>& row,
+                                   const Meta& meta) {
+  require_valid(h_, name);
+  per_rank_strings_impl(h_->id(), name, join_path(path_, name), row, {row.size()}, meta, comm_);
 }
 
 void Group::write_shared(const std::string& name, const std::vector<double>& data,

@@ -12,11 +12,14 @@
 
 namespace rb::h5 {
 
-// Units and description are mandatory on every dataset (the schema promises them).
+// Units, description and role are on every dataset (the schema promises them).
 struct Meta {
-  std::string units;        // "s", "B", "B/s", "GB/s", "TFLOP/s", "1" for counts and ratios
+  std::string units;        // "s", "B", "B/s", "TFLOP/s", "FLOP", "Hz", "1" for counts and ratios
   std::string description;  // one sentence
+  std::string role = "metric";  // "key": says which point or rank a row is; "metric": a measurement
 };
+
+inline constexpr int kSchemaVersion = 2;  // /run schema_version; docs/hdf5-schema.md
 
 class Handle;  // owns one hid_t
 
@@ -27,6 +30,7 @@ class Group {
 
   const std::string& path() const { return path_; }
   bool valid() const { return static_cast<bool>(h_); }
+  MPI_Comm comm() const { return comm_; }
 
   Group group(const std::string& name);        // opens or creates
   bool exists(const std::string& name) const;  // link exists (collective: same answer everywhere)
@@ -52,6 +56,9 @@ class Group {
   void write_per_rank(const std::string& name, double value, const Meta& meta);
   void write_per_rank(const std::string& name, std::int64_t value, const Meta& meta);
   void write_per_rank_string(const std::string& name, const std::string& value, const Meta& meta);
+  // Per rank, several strings: dataset [world_size, row.size()] (same count on every rank).
+  void write_per_rank_strings(const std::string& name, const std::vector<std::string>& row,
+                              const Meta& meta);
 
   // Shared: the same array on every rank (rank 0 writes it); `dims` gives the shape.
   void write_shared(const std::string& name, const std::vector<double>& data,

@@ -1,6 +1,6 @@
 #include "ring/inputs.hpp"
 
-#include "host/dtype.hpp"
+#include "dtype.hpp"
 
 namespace rb::ring {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ring/factory.hpp"
+#include "ring/transport.hpp"
 
 namespace rb::ring {
 namespace {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "ring/factory.hpp"
+#include "ring/transport.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/gpu.hpp"
 

@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "ring/interfaces.hpp"
+#include "ring/transport.hpp"
 
 namespace rb::ring {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "host/mask.hpp"
+#include "mask.hpp"
 
 namespace rb::ring {
 

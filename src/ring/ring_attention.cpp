@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "host/mask.hpp"
+#include "mask.hpp"
 
 namespace rb::ring {
 

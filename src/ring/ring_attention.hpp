@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ring/interfaces.hpp"
+#include "ring/transport.hpp"
 #include "ring/problem.hpp"
 
 namespace rb::ring {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "sweeps/cost_model.hpp"
-#include "sweeps/groups.hpp"
-#include "sweeps/timing.hpp"
+#include "profiling/cost_model.hpp"
+#include "profiling/groups.hpp"
+#include "profiling/timing.hpp"
 
 #ifdef RINGBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -511,7 +511,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   const std::size_t I = static_cast<std::size_t>(p_.iterations);
   Results R;
   R.iter_time.assign(P * I, 0.0);
-  Progress progress(world_rank, name(), P);
+  ProgressReporter& progress = ctx.progress;
   bool data_ok = true;
   std::string failure;
   for (std::size_t pi = 0; pi < P; ++pi) {

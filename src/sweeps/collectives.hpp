@@ -9,7 +9,7 @@
 #include <mpi.h>
 
 #include "cuda/profiling/pattern.hpp"
-#include "sweeps/busbw.hpp"
+#include "profiling/busbw.hpp"
 #include "sweeps/sweep.hpp"
 
 namespace rb {

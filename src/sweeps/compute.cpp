@@ -6,11 +6,10 @@
 #include <vector>
 
 #include "host/profiling_kernels.hpp"
-#include "sweeps/timing.hpp"
+#include "profiling/timing.hpp"
 
 #ifdef RINGBENCH_HAVE_CUDA
 #include "cuda/profiling/profiling_cuda.hpp"
-#include "ring/factory.hpp"
 #endif
 
 namespace rb {
@@ -73,8 +72,9 @@ attn::DType attn_dtype(const std::string& s) {
 
 // Forward block rate of the ring attention kernel path: one (query block, key/value block)
 // pair of `rows` rows each, timed with the backend's marks.
-std::vector<double> attention_seconds(const AttentionParams& a, std::int64_t rows, int warmup, int iterations) {
-  auto be = ring::make_cuda_backend(a.kernel);
+std::vector<double> attention_seconds(const PathFactories& paths, const AttentionParams& a,
+                                      std::int64_t rows, int warmup, int iterations) {
+  auto be = paths.attention_backend({a.kernel, "default"});
   attn::ForwardBlock blk;
   blk.dims.batch = static_cast<int>(a.batch);
   blk.dims.heads = static_cast<int>(a.heads);
@@ -95,7 +95,7 @@ std::vector<double> attention_seconds(const AttentionParams& a, std::int64_t row
   void* o = be->allocate(elems * sizeof(float));
   void* l = be->allocate(static_cast<std::size_t>(lse_rows) * sizeof(float));
   struct Release {
-    ring::AttentionBackend& b;
+    attn::AttentionBackend& b;
     std::vector<void*> ps;
     ~Release() {
       for (void* p : ps) b.release(p);
@@ -133,7 +133,7 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
   const int rank = ctx.layout.rank;
   const std::size_t I = static_cast<std::size_t>(p_.iterations);
   const std::size_t D = p_.dtypes.size(), S = p_.sizes.size();
-  Progress progress(rank, name(), plan().size());
+  ProgressReporter& progress = ctx.progress;
   std::size_t point = 0;
   SweepOutcome outcome;
   std::vector<double> tflops(D * S, 0.0), iters(D * S * I, 0.0), err(D * S, 0.0);
@@ -192,7 +192,7 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
       ++point;
       RB_MPI_CHECK(MPI_Barrier(ctx.world));
       try {
-        const auto s = attention_seconds(p_.attention, p_.attention.rows[r], static_cast<int>(p_.warmup),
+        const auto s = attention_seconds(ctx.paths, p_.attention, p_.attention.rows[r], static_cast<int>(p_.warmup),
                                          static_cast<int>(p_.iterations));
         const double rows = static_cast<double>(p_.attention.rows[r]);
         // QK^T and PV: 2 matmuls of 2 * rows * rows * head_dim flops per (batch, head); half when causal.

@@ -51,7 +51,7 @@ class HostPingpong final : public Sweep {
     // Rows of this rank as the pinging side of the pair (rank -> next).
     std::vector<double> one_way(nsizes * iters, 0.0);
     std::int64_t corrupt = 0;
-    Progress progress(rank, name(), nsizes);
+    ProgressReporter& progress = ctx.progress;
     for (std::size_t si = 0; si < nsizes; ++si) {
       const int bytes = static_cast<int>(p_.message_sizes[si]);
       progress.point_started(si, "message size " + std::to_string(bytes) + " B");

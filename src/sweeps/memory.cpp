@@ -6,7 +6,7 @@
 
 #include "host/profiling_kernels.hpp"
 #include "runtime/binding.hpp"
-#include "sweeps/timing.hpp"
+#include "profiling/timing.hpp"
 
 #ifdef RINGBENCH_HAVE_CUDA
 #include "cuda/profiling/profiling_cuda.hpp"
@@ -48,7 +48,7 @@ class MemorySweep final : public Sweep {
 SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   const int rank = ctx.layout.rank;
   const std::size_t I = static_cast<std::size_t>(p_.iterations);
-  Progress progress(rank, name(), plan().size());
+  ProgressReporter& progress = ctx.progress;
   std::size_t point = 0;
   SweepOutcome outcome;
 

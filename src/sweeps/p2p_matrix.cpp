@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sweeps/timing.hpp"
+#include "profiling/timing.hpp"
 
 #ifdef RINGBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -185,7 +185,7 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
       bandwidth_bi(WW, nan), concurrent(WW, nan);
   auto at = [W](int a, int b) { return static_cast<std::size_t>(a) * static_cast<std::size_t>(W) + static_cast<std::size_t>(b); };
 
-  Progress progress(me, name(), plan().size());
+  ProgressReporter& progress = ctx.progress;
   std::size_t point = 0;
   for (int a = 0; a < W; ++a) {
     for (int b = 0; b < W; ++b) {

@@ -11,9 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "host/dtype.hpp"
+#include "dtype.hpp"
 #include "host/host_kernels.hpp"
-#include "ring/factory.hpp"
 #include "ring/inputs.hpp"
 #include "ring/problem.hpp"
 #include "ring/reference.hpp"
@@ -126,31 +125,6 @@ class RingAttentionSweep final : public Sweep {
   std::vector<Point> points_;
 };
 
-// Backend for this run's path; the GPU one exists only in CUDA builds.
-std::unique_ptr<ring::AttentionBackend> make_backend(const RunContext& ctx, const std::string& kernel) {
-#ifdef RINGBENCH_HAVE_CUDA
-  if (ctx.backend == Backend::Cuda) return ring::make_cuda_backend(kernel);
-#else
-  (void)kernel;
-#endif
-  (void)ctx;
-  return ring::make_host_backend();
-}
-
-std::unique_ptr<ring::RingTransport> make_transport(const RunContext& ctx, MPI_Comm ring_comm,
-                                                   ring::AttentionBackend& backend) {
-#if defined(RINGBENCH_HAVE_CUDA) && defined(RINGBENCH_HAVE_NCCL_TRANSPORT)
-  if (ctx.backend == Backend::Cuda) return ring::make_nccl_transport(ring_comm, backend);
-#else
-  if (ctx.backend == Backend::Cuda)
-    throw std::runtime_error("ring_attention: this build has no GPU ring transport "
-                             "(src/ring/nccl_transport.cpp not built)");
-#endif
-  (void)ctx;
-  (void)backend;
-  return ring::make_mpi_transport(ring_comm);
-}
-
 struct Stats3 {
   double median, min, max;
 };
@@ -162,9 +136,9 @@ Stats3 stats_of(const std::vector<double>& v) {
 SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
   const int rank = ctx.layout.rank;
   SweepOutcome outcome;
-  auto backend = make_backend(ctx, p_.kernel);
+  auto backend = ctx.paths.attention_backend({p_.kernel, "default"});
   const bool host = !backend->on_device();
-  Progress progress(rank, name(), points_.size());
+  ProgressReporter& progress = ctx.progress;
 
   out.attr("batch", static_cast<std::int64_t>(p_.batch));
   out.attr("num_heads", static_cast<std::int64_t>(p_.num_heads));
@@ -236,9 +210,9 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
     std::string oom_message;
     std::int64_t oom_requested = 0;
     try {
-      transport = make_transport(ctx, ring_comm.get(), *backend);
+      transport = ctx.paths.ring_transport(ring_comm.get(), *backend);
       ra = std::make_unique<ring::RingAttention>(prob, *backend, *transport, p_.backward);
-    } catch (const ring::OutOfMemory& e) {
+    } catch (const attn::OutOfMemory& e) {
       oom_message = e.what();
       oom_requested = static_cast<std::int64_t>(e.requested());
     }

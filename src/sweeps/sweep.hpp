@@ -1,6 +1,6 @@
 #pragma once
 // The common driver's contract with each sweep. A sweep is one file pair
-// (src/sweeps/<type>.hpp/.cpp) plus one row in the table in registry.cpp:
+// (src/sweeps/<type>.hpp/.cpp) plus one row in the table in src/app/registry.cpp:
 //   parse:  validate the sweep's YAML map into typed parameters (throws cfg::ConfigError),
 //           knowing the world size, so impossible points are rejected before any collective work;
 //   plan:   one line per point, for --dry-run and progress;
@@ -19,6 +19,9 @@
 #include "metrics/h5.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
+#include "backend.hpp"
+#include "kernel_paths.hpp"
+#include "ring/transport.hpp"
 
 namespace rb {
 
@@ -28,22 +31,22 @@ struct ParseContext {
   Backend backend = Backend::Host;  // resolved: Host or Cuda
 };
 
-// Rank-0-only progress lines with elapsed time and ETA; silent elsewhere.
-class Progress {
+// Progress of the running sweep, given by the driver (src/app/progress.hpp prints it on rank 0
+// with elapsed time and ETA). A sweep reports its points in plan() order.
+class ProgressReporter {
  public:
-  Progress(int rank, std::string sweep, std::size_t total_points, double min_interval_s = 2.0,
-           std::FILE* out = stdout);
-  // Prints the first and last point and any point at least min_interval_s after the last line.
-  void point_started(std::size_t index, const std::string& label);
-  void note(const std::string& line);                               // rank 0 only
- private:
-  int rank_;
-  std::string sweep_;
-  std::size_t total_;
-  std::chrono::steady_clock::time_point start_;
-  double min_interval_s_;
-  std::FILE* out_;
-  double last_printed_ = -1e300;
+  virtual ~ProgressReporter() = default;
+  virtual void point_started(std::size_t index, const std::string& label) = 0;
+  virtual void note(const std::string& line) = 0;  // shown once (rank 0)
+};
+
+// How a sweep gets the kernels and transports of this run's path: the driver fills these in
+// (host: Kokkos + MPI; cuda: CUDA kernels + NCCL), so no sweep names a GPU factory.
+struct PathFactories {
+  // A kernel path from the kernel path table (kernels/kernel_paths.hpp) and its tile variant.
+  std::function<std::unique_ptr<attn::AttentionBackend>(const attn::KernelChoice&)> attention_backend;
+  std::function<std::unique_ptr<ring::RingTransport>(MPI_Comm ring_comm, attn::AttentionBackend&)>
+      ring_transport;
 };
 
 // Resources of the GPU path, created once per run by the driver (null on the host path).
@@ -58,6 +61,8 @@ struct RunContext {
   const RankLayout& layout;
   Backend backend;          // resolved: Host or Cuda
   GpuContext* gpu;          // nullptr on the host path
+  const PathFactories& paths;
+  ProgressReporter& progress;  // this sweep's progress lines
 };
 
 struct SweepOutcome {
@@ -80,17 +85,5 @@ class Sweep {
 };
 
 using SweepParser = std::unique_ptr<Sweep> (*)(const SweepSpec& spec, const ParseContext& ctx);
-
-struct SweepKind {
-  const char* type;
-  SweepParser parse;
-  const char* summary;  // one line for --help
-};
-
-// The table of every sweep type (registry.cpp).
-const std::vector<SweepKind>& sweep_kinds();
-
-// Looks up spec.type (unknown type: ConfigError with did-you-mean) and parses it.
-std::unique_ptr<Sweep> parse_sweep(const SweepSpec& spec, const ParseContext& ctx);
 
 }  // namespace rb

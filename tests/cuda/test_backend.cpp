@@ -14,16 +14,16 @@
 
 #include "cuda_backend.hpp"
 #ifdef RINGBENCH_HAVE_CUDA
-#include "ring/factory.hpp"
+#include "cuda/cuda_backend.hpp"
 #endif
 
 using namespace rb;
 
 namespace {
 
-std::unique_ptr<ring::AttentionBackend> make_backend(const std::string& kernel) {
+std::unique_ptr<attn::AttentionBackend> make_backend(const std::string& kernel) {
 #ifdef RINGBENCH_HAVE_CUDA
-  return ring::make_cuda_backend(kernel);
+  return attn::gpu::make_cuda_backend(kernel);
 #else
   return std::make_unique<attn::gpu::CudaBackend>(attn::gpu::parse_kernel_path(kernel));
 #endif
@@ -54,7 +54,7 @@ struct BlockResult {
   double fwd_seconds = 0;
 };
 
-BlockResult run_block(ring::AttentionBackend& be, std::uint64_t seed, std::int64_t q_first = 100,
+BlockResult run_block(attn::AttentionBackend& be, std::uint64_t seed, std::int64_t q_first = 100,
                       std::int64_t kv_first = 0) {
   std::mt19937_64 rng(seed);
   attn::Dims d;
@@ -141,7 +141,7 @@ TEST_SUITE("cuda backend") {
     try {
       be->allocate(huge);
       FAIL("a 1 PiB allocation succeeded");
-    } catch (const ring::OutOfMemory& e) {
+    } catch (const attn::OutOfMemory& e) {
       std::size_t free_b = 0, total_b = 0;
       REQUIRE(cudaMemGetInfo(&free_b, &total_b) == cudaSuccess);
       CHECK(e.requested() == huge);

@@ -8,7 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "ring/factory.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "ring/transport.hpp"
 #include "ring/nccl_transport.hpp"
 #include "runtime/gpu.hpp"
 
@@ -26,7 +27,7 @@ TEST_SUITE("nccl") {
       return;
     }
     REQUIRE(cudaSetDevice(rank % gpus) == cudaSuccess);
-    auto be = ring::make_cuda_backend("flash");
+    auto be = attn::gpu::make_cuda_backend("flash");
     auto tr = ring::make_nccl_transport(MPI_COMM_WORLD, *be);
     CHECK(tr->name() == "nccl");
     CHECK(tr->ring_size() == size);

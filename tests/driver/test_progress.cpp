@@ -5,7 +5,7 @@
 #include <string>
 #include <thread>
 
-#include "sweeps/sweep.hpp"
+#include "app/progress.hpp"
 
 namespace {
 

@@ -4,6 +4,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -411,4 +412,70 @@ TEST_CASE("h5py reads the file: str attributes, .asstr() string datasets, shapes
   } else {
     CHECK(rc == 0);
   }
+}
+
+// ---- the points table: keys [P], per-rank metrics [world, P, ...], roles, unit names ----
+#include "metrics/table.hpp"
+
+TEST_CASE("points table: keys, padded per-rank metrics, missing values, roles") {
+  const std::string path = test_path("points_table");
+  {
+    File f = File::create(path, MPI_COMM_WORLD, false);
+    Group root = f.root();
+    Group sweep = root.group("sweep");
+    rb::h5::PointsTable t(3);
+    t.key("ring_size", std::vector<std::int64_t>{1, 2, 4}, {"1", "ranks per ring"});
+    t.key("layout", std::vector<std::string>{"contiguous", "zigzag", "striped"}, {"1", "layout"});
+    t.metric("forward_time_s", {"s", "forward time"});
+    t.metric("step_wait_s", {"s", "wait per ring step"}, {4});
+    t.int_metric("ring_id", {"1", "ring of this rank"});
+    t.text_metric("status", {"1", "outcome"});
+    for (std::size_t p = 0; p < 3; ++p) {
+      if (p == 1 && rank() == 0) continue;  // rank 0 skipped point 1: stays missing
+      t.set("forward_time_s", p, 10.0 * rank() + static_cast<double>(p));
+      t.set("step_wait_s", p, std::vector<double>(p + 1, 0.5));  // shorter rows are padded
+      t.set_int("ring_id", p, rank());
+      t.set_text("status", p, p == 2 ? "oom" : "ok");
+    }
+    t.write(sweep);
+    f.close();
+  }
+  if (rank() == 0) {
+    std::vector<std::uint64_t> dims;
+    const auto fwd = rb::h5::read_doubles(path, "/sweep/forward_time_s", &dims);
+    REQUIRE(dims == std::vector<std::uint64_t>{static_cast<std::uint64_t>(world()), 3});
+    CHECK(fwd[0] == 0.0);
+    CHECK(std::isnan(fwd[1]));
+    CHECK(fwd[2] == 2.0);
+    if (world() > 1) CHECK(fwd[3 + 1] == 11.0);
+    const auto steps = rb::h5::read_doubles(path, "/sweep/step_wait_s", &dims);
+    REQUIRE(dims == std::vector<std::uint64_t>{static_cast<std::uint64_t>(world()), 3, 4});
+    CHECK(steps[0] == 0.5);
+    CHECK(std::isnan(steps[1]));
+    CHECK(rb::h5::read_ints(path, "/sweep/points/ring_size") == std::vector<std::int64_t>{1, 2, 4});
+    CHECK(rb::h5::read_strings(path, "/sweep/points/layout")[1] == "zigzag");
+    CHECK(rb::h5::read_string_attr(path, "/sweep/points/layout", "role") == "key");
+    CHECK(rb::h5::read_string_attr(path, "/sweep/forward_time_s", "role") == "metric");
+    CHECK(rb::h5::read_int_attr(path, "/sweep", "points") == std::vector<std::int64_t>{3});
+    const auto status = rb::h5::read_strings(path, "/sweep/status");
+    REQUIRE(status.size() == 3u * static_cast<std::size_t>(world()));
+    CHECK(status[0] == "ok");
+    CHECK(status[1].empty());
+    CHECK(status[2] == "oom");
+  }
+}
+
+TEST_CASE("points table: the unit-naming rule and declaration errors") {
+  CHECK_NOTHROW(rb::h5::check_unit_name("forward_time_s", "s"));
+  CHECK_NOTHROW(rb::h5::check_unit_name("busbw_Bps", "B/s"));
+  CHECK_NOTHROW(rb::h5::check_unit_name("wrong_elements", "1"));
+  CHECK(error_of([] { rb::h5::check_unit_name("forward_time", "s"); }).find("must end in '_s'") != std::string::npos);
+  CHECK(error_of([] { rb::h5::check_unit_name("latency_s", "1"); }).find("units '1'") != std::string::npos);
+  CHECK(error_of([] { rb::h5::check_unit_name("bw", "GB/s"); }).find("unit-naming rule") != std::string::npos);
+  rb::h5::PointsTable t(2);
+  t.metric("x_s", {"s", "x"});
+  CHECK(error_of([&] { t.metric("x_s", {"s", "x"}); }).find("declared twice") != std::string::npos);
+  CHECK(error_of([&] { t.set("y_s", 0, 1.0); }).find("not declared") != std::string::npos);
+  CHECK(error_of([&] { t.set("x_s", 2, 1.0); }).find("point 2 of 2") != std::string::npos);
+  CHECK(error_of([&] { t.key("k", std::vector<std::int64_t>{1}, {"1", "k"}); }).find("1 values for 2 points") != std::string::npos);
 }

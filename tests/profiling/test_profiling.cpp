@@ -13,11 +13,11 @@
 
 #include "config/config.hpp"
 #include "runtime/mpi.hpp"
-#include "sweeps/busbw.hpp"
+#include "profiling/busbw.hpp"
 #include "sweeps/collectives.hpp"
-#include "sweeps/cost_model.hpp"
-#include "sweeps/groups.hpp"
-#include "sweeps/timing.hpp"
+#include "profiling/cost_model.hpp"
+#include "profiling/groups.hpp"
+#include "profiling/timing.hpp"
 
 namespace {
 

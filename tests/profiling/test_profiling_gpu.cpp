@@ -10,16 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "app/paths.hpp"
+#include "app/progress.hpp"
 #include "config/config.hpp"
 #include "metrics/h5.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
 #include "sweeps/collectives.hpp"
 #include "sweeps/compute.hpp"
-#include "sweeps/groups.hpp"
+#include "profiling/groups.hpp"
 #include "sweeps/memory.hpp"
 #include "sweeps/p2p_matrix.hpp"
-#include "sweeps/timing.hpp"
+#include "profiling/timing.hpp"
 
 #ifdef RINGBENCH_HAVE_CUDA
 #include "cuda/profiling/profiling_cuda.hpp"
@@ -139,7 +141,9 @@ std::string run_gpu_sweep(const std::string& stem, const std::string& yaml,
   rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
   rb::h5::Group root = file.root();
   rb::h5::Group out = root.group("sweeps").group(sweep->name());
-  rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout(), rb::Backend::Cuda, &gpu};
+  const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Cuda);
+  rb::Progress progress(layout().rank, sweep->name(), sweep->plan().size());
+  rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout(), rb::Backend::Cuda, &gpu, paths, progress};
   *outcome = sweep->run(ctx, out);
   file.close();
   MPI_Barrier(MPI_COMM_WORLD);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "app/paths.hpp"
+#include "app/progress.hpp"
 #include "config/config.hpp"
 #include "metrics/h5.hpp"
 #include "runtime/mpi.hpp"
@@ -47,7 +49,9 @@ std::string run_sweep(const std::string& stem, const std::string& yaml,
     rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
     rb::h5::Group root = file.root();
     rb::h5::Group out = root.group("sweeps").group(sweep->name());
-    rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout, rb::Backend::Host, nullptr};
+    const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Host);
+    rb::Progress progress(layout.rank, sweep->name(), sweep->plan().size());
+    rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout, rb::Backend::Host, nullptr, paths, progress};
     rb::SweepOutcome o = sweep->run(ctx, out);
     if (outcome) *outcome = o;
     file.close();

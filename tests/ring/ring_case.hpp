@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "ring/factory.hpp"
+#include "host/host_backend.hpp"
+#include "ring/transport.hpp"
 #include "ring/inputs.hpp"
 #include "ring/reference.hpp"
 #include "ring/ring_attention.hpp"
@@ -34,7 +35,7 @@ inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t s
                                      bool backward) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
-  auto backend = rb::ring::make_host_backend();
+  auto backend = rb::attn::make_host_backend();
   auto transport = rb::ring::make_mpi_transport(ring);
   rb::ring::RingAttention ra(p, *backend, *transport, backward);
   using rb::ring::Tensor;

@@ -8,9 +8,9 @@
 #include <random>
 #include <vector>
 
-#include "host/dtype.hpp"
-#include "host/mask.hpp"
-#include "ring/factory.hpp"
+#include "dtype.hpp"
+#include "host/host_backend.hpp"
+#include "mask.hpp"
 #include "ring/problem.hpp"
 #include "ring_case.hpp"
 
@@ -123,7 +123,7 @@ double max_err(const std::vector<float>& got, const std::vector<double>& want) {
 // Runs the host backend on every (span pair, pattern) and compares with direct().
 void check_kernels(const Block& blk, const std::vector<std::pair<Span, Span>>& pairs,
                    const std::vector<Pattern>& pats) {
-  auto be = rb::ring::make_host_backend();
+  auto be = rb::attn::make_host_backend();
   const float scale = 1.0f / std::sqrt(static_cast<float>(blk.d));
   const std::size_t nq = blk.q.size(), nk = blk.k.size();
   auto up = [&](const std::vector<float>& t) {

@@ -126,7 +126,7 @@ TEST_CASE("finite differences of the ring forward agree with the ring backward")
   std::vector<std::vector<unsigned char>> in;
   for (Tensor t : {Tensor::Q, Tensor::K, Tensor::V, Tensor::dO})
     in.push_back(rb::ring::make_shard(p, rank, seed, t));
-  auto backend = rb::ring::make_host_backend();
+  auto backend = rb::attn::make_host_backend();
   auto transport = rb::ring::make_mpi_transport(MPI_COMM_WORLD);
   rb::ring::RingAttention ra(p, *backend, *transport, true);
   const std::size_t n = static_cast<std::size_t>(p.shard_elements());

@@ -1,4 +1,4 @@
-#include "sweeps/cost_model.hpp"
+#include "profiling/cost_model.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "runtime/mpi.hpp"
-#include "sweeps/driver.hpp"
+#include "app/driver.hpp"
 
 int main(int argc, char** argv) {
   rb::MpiEnvironment mpi(argc, argv);

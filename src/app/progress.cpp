@@ -1,6 +1,6 @@
 #include <cstdio>
 
-#include "sweeps/sweep.hpp"
+#include "app/progress.hpp"
 
 namespace rb {
 

@@ -4,21 +4,21 @@
 // them for the per-step work and the FLOP convention.
 #include <cstdint>
 
-#include <Kokkos_Core.hpp>
 
 #include "attention.hpp"
+#include "host_device.hpp"
 
 namespace rb::attn {
 
-KOKKOS_INLINE_FUNCTION std::int64_t floor_div(std::int64_t a, std::int64_t b) {  // b > 0
+RB_HOST_DEVICE inline std::int64_t floor_div(std::int64_t a, std::int64_t b) {  // b > 0
   std::int64_t q = a / b;
   if ((a % b != 0) && (a < 0)) --q;
   return q;
 }
-KOKKOS_INLINE_FUNCTION std::int64_t ceil_div(std::int64_t a, std::int64_t b) {  // b > 0
+RB_HOST_DEVICE inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) {  // b > 0
   return -floor_div(-a, b);
 }
-KOKKOS_INLINE_FUNCTION std::int64_t gcd64(std::int64_t a, std::int64_t b) {
+RB_HOST_DEVICE inline std::int64_t gcd64(std::int64_t a, std::int64_t b) {
   while (b != 0) {
     const std::int64_t t = a % b;
     a = b;
@@ -32,7 +32,7 @@ struct IndexRange {
   std::int64_t begin = 0;
   std::int64_t end = 0;
   std::int64_t step = 1;
-  KOKKOS_INLINE_FUNCTION std::int64_t count() const {
+  RB_HOST_DEVICE inline std::int64_t count() const {
     return begin >= end ? 0 : (end - begin + step - 1) / step;
   }
 };
@@ -40,7 +40,7 @@ struct IndexRange {
 // The rows i of `other` whose positions pair with position `p` under `pat` for head `head`.
 // other_are_keys: p is a query and `other` holds keys (k <= p when causal); otherwise p is
 // a key and `other` holds queries (q >= p).
-KOKKOS_INLINE_FUNCTION IndexRange partners(std::int64_t p, const Span& other, const Pattern& pat,
+RB_HOST_DEVICE inline IndexRange partners(std::int64_t p, const Span& other, const Pattern& pat,
                                            int head, bool other_are_keys) {
   IndexRange none;
   std::int64_t lo = 0, hi = other.count;
@@ -87,7 +87,7 @@ KOKKOS_INLINE_FUNCTION IndexRange partners(std::int64_t p, const Span& other, co
 
 // O(1) test: false only when no (q, k) pair of the two spans can attend for any head, so a
 // ring step can skip the block pair entirely.
-KOKKOS_INLINE_FUNCTION bool may_interact(const Span& q, const Span& kv, const Pattern& pat) {
+RB_HOST_DEVICE inline bool may_interact(const Span& q, const Span& kv, const Pattern& pat) {
   if (q.count <= 0 || kv.count <= 0) return false;
   const std::int64_t q_last = q.position(q.count - 1), k_last = kv.position(kv.count - 1);
   if (pat.causal && kv.first > q_last) return false;

@@ -1,4 +1,4 @@
-#include "sweeps/driver.hpp"
+#include "app/driver.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -17,7 +17,9 @@
 #include "runtime/binding.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
-#include "sweeps/sweep.hpp"
+#include "app/progress.hpp"
+#include "app/paths.hpp"
+#include "app/registry.hpp"
 
 namespace rb {
 namespace {
@@ -431,10 +433,12 @@ int run_ringbench(int argc, char** argv, int mpi_thread_level) {
   }
 
   // 5. Sweeps, in file order; each flushed when it ends so an interrupted run keeps them.
-  RunContext ctx{v.config, world, layout, v.backend, gpu_ctx.get()};
+  const PathFactories paths = make_path_factories(v.backend);
   h5::Group sweeps = root.group("sweeps");
   std::string failures;
   for (auto& sweep : v.sweeps) {
+    Progress progress(rank, sweep->name(), sweep->plan().size());
+    RunContext ctx{v.config, world, layout, v.backend, gpu_ctx.get(), paths, progress};
     h5::Group out = sweeps.group(sweep->name());
     out.attr("type", sweep->type());
     out.set_attr("status", "running");

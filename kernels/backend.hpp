@@ -1,11 +1,9 @@
 #pragma once
-// The two interfaces the ring attention algorithm (ring/ring_attention.hpp) is written
-// against, so one algorithm drives the host path (MPI + Kokkos) and the GPU path
-// (NCCL + CUDA kernels):
-//   RingTransport    - post "send this buffer to the next rank, receive from the previous
-//                      one", then wait; one exchange in flight at a time.
-//   AttentionBackend - memory, copies, the block forward/backward kernels, and timing marks
-//                      that are host clocks on the host and CUDA events on the GPU.
+// The interface every attention kernel path is driven through: memory, copies, the block
+// forward/backward kernels, and timing marks that are host clocks on the host and CUDA
+// events on the GPU. The ring algorithm (src/ring) is written against it once; the host
+// (kernels/host) and GPU (kernels/cuda) backends implement it. Plain C++: no MPI, no
+// Kokkos, no CUDA headers, so a standalone nvcc build of the kernels can include it.
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -14,13 +12,17 @@
 
 #include "attention.hpp"
 
-namespace rb::ring {
+namespace rb::attn {
 
 // Thrown by AttentionBackend::allocate when memory runs out; the sweep records the
 // point as `oom` with these numbers and goes on with the next point.
 class OutOfMemory : public std::runtime_error {
  public:
-  OutOfMemory(std::size_t requested, std::size_t free_bytes, const std::string& where);
+  OutOfMemory(std::size_t requested, std::size_t free_bytes, const std::string& where)
+      : std::runtime_error(where + ": out of memory allocating " + std::to_string(requested) +
+                           " B (" + std::to_string(free_bytes) + " B free)"),
+        requested_(requested),
+        free_(free_bytes) {}
   std::size_t requested() const { return requested_; }
   std::size_t free_bytes() const { return free_; }
 
@@ -76,21 +78,4 @@ class AttentionBackend {
   virtual void reset_peak() = 0;
 };
 
-class RingTransport {
- public:
-  virtual ~RingTransport() = default;
-  virtual std::string name() const = 0;  // "mpi", "nccl"
-  // Starts sending `send` to the next rank of the ring and receiving `recv` from the previous
-  // one. The send buffer's contents are those the compute stream has produced so far, and the
-  // receive buffer is not written before the work already enqueued on the compute stream is
-  // done (the ring reuses a buffer for receiving right after computing on it).
-  virtual void post(const void* send, void* recv, std::size_t bytes) = 0;
-  // Makes the received data usable by the compute stream (host: blocks; GPU: stream waits on
-  // an event, the host does not block). Returns the seconds the host waited (0 on the GPU;
-  // the GPU's exposed wait is measured with backend marks around this call).
-  virtual double wait() = 0;
-  virtual int ring_size() const = 0;
-  virtual int ring_rank() const = 0;
-};
-
-}  // namespace rb::ring
+}  // namespace rb::attn

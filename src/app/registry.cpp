@@ -1,7 +1,7 @@
 // The table of sweep types: one row per sweep, like nccl-tests' per-benchmark tables.
 #include <vector>
 
-#include "sweeps/sweep.hpp"
+#include "app/registry.hpp"
 #include "sweeps/host_pingpong.hpp"
 #include "sweeps/ring_attention.hpp"
 #include "sweeps/collectives.hpp"

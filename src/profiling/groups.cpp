@@ -1,4 +1,4 @@
-#include "sweeps/groups.hpp"
+#include "profiling/groups.hpp"
 
 #include <cctype>
 #include <cstdlib>

@@ -4,28 +4,28 @@
 #include <cstdint>
 #include <cstring>
 
-#include <Kokkos_Core.hpp>
 
 #include "attention.hpp"
+#include "host_device.hpp"
 
 namespace rb::attn {
 
-KOKKOS_INLINE_FUNCTION float bits_to_float(std::uint32_t u) {
+RB_HOST_DEVICE inline float bits_to_float(std::uint32_t u) {
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
 }
-KOKKOS_INLINE_FUNCTION std::uint32_t float_to_bits(float f) {
+RB_HOST_DEVICE inline std::uint32_t float_to_bits(float f) {
   std::uint32_t u;
   memcpy(&u, &f, sizeof u);
   return u;
 }
 
-KOKKOS_INLINE_FUNCTION float bf16_to_float(std::uint16_t h) {
+RB_HOST_DEVICE inline float bf16_to_float(std::uint16_t h) {
   return bits_to_float(static_cast<std::uint32_t>(h) << 16);
 }
 
-KOKKOS_INLINE_FUNCTION float half_to_float(std::uint16_t h) {
+RB_HOST_DEVICE inline float half_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   std::uint32_t exp = (h >> 10) & 0x1fu;
   std::uint32_t mant = h & 0x3ffu;
@@ -77,7 +77,7 @@ inline std::uint16_t float_to_half(float f) {
 }
 
 // Element `index` of a buffer stored in `t`, as fp32.
-KOKKOS_INLINE_FUNCTION float load_as_float(const void* p, DType t, std::int64_t index) {
+RB_HOST_DEVICE inline float load_as_float(const void* p, DType t, std::int64_t index) {
   if (t == DType::F32) return static_cast<const float*>(p)[index];
   const std::uint16_t h = static_cast<const std::uint16_t*>(p)[index];
   return t == DType::BF16 ? bf16_to_float(h) : half_to_float(h);

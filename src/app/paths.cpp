@@ -1,0 +1,44 @@
+#include "app/paths.hpp"
+
+#include <stdexcept>
+
+#include "host/host_backend.hpp"
+#include "ring/transport.hpp"
+#ifdef RINGBENCH_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
+
+namespace rb {
+namespace {
+
+PathFactories host_factories() {
+  PathFactories f;
+  f.attention_backend = [](const attn::KernelChoice&) { return attn::make_host_backend(); };
+  f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend&) {
+    return ring::make_mpi_transport(ring_comm);
+  };
+  return f;
+}
+
+PathFactories cuda_factories() {
+#ifdef RINGBENCH_HAVE_CUDA
+  PathFactories f;
+  f.attention_backend = [](const attn::KernelChoice& choice) {
+    return attn::gpu::make_cuda_backend(choice.path);
+  };
+  f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend& backend) {
+    return ring::make_nccl_transport(ring_comm, backend);
+  };
+  return f;
+#else
+  throw std::logic_error("cuda path asked for in a build without CUDA");
+#endif
+}
+
+}  // namespace
+
+PathFactories make_path_factories(Backend backend) {
+  return backend == Backend::Cuda ? cuda_factories() : host_factories();
+}
+
+}  // namespace rb

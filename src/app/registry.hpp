@@ -1,0 +1,22 @@
+#pragma once
+// The table of sweep types (registry.cpp): one row per sweep, like nccl-tests' per-benchmark
+// tables. Adding a sweep: its file pair in src/sweeps/ and one row here.
+#include <memory>
+#include <vector>
+
+#include "sweeps/sweep.hpp"
+
+namespace rb {
+
+struct SweepKind {
+  const char* type;
+  SweepParser parse;
+  const char* summary;  // one line for --help
+};
+
+const std::vector<SweepKind>& sweep_kinds();
+
+// Looks up spec.type (unknown type: ConfigError with did-you-mean) and parses it.
+std::unique_ptr<Sweep> parse_sweep(const SweepSpec& spec, const ParseContext& ctx);
+
+}  // namespace rb
