@@ -259,4 +259,44 @@ std::unique_ptr<AttentionBackend> make_cuda_backend(const std::string& kernel) {
   return std::make_unique<CudaBackend>(parse_kernel_path(kernel));
 }
 
+std::unique_ptr<AttentionBackend> make_cuda_backend(const KernelChoice& choice) {
+  return make_cuda_backend(choice.path);
+}
+
+namespace {
+
+// CUDA encodes versions as 1000 * major + 10 * minor.
+std::string cuda_version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::string cublas_version_text() {
+  int v[3] = {0, 0, 0};
+  const libraryPropertyType parts[3] = {MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL};
+  for (int i = 0; i < 3; ++i)
+    if (cublasGetProperty(parts[i], &v[i]) != CUBLAS_STATUS_SUCCESS) return "unknown";
+  return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> library_versions() {
+  std::vector<std::pair<std::string, std::string>> out;
+  int v = 0;
+  out.emplace_back("CUDA runtime", cudaRuntimeGetVersion(&v) == cudaSuccess
+                                       ? cuda_version_text(v) : std::string("unknown"));
+  // No driver installed: the call fails or reports 0.
+  v = 0;
+  const bool driver = cudaDriverGetVersion(&v) == cudaSuccess && v > 0;
+  cudaGetLastError();  // a failed query must not surface in a later check
+  out.emplace_back("CUDA driver", driver ? cuda_version_text(v) : std::string("no driver"));
+  out.emplace_back("cuBLAS", cublas_version_text());
+#ifdef RINGBENCH_HAVE_CUDNN
+  out.emplace_back("cuDNN", cudnn_version_text());
+#else
+  out.emplace_back("cuDNN", "not built");
+#endif
+  return out;
+}
+
 }  // namespace rb::attn::gpu

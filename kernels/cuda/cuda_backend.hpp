@@ -10,9 +10,11 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backend.hpp"
+#include "kernel_paths.hpp"
 
 namespace rb::attn::gpu {
 
@@ -97,5 +99,12 @@ class CudaBackend final : public AttentionBackend {
 // The GPU backend for one kernel path name ("flash", "cudnn", "naive", "auto"), on the
 // current CUDA device. Throws std::runtime_error for a path this build lacks.
 std::unique_ptr<AttentionBackend> make_cuda_backend(const std::string& kernel);
+// The same for a path and tile variant (KernelChoice.tile "" or "default": the path's default).
+std::unique_ptr<AttentionBackend> make_cuda_backend(const KernelChoice& choice);
+
+// The GPU libraries this build runs on, as (name, version text) for provenance: "CUDA
+// runtime", "CUDA driver", "cuBLAS", "cuDNN" ("not built" without the cudnn path). Needs no
+// GPU: a call that fails (no driver on this machine) reads "no driver".
+std::vector<std::pair<std::string, std::string>> library_versions();
 
 }  // namespace rb::attn::gpu

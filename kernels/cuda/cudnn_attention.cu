@@ -711,4 +711,12 @@ void convert_from_float(void* dst, const float* src, std::size_t count, DType dt
   RBK_LAUNCH_CHECK();
 }
 
+std::string cudnn_version_text() {
+  int v[3] = {0, 0, 0};
+  const libraryPropertyType parts[3] = {MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL};
+  for (int i = 0; i < 3; ++i)
+    if (cudnnGetProperty(parts[i], &v[i]) != CUDNN_STATUS_SUCCESS) return "unknown";
+  return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
+}
+
 }  // namespace rb::attn::gpu

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "attention.hpp"
 
@@ -50,6 +51,9 @@ class CudnnAttention {
   std::unique_ptr<Impl> impl_;
   std::int64_t fallbacks_ = 0;
 };
+
+// The cuDNN library loaded at run time, e.g. "9.1.0" (cudnnGetProperty).
+std::string cudnn_version_text();
 
 // Writes `out` (fp32) converted to `dtype` into `dst` (count values).
 void convert_from_float(void* dst, const float* src, std::size_t count, DType dtype,
