@@ -8,6 +8,12 @@ if(RINGBENCH_PYTHON)
                    -p "test_*.py" -v)
   set_tests_properties(analysis_unit PROPERTIES TIMEOUT 300 LABELS "analysis;unit"
     SKIP_RETURN_CODE 77 ENVIRONMENT "PYTHONPATH=${PROJECT_SOURCE_DIR}/analysis;MPLBACKEND=Agg")
+  # pip install into a fresh venv (docs/analysis.md), then the installed rb-analysis.
+  add_test(NAME analysis_install
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/analysis/install_check.sh ${RINGBENCH_PYTHON}
+                   ${PROJECT_SOURCE_DIR} ${RINGBENCH_TEST_OUTPUT}/analysis_install)
+  set_tests_properties(analysis_install PROPERTIES TIMEOUT 300 LABELS "analysis;unit"
+    SKIP_RETURN_CODE 77)
   foreach(check report compare errors launch readme)
     add_test(NAME analysis_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/e2e_analysis.py ${check}

@@ -5,6 +5,15 @@ import sys
 
 
 def main(argv=None):
+    """Entry point of `rb-analysis` (the console script) and `python3 -m ringbench_analysis`."""
+    try:
+        return _run(argv)
+    except BrokenPipeError:  # `rb-analysis table ... | head`
+        sys.stderr.close()
+        return 0
+
+
+def _run(argv):
     p = argparse.ArgumentParser(
         prog="rb-analysis",
         description="Post-process ringbench HDF5 files (docs/analysis.md).")
@@ -81,8 +90,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # `rb-analysis table ... | head`
-        sys.stderr.close()
-        sys.exit(0)
+    sys.exit(main())
