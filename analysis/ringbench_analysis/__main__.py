@@ -76,9 +76,10 @@ def _run(argv):
             run = reader.load(args.file)
             if not args.sweep:
                 for s in run.sweeps.values():
-                    print(f"{s.name}\t{s.type}\t{s.status}\t{len(s.table)} rows")
+                    print(f"{s.name}\t{s.type}\t{s.status}\t{s.npoints} points x {s.world} ranks")
                 return 0
-            run.table(args.sweep).to_csv(sys.stdout)
+            t = run.table(args.sweep)
+            t.to_csv(sys.stdout, columns=reader.csv_columns(t), index=False)
             return 0
     except reader.RingbenchFileError as e:
         print(f"rb-analysis {args.command}: {e}", file=sys.stderr)

@@ -1,10 +1,11 @@
 """compare: BASE.h5 NEW.h5 -> a table of matched points and a verdict (the exit code).
 
-Points are matched by sweep name and the point's key columns (e.g. seq_len, ring_size,
-causal, ... or message_size), never by position. Per point, each metric is reduced over
-ranks the way it limits the run: times by the slowest rank (max), rates (units ending in
-/s) by the slowest rank (min), memory by the largest rank (max). A metric regressed when it
-got worse by more than the tolerance: times and memory up, rates down.
+Points are matched by sweep name and every key of the point (the datasets under
+<sweep>/points/: seq_len, ring_size, layout, ... or operation, group, message size), never by
+position. Per point, each metric is reduced over ranks the way it limits the run: times by
+the slowest rank (max), rates (B/s, TFLOP/s, Hz) by the slowest rank (min), memory by the
+largest rank (max); per-iteration samples are first reduced to each rank's median. A metric
+regressed when it got worse by more than the tolerance: times and memory up, rates down.
 
 Exit codes: 0 no regression; 1 at least one regression (a metric beyond the tolerance, or a
 point that was ok in BASE and is failed/oom in NEW, or NEW's run failed where BASE's did
@@ -42,13 +43,6 @@ def parse_tolerance(text):
     return v
 
 
-def _size(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.inf
-
-
 def parse_bytes(text):
     """'1048576', '64KiB', '1MiB', '2GiB' (as the config's byte sizes) -> int."""
     t = str(text).strip().replace(" ", "")
@@ -64,71 +58,54 @@ def parse_bytes(text):
 
 
 def direction(units, name):
-    """+1 when higher is better, -1 when lower is better, 0 when not a performance metric."""
-    u = str(units or "")
-    if u.endswith("/s") or name in ("tokens_per_s", "tflops", "throughput") or "bw" in name \
-            or "bandwidth" in name:
+    """+1 when higher is better (rates), -1 when lower is better (times, memory), 0 when the
+    metric is not a performance number (counts, errors, sizes)."""
+    if units in reader.RATE_UNITS:
         return +1
-    if u == "s" or name.endswith("_time") or name.endswith("_s"):
+    if units == "s":
         return -1
-    if u == "B" and ("memory" in name or "peak" in name):
+    if units == "B" and "memory" in name:
         return -1
     return 0
 
 
-def _reduce(values, d):
-    v = np.array([float(x) for x in values if x is not None and not isinstance(x, (str, np.ndarray))],
-                 dtype=float)
-    v = v[np.isfinite(v)]
-    if not len(v):
-        return None
-    return float(v.min()) if d > 0 else float(v.max())
+def default_metrics(sweep):
+    """What compare looks at without --metric: scalar performance metrics and the
+    per-iteration time samples; not the reference check's own time."""
+    names = [m for m in sweep.scalar_metrics() if direction(sweep.units.get(m), m)]
+    names += sweep.iteration_samples()
+    return [m for m in names if "parity" not in m]
 
 
-# Columns that give a point's message size (collectives, ping-pong).
-SIZE_KEYS = ("bytes", "message_size", "requested_bytes")
+def _label_keys(sweep):
+    """Keys that vary within the sweep (matching uses all of them). ring_attention's `label`
+    key repeats the others in words, so it is not shown."""
+    varying = [k for k in sweep.keys if sweep.points[k].nunique() > 1 and k != "label"]
+    return varying or [k for k in sweep.keys if k != "label"]
 
 
 def _points(run, metrics, min_bytes=0):
-    """{(sweep, key tuple): {"status": str, "label": str, metric: value}} for every point.
+    """{(sweep, key tuple): {"status", "label", "sweep", metric: value}} for every point.
     Points with a message size below min_bytes are left out: latency-bound sizes move by tens
     of percent between two allocations of the same machine, so a nightly check that keeps
     them cries wolf."""
-    out = {}
-    units = {}
+    out, units = {}, {}
     for s in run.sweeps.values():
-        t = s.table
-        if not len(t):
-            continue
-        keys = [k for k in t.keys if k not in ("point",)] or ["sweep", "point"]
-        if keys == ["sweep"]:
-            keys = ["sweep", "point"]
-        names = metrics if metrics else [
-            m for m in t.metrics() if direction(t.units.get(m), m)
-            # min/max over iterations are noisy; the median is the verdict when it exists
-            and not ((m.endswith("_min") or m.endswith("_max")) and m[:-4] + "_median" in t.columns)
-            # the reference check's own time is not the benchmark's performance
-            and "parity" not in m]
-        status_col = reader.first_name("point_status", t.columns)
-        # Labels name only the keys that vary within the sweep (matching uses all of them).
-        shown = [k for k in keys if k != "sweep" and len(t.unique(k)) > 1] or \
-            [k for k in keys if k != "sweep"]
-        for kv, g in t.groups(keys):
-            if min_bytes and any(k in kv and _size(kv[k]) < min_bytes for k in SIZE_KEYS):
+        names = [m for m in (metrics or default_metrics(s)) if m in s.metrics]
+        size_key = s.key_with_units("B")
+        shown = _label_keys(s)
+        for p in range(s.npoints):
+            keys = {k: reader._py(s.points[k].iloc[p]) for k in s.keys}
+            if min_bytes and size_key and float(keys[size_key]) < min_bytes:
                 continue
-            key = (s.name,) + tuple((k, kv[k]) for k in keys if k != "sweep")
-            label = ", ".join(f"{k}={kv[k]}" for k in shown) or "-"
-            status = "ok"
-            if status_col:
-                st = {str(x) for x in g[status_col] if x is not None}
-                status = ",".join(sorted(st)) if st else "ok"
-            rec = {"status": status, "label": label, "sweep": s.name}
+            rec = {"status": s.point_status(p), "sweep": s.name,
+                   "label": ", ".join(f"{k}={keys[k]}" for k in shown) or f"point {p}"}
             for m in names:
-                if m in t.columns:
-                    d = direction(t.units.get(m), m) or -1
-                    units[m] = t.units.get(m, "")
-                    rec[m] = _reduce(g[m], d)
-            out[key] = rec
+                d = direction(s.units.get(m), m) or -1
+                units[m] = s.units.get(m, "")
+                v = s.rank_values(m, p)
+                rec[m] = (float(v.min()) if d > 0 else float(v.max())) if v.size else None
+            out[(s.name,) + tuple(keys.items())] = rec
     return out, units
 
 
@@ -139,7 +116,7 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print, min_by
         known = set()
         for r in (base, new):
             for s in r.sweeps.values():
-                known |= set(s.table.metrics())
+                known |= set(s.metrics)
         unknown = [m for m in metrics if m not in known]
         if unknown:
             raise CompareError(f"unknown metric(s) {', '.join(unknown)}; the files have: "

@@ -17,126 +17,96 @@ with c(R0) the measured per-step compute time at the smallest measured ring size
 E(R) = T(1) / (R * T(R)) = c(R) / step(R).
 """
 import math
+import os
 
 import numpy as np
 
 from . import reader
 
-DTYPE_BYTES = {"fp32": 4, "float32": 4, "float": 4, "fp16": 2, "float16": 2, "half": 2,
-               "bf16": 2, "bfloat16": 2, "fp64": 8, "float64": 8, "double": 8, "fp8": 1}
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8, "fp8": 1}
 
-# Point attributes that are not part of a point's configuration for scaling series.
-NON_CONFIG = {"sweep", "point", "rank", "run", "world_size", "ring_size", "seq_len", "num_rings",
-              "sequence_length", "status", "failure", "index", "label", "seed"}
-
-
-def col(table, key):
-    """The column for a NAMES key (first accepted name present), or None."""
-    n = reader.first_name(key, table.columns)
-    return n
+# Sweep parameters (attributes of a ring_attention sweep, docs/sweeps/ring_attention.md) that
+# change a point's work, so points differing in them are not one scaling series.
+RING_CONFIG_ATTRS = ("batch", "num_heads", "head_dim", "causal", "backward")
+# Keys of a ring_attention point that are not its configuration: where it sits in a series
+# (seq_len, ring_size, num_rings) or derived from the others (label, tolerance).
+NOT_CONFIG_KEYS = ("seq_len", "ring_size", "num_rings", "label", "tolerance")
 
 
-def _num(v):
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-    return f
+def _finite(values):
+    a = np.asarray(values, dtype=float).ravel()
+    return a[np.isfinite(a)]
+
+
+def _ranks(sweep, name, p):
+    """Each rank's value of a metric at point p (array metrics: the rank's median), or None."""
+    if name not in sweep.metrics:
+        return None
+    v = sweep.rank_values(name, p)
+    return v if v.size else None
+
+
+def _step_numbers(sweep, p):
+    """exposed comm fraction, median step compute time, steps per rank (from the step arrays)."""
+    if "step_compute_s" not in sweep.metrics or "step_wait_s" not in sweep.metrics:
+        return None, None, None
+    comp, wait = sweep.metrics["step_compute_s"][:, p], sweep.metrics["step_wait_s"][:, p]
+    allc, allw = _finite(comp), _finite(wait)
+    if not allc.size or not allw.size:
+        return None, None, None
+    sc, sw = float(allc.sum()), float(allw.sum())
+    steps = [int(np.isfinite(r).sum()) for r in np.asarray(comp, dtype=float) if np.isfinite(r).any()]
+    return (sw / (sc + sw) if sc + sw > 0 else None), float(np.median(allc)), int(np.median(steps))
+
+
+def _kv_bytes(cfg, seq_len, ring_size):
+    """K and V of one rank's S/R positions travel together in one message per ring step."""
+    elem = DTYPE_BYTES.get(str(cfg.get("dtype", "")).lower())
+    if not (elem and seq_len and all(cfg.get(k) is not None for k in ("batch", "num_heads", "head_dim"))):
+        return None
+    return 2.0 * cfg["batch"] * cfg["num_heads"] * (seq_len / max(ring_size, 1)) * cfg["head_dim"] * elem
+
+
+def _one_point(run, sweep, p):
+    keys = sweep.points.iloc[p].to_dict()
+    cfg = {k: reader._py(v) for k, v in keys.items() if k not in NOT_CONFIG_KEYS}
+    cfg.update({k: sweep.attrs[k] for k in RING_CONFIG_ATTRS if k in sweep.attrs})
+    pt = {"run": os.path.basename(run.path), "sweep": sweep.name, "point": p,
+          "world_size": run.world_size, "seq_len": int(keys["seq_len"]),
+          "ring_size": int(keys["ring_size"]), "config": cfg,
+          "status": sweep.point_status(p), "failure": ""}
+    total, fwd = _ranks(sweep, "total_time_s", p), _ranks(sweep, "forward_time_s", p)
+    if total is None:
+        total = fwd
+    pt["time"] = float(total.max()) if total is not None else None
+    pt["median_rank_time"] = float(np.median(total)) if total is not None else None
+    pt["forward_time"] = float(fwd.max()) if fwd is not None else None
+    pt["rank_times"] = total.tolist() if total is not None else []
+    pt["spread"] = pt["time"] / pt["median_rank_time"] if pt["time"] and pt["median_rank_time"] else None
+    batch = cfg.get("batch") or 1
+    pt["throughput"] = batch * pt["seq_len"] / pt["time"] if pt["time"] else None
+    # Forward flops per rank (after masking and dilation): the work a weak-scaling series
+    # must normalise by, since attention work per rank grows with the global length.
+    work = _ranks(sweep, "forward_flop", p)
+    pt["work_per_rank"] = float(work.mean()) if work is not None else None
+    tfl = _ranks(sweep, "total_tflops", p)
+    pt["tflops"] = float(tfl.sum()) if tfl is not None else None
+    mem = _ranks(sweep, "peak_memory_bytes", p)
+    pt["memory"] = float(mem.max()) if mem is not None else None
+    pt["exposed_comm"], pt["step_compute"], pt["steps"] = _step_numbers(sweep, p)
+    pt["kv_bytes"] = _kv_bytes(cfg, pt["seq_len"], pt["ring_size"])
+    pt["measured"] = pt["status"] == "ok" and pt["time"] is not None and pt["time"] > 0
+    return pt
 
 
 def point_table(runs):
     """One row per (run, ring sweep, point): the reduced metrics above, as a list of dicts."""
-    t = reader.combined_table(runs, reader.RING_TYPES)
-    if not len(t):
-        return []
-    c_seq, c_ring = col(t, "seq_len"), col(t, "ring_size")
-    c_total, c_fwd, c_bwd = col(t, "total_time"), col(t, "forward_time"), col(t, "backward_time")
-    c_comp, c_wait = col(t, "step_compute_time"), col(t, "step_wait_time")
-    c_tok, c_tfl, c_mem = col(t, "tokens_per_s"), col(t, "tflops"), col(t, "peak_memory")
-    c_batch, c_status = col(t, "batch"), col(t, "point_status")
-    c_kv = col(t, "kv_bytes")
-    config_keys = [k for k in t.keys if k not in NON_CONFIG and k != c_seq and k != c_ring]
-    points = []
-    for key, g in t.groups(["run", "sweep", "point"]):
-        first = next(g.rows())
-        p = {"run": key["run"], "sweep": key["sweep"], "point": key["point"],
-             "world_size": int(first["world_size"]),
-             "seq_len": int(first[c_seq]) if c_seq else None,
-             "ring_size": int(first[c_ring]) if c_ring and first[c_ring] is not None
-             else int(first["world_size"]),
-             "config": {k: first[k] for k in config_keys if first.get(k) is not None},
-             "status": str(first[c_status]) if c_status and first[c_status] is not None else "ok",
-             "failure": str(first.get("failure") or "")}
-        p["config_label"] = ", ".join(f"{k}={v}" for k, v in sorted(p["config"].items()))
-        c_dtype, c_heads, c_hd = col(t, "dtype"), col(t, "heads"), col(t, "head_dim")
-        p["dtype_bytes"] = DTYPE_BYTES.get(str(first.get(c_dtype, "") if c_dtype else "").lower())
-        p["batch"] = int(first[c_batch]) if c_batch and first[c_batch] is not None else None
-
-        def ranks_of(name):
-            if not name:
-                return None
-            vals = [_num(v) for v in g[name] if not isinstance(v, np.ndarray)]
-            vals = [v for v in vals if not math.isnan(v)]
-            return np.array(vals) if vals else None
-
-        total = ranks_of(c_total)
-        if total is None and c_fwd:
-            f, b = ranks_of(c_fwd), ranks_of(c_bwd)
-            total = f + b if f is not None and b is not None and len(f) == len(b) else f
-        fwd = ranks_of(c_fwd)
-        p["time"] = float(np.max(total)) if total is not None and len(total) else None
-        p["median_rank_time"] = float(np.median(total)) if total is not None and len(total) else None
-        p["forward_time"] = float(np.max(fwd)) if fwd is not None and len(fwd) else None
-        p["rank_times"] = total.tolist() if total is not None else []
-        p["spread"] = (p["time"] / p["median_rank_time"]) if p["time"] and p["median_rank_time"] else None
-        tok = ranks_of(c_tok)
-        if p["batch"] and p["seq_len"] and p["time"]:
-            p["throughput"] = p["batch"] * p["seq_len"] / p["time"]
-        elif tok is not None:
-            p["throughput"] = float(np.min(tok))
-        elif p["seq_len"] and p["time"]:
-            p["throughput"] = p["seq_len"] / p["time"]
-        else:
-            p["throughput"] = None
-        # Forward flops per rank (after masking and dilation): the work a weak-scaling series
-        # must normalise by, since attention work per rank grows with the global length.
-        work = ranks_of(col(t, "flops_forward"))
-        p["work_per_rank"] = float(np.mean(work)) if work is not None and len(work) else None
-        tfl = ranks_of(c_tfl)
-        p["tflops"] = float(np.sum(tfl)) if tfl is not None else None
-        mem = ranks_of(c_mem)
-        p["memory"] = float(np.max(mem)) if mem is not None else None
-        comp = [np.asarray(v, dtype=float) for v in g[c_comp]] if c_comp else []
-        wait = [np.asarray(v, dtype=float) for v in g[c_wait]] if c_wait else []
-        comp = [v for v in comp if v.ndim and v.size and np.isfinite(v).any()]
-        wait = [v for v in wait if v.ndim and v.size and np.isfinite(v).any()]
-        if comp and wait:
-            sc = float(sum(np.nansum(v) for v in comp))
-            sw = float(sum(np.nansum(v) for v in wait))
-            p["exposed_comm"] = sw / (sc + sw) if sc + sw > 0 else None
-            allc = np.concatenate([v.ravel() for v in comp])
-            p["step_compute"] = float(np.nanmedian(allc))
-            p["steps"] = int(np.median([v.size for v in comp]))
-        else:
-            p["exposed_comm"] = p["step_compute"] = p["steps"] = None
-        kv = ranks_of(c_kv)
-        if kv is not None:
-            p["kv_bytes"] = float(np.max(kv))
-        elif first.get(c_kv) is not None if c_kv else False:
-            p["kv_bytes"] = _num(first[c_kv])
-        elif p["batch"] and p["seq_len"] and p["dtype_bytes"] and c_heads and c_hd \
-                and first.get(c_heads) is not None and first.get(c_hd) is not None:
-            # K and V of this rank's S/R positions travel together in one message per step.
-            per_rank_tokens = p["seq_len"] / max(p["ring_size"], 1)
-            p["kv_bytes"] = (2.0 * p["batch"] * int(first[c_heads]) * per_rank_tokens
-                             * int(first[c_hd]) * p["dtype_bytes"])
-        else:
-            p["kv_bytes"] = None
-        p["measured"] = p["status"] == "ok" and p["time"] is not None and p["time"] > 0
-        points.append(p)
-    # Label series by the configuration keys that differ between points; the fixed ones are
+    points = [_one_point(run, s, p) for run in runs for s in run.sweeps_of_type(reader.RING_TYPES)
+              for p in range(s.npoints)]
+    # Label series by the configuration that differs between points; the fixed part is
     # stated once in the report's configuration section.
-    varying = [k for k in config_keys if len({str(p["config"].get(k)) for p in points}) > 1]
+    names = sorted({k for p in points for k in p["config"]})
+    varying = [k for k in names if len({str(p["config"].get(k)) for p in points}) > 1]
     for p in points:
         p["config_label"] = ", ".join(f"{k}={p['config'].get(k)}" for k in varying)
     return points
@@ -230,39 +200,59 @@ def comm_time(model, nbytes):
     return model["alpha_s"] + (nbytes / beta if beta and math.isfinite(beta) else 0.0)
 
 
+# Dataset names of the profiling sweeps the model reads (docs/sweeps/collectives.md,
+# docs/sweeps/host_pingpong.md). The message size is the key measured in B.
+COLLECTIVE_TIME = "time_s"          # collectives: time of one operation, per rank and point
+PINGPONG_TIME = "one_way_time_s"    # host_pingpong: one-way time samples per iteration
+
+
 def _stored_models(sweep):
-    """Models written by the collectives sweep under <sweep>/model, in whatever of the two
-    documented shapes: parallel arrays (op, group, alpha_s, beta_Bps) or one subgroup per
-    operation/group with alpha_s/beta_Bps attributes or scalar datasets."""
-    arrays = sweep.group_arrays("model")
+    """The collectives sweep's fitted models: the model/ sub-table (one point per operation
+    and group; every rank holds the same fitted values)."""
+    m = sweep.subtables.get("model")
+    if m is None or not {"alpha_s", "beta_Bps"} <= set(m.metrics):
+        return []
     found = []
-    ops = arrays.get("op", arrays.get("operation"))
-    if ops is not None and "alpha_s" in arrays and "beta_Bps" in arrays:
-        groups = arrays.get("group", arrays.get("group_name", ["world"] * len(ops)))
-        sizes = arrays.get("group_size")
-        for i, op in enumerate(ops):
-            found.append({"op": str(op), "group": str(groups[i]),
-                          "alpha_s": float(np.ravel(arrays["alpha_s"])[i]),
-                          "beta_Bps": float(np.ravel(arrays["beta_Bps"])[i]),
-                          "group_size": int(np.ravel(sizes)[i]) if sizes is not None else None})
-    for key, val in arrays.items():
-        if key.endswith("@attrs") and isinstance(val, dict) and "alpha_s" in val and "beta_Bps" in val:
-            parts = key[:-len("@attrs")].split("/")
-            op = str(val.get("op", parts[0] if parts else "?"))
-            group = str(val.get("group", parts[1] if len(parts) > 1 else "world"))
-            found.append({"op": op, "group": group, "alpha_s": float(val["alpha_s"]),
-                          "beta_Bps": float(val["beta_Bps"])})
-    if not found and sweep.attrs.get("alpha_s") is not None:
-        found.append({"op": str(sweep.attrs.get("op", "?")), "group": "world",
-                      "alpha_s": float(sweep.attrs["alpha_s"]), "beta_Bps": float(sweep.attrs["beta_Bps"])})
+    for p in range(m.npoints):
+        keys = m.points.iloc[p].to_dict()
+        alpha, beta = m.rank_values("alpha_s", p), m.rank_values("beta_Bps", p)
+        if not alpha.size or not beta.size:
+            continue
+        found.append({"op": str(keys.get("operation", "")), "group": str(keys.get("group", "")),
+                      "group_size": reader._py(keys["group_size"]) if "group_size" in keys else None,
+                      "alpha_s": float(alpha[0]), "beta_Bps": float(beta[0])})
     return found
 
 
 def one_rank_groups(group_sizes):
     """True when every group had one rank (inter_node on a single node): its operations are
     local copies at memory speed and measure no link."""
-    sizes = [_num(v) for v in group_sizes]
-    return bool(sizes) and all(v < 2 for v in sizes)
+    sizes = reader.numbers(list(group_sizes))
+    return bool(len(sizes)) and bool(np.all(sizes < 2))
+
+
+def _linked_points(sweep, operation):
+    """Points of a collectives sweep running `operation` in groups of more than one rank."""
+    pts = sweep.points
+    keep = pts["operation"] == operation if "operation" in pts else np.zeros(len(pts), bool)
+    if "group_size" in pts:
+        keep &= reader.numbers(pts["group_size"]) >= 2
+    return [int(p) for p in np.flatnonzero(np.asarray(keep))]
+
+
+def _fit_slowest(sweep, time_metric, points):
+    """alpha-beta fit to the slowest rank's time per message size (the slowest link sets a
+    ring's pace)."""
+    size_key = sweep.key_with_units("B")
+    if size_key is None or time_metric not in sweep.metrics:
+        return None
+    by_size = {}
+    for p in points:
+        v = sweep.rank_values(time_metric, p)
+        if v.size:
+            size = float(sweep.points[size_key].iloc[p])
+            by_size[size] = max(by_size.get(size, 0.0), float(v.max()))
+    return fit_alpha_beta(list(by_size), list(by_size.values()))
 
 
 def ring_comm_model(runs):
@@ -273,58 +263,30 @@ def ring_comm_model(runs):
     or None. The run with the most ranks is asked first: a one-rank run's "sendrecv" is a
     copy to itself and says nothing about the links."""
     runs = sorted(runs, key=lambda r: -r.world_size)
+    # The slowest link sets a ring's pace, and rings beyond one node cross nodes:
+    # inter_node first (docs/cost-model.md), then the whole job, then within a node.
+    order = {"inter_node": 0, "world": 1, "intra_node": 2}
     for run in runs:
         for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
-            # A group of one rank (inter_node on a single node) "sends" to itself: a local
-            # copy at memory speed that says nothing about links.
             models = [m for m in _stored_models(s) if m["op"] == "sendrecv"
                       and math.isfinite(m["alpha_s"]) and not math.isnan(m["beta_Bps"])
-                      and not one_rank_groups([m.get("group_size") or 2])]
-            # The slowest link sets a ring's pace, and rings beyond one node cross nodes:
-            # inter_node first (docs/cost-model.md), then the whole job, then within a node.
-            order = {"inter_node": 0, "world": 1, "intra_node": 2}
+                      and not one_rank_groups([m["group_size"] or 2])]
             models.sort(key=lambda m: order.get(m["group"], 3))
-            for m in models:
-                if m["op"] == "sendrecv":
-                    m = dict(m)
-                    m["source"] = f"fitted sendrecv model ({m['group']}) in {s.name} of {run.path}"
-                    return m
+            if models:
+                return dict(models[0], source=f"fitted sendrecv model ({models[0]['group']}) in "
+                                              f"{s.name} of {run.path}")
     for run in runs:
         for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
-            t = s.table
-            c_op, c_size, c_time = col(t, "op"), col(t, "size"), col(t, "coll_time")
-            if not (c_op and c_size and c_time):
-                continue
-            sub = t.where(t.mask(**{c_op: "sendrecv"}))
-            if "group_size" in t.columns and len(sub):
-                sub = sub.where(np.array([not one_rank_groups([v]) for v in sub["group_size"]]))
-            if len(sub):
-                fit = _fit_table(sub, c_size, c_time)
-                if fit:
-                    fit["source"] = f"alpha-beta fit to sendrecv times of {s.name} in {run.path}"
-                    return fit
+            fit = _fit_slowest(s, COLLECTIVE_TIME, _linked_points(s, "sendrecv"))
+            if fit:
+                return dict(fit, source=f"alpha-beta fit to sendrecv times of {s.name} in {run.path}")
     for run in runs:
         for s in run.sweeps_of_type(reader.PINGPONG_TYPES):
-            t = s.table
-            c_size, c_time = col(t, "size"), col(t, "coll_time")
-            if c_size and c_time and len(t):
-                fit = _fit_table(t, c_size, c_time)
-                if fit:
-                    fit["source"] = (f"alpha-beta fit to host_pingpong one-way times of {s.name} "
-                                     f"in {run.path}")
-                    return fit
+            fit = _fit_slowest(s, PINGPONG_TIME, range(s.npoints))
+            if fit:
+                return dict(fit, source=f"alpha-beta fit to host_pingpong one-way times of {s.name} "
+                                        f"in {run.path}")
     return None
-
-
-def _fit_table(t, c_size, c_time):
-    sizes, times = [], []
-    for key, g in t.groups([c_size]):
-        vals = np.array([_num(v) for v in g[c_time]], dtype=float)
-        vals = vals[np.isfinite(vals)]
-        if len(vals):
-            sizes.append(float(key[c_size]))
-            times.append(float(np.max(vals)))  # the slowest link sets the ring's pace
-    return fit_alpha_beta(sizes, times)
 
 
 def predict(base, ring_size, comm):
@@ -382,4 +344,58 @@ def predictions(points, comm, extra_sizes=(8, 64, 512)):
                           "predicted_efficiency": pr["efficiency"], "comm_bound": pr["comm_bound"]})
         out.append({"config": label, "seq_len": seq, "base_ring_size": base["ring_size"],
                     "calibration": calib, "measured": rows, "extrapolated": extra})
+    return out
+
+
+# ---- bandwidth per message size (report table and plot) --------------------------------
+
+BANDWIDTH_METRICS = ("busbw_Bps", "algbw_Bps", "bandwidth_Bps")  # first present is drawn
+
+
+def bandwidth_curves(sweep):
+    """[(label, sizes, bandwidths)]: the slowest rank's bandwidth against message size, one
+    curve per combination of the sweep's other keys (operation, group, dtype, ...). Groups of
+    one rank (inter_node on one node) are left out: their operations are local copies."""
+    size_key = sweep.key_with_units("B")
+    metric = next((m for m in BANDWIDTH_METRICS if m in sweep.metrics), None)
+    if size_key is None or metric is None or not sweep.npoints:
+        return []
+    others = [k for k in sweep.keys if k != size_key and sweep.points[k].nunique() > 1]
+    curves = {}
+    for p in range(sweep.npoints):
+        keys = sweep.points.iloc[p]
+        if "group_size" in keys and one_rank_groups([keys["group_size"]]):
+            continue
+        v = sweep.rank_values(metric, p)
+        v = v[v > 0]
+        if v.size:
+            label = " ".join(str(keys[k]) for k in others if k != "group_size") or sweep.name
+            curves.setdefault(label, []).append((float(keys[size_key]), float(v.min())))
+    return [(label, [x for x, _ in sorted(c)], [y for _, y in sorted(c)]) for label, c in curves.items()]
+
+
+def p2p_bandwidth(sweep):
+    """(matrix [sender, receiver] in B/s, message size) of a p2p_matrix sweep, or None."""
+    if "bandwidth_Bps" not in sweep.metrics:
+        return None
+    m = np.asarray(reader.numbers(sweep.metrics["bandwidth_Bps"].ravel()), dtype=float)
+    if sweep.metrics["bandwidth_Bps"].shape != (sweep.world, sweep.world):
+        return None
+    return m.reshape(sweep.world, sweep.world), float(sweep.attrs.get("bandwidth_bytes", 0))
+
+
+def pingpong_summary(sweep):
+    """Per message size: the slowest rank's median one-way time and the slowest pair's
+    bandwidth (host_pingpong)."""
+    size_key = sweep.key_with_units("B")
+    if size_key is None or PINGPONG_TIME not in sweep.metrics:
+        return []
+    out = []
+    for p in range(sweep.npoints):
+        t = sweep.rank_values(PINGPONG_TIME, p)
+        bw = sweep.rank_values("bandwidth_Bps", p) if "bandwidth_Bps" in sweep.metrics else np.array([])
+        if t.size:
+            out.append({"message_size": int(sweep.points[size_key].iloc[p]),
+                        "max_one_way_time": float(t.max()),
+                        "min_bandwidth": float(bw.min()) if bw.size else float("nan")})
     return out

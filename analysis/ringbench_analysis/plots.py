@@ -117,50 +117,42 @@ def weak_scaling(points, out_dir):
     return _scaling_plot(points, out_dir, "weak")
 
 
-def exposed_comm(points, out_dir):
-    strong = model.series(points, "strong")
-    have = {k: [p for p in v if p["exposed_comm"] is not None] for k, v in strong.items()}
+def _point_curves(points, out_dir, field, scale, ylabel, title, name, why, logy=False):
+    """One line per strong-scaling series of p[field] * scale against ring size."""
+    have = {k: [p for p in v if p[field] is not None] for k, v in model.series(points, "strong").items()}
     have = {k: v for k, v in have.items() if v}
     if not have:
-        raise NoData("no step_compute_time / step_wait_time in the ring attention points")
+        raise NoData(why)
     n_cfg = len({k[0] for k in have})
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sizes = []
     for (cfg, seq), pts in sorted(have.items()):
         r = [p["ring_size"] for p in pts]
         sizes += r
-        ax.plot(r, [100 * p["exposed_comm"] for p in pts], "o-", label=_label(cfg, n_cfg, f"S={seq}"))
+        ax.plot(r, [p[field] * scale for p in pts], "o-", label=_label(cfg, n_cfg, f"S={seq}"))
     _ring_axis(ax, sizes + [p["ring_size"] for p in points])
-    ax.set_ylabel("exposed communication (% of step time)")
-    ax.set_ylim(0, 100)
-    ax.set_title("Communication not hidden behind compute")
-    _flag_unmeasured(ax, points)
-    ax.legend(fontsize=7)
-    ax.grid(True, alpha=0.3)
-    return _save(fig, out_dir, "exposed_comm.png")
-
-
-def memory(points, out_dir):
-    strong = model.series(points, "strong")
-    have = {k: [p for p in v if p["memory"] is not None] for k, v in strong.items()}
-    have = {k: v for k, v in have.items() if v}
-    if not have:
-        raise NoData("no peak memory in the ring attention points")
-    n_cfg = len({k[0] for k in have})
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    sizes = []
-    for (cfg, seq), pts in sorted(have.items()):
-        r = [p["ring_size"] for p in pts]
-        sizes += r
-        ax.plot(r, [p["memory"] / 2**20 for p in pts], "o-", label=_label(cfg, n_cfg, f"S={seq}"))
-    _ring_axis(ax, sizes + [p["ring_size"] for p in points])
-    ax.set_yscale("log")
-    ax.set_ylabel("peak memory per rank (MiB, largest rank)")
-    ax.set_title("Memory per rank")
+    if logy:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(0, 100)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     _flag_unmeasured(ax, points)
     ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
-    return _save(fig, out_dir, "memory.png")
+    return _save(fig, out_dir, name)
+
+
+def exposed_comm(points, out_dir):
+    return _point_curves(points, out_dir, "exposed_comm", 100, "exposed communication (% of step time)",
+                         "Communication not hidden behind compute", "exposed_comm.png",
+                         "no step_compute_s / step_wait_s in the ring attention points")
+
+
+def memory(points, out_dir):
+    return _point_curves(points, out_dir, "memory", 1 / 2**20, "peak memory per rank (MiB, largest rank)",
+                         "Memory per rank", "memory.png", "no peak memory in the ring attention points",
+                         logy=True)
 
 
 def efficiency_heatmap(points, out_dir):
@@ -225,29 +217,16 @@ def rank_spread(points, out_dir):
 
 
 def bandwidth_curves(runs, out_dir):
-    """busbw against message size per (collective, group); host_pingpong's bandwidth too."""
-    curves = []  # (label, sizes, bandwidths, units)
+    """Bandwidth against message size per (collective, group, ...); host_pingpong's too."""
+    curves = []
     # A one-rank collective is a local copy (bus factor 0 for most operations): in a series,
     # only the runs with links are drawn.
     linked = [r for r in runs if r.world_size > 1] or runs
     for run in linked:
         tag = f" ({run.world_size} ranks)" if len(runs) > 1 else ""
-        for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
-            t = s.table
-            c_op, c_grp, c_size = model.col(t, "op"), model.col(t, "group"), model.col(t, "size")
-            c_bw = model.col(t, "busbw") or model.col(t, "algbw")
-            if not (c_size and c_bw):
-                continue
-            for key, g in t.groups([c for c in (c_op, c_grp) if c]):
-                xs, ys = _reduce_min(g, c_size, c_bw)
-                name = " ".join(str(v) for v in key.values()) or s.name
-                curves.append((f"{name}{tag}", xs, ys))
-        for s in run.sweeps_of_type(reader.PINGPONG_TYPES):
-            t = s.table
-            c_size, c_bw = model.col(t, "size"), model.col(t, "bandwidth")
-            if c_size and c_bw and len(t):
-                xs, ys = _reduce_min(t, c_size, c_bw)
-                curves.append((f"host_pingpong ring neighbours{tag}", xs, ys))
+        for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES + reader.PINGPONG_TYPES):
+            for label, xs, ys in model.bandwidth_curves(s):
+                curves.append((f"{label} ({s.type}){tag}" if label == s.name else f"{label}{tag}", xs, ys))
     if not curves:
         raise NoData("no collectives or host_pingpong sweep")
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -263,23 +242,12 @@ def bandwidth_curves(runs, out_dir):
     return _save(fig, out_dir, "bandwidth.png")
 
 
-def _reduce_min(t, c_size, c_bw):
-    xs, ys = [], []
-    for key, g in t.groups([c_size]):
-        vals = np.array([model._num(v) for v in g[c_bw]], dtype=float)
-        vals = vals[np.isfinite(vals) & (vals > 0)]
-        if len(vals):
-            xs.append(float(key[c_size]))
-            ys.append(float(vals.min()))
-    return xs, ys
-
-
 def p2p_matrix(runs, out_dir):
-    """The p2p sweep's [rank, peer] bandwidth (largest message) as a heatmap."""
+    """The p2p sweep's [sender, receiver] bandwidth as a heatmap."""
     mats = []
     for run in runs:
         for s in run.sweeps_of_type(reader.P2P_TYPES):
-            m = _p2p_bandwidth_matrix(s, run.world_size)
+            m = model.p2p_bandwidth(s)
             if m is not None:
                 mats.append((f"{s.name} ({run.world_size} ranks)", m))
     if not mats:
@@ -293,34 +261,6 @@ def p2p_matrix(runs, out_dir):
         ax.set_title(f"{title}\nbandwidth at {int(size)} B", fontsize=9)
         fig.colorbar(im, ax=ax, label="GB/s")
     return _save(fig, out_dir, "p2p_matrix.png")
-
-
-def _p2p_bandwidth_matrix(sweep, world):
-    """(matrix [world, world], message size) from a p2p sweep, in the shapes it may use:
-    per-rank [world, peers] or [world, sizes, peers] bandwidth datasets, or a shared
-    [world, world] / [sizes, world, world] matrix."""
-    arrs = {k: v for k, v in sweep.arrays.items() if isinstance(v, np.ndarray)}
-    name = next((n for n in ("bandwidth_Bps", "bandwidth", "median_bandwidth", "busbw", "algbw")
-                 if n in arrs), None)
-    if name is None:
-        name = next((k for k in arrs if "bandwidth" in k and arrs[k].ndim >= 2), None)
-    if name is None:
-        return None
-    a = np.asarray(arrs[name], dtype=float)
-    sizes = None
-    for k in ("message_size", "message_sizes", "size", "sizes"):
-        if k in arrs:
-            sizes = np.ravel(arrs[k])
-    if sizes is None and sweep.attrs.get("bandwidth_bytes") is not None:
-        sizes = np.array([float(sweep.attrs["bandwidth_bytes"])])
-    if a.ndim == 2 and a.shape == (world, world):
-        return a, (sizes[-1] if sizes is not None and len(sizes) else 0)
-    if a.ndim == 3:
-        if a.shape[0] == world and a.shape[2] == world:  # [rank, size, peer]
-            return a[:, -1, :], (sizes[-1] if sizes is not None else 0)
-        if a.shape[1] == world and a.shape[2] == world:  # [size, rank, peer]
-            return a[-1], (sizes[-1] if sizes is not None else 0)
-    return None
 
 
 def cost_model(preds, out_dir):

@@ -61,10 +61,22 @@ def _table(headers, rows):
     return out
 
 
-def _parity_columns(t):
-    """Errors against the reference: <tensor>_max_rel / _max_abs (ring_attention), *_error."""
-    return [n for n in t.metrics() if n.endswith("_max_rel") or n.endswith("_max_abs")
-            or n.endswith("_error")]
+def _parity_rows(runs):
+    """[file, sweep, error, max, tolerance] per ring sweep and error metric (*_max_rel,
+    *_max_abs: errors against the reference)."""
+    rows = []
+    for run in runs:
+        for s in run.sweeps_of_type(reader.RING_TYPES):
+            tol = reader.numbers(s.points["tolerance"]) if "tolerance" in s.points else np.array([])
+            for c in s.scalar_metrics():
+                if not (c.endswith("_max_rel") or c.endswith("_max_abs")):
+                    continue
+                vals = reader.numbers(s.metrics[c].ravel())
+                vals = vals[np.isfinite(vals)]
+                if len(vals):
+                    tol_txt = f"{np.nanmin(tol):.3g}" if c.endswith("_rel") and len(tol) else "-"
+                    rows.append([os.path.basename(run.path), s.name, c, f"{vals.max():.3g}", tol_txt])
+    return rows
 
 
 def build(paths, out_dir, predict_sizes=(8, 64, 512)):
@@ -112,16 +124,7 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512)):
     else:
         md.append("Every run and sweep completed; every point has status ok.")
     md.append("")
-    parity_rows = []
-    for run in runs:
-        for s in run.sweeps_of_type(reader.RING_TYPES):
-            for c in _parity_columns(s.table):
-                vals = np.array([model._num(v) for v in s.table[c]], dtype=float)
-                vals = vals[np.isfinite(vals)]
-                if len(vals):
-                    tol = s.table["tolerance"] if "tolerance" in s.table else None
-                    tol_txt = f"{np.nanmin(tol.astype(float)):.3g}" if tol is not None and c.endswith("_rel") else "-"
-                    parity_rows.append([os.path.basename(run.path), s.name, c, f"{vals.max():.3g}", tol_txt])
+    parity_rows = _parity_rows(runs)
     if parity_rows:
         md.append("Parity against the reference (largest over points and ranks):")
         md.append("")
@@ -146,8 +149,7 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512)):
                             "cpuset", "numa_node", "binding_policy") if c in rt]
         md.append(f"Rank placement of the largest run (`{os.path.basename(big.path)}`):")
         md.append("")
-        shown = list(rt.rows())[:32]
-        md += _table(cols, [[r[c] for c in cols] for r in shown])
+        md += _table(cols, rt[cols].head(32).values.tolist())
         if len(rt) > 32:
             md.append(f"\n... {len(rt) - 32} more ranks in /ranks.")
         md.append("")
@@ -240,34 +242,16 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512)):
     coll_rows = []
     for run in runs:
         for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
-            t = s.table
-            c_op, c_grp, c_size = model.col(t, "op"), model.col(t, "group"), model.col(t, "size")
-            c_bw = model.col(t, "busbw") or model.col(t, "algbw")
-            if not (c_size and c_bw):
-                continue
-            for key, g in t.groups([c for c in (c_op, c_grp) if c]):
-                if "group_size" in g and model.one_rank_groups(g["group_size"]):
-                    continue
-                xs, ys = plots._reduce_min(g, c_size, c_bw)
-                if ys:
-                    i = int(np.argmax(ys))
-                    coll_rows.append([os.path.basename(run.path), s.name, " ".join(str(v) for v in key.values()),
-                                      _si(ys[i], "B/s"), int(xs[i])])
+            for label, xs, ys in model.bandwidth_curves(s):
+                i = int(np.argmax(ys))
+                coll_rows.append([os.path.basename(run.path), s.name, label, _si(ys[i], "B/s"), int(xs[i])])
     ping_rows = []
     for run in runs:
         for s in run.sweeps_of_type(reader.PINGPONG_TYPES):
-            t = s.table
-            c_size, c_time, c_bw = model.col(t, "size"), model.col(t, "coll_time"), model.col(t, "bandwidth")
-            if not (c_size and c_time):
-                continue
-            for key, g in t.groups([c_size]):
-                tv = np.array([model._num(v) for v in g[c_time]], dtype=float)
-                bv = np.array([model._num(v) for v in g[c_bw]], dtype=float) if c_bw else np.array([np.nan])
-                ping_rows.append([os.path.basename(run.path), s.name, int(key[c_size]),
-                                  _time(float(np.nanmax(tv))), _si(float(np.nanmin(bv)), "B/s")])
-                summary.setdefault("pingpong", []).append(
-                    {"file": run.path, "sweep": s.name, "message_size": int(key[c_size]),
-                     "max_one_way_time": float(np.nanmax(tv)), "min_bandwidth": float(np.nanmin(bv))})
+            for x in model.pingpong_summary(s):
+                ping_rows.append([os.path.basename(run.path), s.name, x["message_size"],
+                                  _time(x["max_one_way_time"]), _si(x["min_bandwidth"], "B/s")])
+                summary.setdefault("pingpong", []).append(dict(x, file=run.path, sweep=s.name))
     if coll_rows or ping_rows:
         md += ["## Communication", ""]
     if coll_rows:
@@ -301,7 +285,7 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512)):
         json.dump(summary, f, indent=1, default=_json_default)
     ring = reader.combined_table(runs, reader.RING_TYPES)
     if len(ring):
-        ring.to_csv(os.path.join(out_dir, "points.csv"))
+        ring.to_csv(os.path.join(out_dir, "points.csv"), columns=reader.csv_columns(ring), index=False)
     return summary
 
 

@@ -1,6 +1,7 @@
 """Unit tests of ringbench_analysis on small synthetic files with known numbers
 (tests/analysis/synthetic.py). Run: PYTHONPATH=analysis python3 -m unittest discover -s tests/analysis
 """
+import contextlib
 import io
 import json
 import math
@@ -35,81 +36,70 @@ class Base(unittest.TestCase):
     def path(self, name):
         return os.path.join(self.dir, name)
 
+    def read(self, *parts):
+        with open(os.path.join(*parts)) as f:
+            return f.read()
+
 
 class ReaderTest(Base):
     def test_tables_one_row_per_point_and_rank(self):
         p = synthetic.make_run(self.path("r4.h5"), 4, seq_lens=(1024, 2048), ring_sizes=[2, 4])
         run = reader.load(p)
+        ring = run.sweeps["ring"]
         t = run.table("ring")
         self.assertEqual(len(t), 4 * 4)  # 4 points x 4 ranks
-        self.assertEqual(sorted(t.unique("rank")), [0, 1, 2, 3])
-        self.assertIn("seq_len", t.keys)
-        self.assertIn("num_heads", t.keys)  # sweep-level attribute copied into every row
-        self.assertNotIn("label", t.keys)
-        self.assertIn("total_time_median", t.metrics())
-        self.assertEqual(t.units["total_time_median"], "s")
-        row = next(t.where(seq_len=2048, ring_size=4, rank=1).rows())
+        self.assertEqual(sorted(t["rank"].unique()), [0, 1, 2, 3])
+        self.assertIn("seq_len", ring.keys)
+        self.assertEqual(len(ring.points), 4)
+        self.assertIn("total_tflops", ring.scalar_metrics())
+        self.assertIn("total_time_s", ring.array_metrics())
+        self.assertEqual(ring.units["total_time_s"], "s")
+        self.assertEqual(ring.array("total_time_s").shape, (4, 4, synthetic.ITERATIONS))
+        row = t[(t["seq_len"] == 2048) & (t["ring_size"] == 4) & (t["rank"] == 1)].iloc[0]
         c, tr, _ = synthetic.step_model(2048, 4)
-        self.assertAlmostEqual(row["forward_time_median"], 4 * max(c, tr))
-        self.assertEqual(row["step_compute_time"].shape, (4,))  # array column
-        by_type = run.table(type="ring_attention")
-        self.assertEqual(len(by_type), len(t))
+        self.assertAlmostEqual(float(np.median(row["forward_time_s"])), 4 * max(c, tr))
+        self.assertEqual(row["step_compute_s"].shape, (4,))  # array column
+        self.assertEqual(row["status"], "ok")
+        self.assertEqual(len(run.table(type="ring_attention")), len(t))
 
-    def test_columnar_layout_when_points_equal_ranks(self):
-        # 3 message sizes on 3 ranks: the shapes alone cannot tell per-rank from per-point.
-        p = synthetic.make_run(self.path("r3.h5"), 3, ring_sizes=[3])
-        t = reader.load(p).table("pingpong")
-        self.assertEqual(len(t), 3 * 3)
-        self.assertEqual(t.keys, ["sweep", "point", "message_size"])
-        self.assertEqual(sorted(t.unique("message_size")), [8, 1024, 65536])
-        self.assertEqual(sorted(t.unique("partner_rank")), [0, 1, 2])
+    def test_missing_values_stay_missing(self):
+        # an oom point: integer metrics -1 in the file read as <NA>, numbers as NaN, never 0
+        run = reader.load(synthetic.make_run(self.path("r2.h5"), 2, seq_lens=(1024,),
+                                             bad_points={(1024, 2): "oom"}))
+        t = run.table("ring")
+        self.assertTrue(t["peak_memory_bytes"].isna().all())
+        self.assertTrue(t["total_tflops"].isna().all())
+        self.assertEqual(list(t["status"]), ["oom", "oom"])
+        self.assertEqual(run.sweeps["ring"].rank_values("total_time_s", 0).size, 0)
 
     def test_collectives_keys_and_model(self):
         run = reader.load(synthetic.make_run(self.path("r2.h5"), 2))
-        t = run.table("coll")
-        for k in ("operation", "group", "bytes"):
-            self.assertIn(k, t.keys)
-        self.assertNotIn("time_s", t.keys)
+        coll = run.sweeps["coll"]
+        for k in ("operation", "group", "message_bytes"):
+            self.assertIn(k, coll.keys)
+        self.assertEqual(coll.key_with_units("B"), "message_bytes")
+        self.assertNotIn("time_s", coll.keys)
+        sub = coll.subtables["model"]
+        self.assertEqual(list(sub.points["operation"]), ["all_reduce", "sendrecv"])
+        self.assertEqual(sub.array("alpha_s").shape, (2, 2))
         m = model.ring_comm_model([run])
         self.assertAlmostEqual(m["alpha_s"], synthetic.ALPHA)
         self.assertAlmostEqual(m["beta_Bps"], synthetic.BETA)
         self.assertIn("fitted sendrecv model", m["source"])
 
-    def test_memory_and_compute_layouts(self):
-        p = synthetic.make_run(self.path("r2.h5"), 2, pingpong=False, collectives=False, p2p=False,
-                               drop_ring=True)
-        with h5py.File(p, "r+") as f:
-            m = f["sweeps"].create_group("memory")
-            m.attrs["type"] = "memory"
-            m.attrs["status"] = "complete"
-            synthetic._ds(m, "triad_Bps", [1e10, 2e10], "B/s", "best triad")
-            synthetic._ds(m, "triad_iteration_s", np.ones((2, 7)), "s", "each triad")
-            c = f["sweeps"].create_group("compute")
-            c.attrs["type"] = "compute"
-            c.attrs["status"] = "complete"
-            synthetic._ds(c, "gemm_size", [128, 256, 512], "1", "n")
-            synthetic._ds(c, "gemm_dtype", ["float32", "float64"], "1", "types")
-            synthetic._ds(c, "gemm_tflops", np.arange(12.0).reshape(2, 2, 3), "TFLOP/s", "rate")
-            synthetic._ds(c, "attention_rows", [64], "1", "rows")
-            synthetic._ds(c, "attention_tflops", [[1.0], [2.0]], "TFLOP/s", "rate")
-        run = reader.load(p)
-        mem = run.table("memory")
-        self.assertEqual(len(mem), 2)  # one point: the 7 iterations are an array, not points
-        self.assertEqual(mem["triad_iteration_s"][1].shape, (7,))
-        comp = run.table("compute")
-        self.assertEqual(len(comp), 2 * 3 * 2 + 1 * 2)
-        row = next(comp.where(gemm_dtype="float64", gemm_size=256, rank=1).rows())
-        self.assertEqual(row["gemm_tflops"], 10.0)  # [rank 1, float64, 256]
-        self.assertEqual(next(comp.where(kind="attention", rank=1).rows())["attention_tflops"], 2.0)
-
     def test_csv_export(self):
         run = reader.load(synthetic.make_run(self.path("r2.h5"), 2))
         buf = io.StringIO()
-        run.table("pingpong").to_csv(buf)
+        with contextlib.redirect_stdout(buf):
+            self.assertEqual(cli(["table", run.path, "--sweep", "pingpong"]), 0)
         lines = buf.getvalue().strip().splitlines()
         self.assertEqual(len(lines), 1 + 3 * 2)
-        self.assertTrue(lines[0].startswith("sweep,point,rank,message_size"))
-        self.assertNotIn("one_way_time", lines[0].split(","))  # array columns are not CSV cells
+        self.assertEqual(lines[0], "sweep,point,rank,message_bytes,bandwidth_Bps,partner_rank")
+        bw = 8 / (synthetic.ALPHA + 8 / synthetic.BETA)
+        first = lines[1].split(",")
+        self.assertEqual(first[:4] + first[5:], ["pingpong", "0", "0", "8", "1"])
+        self.assertAlmostEqual(float(first[4]), bw)
+        self.assertEqual(reader.csv_columns(run.table("ring"))[:3], ["sweep", "point", "rank"])
 
     def test_errors(self):
         with self.assertRaisesRegex(reader.RingbenchFileError, "no such file"):
@@ -124,6 +114,31 @@ class ReaderTest(Base):
             reader.load(self.path("y.h5"))
         with self.assertRaisesRegex(KeyError, "no sweep named 'nope'"):
             reader.load(synthetic.make_run(self.path("r1.h5"), 1)).table("nope")
+
+    def test_schema_version(self):
+        old = synthetic.make_run(self.path("old.h5"), 1)
+        with h5py.File(old, "r+") as f:
+            del f["run"].attrs["schema_version"]
+        with self.assertRaisesRegex(reader.RingbenchFileError,
+                                    r"old\.h5: no /run schema_version .*reads schema_version 2"):
+            reader.load(old)
+        with h5py.File(old, "r+") as f:
+            f["run"].attrs["schema_version"] = np.int64(3)
+        with self.assertRaisesRegex(reader.RingbenchFileError, r"old\.h5: schema_version 3, written by "
+                                                               r"ringbench 0\.2\.0, commit abc123"):
+            reader.load(old)
+
+    def test_layout_errors_name_the_dataset(self):
+        p = synthetic.make_run(self.path("bad.h5"), 2)
+        with h5py.File(p, "r+") as f:
+            f["sweeps/pingpong/bandwidth_Bps"].attrs["role"] = "key"
+            del f["sweeps/coll/busbw_Bps"]
+            synthetic.dataset(f["sweeps/coll"], "busbw_Bps", np.zeros(12), "B/s", "x", "metric")
+        run = reader.load(p)
+        self.assertIn("pingpong/bandwidth_Bps: role 'key', expected 'metric'", run.unreadable["pingpong"])
+        self.assertIn("coll/busbw_Bps: shape [12], expected [world=2, points=12, ...]", run.unreadable["coll"])
+        self.assertIn("ring", run.sweeps)  # the others are read
+        self.assertTrue(any("sweep 'coll' unreadable" in x for x in run.problems()))
 
     def test_incomplete_run_reports_what_completed(self):
         p = synthetic.make_run(self.path("r2.h5"), 2, status="running", sweep_status={"ring": "running"})
@@ -169,20 +184,25 @@ class ModelTest(Base):
 
     def test_ring_comm_model_ignores_one_rank_groups(self):
         # inter_node on one node: groups of one rank whose "sendrecv" is a local copy.
-        class FakeSweep:
-            name, table = "collectives", reader.Table()
-            def group_arrays(self, prefix):
-                return {"operation": np.array(["sendrecv", "sendrecv"]),
-                        "group": np.array(["inter_node", "world"]),
-                        "group_size": np.array([1, 2]),
-                        "alpha_s": np.array([6e-6, 8e-6]), "beta_Bps": np.array([1.9e12, 2.9e11])}
-        class FakeRun:
-            world_size, path = 2, "x.h5"
-            def sweeps_of_type(self, types):
-                return [FakeSweep()] if types == reader.COLLECTIVE_TYPES else []
-        m = model.ring_comm_model([FakeRun()])
+        p = synthetic.make_run(self.path("r2.h5"), 2)
+        with h5py.File(p, "r+") as f:
+            del f["sweeps/coll/model"]
+            synthetic.points_table(
+                f["sweeps/coll"].create_group("model"),
+                {"operation": (["sendrecv", "sendrecv"], "1"), "group": (["inter_node", "world"], "1"),
+                 "group_size": ([1, 2], "1")},
+                {"alpha_s": (np.tile([6e-6, 8e-6], (2, 1)), "s"),
+                 "beta_Bps": (np.tile([1.9e12, 2.9e11], (2, 1)), "B/s")})
+        m = model.ring_comm_model([reader.load(p)])
         self.assertEqual(m["group"], "world")
         self.assertAlmostEqual(m["beta_Bps"], 2.9e11)
+
+    def test_ring_comm_model_fits_pingpong_without_collectives(self):
+        run = reader.load(synthetic.make_run(self.path("r2.h5"), 2, collectives=False))
+        m = model.ring_comm_model([run])
+        self.assertIn("host_pingpong one-way times", m["source"])
+        self.assertAlmostEqual(m["alpha_s"], synthetic.ALPHA)
+        self.assertAlmostEqual(m["beta_Bps"] / synthetic.BETA, 1.0)
 
     def test_weak_scaling_normalises_by_work_per_rank(self):
         # Attention at a fixed length per rank: doubling the ring doubles each rank's work
@@ -224,8 +244,8 @@ class ReportTest(Base):
                  for n in (1, 2, 4)]
         out = self.path("rep")
         self.assertEqual(cli(["report"] + files + ["--out", out]), 0)
-        md = open(os.path.join(out, "report.md")).read()
-        js = json.load(open(os.path.join(out, "report.json")))
+        md = self.read(os.path.join(out, "report.md"))
+        js = json.loads(self.read(os.path.join(out, "report.json")))
         self.assertEqual(set(js["plots"]), {n for n, *_ in report.EXPECTED_PLOTS})
         self.assertIn("**oom**", md)
         self.assertIn("**parity_failed**", md)
@@ -241,7 +261,7 @@ class ReportTest(Base):
             synthetic.make_run(os.path.join(series, f"np{n}.h5"), n, seq_lens=(1024,))
         out = self.path("rep")
         self.assertEqual(cli(["report", series, "--out", out]), 0)
-        js = json.load(open(os.path.join(out, "report.json")))
+        js = json.loads(self.read(os.path.join(out, "report.json")))
         self.assertEqual(sorted(p["ring_size"] for p in js["points"]), [1, 2])
         os.makedirs(self.path("empty"))
         self.assertEqual(cli(["report", self.path("empty"), "--out", out]), 2)
@@ -250,8 +270,8 @@ class ReportTest(Base):
         f = synthetic.make_run(self.path("r2.h5"), 2, drop_ring=True)
         out = self.path("rep")
         self.assertEqual(cli(["report", f, "--out", out]), 0)
-        md = open(os.path.join(out, "report.md")).read()
-        js = json.load(open(os.path.join(out, "report.json")))
+        md = self.read(os.path.join(out, "report.md"))
+        js = json.loads(self.read(os.path.join(out, "report.json")))
         self.assertIn("No ring attention sweep in the input files.", md)
         self.assertIn("throughput", js["not_plotted"])
         self.assertIn("bandwidth", js["plots"])
@@ -301,14 +321,12 @@ class CompareTest(Base):
         new = synthetic.make_run(self.path("new.h5"), 2)
         with h5py.File(new, "r+") as f:  # only the 1 KiB collectives got slower
             g = f["sweeps/coll"]
-            small = g["bytes"][()] == 1024
-            for name, factor in (("time_s", 2.0), ("algbw_Bps", 0.5), ("busbw_Bps", 0.5)):
+            small = g["points/message_bytes"][()] == 1024
+            for name, factor in (("time_s", 2.0), ("algbw_Bps", 0.5), ("busbw_Bps", 0.5),
+                                 ("iteration_time_s", 2.0)):
                 v = g[name][()]
-                v[small] *= factor
+                v[:, small] *= factor
                 g[name][...] = v
-            r = g["rank_time_s"][()]
-            r[:, small] *= 2.0
-            g["rank_time_s"][...] = r
         quiet = lambda *a, **k: None
         self.assertEqual(compare.compare(base, new, 0.05, out=quiet), compare.EXIT_REGRESSION)
         self.assertEqual(compare.compare(base, new, 0.05, out=quiet, min_bytes=65536), compare.EXIT_OK)
@@ -327,11 +345,24 @@ class CompareTest(Base):
         self.assertEqual(compare.parse_bytes("4096"), 4096)
         with self.assertRaises(compare.CompareError):
             compare.parse_bytes("1.5MiB")
-        self.assertEqual(compare.direction("s", "total_time_median"), -1)
+        self.assertEqual(compare.direction("s", "total_time_s"), -1)
         self.assertEqual(compare.direction("B/s", "busbw_Bps"), 1)
-        self.assertEqual(compare.direction("1/s", "tokens_per_s"), 1)
+        self.assertEqual(compare.direction("TFLOP/s", "total_tflops"), 1)
         self.assertEqual(compare.direction("B", "peak_memory_bytes"), -1)
+        self.assertEqual(compare.direction("B", "bytes_sent_bytes"), 0)
         self.assertEqual(compare.direction("1", "out_max_rel"), 0)
+
+    def test_default_metrics_and_reduction(self):
+        run = reader.load(synthetic.make_run(self.path("r2.h5"), 2, straggler=1))
+        ring = run.sweeps["ring"]
+        self.assertEqual(sorted(compare.default_metrics(ring)),
+                         ["backward_time_s", "forward_time_s", "peak_memory_bytes", "total_tflops",
+                          "total_time_s"])
+        pts, units = compare._points(run, [])
+        rec = pts[("ring",) + tuple((k, reader._py(ring.points[k].iloc[0])) for k in ring.keys)]
+        c, t, _ = synthetic.step_model(1024, 2)
+        self.assertAlmostEqual(rec["total_time_s"], 1.3 * 3 * 2 * max(c, t))  # slowest rank's median
+        self.assertAlmostEqual(rec["total_tflops"], float(ring.rank_values("total_tflops", 0).min()))
 
 
 if __name__ == "__main__":
