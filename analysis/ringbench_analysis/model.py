@@ -231,13 +231,23 @@ def one_rank_groups(group_sizes):
     return bool(len(sizes)) and bool(np.all(sizes < 2))
 
 
+def group_size(sweep, p):
+    """Ranks per group at point p of a collectives sweep (a metric: each rank's group; the
+    model sub-table has it as a key), or None."""
+    if "group_size" in sweep.points:
+        return float(sweep.points["group_size"].iloc[p])
+    if "group_size" in sweep.metrics:
+        v = sweep.rank_values("group_size", p)
+        return float(v.max()) if v.size else None
+    return None
+
+
 def _linked_points(sweep, operation):
     """Points of a collectives sweep running `operation` in groups of more than one rank."""
-    pts = sweep.points
-    keep = pts["operation"] == operation if "operation" in pts else np.zeros(len(pts), bool)
-    if "group_size" in pts:
-        keep &= reader.numbers(pts["group_size"]) >= 2
-    return [int(p) for p in np.flatnonzero(np.asarray(keep))]
+    if "operation" not in sweep.points:
+        return []
+    return [p for p in range(sweep.npoints) if sweep.points["operation"].iloc[p] == operation
+            and not one_rank_groups([group_size(sweep, p) or 2])]
 
 
 def _fit_slowest(sweep, time_metric, points):
@@ -364,24 +374,31 @@ def bandwidth_curves(sweep):
     curves = {}
     for p in range(sweep.npoints):
         keys = sweep.points.iloc[p]
-        if "group_size" in keys and one_rank_groups([keys["group_size"]]):
+        if one_rank_groups([group_size(sweep, p) or 2]):
             continue
         v = sweep.rank_values(metric, p)
         v = v[v > 0]
         if v.size:
-            label = " ".join(str(keys[k]) for k in others if k != "group_size") or sweep.name
+            label = " ".join(str(keys[k]) for k in others) or sweep.name
             curves.setdefault(label, []).append((float(keys[size_key]), float(v.min())))
     return [(label, [x for x, _ in sorted(c)], [y for _, y in sorted(c)]) for label, c in curves.items()]
 
 
 def p2p_bandwidth(sweep):
-    """(matrix [sender, receiver] in B/s, message size) of a p2p_matrix sweep, or None."""
-    if "bandwidth_Bps" not in sweep.metrics:
+    """(matrix [sender, receiver] in B/s, message size) of a p2p_matrix sweep's pair points
+    (the slower of the pair's two ranks), or None."""
+    need = {"sender", "receiver"}
+    if "bandwidth_Bps" not in sweep.metrics or not need <= set(sweep.keys):
         return None
-    m = np.asarray(reader.numbers(sweep.metrics["bandwidth_Bps"].ravel()), dtype=float)
-    if sweep.metrics["bandwidth_Bps"].shape != (sweep.world, sweep.world):
+    m = np.full((sweep.world, sweep.world), np.nan)
+    for p in range(sweep.npoints):
+        a, b = int(sweep.points["sender"].iloc[p]), int(sweep.points["receiver"].iloc[p])
+        v = sweep.rank_values("bandwidth_Bps", p)
+        if a >= 0 and b >= 0 and v.size:
+            m[a, b] = v.min()
+    if not np.isfinite(m).any():
         return None
-    return m.reshape(sweep.world, sweep.world), float(sweep.attrs.get("bandwidth_bytes", 0))
+    return m, float(sweep.attrs.get("bandwidth_bytes", 0))
 
 
 def pingpong_summary(sweep):

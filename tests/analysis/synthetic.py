@@ -113,7 +113,7 @@ def _pingpong_sweep(sweeps, world, slow_factor):
     g = _sweep(sweeps, "pingpong", "host_pingpong")
     sizes = np.array([8, 1024, 65536], dtype=np.int64)
     one = np.tile(ALPHA + sizes / BETA, (world, 1)) * slow_factor
-    points_table(g, {"message_bytes": (sizes, "B")},
+    points_table(g, {"message_size_bytes": (sizes, "B")},
                  {"one_way_time_s": (np.repeat(one[:, :, None], 5, axis=2), "s"),
                   "bandwidth_Bps": (sizes / one, "B/s"),
                   "partner_rank": (np.tile((np.arange(world) + 1) % world, (3, 1)).T, "1")})
@@ -123,25 +123,33 @@ def _collectives_sweep(sweeps, world, slow_factor):
     g = _sweep(sweeps, "coll", "collectives")
     rows = [(op, grp, m) for op in ("all_reduce", "sendrecv") for grp in ("world", "intra_node")
             for m in (1024, 65536, 1048576)]
+    n = len(rows)
     sizes = np.array([m for *_, m in rows], dtype=np.int64)
     t = np.tile((ALPHA + sizes / BETA) * slow_factor, (world, 1))
     points_table(g, {"operation": ([r[0] for r in rows], "1"), "group": ([r[1] for r in rows], "1"),
-                     "group_size": (np.full(len(rows), world, dtype=np.int64), "1"),
-                     "message_bytes": (sizes, "B")},
-                 {"time_s": (t, "s"), "algbw_Bps": (sizes / t, "B/s"), "busbw_Bps": (sizes / t, "B/s"),
+                     "dtype": (["float32"] * n, "1"), "in_place": (np.zeros(n, dtype=np.int64), "1"),
+                     "message_size_bytes": (sizes, "B")},
+                 {"time_s": (t, "s"), "group_time_s": (t, "s"), "algbw_Bps": (sizes / t, "B/s"),
+                  "busbw_Bps": (sizes / t, "B/s"),
+                  "group_size": (np.full((world, n), world, dtype=np.int64), "1"),
                   "iteration_time_s": (np.repeat(t[:, :, None], 4, axis=2), "s")})
     points_table(g.create_group("model"),
                  {"operation": (["all_reduce", "sendrecv"], "1"), "group": (["world", "world"], "1"),
-                  "group_size": ([world, world], "1")},
+                  "dtype": (["float32"] * 2, "1"), "group_size": ([world, world], "1")},
                  {"alpha_s": (np.full((world, 2), ALPHA), "s"), "beta_Bps": (np.full((world, 2), BETA), "B/s")})
 
 
 def _p2p_sweep(sweeps, world):
+    """One pair point per ordered pair (sender != receiver); both ranks of a pair report."""
     g = _sweep(sweeps, "p2p", "p2p_matrix")
     g.attrs["bandwidth_bytes"] = np.int64(1 << 20)
-    bw = np.ones((world, world)) * BETA
-    np.fill_diagonal(bw, np.nan)
-    points_table(g, {"peer": (np.arange(world, dtype=np.int64), "1")},
+    pairs = [(a, b) for a in range(world) for b in range(world) if a != b]
+    bw = np.full((world, len(pairs)), np.nan)
+    for p, (a, b) in enumerate(pairs):
+        bw[[a, b], p] = BETA * (1 + 0.01 * a)
+    points_table(g, {"pattern": (["pair"] * len(pairs), "1"), "sender": ([a for a, _ in pairs], "1"),
+                     "receiver": ([b for _, b in pairs], "1"),
+                     "shift": ([(b - a) % world for a, b in pairs], "1")},
                  {"bandwidth_Bps": (bw, "B/s"), "latency_s": (bw * 0 + ALPHA, "s")})
 
 

@@ -75,9 +75,9 @@ class ReaderTest(Base):
     def test_collectives_keys_and_model(self):
         run = reader.load(synthetic.make_run(self.path("r2.h5"), 2))
         coll = run.sweeps["coll"]
-        for k in ("operation", "group", "message_bytes"):
+        for k in ("operation", "group", "message_size_bytes"):
             self.assertIn(k, coll.keys)
-        self.assertEqual(coll.key_with_units("B"), "message_bytes")
+        self.assertEqual(coll.key_with_units("B"), "message_size_bytes")
         self.assertNotIn("time_s", coll.keys)
         sub = coll.subtables["model"]
         self.assertEqual(list(sub.points["operation"]), ["all_reduce", "sendrecv"])
@@ -94,7 +94,7 @@ class ReaderTest(Base):
             self.assertEqual(cli(["table", run.path, "--sweep", "pingpong"]), 0)
         lines = buf.getvalue().strip().splitlines()
         self.assertEqual(len(lines), 1 + 3 * 2)
-        self.assertEqual(lines[0], "sweep,point,rank,message_bytes,bandwidth_Bps,partner_rank")
+        self.assertEqual(lines[0], "sweep,point,rank,message_size_bytes,bandwidth_Bps,partner_rank")
         bw = 8 / (synthetic.ALPHA + 8 / synthetic.BETA)
         first = lines[1].split(",")
         self.assertEqual(first[:4] + first[5:], ["pingpong", "0", "0", "8", "1"])
@@ -196,6 +196,23 @@ class ModelTest(Base):
         m = model.ring_comm_model([reader.load(p)])
         self.assertEqual(m["group"], "world")
         self.assertAlmostEqual(m["beta_Bps"], 2.9e11)
+
+    def test_ring_comm_model_fits_sendrecv_times_without_a_stored_model(self):
+        p = synthetic.make_run(self.path("r2.h5"), 2)
+        with h5py.File(p, "r+") as f:
+            del f["sweeps/coll/model"]
+        m = model.ring_comm_model([reader.load(p)])
+        self.assertIn("alpha-beta fit to sendrecv times of coll", m["source"])
+        self.assertAlmostEqual(m["alpha_s"], synthetic.ALPHA)
+        self.assertAlmostEqual(m["beta_Bps"] / synthetic.BETA, 1.0)
+
+    def test_p2p_matrix_from_pair_points(self):
+        run = reader.load(synthetic.make_run(self.path("r3.h5"), 3))
+        m, size = model.p2p_bandwidth(run.sweeps["p2p"])
+        self.assertEqual(size, 1 << 20)
+        self.assertTrue(np.isnan(np.diag(m)).all())
+        self.assertAlmostEqual(m[2, 0], synthetic.BETA * 1.02)
+        self.assertAlmostEqual(m[0, 1], synthetic.BETA)
 
     def test_ring_comm_model_fits_pingpong_without_collectives(self):
         run = reader.load(synthetic.make_run(self.path("r2.h5"), 2, collectives=False))
@@ -321,7 +338,7 @@ class CompareTest(Base):
         new = synthetic.make_run(self.path("new.h5"), 2)
         with h5py.File(new, "r+") as f:  # only the 1 KiB collectives got slower
             g = f["sweeps/coll"]
-            small = g["points/message_bytes"][()] == 1024
+            small = g["points/message_size_bytes"][()] == 1024
             for name, factor in (("time_s", 2.0), ("algbw_Bps", 0.5), ("busbw_Bps", 0.5),
                                  ("iteration_time_s", 2.0)):
                 v = g[name][()]
