@@ -13,9 +13,6 @@ not); 2 the comparison could not be made (missing or unusable file, no matched p
 unknown metric).
 """
 import math
-import os
-
-import numpy as np
 
 from . import reader
 

@@ -51,6 +51,7 @@ ROW_COLUMNS = ("sweep", "point", "rank")
 # report take the median over iterations of these.
 ITERATION_SAMPLES = {
     "ring_attention": ("forward_time_s", "backward_time_s", "total_time_s"),
+    "host_pingpong": ("one_way_time_s",),
 }
 
 # Units whose metric is better when higher (rates); every other unit of a measured

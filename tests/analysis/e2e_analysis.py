@@ -8,7 +8,6 @@ The expected numbers are recomputed here from the HDF5 files with h5py, independ
 analysis package, and compared with what the report wrote.
 """
 import argparse
-import glob
 import json
 import os
 import re
@@ -26,6 +25,9 @@ try:
 except ImportError as exc:  # Debian: python3-h5py python3-numpy
     print(f"SKIPPED: {exc}")
     sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5edit  # noqa: E402
 
 FAILURES = []
 PLOTS = ["throughput", "strong_scaling", "weak_scaling", "exposed_comm", "memory",
@@ -63,6 +65,17 @@ def analysis(args, *cli, **kw):
     return r
 
 
+def fresh_report(args, path, out, *extra):
+    """rb-analysis report into an emptied `out`: (result, report.md text or "")."""
+    shutil.rmtree(out, ignore_errors=True)
+    r = analysis(args, "report", path, "--out", out, *extra)
+    md = os.path.join(out, "report.md")
+    if not os.path.isfile(md):
+        return r, ""
+    with open(md) as f:
+        return r, f.read()
+
+
 def valid_png(path):
     """PNG signature, an IHDR with a non-empty size, every chunk's CRC right, ends with IEND."""
     with open(path, "rb") as f:
@@ -85,25 +98,24 @@ def valid_png(path):
 
 
 def ring_points_from_file(path):
-    """(seq_len, ring_size) -> slowest rank's total_time_median etc., read straight from h5py."""
+    """(seq_len, ring_size) -> the slowest rank's median total time etc., read straight from h5py
+    (schema_version 2: keys under points/, metrics [world, points, ...])."""
     out = {}
     with h5py.File(path, "r") as f:
-        for name, g in f["sweeps"].items():
+        for g in f["sweeps"].values():
             if g.attrs["type"] != "ring_attention":
                 continue
             batch = int(g.attrs["batch"])
-            for pname, p in g.items():
-                if not re.match(r"point_\d+$", pname):
-                    continue
-                key = (int(p.attrs["seq_len"]), int(p.attrs["ring_size"]))
-                tt = p["total_time_median"][()]
-                out[key] = {"time": float(np.max(tt)), "median": float(np.median(tt)),
-                            "forward": float(np.max(p["forward_time_median"][()])),
-                            "memory": float(np.max(p["peak_memory_bytes"][()])),
-                            "throughput": batch * key[0] / float(np.max(tt)),
-                            "wait": float(np.sum(p["step_wait_time"][()])),
-                            "compute": float(np.sum(p["step_compute_time"][()])),
-                            "status": p.attrs["status"]}
+            total = np.median(g["total_time_s"][()], axis=2)  # each rank's median iteration
+            forward = np.median(g["forward_time_s"][()], axis=2)
+            for p, key in enumerate(zip(g["points/seq_len"][()], g["points/ring_size"][()])):
+                key = (int(key[0]), int(key[1]))
+                out[key] = {"time": float(np.max(total[:, p])), "forward": float(np.max(forward[:, p])),
+                            "memory": float(np.max(g["peak_memory_bytes"][:, p])),
+                            "throughput": batch * key[0] / float(np.max(total[:, p])),
+                            "wait": float(np.nansum(g["step_wait_s"][:, p])),
+                            "compute": float(np.nansum(g["step_compute_s"][:, p])),
+                            "status": set(g["status"].asstr()[:, p])}
     return out
 
 
@@ -156,7 +168,8 @@ def check_report(args):
         p = got.get(key)
         if p is None:
             continue
-        check(abs(p["time"] - v["time"]) <= 1e-12 * v["time"], f"S={key[0]} R={key[1]}: time = slowest rank's total_time_median")
+        check(abs(p["time"] - v["time"]) <= 1e-12 * v["time"],
+              f"S={key[0]} R={key[1]}: time = slowest rank's median of total_time_s")
         check(abs(p["throughput"] - v["throughput"]) <= 1e-9 * v["throughput"], f"S={key[0]} R={key[1]}: throughput = batch*S/time")
         check(abs(p["memory"] - v["memory"]) <= 0.5, f"S={key[0]} R={key[1]}: memory = largest rank's peak_memory_bytes")
         frac = v["wait"] / (v["wait"] + v["compute"])
@@ -178,7 +191,7 @@ def check_report(args):
         for m in pr["measured"]:
             v = expected[(pr["seq_len"], m["ring_size"])]
             check(abs(m["measured_time"] - v["forward"]) <= 1e-12 * v["forward"],
-                  f"S={pr['seq_len']} R={m['ring_size']}: measured forward = slowest rank's forward_time_median")
+                  f"S={pr['seq_len']} R={m['ring_size']}: measured forward = slowest rank's median forward_time_s")
             check(abs(m["error"] - (m["predicted_time"] - m["measured_time"]) / m["measured_time"]) < 1e-9,
                   "prediction error = (predicted - measured) / measured")
         check([e["ring_size"] for e in pr["extrapolated"]] == [s for s in (8, 64, 512) if s <= pr["seq_len"]],
@@ -187,8 +200,8 @@ def check_report(args):
     # host_pingpong numbers.
     with h5py.File(f2, "r") as f:
         g = f["sweeps/pingpong"]
-        sizes = g["message_size"][()]
-        med = g["median_one_way_time"][()]
+        sizes = g["points/message_size_bytes"][()]
+        med = np.median(g["one_way_time_s"][()], axis=2)
     pp = [x for x in summary.get("pingpong", []) if x["file"] == f2]
     check(len(pp) == len(sizes), "pingpong rows for every message size")
     for x in pp:
@@ -200,34 +213,19 @@ def check_report(args):
     check(len(rows) - 1 == 2 * 1 + 2 * 2, "points.csv has one row per (point, rank) of both files")
 
 
-def scale_times(src, dst, factor):
-    """Copy of src with every time (units s) multiplied and every rate (units */s) divided."""
-    shutil.copyfile(src, dst)
-    with h5py.File(dst, "r+") as f:
-        def visit(name, obj):
-            if isinstance(obj, h5py.Dataset) and obj.dtype.kind == "f":
-                units = obj.attrs.get("units", "")
-                units = units.decode() if isinstance(units, bytes) else str(units)
-                if units == "s":
-                    obj[...] = obj[()] * factor
-                elif units.endswith("/s"):
-                    obj[...] = obj[()] / factor
-        f.visititems(visit)
-
-
 def check_compare(args):
     base = ringbench(args, 2, os.path.join(args.workdir, "base.h5"))
     same = os.path.join(args.workdir, "same.h5")
     shutil.copyfile(base, same)
     r = analysis(args, "compare", base, same)
     check(r.returncode == 0, "compare exits 0 on identical files")
-    check("OK:" in r.stdout and "total_time_median" in r.stdout, "compare prints the matched table and OK")
+    check("OK:" in r.stdout and "total_time_s" in r.stdout, "compare prints the matched table and OK")
     slow = os.path.join(args.workdir, "slow.h5")
-    scale_times(base, slow, 1.2)
+    h5edit.scale_times(base, slow, 1.2)
     r = analysis(args, "compare", base, slow, "--tolerance", "5%")
     check(r.returncode == 1, "compare exits 1 when times are 20% slower")
-    check(re.search(r"total_time_median\s+\S+\s+\S+\s+\+20\.0%\s+REGRESSION", r.stdout) is not None,
-          "the 20% slower total_time_median is shown as +20.0% REGRESSION")
+    check(re.search(r"total_time_s\s+\S+\s+\S+\s+\+20\.0%\s+REGRESSION", r.stdout) is not None,
+          "the 20% slower total_time_s (slowest rank's median) is shown as +20.0% REGRESSION")
     check("REGRESSION:" in r.stdout, "compare prints the regression summary")
     r = analysis(args, "compare", base, slow, "--tolerance", "25%")
     check(r.returncode == 0, "compare exits 0 when 20% slower is within a 25% tolerance")
@@ -243,11 +241,9 @@ def check_compare(args):
           "unmatched points (ring size 2 vs 1) are listed")
     failed = os.path.join(args.workdir, "failed.h5")
     shutil.copyfile(base, failed)
-    with h5py.File(failed, "r+") as f:
-        f["sweeps/ring/point_0000"].attrs["status"] = "parity_failed"
+    h5edit.set_point_status(failed, "ring", 0, "parity_failed")
     r = analysis(args, "compare", base, failed)
-    check(r.returncode == 1 and "status ok -> parity_failed" in r.stdout.replace("status ", "status ", 1)
-          or (r.returncode == 1 and "parity_failed" in r.stdout),
+    check(r.returncode == 1 and "status ok -> parity_failed" in r.stdout,
           "a point ok in base and parity_failed in new is a regression")
 
 
@@ -289,10 +285,8 @@ def check_errors(args):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     check("[ring] done" in seen, "the ring sweep finished before the kill")
-    shutil.rmtree(out, ignore_errors=True)
-    r = analysis(args, "report", cut, "--out", out)
+    r, md = fresh_report(args, cut, out)
     check(r.returncode == 0, "interrupted run: the report is still written (exit 0)")
-    md = open(os.path.join(out, "report.md")).read() if os.path.isfile(os.path.join(out, "report.md")) else ""
     check("run status is 'running': the run did not finish" in md, "interrupted run: the report says the run did not finish")
     check("sweep 'endless'" in md, "interrupted run: the report names the sweep that did not complete")
     check("| ring |" in md and "| 128 | 2 |" in md, "interrupted run: the completed sweep is listed and reported")
@@ -309,9 +303,7 @@ def check_errors(args):
         os.remove(failed)
     r = run([args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", failed, "--force"])
     check(r.returncode != 0 and os.path.isfile(failed), "a run with a parity failure exits non-zero and keeps its file")
-    shutil.rmtree(out, ignore_errors=True)
-    r = analysis(args, "report", failed, "--out", out)
-    md = open(os.path.join(out, "report.md")).read() if os.path.isfile(os.path.join(out, "report.md")) else ""
+    r, md = fresh_report(args, failed, out)
     check(r.returncode == 0 and md.count("**parity_failed**") == 2, "both parity_failed points are flagged in the table")
     check("run status is 'failed'" in md and "status parity_failed" in md,
           "the status section names the failed run and its points")
@@ -322,14 +314,10 @@ def check_errors(args):
         f["run"].attrs["status"] = "failed"
         f["run"].attrs["failure"] = "ring: point 1: out max rel error above tolerance"
         f["sweeps/ring"].attrs["status"] = "failed"
-        f["sweeps/ring/point_0000"].attrs["status"] = "oom"
-        for name in list(f["sweeps/ring/point_0000"].keys()):
-            if name not in ("ring_id", "ring_rank"):
-                del f["sweeps/ring/point_0000"][name]
-        f["sweeps/ring/point_0001"].attrs["status"] = "parity_failed"
-    shutil.rmtree(out, ignore_errors=True)
-    r = analysis(args, "report", bad, "--out", out)
-    md = open(os.path.join(out, "report.md")).read() if os.path.isfile(os.path.join(out, "report.md")) else ""
+    h5edit.unmeasure_point(bad, "ring", 0)
+    h5edit.set_point_status(bad, "ring", 0, "oom")
+    h5edit.set_point_status(bad, "ring", 1, "parity_failed")
+    r, md = fresh_report(args, bad, out)
     check(r.returncode == 0 and "**oom**" in md and "**parity_failed**" in md,
           "oom and parity_failed points are flagged in the table")
     check("status oom" in md and "status parity_failed" in md and "run status is 'failed'" in md,

@@ -224,30 +224,16 @@ nightly_job() {  # NAME EXPECTED_EXIT ENV...
 # Host timings on a 2-core CI machine running Slurm's daemons vary a lot between runs
 # (we saw 200x between two jobs), so the verdict jobs compare the ring attention metrics
 # (milliseconds) against baselines made 1000x slower (this run must pass: it improved) and 1000x
-# faster (it must regress), by scaling every time (units s) and rate (units */s) of the first
+# faster (it must regress), by scaling every time (units s) and rate (B/s, TFLOP/s, Hz) of the first
 # series' 2-rank file.
 scaled_baseline() {  # FACTOR OUT
-  "$py" - "$first_series/np2.h5" "$2" "$1" <<'EOF' || fail "could not write the scaled baseline"
-import shutil, sys
-import h5py
-shutil.copyfile(sys.argv[1], sys.argv[2])
-k = float(sys.argv[3])
-with h5py.File(sys.argv[2], "r+") as f:
-    def visit(name, obj):
-        if isinstance(obj, h5py.Dataset) and obj.dtype.kind == "f":
-            u = obj.attrs.get("units", "")
-            u = u.decode() if isinstance(u, bytes) else str(u)
-            if u == "s":
-                obj[...] = obj[()] * k
-            elif u.endswith("/s"):
-                obj[...] = obj[()] / k
-    f.visititems(visit)
-EOF
+  "$py" "$src/tests/analysis/h5edit.py" scale "$first_series/np2.h5" "$2" "$1" \
+    || fail "could not write the scaled baseline"
 }
 scaled_baseline 1000.0 "$work/slow_baseline.h5"
 scaled_baseline 0.001 "$work/fast_baseline.h5"
 common=(RB_LAUNCHER=mpirun RINGBENCH_BUILD_DIR="$(dirname "$bin")" RB_RESULTS_DIR="$work/results"
-        RB_METRICS=total_time_median,forward_time_median,tokens_per_s)
+        RB_METRICS=total_time_s,forward_time_s,total_tflops)
 nightly_job pass 0 "${common[@]}" RB_BASELINE="$work/slow_baseline.h5" RB_SKIP_TESTS="${RB_NIGHTLY_SKIP_TESTS:-0}"
 nightly_job regression 1 "${common[@]}" RB_BASELINE="$work/fast_baseline.h5" RB_SKIP_TESTS=1
 nightly_job no_baseline 2 "${common[@]}" RB_BASELINE="$work/none.h5" RB_SKIP_TESTS=1
