@@ -1,5 +1,5 @@
 # Ring attention tests (owner: ring attention): host kernels (1 rank), the ring algorithm
-# against the double-precision reference at 1-4 ranks, and the sweep's config parser.
+# against the double-precision reference at 1-4 ranks, and the sweep (config parser, output).
 ringbench_add_doctest(TARGET test_ring_kernels SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_kernels.cpp
                       LIBS rb_ring rb_kernels_host)
 ringbench_add_test(NAME ring_kernels RANKS 1 COMMAND $<TARGET_FILE:test_ring_kernels> LABELS ring TIMEOUT 120)
@@ -9,10 +9,13 @@ foreach(n 1 2 3 4)
   ringbench_add_test(NAME ring_mpi_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_ring_mpi> LABELS ring
                      TIMEOUT 120)
 endforeach()
+# The sweep's config parser, and the sweep run into a file and read back (1 and 2 ranks).
 ringbench_add_doctest(TARGET test_ring_sweep SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_sweep.cpp
-                      LIBS rb_sweeps rb_ring rb_metrics rb_config)
+                      LIBS rb_app)
 ringbench_add_test(NAME ring_sweep_config RANKS 1 COMMAND $<TARGET_FILE:test_ring_sweep> LABELS ring
                    TIMEOUT 60)
+ringbench_add_test(NAME ring_sweep_np2 RANKS 2 COMMAND $<TARGET_FILE:test_ring_sweep> LABELS ring
+                   TIMEOUT 120)
 # The real program on a ring config at 2 and 4 ranks; the file is read back with h5py and the
 # dumped tensors re-checked with numpy.
 if(RINGBENCH_PYTHON)

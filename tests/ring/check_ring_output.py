@@ -29,12 +29,16 @@ def check(cond, what):
     return cond
 
 
-CONFIG = """
-run: {{name: ring_check, output_dir: {out}}}
+# Every config: this header (run name = file stem), then the sweep's own keys.
+HEADER = """
+run: {{name: {stem}, output_dir: {out}}}
 backend: host
 sweeps:
   - type: ring_attention
     name: ra
+"""
+
+CONFIG = """
     batch: 2
     seq_lengths: [{S}]
     num_heads: 3
@@ -92,58 +96,64 @@ def reference(q, k, v, do, causal, branches):
     return o, dq, dk, dv
 
 
-def check_file(path, world, rings):
-    f = h5py.File(path, "r")
-    g = f["/sweeps/ra"]
-    check(g.attrs["status"] == "complete", f"sweep status {g.attrs['status']}")
-    status = [s.decode() if isinstance(s, bytes) else s for s in g["points/status"][()]]
-    check(all(s == "ok" for s in status), f"point status {status}")
-    iters = int(g.attrs["iterations"])
-    b, H, d = int(g.attrs["batch"]), int(g.attrs["num_heads"]), int(g.attrs["head_dim"])
-    segs, rates = list(g.attrs["segment_lengths"]), list(g.attrs["dilation_rates"])
-    npoints = len(status)
-    check(npoints == 3 * len(rings), f"{npoints} points")
-    for i in range(npoints):
-        p = g[f"point_{i:04d}"]
-        S, R = int(p.attrs["seq_len"]), int(p.attrs["ring_size"])
-        causal = bool(p.attrs["causal"])
-        tol = float(p.attrs["tolerance"])
-        for name in ("forward_time", "backward_time", "total_time"):
-            check(p[name].shape == (world, iters), f"{p.name}/{name} shape {p[name].shape}")
-            check(np.all(p[name][()] > 0), f"{p.name}/{name} positive")
-        for name in ("step_compute_time", "step_wait_time", "step_pairs",
-                     "backward_step_compute_time", "backward_step_wait_time"):
-            check(p[name].shape == (world, R), f"{p.name}/{name} shape")
-        for t in ("out", "dq", "dk", "dv"):
-            for kind in ("abs", "rel"):
-                e = p[f"{t}_max_{kind}"][()]
-                check(e.shape == (world,) and np.all(np.isfinite(e)), f"{p.name}/{t}_max_{kind} finite")
-            check(np.all(p[f"{t}_max_rel"][()] < tol), f"{p.name}/{t}_max_rel under {tol}")
-        check(np.all(p["bytes_sent"][()] > 0) if R > 1 else True, f"{p.name} bytes_sent")
-        check(np.all(p["peak_memory_bytes"][()] > 0), f"{p.name} peak memory")
-        check(np.all(p["tflops_total"][()] > 0), f"{p.name} tflops")
-        ring_id, ring_rank = p["ring_id"][()], p["ring_rank"][()]
-        check(list(ring_id) == [r // R for r in range(world)], f"{p.name} ring_id {ring_id}")
-        check(list(ring_rank) == [r % R for r in range(world)], f"{p.name} ring_rank")
-        # Brute-force pair count of one ring == the ring's sum of step_pairs.
-        pos = np.arange(S)
-        brute = 0
-        for h in range(H):
-            for w, r in zip(segs, rates):
-                brute += int(allowed(pos, pos, h, causal, int(w), int(r)).sum())
-        brute *= b
-        pairs = p["step_pairs"][()]
-        for ring in range(world // R):
-            check(int(pairs[ring * R:(ring + 1) * R].sum()) == brute,
-                  f"{p.name} ring {ring} step_pairs {pairs.sum()} vs brute force {brute}")
-        flops = p["flops_forward"][()]
-        check(np.allclose(flops, 4 * d * pairs.sum(1)), f"{p.name} flops_forward = 4 d pairs")
+def strings(ds):
+    """A fixed-length string dataset of any shape as nested lists of str."""
+    return ds.asstr()[()].tolist()
 
-    # Offline re-check of the dumped first point with numpy.
+
+def check_point_metrics(g, i, world, iters):
+    """Shapes, padding and parity of point i's metrics ([world, P, ...] datasets)."""
+    R = int(g["points/ring_size"][i])
+    tol = float(g["points/tolerance"][i])
+    Rmax = int(np.max(g["points/ring_size"][()]))
+    where = f"point {i} (R={R})"
+    for name in ("forward_time_s", "backward_time_s", "total_time_s"):
+        x = g[name][()]
+        check(x.shape[0::2] == (world, iters), f"{name} shape {x.shape}")
+        check(np.all(x[:, i] > 0), f"{where} {name} positive")
+    for name in ("step_compute_s", "step_wait_s", "backward_step_compute_s", "backward_step_wait_s"):
+        x = g[name][()]
+        check(x.shape[0::2] == (world, Rmax), f"{name} shape {x.shape}")
+        check(np.all(np.isfinite(x[:, i, :R])) and np.all(np.isnan(x[:, i, R:])),
+              f"{where} {name}: R finite steps, NaN after")
+    for t in ("out", "dq", "dk", "dv"):
+        for kind in ("abs", "rel"):
+            e = g[f"{t}_max_{kind}"][()][:, i]
+            check(e.shape == (world,) and np.all(np.isfinite(e)), f"{where} {t}_max_{kind} finite")
+        check(np.all(g[f"{t}_max_rel"][()][:, i] < tol), f"{where} {t}_max_rel under {tol}")
+    check(np.all(g["bytes_sent_bytes"][()][:, i] > 0) if R > 1 else True, f"{where} bytes_sent_bytes")
+    check(np.all(g["peak_memory_bytes"][()][:, i] > 0), f"{where} peak memory")
+    check(np.all(g["total_tflops"][()][:, i] > 0), f"{where} total_tflops")
+    check(list(g["ring_id"][()][:, i]) == [r // R for r in range(world)], f"{where} ring_id")
+    check(list(g["ring_rank"][()][:, i]) == [r % R for r in range(world)], f"{where} ring_rank")
+
+
+def check_pairs(g, i, world):
+    """Brute-force pair count of one ring == the ring's sum of step_pairs; forward_flop = 4 d pairs."""
+    S, R = int(g["points/seq_len"][i]), int(g["points/ring_size"][i])
+    b, H, d = int(g.attrs["batch"]), int(g.attrs["num_heads"]), int(g.attrs["head_dim"])
+    causal = bool(g.attrs["causal"])
+    segs, rates = list(g.attrs["segment_lengths"]), list(g.attrs["dilation_rates"])
+    pos = np.arange(S)
+    brute = b * sum(int(allowed(pos, pos, h, causal, int(w), int(r)).sum())
+                    for h in range(H) for w, r in zip(segs, rates))
+    pairs = g["step_pairs"][()][:, i, :]
+    check(np.all(pairs[:, R:] == -1), f"point {i} step_pairs padded with -1")
+    pairs = pairs[:, :R]
+    for ring in range(world // R):
+        got = int(pairs[ring * R:(ring + 1) * R].sum())
+        check(got == brute, f"point {i} ring {ring} step_pairs {got} vs brute force {brute}")
+    check(np.allclose(g["forward_flop"][()][:, i], 4 * d * pairs.sum(1)), f"point {i} forward_flop = 4 d pairs")
+
+
+def check_dump(g, world):
+    """Offline re-check of the dumped first point with numpy."""
     dump = g["dump"]
-    p0 = g["point_0000"]
-    S, R = int(p0.attrs["seq_len"]), int(p0.attrs["ring_size"])
-    causal = bool(p0.attrs["causal"])
+    b, H, d = int(g.attrs["batch"]), int(g.attrs["num_heads"]), int(g.attrs["head_dim"])
+    causal = bool(g.attrs["causal"])
+    segs, rates = list(g.attrs["segment_lengths"]), list(g.attrs["dilation_rates"])
+    i = int(dump.attrs["point"])
+    S, R = int(g["points/seq_len"][i]), int(g["points/ring_size"][i])
     positions = dump["positions"][()]
     for ring in range(world // R):
         ranks = range(ring * R, (ring + 1) * R)
@@ -169,30 +179,42 @@ def check_file(path, world, rings):
             check(e < 1e-4, f"dump ring {ring}: {name} rel error {e} vs numpy")
 
 
+def check_file(path, world, rings):
+    f = h5py.File(path, "r")
+    g = f["/sweeps/ra"]
+    check(g.attrs["status"] == "complete", f"sweep status {g.attrs['status']}")
+    status = strings(g["status"])              # [world, P], the same on every rank
+    check(all(s == "ok" for row in status for s in row), f"point status {status}")
+    npoints = int(g.attrs["points"])
+    check(npoints == 3 * len(rings), f"{npoints} points")
+    check(g["points/label"].shape == (npoints,), "points/label")
+    paths = {k for row in strings(g["kernel_path"]) for k in row}
+    check(paths == {"kokkos-host"}, f"kernel_path {paths}")
+    check(not any(k.startswith("point_") for k in g.keys()), "no point_NNNN groups")
+    for name, ds in g.items():
+        if isinstance(ds, h5py.Dataset):
+            check(ds.attrs["role"] == "metric" and ds.shape[:2] == (world, npoints),
+                  f"{name}: role {ds.attrs['role']}, shape {ds.shape}")
+    for i in range(npoints):
+        check_point_metrics(g, i, world, int(g.attrs["iterations"]))
+        check_pairs(g, i, world)
+    check_dump(g, world)
+
+
 # A tolerance no real computation meets: every point must be marked parity_failed and the run
 # failed, naming the first point.
 PARITY_FAIL_CONFIG = """
-run: {{name: ring_parity_fail, output_dir: {out}}}
-backend: host
-sweeps:
-  - type: ring_attention
-    name: ra
     seq_lengths: [32, 64]
     num_heads: 2
     head_dim: 8
     warmup: 0
     iterations: 1
-    validate: {{tolerance: 1.0e-15}}
+    validate: {tolerance: 1.0e-15}
 """
 
 # The first point needs ~256 GiB per buffer: it must be recorded as oom and the sweep must
 # go on with the second point.
 OOM_CONFIG = """
-run: {{name: ring_oom, output_dir: {out}}}
-backend: host
-sweeps:
-  - type: ring_attention
-    name: ra
     seq_lengths: [17179869184, 64]
     num_heads: 1
     head_dim: 8
@@ -201,11 +223,11 @@ sweeps:
 """
 
 
-def run_ringbench(args, world, cfg, stem):
+def run_ringbench(args, world, sweep_keys, stem):
     cfg_path = os.path.join(args.workdir, stem + ".yaml")
     out_path = os.path.join(args.workdir, stem + ".h5")
     with open(cfg_path, "w") as fh:
-        fh.write(cfg)
+        fh.write(HEADER.format(stem=stem, out=args.workdir) + sweep_keys)
     if os.path.exists(out_path):
         os.remove(out_path)
     cmd = [args.mpiexec, "-np", str(world), "--oversubscribe", args.ringbench, cfg_path,
@@ -216,10 +238,6 @@ def run_ringbench(args, world, cfg, stem):
     print(res.stdout[-4000:])
     print(res.stderr[-4000:], file=sys.stderr)
     return res, out_path
-
-
-def strings(ds):
-    return [x.decode() if isinstance(x, bytes) else x for x in ds[()]]
 
 
 def main():
@@ -235,39 +253,38 @@ def main():
     if args.mode == "normal":
         rings = [world] if world < 4 else [2, 4]
         S = 96
-        cfg = CONFIG.format(out=args.workdir, S=S, w1=S // 3, rings=rings,
-                            dtype="bf16" if world >= 4 else "fp32")
+        cfg = CONFIG.format(S=S, w1=S // 3, rings=rings, dtype="bf16" if world >= 4 else "fp32")
         res, out_path = run_ringbench(args, world, cfg, "ring_check")
         if check(res.returncode == 0, f"ringbench exit code {res.returncode}"):
             check_file(out_path, world, rings)
     elif args.mode == "parity_fail":
-        res, out_path = run_ringbench(args, world, PARITY_FAIL_CONFIG.format(out=args.workdir),
+        res, out_path = run_ringbench(args, world, PARITY_FAIL_CONFIG,
                                       "ring_parity_fail")
         check(res.returncode == 1, f"exit code {res.returncode} (expected 1: failed run)")
         with h5py.File(out_path, "r") as f:
             g = f["/sweeps/ra"]
-            check(strings(g["points/status"]) == ["parity_failed"] * 2,
-                  f"statuses {strings(g['points/status'])}")
+            check(strings(g["status"]) == [["parity_failed"] * 2] * world,
+                  f"statuses {strings(g['status'])}")
             failure = str(g.attrs["failure"])
             print("failure:", failure)
             check(failure.startswith("point 0 (S=32 R=") and "tolerance 1e-15" in failure,
                   f"failure names the point and tolerance: {failure!r}")
-            check(g["point_0001"].attrs["status"] == "parity_failed", "point 1 status")
     else:
         with open("/proc/sys/vm/overcommit_memory") as fh:
             if fh.read().strip() == "1":
                 print("SKIPPED: vm.overcommit_memory=1 accepts any allocation; no oom to provoke")
                 return 77
-        res, out_path = run_ringbench(args, world, OOM_CONFIG.format(out=args.workdir), "ring_oom")
+        res, out_path = run_ringbench(args, world, OOM_CONFIG, "ring_oom")
         check(res.returncode == 0, f"exit code {res.returncode} (oom is not a failure)")
         with h5py.File(out_path, "r") as f:
             g = f["/sweeps/ra"]
-            check(strings(g["points/status"]) == ["oom", "ok"], f"statuses {strings(g['points/status'])}")
-            p0 = g["point_0000"]
-            check(p0.attrs["status"] == "oom", "point 0 oom")
-            check(np.any(p0["oom_requested_bytes"][()] > 2**37), "oom_requested_bytes recorded")
-            check("out of memory" in " ".join(strings(p0["oom_message"])), "oom_message")
-            check(np.all(g["point_0001/out_max_rel"][()] < 2e-4), "point 1 ran and passed parity")
+            check(strings(g["status"]) == [["oom", "ok"]] * world, f"statuses {strings(g['status'])}")
+            requested = g["oom_requested_bytes"][()]
+            check(np.any(requested[:, 0] > 2**37), "oom_requested_bytes recorded")
+            check(np.all(requested[:, 1] == -1), "oom_requested_bytes -1 where no oom")
+            check(np.all(np.isnan(g["forward_time_s"][()][:, 0])), "oom point has no timings")
+            check("out of memory" in " ".join(row[0] for row in strings(g["oom_message"])), "oom_message")
+            check(np.all(g["out_max_rel"][()][:, 1] < 2e-4), "point 1 ran and passed parity")
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed")
         return 1

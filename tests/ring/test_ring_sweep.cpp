@@ -1,10 +1,18 @@
-// The ring_attention sweep's config parser (one rank, pretending a world of 4): points,
-// defaults, and rejected configurations whose messages carry the numbers and the key.
+// The ring_attention sweep's config parser (pretending a world of 4): points, defaults, and
+// rejected configurations whose messages carry the numbers and the key. Then the sweep run on
+// the host path into a real file, read back in the points-table layout (schema v2).
 #include <doctest/doctest.h>
+#include <mpi.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <string>
 
+#include "app/paths.hpp"
+#include "app/progress.hpp"
 #include "config/node.hpp"
+#include "metrics/h5.hpp"
+#include "runtime/mpi.hpp"
 #include "sweeps/ring_attention.hpp"
 
 namespace {
@@ -72,21 +80,39 @@ TEST_CASE("ring_attention config: ring_sizes: powers_of_two follows the world si
   CHECK(rejection("{seq_lengths: [64], ring_sizes: power_of_two}", "ring_sizes") != "");
 }
 
-TEST_CASE("ring_attention config: kernel cudnn needs a build with cuDNN") {
-  rb::ParseContext c = world4();
-  c.backend = rb::Backend::Cuda;
-  std::string err;
-  try {
-    rb::parse_ring_attention(spec_of("{seq_lengths: [64], kernel: cudnn}"), c);
-  } catch (const rb::cfg::ConfigError& e) {
-    CHECK(e.key() == "sweeps[0].kernel");
-    err = e.message();
-  }
+TEST_CASE("ring_attention config: kernel and kernel_tile come from the kernel path table") {
+  rb::ParseContext cuda = world4();
+  cuda.backend = rb::Backend::Cuda;
+  auto refused = [&](const std::string& yaml, const std::string& key) {
+    try {
+      rb::parse_ring_attention(spec_of(yaml), cuda);
+    } catch (const rb::cfg::ConfigError& e) {
+      CHECK(e.key() == "sweeps[0]." + key);
+      return e.message();
+    }
+    return std::string();
+  };
+  const std::string cudnn = refused("{seq_lengths: [64], kernel: cudnn}", "kernel");
 #ifdef RINGBENCH_HAVE_CUDNN
-  CHECK(err.empty());
+  CHECK(cudnn.empty());
 #else
-  CHECK(err.find("kernel 'cudnn' needs a build with cuDNN") == 0);
+  CHECK(cudnn.find("kernel 'cudnn' is not in this build") == 0);
 #endif
+  CHECK(refused("{seq_lengths: [64], kernel: kokkos}", "kernel").find("kernel 'kokkos' is not a cuda kernel path") == 0);
+#ifdef RINGBENCH_HAVE_CUDA
+  CHECK(refused("{seq_lengths: [64], kernel: auto, kernel_tile: big}", "kernel_tile") != "");
+  CHECK(refused("{seq_lengths: [64], kernel: flash, kernel_tile: big}", "kernel_tile") != "");
+#endif
+  // The host has one path: kokkos, by name or as auto; its tile variants are the table's.
+  CHECK(rejection("{seq_lengths: [64], kernel: kokkos}", "").empty());
+  CHECK(rejection("{seq_lengths: [64], kernel: kokkos, kernel_tile: default}", "").empty());
+  CHECK(rejection("{seq_lengths: [64], kernel: kokkos, kernel_tile: big}", "kernel_tile").find("'big'") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], kernel_tile: big}", "kernel_tile").find("'big'") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], kernel: flash}", "kernel").find("kernel 'flash' is not a host kernel path") == 0);
+  const std::string big = rejection("{seq_lengths: [64], head_dim: 512}", "head_dim");
+  CHECK(big.find("head_dim 512") != std::string::npos);
+  CHECK(big.find("256") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 1, embed_dim: 512}", "embed_dim").find("head_dim 512") != std::string::npos);
 }
 
 TEST_CASE("ring_attention config: impossible combinations are rejected with the numbers") {
@@ -112,10 +138,64 @@ TEST_CASE("ring_attention config: impossible combinations are rejected with the 
         "embed_dim 100 is not divisible by num_heads 8 (100 % 8 = 4)");
   CHECK(rejection("{seq_lengths: [64], embed_dim: 128, num_heads: 4, head_dim: 16}", "head_dim") ==
         "head_dim 16 contradicts embed_dim / num_heads = 128 / 4 = 32");
-  CHECK(rejection("{seq_lengths: [64], kernel: flash}", "kernel").find("kernel 'flash' is a GPU kernel") == 0);
-  CHECK(rejection("{seq_lengths: [64], head_dim: 512}", "head_dim") ==
-        "head_dim 512 exceeds the host kernels' maximum 256");
   CHECK(rejection("{num_heads: 2}", "seq_lengths").find("required") == 0);
   CHECK_FALSE(rejection("{seq_lengths: [64], layout: zigzg}", "layout").empty());
   CHECK_FALSE(rejection("{seq_lengths: [64], validate: {dumb: true}}", "validate.dumb").empty());
+}
+
+TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, padding for smaller rings") {
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [1, " +
+                           std::to_string(world) + "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2}\n";
+  const rb::Config cfg = rb::parse_config_text(yaml, "ring.yaml");
+  const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
+  rb::ParseContext pctx;
+  pctx.world_size = world;
+  auto sweep = rb::parse_ring_attention(cfg.sweeps.at(0), pctx);
+  const char* dir = std::getenv("RINGBENCH_TEST_OUTPUT");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/ring_sweep_np" + std::to_string(world) + ".h5";
+  rb::SweepOutcome outcome;
+  {
+    rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
+    rb::h5::Group root = file.root();
+    rb::h5::Group out = root.group("sweeps").group("ra");
+    const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Host);
+    rb::Progress progress(layout.rank, "ra", sweep->plan().size());
+    rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout, rb::Backend::Host, nullptr, paths, progress};
+    outcome = sweep->run(ctx, out);
+    file.close();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(outcome.ok);
+  const std::uint64_t W = static_cast<std::uint64_t>(world), P = 2;
+  std::vector<std::uint64_t> dims;
+  const auto ring_size = rb::h5::read_ints(path, "/sweeps/ra/points/ring_size", &dims);
+  REQUIRE(dims == std::vector<std::uint64_t>{P});
+  CHECK(ring_size == std::vector<std::int64_t>{1, world});
+  CHECK(rb::h5::read_strings(path, "/sweeps/ra/points/kernel") == std::vector<std::string>{"auto", "auto"});
+  CHECK(rb::h5::read_strings(path, "/sweeps/ra/points/kernel_tile") == std::vector<std::string>{"default", "default"});
+  for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/status")) CHECK(s == "ok");
+  for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/kernel_path")) CHECK(s == "kokkos-host");
+  const auto fwd = rb::h5::read_doubles(path, "/sweeps/ra/forward_time_s", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{W, P, 2});
+  for (double t : fwd) CHECK(t > 0);
+  // Steps: [world, P, largest ring]; the R = 1 point has one step, the rest NaN / -1.
+  const auto wait = rb::h5::read_doubles(path, "/sweeps/ra/step_wait_s", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{W, P, W});
+  const auto pairs = rb::h5::read_ints(path, "/sweeps/ra/step_pairs");
+  for (std::uint64_t r = 0; r < W; ++r)
+    for (std::uint64_t s = 0; s < W; ++s) {
+      const std::uint64_t first = (r * P + 0) * W + s, second = (r * P + 1) * W + s;
+      CHECK(std::isnan(wait[first]) == (s >= 1));
+      CHECK((pairs[first] == -1) == (s >= 1));
+      CHECK(pairs[second] > 0);
+    }
+  const auto rel = rb::h5::read_doubles(path, "/sweeps/ra/dv_max_rel", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{W, P});
+  for (double e : rel) CHECK(e < 2e-4);
+  const auto oom = rb::h5::read_ints(path, "/sweeps/ra/oom_requested_bytes");
+  for (auto b : oom) CHECK(b == -1);
+  CHECK(rb::h5::read_string_attr(path, "/sweeps/ra/forward_tflops", "units") == "TFLOP/s");
+  CHECK(rb::h5::read_string_attr(path, "/sweeps/ra/points/seq_len", "role") == "key");
 }
