@@ -15,12 +15,4 @@ fi
 n=$(rb_knob_int N "$n")
 : "${RB_BACKEND:=cuda}"
 export RB_BACKEND
-dir="${RB_OUT_DIR:-$RB_ROOT/results/large_$(rb_stamp)}"
-mkdir -p "$dir"
-config="${RB_CONFIG:-$dir/config.yaml}"
-[ -n "${RB_CONFIG:-}" ] || RB_OUT_DIR="$dir" rb_write_config "$config" large
-rb_mpirun_cmd "$n"
-status=0
-rb_run "${RB_CMD[@]}" "$(rb_ringbench_bin)" "$config" --output "$dir/large.h5" "$@" || status=$?
-[ -f "$dir/large.h5" ] && rb_run "$RB_ANALYSIS" report "$dir/large.h5" --out "$dir/report"
-exit "$status"
+rb_job large large "$n" "$@"

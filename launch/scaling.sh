@@ -12,11 +12,8 @@ default_max=$([ "$RB_GPUS" -gt 0 ] && echo "$RB_GPUS" || echo 4)
 max=$(rb_knob_int RB_MAX_NP "${RB_MAX_NP:-$default_max}")
 counts="${RB_RANK_COUNTS:-$(rb_series "$max")}"
 counts=$(rb_knob_list RB_RANK_COUNTS "$counts")
-dir="${RB_OUT_DIR:-$RB_ROOT/results/scaling_$(rb_stamp)}"
-mkdir -p "$dir"
-config="${RB_CONFIG:-$dir/config.yaml}"
 default_preset=$([ "$RB_GPUS" -gt 0 ] && echo sweep || echo quick)
-[ -n "${RB_CONFIG:-}" ] || RB_OUT_DIR="$dir" rb_write_config "$config" "${RB_PRESET:-$default_preset}"
+rb_job_dir scaling "${RB_PRESET:-$default_preset}"
 status=0
 files=()
 for np in ${counts//,/ }; do

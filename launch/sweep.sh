@@ -9,13 +9,4 @@ set -euo pipefail
 source "$(dirname "$0")/run_common.sh"
 default_np=$([ "$RB_GPUS" -gt 0 ] && echo "$RB_GPUS" || echo 2)
 np=$(rb_knob_int RB_NP "${RB_NP:-$default_np}")
-dir="${RB_OUT_DIR:-$RB_ROOT/results/sweep_$(rb_stamp)}"
-mkdir -p "$dir"
-config="${RB_CONFIG:-$dir/config.yaml}"
-[ -n "${RB_CONFIG:-}" ] || RB_OUT_DIR="$dir" rb_write_config "$config" sweep
-rb_mpirun_cmd "$np"
-status=0
-rb_run "${RB_CMD[@]}" "$(rb_ringbench_bin)" "$config" --output "$dir/sweep.h5" "$@" || status=$?
-# A failed run (a parity failure, an oom point) still gets its report, which says what failed.
-[ -f "$dir/sweep.h5" ] && rb_run "$RB_ANALYSIS" report "$dir/sweep.h5" --out "$dir/report"
-exit "$status"
+rb_job sweep sweep "$np" "$@"

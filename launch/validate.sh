@@ -8,11 +8,5 @@
 set -euo pipefail
 source "$(dirname "$0")/run_common.sh"
 np=$(rb_knob_int RB_NP "${RB_NP:-2}")
-dir="${RB_OUT_DIR:-$RB_ROOT/results/validate_$(rb_stamp)}"
-mkdir -p "$dir"
-config="${RB_CONFIG:-$dir/config.yaml}"
-[ -n "${RB_CONFIG:-}" ] || RB_OUT_DIR="$dir" rb_write_config "$config" quick
-rb_mpirun_cmd "$np"
-rb_run "${RB_CMD[@]}" "$(rb_ringbench_bin)" "$config" --output "$dir/validate.h5" "$@"
-rb_run "$RB_ANALYSIS" report "$dir/validate.h5" --out "$dir/report"
+rb_job validate quick "$np" "$@"
 echo "validation passed: $dir/report/report.md"

@@ -112,7 +112,7 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512)):
     bad_points = [p for p in points if not p["measured"]]
     for p in bad_points:
         cfg = f", {p['config_label']}" if p["config_label"] else ""
-        problems.append(f"{p['run']}: {p['sweep']} {p['point']} (S={p['seq_len']}, ring size "
+        problems.append(f"{p['run']}: {p['sweep']} point {p['point']} (S={p['seq_len']}, ring size "
                         f"{p['ring_size']}{cfg}): status {p['status']}"
                         + (f": {p['failure']}" if p["failure"] else ""))
     summary["problems"] = problems
