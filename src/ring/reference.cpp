@@ -145,111 +145,165 @@ std::vector<std::int64_t> sample_rows(std::int64_t n, int k) {
 
 }  // namespace
 
-ParityReport check_parity(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm,
-                          const RingResult& r, bool backward, const ParityOptions& opt) {
+namespace {
+
+// Which heads and rows the check compares, and how it says so in the report.
+struct ParityPlan {
+  std::vector<std::pair<int, int>> heads;  // (batch, head)
+  bool all_rows = true;  // reference forward on every local row (dK/dV's exact normaliser)
+  std::vector<std::int64_t> fwd_rows, grad_rows;  // grad_rows is a subset of fwd_rows
+};
+
+ParityPlan plan_parity(const Problem& p, bool backward, const ParityOptions& opt, ParityReport& rep) {
   const std::int64_t n = p.local_rows(), S = p.seq_len, d = p.head_dim, R = p.ring_size;
   const double nb = static_cast<double>(p.patterns().size());
   const double full_cost = static_cast<double>(p.batch) * p.heads * static_cast<double>(S) *
                            static_cast<double>(S) * static_cast<double>(d) * nb / static_cast<double>(R);
-  ParityReport rep;
+  ParityPlan plan;
   rep.sampled = full_cost > opt.full_budget;
-  std::vector<std::pair<int, int>> heads;
   if (!rep.sampled) {
     for (int b = 0; b < p.batch; ++b)
-      for (int h = 0; h < p.heads; ++h) heads.emplace_back(b, h);
+      for (int h = 0; h < p.heads; ++h) plan.heads.emplace_back(b, h);
   } else {
-    heads.emplace_back(0, 0);
-    if (p.batch > 1 || p.heads > 1) heads.emplace_back(p.batch - 1, p.heads - 1);
+    plan.heads.emplace_back(0, 0);
+    if (p.batch > 1 || p.heads > 1) plan.heads.emplace_back(p.batch - 1, p.heads - 1);
   }
   // dK/dV need the reference lse/delta of every query of a head: each rank computes its own
   // rows and the ring gathers them (cost per rank: heads x local rows x S x d).
-  const double all_rows_cost = static_cast<double>(heads.size()) * static_cast<double>(n) *
+  const double all_rows_cost = static_cast<double>(plan.heads.size()) * static_cast<double>(n) *
                                static_cast<double>(S) * static_cast<double>(d) * nb;
-  const bool all_rows = !rep.sampled || all_rows_cost <= opt.dkv_budget;
+  plan.all_rows = !rep.sampled || all_rows_cost <= opt.dkv_budget;
   std::vector<std::int64_t> every(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) every[static_cast<std::size_t>(i)] = i;
   const std::vector<std::int64_t> sample = sample_rows(n, opt.sample_rows);
-  const std::vector<std::int64_t>& fwd_rows = all_rows ? every : sample;
-  const std::vector<std::int64_t>& grad_rows = rep.sampled ? sample : every;
-  const std::vector<std::int64_t> pos = local_positions(p, ring_rank);
-
+  plan.fwd_rows = plan.all_rows ? every : sample;
+  plan.grad_rows = rep.sampled ? sample : every;
   if (rep.sampled)
     rep.note = "sampled: heads (b,h)=(0,0)" +
-               std::string(heads.size() > 1 ? " and (" + std::to_string(p.batch - 1) + "," +
-                                                  std::to_string(p.heads - 1) + ")"
-                                            : "") +
-               (all_rows ? ", out on every local row" : ", out on " + std::to_string(sample.size()) + " rows per rank") +
+               std::string(plan.heads.size() > 1 ? " and (" + std::to_string(p.batch - 1) + "," +
+                                                       std::to_string(p.heads - 1) + ")"
+                                                 : "") +
+               (plan.all_rows ? ", out on every local row"
+                              : ", out on " + std::to_string(sample.size()) + " rows per rank") +
                (backward ? ", gradients on " + std::to_string(sample.size()) + " rows per rank" : "");
-  if (backward && !all_rows)
+  if (backward && !plan.all_rows)
     rep.note += "; dK/dV use the ring's own log-sum-exp and rowsum(dO*O) as softmax normaliser "
                 "(a full reference forward would cost " + std::to_string(all_rows_cost) +
                 " > budget " + std::to_string(opt.dkv_budget) + "; the ring's log-sum-exp is "
                 "checked on the sampled rows)";
+  return plan;
+}
 
-  Reference ref(p, seed);
-  Accum out, dq, dk, dv, lse_err;
-  std::vector<double> o(static_cast<std::size_t>(d)), g(static_cast<std::size_t>(d)),
-      g2(static_cast<std::size_t>(d));
-  std::vector<double> lse_loc(static_cast<std::size_t>(n)), delta_loc(static_cast<std::size_t>(n));
-  std::vector<double> lse_all(static_cast<std::size_t>(R * n)), delta_all(lse_all.size());
-  std::vector<double> lse_glob(static_cast<std::size_t>(S)), delta_glob(lse_glob.size());
-  for (auto [b, h] : heads) {
-    ref.load_head(b, h);
-    const std::int64_t base = (static_cast<std::int64_t>(b) * p.heads + h) * n;
-    for (std::int64_t i : fwd_rows) {
+// The comparison of one rank's results with the reference, head by head.
+class ParityCheck {
+ public:
+  ParityCheck(const Problem& p, std::uint64_t seed, int ring_rank, const RingResult& r)
+      : p_(p), ref_(p, seed), r_(r), pos_(local_positions(p, ring_rank)),
+        d_(static_cast<std::size_t>(p.head_dim)), n_(static_cast<std::size_t>(p.local_rows())),
+        o_(d_), g_(d_), g2_(d_), lse_loc_(n_), delta_loc_(n_),
+        lse_glob_(static_cast<std::size_t>(p.seq_len)), delta_glob_(lse_glob_.size()) {}
+
+  void load_head(int b, int h) {
+    ref_.load_head(b, h);
+    base_ = (static_cast<std::size_t>(b) * static_cast<std::size_t>(p_.heads) + static_cast<std::size_t>(h)) * n_;
+  }
+
+  // O and lse on `rows`; keeps the reference lse/delta of those rows for the gradients.
+  void forward(const std::vector<std::int64_t>& rows) {
+    for (std::int64_t i64 : rows) {
+      const std::size_t i = static_cast<std::size_t>(i64);
       double lse = 0;
-      ref.forward_row(pos[static_cast<std::size_t>(i)], o.data(), &lse);
-      for (int c = 0; c < d; ++c) out.add(r.out[static_cast<std::size_t>((base + i) * d + c)], o[static_cast<std::size_t>(c)]);
-      lse_loc[static_cast<std::size_t>(i)] = lse;
-      const double got = r.lse[static_cast<std::size_t>(base + i)];
-      if (!(std::isinf(lse) && std::isinf(got) && lse < 0 && got < 0)) lse_err.add(got, lse);
-      delta_loc[static_cast<std::size_t>(i)] = ref.delta(pos[static_cast<std::size_t>(i)], o.data());
+      ref_.forward_row(pos_[i], o_.data(), &lse);
+      for (std::size_t c = 0; c < d_; ++c) out_.add(r_.out[(base_ + i) * d_ + c], o_[c]);
+      lse_loc_[i] = lse;
+      const double got = r_.lse[base_ + i];
+      if (!(std::isinf(lse) && std::isinf(got) && lse < 0 && got < 0)) lse_err_.add(got, lse);
+      delta_loc_[i] = ref_.delta(pos_[i], o_.data());
     }
-    if (!backward) continue;
-    // grad_rows is a subset of fwd_rows, so lse_loc/delta_loc are set for it.
-    for (std::int64_t i : grad_rows) {
-      double lse = lse_loc[static_cast<std::size_t>(i)], delta = delta_loc[static_cast<std::size_t>(i)];
-      ref.dq_row(pos[static_cast<std::size_t>(i)], lse, delta, g.data());
-      for (int c = 0; c < d; ++c) dq.add(r.dq[static_cast<std::size_t>((base + i) * d + c)], g[static_cast<std::size_t>(c)]);
+  }
+
+  void dq(const std::vector<std::int64_t>& rows) {
+    for (std::int64_t i64 : rows) {
+      const std::size_t i = static_cast<std::size_t>(i64);
+      ref_.dq_row(pos_[i], lse_loc_[i], delta_loc_[i], g_.data());
+      for (std::size_t c = 0; c < d_; ++c) dq_.add(r_.dq[(base_ + i) * d_ + c], g_[c]);
     }
-    if (!all_rows) {
-      // Past the budget the normaliser of every query comes from the ring itself (fp32 lse,
-      // and delta from the ring's O and the generated dO): cheap, and the lse was just
-      // compared with the reference on the sampled rows.
-      std::vector<double> o_ring(static_cast<std::size_t>(d));
-      for (std::int64_t i = 0; i < n; ++i) {
-        const std::size_t row = static_cast<std::size_t>(base + i);
-        lse_loc[static_cast<std::size_t>(i)] = r.lse[row];
-        for (int c = 0; c < d; ++c) o_ring[static_cast<std::size_t>(c)] = r.out[row * d + c];
-        delta_loc[static_cast<std::size_t>(i)] = ref.delta(pos[static_cast<std::size_t>(i)], o_ring.data());
-      }
+  }
+
+  // Past the budget the normaliser of every query comes from the ring itself (fp32 lse, and
+  // delta from the ring's O and the generated dO): cheap, and the lse was just compared with
+  // the reference on the sampled rows.
+  void use_ring_normalisers() {
+    std::vector<double> o_ring(d_);
+    for (std::size_t i = 0; i < n_; ++i) {
+      lse_loc_[i] = r_.lse[base_ + i];
+      for (std::size_t c = 0; c < d_; ++c) o_ring[c] = r_.out[(base_ + i) * d_ + c];
+      delta_loc_[i] = ref_.delta(pos_[i], o_ring.data());
     }
-    MPI_Allgather(lse_loc.data(), static_cast<int>(n), MPI_DOUBLE, lse_all.data(), static_cast<int>(n),
-                  MPI_DOUBLE, ring_comm);
-    MPI_Allgather(delta_loc.data(), static_cast<int>(n), MPI_DOUBLE, delta_all.data(),
-                  static_cast<int>(n), MPI_DOUBLE, ring_comm);
+  }
+
+  // Collective over the ring: every rank's lse/delta at their global positions.
+  void gather_normalisers(MPI_Comm ring_comm) {
+    const int R = p_.ring_size, n = static_cast<int>(n_);
+    std::vector<double> lse_all(static_cast<std::size_t>(R) * n_), delta_all(lse_all.size());
+    MPI_Allgather(lse_loc_.data(), n, MPI_DOUBLE, lse_all.data(), n, MPI_DOUBLE, ring_comm);
+    MPI_Allgather(delta_loc_.data(), n, MPI_DOUBLE, delta_all.data(), n, MPI_DOUBLE, ring_comm);
     for (int rr = 0; rr < R; ++rr) {
-      const std::vector<std::int64_t> other = local_positions(p, rr);
-      for (std::int64_t i = 0; i < n; ++i) {
-        const std::size_t src = static_cast<std::size_t>(rr * n + i);
-        lse_glob[static_cast<std::size_t>(other[static_cast<std::size_t>(i)])] = lse_all[src];
-        delta_glob[static_cast<std::size_t>(other[static_cast<std::size_t>(i)])] = delta_all[src];
-      }
-    }
-    for (std::int64_t j : grad_rows) {
-      ref.dkv_row(pos[static_cast<std::size_t>(j)], lse_glob, delta_glob, g.data(), g2.data());
-      for (int c = 0; c < d; ++c) {
-        const std::size_t e = static_cast<std::size_t>((base + j) * d + c);
-        dk.add(r.dk[e], g[static_cast<std::size_t>(c)]);
-        dv.add(r.dv[e], g2[static_cast<std::size_t>(c)]);
+      const std::vector<std::int64_t> other = local_positions(p_, rr);
+      for (std::size_t i = 0; i < n_; ++i) {
+        const std::size_t src = static_cast<std::size_t>(rr) * n_ + i;
+        lse_glob_[static_cast<std::size_t>(other[i])] = lse_all[src];
+        delta_glob_[static_cast<std::size_t>(other[i])] = delta_all[src];
       }
     }
   }
-  rep.out = out.stats();
-  rep.lse = lse_err.stats();
-  rep.dq = dq.stats();
-  rep.dk = dk.stats();
-  rep.dv = dv.stats();
+
+  void dkv(const std::vector<std::int64_t>& rows) {
+    for (std::int64_t j64 : rows) {
+      const std::size_t j = static_cast<std::size_t>(j64);
+      ref_.dkv_row(pos_[j], lse_glob_, delta_glob_, g_.data(), g2_.data());
+      for (std::size_t c = 0; c < d_; ++c) {
+        dk_.add(r_.dk[(base_ + j) * d_ + c], g_[c]);
+        dv_.add(r_.dv[(base_ + j) * d_ + c], g2_[c]);
+      }
+    }
+  }
+
+  void report(ParityReport& rep) const {
+    rep.out = out_.stats();
+    rep.lse = lse_err_.stats();
+    rep.dq = dq_.stats();
+    rep.dk = dk_.stats();
+    rep.dv = dv_.stats();
+  }
+
+ private:
+  const Problem& p_;
+  Reference ref_;
+  const RingResult& r_;
+  std::vector<std::int64_t> pos_;
+  std::size_t d_, n_, base_ = 0;
+  std::vector<double> o_, g_, g2_, lse_loc_, delta_loc_, lse_glob_, delta_glob_;
+  Accum out_, dq_, dk_, dv_, lse_err_;
+};
+
+}  // namespace
+
+ParityReport check_parity(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm,
+                          const RingResult& r, bool backward, const ParityOptions& opt) {
+  ParityReport rep;
+  const ParityPlan plan = plan_parity(p, backward, opt, rep);
+  ParityCheck check(p, seed, ring_rank, r);
+  for (auto [b, h] : plan.heads) {
+    check.load_head(b, h);
+    check.forward(plan.fwd_rows);
+    if (!backward) continue;
+    check.dq(plan.grad_rows);
+    if (!plan.all_rows) check.use_ring_normalisers();
+    check.gather_normalisers(ring_comm);
+    check.dkv(plan.grad_rows);
+  }
+  check.report(rep);
   return rep;
 }
 
