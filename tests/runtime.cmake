@@ -1,5 +1,5 @@
 # Runtime module: binding decisions (XML exports, synthetic and hand-built machines), rank
-# layout under MPI (real and with the RINGBENCH_TEST_RANKS_PER_NODE override), a real binding
+# layout under MPI (real, and simulated with RINGBENCH_RANKS_PER_NODE / RINGBENCH_PLACEMENT), a real binding
 # on this machine, and GPU selection + NCCL (skipped, exit 77, without a GPU).
 ringbench_add_doctest(TARGET test_runtime_binding SOURCES runtime/test_binding.cpp LIBS rb_runtime)
 ringbench_add_test(NAME runtime_binding RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_runtime_binding>)
@@ -12,7 +12,10 @@ foreach(n 1 2 3 4)
   ringbench_add_test(NAME runtime_rank_layout_np${n} RANKS ${n} LABELS mpi
                      COMMAND $<TARGET_FILE:test_runtime_rank_layout>)
   ringbench_add_test(NAME runtime_rank_layout_2pernode_np${n} RANKS ${n} LABELS mpi
-                     ENVIRONMENT RINGBENCH_TEST_RANKS_PER_NODE=2
+                     ENVIRONMENT RINGBENCH_RANKS_PER_NODE=2
+                     COMMAND $<TARGET_FILE:test_runtime_rank_layout>)
+  ringbench_add_test(NAME runtime_rank_layout_2pernode_cyclic_np${n} RANKS ${n} LABELS mpi
+                     ENVIRONMENT "RINGBENCH_RANKS_PER_NODE=2;RINGBENCH_PLACEMENT=cyclic"
                      COMMAND $<TARGET_FILE:test_runtime_rank_layout>)
 endforeach()
 

@@ -15,6 +15,8 @@
 #include <system_error>
 #include <utility>
 
+#include "runtime/mpi_util.hpp"
+
 namespace rb::h5 {
 
 // ---------------------------------------------------------------------------------------
@@ -128,31 +130,11 @@ std::uint64_t product(const std::vector<std::uint64_t>& dims) {
                          [](std::uint64_t a, std::uint64_t b) { return a * b; });
 }
 
-int comm_rank(MPI_Comm comm) {
-  int r = 0;
-  MPI_Comm_rank(comm, &r);
-  return r;
-}
+using mpi::any_rank;
 
-int comm_size(MPI_Comm comm) {
-  int n = 0;
-  MPI_Comm_size(comm, &n);
-  return n;
-}
-
-// True on every rank when `local` is true on any rank.
-bool any_rank(bool local, MPI_Comm comm) {
-  int in = local ? 1 : 0, out = 0;
-  MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, comm);
-  return out != 0;
-}
-
-void bcast_string(std::string& s, MPI_Comm comm) {
-  std::uint64_t n = s.size();
-  MPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm);
-  s.resize(n);
-  if (n > 0) MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, comm);
-}
+int comm_rank(MPI_Comm comm) { return mpi::rank_of(comm); }
+int comm_size(MPI_Comm comm) { return mpi::size_of(comm); }
+void bcast_string(std::string& s, MPI_Comm comm) { mpi::broadcast_string(s, comm); }
 
 template <class T>
 MPI_Datatype mpi_type();
@@ -311,6 +293,23 @@ void check_same_row_shape(const std::string& dataset, std::size_t elements,
   }
 }
 
+// Collective: rank `rank` writes its `count` values (the row [rank, ...] of a dataset of
+// shape `dims`). Every rank has the same count (checked by the caller); a zero-sized dataset
+// has nothing to write.
+void write_rank_row(hid_t dset, hid_t mem_type, const std::vector<std::uint64_t>& dims, int rank,
+                    std::size_t count, const void* buf, const std::string& dataset) {
+  if (count == 0) return;
+  Id fspace(check_id(H5Dget_space(dset), "H5Dget_space", dataset), H5Sclose);
+  std::vector<hsize_t> start(dims.size(), 0), extent(dims.begin(), dims.end());
+  start[0] = static_cast<hsize_t>(rank);
+  extent[0] = 1;
+  check(H5Sselect_hyperslab(*fspace, H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
+        "H5Sselect_hyperslab", dataset);
+  Id mspace = simple_space({count}, dataset);
+  Id dxpl = collective_dxpl(dataset);
+  check(H5Dwrite(dset, mem_type, *mspace, *fspace, *dxpl, buf), "H5Dwrite", dataset);
+}
+
 template <class T>
 void per_rank_impl(hid_t parent, const std::string& name, const std::string& dataset,
                    const std::vector<T>& row, const std::vector<std::uint64_t>& row_dims,
@@ -321,17 +320,7 @@ void per_rank_impl(hid_t parent, const std::string& name, const std::string& dat
   std::vector<std::uint64_t> dims{static_cast<std::uint64_t>(world)};
   dims.insert(dims.end(), row_dims.begin(), row_dims.end());
   auto dset = create_dataset(parent, name, dataset, h5_type<T>(), dims);
-  if (!row.empty()) {  // same on every rank (checked above): a zero-sized dataset has nothing to write
-    Id fspace(check_id(H5Dget_space(dset->id()), "H5Dget_space", dataset), H5Sclose);
-    std::vector<hsize_t> start(dims.size(), 0), count(dims.begin(), dims.end());
-    start[0] = static_cast<hsize_t>(rank);
-    count[0] = 1;
-    check(H5Sselect_hyperslab(*fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
-          "H5Sselect_hyperslab", dataset);
-    Id mspace = simple_space({row.size()}, dataset);
-    Id dxpl = collective_dxpl(dataset);
-    check(H5Dwrite(dset->id(), h5_type<T>(), *mspace, *fspace, *dxpl, row.data()), "H5Dwrite", dataset);
-  }
+  write_rank_row(dset->id(), h5_type<T>(), dims, rank, row.size(), row.data(), dataset);
   write_meta(dset->id(), dataset, meta, comm);
 }
 
@@ -562,18 +551,8 @@ void per_rank_strings_impl(hid_t parent, const std::string& name, const std::str
   std::vector<std::uint64_t> dims{static_cast<std::uint64_t>(world)};
   dims.insert(dims.end(), row_dims.begin(), row_dims.end());
   auto dset = create_dataset(parent, name, dataset, *type, dims);
-  if (!row.empty()) {
-    Id fspace(check_id(H5Dget_space(dset->id()), "H5Dget_space", dataset), H5Sclose);
-    std::vector<hsize_t> start(dims.size(), 0), count(dims.begin(), dims.end());
-    start[0] = static_cast<hsize_t>(rank);
-    count[0] = 1;
-    check(H5Sselect_hyperslab(*fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
-          "H5Sselect_hyperslab", dataset);
-    Id mspace = simple_space({row.size()}, dataset);
-    const std::vector<char> cells = pack_fixed(row, width);
-    Id dxpl = collective_dxpl(dataset);
-    check(H5Dwrite(dset->id(), *type, *mspace, *fspace, *dxpl, cells.data()), "H5Dwrite", dataset);
-  }
+  const std::vector<char> cells = pack_fixed(row, width);
+  write_rank_row(dset->id(), *type, dims, rank, row.size(), cells.data(), dataset);
   write_meta(dset->id(), dataset, meta, comm);
 }
 
@@ -798,6 +777,12 @@ std::vector<std::int64_t> read_int_attr(const std::string& file, const std::stri
 std::vector<double> read_double_attr(const std::string& file, const std::string& object,
                                      const std::string& attr) {
   return read_numeric_attr<double>(file, object, attr);
+}
+
+std::string library_version() {
+  unsigned major = 0, minor = 0, release = 0;
+  if (H5get_libversion(&major, &minor, &release) < 0) return "unknown";
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
 }
 
 }  // namespace rb::h5

@@ -112,4 +112,7 @@ std::vector<std::int64_t> read_int_attr(const std::string& file, const std::stri
 std::vector<double> read_double_attr(const std::string& file, const std::string& object,
                                      const std::string& attr);
 
+// The HDF5 library this process runs with ("1.10.8"), for the run's provenance.
+std::string library_version();
+
 }  // namespace rb::h5

@@ -15,6 +15,13 @@ namespace rb {
 
 // ---------------------------------------------------------------- pure helpers
 
+std::string hwloc_library_version() {
+  // hwloc_get_api_version: 0x00020900 for 2.9.0 (major << 16 | minor << 8 | release).
+  const unsigned v = hwloc_get_api_version();
+  return std::to_string(v >> 16) + "." + std::to_string((v >> 8) & 0xff) + "." +
+         std::to_string(v & 0xff);
+}
+
 std::string format_cpu_list(const std::vector<int>& pus_in) {
   std::vector<int> pus = pus_in;
   std::sort(pus.begin(), pus.end());

@@ -47,6 +47,9 @@ std::string launcher_binding_warning(const std::string& cpuset_before,
                                      const std::string& machine_cpuset,
                                      const BindingDecision& decision);
 
+// The hwloc library this process runs with ("2.9.0"), for the run's provenance.
+std::string hwloc_library_version();
+
 class Topology {
  public:
   static Topology load_this_machine();

@@ -1,29 +1,23 @@
 #pragma once
-// Checks for CUDA runtime, cuBLAS, NCCL and cuDNN calls; the message names the call,
-// where it is, the error string, and the MPI rank, and is thrown as std::runtime_error.
+// Checks for CUDA runtime and NCCL calls in src/: the kernels' one error family
+// (kernels/cuda/check.hpp, std::runtime_error naming the library, call, file, line and the
+// library's error string) under the names src/ has always used. The rank is added where the
+// error is reported (the driver prints "rank N: ..."), not here.
 #ifdef RINGBENCH_HAVE_CUDA
-#include <cuda_runtime.h>
 #include <nccl.h>
 
-namespace rb {
-[[noreturn]] void throw_gpu_error(const char* what, const char* call, const char* file, int line,
-                                  const char* detail);
-}
+#include "cuda/check.hpp"
 
-#define RB_CUDA_CHECK(call)                                                               \
-  do {                                                                                   \
-    cudaError_t rb_err_ = (call);                                                        \
-    if (rb_err_ != cudaSuccess)                                                          \
-      ::rb::throw_gpu_error("CUDA", #call, __FILE__, __LINE__, cudaGetErrorString(rb_err_)); \
-  } while (0)
+#define RB_CUDA_CHECK(call) RBK_CUDA_CHECK(call)
 
-#define RB_NCCL_CHECK(call)                                                               \
-  do {                                                                                   \
-    ncclResult_t rb_res_ = (call);                                                       \
-    if (rb_res_ != ncclSuccess)                                                          \
-      ::rb::throw_gpu_error("NCCL", #call, __FILE__, __LINE__, ncclGetErrorString(rb_res_)); \
+#define RB_NCCL_CHECK(call)                                                         \
+  do {                                                                              \
+    ncclResult_t rb_res_ = (call);                                                  \
+    if (rb_res_ != ncclSuccess)                                                     \
+      ::rb::attn::gpu::throw_kernel_error("NCCL", #call, __FILE__, __LINE__,        \
+                                          ncclGetErrorString(rb_res_));             \
   } while (0)
 
 // Checks the last launch error (kernel launches return nothing).
-#define RB_CUDA_CHECK_LAUNCH() RB_CUDA_CHECK(cudaGetLastError())
+#define RB_CUDA_CHECK_LAUNCH() RBK_LAUNCH_CHECK()
 #endif

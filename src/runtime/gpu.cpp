@@ -7,32 +7,11 @@
 
 #include "runtime/cuda_check.hpp"
 #include "runtime/mpi.hpp"
+#include "runtime/mpi_util.hpp"
 
 namespace rb {
 
-namespace {
-[[maybe_unused]] int world_rank_or_minus_one() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return -1;
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-}  // namespace
-
 #ifdef RINGBENCH_HAVE_CUDA
-
-[[noreturn]] void throw_gpu_error(const char* what, const char* call, const char* file, int line,
-                                  const char* detail) {
-  int device = -1;
-  // cudaGetDevice itself may fail (no driver); the message then says GPU -1.
-  if (cudaGetDevice(&device) != cudaSuccess) device = -1;
-  throw std::runtime_error(std::string(what) + " call " + call + " failed at " + file + ":" +
-                           std::to_string(line) + " on rank " + std::to_string(world_rank_or_minus_one()) +
-                           " (GPU " + std::to_string(device) + "): " + (detail ? detail : "unknown error"));
-}
 
 bool built_with_cuda() { return true; }
 
@@ -62,7 +41,7 @@ GpuInfo select_gpu(int local_rank) {
   const int count = visible_gpu_count();
   if (count == 0)
     throw std::runtime_error("select_gpu: no CUDA device is visible on rank " +
-                             std::to_string(world_rank_or_minus_one()) +
+                             std::to_string(mpi::world_rank_or_minus_one()) +
                              " (check the driver and CUDA_VISIBLE_DEVICES)");
   if (local_rank < 0) throw std::runtime_error("select_gpu: negative local rank " + std::to_string(local_rank));
   GpuInfo info;

@@ -5,37 +5,29 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <initializer_list>
 #include <string>
+
+#include "runtime/mpi_util.hpp"
 
 namespace rb {
 
 namespace {
 
-int world_rank_or_minus_one() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return -1;
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
 bool is_predefined(MPI_Comm c) {
   return c == MPI_COMM_NULL || c == MPI_COMM_WORLD || c == MPI_COMM_SELF;
 }
 
-// RINGBENCH_TEST_RANKS_PER_NODE=k: 0 when unset; a clear error when set to garbage, because a
-// silently ignored override would make a multi-node test pass on the single-node path.
-int test_ranks_per_node() {
-  const char* v = std::getenv("RINGBENCH_TEST_RANKS_PER_NODE");
-  if (v == nullptr || *v == '\0') return 0;
-  char* end = nullptr;
-  const long k = std::strtol(v, &end, 10);
-  if (*end != '\0' || k <= 0 || k > 1 << 20)
-    throw std::runtime_error(std::string("RINGBENCH_TEST_RANKS_PER_NODE must be a positive integer, got '") +
-                             v + "'");
-  return static_cast<int>(k);
+// The value of the first set variable of `names` and which one it was; nullptr when none is set.
+const char* first_set(std::initializer_list<const char*> names, const char** which) {
+  for (const char* n : names) {
+    const char* v = std::getenv(n);
+    if (v != nullptr && *v != '\0') {
+      *which = n;
+      return v;
+    }
+  }
+  return nullptr;
 }
 
 std::string processor_name() {
@@ -47,7 +39,35 @@ std::string processor_name() {
   return "unknown";
 }
 
+// Node n of the simulated layout that rank r belongs to.
+int simulated_node_of(int rank, int world, const SimulatedNodes& sim) {
+  const int k = sim.ranks_per_node;
+  if (sim.placement == Placement::Block) return rank / k;
+  const int nodes = (world + k - 1) / k;
+  return rank % nodes;
+}
+
 }  // namespace
+
+const char* to_string(Placement p) { return p == Placement::Cyclic ? "cyclic" : "block"; }
+
+SimulatedNodes simulated_nodes_from_environment() {
+  SimulatedNodes sim;
+  const char* name = nullptr;
+  const char* v = first_set({"RINGBENCH_RANKS_PER_NODE", "RINGBENCH_TEST_RANKS_PER_NODE"}, &name);
+  if (v == nullptr) return sim;
+  char* end = nullptr;
+  const long k = std::strtol(v, &end, 10);
+  if (*end != '\0' || k <= 0 || k > 1 << 20)
+    throw std::runtime_error(std::string(name) + " must be a positive integer, got '" + v + "'");
+  sim.ranks_per_node = static_cast<int>(k);
+  const char* p = std::getenv("RINGBENCH_PLACEMENT");
+  const std::string placement = p ? p : "";
+  if (placement == "cyclic") sim.placement = Placement::Cyclic;
+  else if (!placement.empty() && placement != "block")
+    throw std::runtime_error("RINGBENCH_PLACEMENT must be 'block' or 'cyclic', got '" + placement + "'");
+  return sim;
+}
 
 void mpi_check(int rc, const char* call, const char* file, int line) {
   if (rc == MPI_SUCCESS) return;
@@ -55,7 +75,7 @@ void mpi_check(int rc, const char* call, const char* file, int line) {
   int len = 0;
   if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "error code %d", rc);
   throw std::runtime_error(std::string("MPI call ") + call + " failed at " + file + ":" +
-                           std::to_string(line) + " on rank " + std::to_string(world_rank_or_minus_one()) +
+                           std::to_string(line) + " on rank " + std::to_string(mpi::world_rank_or_minus_one()) +
                            ": " + text);
 }
 
@@ -114,15 +134,21 @@ int Comm::size() const {
 }
 
 RankLayout discover_rank_layout(MPI_Comm world, Comm* node_comm_out) {
+  return discover_rank_layout(world, simulated_nodes_from_environment(), node_comm_out);
+}
+
+RankLayout discover_rank_layout(MPI_Comm world, const SimulatedNodes& simulated,
+                                Comm* node_comm_out) {
   RankLayout layout;
+  layout.simulated = simulated;
   RB_MPI_CHECK(MPI_Comm_rank(world, &layout.rank));
   RB_MPI_CHECK(MPI_Comm_size(world, &layout.world_size));
   layout.hostname = processor_name();
 
   MPI_Comm raw_node = MPI_COMM_NULL;
-  const int k = test_ranks_per_node();
-  if (k > 0) {
-    RB_MPI_CHECK(MPI_Comm_split(world, layout.rank / k, layout.rank, &raw_node));
+  if (simulated.active()) {
+    const int node = simulated_node_of(layout.rank, layout.world_size, simulated);
+    RB_MPI_CHECK(MPI_Comm_split(world, node, layout.rank, &raw_node));
   } else {
     RB_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, layout.rank, MPI_INFO_NULL, &raw_node));
   }

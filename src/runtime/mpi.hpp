@@ -40,6 +40,24 @@ class Comm {
   MPI_Comm comm_ = MPI_COMM_NULL;
 };
 
+// A pretend node layout on one machine (tests, dry-runs of a multi-node plan): every
+// `ranks_per_node` ranks form a node. Block: ranks 0..K-1 on node 0, K..2K-1 on node 1, ...
+// Cyclic: rank r on node r % N, N = ceil(world / K). ranks_per_node 0: the real layout.
+enum class Placement { Block, Cyclic };
+const char* to_string(Placement p);
+
+struct SimulatedNodes {
+  int ranks_per_node = 0;
+  Placement placement = Placement::Block;
+  bool active() const { return ranks_per_node > 0; }
+};
+
+// From RINGBENCH_RANKS_PER_NODE and RINGBENCH_PLACEMENT (block|cyclic; default block), for test
+// binaries that call the library directly; RINGBENCH_TEST_RANKS_PER_NODE is the old name of the
+// first, still accepted. Throws std::runtime_error naming the variable on a malformed value:
+// a silently ignored override would make a multi-node test pass on the single-node path.
+SimulatedNodes simulated_nodes_from_environment();
+
 struct RankLayout {
   int rank = 0;
   int world_size = 1;
@@ -48,11 +66,14 @@ struct RankLayout {
   int local_rank = 0;   // rank within the node
   int local_size = 1;
   std::string hostname;
+  SimulatedNodes simulated;  // what produced node_index/local_rank when active()
 };
 
-// Collective over `world`. The node communicator comes from MPI_Comm_split_type(SHARED);
-// for tests, RINGBENCH_TEST_RANKS_PER_NODE=k pretends every k consecutive ranks form a node.
+// Collective over `world`. The node communicator comes from MPI_Comm_split_type(SHARED), or
+// from `simulated` when active. The first form takes the simulation from the environment.
 RankLayout discover_rank_layout(MPI_Comm world, Comm* node_comm_out = nullptr);
+RankLayout discover_rank_layout(MPI_Comm world, const SimulatedNodes& simulated,
+                                Comm* node_comm_out = nullptr);
 
 // Throws std::runtime_error with the MPI error string and the call that failed.
 void mpi_check(int rc, const char* call, const char* file, int line);

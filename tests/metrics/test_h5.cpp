@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "metrics/h5.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using rb::h5::File;
@@ -23,40 +24,11 @@ using rb::h5::Meta;
 
 namespace {
 
-int rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using rb::test::error_of;
+using rb::test::rank;
+using rb::test::world;
 
-int world() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-
-// A fresh path, the same on every rank, distinct per test and per concurrent CTest entry.
-std::string test_path(const std::string& name) {
-  long id = static_cast<long>(getpid());
-  MPI_Bcast(&id, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-  const char* env = std::getenv("RINGBENCH_TEST_OUTPUT");
-  const fs::path dir = fs::path(env && *env ? env : "/tmp") / "metrics";
-  const std::string path = (dir / ("np" + std::to_string(world()) + "_" + std::to_string(id) + "_" + name + ".h5")).string();
-  if (rank() == 0) fs::remove(path);
-  MPI_Barrier(MPI_COMM_WORLD);
-  return path;
-}
-
-// Runs `f` and returns the exception's message, or "" when nothing was thrown.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string test_path(const std::string& name) { return rb::test::test_path("metrics", name); }
 
 std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

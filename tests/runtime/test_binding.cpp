@@ -13,7 +13,7 @@ using namespace rb;
 
 namespace {
 
-const std::string kTopologies = std::string(RINGBENCH_SHARED_DIR) + "/topologies/";
+const std::string kTopologies = std::string(RINGBENCH_TEST_DATA) + "/topologies/";
 
 std::vector<int> all_pus(const NumaDomain& d) {
   std::vector<int> pus;

@@ -1,8 +1,10 @@
 // Rank layout under MPI: every rank's view is gathered and checked for consistency, and, when
-// RINGBENCH_TEST_RANKS_PER_NODE=k is set, against the layout the override predicts.
+// RINGBENCH_RANKS_PER_NODE=k (RINGBENCH_PLACEMENT) is set, against the layout the simulation
+// predicts; block and cyclic simulations are also checked directly at every world size.
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -13,6 +15,28 @@
 #include "runtime/mpi.hpp"
 
 using namespace rb;
+
+namespace {
+
+// The layout `sim` predicts for this rank: block puts ranks 0..k-1 on node 0; cyclic puts
+// rank r on node r % N with N = ceil(world / k).
+void check_simulated(const RankLayout& me, const SimulatedNodes& sim) {
+  const int k = sim.ranks_per_node, size = me.world_size, rank = me.rank;
+  const int nodes = (size + k - 1) / k;
+  CHECK(me.node_count == nodes);
+  if (sim.placement == Placement::Block) {
+    CHECK(me.node_index == rank / k);
+    CHECK(me.local_rank == rank % k);
+    CHECK(me.local_size == std::min(k, size - (rank / k) * k));
+  } else {
+    const int node = rank % nodes;
+    CHECK(me.node_index == node);
+    CHECK(me.local_rank == rank / nodes);
+    CHECK(me.local_size == (size - node + nodes - 1) / nodes);  // ranks node, node+N, ... < size
+  }
+}
+
+}  // namespace
 
 TEST_CASE("rank layout is consistent across ranks") {
   Comm node;
@@ -67,19 +91,64 @@ TEST_CASE("rank layout is consistent across ranks") {
     previous_lowest = lowest_rank_by_node[n];
   }
 
-  const char* k_env = std::getenv("RINGBENCH_TEST_RANKS_PER_NODE");
-  if (k_env != nullptr && *k_env != '\0') {
-    const int k = std::atoi(k_env);
-    REQUIRE(k > 0);
-    CHECK(me.node_index == rank / k);
-    CHECK(me.node_count == (size + k - 1) / k);
-    CHECK(me.local_rank == rank % k);
-    CHECK(me.local_size == std::min(k, size - (rank / k) * k));
+  const SimulatedNodes sim = simulated_nodes_from_environment();
+  if (sim.active()) {
+    check_simulated(me, sim);
   } else {
     // One machine under mpirun: all ranks share memory, so one node.
     CHECK(me.node_count == 1);
     CHECK(me.local_rank == rank);
     CHECK(me.local_size == size);
+  }
+}
+
+TEST_CASE("simulated nodes: block and cyclic placement at every world size") {
+  for (int k : {1, 2, 3}) {
+    for (Placement p : {Placement::Block, Placement::Cyclic}) {
+      CAPTURE(k);
+      CAPTURE(to_string(p));
+      const SimulatedNodes sim{k, p};
+      Comm node;
+      const RankLayout me = discover_rank_layout(MPI_COMM_WORLD, sim, &node);
+      check_simulated(me, sim);
+      CHECK(node.size() == me.local_size);
+      CHECK(me.simulated.ranks_per_node == k);
+    }
+  }
+}
+
+TEST_CASE("simulated nodes from the environment: new names, old alias, clear errors") {
+  struct Saved {
+    std::string name;
+    bool had;
+    std::string value;
+  };
+  std::vector<Saved> saved;
+  for (const char* n : {"RINGBENCH_RANKS_PER_NODE", "RINGBENCH_TEST_RANKS_PER_NODE", "RINGBENCH_PLACEMENT"}) {
+    const char* v = std::getenv(n);
+    saved.push_back({n, v != nullptr, v ? v : ""});
+    unsetenv(n);
+  }
+  CHECK(!simulated_nodes_from_environment().active());
+  setenv("RINGBENCH_TEST_RANKS_PER_NODE", "3", 1);
+  CHECK(simulated_nodes_from_environment().ranks_per_node == 3);
+  setenv("RINGBENCH_RANKS_PER_NODE", "2", 1);  // the new name wins over the alias
+  setenv("RINGBENCH_PLACEMENT", "cyclic", 1);
+  SimulatedNodes sim = simulated_nodes_from_environment();
+  CHECK(sim.ranks_per_node == 2);
+  CHECK(sim.placement == Placement::Cyclic);
+  setenv("RINGBENCH_PLACEMENT", "round-robin", 1);
+  CHECK_THROWS_WITH_AS(simulated_nodes_from_environment(),
+                       doctest::Contains("RINGBENCH_PLACEMENT must be 'block' or 'cyclic'"),
+                       std::runtime_error);
+  unsetenv("RINGBENCH_PLACEMENT");
+  setenv("RINGBENCH_RANKS_PER_NODE", "two", 1);
+  CHECK_THROWS_WITH_AS(simulated_nodes_from_environment(),
+                       doctest::Contains("RINGBENCH_RANKS_PER_NODE must be a positive integer, got 'two'"),
+                       std::runtime_error);
+  for (const auto& s : saved) {
+    if (s.had) setenv(s.name.c_str(), s.value.c_str(), 1);
+    else unsetenv(s.name.c_str());
   }
 }
 
