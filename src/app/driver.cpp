@@ -1,100 +1,76 @@
+// The run, step by step: read the config (rank 0) -> validate (every rank, same verdict) ->
+// bind and pick the GPU -> print the header -> open the output file -> run the sweeps ->
+// finish. Each step that can fail on some ranks ends with an agreement (mpi::any_rank), so no
+// rank goes on alone into a collective.
 #include "app/driver.hpp"
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <ctime>
 #include <exception>
 #include <memory>
-#include <sstream>
+#include <optional>
 #include <stdexcept>
 
+#include <fmt/format.h>
 #include <mpi.h>
 
+#include "app/paths.hpp"
+#include "app/progress.hpp"
+#include "app/provenance.hpp"
+#include "app/registry.hpp"
+#include "config/bytes.hpp"
 #include "config/config.hpp"
 #include "metrics/h5.hpp"
 #include "ringbench/version.hpp"
 #include "runtime/binding.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
-#include "app/progress.hpp"
-#include "app/paths.hpp"
-#include "app/registry.hpp"
+#include "runtime/mpi_util.hpp"
 
 namespace rb {
 namespace {
 
-std::string utc_now_iso8601() {
+std::string utc_now(const char* strftime_format) {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::strftime(buf, sizeof buf, strftime_format, &tm);
   return buf;
 }
 
-std::string utc_now_compact() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
+std::string utc_now_iso8601() { return utc_now("%Y-%m-%dT%H:%M:%SZ"); }
+
+// True on every rank when any rank has an error; the lowest such rank prints it once.
+bool first_error_reported(const std::string& error, const char* prefix, MPI_Comm world) {
+  if (!mpi::any_rank(!error.empty(), world)) return false;
+  if (mpi::first_rank_with(!error.empty(), world) == mpi::rank_of(world))
+    fmt::print(stderr, "ringbench: {}{}\n", prefix, error);
+  return true;
 }
 
-void broadcast_string(std::string& s, MPI_Comm comm) {
-  unsigned long long n = s.size();
-  MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
-  s.resize(n);
-  if (n > 0) MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, comm);
+// True on every rank when any rank has an error; each such rank prints its own.
+bool rank_errors_reported(const std::string& error, MPI_Comm world) {
+  if (!error.empty()) fmt::print(stderr, "ringbench: rank {}: {}\n", mpi::rank_of(world), error);
+  return mpi::any_rank(!error.empty(), world);
 }
 
-// Every rank contributes a flag; all get the OR. Used wherever one rank may see a problem
-// the others do not (a GPU missing on one node), so no rank goes on alone and hangs.
-bool any_rank(bool flag, MPI_Comm comm) {
-  int local = flag ? 1 : 0, global = 0;
-  MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, comm);
-  return global != 0;
-}
+// ---------------------------------------------------------------- 1. read and validate
 
-std::vector<std::string> gather_strings(const std::string& mine, MPI_Comm comm) {
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  int len = static_cast<int>(mine.size());
-  std::vector<int> lens(size), displs(size);
-  MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm);
-  int total = 0;
-  for (int i = 0; i < size; ++i) {
-    displs[i] = total;
-    total += lens[i];
+// Rank 0 reads the file; every rank gets the same text (or nothing, after rank 0 said why).
+std::optional<std::string> read_config(const std::string& path, MPI_Comm world) {
+  std::string text, error;
+  if (mpi::rank_of(world) == 0) {
+    try {
+      text = read_config_file(path);
+    } catch (const cfg::ConfigError& e) {
+      error = e.what();
+    }
   }
-  std::string all(static_cast<std::size_t>(total), '\0');
-  MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR,
-                 comm);
-  std::vector<std::string> out;
-  for (int i = 0; i < size; ++i) out.push_back(all.substr(displs[i], lens[i]));
-  return out;
-}
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024.0 && u < 4) {
-    b /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f %s", b, units[u]);
-  return buf;
-}
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
+  if (first_error_reported(error, "invalid config: ", world)) return std::nullopt;
+  mpi::broadcast_string(text, world);
+  return text;
 }
 
 struct Validated {
@@ -104,52 +80,57 @@ struct Validated {
   std::string plan_note;  // said with a --dry-run plan (e.g. planned for GPUs on a login node)
 };
 
+// The backend this run uses. `auto` takes the GPU when this build has one and every rank sees
+// one; `cuda` without GPUs can still be planned (a login node), not run.
+Backend resolve_backend(const Config& config, const cfg::Node& root, bool dry_run, int min_gpus,
+                        std::string* plan_note) {
+  switch (config.backend) {
+    case Backend::Host: return Backend::Host;
+    case Backend::Auto:
+      return built_with_cuda() && min_gpus > 0 ? Backend::Cuda : Backend::Host;
+    case Backend::Cuda: break;
+  }
+  if (!built_with_cuda())
+    root.fail("backend", "backend 'cuda' asked for, but this ringbench was built without "
+                         "CUDA/NCCL (rebuild with -DRINGBENCH_ENABLE_CUDA=ON)");
+  if (min_gpus == 0) {
+    if (!dry_run)
+      root.fail("backend", "backend 'cuda' asked for, but at least one rank sees no GPU "
+                           "(check CUDA_VISIBLE_DEVICES and the allocation)");
+    *plan_note = "no GPU is visible here: validated and planned for the cuda backend; "
+                 "the run itself needs a GPU on every rank";
+  }
+  return Backend::Cuda;
+}
+
+bool selected(const CommandLine& cli, const std::string& sweep) {
+  return cli.only.empty() || std::find(cli.only.begin(), cli.only.end(), sweep) != cli.only.end();
+}
+
+void check_only_names(const CommandLine& cli, const Config& config) {
+  std::vector<std::string> names;
+  for (const auto& s : config.sweeps) names.push_back(s.name);
+  for (const auto& name : cli.only) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    const std::string hint = cfg::did_you_mean(name, names);
+    throw cfg::ConfigError({cli.config_path, 0, 0}, "--only",
+                           fmt::format("no sweep named '{}' in this file{}", name,
+                                       hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+  }
+}
+
 // Parses and validates everything a run needs, on every rank, from the text rank 0 read.
 // Throws cfg::ConfigError; every rank sees the same text and context, so the same verdict.
-Validated validate(const std::string& text, const std::string& path, const CommandLine& cli,
-                   const RankLayout& layout, int min_gpus_over_ranks) {
+Validated validate(const std::string& text, const CommandLine& cli, const RankLayout& layout,
+                   int min_gpus) {
   Validated v;
-  v.config = parse_config_text(text, path);
-  const cfg::Node root(YAML::Load(text), path, "");
-  switch (v.config.backend) {
-    case Backend::Host:
-      v.backend = Backend::Host;
-      break;
-    case Backend::Cuda:
-      if (!built_with_cuda())
-        root.fail("backend", "backend 'cuda' asked for, but this ringbench was built without "
-                             "CUDA/NCCL (rebuild with -DRINGBENCH_ENABLE_CUDA=ON)");
-      if (min_gpus_over_ranks == 0) {
-        // A plan can be checked on a login node without GPUs; a run cannot.
-        if (!cli.dry_run)
-          root.fail("backend", "backend 'cuda' asked for, but at least one rank sees no GPU "
-                               "(check CUDA_VISIBLE_DEVICES and the allocation)");
-        v.plan_note = "no GPU is visible here: validated and planned for the cuda backend; "
-                      "the run itself needs a GPU on every rank";
-      }
-      v.backend = Backend::Cuda;
-      break;
-    case Backend::Auto:
-      v.backend = (built_with_cuda() && min_gpus_over_ranks > 0) ? Backend::Cuda : Backend::Host;
-      break;
-  }
-  ParseContext pctx{layout.world_size, layout.node_count, v.backend};
-  for (const auto& name : cli.only) {
-    const bool known = std::any_of(v.config.sweeps.begin(), v.config.sweeps.end(),
-                                   [&](const SweepSpec& s) { return s.name == name; });
-    if (!known) {
-      std::vector<std::string> names;
-      for (const auto& s : v.config.sweeps) names.push_back(s.name);
-      std::string hint = cfg::did_you_mean(name, names);
-      throw cfg::ConfigError({path, 0, 0}, "--only",
-                             "no sweep named '" + name + "' in this file" +
-                                 (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
-    }
-  }
+  v.config = parse_config_text(text, cli.config_path);
+  const cfg::Node root(YAML::Load(text), cli.config_path, "");
+  v.backend = resolve_backend(v.config, root, cli.dry_run, min_gpus, &v.plan_note);
+  check_only_names(cli, v.config);
+  const ParseContext pctx{layout.world_size, layout.node_count, v.backend};
   for (const auto& spec : v.config.sweeps) {
-    if (!cli.only.empty() &&
-        std::find(cli.only.begin(), cli.only.end(), spec.name) == cli.only.end())
-      continue;
+    if (!selected(cli, spec.name)) continue;
     auto sweep = parse_sweep(spec, pctx);
     sweep->set_name(spec.name);
     v.sweeps.push_back(std::move(sweep));
@@ -157,331 +138,305 @@ Validated validate(const std::string& text, const std::string& path, const Comma
   return v;
 }
 
-std::string default_output_path(const Config& c, MPI_Comm world) {
-  // One timestamp for all ranks (rank 0's), so every rank opens the same file.
-  std::string stamp = utc_now_compact();
-  broadcast_string(stamp, world);
-  std::string dir = c.run.output_dir.empty() ? "." : c.run.output_dir;
-  return dir + "/" + c.run.name + "_" + stamp + ".h5";
+std::optional<Validated> validate_everywhere(const std::string& text, const CommandLine& cli,
+                                             const RankLayout& layout, int min_gpus,
+                                             MPI_Comm world) {
+  std::optional<Validated> v;
+  std::string error;
+  try {
+    v = validate(text, cli, layout, min_gpus);
+  } catch (const cfg::ConfigError& e) {
+    error = e.what();
+  } catch (const std::exception& e) {
+    error = cli.config_path + ": " + e.what();
+  }
+  if (first_error_reported(error, "invalid config: ", world)) return std::nullopt;
+  return v;
 }
 
-void write_ranks_table(h5::Group& root, const RankLayout& layout, const GpuInfo& gpu,
-                       const std::string& cpuset, int numa, const BindingDecision& decision) {
-  h5::Group ranks = root.group("ranks");
-  ranks.write_per_rank("rank", static_cast<std::int64_t>(layout.rank),
-                       {"1", "MPI rank in MPI_COMM_WORLD"});
-  ranks.write_per_rank_string("hostname", layout.hostname, {"1", "host the rank ran on"});
-  ranks.write_per_rank("node_index", static_cast<std::int64_t>(layout.node_index),
-                       {"1", "node index, ordered by the lowest rank on each node"});
-  ranks.write_per_rank("local_rank", static_cast<std::int64_t>(layout.local_rank),
-                       {"1", "rank within its node (from MPI_Comm_split_type shared)"});
-  ranks.write_per_rank("gpu_index", static_cast<std::int64_t>(gpu.index),
-                       {"1", "CUDA device ordinal the rank drove; -1 on the host path"});
-  ranks.write_per_rank_string("gpu_name", gpu.name, {"1", "GPU product name; empty on host"});
-  ranks.write_per_rank_string("gpu_uuid", gpu.uuid, {"1", "GPU UUID; empty on host"});
-  ranks.write_per_rank_string("gpu_pci_bus_id", gpu.pci_bus_id,
-                              {"1", "GPU PCI bus id; empty on host"});
-  ranks.write_per_rank_string("cpuset", cpuset, {"1", "effective CPU binding (PU list) after "
-                                                      "ringbench applied its policy"});
-  ranks.write_per_rank("numa_node", static_cast<std::int64_t>(numa),
-                       {"1", "NUMA node covering the cpuset; -1 when several or unknown"});
-  ranks.write_per_rank_string("binding_policy", to_string(decision.policy),
-                              {"1", "binding policy from the config"});
-  ranks.write_per_rank_string("binding_explanation", decision.explanation,
-                              {"1", "why this binding was chosen"});
-}
-
-}  // namespace
-
-std::string usage_text() {
-  std::string s =
-      "usage: ringbench CONFIG.yaml [--output FILE.h5] [--only SWEEP[,SWEEP]] [--dry-run]\n"
-      "                 [--force] [--help] [--version]\n"
-      "Runs the sweeps named in CONFIG.yaml on every rank (launch with mpirun/srun) and writes\n"
-      "all per-rank metrics into one HDF5 file.\n"
-      "  --output FILE.h5   output file (default: <run.output_dir>/<run.name>_<UTC time>.h5)\n"
-      "  --only A,B         run only the named sweeps\n"
-      "  --dry-run          validate the config and print the plan; run nothing\n"
-      "  --force            overwrite an existing --output file\n"
-      "Sweep types:\n";
-  for (const auto& k : sweep_kinds()) s += std::string("  ") + k.type + ": " + k.summary + "\n";
-  s += "Docs: docs/config.md (YAML reference), docs/hdf5-schema.md (output layout).\n";
+std::string layout_text(const RankLayout& layout) {
+  std::string s = fmt::format("ranks {}, nodes {}", layout.world_size, layout.node_count);
+  if (layout.simulated.active())
+    s += fmt::format(" (simulated: {} ranks per node, {} placement)",
+                     layout.simulated.ranks_per_node, to_string(layout.simulated.placement));
   return s;
 }
 
-CommandLine parse_command_line(const std::vector<std::string>& args) {
-  CommandLine cl;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const char* opt) -> std::string {
-      if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) {
-        cl.error = std::string(opt) + " needs a value";
-        return "";
-      }
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") cl.help = true;
-    else if (a == "--version") cl.version = true;
-    else if (a == "--dry-run") cl.dry_run = true;
-    else if (a == "--force") cl.force = true;
-    else if (a == "--output" || a == "-o") cl.output = value("--output");
-    else if (a.rfind("--output=", 0) == 0) cl.output = a.substr(9);
-    else if (a == "--only") {
-      for (auto& s : split_commas(value("--only"))) cl.only.push_back(s);
-    } else if (a.rfind("--only=", 0) == 0) {
-      for (auto& s : split_commas(a.substr(7))) cl.only.push_back(s);
-    } else if (a.rfind("--kokkos-", 0) == 0) {
-      continue;  // Kokkos' own options, consumed by Kokkos::initialize
-    } else if (a.rfind("-", 0) == 0) {
-      cl.error = "unknown option '" + a + "'";
-    } else if (cl.config_path.empty()) {
-      cl.config_path = a;
-    } else {
-      cl.error = "more than one config file given ('" + cl.config_path + "' and '" + a + "')";
-    }
-    if (!cl.error.empty()) return cl;
+void print_plan(const Validated& v, const CommandLine& cli, const RankLayout& layout) {
+  fmt::print("ringbench {}: {} is valid\n", kVersion, cli.config_path);
+  fmt::print("{}, backend {}, binding {}\n", layout_text(layout), to_string(v.backend),
+             to_string(v.config.binding.policy));
+  if (!v.plan_note.empty()) fmt::print("note: {}\n", v.plan_note);
+  std::uint64_t total_bytes = 0;
+  std::size_t total_points = 0;
+  for (const auto& s : v.sweeps) {
+    const auto lines = s->plan();
+    fmt::print("sweep {} ({}): {} points, about {} of output\n", s->name(), s->type(),
+               lines.size(), format_bytes(static_cast<double>(s->estimated_output_bytes())));
+    for (const auto& l : lines) fmt::print("  {}\n", l);
+    total_bytes += s->estimated_output_bytes();
+    total_points += lines.size();
   }
-  if (!cl.help && !cl.version && cl.config_path.empty()) cl.error = "no config file given";
-  if (!cl.output.empty() && cl.output.size() < 3) cl.error = "--output needs a file name";
-  return cl;
+  fmt::print("total: {} sweeps, {} points, about {} of output; nothing was run\n",
+             v.sweeps.size(), total_points, format_bytes(static_cast<double>(total_bytes)));
 }
 
-int run_ringbench(int argc, char** argv, int mpi_thread_level) {
-  MPI_Comm world = MPI_COMM_WORLD;
-  int rank = 0, size = 1;
-  MPI_Comm_rank(world, &rank);
-  MPI_Comm_size(world, &size);
-  std::vector<std::string> args(argv + 1, argv + argc);
-  std::string command_line = argv[0];
-  for (const auto& a : args) command_line += " " + a;
+// ---------------------------------------------------------------- 2. binding and GPU
 
-  const CommandLine cli = parse_command_line(args);
-  if (!cli.error.empty()) {
-    if (rank == 0) std::fprintf(stderr, "ringbench: %s\n\n%s", cli.error.c_str(), usage_text().c_str());
-    return 2;
-  }
-  if (cli.help || cli.version) {
-    if (rank == 0) {
-      if (cli.version)
-        std::printf("ringbench %s (commit %s, CUDA path %s)\n", kVersion, kGitCommit,
-                    built_with_cuda() ? "built" : "not built");
-      else
-        std::printf("%s", usage_text().c_str());
-    }
-    return 0;
-  }
-
-  // 1. Rank 0 reads the file; everyone parses the same text and reaches the same verdict.
-  std::string text, read_error;
-  if (rank == 0) {
-    try {
-      text = read_config_file(cli.config_path);
-    } catch (const cfg::ConfigError& e) {
-      read_error = e.what();
-    }
-  }
-  broadcast_string(read_error, world);
-  if (!read_error.empty()) {
-    if (rank == 0) std::fprintf(stderr, "ringbench: invalid config: %s\n", read_error.c_str());
-    return 1;
-  }
-  broadcast_string(text, world);
-
-  Comm node_comm;
-  const RankLayout layout = discover_rank_layout(world, &node_comm);
-  int gpus = visible_gpu_count(), min_gpus = 0;
-  MPI_Allreduce(&gpus, &min_gpus, 1, MPI_INT, MPI_MIN, world);
-
-  Validated v;
-  std::string config_error;
-  try {
-    v = validate(text, cli.config_path, cli, layout, min_gpus);
-  } catch (const cfg::ConfigError& e) {
-    config_error = e.what();
-  } catch (const std::exception& e) {
-    config_error = cli.config_path + ": " + e.what();
-  }
-  if (any_rank(!config_error.empty(), world)) {
-    // Rank 0's message when it has one; otherwise the lowest rank that failed reports.
-    int mine = config_error.empty() ? size : rank, first = 0;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, world);
-    if (rank == first) std::fprintf(stderr, "ringbench: invalid config: %s\n", config_error.c_str());
-    return 1;
-  }
-
-  if (cli.dry_run) {
-    if (rank == 0) {
-      std::printf("ringbench %s: %s is valid\n", kVersion, cli.config_path.c_str());
-      std::printf("ranks %d, nodes %d, backend %s, binding %s\n", size, layout.node_count,
-                  to_string(v.backend), to_string(v.config.binding.policy));
-      if (!v.plan_note.empty()) std::printf("note: %s\n", v.plan_note.c_str());
-      std::uint64_t total_bytes = 0;
-      std::size_t total_points = 0;
-      for (const auto& s : v.sweeps) {
-        const auto lines = s->plan();
-        std::printf("sweep %s (%s): %zu points, about %s of output\n", s->name().c_str(),
-                    s->type().c_str(), lines.size(),
-                    human_bytes(static_cast<double>(s->estimated_output_bytes())).c_str());
-        for (const auto& l : lines) std::printf("  %s\n", l.c_str());
-        total_bytes += s->estimated_output_bytes();
-        total_points += lines.size();
-      }
-      std::printf("total: %zu sweeps, %zu points, about %s of output; nothing was run\n",
-                  v.sweeps.size(), total_points, human_bytes(static_cast<double>(total_bytes)).c_str());
-    }
-    return 0;
-  }
-
-  // 2. Binding and GPU. The GPU is chosen first so gpu-near can use its locality.
-  std::unique_ptr<GpuContext> gpu_ctx;
+struct RankSetup {
   GpuInfo gpu;
-  std::string setup_error;
-  try {
-    if (v.backend == Backend::Cuda) gpu = select_gpu(layout.local_rank);
-  } catch (const std::exception& e) {
-    setup_error = e.what();
-  }
+  std::string cpuset;
+  int numa = -1;
+  BindingDecision decision;
+  std::string warning;  // the launcher had bound the rank elsewhere, or memory binding failed
+  std::unique_ptr<GpuContext> gpu_ctx;
+};
+
+// The GPU is chosen first so gpu-near can use its locality. Throws with the reason.
+void bind_rank(const Validated& v, const RankLayout& layout, RankSetup& s) {
+  if (v.backend == Backend::Cuda) s.gpu = select_gpu(layout.local_rank);
   Topology topo = Topology::load_this_machine();
-  const std::string cpuset_before = topo.current_cpuset();
-  MachineModel machine = gpu.pci_bus_id.empty() ? topo.model() : topo.model_for_gpus({gpu.pci_bus_id});
-  const int gpu_slot = gpu.pci_bus_id.empty() ? -1 : 0;  // model_for_gpus lists only our GPU
-  const BindingDecision decision = decide_binding(machine, v.config.binding.policy,
-                                                  layout.local_rank, layout.local_size, gpu_slot);
-  std::string cpuset = cpuset_before;
+  const std::string before = topo.current_cpuset();
+  const bool has_gpu = !s.gpu.pci_bus_id.empty();
+  const MachineModel machine = has_gpu ? topo.model_for_gpus({s.gpu.pci_bus_id}) : topo.model();
+  // model_for_gpus lists only this rank's GPU, at slot 0.
+  s.decision = decide_binding(machine, v.config.binding.policy, layout.local_rank,
+                              layout.local_size, has_gpu ? 0 : -1);
   std::string membind_warning;
+  s.cpuset = before;
   try {
-    if (!decision.pus.empty()) cpuset = topo.apply(decision, &membind_warning);
+    if (!s.decision.pus.empty()) s.cpuset = topo.apply(s.decision, &membind_warning);
   } catch (const std::exception& e) {
-    setup_error = "binding failed: " + std::string(e.what());
+    throw std::runtime_error("binding failed: " + std::string(e.what()));
   }
-  std::string launcher_warning = launcher_binding_warning(cpuset_before, topo.machine_cpuset(), decision);
-  if (!membind_warning.empty())
-    launcher_warning += (launcher_warning.empty() ? "" : "; ") + membind_warning;
-  if (any_rank(!setup_error.empty(), world)) {
-    if (!setup_error.empty()) std::fprintf(stderr, "ringbench: rank %d: %s\n", rank, setup_error.c_str());
-    return 1;
-  }
+  s.warning = launcher_binding_warning(before, topo.machine_cpuset(), s.decision);
+  if (!membind_warning.empty()) s.warning += (s.warning.empty() ? "" : "; ") + membind_warning;
+  s.numa = topo.current_numa_node();
+}
+
+std::optional<RankSetup> set_up_rank(const Validated& v, const RankLayout& layout, MPI_Comm world) {
+  RankSetup s;
+  std::string error;
   try {
-    if (v.backend == Backend::Cuda) gpu_ctx.reset(new GpuContext{gpu, NcclComm(world)});
+    bind_rank(v, layout, s);
   } catch (const std::exception& e) {
-    setup_error = e.what();
+    error = e.what();
   }
-  if (any_rank(!setup_error.empty(), world)) {
-    if (!setup_error.empty()) std::fprintf(stderr, "ringbench: rank %d: %s\n", rank, setup_error.c_str());
-    return 1;
+  if (rank_errors_reported(error, world)) return std::nullopt;
+  try {  // collective over every rank: only after all of them got their GPU
+    if (v.backend == Backend::Cuda) s.gpu_ctx.reset(new GpuContext{s.gpu, NcclComm(world)});
+  } catch (const std::exception& e) {
+    error = e.what();
   }
-  const int numa = topo.current_numa_node();
+  if (rank_errors_reported(error, world)) return std::nullopt;
+  return s;
+}
 
-  // 3. Header on rank 0, with every rank's placement.
-  {
-    char line[512];
-    std::snprintf(line, sizeof line, "rank %d on %s (node %d, local %d): cpus %s, NUMA %d%s%s%s",
-                  rank, layout.hostname.c_str(), layout.node_index, layout.local_rank,
-                  cpuset.c_str(), numa, gpu.index >= 0 ? ", GPU " : "",
-                  gpu.index >= 0 ? std::to_string(gpu.index).c_str() : "",
-                  gpu.index >= 0 ? (" " + gpu.name).c_str() : "");
-    const auto lines = gather_strings(line, world);
-    const auto warnings = gather_strings(launcher_warning, world);
-    if (rank == 0) {
-      std::printf("ringbench %s (commit %s): %s\n", kVersion, kGitCommit, cli.config_path.c_str());
-      std::printf("ranks %d on %d node(s), backend %s, %d GPU(s) per rank visible, binding %s, "
-                  "MPI thread level %s\n",
-                  size, layout.node_count, to_string(v.backend), min_gpus,
-                  to_string(v.config.binding.policy), MpiEnvironment::thread_level_name(mpi_thread_level));
-      const std::size_t shown = std::min<std::size_t>(lines.size(), 16);
-      for (std::size_t i = 0; i < shown; ++i) std::printf("  %s\n", lines[i].c_str());
-      if (lines.size() > shown) std::printf("  ... %zu more ranks (see /ranks in the output)\n", lines.size() - shown);
-      for (std::size_t i = 0; i < warnings.size(); ++i)
-        if (!warnings[i].empty()) std::printf("  warning: rank %zu: %s\n", i, warnings[i].c_str());
-      std::fflush(stdout);
-    }
-  }
+// ---------------------------------------------------------------- 3. header
 
-  // 4. The output file.
-  const std::string out_path = cli.output.empty() ? default_output_path(v.config, world) : cli.output;
+void print_header(const Validated& v, const CommandLine& cli, const RankLayout& layout,
+                  const RankSetup& s, int min_gpus, int mpi_thread_level, MPI_Comm world) {
+  std::string line = fmt::format("rank {} on {} (node {}, local {}): cpus {}, NUMA {}",
+                                 layout.rank, layout.hostname, layout.node_index,
+                                 layout.local_rank, s.cpuset, s.numa);
+  if (s.gpu.index >= 0) line += fmt::format(", GPU {} {}", s.gpu.index, s.gpu.name);
+  const auto lines = mpi::gather_strings(line, world);
+  const auto warnings = mpi::gather_strings(s.warning, world);
+  if (layout.rank != 0) return;
+  fmt::print("ringbench {} (commit {}): {}\n", kVersion, kGitCommit, cli.config_path);
+  fmt::print("{}, backend {}, {} GPU(s) per rank visible, binding {}, MPI thread level {}\n",
+             layout_text(layout), to_string(v.backend), min_gpus,
+             to_string(v.config.binding.policy), MpiEnvironment::thread_level_name(mpi_thread_level));
+  std::string libraries;
+  for (const auto& [name, text] : library_versions())
+    libraries += fmt::format("{}{} {}", libraries.empty() ? "" : ", ", name, text);
+  fmt::print("libraries: {}\n", libraries);
+  const std::size_t shown = std::min<std::size_t>(lines.size(), 16);
+  for (std::size_t i = 0; i < shown; ++i) fmt::print("  {}\n", lines[i]);
+  if (lines.size() > shown)
+    fmt::print("  ... {} more ranks (see /ranks in the output)\n", lines.size() - shown);
+  for (std::size_t i = 0; i < warnings.size(); ++i)
+    if (!warnings[i].empty()) fmt::print("  warning: rank {}: {}\n", i, warnings[i]);
+  std::fflush(stdout);
+}
+
+// ---------------------------------------------------------------- 4. the output file
+
+std::string output_path(const CommandLine& cli, const Config& c, MPI_Comm world) {
+  if (!cli.output.empty()) return cli.output;
+  // One timestamp for all ranks (rank 0's), so every rank opens the same file.
+  std::string stamp = utc_now("%Y%m%dT%H%M%SZ");
+  mpi::broadcast_string(stamp, world);
+  return fmt::format("{}/{}_{}.h5", c.run.output_dir.empty() ? "." : c.run.output_dir,
+                     c.run.name, stamp);
+}
+
+std::optional<h5::File> open_output(const std::string& path, bool force, MPI_Comm world) {
+  std::string error;
   h5::File file;
-  std::string file_error;
   try {
-    file = h5::File::create(out_path, world, cli.force);
+    file = h5::File::create(path, world, force);
   } catch (const std::exception& e) {
-    file_error = e.what();
+    error = e.what();
   }
-  if (any_rank(!file_error.empty(), world)) {
-    if (rank == 0) std::fprintf(stderr, "ringbench: %s\n", file_error.c_str());
-    return 1;
-  }
-  h5::Group root = file.root();
-  h5::Group run = root.group("run");
+  if (first_error_reported(error, "", world)) return std::nullopt;
+  return file;
+}
+
+void write_run_group(h5::Group& run, const Validated& v, const CommandLine& cli,
+                     const std::string& text, const RankLayout& layout, int mpi_thread_level) {
   run.attr("ringbench_version", kVersion);
   run.attr("git_commit", kGitCommit);
   run.attr("config_file", cli.config_path);
   run.attr("config_text", text);
-  run.attr("command_line", command_line);
+  run.attr("command_line", cli.command_line);
   run.attr("start_time", utc_now_iso8601());
-  run.attr("world_size", size);
+  run.attr("world_size", layout.world_size);
   run.attr("node_count", layout.node_count);
+  run.attr("simulated_ranks_per_node", layout.simulated.ranks_per_node);
+  run.attr("simulated_placement",
+           layout.simulated.active() ? to_string(layout.simulated.placement) : "none");
   run.attr("backend", to_string(v.backend));
   run.attr("mpi_thread_level", MpiEnvironment::thread_level_name(mpi_thread_level));
+  write_run_provenance(run);
   run.set_attr("end_time", "");
   run.set_attr("status", "running");
   run.set_attr("failure", "");
-  write_ranks_table(root, layout, gpu, cpuset, numa, decision);
+}
+
+// Every /ranks dataset says which rank a row is (role key) except the clocks (role metric).
+void write_ranks_table(h5::Group& root, const RankLayout& layout, const RankSetup& s) {
+  h5::Group ranks = root.group("ranks");
+  auto key = [](const char* units, const char* description) {
+    return h5::Meta{units, description, "key"};
+  };
+  auto id = [](int v) { return static_cast<std::int64_t>(v); };
+  ranks.write_per_rank("rank", id(layout.rank), key("1", "MPI rank in MPI_COMM_WORLD"));
+  ranks.write_per_rank_string("hostname", layout.hostname, key("1", "host the rank ran on"));
+  ranks.write_per_rank("node_index", id(layout.node_index),
+                       key("1", "node index, ordered by the lowest rank on each node "
+                                "(simulated nodes with --ranks-per-node)"));
+  ranks.write_per_rank("local_rank", id(layout.local_rank),
+                       key("1", "rank within its node (from MPI_Comm_split_type shared)"));
+  ranks.write_per_rank("gpu_index", id(s.gpu.index),
+                       key("1", "CUDA device ordinal the rank drove; -1 on the host path"));
+  ranks.write_per_rank_string("gpu_name", s.gpu.name, key("1", "GPU product name; empty on host"));
+  ranks.write_per_rank_string("gpu_uuid", s.gpu.uuid, key("1", "GPU UUID; empty on host"));
+  ranks.write_per_rank_string("gpu_pci_bus_id", s.gpu.pci_bus_id,
+                              key("1", "GPU PCI bus id; empty on host"));
+  ranks.write_per_rank_string("cpuset", s.cpuset, key("1", "effective CPU binding (PU list) "
+                                                           "after ringbench applied its policy"));
+  ranks.write_per_rank("numa_node", id(s.numa),
+                       key("1", "NUMA node covering the cpuset; -1 when several or unknown"));
+  ranks.write_per_rank_string("binding_policy", to_string(s.decision.policy),
+                              key("1", "binding policy from the config"));
+  ranks.write_per_rank_string("binding_explanation", s.decision.explanation,
+                              key("1", "why this binding was chosen"));
+  write_rank_clocks(ranks, s.gpu);
+}
+
+// ---------------------------------------------------------------- 5. sweeps
+
+// Runs one sweep on every rank; returns "" or the failure text (the same on every rank).
+std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File& file) {
+  const MPI_Comm world = ctx.world;
+  h5::Group out = sweeps.group(sweep.name());
+  out.attr("type", sweep.type());
+  out.set_attr("status", "running");
+  SweepOutcome outcome;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    outcome = sweep.run(ctx, out);
+  } catch (const std::exception& e) {
+    // A sweep that throws on one rank leaves the others inside a collective: the only
+    // safe end is MPI_Abort. The file keeps status 'running' and every earlier sweep.
+    fmt::print(stderr, "ringbench: rank {}: sweep '{}' failed: {}; aborting the run (completed "
+                       "sweeps are in {})\n", ctx.layout.rank, sweep.name(), e.what(), file.path());
+    std::fflush(stderr);
+    MPI_Abort(world, 1);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const bool failed = mpi::any_rank(!outcome.ok, world);
+  // Each rank's own reason, once each, joined in rank order.
+  std::string failure;
+  for (const auto& reason : mpi::gather_strings(outcome.ok ? "" : outcome.failure, world))
+    if (!reason.empty() && failure.find(reason) == std::string::npos)
+      failure += (failure.empty() ? "" : "; ") + reason;
+  if (failed && failure.empty()) failure = "failed";
+  out.set_attr("status", failed ? "failed" : "complete");
+  out.set_attr("failure", failure);
+  out.attr("wall_time_s", seconds);
   file.flush();
-  if (rank == 0) {
-    std::printf("writing %s\n", out_path.c_str());
+  if (ctx.layout.rank == 0) {
+    fmt::print("[{}] {} in {:.1f} s{}\n", sweep.name(), failed ? "FAILED" : "done", seconds,
+               failed ? ": " + failure : "");
     std::fflush(stdout);
   }
+  return failed ? failure : "";
+}
 
-  // 5. Sweeps, in file order; each flushed when it ends so an interrupted run keeps them.
+// Every sweep in file order, each flushed when it ends so an interrupted run keeps them.
+std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5::Group& root,
+                       h5::File& file, MPI_Comm world) {
   const PathFactories paths = make_path_factories(v.backend);
   h5::Group sweeps = root.group("sweeps");
   std::string failures;
   for (auto& sweep : v.sweeps) {
-    Progress progress(rank, sweep->name(), sweep->plan().size());
-    RunContext ctx{v.config, world, layout, v.backend, gpu_ctx.get(), paths, progress};
-    h5::Group out = sweeps.group(sweep->name());
-    out.attr("type", sweep->type());
-    out.set_attr("status", "running");
-    SweepOutcome outcome;
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      outcome = sweep->run(ctx, out);
-    } catch (const std::exception& e) {
-      // A sweep that throws on one rank leaves the others inside a collective: the only
-      // safe end is MPI_Abort. The file keeps status 'running' and every earlier sweep.
-      std::fprintf(stderr, "ringbench: rank %d: sweep '%s' failed: %s; aborting the run "
-                           "(completed sweeps are in %s)\n",
-                   rank, sweep->name().c_str(), e.what(), out_path.c_str());
-      std::fflush(stderr);
-      MPI_Abort(world, 1);
-    }
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const bool failed = any_rank(!outcome.ok, world);
-    // Each rank's own reason; rank 0 collects them for the run's failure text.
-    const auto reasons = gather_strings(outcome.ok ? "" : outcome.failure, world);
-    std::string sweep_failure;
-    for (std::size_t i = 0; i < reasons.size(); ++i)
-      if (!reasons[i].empty() && sweep_failure.find(reasons[i]) == std::string::npos)
-        sweep_failure += (sweep_failure.empty() ? "" : "; ") + reasons[i];
-    out.set_attr("status", failed ? "failed" : "complete");
-    out.set_attr("failure", sweep_failure);
-    out.attr("wall_time_s", seconds);
-    file.flush();
-    if (failed) failures += (failures.empty() ? "" : "; ") + sweep->name() + ": " + sweep_failure;
-    if (rank == 0) {
-      std::printf("[%s] %s in %.1f s%s%s\n", sweep->name().c_str(), failed ? "FAILED" : "done",
-                  seconds, failed ? ": " : "", failed ? sweep_failure.c_str() : "");
-      std::fflush(stdout);
-    }
+    Progress progress(layout.rank, sweep->name(), sweep->plan().size());
+    const RunContext ctx{v.config, world, layout, v.backend, s.gpu_ctx.get(), paths, progress};
+    const std::string failure = run_sweep(*sweep, ctx, sweeps, file);
+    if (!failure.empty())
+      failures += (failures.empty() ? "" : "; ") + sweep->name() + ": " + failure;
+  }
+  return failures;
+}
+
+}  // namespace
+
+int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
+  const MPI_Comm world = MPI_COMM_WORLD;
+  const std::optional<std::string> text = read_config(cli.config_path, world);
+  if (!text) return 1;
+
+  Comm node_comm;
+  const RankLayout layout = cli.simulated.active()
+                                ? discover_rank_layout(world, cli.simulated, &node_comm)
+                                : discover_rank_layout(world, &node_comm);
+  int gpus = visible_gpu_count(), min_gpus = 0;
+  MPI_Allreduce(&gpus, &min_gpus, 1, MPI_INT, MPI_MIN, world);
+
+  std::optional<Validated> v = validate_everywhere(*text, cli, layout, min_gpus, world);
+  if (!v) return 1;
+  if (cli.dry_run) {
+    if (layout.rank == 0) print_plan(*v, cli, layout);
+    return 0;
   }
 
+  std::optional<RankSetup> setup = set_up_rank(*v, layout, world);
+  if (!setup) return 1;
+  print_header(*v, cli, layout, *setup, min_gpus, mpi_thread_level, world);
+
+  const std::string out_path = output_path(cli, v->config, world);
+  std::optional<h5::File> file = open_output(out_path, cli.force, world);
+  if (!file) return 1;
+  h5::Group root = file->root();
+  h5::Group run = root.group("run");
+  write_run_group(run, *v, cli, *text, layout, mpi_thread_level);
+  write_ranks_table(root, layout, *setup);
+  file->flush();
+  if (layout.rank == 0) {
+    fmt::print("writing {}\n", out_path);
+    std::fflush(stdout);
+  }
+
+  const std::string failures = run_sweeps(*v, layout, *setup, root, *file, world);
   run.set_attr("end_time", utc_now_iso8601());
   run.set_attr("status", failures.empty() ? "complete" : "failed");
   run.set_attr("failure", failures);
-  file.close();
-  if (rank == 0) {
-    std::printf("%s: %s\n", failures.empty() ? "complete" : "FAILED", out_path.c_str());
+  file->close();
+  if (layout.rank == 0) {
+    fmt::print("{}: {}\n", failures.empty() ? "complete" : "FAILED", out_path);
     std::fflush(stdout);
   }
   return failures.empty() ? 0 : 1;

@@ -1,0 +1,111 @@
+// The command line (before Kokkos starts) and the provenance the driver records.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "app/cli.hpp"
+#include "app/provenance.hpp"
+
+namespace {
+
+rb::ParsedCommandLine parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "ringbench");
+  return rb::parse_command_line(static_cast<int>(args.size()), args.data());
+}
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("--help starts with ringbench's usage and lists sweep types and kernel paths") {
+  const rb::ParsedCommandLine p = parse({"--help"});
+  CHECK(p.exit_code == 0);
+  CHECK(p.message.rfind("usage: ringbench", 0) == 0);
+  CHECK(contains(p.message, "--ranks-per-node"));
+  CHECK(contains(p.message, "--placement"));
+  CHECK(contains(p.message, "host_pingpong"));
+  CHECK(contains(p.message, "Kernel paths"));
+  CHECK((contains(p.message, "(cuda, built)") || contains(p.message, "(cuda, not built)")));
+  CHECK(!contains(p.message, "--kokkos-num-threads"));
+  CHECK(rb::usage_text() == p.message);
+}
+
+TEST_CASE("options are parsed; --kokkos-* pass through to Kokkos") {
+  const rb::ParsedCommandLine p =
+      parse({"run.yaml", "--output", "out.h5", "--only", "a,b", "--only=c", "--dry-run",
+             "--kokkos-num-threads=2", "--force"});
+  REQUIRE(p.exit_code == -1);
+  CHECK(p.cli.config_path == "run.yaml");
+  CHECK(p.cli.output == "out.h5");
+  CHECK(p.cli.only == std::vector<std::string>{"a", "b", "c"});
+  CHECK(p.cli.dry_run);
+  CHECK(p.cli.force);
+  CHECK(!p.cli.simulated.active());
+  CHECK(p.cli.kokkos_args == std::vector<std::string>{"--kokkos-num-threads=2"});
+  CHECK(contains(p.cli.command_line, "ringbench run.yaml --output out.h5"));
+}
+
+TEST_CASE("--only before the config takes one value") {
+  const rb::ParsedCommandLine p = parse({"--only", "a", "run.yaml"});
+  REQUIRE(p.exit_code == -1);
+  CHECK(p.cli.only == std::vector<std::string>{"a"});
+  CHECK(p.cli.config_path == "run.yaml");
+}
+
+TEST_CASE("simulated node layout: --ranks-per-node and --placement") {
+  rb::ParsedCommandLine p = parse({"run.yaml", "--ranks-per-node", "2"});
+  REQUIRE(p.exit_code == -1);
+  CHECK(p.cli.simulated.ranks_per_node == 2);
+  CHECK(p.cli.simulated.placement == rb::Placement::Block);
+  p = parse({"run.yaml", "--ranks-per-node=4", "--placement", "cyclic"});
+  REQUIRE(p.exit_code == -1);
+  CHECK(p.cli.simulated.ranks_per_node == 4);
+  CHECK(p.cli.simulated.placement == rb::Placement::Cyclic);
+}
+
+TEST_CASE("usage errors exit 2 with a message and the usage line") {
+  const std::vector<std::vector<const char*>> bad = {
+      {},                                               // no config
+      {"run.yaml", "--bogus"},                          // unknown option
+      {"a.yaml", "b.yaml"},                             // two configs
+      {"run.yaml", "--output"},                         // missing value
+      {"run.yaml", "--output", "x"},                    // too short to be a file name
+      {"run.yaml", "--ranks-per-node", "0"},            // out of range
+      {"run.yaml", "--placement", "cyclic"},            // needs --ranks-per-node
+      {"run.yaml", "--ranks-per-node", "2", "--placement", "round-robin"},
+  };
+  for (const auto& args : bad) {
+    const rb::ParsedCommandLine p = parse(args);
+    CAPTURE(p.message);
+    CHECK(p.exit_code == 2);
+    CHECK(p.message.rfind("ringbench: ", 0) == 0);
+    CHECK(contains(p.message, "usage: ringbench"));
+  }
+}
+
+TEST_CASE("--version asks for the version text, which names the libraries") {
+  const rb::ParsedCommandLine p = parse({"--version"});
+  CHECK(p.exit_code == 0);
+  CHECK(p.show_version);
+  const std::string v = rb::version_text();
+  CHECK(v.rfind("ringbench ", 0) == 0);
+  for (const char* lib : {"mpi: ", "hdf5: ", "hwloc: ", "kokkos: "}) CHECK(contains(v, lib));
+}
+
+TEST_CASE("the recorded environment keeps only the variables that change results") {
+  const char* env[] = {"NCCL_ALGO=Ring",   "CUDA_VISIBLE_DEVICES=0,1", "HOME=/root",
+                       "OMPI_MCA_btl=self", "SLURM_JOB_ID=42",          "SLURM_PROCID=3",
+                       "PATH=/usr/bin",    "KOKKOS_NUM_THREADS=4",      "RINGBENCH_PLACEMENT=cyclic",
+                       "UCX_TLS=rc",       "OMP_NUM_THREADS=8",         "NOEQUALS",
+                       nullptr};
+  const rb::NamedValues kept = rb::result_environment(env);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : kept) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"CUDA_VISIBLE_DEVICES", "KOKKOS_NUM_THREADS", "NCCL_ALGO",
+                                          "OMPI_MCA_btl", "OMP_NUM_THREADS",
+                                          "RINGBENCH_PLACEMENT", "SLURM_JOB_ID", "UCX_TLS"});
+  CHECK(kept[0].second == "0,1");
+}
