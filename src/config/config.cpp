@@ -105,11 +105,11 @@ Backend parse_backend(const std::string& s) {
 
 }  // namespace
 
-Config parse_config_text(const std::string& text, const std::string& file) {
-  Config config;
-  config.file = file;
-  config.text = text;
+namespace {
 
+// The one YAML document of the file; syntax errors, an empty file and several documents are
+// ConfigErrors with the position.
+YAML::Node load_single_document(const std::string& text, const std::string& file) {
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(text);
@@ -126,84 +126,98 @@ Config parse_config_text(const std::string& text, const std::string& file) {
     throw ConfigError(location_of(file, documents[1].Mark()), "",
                       "expected one YAML document, got " + std::to_string(documents.size()) +
                           " (separated by '---'); put all sweeps in one 'sweeps' list");
+  return documents[0];
+}
 
-  const YAML::Node& yaml = documents[0];
-  cfg::Node root(yaml, file, "");
-  if (!yaml.IsMap()) {
-    std::string got = yaml.IsSequence() ? "a list"
-                      : yaml.IsNull()   ? "an empty value (null)"
-                                        : "the scalar '" + yaml.Scalar() + "'";
-    root.fail("", "expected a map with a 'sweeps' list at the top level, got " + got);
+// What a node that should be a map or list was instead, for messages.
+std::string describe_shape(const YAML::Node& n) {
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a map";
+  if (n.IsNull()) return "an empty value (null)";
+  return "the scalar '" + n.Scalar() + "'";
+}
+
+RunSection parse_run(const cfg::Node& run) {
+  RunSection section;
+  run.allow_only({"name", "output_dir"});
+  section.name = run.get_string("name", section.name);
+  check_name(run, "name", section.name);
+  section.output_dir = run.get_string("output_dir", section.output_dir);
+  if (section.output_dir.empty())
+    run.fail("output_dir", "expected a directory path, got an empty string");
+  return section;
+}
+
+// One entry of the `sweeps` list; `names` holds the sweeps before it (name -> index, line),
+// so a repeated name is reported with both places.
+SweepSpec parse_sweep_entry(const cfg::Node& sweep, std::size_t index,
+                            std::map<std::string, std::pair<std::size_t, int>>& names) {
+  if (!sweep.is_map())
+    sweep.fail("", "expected a map with a 'type' key, got " + describe_shape(sweep.yaml()));
+  SweepSpec spec;
+  // Which types exist is the sweep registry's business; here only the shape is checked.
+  spec.type = sweep.require_string("type");
+  if (spec.type.empty()) sweep.fail("type", "expected a sweep type, got an empty string");
+  const bool named = sweep.has("name");
+  spec.name = sweep.get_string("name", spec.type);
+  if (named) check_name(sweep, "name", spec.name);
+  spec.node = sweep;
+
+  const Location here = named ? sweep.child("name").location() : sweep.location();
+  auto [previous, inserted] = names.emplace(spec.name, std::make_pair(index, here.line));
+  if (!inserted) {
+    const auto where = [](std::size_t i, int line) {
+      return "sweeps[" + std::to_string(i) + "] (line " + std::to_string(line) + ")";
+    };
+    sweep.fail(named ? "name" : "",
+               "duplicate sweep name '" + spec.name + "': used by " +
+                   where(previous->second.first, previous->second.second) + " and " +
+                   where(index, here.line) +
+                   "; names must be unique (a sweep without 'name' is named after its type), "
+                   "so give one of them a distinct 'name'");
   }
+  return spec;
+}
+
+std::vector<SweepSpec> parse_sweep_list(const cfg::Node& root) {
+  if (!root.has("sweeps"))
+    root.fail("", "missing required key 'sweeps' (a list of sweeps, each a map with a 'type')");
+  cfg::Node sweeps = root.child("sweeps");
+  if (!sweeps.is_sequence() || sweeps.size() == 0) {
+    const std::string got = sweeps.is_sequence() ? "an empty list"
+                            : sweeps.is_map()    ? "a map (start each sweep with '- ')"
+                                                 : describe_shape(sweeps.yaml());
+    sweeps.fail("", "expected a non-empty list of sweeps, each a map with a 'type', got " + got);
+  }
+  std::map<std::string, std::pair<std::size_t, int>> names;
+  std::vector<SweepSpec> out;
+  for (std::size_t i = 0; i < sweeps.size(); ++i)
+    out.push_back(parse_sweep_entry(sweeps.element(i), i, names));
+  return out;
+}
+
+}  // namespace
+
+Config parse_config_text(const std::string& text, const std::string& file) {
+  Config config;
+  config.file = file;
+  config.text = text;
+  const YAML::Node yaml = load_single_document(text, file);
+  cfg::Node root(yaml, file, "");
+  if (!yaml.IsMap())
+    root.fail("", "expected a map with a 'sweeps' list at the top level, got " +
+                      describe_shape(yaml));
   reject_duplicate_keys(yaml, file, "");
   root.allow_only({"run", "backend", "binding", "sweeps"});
-
-  if (root.has("run")) {
-    cfg::Node run = root.child("run");
-    run.allow_only({"name", "output_dir"});
-    config.run.name = run.get_string("name", config.run.name);
-    check_name(run, "name", config.run.name);
-    config.run.output_dir = run.get_string("output_dir", config.run.output_dir);
-    if (config.run.output_dir.empty())
-      run.fail("output_dir", "expected a directory path, got an empty string");
-  }
-
+  if (root.has("run")) config.run = parse_run(root.child("run"));
   config.backend = parse_backend(root.get_choice("backend", "auto", {"auto", "host", "cuda"}));
-
   if (root.has("binding")) {
     cfg::Node binding = root.child("binding");
     binding.allow_only({"policy"});
     config.binding.policy =
         parse_policy(binding.get_choice("policy", "none", {"none", "core", "numa", "gpu-near"}));
   }
-
-  if (!root.has("sweeps"))
-    root.fail("", "missing required key 'sweeps' (a list of sweeps, each a map with a 'type')");
-  cfg::Node sweeps = root.child("sweeps");
-  if (!sweeps.is_sequence() || sweeps.size() == 0) {
-    std::string got = sweeps.is_sequence() ? "an empty list"
-                      : sweeps.is_map()    ? "a map (start each sweep with '- ')"
-                      : sweeps.yaml().IsNull() ? "an empty value (null)"
-                                               : "the scalar '" + sweeps.yaml().Scalar() + "'";
-    sweeps.fail("", "expected a non-empty list of sweeps, each a map with a 'type', got " + got);
-  }
-
-  struct NameUse {
-    std::size_t index;
-    int line;
-  };
-  std::map<std::string, NameUse> names;
-  for (std::size_t i = 0; i < sweeps.size(); ++i) {
-    cfg::Node sweep = sweeps.element(i);
-    if (!sweep.is_map())
-      sweep.fail("", "expected a map with a 'type' key, got " +
-                         std::string(sweep.is_sequence()        ? "a list"
-                                     : sweep.yaml().IsNull()    ? "an empty value (null)"
-                                                                : "the scalar '" +
-                                                                      sweep.yaml().Scalar() + "'"));
-    SweepSpec spec;
-    // Which types exist is the sweep registry's business; here only the shape is checked.
-    spec.type = sweep.require_string("type");
-    if (spec.type.empty()) sweep.fail("type", "expected a sweep type, got an empty string");
-    const bool named = sweep.has("name");
-    spec.name = sweep.get_string("name", spec.type);
-    if (named) check_name(sweep, "name", spec.name);
-    spec.node = sweep;
-
-    const Location here = named ? sweep.child("name").location() : sweep.location();
-    auto [previous, inserted] = names.emplace(spec.name, NameUse{i, here.line});
-    if (!inserted) {
-      const std::string first = "sweeps[" + std::to_string(previous->second.index) + "] (line " +
-                                std::to_string(previous->second.line) + ")";
-      const std::string second = "sweeps[" + std::to_string(i) + "] (line " +
-                                 std::to_string(here.line) + ")";
-      sweep.fail(named ? "name" : "",
-                 "duplicate sweep name '" + spec.name + "': used by " + first + " and " +
-                     second + "; names must be unique (a sweep without 'name' is named after "
-                     "its type), so give one of them a distinct 'name'");
-    }
-    config.sweeps.push_back(std::move(spec));
-  }
+  config.sweeps = parse_sweep_list(root);
   return config;
 }
 

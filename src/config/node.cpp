@@ -4,6 +4,8 @@
 // that names the file, line, column, key path, what was expected and what was found.
 #include "config/node.hpp"
 
+#include "config/bytes.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -186,22 +188,8 @@ std::string choice_of(const Node& v, const std::vector<std::string>& choices) {
   v.fail("", message);
 }
 
-struct Unit {
-  const char* suffix;
-  std::uint64_t factor;
-};
-const Unit kByteUnits[] = {
-    {"B", 1ULL},
-    {"KiB", 1ULL << 10}, {"MiB", 1ULL << 20}, {"GiB", 1ULL << 30}, {"TiB", 1ULL << 40},
-    {"KB", 1000ULL}, {"MB", 1000ULL * 1000}, {"GB", 1000ULL * 1000 * 1000},
-};
-
-std::vector<std::string> byte_suffixes() {
-  std::vector<std::string> out;
-  for (const Unit& u : kByteUnits) out.push_back(u.suffix);
-  return out;
-}
-
+// Byte sizes are parsed by rb::parse_bytes (config/bytes.hpp), shared with the command line;
+// here only the config's wording of what went wrong (expected, suffix, did you mean).
 std::uint64_t bytes_of(const Node& v, std::uint64_t min) {
   const YAML::Node& y = v.yaml();
   const std::string expected =
@@ -209,40 +197,29 @@ std::uint64_t bytes_of(const Node& v, std::uint64_t min) {
       join(byte_suffixes(), ", ") + ")";
   if (!y.IsScalar()) v.fail("", expected + ", got " + describe(y));
   const std::string text = y.Scalar();
-  std::size_t i = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-  if (i == 0) v.fail("", expected + ", got '" + one_line(text) + "'");
-  std::uint64_t number = 0;
-  for (std::size_t k = 0; k < i; ++k) {
-    if (__builtin_mul_overflow(number, 10u, &number) ||
-        __builtin_add_overflow(number, static_cast<unsigned>(text[k] - '0'), &number))
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0) v.fail("", expected + ", got '" + one_line(text) + "'");
+  const std::optional<std::uint64_t> parsed = parse_bytes(text);
+  if (!parsed) {
+    std::size_t s = digits;
+    if (s < text.size() && text[s] == ' ') ++s;  // "64 MiB"
+    const std::string suffix = text.substr(s);
+    const std::vector<std::string> known = byte_suffixes();
+    if (std::find(known.begin(), known.end(), suffix) != known.end() || suffix.empty())
       v.fail("", "byte size '" + one_line(text) + "' does not fit in 64 bits");
+    std::string message = "expected a byte-size suffix " + join(known, "|") + ", got '" +
+                          one_line(suffix) + "' in '" + one_line(text) + "'";
+    const std::string suggestion = did_you_mean(suffix, known);
+    if (!suggestion.empty()) message += "; did you mean '" + suggestion + "'?";
+    v.fail("", message);
   }
-  std::size_t s = i;
-  if (s < text.size() && text[s] == ' ') ++s;  // "64 MiB"
-  const std::string suffix = text.substr(s);
-  std::uint64_t factor = 1;
-  if (!suffix.empty()) {
-    auto unit = std::find_if(std::begin(kByteUnits), std::end(kByteUnits),
-                             [&](const Unit& u) { return suffix == u.suffix; });
-    if (unit == std::end(kByteUnits)) {
-      std::string message = "expected a byte-size suffix " + join(byte_suffixes(), "|") +
-                            ", got '" + one_line(suffix) + "' in '" + one_line(text) + "'";
-      std::string suggestion = did_you_mean(suffix, byte_suffixes());
-      if (!suggestion.empty()) message += "; did you mean '" + suggestion + "'?";
-      v.fail("", message);
-    }
-    factor = unit->factor;
-  }
-  std::uint64_t bytes = 0;
-  if (__builtin_mul_overflow(number, factor, &bytes))
-    v.fail("", "byte size '" + one_line(text) + "' does not fit in 64 bits");
-  if (bytes < min) {
-    std::string got = std::to_string(bytes);
+  if (*parsed < min) {
+    std::string got = std::to_string(*parsed);
     if (got != text) got = "'" + one_line(text) + "' (" + got + " bytes)";
     v.fail("", "expected a byte size >= " + std::to_string(min) + ", got " + got);
   }
-  return bytes;
+  return *parsed;
 }
 
 // The (key, value) pair for `key`, first occurrence; yaml-cpp's own lookup converts keys
