@@ -1,14 +1,25 @@
 # Ring attention tests (owner: ring attention): host kernels (1 rank), the ring algorithm
 # against the double-precision reference at 1-4 ranks, and the sweep (config parser, output).
+# ring_case.hpp takes the path under test from the program's path factories (rb_app).
 ringbench_add_doctest(TARGET test_ring_kernels SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_kernels.cpp
-                      LIBS rb_ring rb_kernels_host)
+                      LIBS rb_app)
 ringbench_add_test(NAME ring_kernels RANKS 1 COMMAND $<TARGET_FILE:test_ring_kernels> LABELS ring TIMEOUT 120)
 ringbench_add_doctest(TARGET test_ring_mpi SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_mpi.cpp
-                      LIBS rb_ring rb_kernels_host)
+                      LIBS rb_app)
 foreach(n 1 2 3 4)
   ringbench_add_test(NAME ring_mpi_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_ring_mpi> LABELS ring
                      TIMEOUT 120)
 endforeach()
+# The same ring cases on the GPU path (CUDA kernels, NCCL transport): exit 77 (skipped) without
+# a GPU; with more ranks per node than GPUs they pass without running (NCCL needs one each).
+if(RINGBENCH_HAVE_CUDA)
+  ringbench_add_doctest(TARGET test_ring_mpi_gpu GPU SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_mpi.cpp
+                        LIBS rb_app)
+  foreach(n 1 2 4)
+    ringbench_add_test(NAME ring_mpi_gpu_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_ring_mpi_gpu>
+                       LABELS gpu TIMEOUT 300)
+  endforeach()
+endif()
 # The sweep's config parser, and the sweep run into a file and read back (1 and 2 ranks).
 ringbench_add_doctest(TARGET test_ring_sweep SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_sweep.cpp
                       LIBS rb_app)

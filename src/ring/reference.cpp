@@ -289,6 +289,15 @@ class ParityCheck {
 
 }  // namespace
 
+double default_tolerance(attn::DType t) {
+  switch (t) {
+    case attn::DType::F32: return 2e-4;
+    case attn::DType::F16: return 5e-3;
+    case attn::DType::BF16: return 2e-2;
+  }
+  return 2e-4;
+}
+
 ParityReport check_parity(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm,
                           const RingResult& r, bool backward, const ParityOptions& opt) {
   ParityReport rep;

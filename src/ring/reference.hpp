@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include "ring/problem.hpp"
+#include "ring/ring_attention.hpp"  // RingResult
 
 namespace rb::ring {
 
@@ -64,10 +65,9 @@ struct ParityReport {
   std::string note;           // how it was sampled, or why dK/dV were not checked
 };
 
-// This rank's ring results as host arrays ([batch][heads][local_rows][head_dim]).
-struct RingResult {
-  std::vector<float> out, lse, dq, dk, dv;
-};
+// The largest max_rel a dtype's kernels are allowed (computed in that dtype with fp32
+// accumulation on the GPU): fp32 2e-4, fp16 5e-3 (10-bit mantissa), bf16 2e-2 (7-bit).
+double default_tolerance(attn::DType t);
 
 // Collective over ring_comm (gathers the reference log-sum-exp for dK/dV).
 ParityReport check_parity(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm,

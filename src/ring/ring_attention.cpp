@@ -70,50 +70,41 @@ void RingAttention::post(const void* send, void* recv, std::size_t bytes) {
   bytes_sent_ += bytes;
 }
 
-void RingAttention::compute_forward(const char* kv, int owner) {
-  attn::ForwardBlock fb;
-  fb.dims = attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()};
-  fb.dtype = p_.dtype;
-  fb.scale = p_.scale();
-  fb.q_data = q_.ptr;
-  fb.k_data = kv;
-  fb.v_data = kv + shard_bytes_;
-  fb.out = out_.floats();
-  fb.lse = lse_.floats();
+template <class Block, class Launch>
+void RingAttention::for_each_block(Block& block, const char* kv, int owner, Launch launch) {
+  block.dims = attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()};
+  block.dtype = p_.dtype;
+  block.scale = p_.scale();
+  block.q_data = q_.ptr;
+  block.k_data = kv;
+  block.v_data = kv + shard_bytes_;
   for (const attn::Pattern& pat : patterns_)
     for (const attn::Span& q : spans_[static_cast<std::size_t>(rank_)])
       for (const attn::Span& k : spans_[static_cast<std::size_t>(owner)]) {
         if (!attn::may_interact(q, k, pat)) continue;  // fully masked block pair: skipped
-        fb.q = q;
-        fb.kv = k;
-        fb.pattern = pat;
-        be_.forward(fb);
+        block.q = q;
+        block.kv = k;
+        block.pattern = pat;
+        launch(block);
       }
+}
+
+void RingAttention::compute_forward(const char* kv, int owner) {
+  attn::ForwardBlock fb;
+  fb.out = out_.floats();
+  fb.lse = lse_.floats();
+  for_each_block(fb, kv, owner, [&](const attn::ForwardBlock& b) { be_.forward(b); });
 }
 
 void RingAttention::compute_backward(const char* kv, int owner, float* dkdv) {
   attn::BackwardBlock bb;
-  bb.dims = attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()};
-  bb.dtype = p_.dtype;
-  bb.scale = p_.scale();
-  bb.q_data = q_.ptr;
-  bb.k_data = kv;
-  bb.v_data = kv + shard_bytes_;
   bb.dout = dout_.ptr;
   bb.lse = lse_.floats();
   bb.delta = delta_.floats();
   bb.dq = dq_.floats();
   bb.dk = dkdv;
   bb.dv = dkdv + shard_floats_;
-  for (const attn::Pattern& pat : patterns_)
-    for (const attn::Span& q : spans_[static_cast<std::size_t>(rank_)])
-      for (const attn::Span& k : spans_[static_cast<std::size_t>(owner)]) {
-        if (!attn::may_interact(q, k, pat)) continue;
-        bb.q = q;
-        bb.kv = k;
-        bb.pattern = pat;
-        be_.backward(bb);
-      }
+  for_each_block(bb, kv, owner, [&](const attn::BackwardBlock& b) { be_.backward(b); });
 }
 
 void RingAttention::forward() {
@@ -221,6 +212,19 @@ void RingAttention::read_gradients(float* dq, float* dk, float* dv) const {
   be_.copy_to_host(dq, dq_.ptr, shard_floats_ * sizeof(float));
   be_.copy_to_host(dk, home_dkdv_.ptr, shard_floats_ * sizeof(float));
   be_.copy_to_host(dv, home_dkdv_.bytes() + shard_floats_ * sizeof(float), shard_floats_ * sizeof(float));
+}
+
+RingResult RingAttention::result() const {
+  RingResult r;
+  r.out.resize(shard_floats_);
+  r.lse.resize(rows_);
+  read_output(r.out.data(), r.lse.data());
+  if (!with_backward_) return r;
+  r.dq.resize(shard_floats_);
+  r.dk.resize(shard_floats_);
+  r.dv.resize(shard_floats_);
+  read_gradients(r.dq.data(), r.dk.data(), r.dv.data());
+  return r;
 }
 
 }  // namespace rb::ring

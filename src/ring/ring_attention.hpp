@@ -24,6 +24,12 @@ struct StepTimes {
   std::vector<double> wait;     // exposed communication: time blocked in RingTransport::wait
 };
 
+// This rank's ring results as host arrays: out, dq, dk, dv [batch][heads][local_rows][head_dim],
+// lse [batch][heads][local_rows]; the gradients stay empty without backward.
+struct RingResult {
+  std::vector<float> out, lse, dq, dk, dv;
+};
+
 class RingAttention {
  public:
   // Allocates every persistent buffer up front (throws OutOfMemory). The transport's ring
@@ -43,6 +49,8 @@ class RingAttention {
   // Host copies of this rank's results: out [shard] and lse [batch*heads*local_rows].
   void read_output(float* out, float* lse) const;
   void read_gradients(float* dq, float* dk, float* dv) const;
+  // Both of the above into fresh arrays (the gradients when constructed with backward).
+  RingResult result() const;
 
   const StepTimes& forward_steps() const { return fwd_; }
   const StepTimes& backward_steps() const { return bwd_; }  // final dK/dV hop in the last wait
@@ -68,6 +76,10 @@ class RingAttention {
   };
 
   void post(const void* send, void* recv, std::size_t bytes);
+  // Runs `launch` on every (query span, key span, branch) block of this rank's queries against
+  // the K/V of `owner` at `kv` that is not fully masked, with `block`'s shared fields set.
+  template <class Block, class Launch>
+  void for_each_block(Block& block, const char* kv, int owner, Launch launch);
   void compute_forward(const char* kv, int owner);
   void compute_backward(const char* kv, int owner, float* dkdv);
 

@@ -51,15 +51,6 @@ struct Point {
   std::string label;
 };
 
-double default_tolerance(attn::DType t) {
-  switch (t) {
-    case attn::DType::F32: return 2e-4;
-    case attn::DType::F16: return 5e-3;
-    case attn::DType::BF16: return 2e-2;
-  }
-  return 2e-4;
-}
-
 std::string short_number(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3g", x);
@@ -113,22 +104,6 @@ Shards make_shards(const ring::Problem& p, int ring_rank, std::uint64_t seed, bo
   s.v = ring::make_shard(p, ring_rank, seed, Tensor::V);
   if (backward) s.dO = ring::make_shard(p, ring_rank, seed, Tensor::dO);
   return s;
-}
-
-ring::RingResult read_results(const ring::RingAttention& ra, bool backward) {
-  const ring::Problem& p = ra.problem();
-  const std::size_t n = static_cast<std::size_t>(p.shard_elements());
-  ring::RingResult res;
-  res.out.resize(n);
-  res.lse.resize(static_cast<std::size_t>(p.batch) * p.heads * static_cast<std::size_t>(p.local_rows()));
-  ra.read_output(res.out.data(), res.lse.data());
-  if (backward) {
-    res.dq.resize(n);
-    res.dk.resize(n);
-    res.dv.resize(n);
-    ra.read_gradients(res.dq.data(), res.dk.data(), res.dv.data());
-  }
-  return res;
 }
 
 // The worst relative error over the world (every ring) against the tolerance: empty when
@@ -280,7 +255,7 @@ class RingAttentionSweep final : public Sweep {
 
  private:
   double tolerance(const ring::Problem& prob) const {
-    return p_.tolerance > 0 ? p_.tolerance : default_tolerance(prob.dtype);
+    return p_.tolerance > 0 ? p_.tolerance : ring::default_tolerance(prob.dtype);
   }
   void write_attributes(h5::Group& out, const attn::AttentionBackend& backend,
                         ProgressReporter& progress) const;
@@ -427,7 +402,7 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   r.forward_flop = 4.0 * prob.head_dim * static_cast<double>(pairs);
 
   // Parity on the last iteration's results.
-  const ring::RingResult res = read_results(*ra, p_.backward);
+  const ring::RingResult res = ra->result();
   check_point(ctx.world, ring_comm.get(), res, prob, r);
   // The first point's tensors, so anyone can re-check the numbers offline.
   if (p_.dump && pi == 0) write_dump(out, prob, ring_rank, in, res);

@@ -1,24 +1,87 @@
 #pragma once
 // Runs the ring algorithm (not the sweep) for one problem on a ring communicator and checks it
-// against the double-precision reference; shared by the MPI tests.
+// against the double-precision reference; shared by the ring tests. The path under test comes
+// from the program's own path factories: the host path (Kokkos kernels, MPI transport) in the
+// host test executables, the GPU path (CUDA kernels, NCCL transport) in the ones linked with
+// the GPU test main (RINGBENCH_GPU_TESTS), so the same test bodies cover both.
 #include <mpi.h>
 
-#include <cstring>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "host/host_backend.hpp"
-#include "ring/transport.hpp"
+#include "app/paths.hpp"
 #include "ring/inputs.hpp"
 #include "ring/reference.hpp"
 #include "ring/ring_attention.hpp"
+#include "ring/transport.hpp"
+#include "runtime/gpu.hpp"
+#include "runtime/mpi.hpp"
 
 namespace rbtest {
+
+#ifdef RINGBENCH_GPU_TESTS
+constexpr rb::Backend kPath = rb::Backend::Cuda;
+#else
+constexpr rb::Backend kPath = rb::Backend::Host;
+#endif
+
+// Collective on first use. NCCL refuses two ranks of one communicator on the same GPU, so
+// with more ranks per node than GPUs the GPU path has nothing valid to test (rank 0 says so).
+inline bool path_usable() {
+  static const bool usable = [] {
+    if (kPath == rb::Backend::Host) return true;
+    const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
+    int mine = layout.local_size <= rb::visible_gpu_count() ? 1 : 0, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all) rb::select_gpu(layout.local_rank);
+    if (!all && layout.rank == 0)
+      std::printf("ring tests skipped: %d ranks per node but %d GPU(s); NCCL needs one GPU per rank\n",
+                  layout.local_size, rb::visible_gpu_count());
+    return all == 1;
+  }();
+  return usable;
+}
+
+inline const rb::PathFactories& paths() {
+  static const rb::PathFactories f = rb::make_path_factories(kPath);
+  return f;
+}
+
+// The largest max_rel a case may show. The host computes in fp32 on the rounded inputs at
+// every storage dtype; the GPU computes in the dtype (the sweep's tolerances).
+inline double tolerance(rb::attn::DType dtype) {
+  return kPath == rb::Backend::Host ? 2e-5 : rb::ring::default_tolerance(dtype);
+}
+
+// Backend, transport and ring of one problem on `ring_comm`, released in reverse order.
+struct RingSetup {
+  std::unique_ptr<rb::attn::AttentionBackend> backend;
+  std::unique_ptr<rb::ring::RingTransport> transport;
+  std::unique_ptr<rb::ring::RingAttention> ring;
+  RingSetup(const rb::ring::Problem& p, MPI_Comm ring_comm, bool backward)
+      : backend(paths().attention_backend(rb::attn::KernelChoice{})),
+        transport(paths().ring_transport(ring_comm, *backend)),
+        ring(std::make_unique<rb::ring::RingAttention>(p, *backend, *transport, backward)) {}
+};
+
+// A problem of `heads` heads of `head_dim` over `seq_len` positions on a ring of `ring_size`.
+inline rb::ring::Problem problem(int ring_size, std::int64_t seq_len, int heads, int head_dim,
+                                 rb::ring::Layout layout, bool causal) {
+  rb::ring::Problem p;
+  p.ring_size = ring_size;
+  p.seq_len = seq_len;
+  p.heads = heads;
+  p.head_dim = head_dim;
+  p.layout = layout;
+  p.causal = causal;
+  return p;
+}
 
 struct CaseResult {
   rb::ring::ParityReport parity;
   rb::ring::RingResult result;
-  std::vector<double> fwd_compute;  // per step
 };
 
 inline std::string describe(const rb::ring::Problem& p) {
@@ -35,9 +98,8 @@ inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t s
                                      bool backward) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
-  auto backend = rb::attn::make_host_backend();
-  auto transport = rb::ring::make_mpi_transport(ring);
-  rb::ring::RingAttention ra(p, *backend, *transport, backward);
+  RingSetup setup(p, ring, backward);
+  rb::ring::RingAttention& ra = *setup.ring;
   using rb::ring::Tensor;
   const auto q = rb::ring::make_shard(p, rank, seed, Tensor::Q);
   const auto k = rb::ring::make_shard(p, rank, seed, Tensor::K);
@@ -46,27 +108,16 @@ inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t s
   ra.load_inputs(q.data(), k.data(), v.data(), g.data());
   ra.forward();
   if (backward) ra.backward();
-  rb::ring::RingResult r;
-  const std::size_t n = static_cast<std::size_t>(p.shard_elements());
-  r.out.resize(n);
-  r.lse.resize(static_cast<std::size_t>(p.batch * p.heads * p.local_rows()));
-  ra.read_output(r.out.data(), r.lse.data());
-  if (backward) {
-    r.dq.resize(n);
-    r.dk.resize(n);
-    r.dv.resize(n);
-    ra.read_gradients(r.dq.data(), r.dk.data(), r.dv.data());
-  }
-  return r;
+  return ra.result();
 }
 
 inline CaseResult run_case(const rb::ring::Problem& p, std::uint64_t seed, MPI_Comm ring,
-                           bool backward) {
+                           bool backward, const rb::ring::ParityOptions& opt = {}) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
   CaseResult c;
   c.result = run_ring(p, seed, ring, backward);
-  c.parity = rb::ring::check_parity(p, seed, rank, ring, c.result, backward);
+  c.parity = rb::ring::check_parity(p, seed, rank, ring, c.result, backward, opt);
   return c;
 }
 

@@ -2,6 +2,8 @@
 // the single-rank double-precision reference: every layout, causal and not, several dilation
 // combinations (segments spanning ranks included), forward and backward; a finite-difference
 // check of the gradients; and concurrent rings when the ring is smaller than the world.
+// Built twice from this file: on the host path (test_ring_mpi) and, in CUDA builds, on the
+// GPU path with the NCCL transport (test_ring_mpi_gpu, label gpu; see ring_case.hpp).
 #include <doctest/doctest.h>
 #include <mpi.h>
 
@@ -35,8 +37,9 @@ double worst(double e, MPI_Comm comm) {
   return w;
 }
 
-void check_case(const Problem& p, std::uint64_t seed, MPI_Comm ring, double tol = 2e-5) {
+void check_case(const Problem& p, std::uint64_t seed, MPI_Comm ring) {
   CAPTURE(rbtest::describe(p));
+  const double tol = rbtest::tolerance(p.dtype);
   const rbtest::CaseResult c = rbtest::run_case(p, seed, ring, true);
   // Errors are collective: every rank of the ring reports the same verdict.
   CHECK(worst(c.parity.out.max_rel, ring) < tol);
@@ -60,75 +63,52 @@ std::vector<std::vector<Branch>> dilation_sets(std::int64_t S) {
 }  // namespace
 
 TEST_CASE("ring equals the reference: every layout, causal or not, dilation combinations") {
+  if (!rbtest::path_usable()) return;
   const int R = world_size();
   const std::int64_t S = R == 3 ? 48 : 64;  // divisible by 2R and by every segment below
   for (Layout layout : {Layout::Contiguous, Layout::Zigzag, Layout::Striped})
     for (bool causal : {false, true})
       for (const auto& branches : dilation_sets(S)) {
-        Problem p;
+        Problem p = rbtest::problem(R, S, 3, 8, layout, causal);
         p.batch = 2;
-        p.heads = 3;
-        p.head_dim = 8;
-        p.seq_len = S;
-        p.ring_size = R;
-        p.layout = layout;
-        p.causal = causal;
         p.branches = branches;
         check_case(p, 11, MPI_COMM_WORLD);
       }
 }
 
 TEST_CASE("segments spanning ranks: S=64, w=32 (S=96, w=48 at R=3) at every ring size") {
+  if (!rbtest::path_usable()) return;
   const int R = world_size();
   const std::int64_t S = R == 3 ? 96 : 64;
   for (Layout layout : {Layout::Contiguous, Layout::Zigzag, Layout::Striped}) {
-    Problem p;
-    p.batch = 1;
-    p.heads = 4;
-    p.head_dim = 16;
-    p.seq_len = S;
-    p.ring_size = R;
-    p.layout = layout;
-    p.causal = layout != Layout::Contiguous;
+    Problem p = rbtest::problem(R, S, 4, 16, layout, layout != Layout::Contiguous);
     p.branches = {{S / 2, 1}, {S / 2, 4}, {S, 8}};
     check_case(p, 5, MPI_COMM_WORLD);
   }
 }
 
-TEST_CASE("bf16 and fp16 storage: fp32 compute matches the reference on the rounded inputs") {
+TEST_CASE("bf16 and fp16 storage match the reference on the rounded inputs") {
+  if (!rbtest::path_usable()) return;
   const int R = world_size();
   for (auto dt : {rb::attn::DType::BF16, rb::attn::DType::F16}) {
-    Problem p;
-    p.heads = 2;
-    p.head_dim = 16;
-    p.seq_len = 16 * R;
-    p.ring_size = R;
-    p.layout = Layout::Zigzag;
-    p.causal = true;
+    Problem p = rbtest::problem(R, 16 * R, 2, 16, Layout::Zigzag, true);
     p.dtype = dt;
     check_case(p, 3, MPI_COMM_WORLD);
   }
 }
 
 TEST_CASE("finite differences of the ring forward agree with the ring backward") {
+  if (!rbtest::path_usable()) return;
   const int R = world_size(), rank = world_rank();
-  Problem p;
-  p.batch = 1;
-  p.heads = 2;
-  p.head_dim = 8;
-  p.seq_len = 8 * R;
-  p.ring_size = R;
-  p.layout = Layout::Zigzag;
-  p.causal = true;
+  Problem p = rbtest::problem(R, 8 * R, 2, 8, Layout::Zigzag, true);
   p.branches = {{p.seq_len / 2, 2}, {p.seq_len, 1}};
   const std::uint64_t seed = 21;
   using rb::ring::Tensor;
   std::vector<std::vector<unsigned char>> in;
   for (Tensor t : {Tensor::Q, Tensor::K, Tensor::V, Tensor::dO})
     in.push_back(rb::ring::make_shard(p, rank, seed, t));
-  auto backend = rb::attn::make_host_backend();
-  auto transport = rb::ring::make_mpi_transport(MPI_COMM_WORLD);
-  rb::ring::RingAttention ra(p, *backend, *transport, true);
+  rbtest::RingSetup setup(p, MPI_COMM_WORLD, true);
+  rb::ring::RingAttention& ra = *setup.ring;
   const std::size_t n = static_cast<std::size_t>(p.shard_elements());
   std::vector<float> out(n), lse(static_cast<std::size_t>(p.heads * p.local_rows())), dq(n), dk(n), dv(n);
   // loss = sum over every rank of sum(O * dO), accumulated in double
@@ -173,18 +153,13 @@ TEST_CASE("finite differences of the ring forward agree with the ring backward")
 }
 
 TEST_CASE("ring size smaller than the world: independent concurrent rings") {
+  if (!rbtest::path_usable()) return;
   const int world = world_size(), rank = world_rank();
   for (int R = 1; R <= world; ++R) {
     if (world % R != 0 || R == world) continue;
     MPI_Comm ring;
     MPI_Comm_split(MPI_COMM_WORLD, rank / R, rank % R, &ring);
-    Problem p;
-    p.heads = 2;
-    p.head_dim = 8;
-    p.seq_len = 32;
-    p.ring_size = R;
-    p.layout = Layout::Zigzag;
-    p.causal = true;
+    Problem p = rbtest::problem(R, 32, 2, 8, Layout::Zigzag, true);
     p.branches = {{16, 2}, {32, 1}};
     // Different rings get different data; each must match its own reference.
     check_case(p, 100 + static_cast<std::uint64_t>(rank / R), ring);
