@@ -2,7 +2,8 @@
 # The script launches mpirun itself (it checks per-rank exit codes and output), so these
 # are plain CTest entries rather than ringbench_add_test ones.
 if(RINGBENCH_PYTHON)
-  foreach(check small_np1 small_np2 small_np4 bad_configs dry_run force interrupted)
+  foreach(check small_np1 small_np2 small_np4 bad_configs dry_run force interrupted help
+                simulated_layout)
     add_test(NAME e2e_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/e2e_checks.py ${check}
                      --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}

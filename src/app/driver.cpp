@@ -249,7 +249,7 @@ void print_header(const Validated& v, const CommandLine& cli, const RankLayout& 
              to_string(v.config.binding.policy), MpiEnvironment::thread_level_name(mpi_thread_level));
   std::string libraries;
   for (const auto& [name, text] : library_versions())
-    libraries += fmt::format("{}{} {}", libraries.empty() ? "" : ", ", name, text);
+    libraries += fmt::format("{}{} {}", libraries.empty() ? "" : "; ", name, text);
   fmt::print("libraries: {}\n", libraries);
   const std::size_t shown = std::min<std::size_t>(lines.size(), 16);
   for (std::size_t i = 0; i < shown; ++i) fmt::print("  {}\n", lines[i]);

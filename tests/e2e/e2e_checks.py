@@ -47,6 +47,7 @@ def mpirun(args, ranks, cmd, timeout=300, per_rank_exit_dir=None, env=None):
 
 
 def every_dataset_documented(f):
+    """Names of datasets lacking units, description or a role of 'key' or 'metric'."""
     missing = []
 
     def visit(name, obj):
@@ -54,8 +55,53 @@ def every_dataset_documented(f):
             for key in ("units", "description"):
                 if key not in obj.attrs or not str(obj.attrs[key]):
                     missing.append(f"{name}@{key}")
+            if obj.attrs.get("role") not in ("key", "metric"):
+                missing.append(f"{name}@role")
     f.visititems(visit)
     return missing
+
+
+def points_table_problems(f, ranks):
+    """Schema v2: in every group with a points/ subgroup, keys are [P] with role key and the
+    group's own datasets are [world, P, ...] with role metric (P = the group's 'points')."""
+    problems = []
+
+    def visit(name, obj):
+        if not isinstance(obj, h5py.Group) or "points" not in obj or not isinstance(obj["points"], h5py.Group):
+            return
+        if "points" not in obj.attrs:
+            problems.append(f"{name}: no 'points' attribute")
+            return
+        n = int(obj.attrs["points"])
+        for key, ds in obj["points"].items():
+            if ds.shape != (n,) or ds.attrs.get("role") != "key":
+                problems.append(f"{name}/points/{key}: shape {ds.shape} role {ds.attrs.get('role')}")
+        for metric, ds in obj.items():
+            if isinstance(ds, h5py.Dataset) and (ds.shape[:2] != (ranks, n) or ds.attrs.get("role") != "metric"):
+                problems.append(f"{name}/{metric}: shape {ds.shape} role {ds.attrs.get('role')}")
+    f.visititems(visit)
+    return problems
+
+
+def check_provenance(f, ranks):
+    run = f["run"].attrs
+    check(int(run.get("schema_version", 0)) == 2, "/run schema_version is 2")
+    libs = f["run/libraries"].attrs if "run/libraries" in f else {}
+    for lib in ("mpi", "hdf5", "hwloc", "kokkos"):
+        check(str(libs.get(lib, "")) != "", f"/run/libraries has {lib}")
+    check("run/environment" in f, "/run/environment is recorded")
+    if "run/environment" in f:
+        env = f["run/environment"].attrs
+        check(all(k.startswith(("NCCL_", "CUDA_", "RINGBENCH_", "OMPI_", "UCX_", "OMP_", "KOKKOS_", "SLURM_"))
+                  for k in env), f"only result-changing variables recorded: {list(env)[:8]}")
+    ranks_grp = f["ranks"]
+    for col in ("sm_clock_max_hz", "sm_clock_hz", "sm_clock_note"):
+        check(col in ranks_grp and ranks_grp[col].shape == (ranks,), f"/ranks/{col} has {ranks} rows")
+    if "sm_clock_hz" in ranks_grp:
+        check(ranks_grp["sm_clock_hz"].attrs.get("role") == "metric", "clocks are metrics")
+        host = ranks_grp["gpu_index"][()] < 0
+        check(np.all(np.isnan(ranks_grp["sm_clock_hz"][()][host])), "no GPU: the clock is NaN, not 0")
+    check(ranks_grp["hostname"].attrs.get("role") == "key", "/ranks/hostname is a key")
 
 
 def check_run_file(path, ranks, config_path, expect_status="complete"):
@@ -79,8 +125,12 @@ def check_run_file(path, ranks, config_path, expect_status="complete"):
             check(col in ranks_grp and ranks_grp[col].shape == (ranks,), f"/ranks/{col} has {ranks} rows")
         hosts = ranks_grp["hostname"].asstr()[()]
         check(all(h for h in hosts), "every rank has a hostname")
+        check_provenance(f, ranks)
         missing = every_dataset_documented(f)
-        check(not missing, f"every dataset has units and description (missing: {missing[:5]})")
+        check(not missing, f"every dataset has units, description and role (missing: {missing[:5]})")
+        if expect_status != "running":
+            problems = points_table_problems(f, ranks)
+            check(not problems, f"points tables follow schema v2: {problems[:5]}")
         return {name: dict(g.attrs) for name, g in f["sweeps"].items()} if "sweeps" in f else {}
 
 
@@ -127,12 +177,12 @@ def check_small(args, ranks):
             check(sweeps[name].get("status") == "complete", f"sweep {name} status complete")
     with h5py.File(out, "r") as f:
         pp = [g for g in f["sweeps"].values() if g.attrs.get("type") == "host_pingpong"]
-        for g in pp:
-            t = g["one_way_time"][()]
-            sizes = g["message_size"][()]
-            check(t.shape[0] == ranks and t.shape[1] == len(sizes), "one_way_time is [rank, size, iter]")
+        for g in pp:  # docs: src/sweeps/host_pingpong.cpp's points table
+            t = g["one_way_time_s"][()]
+            sizes = g["points/message_size_bytes"][()]
+            check(t.shape[0] == ranks and t.shape[1] == len(sizes), "one_way_time_s is [rank, point, iter]")
             check(np.all(t > 0), "every ping-pong time is positive")
-            check(np.all(g["corrupt_echoes"][()] == 0), "no corrupted echoes")
+            check(np.all(g["corrupt_echo"][()] == 0), "no corrupted echoes")
 
 
 BAD_CONFIGS = {
@@ -201,6 +251,43 @@ def check_dry_run(args):
             check(not os.path.exists(os.path.join(work, "l.h5")), "and writes nothing")
 
 
+def check_help(args):
+    r = subprocess.run([args.ringbench, "--help"], capture_output=True, text=True)
+    check(r.returncode == 0, "--help exits 0")
+    check(r.stdout.startswith("usage: ringbench"), f"--help starts with the usage: {r.stdout[:200]!r}")
+    for what in ("--ranks-per-node", "Sweep types:", "host_pingpong", "Kernel paths"):
+        check(what in r.stdout, f"--help mentions {what}")
+    r = subprocess.run([args.ringbench, "--version"], capture_output=True, text=True)
+    check(r.returncode == 0 and r.stdout.startswith("ringbench ") and "hdf5:" in r.stdout,
+          f"--version names the libraries: {r.stdout[:300]!r}")
+    r = mpirun(args, 2, [args.ringbench, "x.yaml", "--placement", "cyclic"])
+    check(r.returncode == 2 and "--ranks-per-node" in r.stderr, f"--placement alone is a usage error: {r.stderr[-300:]}")
+
+
+def check_simulated_layout(args):
+    """--ranks-per-node 2 on 4 ranks: block puts ranks 0,1 on node 0; cyclic puts 0,2 there."""
+    config = os.path.join(args.source, "inputs", "small.yaml")
+    expected = {"block": [0, 0, 1, 1], "cyclic": [0, 1, 0, 1]}
+    for placement, nodes in expected.items():
+        out = os.path.join(args.workdir, f"layout_{placement}.h5")
+        r = mpirun(args, 4, [args.ringbench, config, "--output", out, "--only", "host_pingpong",
+                             "--ranks-per-node", "2", "--placement", placement])
+        check(r.returncode == 0, f"{placement}: exits 0: {r.stderr[-400:]}")
+        check(f"2 ranks per node, {placement} placement" in r.stdout, f"{placement}: the header says so")
+        if not os.path.exists(out):
+            continue
+        with h5py.File(out, "r") as f:
+            check(list(f["ranks/node_index"][()]) == nodes, f"{placement}: node_index {nodes}")
+            check(int(f["run"].attrs["node_count"]) == 2, f"{placement}: two nodes")
+            check(int(f["run"].attrs["simulated_ranks_per_node"]) == 2, f"{placement}: recorded K")
+            check(f["run"].attrs["simulated_placement"] == placement, f"{placement}: recorded placement")
+    # The environment form, for test binaries; the command line is not needed.
+    r = mpirun(args, 4, [args.ringbench, config, "--dry-run"],
+               env={"RINGBENCH_RANKS_PER_NODE": "2", "RINGBENCH_PLACEMENT": "cyclic"})
+    check(r.returncode == 0 and "nodes 2 (simulated: 2 ranks per node, cyclic placement)" in r.stdout,
+          f"RINGBENCH_RANKS_PER_NODE/RINGBENCH_PLACEMENT simulate too: {r.stdout[:400]}")
+
+
 def sha(path):
     return hashlib.sha256(open(path, "rb").read()).hexdigest()
 
@@ -247,7 +334,7 @@ def check_interrupted(args):
     sweeps = check_run_file(out, 2, config, expect_status="running")
     check(sweeps.get("first", {}).get("status") == "complete", "the completed sweep is readable and complete")
     with h5py.File(out, "r") as f:
-        check(f["sweeps/first/one_way_time"].shape[0] == 2, "its data is readable")
+        check(f["sweeps/first/one_way_time_s"].shape[0] == 2, "its data is readable")
 
 
 def main():
@@ -268,6 +355,8 @@ def main():
         "dry_run": lambda: check_dry_run(args),
         "force": lambda: check_force(args),
         "interrupted": lambda: check_interrupted(args),
+        "help": lambda: check_help(args),
+        "simulated_layout": lambda: check_simulated_layout(args),
     }
     checks[args.check]()
     if FAILURES:
