@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "config/bytes.hpp"
+#include "metrics/table.hpp"
 #include "profiling/cost_model.hpp"
 #include "profiling/groups.hpp"
 #include "profiling/timing.hpp"
@@ -331,65 +333,19 @@ struct PointDef {
   bool in_place;
 };
 
-std::string size_text(std::uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (u < 4 && b >= 1024 && b % 1024 == 0) {
-    b /= 1024;
-    ++u;
-  }
-  return std::to_string(b) + " " + units[u];
-}
-
 std::string point_label(const CollParams& p, const PointDef& d) {
   return std::string(coll::op_name(d.op)) + " group " + p.groups[d.group].label() + " " +
-         prof::dtype_name(d.dtype) + " " + size_text(d.requested) +
+         prof::dtype_name(d.dtype) + " " + format_bytes(static_cast<double>(d.requested)) +
          (d.in_place ? " in-place" : " out-of-place");
 }
 
-// Per-point results of this rank, in point order.
-struct Results {
-  std::vector<double> rank_time, group_time, rank_algbw, rank_busbw, iter_time;
-  std::vector<std::int64_t> group_id, group_size, group_rank, wrong, bytes, count;
-  // shared (same on every rank)
-  std::vector<double> time, algbw, busbw;
-  std::vector<std::int64_t> wrong_total;
-};
-
-class Collectives final : public Sweep {
- public:
-  Collectives(CollParams p, int world) : p_(std::move(p)), world_(world) {
-    for (Op op : p_.ops)
-      for (std::size_t g = 0; g < p_.groups.size(); ++g)
-        for (prof::DType t : p_.dtypes)
-          for (std::uint64_t s : p_.sizes)
-            for (bool ip : p_.in_place)
-              if (!ip || coll::supports_in_place(op)) points_.push_back({op, g, t, s, ip});
-  }
-  std::string type() const override { return "collectives"; }
-
-  std::vector<std::string> plan() const override {
-    std::vector<std::string> lines;
-    for (const auto& d : points_)
-      lines.push_back(point_label(p_, d) + ", " + std::to_string(p_.warmup) + " warmup + " +
-                      std::to_string(p_.iterations) + " timed iterations" +
-                      (p_.check ? ", data checked" : ""));
-    return lines;
-  }
-
-  std::uint64_t estimated_output_bytes() const override {
-    // per point: iteration times and ~12 scalars per rank, ~16 shared values, the model's raw point
-    return static_cast<std::uint64_t>(points_.size()) * 8u *
-               (static_cast<std::uint64_t>(world_) * static_cast<std::uint64_t>(p_.iterations + 12) + 20u) +
-           65536u;
-  }
-
-  SweepOutcome run(RunContext& ctx, h5::Group& out) override;
-
- private:
-  CollParams p_;
-  int world_;
-  std::vector<PointDef> points_;
+// What this rank measured at one point.
+struct Measured {
+  double time = 0;        // this rank's batch average
+  double group_time = 0;  // slowest rank of its group
+  std::vector<double> iterations;
+  std::int64_t wrong = -1;
+  coll::Sizes sizes;
 };
 
 // The buffers and transport of one run; allocated once at the largest size.
@@ -441,11 +397,6 @@ struct Engine {
   }
 };
 
-}  // namespace
-}  // namespace rb
-
-namespace rb {
-namespace {
 
 // Zeroes the output side and writes this rank's input, at the unshifted buffers.
 void prepare(Engine& e, const coll::Call& c) {
@@ -473,277 +424,330 @@ std::int64_t check_output(Engine& e, const coll::Call& c) {
   return static_cast<std::int64_t>(coll::count_mismatches_host(r, c.dtype));
 }
 
-}  // namespace
+// Per-call times of `n` calls: device events on the GPU, the host clock around each blocking
+// call on the host.
+std::vector<double> iteration_times(Engine& e, const coll::Call& c, std::size_t n, std::size_t group_index,
+                                    MPI_Comm comm) {
+  std::vector<double> s(n);
+#ifdef RINGBENCH_HAVE_CUDA
+  if (e.transport == Transport::Nccl) {
+    prof::cuda::EventTimeline tl(n + 1, e.stream->get());
+    tl.mark(0);
+    for (std::size_t it = 0; it < n; ++it) {
+      e.launch(c, it, group_index, comm);
+      tl.mark(it + 1);
+    }
+    e.sync();
+    for (std::size_t it = 0; it < n; ++it) s[it] = tl.seconds(it, it + 1);
+    return s;
+  }
+#endif
+  for (std::size_t it = 0; it < n; ++it) {
+    const double a = prof::now_s();
+    e.launch(c, it, group_index, comm);
+    s[it] = prof::now_s() - a;
+  }
+  return s;
+}
 
-SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
-  const int world_rank = ctx.layout.rank;
+Engine make_engine(RunContext& ctx, const std::vector<groups::Group>& gs, std::size_t alloc) {
   Engine e;
   e.transport = ctx.backend == Backend::Cuda ? Transport::Nccl : Transport::Mpi;
-  e.alloc = std::max<std::size_t>(static_cast<std::size_t>(p_.max_bytes), 64);
-
-  // Groups of every requested kind; each rank is in one group per kind.
-  std::vector<groups::Group> gs;
-  for (const auto& spec : p_.groups) gs.push_back(groups::make_group(spec, ctx.world, ctx.layout));
-
+  e.alloc = alloc;
   if (e.transport == Transport::Mpi) {
     e.host_send = prof::HostBuffer(e.alloc);
     e.host_recv = prof::HostBuffer(e.alloc);
-  } else {
+    return e;
+  }
 #ifdef RINGBENCH_HAVE_CUDA
-    if (!ctx.gpu) throw std::runtime_error("collectives: the cuda backend has no GPU context");
-    e.dev_send = prof::cuda::DeviceBuffer(e.alloc);
-    e.dev_recv = prof::cuda::DeviceBuffer(e.alloc);
-    e.stream = std::make_unique<prof::cuda::Stream>();
-    // The world group reuses the driver's communicator; the others get their own, built
-    // from the group's MPI communicator (all groups of a kind initialise concurrently).
-    e.nccl.reserve(gs.size());
-    for (const auto& g : gs)
-      e.nccl.push_back(g.spec.kind == groups::Kind::World ? NcclComm() : NcclComm(g.get()));
-    for (std::size_t i = 0; i < gs.size(); ++i)
-      e.nccl_raw.push_back(gs[i].spec.kind == groups::Kind::World ? ctx.gpu->world.raw()
-                                                                  : e.nccl[i].raw());
+  if (!ctx.gpu) throw std::runtime_error("collectives: the cuda backend has no GPU context");
+  e.dev_send = prof::cuda::DeviceBuffer(e.alloc);
+  e.dev_recv = prof::cuda::DeviceBuffer(e.alloc);
+  e.stream = std::make_unique<prof::cuda::Stream>();
+  // The world group reuses the driver's communicator; the others get their own, built
+  // from the group's MPI communicator (all groups of a kind initialise concurrently).
+  e.nccl.reserve(gs.size());
+  for (const auto& g : gs)
+    e.nccl.push_back(g.spec.kind == groups::Kind::World ? NcclComm() : NcclComm(g.get()));
+  for (std::size_t i = 0; i < gs.size(); ++i)
+    e.nccl_raw.push_back(gs[i].spec.kind == groups::Kind::World ? ctx.gpu->world.raw()
+                                                                : e.nccl[i].raw());
+  return e;
 #else
-    throw std::runtime_error("collectives: the cuda backend needs a build with CUDA and NCCL");
+  (void)gs;
+  throw std::runtime_error("collectives: the cuda backend needs a build with CUDA and NCCL");
 #endif
+}
+
+class Collectives final : public Sweep {
+ public:
+  Collectives(CollParams p, int world) : p_(std::move(p)), world_(world) {
+    for (Op op : p_.ops)
+      for (std::size_t g = 0; g < p_.groups.size(); ++g)
+        for (prof::DType t : p_.dtypes)
+          for (std::uint64_t s : p_.sizes)
+            for (bool ip : p_.in_place)
+              if (!ip || coll::supports_in_place(op)) points_.push_back({op, g, t, s, ip});
+  }
+  std::string type() const override { return "collectives"; }
+
+  std::vector<std::string> plan() const override {
+    std::vector<std::string> lines;
+    for (const auto& d : points_)
+      lines.push_back(point_label(p_, d) + ", " + std::to_string(p_.warmup) + " warmup + " +
+                      std::to_string(p_.iterations) + " timed iterations" +
+                      (p_.check ? ", data checked" : ""));
+    return lines;
   }
 
-  const std::size_t P = points_.size();
+  std::uint64_t estimated_output_bytes() const override {
+    // per point and rank: the iteration times and ~10 scalars; the model's rows
+    return static_cast<std::uint64_t>(points_.size()) * 8u *
+               (static_cast<std::uint64_t>(world_) * static_cast<std::uint64_t>(p_.iterations + 10) + 8u) +
+           65536u;
+  }
+
+  SweepOutcome run(RunContext& ctx, h5::Group& out) override;
+
+ private:
+  Measured measure(RunContext& ctx, Engine& e, const groups::Group& g, const PointDef& d) const;
+  h5::PointsTable point_table() const;
+  void record(h5::PointsTable& t, std::size_t pi, const groups::Group& g, const Measured& m) const;
+  void write_attributes(h5::Group& out, Transport transport) const;
+  void fit_model(RunContext& ctx, h5::Group& out, Transport transport,
+                 const std::vector<double>& time, const std::vector<std::int64_t>& bytes,
+                 const std::vector<std::int64_t>& group_size) const;
+
+  CollParams p_;
+  int world_;
+  std::vector<PointDef> points_;
+};
+
+// One point: warmup, nccl-tests' batch timing, a per-iteration timing loop and the data check.
+Measured Collectives::measure(RunContext& ctx, Engine& e, const groups::Group& g,
+                              const PointDef& d) const {
+  coll::Call c;
+  c.op = d.op;
+  c.dtype = d.dtype;
+  c.in_place = d.in_place;
+  c.sizes = coll::sizes_for(d.op, static_cast<std::size_t>(d.requested), prof::dtype_size(d.dtype), g.size);
+  c.send = e.send();
+  c.recv = e.recv();
+  c.rank = g.rank;
+  c.nranks = g.size;
+  c.root = p_.root % g.size;
+
+  prepare(e, c);
+  for (std::int64_t w = 0; w < p_.warmup; ++w) e.launch(c, static_cast<std::size_t>(w), d.group, g.get());
+  e.sync();
+
+  // nccl-tests' timing: all ranks (all groups) start together after a barrier, launch the
+  // iterations back to back, wait for the stream once; time = elapsed / iterations.
   const std::size_t I = static_cast<std::size_t>(p_.iterations);
-  Results R;
-  R.iter_time.assign(P * I, 0.0);
-  ProgressReporter& progress = ctx.progress;
-  bool data_ok = true;
-  std::string failure;
-  for (std::size_t pi = 0; pi < P; ++pi) {
-    const PointDef& d = points_[pi];
-    const groups::Group& g = gs[d.group];
-    progress.point_started(pi, point_label(p_, d));
-    coll::Call c;
-    c.op = d.op;
-    c.dtype = d.dtype;
-    c.in_place = d.in_place;
-    c.sizes = coll::sizes_for(d.op, static_cast<std::size_t>(d.requested), prof::dtype_size(d.dtype), g.size);
-    c.send = e.send();
-    c.recv = e.recv();
-    c.rank = g.rank;
-    c.nranks = g.size;
-    c.root = p_.root % g.size;
+  Measured m;
+  m.sizes = c.sizes;
+  RB_MPI_CHECK(MPI_Barrier(ctx.world));
+  const double t0 = prof::now_s();
+  for (std::size_t it = 0; it < I; ++it) e.launch(c, it, d.group, g.get());
+  e.sync();
+  m.time = (prof::now_s() - t0) / static_cast<double>(I);
 
+  // A second, separately timed loop for per-iteration times.
+  RB_MPI_CHECK(MPI_Barrier(ctx.world));
+  m.iterations = iteration_times(e, c, I, d.group, g.get());
+
+  if (p_.check) {
     prepare(e, c);
-    for (std::int64_t w = 0; w < p_.warmup; ++w) e.launch(c, static_cast<std::size_t>(w), d.group, g.get());
+    e.launch(c, 0, d.group, g.get());
     e.sync();
-
-    // nccl-tests' timing: all ranks (all groups) start together after a barrier, launch the
-    // iterations back to back, wait for the stream once; time = elapsed / iterations.
-    RB_MPI_CHECK(MPI_Barrier(ctx.world));
-    const double t0 = prof::now_s();
-    for (std::size_t it = 0; it < I; ++it) e.launch(c, it, d.group, g.get());
-    e.sync();
-    const double batch = (prof::now_s() - t0) / static_cast<double>(I);
-
-    // A second, separately timed loop for per-iteration times (device events on the GPU,
-    // host clock around each blocking call on the host).
-    RB_MPI_CHECK(MPI_Barrier(ctx.world));
-    double* iters = &R.iter_time[pi * I];
-#ifdef RINGBENCH_HAVE_CUDA
-    if (e.transport == Transport::Nccl) {
-      prof::cuda::EventTimeline tl(I + 1, e.stream->get());
-      tl.mark(0);
-      for (std::size_t it = 0; it < I; ++it) {
-        e.launch(c, it, d.group, g.get());
-        tl.mark(it + 1);
-      }
-      e.sync();
-      for (std::size_t it = 0; it < I; ++it) iters[it] = tl.seconds(it, it + 1);
-    }
-#endif
-    if (e.transport == Transport::Mpi) {
-      for (std::size_t it = 0; it < I; ++it) {
-        const double a = prof::now_s();
-        e.launch(c, it, d.group, g.get());
-        iters[it] = prof::now_s() - a;
-      }
-    }
-
-    std::int64_t wrong = -1;
-    if (p_.check) {
-      prepare(e, c);
-      e.launch(c, 0, d.group, g.get());
-      e.sync();
-      wrong = check_output(e, c);
-    }
-
-    // The slowest rank's time sets the bandwidth: per group (MPI_MAX over the group) for the
-    // per-rank figures, and the slowest group for the shared ones.
-    const double group_time = prof::allreduce_double(batch, MPI_MAX, g.get());
-    const double world_time = prof::allreduce_double(batch, MPI_MAX, ctx.world);
-    const double galg = coll::algbw(c.sizes.bytes, group_time);
-    const double gbus = galg * coll::busbw_factor(d.op, g.size);
-    std::int64_t wrong_sum = 0;
-    RB_MPI_CHECK(MPI_Allreduce(&wrong, &wrong_sum, 1, MPI_INT64_T, MPI_SUM, ctx.world));
-    if (!p_.check) wrong_sum = -1;
-    if (wrong_sum > 0 && data_ok) {
-      data_ok = false;
-      failure = point_label(p_, d) + ": " + std::to_string(wrong_sum) +
-                " wrong elements over all ranks (data check)";
-    }
-    R.rank_time.push_back(batch);
-    R.group_time.push_back(group_time);
-    R.rank_algbw.push_back(galg);
-    R.rank_busbw.push_back(gbus);
-    R.group_id.push_back(g.id);
-    R.group_size.push_back(g.size);
-    R.group_rank.push_back(g.rank);
-    R.wrong.push_back(wrong);
-    R.bytes.push_back(static_cast<std::int64_t>(c.sizes.bytes));
-    R.count.push_back(static_cast<std::int64_t>(c.sizes.count));
-    R.time.push_back(world_time);
-    R.algbw.push_back(prof::allreduce_double(galg, MPI_MIN, ctx.world));
-    R.busbw.push_back(prof::allreduce_double(gbus, MPI_MIN, ctx.world));
-    R.wrong_total.push_back(wrong_sum);
+    m.wrong = check_output(e, c);
   }
+  // The slowest rank of the group sets the group's bandwidth.
+  m.group_time = prof::allreduce_double(m.time, MPI_MAX, g.get());
+  return m;
+}
 
-  // Shared sizes: the largest over ranks (groups of one kind can differ in size on uneven nodes).
-  std::vector<std::int64_t> bytes_max(P), gsize_max(P);
-  RB_MPI_CHECK(MPI_Allreduce(R.bytes.data(), bytes_max.data(), static_cast<int>(P), MPI_INT64_T, MPI_MAX, ctx.world));
-  RB_MPI_CHECK(MPI_Allreduce(R.group_size.data(), gsize_max.data(), static_cast<int>(P), MPI_INT64_T, MPI_MAX, ctx.world));
-
-  // ---- output ----
-  std::vector<std::string> op_s, group_s, dtype_s;
-  std::vector<std::int64_t> in_place_v, requested_v;
+h5::PointsTable Collectives::point_table() const {
+  const std::size_t P = points_.size();
+  h5::PointsTable t(P);
+  std::vector<std::string> op, group, dtype;
+  std::vector<std::int64_t> in_place, size;
   for (const auto& d : points_) {
-    op_s.push_back(coll::op_name(d.op));
-    group_s.push_back(p_.groups[d.group].label());
-    dtype_s.push_back(prof::dtype_name(d.dtype));
-    in_place_v.push_back(d.in_place ? 1 : 0);
-    requested_v.push_back(static_cast<std::int64_t>(d.requested));
+    op.push_back(coll::op_name(d.op));
+    group.push_back(p_.groups[d.group].label());
+    dtype.push_back(prof::dtype_name(d.dtype));
+    in_place.push_back(d.in_place ? 1 : 0);
+    size.push_back(static_cast<std::int64_t>(d.requested));
   }
-  out.attr("transport", coll::transport_name(e.transport));
+  t.key("operation", op, {"1", "collective operation"});
+  t.key("group", group, {"1", "group kind: world, intra_node, inter_node or a group size"});
+  t.key("dtype", dtype, {"1", "element type"});
+  t.key("in_place", in_place, {"1", "1 when the operation ran in place"});
+  t.key("message_size_bytes", size, {"B", "message size requested (min_bytes * factor^k)"});
+  t.metric("time_s", {"s", "this rank's batch average time per operation"});
+  t.metric("group_time_s", {"s", "slowest rank of this rank's group (its batch average)"});
+  t.metric("algbw_Bps", {"B/s", "size_bytes / group_time_s of this rank's group"});
+  t.metric("busbw_Bps", {"B/s", "algbw_Bps x the nccl-tests bus factor for this rank's group size"});
+  t.int_metric("group_id", {"1", "id of this rank's group (node index for intra_node, local rank for inter_node, block index for sizes, 0 for world)"});
+  t.int_metric("group_size", {"1", "ranks in this rank's group"});
+  t.int_metric("group_rank", {"1", "this rank's rank within its group"});
+  t.int_metric("size_bytes", {"B", "size as nccl-tests reports it at this rank's group size (max of send and receive bytes per rank); algbw = size / time"});
+  t.int_metric("count", {"1", "count argument of the call (elements; per rank / per peer for all_gather, reduce_scatter, all_to_all)"});
+  t.int_metric("wrong_elements", {"1", "output elements of this rank that failed the data check; -1 when not checked"});
+  t.metric("iteration_time_s", {"s", "per-call time of each iteration of the second timed loop"},
+           {static_cast<std::uint64_t>(p_.iterations)});
+  return t;
+}
+
+void Collectives::record(h5::PointsTable& t, std::size_t pi, const groups::Group& g,
+                         const Measured& m) const {
+  const double algbw = coll::algbw(m.sizes.bytes, m.group_time);
+  t.set("time_s", pi, m.time);
+  t.set("group_time_s", pi, m.group_time);
+  t.set("algbw_Bps", pi, algbw);
+  t.set("busbw_Bps", pi, algbw * coll::busbw_factor(points_[pi].op, g.size));
+  t.set_int("group_id", pi, g.id);
+  t.set_int("group_size", pi, g.size);
+  t.set_int("group_rank", pi, g.rank);
+  t.set_int("size_bytes", pi, static_cast<std::int64_t>(m.sizes.bytes));
+  t.set_int("count", pi, static_cast<std::int64_t>(m.sizes.count));
+  t.set_int("wrong_elements", pi, m.wrong);
+  t.set("iteration_time_s", pi, m.iterations);
+}
+
+void Collectives::write_attributes(h5::Group& out, Transport transport) const {
+  out.attr("transport", coll::transport_name(transport));
   out.attr("warmup", p_.warmup);
   out.attr("iterations", p_.iterations);
   out.attr("check", static_cast<std::int64_t>(p_.check ? 1 : 0));
   out.attr("root", static_cast<std::int64_t>(p_.root));
   out.attr("timing",
            "nccl-tests method: warmup, world barrier, `iterations` back-to-back calls, one "
-           "stream sync; rank_time_s = elapsed / iterations; time_s = max over ranks. "
-           "iteration_time_s comes from a second loop timed per call.");
-  const std::vector<std::uint64_t> dp = {P};
-  out.write_shared_strings("operation", op_s, {"1", "collective operation of each point"});
-  out.write_shared_strings("group", group_s, {"1", "group kind: world, intra_node, inter_node or a group size"});
-  out.write_shared_strings("dtype", dtype_s, {"1", "element type"});
-  out.write_shared("in_place", in_place_v, dp, {"1", "1 when the operation ran in place"});
-  out.write_shared("requested_bytes", requested_v, dp, {"B", "message size requested (min_bytes * factor^k)"});
-  out.write_shared("bytes", bytes_max, dp, {"B", "size as nccl-tests reports it (max of send and receive bytes per rank); algbw = bytes / time"});
-  out.write_shared("group_size", gsize_max, dp, {"1", "ranks per group (largest group)"});
-  out.write_shared("time_s", R.time, dp, {"s", "time of one operation: the slowest rank's batch average"});
-  out.write_shared("algbw_Bps", R.algbw, dp, {"B/s", "bytes / group time, of the slowest group"});
-  out.write_shared("busbw_Bps", R.busbw, dp, {"B/s", "algbw x the nccl-tests bus factor, of the slowest group"});
-  out.write_shared("wrong_elements", R.wrong_total, dp, {"1", "output elements that failed the data check, summed over ranks; -1 when not checked"});
-  out.write_per_rank("rank_time_s", R.rank_time, dp, {"s", "this rank's batch average time per operation"});
-  out.write_per_rank("group_time_s", R.group_time, dp, {"s", "slowest rank of this rank's group"});
-  out.write_per_rank("rank_algbw_Bps", R.rank_algbw, dp, {"B/s", "bytes / group_time_s of this rank's group"});
-  out.write_per_rank("rank_busbw_Bps", R.rank_busbw, dp, {"B/s", "rank_algbw_Bps x bus factor for this rank's group size"});
-  out.write_per_rank("group_id", R.group_id, dp, {"1", "id of this rank's group (node index for intra_node, local rank for inter_node, block index for sizes, 0 for world)"});
-  out.write_per_rank("rank_group_size", R.group_size, dp, {"1", "size of this rank's group"});
-  out.write_per_rank("group_rank", R.group_rank, dp, {"1", "this rank's rank within its group"});
-  out.write_per_rank("rank_bytes", R.bytes, dp, {"B", "reported size at this rank's group size"});
-  out.write_per_rank("count", R.count, dp, {"1", "count argument of the call (elements; per rank / per peer for all_gather, reduce_scatter, all_to_all)"});
-  out.write_per_rank("rank_wrong_elements", R.wrong, dp, {"1", "output elements of this rank that failed the data check; -1 when not checked"});
-  out.write_per_rank("iteration_time_s", R.iter_time, {P, I}, {"s", "per-call time of each iteration of the second timed loop"});
+           "stream sync; time_s = elapsed / iterations on each rank; the point's time is the "
+           "max over ranks. iteration_time_s comes from a second loop timed per call.");
+}
 
-  // ---- the alpha-beta model, one series per (operation, group, dtype, in_place) ----
-  struct Series {
-    std::size_t first_point;
-    std::vector<std::size_t> points;
-  };
-  std::vector<Series> series;
-  std::map<std::tuple<int, std::size_t, int, bool>, std::size_t> index;
+SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
+  // Groups of every requested kind; each rank is in one group per kind.
+  std::vector<groups::Group> gs;
+  for (const auto& spec : p_.groups) gs.push_back(groups::make_group(spec, ctx.world, ctx.layout));
+  Engine e = make_engine(ctx, gs, std::max<std::size_t>(static_cast<std::size_t>(p_.max_bytes), 64));
+
+  const std::size_t P = points_.size();
+  h5::PointsTable table = point_table();
+  std::vector<double> time(P);
+  std::vector<std::int64_t> bytes(P), group_size(P), wrong(P);
   for (std::size_t pi = 0; pi < P; ++pi) {
-    const auto& d = points_[pi];
-    auto key = std::make_tuple(static_cast<int>(d.op), d.group, static_cast<int>(d.dtype), d.in_place);
-    auto it = index.find(key);
-    if (it == index.end()) {
-      it = index.emplace(key, series.size()).first;
-      series.push_back({pi, {}});
-    }
-    series[it->second].points.push_back(pi);
+    const PointDef& d = points_[pi];
+    const groups::Group& g = gs[d.group];
+    ctx.progress.point_started(pi, point_label(p_, d));
+    const Measured m = measure(ctx, e, g, d);
+    record(table, pi, g, m);
+    time[pi] = m.time;
+    bytes[pi] = static_cast<std::int64_t>(m.sizes.bytes);
+    group_size[pi] = g.size;
+    wrong[pi] = std::max<std::int64_t>(m.wrong, 0);
   }
-  const std::size_t S = series.size();
-  std::vector<std::string> m_op, m_group, m_transport, m_dtype;
-  std::vector<std::int64_t> m_in_place, m_gsize, m_npoints, m_offset, raw_series;
-  std::vector<double> m_alpha, m_beta, m_busbeta, m_err, raw_bytes, raw_time;
-  for (std::size_t si = 0; si < S; ++si) {
-    const auto& d = points_[series[si].first_point];
-    std::vector<cost::Point> pts;
-    m_offset.push_back(static_cast<std::int64_t>(raw_bytes.size()));
-    for (std::size_t pi : series[si].points) {
-      raw_bytes.push_back(static_cast<double>(bytes_max[pi]));
-      raw_time.push_back(R.time[pi]);
-      raw_series.push_back(static_cast<std::int64_t>(si));
-      if (bytes_max[pi] > 0) pts.push_back({static_cast<double>(bytes_max[pi]), R.time[pi]});
-    }
-    const cost::Fit f = cost::fit_alpha_beta(pts);
-    const int n = static_cast<int>(gsize_max[series[si].first_point]);
-    m_op.push_back(coll::op_name(d.op));
-    m_group.push_back(p_.groups[d.group].label());
-    m_transport.push_back(coll::transport_name(e.transport));
-    m_dtype.push_back(prof::dtype_name(d.dtype));
-    m_in_place.push_back(d.in_place ? 1 : 0);
-    m_gsize.push_back(n);
-    m_npoints.push_back(static_cast<std::int64_t>(series[si].points.size()));
-    m_alpha.push_back(f.ok ? f.alpha_s : std::nan(""));
-    m_beta.push_back(f.ok ? f.beta_Bps : std::nan(""));
-    m_busbeta.push_back(f.ok ? f.beta_Bps * coll::busbw_factor(d.op, n) : std::nan(""));
-    m_err.push_back(f.ok ? f.rel_rms_error : std::nan(""));
-  }
-  // One line per series on rank 0, like nccl-tests' summary: the largest size's figures.
-  // Groups of one rank (inter_node on a single node) only copy locally: one line says so
-  // instead of bandwidths that describe no link.
-  std::set<std::size_t> single_rank_groups_noted;
-  for (std::size_t si = 0; si < S; ++si) {
-    const std::size_t last = series[si].points.back();
-    const auto& d = points_[last];
-    if (gsize_max[last] < 2) {
-      if (single_rank_groups_noted.insert(d.group).second)
-        progress.note("group " + p_.groups[d.group].label() +
-                      ": every group has one rank, so its operations are local copies and "
-                      "measure no link (its points are kept in the file)");
-      continue;
-    }
-    char line[256];
-    std::snprintf(line, sizeof line, "%s group %s %s %s: %s busbw %.2f GB/s (time %.1f us); fit alpha %.2f us, beta %.2f GB/s, error %.0f%%",
-                  coll::op_name(d.op), p_.groups[d.group].label().c_str(), prof::dtype_name(d.dtype),
-                  d.in_place ? "in-place" : "out-of-place", size_text(d.requested).c_str(), R.busbw[last] / 1e9,
-                  R.time[last] * 1e6, m_alpha[si] * 1e6, m_beta[si] / 1e9, m_err[si] * 100);
-    progress.note(line);
-  }
-  h5::Group model = out.group("model");
-  model.attr("formula", "t(m) = alpha_s + m / beta_Bps; m in bytes as in ../bytes; fit: least squares on relative error (weights 1/t^2)");
-  const std::vector<std::uint64_t> ds = {S};
-  const std::vector<std::uint64_t> dr = {raw_bytes.size()};
-  model.write_shared_strings("operation", m_op, {"1", "operation of each series"});
-  model.write_shared_strings("group", m_group, {"1", "group kind of each series"});
-  model.write_shared_strings("transport", m_transport, {"1", "nccl or mpi"});
-  model.write_shared_strings("dtype", m_dtype, {"1", "element type of each series"});
-  model.write_shared("in_place", m_in_place, ds, {"1", "1 for in-place series"});
-  model.write_shared("group_size", m_gsize, ds, {"1", "ranks per group of the series"});
-  model.write_shared("alpha_s", m_alpha, ds, {"s", "fitted latency (time of a zero-byte operation)"});
-  model.write_shared("beta_Bps", m_beta, ds, {"B/s", "fitted asymptotic algorithm bandwidth; inf when time does not grow with size"});
-  model.write_shared("bus_beta_Bps", m_busbeta, ds, {"B/s", "beta_Bps x bus factor: the bus bandwidth, for extrapolating to other group sizes"});
-  model.write_shared("fit_rel_error", m_err, ds, {"1", "relative RMS error of the fit over the series' points"});
-  model.write_shared("points", m_npoints, ds, {"1", "raw points of the series"});
-  model.write_shared("point_offset", m_offset, ds, {"1", "index of the series' first raw point in raw_bytes / raw_time_s"});
-  model.write_shared("raw_bytes", raw_bytes, dr, {"B", "message size of each raw point, series after series, sizes ascending"});
-  model.write_shared("raw_time_s", raw_time, dr, {"s", "measured time (time_s) of each raw point"});
-  model.write_shared("raw_series", raw_series, dr, {"1", "series index of each raw point"});
+  write_attributes(out, e.transport);
+  table.write(out);
+
+  // The point's figures over all ranks: the slowest rank's time, the largest size and group
+  // (groups of one kind can differ in size on uneven nodes), the wrong elements summed.
+  const int n = static_cast<int>(P);
+  RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, time.data(), n, MPI_DOUBLE, MPI_MAX, ctx.world));
+  RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes.data(), n, MPI_INT64_T, MPI_MAX, ctx.world));
+  RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, group_size.data(), n, MPI_INT64_T, MPI_MAX, ctx.world));
+  RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wrong.data(), n, MPI_INT64_T, MPI_SUM, ctx.world));
+  fit_model(ctx, out, e.transport, time, bytes, group_size);
 
   SweepOutcome outcome;
-  if (!data_ok) {
-    outcome.ok = false;
-    outcome.failure = "collectives: " + failure;
-  }
+  for (std::size_t pi = 0; pi < P && outcome.ok; ++pi)
+    if (wrong[pi] > 0) {
+      outcome.ok = false;
+      outcome.failure = "collectives: " + point_label(p_, points_[pi]) + ": " +
+                        std::to_string(wrong[pi]) + " wrong elements over all ranks (data check)";
+    }
   return outcome;
 }
+
+// The alpha-beta model, one series per (operation, group, dtype, in_place), fitted to the
+// points' slowest-rank times; every rank fits the same numbers and writes them in its row.
+void Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport,
+                            const std::vector<double>& time, const std::vector<std::int64_t>& bytes,
+                            const std::vector<std::int64_t>& group_size) const {
+  std::vector<std::vector<std::size_t>> series;  // point indices, sizes ascending
+  std::map<std::tuple<int, std::size_t, int, bool>, std::size_t> index;
+  for (std::size_t pi = 0; pi < points_.size(); ++pi) {
+    const auto& d = points_[pi];
+    const auto key = std::make_tuple(static_cast<int>(d.op), d.group, static_cast<int>(d.dtype), d.in_place);
+    auto it = index.emplace(key, series.size()).first;
+    if (it->second == series.size()) series.emplace_back();
+    series[it->second].push_back(pi);
+  }
+  const std::size_t S = series.size();
+  h5::PointsTable model(S);
+  std::vector<std::string> op, group, tr, dtype;
+  std::vector<std::int64_t> in_place, gsize;
+  for (const auto& s : series) {
+    const auto& d = points_[s.front()];
+    op.push_back(coll::op_name(d.op));
+    group.push_back(p_.groups[d.group].label());
+    tr.push_back(coll::transport_name(transport));
+    dtype.push_back(prof::dtype_name(d.dtype));
+    in_place.push_back(d.in_place ? 1 : 0);
+    gsize.push_back(group_size[s.front()]);
+  }
+  model.key("operation", op, {"1", "operation of the series"});
+  model.key("group", group, {"1", "group kind of the series"});
+  model.key("transport", tr, {"1", "nccl or mpi"});
+  model.key("dtype", dtype, {"1", "element type of the series"});
+  model.key("in_place", in_place, {"1", "1 for in-place series"});
+  model.key("group_size", gsize, {"1", "ranks per group of the series (the largest group)"});
+  model.metric("alpha_s", {"s", "fitted latency (time of a zero-byte operation)"});
+  model.metric("beta_Bps", {"B/s", "fitted asymptotic algorithm bandwidth; inf when time does not grow with size"});
+  model.metric("bus_beta_Bps", {"B/s", "beta_Bps x bus factor: the bus bandwidth, for extrapolating to other group sizes"});
+  model.metric("fit_rel_error", {"1", "relative RMS error of the fit over the series' points"});
+  model.int_metric("fit_points", {"1", "points of the series the fit used (size > 0)"});
+
+  std::set<std::size_t> single_rank_groups_noted;
+  for (std::size_t si = 0; si < S; ++si) {
+    std::vector<cost::Point> pts;
+    for (std::size_t pi : series[si])
+      if (bytes[pi] > 0) pts.push_back({static_cast<double>(bytes[pi]), time[pi]});
+    const cost::Fit f = cost::fit_alpha_beta(pts);
+    const PointDef& d = points_[series[si].front()];
+    model.set_int("fit_points", si, static_cast<std::int64_t>(f.points));
+    if (f.ok) {
+      model.set("alpha_s", si, f.alpha_s);
+      model.set("beta_Bps", si, f.beta_Bps);
+      model.set("bus_beta_Bps", si, f.beta_Bps * coll::busbw_factor(d.op, static_cast<int>(gsize[si])));
+      model.set("fit_rel_error", si, f.rel_rms_error);
+    }
+    // One line per series on rank 0, like nccl-tests' summary: the largest size's figures.
+    // Groups of one rank (inter_node on a single node) only copy locally: one line says so
+    // instead of bandwidths that describe no link.
+    const std::size_t last = series[si].back();
+    if (gsize[si] < 2) {
+      if (single_rank_groups_noted.insert(d.group).second)
+        ctx.progress.note("group " + p_.groups[d.group].label() +
+                          ": every group has one rank, so its operations are local copies and "
+                          "measure no link (its points are kept in the file)");
+      continue;
+    }
+    const double busbw = coll::busbw(d.op, static_cast<int>(gsize[si]), static_cast<std::size_t>(bytes[last]), time[last]);
+    char line[256];
+    std::snprintf(line, sizeof line, "%s group %s %s %s: %s busbw %.2f GB/s (time %.1f us); fit alpha %.2f us, beta %.2f GB/s, error %.0f%%",
+                  coll::op_name(d.op), group[si].c_str(), dtype[si].c_str(),
+                  d.in_place ? "in-place" : "out-of-place", format_bytes(static_cast<double>(points_[last].requested)).c_str(),
+                  busbw / 1e9, time[last] * 1e6, f.alpha_s * 1e6, f.beta_Bps / 1e9, f.rel_rms_error * 100);
+    ctx.progress.note(line);
+  }
+  h5::Group g = out.group("model");
+  g.attr("formula", "t(m) = alpha_s + m / beta_Bps; m = the points' size_bytes (largest over ranks), t = their time_s (slowest rank); fit: least squares on relative error (weights 1/t^2)");
+  model.write(g);
+}
+
+}  // namespace
 
 
 // ---- parsing --------------------------------------------------------------------------------

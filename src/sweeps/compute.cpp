@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "host/profiling_kernels.hpp"
+#include "metrics/stats.hpp"
+#include "metrics/table.hpp"
 #include "profiling/timing.hpp"
+#include "runtime/mpi_util.hpp"
 
 #ifdef RINGBENCH_HAVE_CUDA
 #include "cuda/profiling/profiling_cuda.hpp"
@@ -38,6 +42,13 @@ struct ComputeParams {
   bool gpu = false;
 };
 
+// Per-call seconds and the work of one call.
+struct Timing {
+  std::vector<double> seconds;
+  double flop = 0;
+  double max_abs_error = std::numeric_limits<double>::quiet_NaN();
+};
+
 class ComputeSweep final : public Sweep {
  public:
   explicit ComputeSweep(ComputeParams p) : p_(std::move(p)) {}
@@ -60,10 +71,11 @@ class ComputeSweep final : public Sweep {
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
 
  private:
+  h5::PointsTable point_table() const;
+  Timing gemm_timing(const std::string& dtype, std::int64_t n) const;
   ComputeParams p_;
 };
 
-#ifdef RINGBENCH_HAVE_CUDA
 attn::DType attn_dtype(const std::string& s) {
   if (s == "float32") return attn::DType::F32;
   if (s == "float16") return attn::DType::F16;
@@ -72,8 +84,8 @@ attn::DType attn_dtype(const std::string& s) {
 
 // Forward block rate of the ring attention kernel path: one (query block, key/value block)
 // pair of `rows` rows each, timed with the backend's marks.
-std::vector<double> attention_seconds(const PathFactories& paths, const AttentionParams& a,
-                                      std::int64_t rows, int warmup, int iterations) {
+Timing attention_timing(const PathFactories& paths, const AttentionParams& a, std::int64_t rows,
+                        std::int64_t warmup, std::int64_t iterations) {
   auto be = paths.attention_backend({a.kernel, "default"});
   attn::ForwardBlock blk;
   blk.dims.batch = static_cast<int>(a.batch);
@@ -123,110 +135,118 @@ std::vector<double> attention_seconds(const PathFactories& paths, const Attentio
     marks.emplace_back(m0, be->mark());
   }
   be->synchronize();
-  std::vector<double> s;
-  for (auto [a0, a1] : marks) s.push_back(be->seconds_between(a0, a1));
-  return s;
+  Timing t;
+  for (auto [a0, a1] : marks) t.seconds.push_back(be->seconds_between(a0, a1));
+  // QK^T and PV: 2 matmuls of 2 * rows * rows * head_dim flops per (batch, head); half when causal.
+  const double r = static_cast<double>(rows);
+  t.flop = 4.0 * static_cast<double>(a.batch * a.heads) * r * r * static_cast<double>(a.head_dim);
+  if (a.causal) t.flop *= 0.5;
+  return t;
 }
+
+Timing ComputeSweep::gemm_timing(const std::string& dtype, std::int64_t size) const {
+  const int n = static_cast<int>(size);
+  Timing t;
+  t.flop = 2.0 * static_cast<double>(n) * n * n;
+  if (p_.gpu) {
+#ifdef RINGBENCH_HAVE_CUDA
+    prof::cuda::Stream stream;
+    t.seconds = prof::cuda::gemm_seconds(dtype, n, n, n, static_cast<int>(p_.warmup),
+                                         static_cast<int>(p_.iterations), stream.get());
 #endif
+    return t;
+  }
+  const auto r = prof::host::gemm(n, dtype == "float64", static_cast<int>(p_.warmup), static_cast<int>(p_.iterations));
+  t.seconds = r.seconds;
+  t.flop = r.flops;
+  t.max_abs_error = r.max_abs_error;
+  return t;
+}
+
+struct ComputePoint {
+  bool attention = false;
+  std::string dtype;
+  std::int64_t size = 0;  // M = N = K of a GEMM; rows of an attention block
+};
+
+std::vector<ComputePoint> compute_points(const ComputeParams& p) {
+  std::vector<ComputePoint> pts;
+  for (const auto& t : p.dtypes)
+    for (auto n : p.sizes) pts.push_back({false, t, n});
+  if (p.attention.enabled)
+    for (auto r : p.attention.rows) pts.push_back({true, p.attention.dtype, r});
+  return pts;
+}
+
+h5::PointsTable ComputeSweep::point_table() const {
+  const auto pts = compute_points(p_);
+  h5::PointsTable t(pts.size());
+  std::vector<std::string> op, engine, dtype;
+  std::vector<std::int64_t> size;
+  for (const auto& pt : pts) {
+    op.push_back(pt.attention ? "attention_forward" : "gemm");
+    engine.push_back(pt.attention ? p_.attention.kernel : (p_.gpu ? "cublaslt" : "kokkos"));
+    dtype.push_back(pt.dtype);
+    size.push_back(pt.size);
+  }
+  t.key("operation", op, {"1", "gemm, or attention_forward: one forward block of the ring attention kernel path"});
+  t.key("engine", engine, {"1", "cublaslt, kokkos, or the attention kernel path (auto, flash, cudnn, naive)"});
+  t.key("dtype", dtype, {"1", "element type (tf32: float32 data on TF32 tensor cores)"});
+  t.key("size", size, {"1", "M = N = K of a GEMM; query rows = key/value rows of an attention block"});
+  t.metric("rate_tflops", {"TFLOP/s", "GEMM: 2 n^3 / mean call time; attention: 4 b h rows^2 d (halved when causal) / mean forward time"});
+  t.metric("iteration_time_s", {"s", "time of each timed call"}, {static_cast<std::uint64_t>(p_.iterations)});
+  t.metric("max_abs_error", {"1", "largest |C - exact| of the Kokkos GEMM's result (host path; NaN elsewhere)"});
+  return t;
+}
 
 SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
   const int rank = ctx.layout.rank;
-  const std::size_t I = static_cast<std::size_t>(p_.iterations);
-  const std::size_t D = p_.dtypes.size(), S = p_.sizes.size();
-  ProgressReporter& progress = ctx.progress;
-  std::size_t point = 0;
+  const auto pts = compute_points(p_);
+  const auto labels = plan();
+  h5::PointsTable table = point_table();
   SweepOutcome outcome;
-  std::vector<double> tflops(D * S, 0.0), iters(D * S * I, 0.0), err(D * S, 0.0);
-#ifdef RINGBENCH_HAVE_CUDA
-  std::unique_ptr<prof::cuda::Stream> stream;
-  if (p_.gpu) stream = std::make_unique<prof::cuda::Stream>();
-#endif
-  for (std::size_t d = 0; d < D; ++d) {
-    for (std::size_t si = 0; si < S; ++si) {
-      const int n = static_cast<int>(p_.sizes[si]);
-      progress.point_started(point, plan()[point]);
-      ++point;
-      RB_MPI_CHECK(MPI_Barrier(ctx.world));
-      std::vector<double> s;
-      double flops = 2.0 * static_cast<double>(n) * n * n;
-      if (p_.gpu) {
-#ifdef RINGBENCH_HAVE_CUDA
-        s = prof::cuda::gemm_seconds(p_.dtypes[d], n, n, n, static_cast<int>(p_.warmup),
-                                     static_cast<int>(p_.iterations), stream->get());
-#endif
-      } else {
-        const auto r = prof::host::gemm(n, p_.dtypes[d] == "float64", static_cast<int>(p_.warmup),
-                                        static_cast<int>(p_.iterations));
-        s = r.seconds;
-        flops = r.flops;
-        err[d * S + si] = r.max_abs_error;
-        if (r.max_abs_error > 0.5 && outcome.ok) {
-          outcome.ok = false;
-          outcome.failure = "compute: rank " + std::to_string(rank) + ": Kokkos GEMM " + p_.dtypes[d] + " " +
-                            std::to_string(n) + " is off by " + std::to_string(r.max_abs_error);
-        }
+  std::string note;
+  for (std::size_t pi = 0; pi < pts.size(); ++pi) {
+    const ComputePoint& pt = pts[pi];
+    ctx.progress.point_started(pi, labels[pi]);
+    RB_MPI_CHECK(MPI_Barrier(ctx.world));
+    Timing r;
+    if (pt.attention) {
+      // A kernel path that cannot run (e.g. cudnn for this shape) is a note, not a failed run;
+      // ranks agree after every point so none waits in a barrier the others left.
+      try {
+        if (note.empty()) r = attention_timing(ctx.paths, p_.attention, pt.size, p_.warmup, p_.iterations);
+      } catch (const std::exception& e) {
+        note = std::string("failed: ") + e.what();
       }
-      tflops[d * S + si] = flops / prof::mean_of(s) / 1e12;
-      std::copy(s.begin(), s.end(), iters.begin() + static_cast<std::ptrdiff_t>((d * S + si) * I));
+      if (mpi::any_rank(!note.empty(), ctx.world) && note.empty()) note = "failed on another rank";
+      if (!note.empty()) continue;
+    } else {
+      r = gemm_timing(pt.dtype, pt.size);
+      if (r.max_abs_error > 0.5 && outcome.ok) {
+        outcome.ok = false;
+        outcome.failure = "compute: rank " + std::to_string(rank) + ": Kokkos GEMM " + pt.dtype + " " +
+                          std::to_string(pt.size) + " is off by " + std::to_string(r.max_abs_error);
+      }
     }
+    table.set("rate_tflops", pi, r.flop / stats::mean(r.seconds) / 1e12);
+    table.set("iteration_time_s", pi, r.seconds);
+    table.set("max_abs_error", pi, r.max_abs_error);
   }
   out.attr("engine", p_.gpu ? "cuBLASLt (heuristic algorithm, 32 MiB workspace)" : "Kokkos GEMM-like kernel (default execution space)");
   out.attr("warmup", p_.warmup);
   out.attr("iterations", p_.iterations);
-  out.write_shared("gemm_size", p_.sizes, {S}, {"1", "M = N = K of each GEMM size"});
-  out.write_shared_strings("gemm_dtype", p_.dtypes, {"1", "GEMM element type (tf32: float32 data on TF32 tensor cores)"});
-  out.write_per_rank("gemm_tflops", tflops, {D, S}, {"TFLOP/s", "2 n^3 / mean call time, [dtype, size]"});
-  out.write_per_rank("gemm_iteration_s", iters, {D, S, I}, {"s", "time of each timed GEMM call, [dtype, size, iteration]"});
-  if (!p_.gpu)
-    out.write_per_rank("gemm_max_abs_error", err, {D, S}, {"1", "largest |C - exact| of the Kokkos kernel's result"});
-
   if (p_.attention.enabled) {
-    const std::size_t R = p_.attention.rows.size();
-    std::vector<double> att(R, 0.0), att_iters(R * I, 0.0);
-    std::string note;
-#ifdef RINGBENCH_HAVE_CUDA
-    // A kernel path that cannot run (e.g. cudnn for this shape) is a note, not a failed run;
-    // ranks agree after every point so none waits in a barrier the others left.
-    for (std::size_t r = 0; r < R; ++r) {
-      progress.point_started(point, plan()[point]);
-      ++point;
-      RB_MPI_CHECK(MPI_Barrier(ctx.world));
-      try {
-        const auto s = attention_seconds(ctx.paths, p_.attention, p_.attention.rows[r], static_cast<int>(p_.warmup),
-                                         static_cast<int>(p_.iterations));
-        const double rows = static_cast<double>(p_.attention.rows[r]);
-        // QK^T and PV: 2 matmuls of 2 * rows * rows * head_dim flops per (batch, head); half when causal.
-        double flops = 4.0 * static_cast<double>(p_.attention.batch * p_.attention.heads) * rows * rows *
-                       static_cast<double>(p_.attention.head_dim);
-        if (p_.attention.causal) flops *= 0.5;
-        att[r] = flops / prof::mean_of(s) / 1e12;
-        std::copy(s.begin(), s.end(), att_iters.begin() + static_cast<std::ptrdiff_t>(r * I));
-      } catch (const std::exception& e) {
-        note = std::string("failed: ") + e.what();
-      }
-      int failed = note.empty() ? 0 : 1, any = 0;
-      RB_MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, ctx.world));
-      if (any) break;
-    }
-#endif
-    // Agree on whether every rank measured, so all ranks write the same datasets.
-    int bad = note.empty() ? 0 : 1, any_bad = 0;
-    RB_MPI_CHECK(MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, ctx.world));
-    if (any_bad) {
-      out.attr("attention", "not measured on every rank" + (note.empty() ? std::string() : ": " + note));
-      progress.note("attention block rate not measured: " + (note.empty() ? std::string("another rank failed") : note));
-    } else {
-      out.attr("attention", "forward block (" + p_.attention.kernel + "), " + p_.attention.dtype +
-                                ", batch " + std::to_string(p_.attention.batch) + ", heads " +
-                                std::to_string(p_.attention.heads) + ", head_dim " +
-                                std::to_string(p_.attention.head_dim) + (p_.attention.causal ? ", causal" : ""));
-      out.write_shared("attention_rows", p_.attention.rows, {R}, {"1", "query rows = key/value rows of the block"});
-      out.write_per_rank("attention_tflops", att, {R}, {"TFLOP/s", "4 b h rows^2 d (halved when causal) / mean forward time"});
-      out.write_per_rank("attention_iteration_s", att_iters, {R, I}, {"s", "time of each timed forward block"});
-    }
+    const AttentionParams& a = p_.attention;
+    out.attr("attention", note.empty() ? "forward block (" + a.kernel + "), " + a.dtype + ", batch " +
+                                             std::to_string(a.batch) + ", heads " + std::to_string(a.heads) +
+                                             ", head_dim " + std::to_string(a.head_dim) + (a.causal ? ", causal" : "")
+                                       : "not measured on every rank: " + note);
+    if (!note.empty()) ctx.progress.note("attention block rate not measured: " + note);
   } else if (!p_.gpu) {
     out.attr("attention", "skipped: the attention block rate is measured on the cuda backend only");
   }
+  table.write(out);
   return outcome;
 }
 

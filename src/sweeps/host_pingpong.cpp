@@ -1,10 +1,15 @@
 #include "sweeps/host_pingpong.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "config/bytes.hpp"
+#include "metrics/stats.hpp"
+#include "metrics/table.hpp"
+#include "profiling/timing.hpp"
+#include "runtime/mpi_util.hpp"
 
 namespace rb {
 namespace {
@@ -15,13 +20,6 @@ struct PingpongParams {
   std::int64_t iterations = 50;
 };
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 class HostPingpong final : public Sweep {
  public:
   explicit HostPingpong(PingpongParams p) : p_(std::move(p)) {}
@@ -30,7 +28,7 @@ class HostPingpong final : public Sweep {
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
     for (auto s : p_.message_sizes)
-      lines.push_back("message size " + std::to_string(s) + " B, " +
+      lines.push_back("message size " + format_bytes(static_cast<double>(s)) + ", " +
                       std::to_string(p_.iterations) + " iterations per ring neighbour pair");
     return lines;
   }
@@ -41,73 +39,37 @@ class HostPingpong final : public Sweep {
 
   SweepOutcome run(RunContext& ctx, h5::Group& out) override {
     const int rank = ctx.layout.rank, world = ctx.layout.world_size;
-    const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
-    const std::size_t nsizes = p_.message_sizes.size();
-    const std::size_t iters = static_cast<std::size_t>(p_.iterations);
+    const int next = (rank + 1) % world;
     const auto max_size = *std::max_element(p_.message_sizes.begin(), p_.message_sizes.end());
-    std::vector<char> send(static_cast<std::size_t>(max_size)), recv(send.size());
-    for (std::size_t i = 0; i < send.size(); ++i) send[i] = static_cast<char>((i * 31 + rank) & 0x7f);
-
-    // Rows of this rank as the pinging side of the pair (rank -> next).
-    std::vector<double> one_way(nsizes * iters, 0.0);
+    Buffers buf(static_cast<std::size_t>(max_size), rank);
+    h5::PointsTable table = point_table();
     std::int64_t corrupt = 0;
-    ProgressReporter& progress = ctx.progress;
-    for (std::size_t si = 0; si < nsizes; ++si) {
+    for (std::size_t si = 0; si < p_.message_sizes.size(); ++si) {
       const int bytes = static_cast<int>(p_.message_sizes[si]);
-      progress.point_started(si, "message size " + std::to_string(bytes) + " B");
+      ctx.progress.point_started(si, "message size " + format_bytes(bytes));
       // One pair at a time so no link is shared with another measurement.
+      std::vector<double> one_way;
+      bool bad = false;
       for (int pinger = 0; pinger < world; ++pinger) {
-        const int ponger = (pinger + 1) % world;
         MPI_Barrier(ctx.world);
-        const bool ping = rank == pinger, pong = rank == ponger && !ping;
-        const std::int64_t total = p_.warmup + p_.iterations;
-        for (std::int64_t it = 0; it < total; ++it) {
-          if (ping) {
-            const auto t0 = std::chrono::steady_clock::now();
-            if (world == 1) {
-              RB_MPI_CHECK(MPI_Sendrecv(send.data(), bytes, MPI_CHAR, rank, 7, recv.data(), bytes,
-                                        MPI_CHAR, rank, 7, ctx.world, MPI_STATUS_IGNORE));
-            } else {
-              RB_MPI_CHECK(MPI_Send(send.data(), bytes, MPI_CHAR, next, 7, ctx.world));
-              RB_MPI_CHECK(MPI_Recv(recv.data(), bytes, MPI_CHAR, next, 8, ctx.world, MPI_STATUS_IGNORE));
-            }
-            const auto t1 = std::chrono::steady_clock::now();
-            if (it >= p_.warmup)
-              one_way[si * iters + static_cast<std::size_t>(it - p_.warmup)] =
-                  0.5 * std::chrono::duration<double>(t1 - t0).count();
-          } else if (pong) {
-            RB_MPI_CHECK(MPI_Recv(recv.data(), bytes, MPI_CHAR, prev, 7, ctx.world, MPI_STATUS_IGNORE));
-            RB_MPI_CHECK(MPI_Send(recv.data(), bytes, MPI_CHAR, prev, 8, ctx.world));
-          }
+        if (rank == pinger) {
+          one_way = ping(ctx.world, buf, bytes, next);
+          // The echo must be the pinger's own pattern: a cheap end-to-end data check.
+          bad = std::memcmp(buf.send.data(), buf.recv.data(), static_cast<std::size_t>(bytes)) != 0;
+        } else if (rank == (pinger + 1) % world) {
+          pong(ctx.world, buf, bytes, pinger);
         }
-        // The echo must be the pinger's own pattern: a cheap end-to-end data check.
-        if (ping && bytes > 0 && std::memcmp(send.data(), recv.data(), static_cast<std::size_t>(bytes)) != 0)
-          ++corrupt;
       }
-    }
-
-    std::vector<double> median(nsizes), bandwidth(nsizes);
-    for (std::size_t si = 0; si < nsizes; ++si) {
-      std::vector<double> row(one_way.begin() + static_cast<std::ptrdiff_t>(si * iters),
-                              one_way.begin() + static_cast<std::ptrdiff_t>((si + 1) * iters));
-      median[si] = median_of(row);
-      bandwidth[si] = median[si] > 0 ? static_cast<double>(p_.message_sizes[si]) / median[si] : 0.0;
+      corrupt += bad ? 1 : 0;
+      const double median = stats::median(one_way);
+      table.set("one_way_time_s", si, one_way);
+      table.set("bandwidth_Bps", si, median > 0 ? static_cast<double>(bytes) / median : 0.0);
+      table.set_int("partner_rank", si, next);
+      table.set_int("corrupt_echo", si, bad ? 1 : 0);
     }
     out.attr("warmup", p_.warmup);
     out.attr("iterations", p_.iterations);
-    out.attr("points", static_cast<std::int64_t>(nsizes));
-    out.write_shared("message_size", p_.message_sizes, {nsizes},
-                     {"B", "message size of each point"});
-    out.write_per_rank("partner_rank", static_cast<std::int64_t>(next),
-                       {"1", "the ring neighbour this rank pinged (rank + 1 mod world)"});
-    out.write_per_rank("one_way_time", one_way, {nsizes, iters},
-                       {"s", "half the round-trip time of each timed iteration, rank -> partner"});
-    out.write_per_rank("median_one_way_time", median, {nsizes},
-                       {"s", "median over iterations of one_way_time"});
-    out.write_per_rank("bandwidth", bandwidth, {nsizes},
-                       {"B/s", "message size / median one-way time"});
-    out.write_per_rank("corrupt_echoes", corrupt,
-                       {"1", "points where the echoed bytes differed from what was sent"});
+    table.write(out);
     SweepOutcome outcome;
     if (corrupt > 0) {
       outcome.ok = false;
@@ -118,6 +80,49 @@ class HostPingpong final : public Sweep {
   }
 
  private:
+  struct Buffers {
+    Buffers(std::size_t bytes, int rank) : send(bytes), recv(bytes) {
+      for (std::size_t i = 0; i < send.size(); ++i) send[i] = static_cast<char>((i * 31 + rank) & 0x7f);
+    }
+    std::vector<char> send, recv;
+  };
+
+  h5::PointsTable point_table() const {
+    h5::PointsTable t(p_.message_sizes.size());
+    t.key("message_size_bytes", p_.message_sizes, {"B", "message size of the point"});
+    t.metric("one_way_time_s", {"s", "half the round-trip time of each timed iteration, rank -> partner"},
+             {static_cast<std::uint64_t>(p_.iterations)});
+    t.metric("bandwidth_Bps", {"B/s", "message size / median one-way time"});
+    t.int_metric("partner_rank", {"1", "the ring neighbour this rank pinged (rank + 1 mod world)"});
+    t.int_metric("corrupt_echo", {"1", "1 when the echoed bytes differed from what this rank sent"});
+    return t;
+  }
+
+  // This rank pings `partner` (itself when alone): half of each timed round trip.
+  std::vector<double> ping(MPI_Comm world, Buffers& b, int bytes, int partner) const {
+    std::vector<double> one_way;
+    for (std::int64_t it = 0; it < p_.warmup + p_.iterations; ++it) {
+      const double t0 = prof::now_s();
+      if (partner == mpi::rank_of(world)) {
+        RB_MPI_CHECK(MPI_Sendrecv(b.send.data(), bytes, MPI_CHAR, partner, 7, b.recv.data(), bytes,
+                                  MPI_CHAR, partner, 7, world, MPI_STATUS_IGNORE));
+      } else {
+        RB_MPI_CHECK(MPI_Send(b.send.data(), bytes, MPI_CHAR, partner, 7, world));
+        RB_MPI_CHECK(MPI_Recv(b.recv.data(), bytes, MPI_CHAR, partner, 8, world, MPI_STATUS_IGNORE));
+      }
+      if (it >= p_.warmup) one_way.push_back(0.5 * (prof::now_s() - t0));
+    }
+    return one_way;
+  }
+
+  // This rank echoes every message of `pinger` back.
+  void pong(MPI_Comm world, Buffers& b, int bytes, int pinger) const {
+    for (std::int64_t it = 0; it < p_.warmup + p_.iterations; ++it) {
+      RB_MPI_CHECK(MPI_Recv(b.recv.data(), bytes, MPI_CHAR, pinger, 7, world, MPI_STATUS_IGNORE));
+      RB_MPI_CHECK(MPI_Send(b.recv.data(), bytes, MPI_CHAR, pinger, 8, world));
+    }
+  }
+
   PingpongParams p_;
 };
 

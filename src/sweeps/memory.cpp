@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "host/profiling_kernels.hpp"
-#include "runtime/binding.hpp"
+#include "config/bytes.hpp"
+#include "metrics/stats.hpp"
+#include "metrics/table.hpp"
 #include "profiling/timing.hpp"
 
 #ifdef RINGBENCH_HAVE_CUDA
@@ -32,8 +34,9 @@ class MemorySweep final : public Sweep {
   std::string type() const override { return "memory"; }
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
-    if (p_.triad) lines.push_back("host STREAM triad, " + std::to_string(p_.bytes) + " B per array, every rank at once");
-    for (const auto& k : p_.copies) lines.push_back("copy " + k + ", " + std::to_string(p_.bytes) + " B, every rank at once");
+    const std::string size = format_bytes(static_cast<double>(p_.bytes));
+    if (p_.triad) lines.push_back("host STREAM triad, " + size + " per array, every rank at once");
+    for (const auto& k : p_.copies) lines.push_back("copy " + k + ", " + size + ", every rank at once");
     return lines;
   }
   std::uint64_t estimated_output_bytes() const override {
@@ -42,65 +45,83 @@ class MemorySweep final : public Sweep {
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
 
  private:
+  struct Timing {
+    std::vector<double> seconds;
+    std::size_t moved_bytes = 0;
+    std::int64_t wrong = -1;
+  };
+  h5::PointsTable point_table() const;
+  Timing triad_timing() const;
+  Timing copy_timing(const std::string& kind) const;
   MemoryParams p_;
 };
 
+// The points: the triad (when on), then each copy kind.
+std::vector<std::string> memory_points(const MemoryParams& p) {
+  std::vector<std::string> kinds;
+  if (p.triad) kinds.push_back("triad");
+  kinds.insert(kinds.end(), p.copies.begin(), p.copies.end());
+  return kinds;
+}
+
+h5::PointsTable MemorySweep::point_table() const {
+  const auto kinds = memory_points(p_);
+  h5::PointsTable t(kinds.size());
+  t.key("kind", kinds, {"1", "triad (host STREAM triad), d2d (device to device), h2d/d2h pinned or pageable copies"});
+  t.key("size_bytes", std::vector<std::int64_t>(kinds.size(), static_cast<std::int64_t>(p_.bytes)),
+        {"B", "bytes per array (triad) or per copy"});
+  t.metric("bandwidth_Bps", {"B/s", "moved_bytes / mean iteration time"});
+  t.int_metric("moved_bytes", {"B", "bytes counted per iteration: 3 arrays x size for the triad (STREAM's count: 2 reads, 1 write), size for a copy (d2d: HBM traffic is twice this)"});
+  t.metric("iteration_time_s", {"s", "time of each timed iteration"}, {static_cast<std::uint64_t>(p_.iterations)});
+  t.int_metric("wrong_elements", {"1", "triad: elements of a[] not equal to b + 3c after the runs; -1 for copies (not checked)"});
+  return t;
+}
+
 SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   const int rank = ctx.layout.rank;
-  const std::size_t I = static_cast<std::size_t>(p_.iterations);
-  ProgressReporter& progress = ctx.progress;
-  std::size_t point = 0;
+  const auto kinds = memory_points(p_);
+  const auto labels = plan();
+  h5::PointsTable table = point_table();
   SweepOutcome outcome;
-
-  // Where this rank's memory sits, so the analysis can group ranks by NUMA domain.
-  std::int64_t numa = -1;
-  try {
-    numa = Topology::load_this_machine().current_numa_node();
-  } catch (const std::exception&) {
-    numa = -1;
+  for (std::size_t pi = 0; pi < kinds.size(); ++pi) {
+    ctx.progress.point_started(pi, labels[pi]);
+    RB_MPI_CHECK(MPI_Barrier(ctx.world));
+    const Timing r = kinds[pi] == "triad" ? triad_timing() : copy_timing(kinds[pi]);
+    table.set("bandwidth_Bps", pi, static_cast<double>(r.moved_bytes) / stats::mean(r.seconds));
+    table.set_int("moved_bytes", pi, static_cast<std::int64_t>(r.moved_bytes));
+    table.set("iteration_time_s", pi, r.seconds);
+    table.set_int("wrong_elements", pi, r.wrong);
+    if (r.wrong > 0 && outcome.ok) {
+      outcome.ok = false;
+      outcome.failure = "memory: rank " + std::to_string(rank) + ": " + kinds[pi] + " produced " +
+                        std::to_string(r.wrong) + " wrong elements";
+    }
   }
   out.attr("bytes", static_cast<std::int64_t>(p_.bytes));
   out.attr("warmup", p_.warmup);
   out.attr("iterations", p_.iterations);
-  out.write_per_rank("numa_node", numa, {"1", "NUMA node os index covering this rank's CPU binding; -1 when several or unknown"});
-
-  if (p_.triad) {
-    progress.point_started(point++, plan()[0]);
-    RB_MPI_CHECK(MPI_Barrier(ctx.world));
-    const auto r = prof::host::triad(static_cast<std::size_t>(p_.bytes / 8), static_cast<int>(p_.warmup),
-                                     static_cast<int>(p_.iterations));
-    const double best = *std::min_element(r.seconds.begin(), r.seconds.end());
-    const double bytes = static_cast<double>(r.bytes_per_iteration);
-    out.attr("triad_bytes_per_iteration", static_cast<std::int64_t>(r.bytes_per_iteration));
-    out.write_per_rank("triad_Bps", bytes / best, {"B/s", "STREAM triad bandwidth of the best iteration (3 arrays x 8 B per element)"});
-    out.write_per_rank("triad_mean_Bps", bytes / prof::mean_of(r.seconds), {"B/s", "STREAM triad bandwidth over the mean iteration time"});
-    out.write_per_rank("triad_iteration_s", r.seconds, {I}, {"s", "time of each timed triad iteration"});
-    out.write_per_rank("triad_wrong_elements", static_cast<std::int64_t>(r.wrong), {"1", "elements of a[] not equal to b + 3c after the runs"});
-    if (r.wrong) {
-      outcome.ok = false;
-      outcome.failure = "memory: rank " + std::to_string(rank) + ": triad produced " + std::to_string(r.wrong) + " wrong elements";
-    }
-  }
-
-  std::vector<std::string> done;
-#ifdef RINGBENCH_HAVE_CUDA
-  if (!p_.copies.empty()) {
-    prof::cuda::Stream stream;
-    for (const auto& kind : p_.copies) {
-      progress.point_started(point++, "copy " + kind + ", " + std::to_string(p_.bytes) + " B, every rank at once");
-      RB_MPI_CHECK(MPI_Barrier(ctx.world));
-      const auto s = prof::cuda::copy_seconds(kind, static_cast<std::size_t>(p_.bytes), static_cast<int>(p_.warmup),
-                                              static_cast<int>(p_.iterations), stream.get());
-      const double bw = static_cast<double>(p_.bytes) / prof::mean_of(s);
-      out.write_per_rank(kind + "_Bps", bw,
-                         {"B/s", "bytes copied / mean copy time (" + kind +
-                                     (kind == "d2d" ? "; HBM traffic is twice this: each byte is read and written)" : ")")});
-      out.write_per_rank(kind + "_iteration_s", s, {I}, {"s", "time of each timed copy (" + kind + ")"});
-    }
-  }
-#endif
   if (p_.copies.empty()) out.attr("copies", "skipped: the host backend has no device");
+  table.write(out);
   return outcome;
+}
+
+MemorySweep::Timing MemorySweep::triad_timing() const {
+  const auto r = prof::host::triad(static_cast<std::size_t>(p_.bytes / 8), static_cast<int>(p_.warmup),
+                                   static_cast<int>(p_.iterations));
+  return {r.seconds, r.bytes_per_iteration, static_cast<std::int64_t>(r.wrong)};
+}
+
+MemorySweep::Timing MemorySweep::copy_timing(const std::string& kind) const {
+  Timing t;
+  t.moved_bytes = static_cast<std::size_t>(p_.bytes);
+#ifdef RINGBENCH_HAVE_CUDA
+  prof::cuda::Stream stream;
+  t.seconds = prof::cuda::copy_seconds(kind, static_cast<std::size_t>(p_.bytes), static_cast<int>(p_.warmup),
+                                       static_cast<int>(p_.iterations), stream.get());
+#else
+  (void)kind;
+#endif
+  return t;
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "config/bytes.hpp"
+#include "metrics/table.hpp"
 #include "profiling/timing.hpp"
 
 #ifdef RINGBENCH_HAVE_CUDA
@@ -117,6 +119,27 @@ class Link {
     if (!nccl_) complete();
   }
 
+  enum Kind { Send, Recv, Both };
+  // One batch with peer, not waited for.
+  void post(Kind k, std::size_t bytes, int peer) {
+    begin();
+    if (k != Recv) send(bytes, peer);
+    if (k != Send) recv(bytes, peer);
+    end();
+  }
+  // One batch that must finish before the next step starts.
+  void step(Kind k, std::size_t bytes, int peer) {
+    post(k, bytes, peer);
+    step_done();
+  }
+  // Send to one rank and receive from another in one batch.
+  void post_pair(std::size_t bytes, int to, int from) {
+    begin();
+    send(bytes, to);
+    recv(bytes, from);
+    end();
+  }
+
  private:
 #ifdef RINGBENCH_HAVE_CUDA
   ncclComm_t comm() const { return static_cast<ncclComm_t>(comm_); }
@@ -131,160 +154,164 @@ class Link {
   std::vector<MPI_Request> reqs_;
 };
 
+// The points: every ordered pair (sender, receiver), one at a time, then (when `concurrent`)
+// every shift s, all ranks r -> r + s at once.
+struct P2pPoint {
+  bool pair = true;
+  int sender = -1, receiver = -1;  // -1 for shift points
+  int shift = 0;                   // receiver - sender mod world
+};
+
 class P2pMatrix final : public Sweep {
  public:
-  P2pMatrix(P2pParams p, int world) : p_(p), world_(world) {}
+  P2pMatrix(P2pParams p, int world) : p_(p), world_(world) {
+    for (int a = 0; a < world_; ++a)
+      for (int b = 0; b < world_; ++b)
+        if (a != b) points_.push_back({true, a, b, (b - a + world_) % world_});
+    if (p_.concurrent)
+      for (int s = 1; s < world_; ++s) points_.push_back({false, -1, -1, s});
+  }
   std::string type() const override { return "p2p_matrix"; }
 
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
-    for (int a = 0; a < world_; ++a)
-      for (int b = 0; b < world_; ++b)
-        if (a != b) lines.push_back(pair_label(a, b));
-    if (p_.concurrent)
-      for (int s = 1; s < world_; ++s) lines.push_back(shift_label(s));
+    for (const auto& pt : points_) lines.push_back(label(pt));
     return lines;
   }
   std::uint64_t estimated_output_bytes() const override {
-    return 6u * 8u * static_cast<std::uint64_t>(world_) * static_cast<std::uint64_t>(world_) + 4096;
+    return 8u * 8u * static_cast<std::uint64_t>(world_) * (points_.size() + 1) + 4096;
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
 
  private:
-  std::string pair_label(int a, int b) const {
-    return "pair " + std::to_string(a) + " -> " + std::to_string(b) + ": latency " +
-           std::to_string(p_.latency_bytes) + " B, bandwidth " + std::to_string(p_.bandwidth_bytes) +
-           " B" + (p_.bidirectional && a < b ? ", one way and both ways" : ", one way");
+  std::string label(const P2pPoint& pt) const {
+    if (!pt.pair)
+      return "concurrent: every rank r -> r+" + std::to_string(pt.shift) + ", " +
+             format_bytes(static_cast<double>(p_.bandwidth_bytes));
+    return "pair " + std::to_string(pt.sender) + " -> " + std::to_string(pt.receiver) + ": latency " +
+           format_bytes(static_cast<double>(p_.latency_bytes)) + ", bandwidth " +
+           format_bytes(static_cast<double>(p_.bandwidth_bytes)) +
+           (p_.bidirectional && pt.sender < pt.receiver ? ", one way and both ways" : ", one way");
   }
-  std::string shift_label(int s) const {
-    return "concurrent: every rank r -> r+" + std::to_string(s) + ", " +
-           std::to_string(p_.bandwidth_bytes) + " B";
-  }
+  h5::PointsTable point_table() const;
+  void measure_pair(RunContext& ctx, Link& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
+  void measure_shift(RunContext& ctx, Link& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
+
   P2pParams p_;
   int world_;
+  std::vector<P2pPoint> points_;
 };
 
-// Seconds from a world barrier to this rank's completion of `body`; the max over the world
-// (ranks not taking part contribute 0), so the slowest side of the pair sets the time.
+// Seconds from a world barrier to this rank's completion of `body`.
 template <class F>
-double timed_max(MPI_Comm world, F&& body) {
+double timed(MPI_Comm world, F&& body) {
   RB_MPI_CHECK(MPI_Barrier(world));
   const double t0 = prof::now_s();
   body();
-  return prof::allreduce_double(prof::now_s() - t0, MPI_MAX, world);
+  return prof::now_s() - t0;
+}
+
+h5::PointsTable P2pMatrix::point_table() const {
+  h5::PointsTable t(points_.size());
+  std::vector<std::string> pattern;
+  std::vector<std::int64_t> sender, receiver, shift;
+  for (const auto& pt : points_) {
+    pattern.push_back(pt.pair ? "pair" : "concurrent");
+    sender.push_back(pt.sender);
+    receiver.push_back(pt.receiver);
+    shift.push_back(pt.shift);
+  }
+  t.key("pattern", pattern, {"1", "pair: one ordered pair alone; concurrent: every rank r sends to r + shift at once"});
+  t.key("sender", sender, {"1", "sending rank of a pair point; -1 for concurrent points"});
+  t.key("receiver", receiver, {"1", "receiving rank of a pair point; -1 for concurrent points"});
+  t.key("shift", shift, {"1", "receiver - sender modulo the world size"});
+  t.metric("latency_s", {"s", "one-way latency of latency_bytes messages on this rank of the pair: ping-pong round trip / 2"});
+  t.metric("bandwidth_Bps", {"B/s", "one-way bandwidth of bandwidth_bytes messages, iterations in flight, as this rank of the pair completed them"});
+  t.metric("latency_bidir_s", {"s", "time per exchange when both ranks of the pair send latency_bytes to each other at once (points with sender < receiver)"});
+  t.metric("bandwidth_bidir_Bps", {"B/s", "both directions at once: bytes the pair moved (both ways) per second of this rank (points with sender < receiver)"});
+  t.metric("concurrent_bandwidth_Bps", {"B/s", "bandwidth_bytes x iterations / this rank's time while every rank r sent to r + shift and received from r - shift"});
+  return t;
+}
+
+void P2pMatrix::measure_pair(RunContext& ctx, Link& link, const P2pPoint& pt, std::size_t pi,
+                             h5::PointsTable& t) const {
+  const int me = ctx.layout.rank, a = pt.sender, b = pt.receiver;
+  const bool is_a = me == a, is_b = me == b;
+  const int peer = is_a ? b : a;
+  const std::size_t lat = static_cast<std::size_t>(p_.latency_bytes);
+  const std::size_t bw = static_cast<std::size_t>(p_.bandwidth_bytes);
+  const double iters = static_cast<double>(p_.iterations);
+  const double lat_iters = static_cast<double>(p_.latency_iterations);
+  // Ping-pong: a sends, b answers; one-way latency = round trip / 2.
+  auto pingpong = [&](std::int64_t n) {
+    for (std::int64_t i = 0; i < n && (is_a || is_b); ++i) {
+      link.step(is_a ? Link::Send : Link::Recv, lat, peer);
+      link.step(is_a ? Link::Recv : Link::Send, lat, peer);
+    }
+    link.complete();
+  };
+  // One way: a streams `n` messages to b, all in flight at once (a window).
+  auto one_way = [&](std::int64_t n) {
+    for (std::int64_t i = 0; i < n && (is_a || is_b); ++i) link.post(is_a ? Link::Send : Link::Recv, bw, peer);
+    link.complete();
+  };
+  // Both ways: each step sends and receives `bytes`; latency steps finish one by one.
+  auto exchange = [&](std::size_t bytes, std::int64_t n, bool each_step) {
+    for (std::int64_t i = 0; i < n && (is_a || is_b); ++i) {
+      if (each_step) link.step(Link::Both, bytes, peer);
+      else link.post(Link::Both, bytes, peer);
+    }
+    link.complete();
+  };
+  pingpong(p_.warmup);
+  const double t_lat = timed(ctx.world, [&] { pingpong(p_.latency_iterations); });
+  one_way(p_.warmup);
+  const double t_uni = timed(ctx.world, [&] { one_way(p_.iterations); });
+  if (is_a || is_b) {
+    t.set("latency_s", pi, t_lat / (2.0 * lat_iters));
+    t.set("bandwidth_Bps", pi, static_cast<double>(bw) * iters / t_uni);
+  }
+  if (!p_.bidirectional || a > b) return;
+  exchange(lat, p_.warmup, true);
+  const double t_lat_bi = timed(ctx.world, [&] { exchange(lat, p_.latency_iterations, true); });
+  exchange(bw, p_.warmup, false);
+  const double t_bi = timed(ctx.world, [&] { exchange(bw, p_.iterations, false); });
+  if (is_a || is_b) {
+    t.set("latency_bidir_s", pi, t_lat_bi / lat_iters);
+    t.set("bandwidth_bidir_Bps", pi, 2.0 * static_cast<double>(bw) * iters / t_bi);
+  }
+}
+
+void P2pMatrix::measure_shift(RunContext& ctx, Link& link, const P2pPoint& pt, std::size_t pi,
+                              h5::PointsTable& t) const {
+  const int me = ctx.layout.rank;
+  const int to = (me + pt.shift) % world_, from = (me - pt.shift + world_) % world_;
+  const std::size_t bw = static_cast<std::size_t>(p_.bandwidth_bytes);
+  auto shifted = [&](std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) link.post_pair(bw, to, from);
+    link.complete();
+  };
+  shifted(p_.warmup);
+  const double mine = timed(ctx.world, [&] { shifted(p_.iterations); });
+  t.set("concurrent_bandwidth_Bps", pi, static_cast<double>(bw) * static_cast<double>(p_.iterations) / mine);
 }
 
 SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
-  const int W = world_, me = ctx.layout.rank;
-  const std::size_t lat = static_cast<std::size_t>(p_.latency_bytes);
-  const std::size_t bw = static_cast<std::size_t>(p_.bandwidth_bytes);
-  Link link(ctx, std::max(lat, bw));
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::size_t WW = static_cast<std::size_t>(W) * static_cast<std::size_t>(W);
-  std::vector<double> latency(WW, nan), latency_bi(WW, nan), bandwidth(WW, nan),
-      bandwidth_bi(WW, nan), concurrent(WW, nan);
-  auto at = [W](int a, int b) { return static_cast<std::size_t>(a) * static_cast<std::size_t>(W) + static_cast<std::size_t>(b); };
-
-  ProgressReporter& progress = ctx.progress;
-  std::size_t point = 0;
-  for (int a = 0; a < W; ++a) {
-    for (int b = 0; b < W; ++b) {
-      if (a == b) continue;
-      progress.point_started(point++, pair_label(a, b));
-      const bool is_a = me == a, is_b = me == b;
-      const int peer = is_a ? b : a;
-      // Ping-pong: a sends, b answers; one-way latency = round trip / 2.
-      auto pingpong = [&](std::int64_t n) {
-        for (std::int64_t i = 0; i < n; ++i) {
-          if (is_a) {
-            link.begin(); link.send(lat, peer); link.end(); link.step_done();
-            link.begin(); link.recv(lat, peer); link.end(); link.step_done();
-          } else if (is_b) {
-            link.begin(); link.recv(lat, peer); link.end(); link.step_done();
-            link.begin(); link.send(lat, peer); link.end(); link.step_done();
-          }
-        }
-        link.complete();
-      };
-      pingpong(p_.warmup);
-      latency[at(a, b)] =
-          timed_max(ctx.world, [&] { pingpong(p_.latency_iterations); }) / (2.0 * static_cast<double>(p_.latency_iterations));
-
-      // One way: a streams `iterations` messages to b, all in flight at once (a window).
-      auto stream_one_way = [&](std::int64_t n) {
-        if (is_a || is_b) {
-          for (std::int64_t i = 0; i < n; ++i) {
-            link.begin();
-            if (is_a) link.send(bw, peer); else link.recv(bw, peer);
-            link.end();
-          }
-        }
-        link.complete();
-      };
-      stream_one_way(p_.warmup);
-      const double t_uni = timed_max(ctx.world, [&] { stream_one_way(p_.iterations); });
-      bandwidth[at(a, b)] = static_cast<double>(bw) * static_cast<double>(p_.iterations) / t_uni;
-
-      if (p_.bidirectional && a < b) {
-        auto exchange = [&](std::size_t bytes, std::int64_t n, bool each_step) {
-          if (is_a || is_b) {
-            for (std::int64_t i = 0; i < n; ++i) {
-              link.begin(); link.send(bytes, peer); link.recv(bytes, peer); link.end();
-              if (each_step) link.step_done();
-            }
-          }
-          link.complete();
-        };
-        exchange(lat, p_.warmup, true);
-        const double t_lat = timed_max(ctx.world, [&] { exchange(lat, p_.latency_iterations, true); });
-        latency_bi[at(a, b)] = latency_bi[at(b, a)] = t_lat / static_cast<double>(p_.latency_iterations);
-        exchange(bw, p_.warmup, false);
-        const double t_bi = timed_max(ctx.world, [&] { exchange(bw, p_.iterations, false); });
-        // Both directions' bytes: the total the pair moved per second.
-        bandwidth_bi[at(a, b)] = bandwidth_bi[at(b, a)] =
-            2.0 * static_cast<double>(bw) * static_cast<double>(p_.iterations) / t_bi;
-      }
-    }
+  Link link(ctx, static_cast<std::size_t>(std::max(p_.latency_bytes, p_.bandwidth_bytes)));
+  h5::PointsTable table = point_table();
+  for (std::size_t pi = 0; pi < points_.size(); ++pi) {
+    const P2pPoint& pt = points_[pi];
+    ctx.progress.point_started(pi, label(pt));
+    if (pt.pair) measure_pair(ctx, link, pt, pi, table);
+    else measure_shift(ctx, link, pt, pi, table);
   }
-
-  if (p_.concurrent) {
-    for (int s = 1; s < W; ++s) {
-      progress.point_started(point++, shift_label(s));
-      const int to = (me + s) % W, from = (me - s + W) % W;
-      auto shifted = [&](std::int64_t n) {
-        for (std::int64_t i = 0; i < n; ++i) {
-          link.begin(); link.send(bw, to); link.recv(bw, from); link.end();
-        }
-        link.complete();
-      };
-      shifted(p_.warmup);
-      RB_MPI_CHECK(MPI_Barrier(ctx.world));
-      const double t0 = prof::now_s();
-      shifted(p_.iterations);
-      const double mine = prof::now_s() - t0;
-      std::vector<double> all(static_cast<std::size_t>(W));
-      RB_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, ctx.world));
-      for (int r = 0; r < W; ++r) {
-        const int dst = (r + s) % W;
-        const double t = std::max(all[static_cast<std::size_t>(r)], all[static_cast<std::size_t>(dst)]);
-        concurrent[at(r, dst)] = static_cast<double>(bw) * static_cast<double>(p_.iterations) / t;
-      }
-    }
-  }
-
-  const std::vector<std::uint64_t> dims = {static_cast<std::uint64_t>(W), static_cast<std::uint64_t>(W)};
   out.attr("transport", link.nccl() ? "nccl" : "mpi");
   out.attr("latency_bytes", static_cast<std::int64_t>(p_.latency_bytes));
   out.attr("bandwidth_bytes", static_cast<std::int64_t>(p_.bandwidth_bytes));
   out.attr("warmup", p_.warmup);
   out.attr("iterations", p_.iterations);
   out.attr("latency_iterations", p_.latency_iterations);
-  out.attr("layout", "[sender, receiver]; diagonal and unmeasured entries are NaN");
-  out.write_shared("latency_s", latency, dims, {"s", "one-way latency of latency_bytes messages: ping-pong round trip / 2, [sender, receiver]"});
-  out.write_shared("latency_bidir_s", latency_bi, dims, {"s", "time per exchange when both ranks send latency_bytes to each other at once (symmetric)"});
-  out.write_shared("bandwidth_Bps", bandwidth, dims, {"B/s", "one-way bandwidth of bandwidth_bytes messages, iterations in flight, [sender, receiver]"});
-  out.write_shared("bandwidth_bidir_Bps", bandwidth_bi, dims, {"B/s", "both directions at once: bytes moved by the pair (both ways) per second (symmetric)"});
-  out.write_shared("concurrent_bandwidth_Bps", concurrent, dims, {"B/s", "one-way bandwidth [sender, receiver] while every rank r sent to r+s at once (s = receiver - sender mod world)"});
+  table.write(out);
   return {};
 }
 
