@@ -2,42 +2,53 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "mask.hpp"
 
 namespace rb::ring {
 
-const char* to_string(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Zigzag: return "zigzag";
-    case Layout::Striped: return "striped";
-  }
+namespace {
+
+// The config's names of layouts and dtypes, both ways from one table each.
+const std::pair<Layout, const char*> kLayouts[] = {
+    {Layout::Contiguous, "contiguous"}, {Layout::Zigzag, "zigzag"}, {Layout::Striped, "striped"}};
+const std::pair<attn::DType, const char*> kDTypes[] = {
+    {attn::DType::F32, "fp32"}, {attn::DType::F16, "fp16"}, {attn::DType::BF16, "bf16"}};
+
+template <class Value, std::size_t N>
+const char* name_of(const std::pair<Value, const char*> (&table)[N], Value v) {
+  for (const auto& [value, name] : table)
+    if (value == v) return name;
   return "?";
 }
 
-Layout layout_from_string(const std::string& s) {
-  if (s == "contiguous") return Layout::Contiguous;
-  if (s == "zigzag") return Layout::Zigzag;
-  if (s == "striped") return Layout::Striped;
-  throw std::invalid_argument("unknown layout '" + s + "' (contiguous, zigzag or striped)");
+template <class Value, std::size_t N>
+std::vector<std::string> names(const std::pair<Value, const char*> (&table)[N]) {
+  std::vector<std::string> out;
+  for (const auto& [value, name] : table) out.push_back(name);
+  return out;
 }
 
-attn::DType dtype_from_string(const std::string& s) {
-  if (s == "fp32") return attn::DType::F32;
-  if (s == "fp16") return attn::DType::F16;
-  if (s == "bf16") return attn::DType::BF16;
-  throw std::invalid_argument("unknown dtype '" + s + "' (fp32, fp16 or bf16)");
-}
-
-const char* to_string(attn::DType t) {
-  switch (t) {
-    case attn::DType::F32: return "fp32";
-    case attn::DType::F16: return "fp16";
-    case attn::DType::BF16: return "bf16";
+template <class Value, std::size_t N>
+Value value_of(const std::pair<Value, const char*> (&table)[N], const std::string& s, const char* what) {
+  std::string known;
+  for (const auto& [value, name] : table) {
+    if (s == name) return value;
+    known += (known.empty() ? "" : ", ") + std::string(name);
   }
-  return "?";
+  throw std::invalid_argument("unknown " + std::string(what) + " '" + s + "' (" + known + ")");
 }
+
+}  // namespace
+
+const char* to_string(Layout l) { return name_of(kLayouts, l); }
+Layout layout_from_string(const std::string& s) { return value_of(kLayouts, s, "layout"); }
+attn::DType dtype_from_string(const std::string& s) { return value_of(kDTypes, s, "dtype"); }
+const char* to_string(attn::DType t) { return name_of(kDTypes, t); }
+std::vector<std::string> layout_names() { return names(kLayouts); }
+std::vector<std::string> dtype_names() { return names(kDTypes); }
 
 float Problem::scale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
 

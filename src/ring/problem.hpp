@@ -19,6 +19,9 @@ Layout layout_from_string(const std::string& s);  // throws std::invalid_argumen
 
 attn::DType dtype_from_string(const std::string& s);  // "fp32" | "fp16" | "bf16"
 const char* to_string(attn::DType t);
+// Every name the two functions above accept, in declaration order (the config's choices).
+std::vector<std::string> layout_names();
+std::vector<std::string> dtype_names();
 
 // One LongNet branch: segment length w and dilation rate r (w == 0: exact attention, r == 1).
 struct Branch {

@@ -631,10 +631,8 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
   p.num_heads = static_cast<int>(n.get_int("num_heads", 8, 1, 1 << 16));
   p.head_dim = parse_head_dim(n, p.num_heads);
   p.causal = n.get_bool("causal", false);
-  p.layouts = n.get_choice_list("layout", {p.causal ? "zigzag" : "contiguous"},
-                                {"contiguous", "zigzag", "striped"});
-  p.dtypes = n.get_choice_list("dtype", {ctx.backend == Backend::Cuda ? "bf16" : "fp32"},
-                               {"fp32", "fp16", "bf16"});
+  p.layouts = n.get_choice_list("layout", {p.causal ? "zigzag" : "contiguous"}, ring::layout_names());
+  p.dtypes = n.get_choice_list("dtype", {ctx.backend == Backend::Cuda ? "bf16" : "fp32"}, ring::dtype_names());
   parse_dilation(n, p);
   parse_kernel(n, p);
   p.ring_sizes = parse_ring_sizes(n, ctx.world_size);

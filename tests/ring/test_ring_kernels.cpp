@@ -143,42 +143,34 @@ void check_kernels(const Block& blk, const std::vector<std::pair<Span, Span>>& p
   be->fill_zero(dq, nq * 4);
   be->fill_zero(dk, nk * 4);
   be->fill_zero(dv, nk * 4);
-  rb::attn::Dims dims{blk.batch, blk.heads, blk.d, blk.q_rows, blk.kv_rows};
-  for (const auto& [qs, ks] : pairs)
-    for (const Pattern& pat : pats) {
-      rb::attn::ForwardBlock f;
-      f.dims = dims;
-      f.scale = scale;
-      f.q = qs;
-      f.kv = ks;
-      f.pattern = pat;
-      f.q_data = q;
-      f.k_data = k;
-      f.v_data = v;
-      f.out = out;
-      f.lse = lse;
-      be->forward(f);
-    }
+  // Every (span pair, branch) block, with the fields forward and backward blocks share.
+  auto each_block = [&](auto block, auto launch) {
+    block.dims = rb::attn::Dims{blk.batch, blk.heads, blk.d, blk.q_rows, blk.kv_rows};
+    block.scale = scale;
+    block.q_data = q;
+    block.k_data = k;
+    block.v_data = v;
+    for (const auto& [qs, ks] : pairs)
+      for (const Pattern& pat : pats) {
+        block.q = qs;
+        block.kv = ks;
+        block.pattern = pat;
+        launch(block);
+      }
+  };
+  rb::attn::ForwardBlock f;
+  f.out = out;
+  f.lse = lse;
+  each_block(f, [&](const rb::attn::ForwardBlock& b) { be->forward(b); });
   be->backward_prepare(g, out, delta, rows, blk.d, DType::F32);
-  for (const auto& [qs, ks] : pairs)
-    for (const Pattern& pat : pats) {
-      rb::attn::BackwardBlock bb;
-      bb.dims = dims;
-      bb.scale = scale;
-      bb.q = qs;
-      bb.kv = ks;
-      bb.pattern = pat;
-      bb.q_data = q;
-      bb.k_data = k;
-      bb.v_data = v;
-      bb.dout = g;
-      bb.lse = lse;
-      bb.delta = delta;
-      bb.dq = dq;
-      bb.dk = dk;
-      bb.dv = dv;
-      be->backward(bb);
-    }
+  rb::attn::BackwardBlock bb;
+  bb.dout = g;
+  bb.lse = lse;
+  bb.delta = delta;
+  bb.dq = dq;
+  bb.dk = dk;
+  bb.dv = dv;
+  each_block(bb, [&](const rb::attn::BackwardBlock& b) { be->backward(b); });
   std::vector<float> h_out(nq), h_dq(nq), h_dk(nk), h_dv(nk), h_lse(rows);
   be->copy_to_host(h_out.data(), out, nq * 4);
   be->copy_to_host(h_lse.data(), lse, rows * 4);

@@ -116,28 +116,39 @@ TEST_CASE("ring_attention config: kernel and kernel_tile come from the kernel pa
 }
 
 TEST_CASE("ring_attention config: impossible combinations are rejected with the numbers") {
+  struct Row {
+    const char* yaml;
+    const char* key;
+    const char* message;
+  };
+  const Row rows[] = {
+      {"{seq_lengths: [64], ring_sizes: [3]}", "ring_sizes",
+       "ring size 3 does not divide the world size 4 (4 % 3 = 1): the world splits into world / ring size concurrent rings"},
+      {"{seq_lengths: [100], causal: true}", "seq_lengths",
+       "point S=100, ring size 4, layout zigzag: zigzag layout needs the sequence length divisible by 2 x ring size: 100 % 8 = 4"},
+      {"{seq_lengths: [66], ring_sizes: [4]}", "seq_lengths",
+       "point S=66, ring size 4, layout contiguous: sequence length must be divisible by the ring size: 66 % 4 = 2"},
+      {"{seq_lengths: [64], segment_lengths: [16, 32], dilation_rates: [1]}", "dilation_rates",
+       "segment_lengths has 2 entries and dilation_rates 1: one dilation rate per segment length"},
+      {"{seq_lengths: [64], segment_lengths: [16], dilation_rates: [32]}", "dilation_rates",
+       "dilation rate 32 (entry 0) is larger than its segment length 16"},
+      {"{seq_lengths: [64], segment_lengths: [16, 12], dilation_rates: [1, 8]}", "segment_lengths",
+       "segment length 12 (entry 1) is not divisible by its dilation rate 8: 12 % 8 = 4"},
+      {"{seq_lengths: [64, 96], segment_lengths: [64], dilation_rates: [2]}", "seq_lengths",
+       "point S=96, ring size 4, layout contiguous: branch 0: sequence length must be divisible by the segment length: 96 % 64 = 32"},
+      {"{seq_lengths: [64], segment_lengths: [128], dilation_rates: [2]}", "seq_lengths",
+       "point S=64, ring size 4, layout contiguous: branch 0: segment length 128 is longer than the sequence length 64"},
+      {"{seq_lengths: [64], embed_dim: 100, num_heads: 8}", "embed_dim",
+       "embed_dim 100 is not divisible by num_heads 8 (100 % 8 = 4)"},
+      {"{seq_lengths: [64], embed_dim: 128, num_heads: 4, head_dim: 16}", "head_dim",
+       "head_dim 16 contradicts embed_dim / num_heads = 128 / 4 = 32"},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.yaml);
+    CHECK(rejection(r.yaml, r.key) == r.message);
+  }
   CHECK(rejection("{seq_lengths: [64]}", "").empty());
-  CHECK(rejection("{seq_lengths: [64], ring_sizes: [3]}", "ring_sizes") ==
-        "ring size 3 does not divide the world size 4 (4 % 3 = 1): the world splits into world / ring size concurrent rings");
   CHECK(rejection("{seq_lengths: [64], ring_sizes: [8]}", "ring_sizes").find("ring size 8 does not divide the world size 4") == 0);
-  CHECK(rejection("{seq_lengths: [100], causal: true}", "seq_lengths") ==
-        "point S=100, ring size 4, layout zigzag: zigzag layout needs the sequence length divisible by 2 x ring size: 100 % 8 = 4");
-  CHECK(rejection("{seq_lengths: [66], ring_sizes: [4]}", "seq_lengths") ==
-        "point S=66, ring size 4, layout contiguous: sequence length must be divisible by the ring size: 66 % 4 = 2");
-  CHECK(rejection("{seq_lengths: [64], segment_lengths: [16, 32], dilation_rates: [1]}", "dilation_rates") ==
-        "segment_lengths has 2 entries and dilation_rates 1: one dilation rate per segment length");
-  CHECK(rejection("{seq_lengths: [64], segment_lengths: [16], dilation_rates: [32]}", "dilation_rates") ==
-        "dilation rate 32 (entry 0) is larger than its segment length 16");
-  CHECK(rejection("{seq_lengths: [64], segment_lengths: [16, 12], dilation_rates: [1, 8]}", "segment_lengths") ==
-        "segment length 12 (entry 1) is not divisible by its dilation rate 8: 12 % 8 = 4");
-  CHECK(rejection("{seq_lengths: [64, 96], segment_lengths: [64], dilation_rates: [2]}", "seq_lengths") ==
-        "point S=96, ring size 4, layout contiguous: branch 0: sequence length must be divisible by the segment length: 96 % 64 = 32");
-  CHECK(rejection("{seq_lengths: [64], segment_lengths: [128], dilation_rates: [2]}", "seq_lengths") ==
-        "point S=64, ring size 4, layout contiguous: branch 0: segment length 128 is longer than the sequence length 64");
-  CHECK(rejection("{seq_lengths: [64], embed_dim: 100, num_heads: 8}", "embed_dim") ==
-        "embed_dim 100 is not divisible by num_heads 8 (100 % 8 = 4)");
-  CHECK(rejection("{seq_lengths: [64], embed_dim: 128, num_heads: 4, head_dim: 16}", "head_dim") ==
-        "head_dim 16 contradicts embed_dim / num_heads = 128 / 4 = 32");
   CHECK(rejection("{num_heads: 2}", "seq_lengths").find("required") == 0);
   CHECK_FALSE(rejection("{seq_lengths: [64], layout: zigzg}", "layout").empty());
   CHECK_FALSE(rejection("{seq_lengths: [64], validate: {dumb: true}}", "validate.dumb").empty());
