@@ -16,38 +16,151 @@ constexpr bool kCudnnBuilt = true;
 constexpr bool kCudnnBuilt = false;
 #endif
 
-const char* dtype_name(DType t) {
+// As the config spells them (`dtype:`).
+const char* dtype_text(DType t) {
   switch (t) {
-    case DType::F32: return "float32";
-    case DType::F16: return "float16";
-    case DType::BF16: return "bfloat16";
+    case DType::F32: return "fp32";
+    case DType::F16: return "fp16";
+    case DType::BF16: return "bf16";
   }
   return "?";
+}
+
+constexpr const char* kNeedCuda = "rebuild with -DRINGBENCH_ENABLE_CUDA=ON";
+constexpr const char* kNeedCudnn = "CMake found no cuDNN; set CUDNN_ROOT and rebuild";
+// Head dims the fused CUDA-core kernels (simple.cu, kMaxHeadDim) and the host kernels take.
+constexpr int kFusedMaxHeadDim = 256;
+
+KernelSupport any_block() { return {}; }
+
+KernelSupport up_to(int max_head_dim) {
+  KernelSupport s;
+  s.max_head_dim = max_head_dim;
+  return s;
+}
+
+// fp16/bf16 blocks of these head dims (empty: any), dilated ones included or not.
+KernelSupport sixteen_bit(std::vector<int> head_dims, bool dilated = true) {
+  KernelSupport s;
+  s.fp32 = false;
+  s.head_dims = std::move(head_dims);
+  s.dilated = dilated;
+  return s;
+}
+
+KernelSupport bf16_head_dims(std::vector<int> head_dims) {
+  KernelSupport s = sixteen_bit(std::move(head_dims));
+  s.fp16 = false;
+  return s;
+}
+
+// cuDNN's fused attention: 16-bit data, head dim a multiple of 8 up to 128. Dilated branches
+// are excluded from its full-speed range: cuDNN runs them as many small strided calls (one
+// per head offset and segment), measured slower than the flash kernels' row views.
+KernelSupport cudnn_native() {
+  KernelSupport s = sixteen_bit({}, false);
+  s.max_head_dim = 128;
+  s.head_dim_multiple = 8;
+  return s;
+}
+
+TileVariant default_tile() { return {"default", "the measured-best shape", any_block()}; }
+
+// Shapes named warps x m-tiles (16 query rows each) per warp, keys per tile, and where Q
+// lives; flash_fwd.cu / flash_bwd.cu instantiate them (flash_tile() there maps the names).
+std::vector<TileVariant> flash_tiles() {
+  return {
+      default_tile(),
+      {"fwd-4w1m-k64-qreg", "forward: 4 warps x 1 m-tile, 64 keys, Q in registers",
+       bf16_head_dims({64, 128})},
+      {"fwd-4w2m-k32", "forward: 4 warps x 2 m-tiles, 32 keys, Q in shared memory",
+       bf16_head_dims({128})},
+      {"fwd-8w1m-k64-qreg", "forward: 8 warps x 1 m-tile, 64 keys, Q in registers",
+       bf16_head_dims({128})},
+      {"fwd-8w2m-k32", "forward: 8 warps x 2 m-tiles, 32 keys, Q in shared memory",
+       bf16_head_dims({128})},
+      {"bwd-4w-k64", "backward: 4 warps, 64 keys per CTA (twice the dQ atomics of the default)",
+       bf16_head_dims({128})},
+  };
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 bool takes_dtype(const KernelSupport& s, DType t) {
   return (t == DType::F32 && s.fp32) || (t == DType::F16 && s.fp16) || (t == DType::BF16 && s.bf16);
 }
 
+bool takes_head_dim(const KernelSupport& s, int d) {
+  return d >= 1 && (s.max_head_dim <= 0 || d <= s.max_head_dim) && d % s.head_dim_multiple == 0 &&
+         (s.head_dims.empty() || std::find(s.head_dims.begin(), s.head_dims.end(), d) != s.head_dims.end());
+}
+
+std::string head_dim_refusal(const KernelSupport& s, const std::string& what, int head_dim) {
+  if (s.max_head_dim > 0 && head_dim > s.max_head_dim)
+    return "head_dim " + std::to_string(head_dim) + " exceeds " + what + "'s maximum " +
+           std::to_string(s.max_head_dim);
+  if (!s.head_dims.empty()) {
+    std::vector<std::string> dims;
+    for (int d : s.head_dims) dims.push_back(std::to_string(d));
+    return what + " takes head_dim " + joined(dims) + " only";
+  }
+  return what + " needs head_dim a positive multiple of " + std::to_string(s.head_dim_multiple);
+}
+
+std::string support_refusal(const KernelSupport& s, const std::string& what, DType dtype,
+                            int head_dim, bool causal, bool dilated) {
+  if (!takes_dtype(s, dtype)) return what + " does not take " + dtype_text(dtype);
+  if (!takes_head_dim(s, head_dim)) return head_dim_refusal(s, what, head_dim);
+  if (causal && !s.causal) return what + " has no causal mask";
+  if (dilated && !s.dilated) return what + " has no dilated attention";
+  return "";
+}
+
+std::string tile_refusal(const KernelPath& k, const KernelChoice& choice, DType dtype,
+                         int head_dim, bool causal, bool dilated) {
+  const TileVariant* t = find_tile(k, choice.tile);
+  if (!t) {
+    std::vector<std::string> known;
+    for (const auto& v : k.tiles) known.push_back(v.name);
+    return "kernel '" + std::string(k.name) + "' has no tile variant '" + choice.tile + "' (" +
+           joined(known) + ")";
+  }
+  // A variant that would not change the block is refused: the point would record a shape
+  // that did not run.
+  return support_refusal(t->applies,
+                         "tile variant '" + std::string(t->name) + "' of kernel '" + k.name + "'",
+                         dtype, head_dim, causal, dilated);
+}
+
 }  // namespace
 
 const char* to_string(Device d) { return d == Device::Host ? "host" : "cuda"; }
 
+bool KernelSupport::takes(DType dtype, int head_dim, bool is_causal, bool is_dilated) const {
+  // Called per block by `auto`: no strings.
+  return takes_dtype(*this, dtype) && takes_head_dim(*this, head_dim) && (!is_causal || causal) &&
+         (!is_dilated || dilated);
+}
+
 const std::vector<KernelPath>& kernel_paths() {
-  // Order matters only for listings. What `auto` picks is decided by the backend (cuda:
-  // cudnn where it takes the block, dilated branches on flash, else flash, else naive).
   static const std::vector<KernelPath> table = {
-      {"kokkos", Device::Host, true, {true, true, true, 256, 1, true, true},
-       "Kokkos tiled kernel on the host (default execution space), fp32 compute", {"default"}},
-      {"flash", Device::Cuda, kCudaBuilt, {true, true, true, 0, 1, true, true},
+      {"kokkos", Device::Host, true, "", up_to(kFusedMaxHeadDim), up_to(kFusedMaxHeadDim), true,
+       "Kokkos tiled kernel on the host (default execution space), fp32 compute",
+       {default_tile()}},
+      {"cudnn", Device::Cuda, kCudnnBuilt, kNeedCudnn, up_to(kFusedMaxHeadDim), cudnn_native(),
+       true, "cuDNN fused flash attention (backend API); blocks cuDNN cannot take run on flash",
+       {default_tile()}},
+      {"flash", Device::Cuda, kCudaBuilt, kNeedCuda, up_to(kFusedMaxHeadDim),
+       sixteen_bit({64, 128}), true,
        "ringbench's FlashAttention-2 style tensor-core kernels (fp16/bf16, head dim 64/128; "
-       "other blocks on its simple kernel)",
-       {"default"}},
-      {"cudnn", Device::Cuda, kCudnnBuilt, {true, true, true, 0, 1, true, true},
-       "cuDNN fused flash attention (backend API); blocks cuDNN cannot take run on flash",
-       {"default"}},
-      {"naive", Device::Cuda, kCudaBuilt, {true, true, true, 0, 1, true, true},
-       "materialised scores with cuBLAS GEMMs: the GPU reference path", {"default"}},
+       "other blocks on its fused CUDA-core kernel)",
+       flash_tiles()},
+      {"naive", Device::Cuda, kCudaBuilt, kNeedCuda, any_block(), any_block(), true,
+       "materialised scores with cuBLAS GEMMs: the GPU reference path", {default_tile()}},
   };
   return table;
 }
@@ -58,6 +171,13 @@ const KernelPath* find_kernel_path(const std::string& name, Device device) {
   return nullptr;
 }
 
+const TileVariant* find_tile(const KernelPath& path, const std::string& tile) {
+  const std::string want = tile.empty() ? "default" : tile;
+  for (const auto& t : path.tiles)
+    if (want == t.name) return &t;
+  return nullptr;
+}
+
 std::vector<std::string> kernel_choices(Device device) {
   std::vector<std::string> out{"auto"};
   for (const auto& k : kernel_paths())
@@ -65,38 +185,41 @@ std::vector<std::string> kernel_choices(Device device) {
   return out;
 }
 
+const KernelPath* auto_kernel_path(Device device, DType dtype, int head_dim, bool causal,
+                                   bool dilated) {
+  const KernelPath* last = nullptr;
+  for (const auto& k : kernel_paths()) {
+    if (k.device != device || !k.built || !k.auto_candidate) continue;
+    if (k.full_speed.takes(dtype, head_dim, causal, dilated)) return &k;
+    last = &k;
+  }
+  return last;
+}
+
+const KernelPath* auto_headline_path(Device device) {
+  for (const auto& k : kernel_paths())
+    if (k.device == device && k.built && k.auto_candidate) return &k;
+  return nullptr;
+}
+
 std::string kernel_refusal(const KernelChoice& choice, Device device, DType dtype, int head_dim,
                            bool causal, bool dilated) {
-  if (choice.path == "auto") return "";
+  if (choice.path == "auto") {
+    if (!choice.tile.empty() && choice.tile != "default")
+      return "kernel 'auto' has no tile variants (name the path to choose one)";
+    return auto_headline_path(device) ? "" : std::string("this build has no ") +
+                                                 to_string(device) + " kernel path";
+  }
   const KernelPath* k = find_kernel_path(choice.path, device);
-  if (!k) {
-    std::string known;
-    for (const auto& c : kernel_choices(device)) known += (known.empty() ? "" : ", ") + c;
+  if (!k)
     return "kernel '" + choice.path + "' is not a " + to_string(device) + " kernel path (" +
-           to_string(device) + " paths: " + known + ")";
-  }
+           to_string(device) + " paths: " + joined(kernel_choices(device)) + ")";
   if (!k->built)
-    return std::string("kernel '") + k->name + "' is not in this build (" +
-           (std::string(k->name) == "cudnn" ? "CMake found no cuDNN; set CUDNN_ROOT and rebuild"
-                                            : "rebuild with -DRINGBENCH_ENABLE_CUDA=ON") + ")";
-  if (!choice.tile.empty() && choice.tile != "default" &&
-      std::none_of(k->tiles.begin(), k->tiles.end(), [&](const char* t) { return choice.tile == t; })) {
-    std::string known;
-    for (const char* t : k->tiles) known += (known.empty() ? "" : ", ") + std::string(t);
-    return "kernel '" + std::string(k->name) + "' has no tile variant '" + choice.tile + "' (" + known + ")";
-  }
-  const KernelSupport& s = k->supports;
-  if (!takes_dtype(s, dtype))
-    return "kernel '" + std::string(k->name) + "' does not take " + dtype_name(dtype);
-  if (s.max_head_dim > 0 && head_dim > s.max_head_dim)
-    return "head_dim " + std::to_string(head_dim) + " exceeds kernel '" + k->name + "''s maximum " +
-           std::to_string(s.max_head_dim);
-  if (head_dim % s.head_dim_multiple != 0)
-    return "kernel '" + std::string(k->name) + "' needs head_dim a multiple of " +
-           std::to_string(s.head_dim_multiple);
-  if (causal && !s.causal) return "kernel '" + std::string(k->name) + "' has no causal mask";
-  if (dilated && !s.dilated) return "kernel '" + std::string(k->name) + "' has no dilated attention";
-  return "";
+    return "kernel '" + std::string(k->name) + "' is not in this build (" + k->missing + ")";
+  const std::string why = tile_refusal(*k, choice, dtype, head_dim, causal, dilated);
+  if (!why.empty()) return why;
+  return support_refusal(k->supports, "kernel '" + std::string(k->name) + "'", dtype, head_dim,
+                         causal, dilated);
 }
 
 }  // namespace rb::attn

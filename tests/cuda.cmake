@@ -19,8 +19,9 @@ if(RINGBENCH_HAVE_CUDA)
     LABELS gpu)
 endif()
 
-# Host-only checks of the kernels' index arithmetic (row views, tile classification): no GPU.
+# Host-only checks (no GPU): the kernels' index arithmetic (row views, tile classification)
+# and the kernel path table with its binding to the CUDA library.
 if(RINGBENCH_HAVE_CUDA)
-  ringbench_add_doctest(TARGET ringbench_test_cuda_views SOURCES cuda/test_views.cu cuda/test_sdpa_split.cpp LIBS rb_kernels_cuda)
+  ringbench_add_doctest(TARGET ringbench_test_cuda_views SOURCES cuda/test_views.cu cuda/test_sdpa_split.cpp cuda/test_kernel_paths.cpp LIBS rb_kernels_cuda)
   ringbench_add_test(NAME cuda_views RANKS 1 COMMAND $<TARGET_FILE:ringbench_test_cuda_views> LABELS cuda)
 endif()

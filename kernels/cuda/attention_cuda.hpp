@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "attention.hpp"
 
@@ -27,13 +28,27 @@ void backward_prepare(const void* dout, const float* out, float* delta, std::int
 
 // dst[i] += src[i] for `count` fp32 values (the ring backward's partial dK/dV sums).
 void accumulate(float* dst, const float* src, std::size_t count, cudaStream_t stream);
+// dst = src converted to `dtype` (count values; fp32 is a copy).
+void convert_from_float(void* dst, const float* src, std::size_t count, DType dtype,
+                        cudaStream_t stream);
 
-// True when the tensor-core flash kernels handle this dtype and head dim at full speed.
+// True when the tensor-core flash kernels handle this dtype and head dim at full speed (the
+// flash row's full-speed range in kernels/kernel_paths.cpp).
 bool flash_tensor_core_supported(DType dtype, int head_dim);
+
+// A tile shape of the flash kernels: one of the flash row's tile variants (kernel_paths.cpp
+// names them and says which blocks each applies to; other blocks run the default shape).
+struct FlashTile {
+  enum class Fwd { Default, W4M1K64QReg, W4M2K32, W8M1K64QReg, W8M2K32 } fwd = Fwd::Default;
+  enum class Bwd { Default, W4K64 } bwd = Bwd::Default;
+};
+// The flash row's tile variant `name` ("" = "default"); std::invalid_argument if unknown.
+FlashTile flash_tile(const std::string& name);
+
 // Fused kernels; they take the tensor-core path when supported, the CUDA-core one otherwise.
 // Head dims up to 256 are supported.
-void flash_forward(const ForwardBlock& block, cudaStream_t stream);
-void flash_backward(const BackwardBlock& block, cudaStream_t stream);
+void flash_forward(const ForwardBlock& block, cudaStream_t stream, FlashTile tile = {});
+void flash_backward(const BackwardBlock& block, cudaStream_t stream, FlashTile tile = {});
 // The fused CUDA-core path alone (any dtype, head dim <= 256).
 void simple_forward(const ForwardBlock& block, cudaStream_t stream);
 void simple_backward(const BackwardBlock& block, cudaStream_t stream);

@@ -1,12 +1,13 @@
 // ringbench_kernel_bench: times one block pair (Sq = Sk = S) forward and backward per CUDA
-// kernel path with CUDA events (warm-up, N repeats, median) and prints TFLOP/s by the
+// kernel path of the table (kernels/kernel_paths.hpp), through the same CudaBackend the ring
+// drives, with its CUDA-event marks (warm-up, N repeats, median), and prints TFLOP/s by the
 // FlashAttention convention (forward 4*b*h*S*S*d, halved when causal; backward 2.5x the
 // forward) and the error of each path against the naive (cuBLAS) path.
 // Builds with plain nvcc (see launch/bench_kernels.sh); no MPI.
 //
 //   ringbench_kernel_bench --seq 32768 --heads 16 --head-dim 128 --dtype bf16 [--causal]
-//       [--batch 1] [--kernels flash,naive] [--repeats 10] [--warmup 3] [--no-backward]
-//       [--no-check] [--segment W --rate R]
+//       [--batch 1] [--kernels flash,naive:default] [--all-tiles] [--repeats 10] [--warmup 3]
+//       [--no-backward] [--no-check] [--segment W --rate R]
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -15,17 +16,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "attention_cuda.hpp"
-#ifdef RINGBENCH_HAVE_CUDNN
-#include "cudnn_attention.hpp"
-#endif
 #include "check.hpp"
+#include "cuda_backend.hpp"
+#include "kernel_paths.hpp"
 
 using namespace rb::attn;
 
@@ -35,19 +34,59 @@ struct Options {
   std::int64_t seq = 4096;
   int heads = 16, head_dim = 128, batch = 1;
   DType dtype = DType::BF16;
-  bool causal = false, backward = true, check = true;
+  bool causal = false, backward = true, check = true, all_tiles = false;
   std::int64_t segment = 0, rate = 1;
   int repeats = 10, warmup = 3;
-#ifdef RINGBENCH_HAVE_CUDNN
-  std::vector<std::string> kernels{"flash", "cudnn", "naive"};
-#else
-  std::vector<std::string> kernels{"flash", "naive"};
-#endif
+  std::vector<KernelChoice> kernels;  // empty: every built CUDA row
 };
 
-[[noreturn]] void usage(const char* msg) {
-  std::fprintf(stderr, "ringbench_kernel_bench: %s\n", msg);
+// Every built CUDA row of the table, with its default tile.
+std::vector<KernelChoice> built_cuda_paths() {
+  std::vector<KernelChoice> out;
+  for (const auto& k : kernel_paths())
+    if (k.device == Device::Cuda && k.built) out.push_back({k.name, "default"});
+  return out;
+}
+
+void print_help() {
+  std::printf(
+      "ringbench_kernel_bench: one block pair forward and backward per CUDA kernel path\n"
+      "  --seq S --heads H --head-dim D --batch B --dtype bf16|fp16|fp32 [--causal]\n"
+      "  [--segment W --rate R] [--repeats N] [--warmup N] [--no-backward] [--no-check]\n"
+      "  --kernels PATH[:TILE],...   (default: every built path, default tile)\n"
+      "  --all-tiles                 every tile variant of each path that applies to the block\n"
+      "kernel paths (kernels/kernel_paths.cpp):\n");
+  for (const auto& k : kernel_paths()) {
+    if (k.device != Device::Cuda) continue;
+    std::printf("  %-6s %s%s\n", k.name, k.built ? "" : "[not built] ", k.summary);
+    for (const auto& t : k.tiles) std::printf("         tile %-18s %s\n", t.name, t.summary);
+  }
+}
+
+[[noreturn]] void usage(const std::string& msg) {
+  std::fprintf(stderr, "ringbench_kernel_bench: %s (see --help)\n", msg.c_str());
   std::exit(2);
+}
+
+std::vector<KernelChoice> parse_kernels(const std::string& list) {
+  std::vector<KernelChoice> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto colon = item.find(':');
+    KernelChoice c;
+    c.path = item.substr(0, colon);
+    if (colon != std::string::npos) c.tile = item.substr(colon + 1);
+    out.push_back(c);
+  }
+  return out;
+}
+
+DType parse_dtype(const std::string& t) {
+  if (t == "bf16") return DType::BF16;
+  if (t == "fp16") return DType::F16;
+  if (t == "fp32") return DType::F32;
+  usage("dtype must be bf16, fp16 or fp32");
 }
 
 Options parse(int argc, char** argv) {
@@ -55,34 +94,54 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+      if (i + 1 >= argc) usage("missing value after " + a);
       return argv[++i];
     };
-    if (a == "--seq") o.seq = std::stoll(next());
+    if (a == "--help" || a == "-h") { print_help(); std::exit(0); }
+    else if (a == "--seq") o.seq = std::stoll(next());
     else if (a == "--heads") o.heads = std::stoi(next());
     else if (a == "--head-dim") o.head_dim = std::stoi(next());
     else if (a == "--batch") o.batch = std::stoi(next());
-    else if (a == "--dtype") {
-      const std::string t = next();
-      if (t == "bf16") o.dtype = DType::BF16;
-      else if (t == "fp16") o.dtype = DType::F16;
-      else if (t == "fp32") o.dtype = DType::F32;
-      else usage("dtype must be bf16, fp16 or fp32");
-    } else if (a == "--causal") o.causal = true;
+    else if (a == "--dtype") o.dtype = parse_dtype(next());
+    else if (a == "--causal") o.causal = true;
     else if (a == "--no-backward") o.backward = false;
     else if (a == "--no-check") o.check = false;
+    else if (a == "--all-tiles") o.all_tiles = true;
     else if (a == "--segment") o.segment = std::stoll(next());
     else if (a == "--rate") o.rate = std::stoll(next());
     else if (a == "--repeats") o.repeats = std::stoi(next());
     else if (a == "--warmup") o.warmup = std::stoi(next());
-    else if (a == "--kernels") {
-      o.kernels.clear();
-      std::stringstream ss(next());
-      std::string k;
-      while (std::getline(ss, k, ',')) o.kernels.push_back(k);
-    } else usage(("unknown argument " + a).c_str());
+    else if (a == "--kernels") o.kernels = parse_kernels(next());
+    else usage("unknown argument " + a);
   }
+  if (o.kernels.empty()) o.kernels = built_cuda_paths();
   return o;
+}
+
+// The runs: each choice (with every tile variant that applies to the block when asked), each
+// refused by the table before any GPU work when it cannot run; naive last as the reference.
+std::vector<KernelChoice> runs_of(const Options& o) {
+  std::vector<KernelChoice> runs;
+  const bool dilated = o.segment > 0;
+  for (const KernelChoice& c : o.kernels) {
+    std::vector<KernelChoice> expanded{c};
+    const KernelPath* row = find_kernel_path(c.path, Device::Cuda);
+    if (o.all_tiles && row) {
+      expanded.clear();
+      for (const auto& t : row->tiles)
+        if (t.applies.takes(o.dtype, o.head_dim, o.causal, dilated)) expanded.push_back({c.path, t.name});
+    }
+    for (const KernelChoice& e : expanded) {
+      const std::string why = kernel_refusal(e, Device::Cuda, o.dtype, o.head_dim, o.causal, dilated);
+      if (!why.empty()) usage(why);
+      runs.push_back(e);
+    }
+  }
+  const bool has_naive = std::any_of(runs.begin(), runs.end(), [](const KernelChoice& c) {
+    return c.path == "naive" && (c.tile.empty() || c.tile == "default");
+  });
+  if (o.check && !has_naive) runs.push_back({"naive", "default"});
+  return runs;
 }
 
 template <typename T>
@@ -145,164 +204,156 @@ Errors compare(const DevBuf& a, const DevBuf& ref) {
   return e;
 }
 
+// The block pair every kernel path runs: inputs filled once, shared by all runs.
+struct Problem {
+  Options o;
+  Dims dims;
+  std::size_t n_in, rows;
+  DevBuf q, k, v, dout;
+  Span span;
+  Pattern pattern;
+  float scale;
+  double fwd_flops;
+
+  explicit Problem(const Options& opt)
+      : o(opt),
+        n_in(std::size_t(opt.batch) * opt.heads * opt.seq * opt.head_dim),
+        rows(std::size_t(opt.batch) * opt.heads * opt.seq),
+        q(n_in * dtype_size(opt.dtype)), k(q.bytes), v(q.bytes), dout(q.bytes),
+        span{0, opt.seq, 0, 1},
+        scale(1.0f / std::sqrt(float(opt.head_dim))) {
+    dims.batch = o.batch;
+    dims.heads = o.heads;
+    dims.head_dim = o.head_dim;
+    dims.q_rows = dims.kv_rows = o.seq;
+    pattern.causal = o.causal;
+    pattern.segment = o.segment;
+    pattern.rate = o.rate;
+    fwd_flops = 4.0 * o.batch * o.heads * double(o.seq) * double(o.seq) * o.head_dim;
+    if (o.causal) fwd_flops *= 0.5;
+    if (o.segment > 0) fwd_flops *= double(o.segment) / double(o.seq) / double(o.rate * o.rate);
+    fill(q.p, n_in, o.dtype, 1);
+    fill(k.p, n_in, o.dtype, 2);
+    fill(v.p, n_in, o.dtype, 3);
+    fill(dout.p, n_in, o.dtype, 4);
+    RBK_CUDA_CHECK(cudaDeviceSynchronize());  // filled on the default stream; backends use their own
+  }
+};
+
+struct Result {
+  KernelChoice choice;
+  double fwd_ms = 0, bwd_ms = 0;
+  std::int64_t fallbacks = 0;
+  DevBuf out, lse, dq, dk, dv;
+  Result(const KernelChoice& c, const Problem& p)
+      : choice(c), out(p.n_in * 4), lse(p.rows * 4), dq(p.n_in * 4), dk(p.n_in * 4), dv(p.n_in * 4) {}
+  std::string label() const {
+    return choice.tile == "default" ? choice.path : choice.path + ":" + choice.tile;
+  }
+  bool is_reference() const { return label() == "naive"; }
+};
+
+// Median milliseconds of `body` between two marks of the backend's stream, `prepare` untimed.
+double time_ms(AttentionBackend& be, const Options& o, const std::function<void()>& prepare,
+               const std::function<void()>& body) {
+  std::vector<double> t;
+  for (int i = 0; i < o.warmup + o.repeats; ++i) {
+    be.reset_marks();
+    prepare();
+    const int m0 = be.mark();
+    body();
+    const int m1 = be.mark();
+    const double s = be.seconds_between(m0, m1);
+    if (i >= o.warmup) t.push_back(s * 1e3);
+  }
+  return median(t);
+}
+
+std::unique_ptr<Result> run_choice(const Problem& p, const KernelChoice& choice) {
+  auto r = std::make_unique<Result>(choice, p);
+  gpu::CudaBackend be(choice);
+  ForwardBlock fb;
+  fb.dims = p.dims; fb.dtype = p.o.dtype; fb.scale = p.scale; fb.q = p.span; fb.kv = p.span;
+  fb.pattern = p.pattern; fb.q_data = p.q.p; fb.k_data = p.k.p; fb.v_data = p.v.p;
+  fb.out = r->out.f(); fb.lse = r->lse.f();
+  r->fwd_ms = time_ms(
+      be, p.o, [&] { be.init_forward(fb.out, fb.lse, std::int64_t(p.rows), p.o.head_dim); },
+      [&] { be.forward(fb); });
+  if (p.o.backward) {
+    DevBuf delta(p.rows * 4);
+    // As the ring does: delta (and the cudnn path's O copy) once per dO.
+    be.backward_prepare(p.dout.p, fb.out, delta.f(), std::int64_t(p.rows), p.o.head_dim, p.o.dtype);
+    BackwardBlock bb;
+    bb.dims = p.dims; bb.dtype = p.o.dtype; bb.scale = p.scale; bb.q = p.span; bb.kv = p.span;
+    bb.pattern = p.pattern; bb.q_data = p.q.p; bb.k_data = p.k.p; bb.v_data = p.v.p;
+    bb.dout = p.dout.p; bb.lse = fb.lse; bb.delta = delta.f();
+    bb.dq = r->dq.f(); bb.dk = r->dk.f(); bb.dv = r->dv.f();
+    r->bwd_ms = time_ms(
+        be, p.o,
+        [&] {
+          for (float* g : {bb.dq, bb.dk, bb.dv}) be.fill_zero(g, p.n_in * 4);
+        },
+        [&] { be.backward(bb); });
+  }
+  be.synchronize();
+  r->fallbacks = be.cudnn_fallback_blocks();
+  return r;
+}
+
+void print_results(const Problem& p, const std::vector<std::unique_ptr<Result>>& results,
+                   const std::vector<KernelChoice>& asked) {
+  const Result* ref = nullptr;
+  for (auto& r : results)
+    if (r->is_reference()) ref = r.get();
+  std::printf("%-24s %10s %12s %10s %12s %14s %12s %12s\n", "kernel", "fwd_ms", "fwd_TFLOPs",
+              "bwd_ms", "bwd_TFLOPs", "fwdbwd_TFLOPs", "out_relerr", "grad_relerr");
+  for (auto& r : results) {
+    // The reference added for the check is not reported unless asked for.
+    if (r->is_reference() && std::none_of(asked.begin(), asked.end(), [](const KernelChoice& c) {
+          return c.path == "naive";
+        }))
+      continue;
+    const double ft = p.fwd_flops / (r->fwd_ms * 1e-3) / 1e12;
+    const double bt = p.o.backward ? 2.5 * p.fwd_flops / (r->bwd_ms * 1e-3) / 1e12 : 0;
+    const double fbt = p.o.backward ? 3.5 * p.fwd_flops / ((r->fwd_ms + r->bwd_ms) * 1e-3) / 1e12 : 0;
+    double oe = -1, ge = -1;
+    if (ref && ref != r.get()) {
+      oe = compare(r->out, ref->out).rel_fro;
+      if (p.o.backward)
+        ge = std::max({compare(r->dq, ref->dq).rel_fro, compare(r->dk, ref->dk).rel_fro,
+                       compare(r->dv, ref->dv).rel_fro});
+    }
+    std::printf("%-24s %10.3f %12.1f %10.3f %12.1f %14.1f %12.3g %12.3g\n", r->label().c_str(),
+                r->fwd_ms, ft, r->bwd_ms, bt, fbt, oe, ge);
+    if (r->fallbacks > 0)
+      std::printf("# %s: %lld block calls ran on the flash kernels (shape/pattern cuDNN cannot take)\n",
+                  r->label().c_str(), (long long)r->fallbacks);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   const Options o = parse(argc, argv);
+  const std::vector<KernelChoice> runs = runs_of(o);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach a pipe even if a later step fails
   int dev = 0;
   RBK_CUDA_CHECK(cudaGetDevice(&dev));
   cudaDeviceProp prop{};
   RBK_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
-  cudaStream_t stream;
-  RBK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-
-  Dims dims;
-  dims.batch = o.batch;
-  dims.heads = o.heads;
-  dims.head_dim = o.head_dim;
-  dims.q_rows = dims.kv_rows = o.seq;
-  const std::size_t n_in = std::size_t(o.batch) * o.heads * o.seq * o.head_dim;
-  const std::size_t rows = std::size_t(o.batch) * o.heads * o.seq;
-  const std::size_t es = dtype_size(o.dtype);
-  DevBuf q(n_in * es), k(n_in * es), v(n_in * es), dout(n_in * es);
-  fill(q.p, n_in, o.dtype, 1);
-  fill(k.p, n_in, o.dtype, 2);
-  fill(v.p, n_in, o.dtype, 3);
-  fill(dout.p, n_in, o.dtype, 4);
-
-  Span span{0, o.seq, 0, 1};
-  Pattern pat;
-  pat.causal = o.causal;
-  pat.segment = o.segment;
-  pat.rate = o.rate;
-  const float scale = 1.0f / std::sqrt(float(o.head_dim));
-  double fwd_flops = 4.0 * o.batch * o.heads * double(o.seq) * double(o.seq) * o.head_dim;
-  if (o.causal) fwd_flops *= 0.5;
-  if (o.segment > 0) fwd_flops *= double(o.segment) / double(o.seq) / double(o.rate * o.rate);
-
   std::printf("# device %s (%d SMs), b=%d h=%d S=%lld d=%d dtype=%s causal=%d segment=%lld rate=%lld "
               "repeats=%d warmup=%d\n",
               prop.name, prop.multiProcessorCount, o.batch, o.heads, (long long)o.seq, o.head_dim,
-              o.dtype == DType::BF16 ? "bf16" : o.dtype == DType::F16 ? "fp16" : "fp32", o.causal,
-              (long long)o.segment, (long long)o.rate, o.repeats, o.warmup);
+              o.dtype == DType::BF16 ? "bf16" : o.dtype == DType::F16 ? "fp16" : "fp32", o.causal, (long long)o.segment, (long long)o.rate, o.repeats, o.warmup);
+  std::printf("#");
+  for (const auto& [lib, version] : gpu::library_versions()) std::printf(" %s %s;", lib.c_str(), version.c_str());
+  std::printf("\n");
 
-  gpu::NaiveAttention naive(
-      stream, [](std::size_t n) { void* p; RBK_CUDA_CHECK(cudaMalloc(&p, n)); return p; },
-      [](void* p) { RBK_CUDA_CHECK(cudaFree(p)); });
-
-#ifdef RINGBENCH_HAVE_CUDNN
-  // Its times include the merge of cuDNN's 16-bit block output into the fp32 accumulators
-  // and the gradient additions: what the ring pays per block.
-  gpu::CudnnAttention cudnn(
-      stream, [](std::size_t n) { void* p; RBK_CUDA_CHECK(cudaMalloc(&p, n)); return p; },
-      [](void* p) { RBK_CUDA_CHECK(cudaFree(p)); });
-  DevBuf out_copy(n_in * es);
-#endif
-
-  struct Result {
-    std::string kernel;
-    double fwd_ms = 0, bwd_ms = 0;
-    DevBuf out, lse, dq, dk, dv;
-    Result(std::size_t ob, std::size_t lb, std::size_t ib)
-        : out(ob), lse(lb), dq(ib), dk(ib), dv(ib) {}
-  };
+  const Problem p(o);
   std::vector<std::unique_ptr<Result>> results;
-  DevBuf delta(rows * 4);
-  cudaEvent_t e0, e1;
-  RBK_CUDA_CHECK(cudaEventCreate(&e0));
-  RBK_CUDA_CHECK(cudaEventCreate(&e1));
-
-  std::vector<std::string> kernels = o.kernels;
-  if (o.check && std::find(kernels.begin(), kernels.end(), "naive") == kernels.end())
-    kernels.push_back("naive");
-  for (const std::string& kname : kernels) {
-    auto r = std::make_unique<Result>(n_in * 4, rows * 4, n_in * 4);
-    r->kernel = kname;
-    ForwardBlock fb;
-    fb.dims = dims; fb.dtype = o.dtype; fb.scale = scale; fb.q = span; fb.kv = span;
-    fb.pattern = pat; fb.q_data = q.p; fb.k_data = k.p; fb.v_data = v.p;
-    fb.out = r->out.f(); fb.lse = r->lse.f();
-    auto run_fwd = [&]() {
-      if (kname == "flash") gpu::flash_forward(fb, stream);
-      else if (kname == "simple") gpu::simple_forward(fb, stream);
-      else if (kname == "naive") naive.forward(fb);
-#ifdef RINGBENCH_HAVE_CUDNN
-      else if (kname == "cudnn") cudnn.forward(fb);
-#endif
-      else throw std::runtime_error("kernel '" + kname + "' is not available in this benchmark");
-    };
-    std::vector<double> t;
-    for (int i = 0; i < o.warmup + o.repeats; ++i) {
-      gpu::init_forward(fb.out, fb.lse, std::int64_t(rows), o.head_dim, stream);
-      RBK_CUDA_CHECK(cudaEventRecord(e0, stream));
-      run_fwd();
-      RBK_CUDA_CHECK(cudaEventRecord(e1, stream));
-      RBK_CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      RBK_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      if (i >= o.warmup) t.push_back(ms);
-    }
-    r->fwd_ms = median(t);
-    if (o.backward) {
-      gpu::backward_prepare(dout.p, fb.out, delta.f(), std::int64_t(rows), o.head_dim, o.dtype, stream);
-#ifdef RINGBENCH_HAVE_CUDNN
-      if (kname == "cudnn") gpu::convert_from_float(out_copy.p, fb.out, n_in, o.dtype, stream);
-#endif
-      BackwardBlock bb;
-      bb.dims = dims; bb.dtype = o.dtype; bb.scale = scale; bb.q = span; bb.kv = span;
-      bb.pattern = pat; bb.q_data = q.p; bb.k_data = k.p; bb.v_data = v.p; bb.dout = dout.p;
-      bb.lse = fb.lse; bb.delta = delta.f(); bb.dq = r->dq.f(); bb.dk = r->dk.f(); bb.dv = r->dv.f();
-      t.clear();
-      for (int i = 0; i < o.warmup + o.repeats; ++i) {
-        RBK_CUDA_CHECK(cudaMemsetAsync(bb.dq, 0, n_in * 4, stream));
-        RBK_CUDA_CHECK(cudaMemsetAsync(bb.dk, 0, n_in * 4, stream));
-        RBK_CUDA_CHECK(cudaMemsetAsync(bb.dv, 0, n_in * 4, stream));
-        RBK_CUDA_CHECK(cudaEventRecord(e0, stream));
-        if (kname == "flash") gpu::flash_backward(bb, stream);
-        else if (kname == "simple") gpu::simple_backward(bb, stream);
-#ifdef RINGBENCH_HAVE_CUDNN
-        else if (kname == "cudnn") cudnn.backward(bb, out_copy.p);
-#endif
-        else naive.backward(bb);
-        RBK_CUDA_CHECK(cudaEventRecord(e1, stream));
-        RBK_CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        RBK_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        if (i >= o.warmup) t.push_back(ms);
-      }
-      r->bwd_ms = median(t);
-    }
-    results.push_back(std::move(r));
-  }
-
-  const Result* ref = nullptr;
-  for (auto& r : results)
-    if (r->kernel == "naive") ref = r.get();
-  std::printf("%-8s %10s %12s %10s %12s %14s %12s %12s\n", "kernel", "fwd_ms", "fwd_TFLOPs",
-              "bwd_ms", "bwd_TFLOPs", "fwdbwd_TFLOPs", "out_relerr", "grad_relerr");
-  for (auto& r : results) {
-    if (std::find(o.kernels.begin(), o.kernels.end(), r->kernel) == o.kernels.end()) continue;
-    const double ft = fwd_flops / (r->fwd_ms * 1e-3) / 1e12;
-    const double bt = o.backward ? 2.5 * fwd_flops / (r->bwd_ms * 1e-3) / 1e12 : 0;
-    const double fbt = o.backward ? 3.5 * fwd_flops / ((r->fwd_ms + r->bwd_ms) * 1e-3) / 1e12 : 0;
-    double oe = -1, ge = -1;
-    if (ref && ref != r.get()) {
-      oe = compare(r->out, ref->out).rel_fro;
-      if (o.backward)
-        ge = std::max({compare(r->dq, ref->dq).rel_fro, compare(r->dk, ref->dk).rel_fro,
-                       compare(r->dv, ref->dv).rel_fro});
-    }
-    std::printf("%-8s %10.3f %12.1f %10.3f %12.1f %14.1f %12.3g %12.3g\n", r->kernel.c_str(), r->fwd_ms,
-                ft, r->bwd_ms, bt, fbt, oe, ge);
-  }
-#ifdef RINGBENCH_HAVE_CUDNN
-  if (cudnn.fallback_blocks() > 0)
-    std::printf("# cudnn: %lld block calls ran on the flash kernels (shape/pattern cuDNN cannot take)\n",
-                (long long)cudnn.fallback_blocks());
-#endif
-  RBK_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return 0;  // the stream lives until exit: the cudnn path's destructor still uses it
+  for (const KernelChoice& c : runs) results.push_back(run_choice(p, c));
+  print_results(p, results, o.kernels);
+  return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "ringbench_kernel_bench: %s\n", e.what());
   return 1;

@@ -8,37 +8,86 @@
 #include "attention_cuda.hpp"
 #include "check.hpp"
 #include "cudnn_attention.hpp"
-#ifdef RINGBENCH_HAVE_CUDA
-#endif
 
 namespace rb::attn::gpu {
 
-KernelPath parse_kernel_path(const std::string& name) {
-  if (name == "flash") return KernelPath::Flash;
-  if (name == "naive") return KernelPath::Naive;
-  if (name == "auto") return KernelPath::Auto;
-  if (name == "cudnn") {
-    if (cudnn_path_built()) return KernelPath::Cudnn;
-    throw std::runtime_error(
-        "CUDA attention kernel 'cudnn' is not available: this build has no cuDNN (CMake did not "
-        "find cudnn.h and libcudnn; install cuDNN or set CUDNN_ROOT and rebuild with "
-        "-DRINGBENCH_ENABLE_CUDNN=ON); use kernel: flash, naive or auto");
+// The entry points of the CUDA rows of kernel_paths(): the backend dispatches every block
+// through the row it runs on. Bound by name because the table is plain C++ that host-only
+// targets link without this library; has_entry_points() lets a test check every built row.
+struct CudaBackend::Entry {
+  const char* path;
+  void (CudaBackend::*forward)(const ForwardBlock&);
+  void (CudaBackend::*backward)(const BackwardBlock&);
+  bool flash_tiles;   // its tile variants are the flash kernels' (flash_tile())
+  bool reads_output;  // its backward needs O in the data type (made by backward_prepare)
+};
+
+const CudaBackend::Entry* CudaBackend::entry_of(const KernelPath& row) {
+  static const Entry entries[] = {
+      {"flash", &CudaBackend::forward_flash, &CudaBackend::backward_flash, true, false},
+      {"cudnn", &CudaBackend::forward_cudnn, &CudaBackend::backward_cudnn, false, true},
+      {"naive", &CudaBackend::forward_naive, &CudaBackend::backward_naive, false, false},
+  };
+  if (row.device != Device::Cuda) return nullptr;
+  for (const Entry& e : entries)
+    if (std::string(row.name) == e.path) return &e;
+  return nullptr;
+}
+
+bool has_entry_points(const KernelPath& row) { return CudaBackend::entry_of(row) != nullptr; }
+
+namespace {
+
+const KernelPath& built_cuda_row(const std::string& name) {
+  const KernelPath* row = find_kernel_path(name, Device::Cuda);
+  if (!row) {
+    std::string known;
+    for (const auto& c : kernel_choices(Device::Cuda)) known += (known.empty() ? "" : ", ") + c;
+    throw std::invalid_argument("unknown CUDA attention kernel '" + name + "' (expected " +
+                                known + ")");
   }
-  throw std::invalid_argument("unknown CUDA attention kernel '" + name +
-                              "' (expected flash, cudnn, naive or auto)");
+  if (!row->built)
+    throw std::runtime_error("CUDA attention kernel '" + name + "' is not in this build (" +
+                             row->missing + ")");
+  return *row;
 }
 
-bool cudnn_path_built() {
-#ifdef RINGBENCH_HAVE_CUDNN
-  return true;
-#else
-  return false;
-#endif
+}  // namespace
+
+// The flash row's tile variants (kernel_paths.cpp) as the shapes flash_fwd.cu / flash_bwd.cu
+// instantiate.
+FlashTile flash_tile(const std::string& name) {
+  using F = FlashTile::Fwd;
+  FlashTile t;
+  if (name.empty() || name == "default") return t;
+  if (name == "fwd-4w1m-k64-qreg") t.fwd = F::W4M1K64QReg;
+  else if (name == "fwd-4w2m-k32") t.fwd = F::W4M2K32;
+  else if (name == "fwd-8w1m-k64-qreg") t.fwd = F::W8M1K64QReg;
+  else if (name == "fwd-8w2m-k32") t.fwd = F::W8M2K32;
+  else if (name == "bwd-4w-k64") t.bwd = FlashTile::Bwd::W4K64;
+  else throw std::invalid_argument("the flash kernels have no tile variant '" + name + "'");
+  return t;
 }
 
-CudaBackend::CudaBackend(KernelPath path) : path_(path) {
-  if (path_ == KernelPath::Cudnn && !cudnn_path_built())
-    throw std::runtime_error("CudaBackend: the cudnn path is not built (no cuDNN)");
+bool flash_tensor_core_supported(DType dtype, int head_dim) {
+  static const KernelPath& flash = *find_kernel_path("flash", Device::Cuda);
+  return flash.full_speed.takes(dtype, head_dim, false, false);
+}
+
+CudaBackend::CudaBackend(const KernelChoice& choice) {
+  if (choice.path == "auto") {
+    if (!choice.tile.empty() && choice.tile != "default")
+      throw std::invalid_argument("CUDA attention kernel 'auto' has no tile variants");
+  } else {
+    path_ = &built_cuda_row(choice.path);
+    const TileVariant* tile = find_tile(*path_, choice.tile);
+    if (!tile)
+      throw std::invalid_argument("CUDA attention kernel '" + choice.path +
+                                  "' has no tile variant '" + choice.tile + "'");
+    if (!entry_of(*path_))
+      throw std::logic_error("CudaBackend: kernel path '" + choice.path + "' has no entry points");
+    if (entry_of(*path_)->flash_tiles) tile_ = flash_tile(tile->name);
+  }
   RBK_CUDA_CHECK(cudaGetDevice(&device_));
   RBK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
@@ -54,26 +103,19 @@ CudaBackend::~CudaBackend() {
 }
 
 std::string CudaBackend::name() const {
-  switch (path_) {
-    case KernelPath::Naive: return "naive";
-    case KernelPath::Cudnn: return "cudnn";
-    case KernelPath::Auto: return cudnn_path_built() ? "cudnn" : "flash";
-    default: return "flash";
-  }
+  if (path_) return path_->name;
+  const KernelPath* headline = auto_headline_path(Device::Cuda);
+  return headline ? headline->name : "auto";
 }
 
-bool CudaBackend::use_cudnn(DType dtype, int head_dim, bool dilated) const {
-#ifdef RINGBENCH_HAVE_CUDNN
-  // auto leaves dilated branches to flash: cuDNN runs them as many small strided calls (one
-  // per head offset and segment), measured slower than the flash kernels' row views.
-  return path_ == KernelPath::Cudnn ||
-         (path_ == KernelPath::Auto && !dilated && CudnnAttention::supports(dtype, head_dim));
-#else
-  (void)dtype;
-  (void)head_dim;
-  (void)dilated;
-  return false;
-#endif
+const CudaBackend::Entry& CudaBackend::entry_for(DType dtype, int head_dim, bool causal,
+                                                 bool dilated) const {
+  const KernelPath* row = path_ ? path_ : auto_kernel_path(Device::Cuda, dtype, head_dim, causal, dilated);
+  const Entry* e = row ? entry_of(*row) : nullptr;
+  if (!e)
+    throw std::logic_error(std::string("CudaBackend: no entry points for kernel path '") +
+                           (row ? row->name : "auto") + "'");
+  return *e;
 }
 
 void* CudaBackend::allocate(std::size_t bytes) {
@@ -146,16 +188,6 @@ CudnnAttention& CudaBackend::cudnn() {
 #endif
 }
 
-bool CudaBackend::use_flash(DType dtype, int head_dim) const {
-  switch (path_) {
-    case KernelPath::Flash: return true;
-    case KernelPath::Naive: return false;
-    case KernelPath::Auto: return flash_tensor_core_supported(dtype, head_dim);
-    case KernelPath::Cudnn: return false;
-  }
-  return true;
-}
-
 std::int64_t CudaBackend::cudnn_fallback_blocks() const {
 #ifdef RINGBENCH_HAVE_CUDNN
   return cudnn_ ? cudnn_->fallback_blocks() : 0;
@@ -167,7 +199,7 @@ std::int64_t CudaBackend::cudnn_fallback_blocks() const {
 void CudaBackend::note_fallbacks(std::int64_t before, const char* what) {
 #ifdef RINGBENCH_HAVE_CUDNN
   // auto hands such blocks to the flash kernels by design; only an explicit cudnn is told.
-  if (path_ != KernelPath::Cudnn || fallback_noted_ || cudnn_->fallback_blocks() == before) return;
+  if (path_ == nullptr || fallback_noted_ || cudnn_->fallback_blocks() == before) return;
   fallback_noted_ = true;
   std::fprintf(stderr,
                "ringbench: note: kernel cudnn: a %s block cuDNN cannot take (fp32 data, head "
@@ -182,49 +214,61 @@ void CudaBackend::note_fallbacks(std::int64_t before, const char* what) {
 }
 
 void CudaBackend::forward(const ForwardBlock& block) {
+  const Entry& e = entry_for(block.dtype, block.dims.head_dim, block.pattern.causal,
+                             block.pattern.segment > 0);
+  (this->*e.forward)(block);
+}
+
+void CudaBackend::backward(const BackwardBlock& block) {
+  const Entry& e = entry_for(block.dtype, block.dims.head_dim, block.pattern.causal,
+                             block.pattern.segment > 0);
+  (this->*e.backward)(block);
+}
+
+void CudaBackend::forward_flash(const ForwardBlock& block) { flash_forward(block, stream_, tile_); }
+void CudaBackend::backward_flash(const BackwardBlock& block) { flash_backward(block, stream_, tile_); }
+void CudaBackend::forward_naive(const ForwardBlock& block) { naive().forward(block); }
+void CudaBackend::backward_naive(const BackwardBlock& block) { naive().backward(block); }
+
+void CudaBackend::forward_cudnn(const ForwardBlock& block) {
 #ifdef RINGBENCH_HAVE_CUDNN
-  if (use_cudnn(block.dtype, block.dims.head_dim, block.pattern.segment > 0)) {
-    const std::int64_t before = cudnn().fallback_blocks();
-    cudnn_->forward(block);
-    note_fallbacks(before, "forward");
-    return;
-  }
+  const std::int64_t before = cudnn().fallback_blocks();
+  cudnn_->forward(block);
+  note_fallbacks(before, "forward");
+#else
+  (void)block;
+  cudnn();  // throws: the row is not built
 #endif
-  if (use_flash(block.dtype, block.dims.head_dim)) flash_forward(block, stream_);
-  else naive().forward(block);
+}
+
+void CudaBackend::backward_cudnn(const BackwardBlock& block) {
+#ifdef RINGBENCH_HAVE_CUDNN
+  const std::int64_t before = cudnn().fallback_blocks();
+  // Without backward_prepare for this dO buffer there is no O copy: the block falls back.
+  cudnn_->backward(block, block.dout == out_copy_for_ ? out_copy_ : nullptr);
+  note_fallbacks(before, "backward");
+#else
+  (void)block;
+  cudnn();
+#endif
 }
 
 void CudaBackend::backward_prepare(const void* dout, const float* out, float* delta,
                                    std::int64_t rows, int head_dim, DType dtype) {
   gpu::backward_prepare(dout, out, delta, rows, head_dim, dtype, stream_);
-#ifdef RINGBENCH_HAVE_CUDNN
-  if (use_cudnn(dtype, head_dim, false) && dtype != DType::F32) {
-    const std::size_t bytes = std::size_t(rows) * std::size_t(head_dim) * dtype_size(dtype);
-    if (bytes > out_copy_bytes_) {
-      if (out_copy_) release(out_copy_);
-      out_copy_ = nullptr;
-      out_copy_bytes_ = 0;
-      out_copy_ = allocate(bytes);
-      out_copy_bytes_ = bytes;
-    }
-    convert_from_float(out_copy_, out, std::size_t(rows) * std::size_t(head_dim), dtype, stream_);
-    out_copy_for_ = dout;
+  // Causality and dilation do not change which row reads O (cudnn's range is not dilated:
+  // a dilated block on auto goes to flash and needs no copy; an unneeded copy is harmless).
+  if (!entry_for(dtype, head_dim, false, false).reads_output || dtype == DType::F32) return;
+  const std::size_t bytes = std::size_t(rows) * std::size_t(head_dim) * dtype_size(dtype);
+  if (bytes > out_copy_bytes_) {
+    if (out_copy_) release(out_copy_);
+    out_copy_ = nullptr;
+    out_copy_bytes_ = 0;
+    out_copy_ = allocate(bytes);
+    out_copy_bytes_ = bytes;
   }
-#endif
-}
-
-void CudaBackend::backward(const BackwardBlock& block) {
-#ifdef RINGBENCH_HAVE_CUDNN
-  if (use_cudnn(block.dtype, block.dims.head_dim, block.pattern.segment > 0)) {
-    const std::int64_t before = cudnn().fallback_blocks();
-    // Without backward_prepare for this dO buffer there is no O copy: the block falls back.
-    cudnn_->backward(block, block.dout == out_copy_for_ ? out_copy_ : nullptr);
-    note_fallbacks(before, "backward");
-    return;
-  }
-#endif
-  if (use_flash(block.dtype, block.dims.head_dim)) flash_backward(block, stream_);
-  else naive().backward(block);
+  convert_from_float(out_copy_, out, std::size_t(rows) * std::size_t(head_dim), dtype, stream_);
+  out_copy_for_ = dout;
 }
 
 void CudaBackend::accumulate(float* dst, const float* src, std::size_t count) {
@@ -255,12 +299,12 @@ void CudaBackend::reset_marks() { marks_used_ = 0; }
 
 void CudaBackend::synchronize() { RBK_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-std::unique_ptr<AttentionBackend> make_cuda_backend(const std::string& kernel) {
-  return std::make_unique<CudaBackend>(parse_kernel_path(kernel));
+std::unique_ptr<AttentionBackend> make_cuda_backend(const KernelChoice& choice) {
+  return std::make_unique<CudaBackend>(choice);
 }
 
-std::unique_ptr<AttentionBackend> make_cuda_backend(const KernelChoice& choice) {
-  return make_cuda_backend(choice.path);
+std::unique_ptr<AttentionBackend> make_cuda_backend(const std::string& kernel) {
+  return make_cuda_backend(KernelChoice{kernel, "default"});
 }
 
 namespace {

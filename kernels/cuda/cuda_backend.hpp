@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "attention_cuda.hpp"
 #include "kernel_paths.hpp"
 
 namespace rb::attn::gpu {
@@ -21,26 +22,20 @@ namespace rb::attn::gpu {
 class NaiveAttention;
 class CudnnAttention;
 
-enum class KernelPath { Flash, Naive, Auto, Cudnn };
-
-// "flash", "naive", "auto", "cudnn" (std::runtime_error when this build has no cuDNN);
-// anything else throws std::invalid_argument.
-KernelPath parse_kernel_path(const std::string& name);
-// True when this build has the cudnn path (CMake found cuDNN).
-bool cudnn_path_built();
-
 class CudaBackend final : public AttentionBackend {
  public:
-  explicit CudaBackend(KernelPath path);
+  // A path of the table (kernel_paths.hpp) or "auto", and a tile variant of that path.
+  // std::invalid_argument for a name or tile the table lacks, std::runtime_error for a path
+  // this build lacks.
+  explicit CudaBackend(const KernelChoice& choice);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
-  // "flash", "naive", "cudnn" for those paths. cudnn: blocks cuDNN cannot take (fp32, other
-  // head dims) run on the flash kernels; one note on stderr says so. auto is the fastest
-  // measured path: cudnn where this build has cuDNN and it takes the dtype and head dim,
-  // except dilated branches (flash); else flash where the tensor cores take the shape; else
-  // naive. Its name is "cudnn" in builds with cuDNN, "flash" otherwise.
+  // The row's name. cudnn: blocks cuDNN cannot take (fp32, other head dims) run on the flash
+  // kernels; one note on stderr says so. auto runs each block on auto_kernel_path() (the
+  // first built row whose full-speed range takes it) and is named after
+  // auto_headline_path(): "cudnn" in builds with cuDNN, "flash" otherwise.
   std::string name() const override;
   bool on_device() const override { return true; }
   void* stream() const override { return stream_; }
@@ -71,13 +66,23 @@ class CudaBackend final : public AttentionBackend {
   std::int64_t cudnn_fallback_blocks() const;
 
  private:
+  struct Entry;  // a row's entry points (cuda_backend.cpp binds them to the table)
+  static const Entry* entry_of(const KernelPath& row);
+  const Entry& entry_for(DType dtype, int head_dim, bool causal, bool dilated) const;
+  void forward_flash(const ForwardBlock& block);
+  void backward_flash(const BackwardBlock& block);
+  void forward_naive(const ForwardBlock& block);
+  void backward_naive(const BackwardBlock& block);
+  void forward_cudnn(const ForwardBlock& block);
+  void backward_cudnn(const BackwardBlock& block);
   NaiveAttention& naive();
   CudnnAttention& cudnn();
-  bool use_flash(DType dtype, int head_dim) const;
-  bool use_cudnn(DType dtype, int head_dim, bool dilated) const;
   void note_fallbacks(std::int64_t before, const char* what);
 
-  KernelPath path_;
+  friend bool has_entry_points(const KernelPath& row);
+
+  const KernelPath* path_ = nullptr;  // nullptr: auto
+  FlashTile tile_;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<NaiveAttention> naive_;
@@ -96,11 +101,14 @@ class CudaBackend final : public AttentionBackend {
   int marks_used_ = 0;
 };
 
-// The GPU backend for one kernel path name ("flash", "cudnn", "naive", "auto"), on the
-// current CUDA device. Throws std::runtime_error for a path this build lacks.
-std::unique_ptr<AttentionBackend> make_cuda_backend(const std::string& kernel);
-// The same for a path and tile variant (KernelChoice.tile "" or "default": the path's default).
+// The GPU backend for a kernel path of the table (or "auto") and one of its tile variants,
+// on the current CUDA device. Throws as CudaBackend's constructor.
 std::unique_ptr<AttentionBackend> make_cuda_backend(const KernelChoice& choice);
+// The same with the path's default tile.
+std::unique_ptr<AttentionBackend> make_cuda_backend(const std::string& kernel);
+
+// True when CudaBackend can dispatch to `row` (every built CUDA row must be; a test checks).
+bool has_entry_points(const KernelPath& row);
 
 // The GPU libraries this build runs on, as (name, version text) for provenance: "CUDA
 // runtime", "CUDA driver", "cuBLAS", "cuDNN" ("not built" without the cudnn path). Needs no

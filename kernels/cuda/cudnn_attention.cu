@@ -17,26 +17,13 @@
 #include "attention_cuda.hpp"
 #include "check.hpp"
 #include "common.cuh"
+#include "kernel_paths.hpp"
 #include "sdpa_split.hpp"
 
 namespace rb::attn::gpu {
 namespace {
 
 // ---------------------------------------------------------------- glue kernels
-
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-
-template <typename T>
-__global__ void convert_kernel(T* __restrict__ dst, const float* __restrict__ src, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x)
-    dst[i] = from_float<T>(src[i]);
-}
 
 // Row w of a library call's packed [batch][heads][m] output -> row of a ringbench buffer
 // [batch][heads_total][rows]: the call covers heads head0 + k*head_step and rows
@@ -82,11 +69,6 @@ __global__ void gather_rows(float* __restrict__ dst, const float* __restrict__ s
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n_rows;
        i += std::int64_t(gridDim.x) * blockDim.x)
     dst[i] = src[map(i)];
-}
-
-unsigned blocks_for(std::int64_t n, int threads) {
-  const std::int64_t b = (n + threads - 1) / threads;
-  return unsigned(b < 1 ? 1 : (b > 65535 * 16 ? 65535 * 16 : b));
 }
 
 // ---------------------------------------------------------------- backend API wrappers
@@ -566,7 +548,9 @@ CudnnAttention::~CudnnAttention() {
 }
 
 bool CudnnAttention::supports(DType dtype, int head_dim) {
-  return dtype != DType::F32 && head_dim % 8 == 0 && head_dim >= 8 && head_dim <= 128;
+  // The cudnn row's full-speed range (kernel_paths.cpp) is what cuDNN takes natively.
+  static const KernelPath& row = *find_kernel_path("cudnn", Device::Cuda);
+  return row.full_speed.takes(dtype, head_dim, false, false);
 }
 
 namespace {
@@ -633,7 +617,7 @@ void CudnnAttention::forward(const ForwardBlock& b) {
       args.add(kO, ob);
       args.add(kStats, st);
       impl_->execute(pl, args);
-      const unsigned blocks = blocks_for(c.q_n * 32, 256);
+      const unsigned blocks = grid_for(c.q_n * 32, 256);
       if (b.dtype == DType::BF16)
         merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __nv_bfloat16*>(ob), st, b.out, b.lse,
                                                       c.q_map, c.q_n, d.head_dim);
@@ -665,7 +649,7 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
       void* dk = impl_->need(impl_->dk, kn * hd * es);
       void* dv = impl_->need(impl_->dv, kn * hd * es);
       auto* st = static_cast<float*>(impl_->need(impl_->stats, qn * sizeof(float)));
-      gather_rows<<<blocks_for(c.q_n, 256), 256, 0, impl_->stream>>>(st, b.lse, c.q_map, c.q_n);
+      gather_rows<<<grid_for(c.q_n, 256), 256, 0, impl_->stream>>>(st, b.lse, c.q_map, c.q_n);
       RBK_LAUNCH_CHECK();
       // cuDNN's own fp32 buffers: the dQ accumulator (zeroed here: older releases expect it)
       // and rowsum(dO * O). The accumulator is the engine's scratch, not dQ in the declared
@@ -685,7 +669,7 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
         args.add(uid, ptr);
       impl_->execute(pl, args);
       auto add = [&](float* dst, const void* src, const RowMap& map, std::int64_t n) {
-        const unsigned blocks = blocks_for(n * d.head_dim, 256);
+        const unsigned blocks = grid_for(n * d.head_dim, 256);
         if (b.dtype == DType::BF16)
           add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __nv_bfloat16*>(src), map, n, d.head_dim);
         else
@@ -696,19 +680,6 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
       add(b.dk, dk, c.k_map, c.k_n);
       add(b.dv, dv, c.k_map, c.k_n);
     }
-}
-
-void convert_from_float(void* dst, const float* src, std::size_t count, DType dtype, cudaStream_t stream) {
-  if (count == 0) return;
-  const unsigned blocks = blocks_for(std::int64_t(count), 256);
-  switch (dtype) {
-    case DType::F32:
-      RBK_CUDA_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-      return;
-    case DType::F16: convert_kernel<<<blocks, 256, 0, stream>>>(static_cast<__half*>(dst), src, count); break;
-    case DType::BF16: convert_kernel<<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), src, count); break;
-  }
-  RBK_LAUNCH_CHECK();
 }
 
 std::string cudnn_version_text() {

@@ -55,8 +55,5 @@ class CudnnAttention {
 // The cuDNN library loaded at run time, e.g. "9.1.0" (cudnnGetProperty).
 std::string cudnn_version_text();
 
-// Writes `out` (fp32) converted to `dtype` into `dst` (count values).
-void convert_from_float(void* dst, const float* src, std::size_t count, DType dtype,
-                        cudaStream_t stream);
 
 }  // namespace rb::attn::gpu

@@ -1,4 +1,5 @@
-// Accumulator initialisation and the backward's delta = rowsum(dO * O).
+// Accumulator initialisation, the backward's delta = rowsum(dO * O), gradient sums and
+// fp32 -> data type conversion.
 #include <cmath>
 
 #include "attention_cuda.hpp"
@@ -46,9 +47,11 @@ __global__ void accumulate_kernel(float4* __restrict__ dst, const float4* __rest
     dst1[i] += src1[i];
 }
 
-int grid_for(std::int64_t n, int threads) {
-  const std::int64_t blocks = (n + threads - 1) / threads;
-  return int(blocks < 65535 * 16 ? (blocks > 0 ? blocks : 1) : 65535 * 16);
+template <typename T>
+__global__ void convert_kernel(T* __restrict__ dst, const float* __restrict__ src, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    dst[i] = from_float<T>(src[i]);
 }
 
 }  // namespace
@@ -86,6 +89,19 @@ void backward_prepare(const void* dout, const float* out, float* delta, std::int
     case DType::BF16:
       delta_kernel<<<blocks, threads, 0, stream>>>(static_cast<const __nv_bfloat16*>(dout), out, delta, rows, head_dim);
       break;
+  }
+  RBK_LAUNCH_CHECK();
+}
+
+void convert_from_float(void* dst, const float* src, std::size_t count, DType dtype, cudaStream_t stream) {
+  if (count == 0) return;
+  const unsigned blocks = grid_for(std::int64_t(count), 256);
+  switch (dtype) {
+    case DType::F32:
+      RBK_CUDA_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      return;
+    case DType::F16: convert_kernel<<<blocks, 256, 0, stream>>>(static_cast<__half*>(dst), src, count); break;
+    case DType::BF16: convert_kernel<<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), src, count); break;
   }
   RBK_LAUNCH_CHECK();
 }

@@ -362,20 +362,16 @@ void launch_bwd(const BackwardBlock& b, cudaStream_t stream) {
 
 }  // namespace
 
-void flash_backward(const BackwardBlock& b, cudaStream_t stream) {
+void flash_backward(const BackwardBlock& b, cudaStream_t stream, FlashTile tile) {
   if (b.q.count <= 0 || b.kv.count <= 0) return;
   if (!flash_tensor_core_supported(b.dtype, b.dims.head_dim)) {
     simple_backward(b, stream);
     return;
   }
-  static const int variant = [] {
-    const char* e = std::getenv("RINGBENCH_FLASH_BWD_VARIANT");
-    return e ? std::atoi(e) : -1;
-  }();
   if (b.dtype == DType::BF16) {
-    // Tuning variant (bf16, head dim 128): 0 = 4 warps / 64 keys per CTA; default 8 warps /
-    // 128 keys per CTA (half the dQ atomics; measured faster on H200).
-    if (b.dims.head_dim == 128 && variant == 0) launch_bwd<__nv_bfloat16, 128, 4>(b, stream);
+    // Default at head dim 128: 8 warps / 128 keys per CTA (half the dQ atomics of the
+    // bwd-4w-k64 variant; measured faster on H200).
+    if (b.dims.head_dim == 128 && tile.bwd == FlashTile::Bwd::W4K64) launch_bwd<__nv_bfloat16, 128, 4>(b, stream);
     else if (b.dims.head_dim == 128) launch_bwd<__nv_bfloat16, 128, 8>(b, stream);
     else launch_bwd<__nv_bfloat16, 64, 4>(b, stream);
   } else {

@@ -332,43 +332,26 @@ void launch_fwd(const ForwardBlock& b, cudaStream_t stream) {
 
 }  // namespace
 
-bool flash_tensor_core_supported(DType dtype, int head_dim) {
-  return dtype != DType::F32 && (head_dim == 64 || head_dim == 128);
-}
-
-// Tile variant for tuning (RINGBENCH_FLASH_FWD_VARIANT, bf16):
-//   head dim 128: 0: 4 warps x 1 m-tile, 64 keys, Q in registers
-//                 1: 4 warps x 2 m-tiles, 64 keys, Q in shared memory (FlashAttention-2's shape)
-//                 2: 4 warps x 2 m-tiles, 32 keys   3: 8 warps x 1 m-tile, 64 keys, Q in registers
-//                 4: 8 warps x 2 m-tiles, 32 keys, Q in shared memory
-//   head dim 64:  0: 4 warps x 1 m-tile, 64 keys, Q in registers
-//                 1: 4 warps x 2 m-tiles, 64 keys, Q in registers
-// Defaults (measured best on H200, docs/gpu-kernels.md): 1 for both head dims.
-int fwd_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("RINGBENCH_FLASH_FWD_VARIANT");
-    return e ? std::atoi(e) : -1;
-  }();
-  return v;
-}
-
-void flash_forward(const ForwardBlock& b, cudaStream_t stream) {
+void flash_forward(const ForwardBlock& b, cudaStream_t stream, FlashTile tile) {
   if (b.q.count <= 0 || b.kv.count <= 0) return;
   if (!flash_tensor_core_supported(b.dtype, b.dims.head_dim)) {
     simple_forward(b, stream);
     return;
   }
+  // Shapes as warps x m-tiles, keys per tile, Q in registers or shared memory (the flash
+  // row's tile variants). Defaults (measured best on H200, docs/gpu-kernels.md): 4 warps x 2
+  // m-tiles, 64 keys; Q in shared memory at head dim 128, in registers at 64.
+  using F = FlashTile::Fwd;
   if (b.dtype == DType::BF16) {
     if (b.dims.head_dim == 128) {
-      switch (fwd_variant()) {
-        case 0: launch_fwd<__nv_bfloat16, 128, 4, 1, 64, true>(b, stream); break;
-        case 1: launch_fwd<__nv_bfloat16, 128, 4, 2, 64, false>(b, stream); break;
-        case 2: launch_fwd<__nv_bfloat16, 128, 4, 2, 32, false>(b, stream); break;
-        case 3: launch_fwd<__nv_bfloat16, 128, 8, 1, 64, true>(b, stream); break;
-        case 4: launch_fwd<__nv_bfloat16, 128, 8, 2, 32, false>(b, stream); break;
+      switch (tile.fwd) {
+        case F::W4M1K64QReg: launch_fwd<__nv_bfloat16, 128, 4, 1, 64, true>(b, stream); break;
+        case F::W4M2K32: launch_fwd<__nv_bfloat16, 128, 4, 2, 32, false>(b, stream); break;
+        case F::W8M1K64QReg: launch_fwd<__nv_bfloat16, 128, 8, 1, 64, true>(b, stream); break;
+        case F::W8M2K32: launch_fwd<__nv_bfloat16, 128, 8, 2, 32, false>(b, stream); break;
         default: launch_fwd<__nv_bfloat16, 128, 4, 2, 64, false>(b, stream); break;
       }
-    } else if (fwd_variant() == 0) {
+    } else if (tile.fwd == F::W4M1K64QReg) {
       launch_fwd<__nv_bfloat16, 64, 4, 1, 64, true>(b, stream);
     } else {
       launch_fwd<__nv_bfloat16, 64, 4, 2, 64, true>(b, stream);

@@ -13,20 +13,20 @@
 #include <vector>
 
 #include "cuda_backend.hpp"
-#ifdef RINGBENCH_HAVE_CUDA
-#include "cuda/cuda_backend.hpp"
-#endif
+#include "kernel_paths.hpp"
 
 using namespace rb;
 
 namespace {
 
-std::unique_ptr<attn::AttentionBackend> make_backend(const std::string& kernel) {
-#ifdef RINGBENCH_HAVE_CUDA
-  return attn::gpu::make_cuda_backend(kernel);
-#else
-  return std::make_unique<attn::gpu::CudaBackend>(attn::gpu::parse_kernel_path(kernel));
-#endif
+std::unique_ptr<attn::AttentionBackend> make_backend(const std::string& kernel,
+                                                     const std::string& tile = "default") {
+  return attn::gpu::make_cuda_backend(attn::KernelChoice{kernel, tile});
+}
+
+bool cudnn_built() {
+  const attn::KernelPath* row = attn::find_kernel_path("cudnn", attn::Device::Cuda);
+  return row && row->built;
 }
 
 std::mt19937_64 rng_fresh() { return std::mt19937_64((std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()); }
@@ -109,22 +109,30 @@ BlockResult run_block(attn::AttentionBackend& be, std::uint64_t seed, std::int64
 }  // namespace
 
 TEST_SUITE("cuda backend") {
-  TEST_CASE("kernel paths are selected by name; unavailable ones fail clearly") {
-    CHECK(make_backend("flash")->name() == "flash");
-    CHECK(make_backend("auto")->name() == (attn::gpu::cudnn_path_built() ? "cudnn" : "flash"));
-    CHECK(make_backend("naive")->name() == "naive");
-    CHECK(make_backend("naive")->on_device());
-    CHECK(make_backend("naive")->stream() != nullptr);
-    if (attn::gpu::cudnn_path_built()) {
-      CHECK(make_backend("cudnn")->name() == "cudnn");
-    } else {
-      try {
-        make_backend("cudnn");
-        FAIL("cudnn should not be available in this build");
-      } catch (const std::runtime_error& e) {
-        CHECK(std::string(e.what()).find("no cuDNN") != std::string::npos);
+  TEST_CASE("every CUDA row of the table makes a backend of its name; unbuilt ones fail clearly") {
+    for (const attn::KernelPath& row : attn::kernel_paths()) {
+      if (row.device != attn::Device::Cuda) continue;
+      CAPTURE(row.name);
+      if (!row.built) {
+        try {
+          make_backend(row.name);
+          FAIL("a path this build lacks made a backend");
+        } catch (const std::runtime_error& e) {
+          CHECK(std::string(e.what()).find(row.missing) != std::string::npos);
+        }
+        continue;
       }
+      for (const attn::TileVariant& tile : row.tiles) {
+        CAPTURE(tile.name);
+        auto be = make_backend(row.name, tile.name);
+        CHECK(be->name() == row.name);
+        CHECK(be->on_device());
+        CHECK(be->stream() != nullptr);
+      }
+      CHECK_THROWS_AS(make_backend(row.name, "no-such-tile"), std::invalid_argument);
     }
+    CHECK(make_backend("auto")->name() == attn::auto_headline_path(attn::Device::Cuda)->name);
+    CHECK_THROWS_AS(make_backend("auto", "fwd-4w2m-k32"), std::invalid_argument);
     CHECK_THROWS_AS(make_backend("fast"), std::invalid_argument);
   }
 
@@ -186,23 +194,33 @@ TEST_SUITE("cuda backend") {
     be->release(dz);
   }
 
-  TEST_CASE("flash and naive backends agree on a causal bf16 block; marks time it") {
+  TEST_CASE("every built CUDA path and tile agrees with naive on a causal bf16 block; marks time it") {
     const std::uint64_t seed = rng_fresh()();
     CAPTURE(seed);
-    auto flash = make_backend("flash");
     auto naive = make_backend("naive");
-    const BlockResult a = run_block(*flash, seed);
-    const BlockResult b = run_block(*naive, seed);
-    CHECK(rel_err(a.out, b.out) < 1e-2);
-    CHECK(rel_err(a.grads, b.grads) < 2e-2);
-    CHECK(a.fwd_seconds > 0);
-    CHECK(b.fwd_seconds > 0);
+    const BlockResult ref = run_block(*naive, seed);
+    CHECK(ref.fwd_seconds > 0);
+    for (const attn::KernelPath& row : attn::kernel_paths()) {
+      if (row.device != attn::Device::Cuda || !row.built) continue;
+      for (const attn::TileVariant& tile : row.tiles) {
+        if (!tile.applies.takes(attn::DType::BF16, 64, true, false)) continue;
+        CAPTURE(row.name);
+        CAPTURE(tile.name);
+        auto be = make_backend(row.name, tile.name);
+        const BlockResult got = run_block(*be, seed);
+        CHECK(rel_err(got.out, ref.out) < 1e-2);
+        CHECK(rel_err(got.grads, ref.grads) < 2e-2);
+        CHECK(got.fwd_seconds > 0);
+      }
+    }
     // The naive path's scratch is backend memory: it shows in the high-water mark.
+    auto flash = make_backend("flash");
+    run_block(*flash, seed);
     CHECK(naive->peak_bytes() > flash->peak_bytes());
   }
 
   TEST_CASE("cudnn and naive backends agree on causal bf16 blocks split two ways") {
-    if (!attn::gpu::cudnn_path_built()) {
+    if (!cudnn_built()) {
       MESSAGE("this build has no cuDNN: the cudnn path is not built");
       return;
     }

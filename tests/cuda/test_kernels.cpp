@@ -1,5 +1,7 @@
-// GPU kernel parity: every CUDA path (flash, naive, naive with a tiny workspace so it chunks,
-// the CUDA-core path) against a double-precision host reference on fresh random data, with
+// GPU kernel parity: every built CUDA row of the kernel path table with each tile variant that
+// applies (through CudaBackend, as the ring drives it), plus the kernels behind a row that a
+// row alone does not reach (naive with a tiny workspace so it chunks, the flash row's
+// CUDA-core kernel), against a double-precision host reference on fresh random data, with
 // poisoned / random prior accumulators, several shapes (odd lengths, head dims 64/128/96),
 // causal, dilated and strided spans, forward and backward.
 // Needs only the CUDA runtime and kernels/cuda (no MPI): also built standalone on a GPU machine.
@@ -12,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -20,26 +23,13 @@
 
 #include "attention_cuda.hpp"
 #include "check.hpp"
-#ifdef RINGBENCH_HAVE_CUDNN
-#include "cudnn_attention.hpp"
-#endif
+#include "cuda_backend.hpp"
+#include "kernel_paths.hpp"
 #include "reference.hpp"
 
 using namespace rb::attn;
 
 namespace {
-
-enum class Path { Flash, Naive, NaiveChunked, Simple, Cudnn };
-const char* path_name(Path p) {
-  switch (p) {
-    case Path::Cudnn: return "cudnn";
-    case Path::Flash: return "flash";
-    case Path::Naive: return "naive";
-    case Path::NaiveChunked: return "naive-chunked";
-    case Path::Simple: return "simple";
-  }
-  return "?";
-}
 
 struct Case {
   std::string name;
@@ -122,39 +112,103 @@ struct Dev {
   }
 };
 
-struct Runner {
-  cudaStream_t stream{};
-  Runner() { RBK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)); }
-  ~Runner() { cudaStreamDestroy(stream); }
-  gpu::NaiveAttention make_naive(std::size_t budget) {
-    return gpu::NaiveAttention(
-        stream, [](std::size_t n) { void* p; RBK_CUDA_CHECK(cudaMalloc(&p, n)); return p; },
-        [](void* p) { RBK_CUDA_CHECK(cudaFree(p)); }, budget);
-  }
-#ifdef RINGBENCH_HAVE_CUDNN
-  std::unique_ptr<gpu::CudnnAttention> make_cudnn() {
-    return std::make_unique<gpu::CudnnAttention>(
-        stream, [](std::size_t n) { void* p; RBK_CUDA_CHECK(cudaMalloc(&p, n)); return p; },
-        [](void* p) { RBK_CUDA_CHECK(cudaFree(p)); });
-  }
-#endif
+// One thing under test; every call has finished when it returns.
+class Subject {
+ public:
+  virtual ~Subject() = default;
+  virtual void forward(const ForwardBlock& b) = 0;
+  // `out`: the block's final fp32 output (what the ring's backward_prepare gets).
+  virtual void backward(const BackwardBlock& b, const float* out) = 0;
+  // Blocks the cudnn path handed to the flash kernels.
+  virtual std::int64_t fallbacks() const { return 0; }
 };
 
-#ifdef RINGBENCH_HAVE_CUDNN
-// cuDNN itself takes every bf16/fp16 case, dilated ones included; fp32 falls back (one block).
-std::int64_t expected_cudnn_fallbacks(const Case& c) {
-  return gpu::CudnnAttention::supports(c.dtype, c.head_dim) ? 0 : 1;
-}
-#endif
+// A row of the table with one of its tiles, through the backend the ring uses.
+class PathSubject final : public Subject {
+ public:
+  explicit PathSubject(const KernelChoice& c) : be_(c) {}
+  void forward(const ForwardBlock& b) override {
+    be_.forward(b);
+    be_.synchronize();
+  }
+  void backward(const BackwardBlock& b, const float* out) override {
+    // backward_prepare also writes delta: into scratch, so the block keeps the reference's.
+    const std::int64_t rows = std::int64_t(b.dims.batch) * b.dims.heads * b.dims.q_rows;
+    auto* scratch = static_cast<float*>(be_.allocate(std::size_t(rows) * 4));
+    be_.backward_prepare(b.dout, out, scratch, rows, b.dims.head_dim, b.dtype);
+    be_.backward(b);
+    be_.synchronize();
+    be_.release(scratch);
+  }
+  std::int64_t fallbacks() const override { return be_.cudnn_fallback_blocks(); }
 
-// The paths under test: cudnn where this build has it. Its cases with dilated branches or
-// fp32 data exercise its fallback to the flash kernels.
-std::vector<Path> all_paths() {
-  std::vector<Path> p{Path::Flash, Path::Naive, Path::NaiveChunked, Path::Simple};
-#ifdef RINGBENCH_HAVE_CUDNN
-  p.push_back(Path::Cudnn);
-#endif
-  return p;
+ private:
+  gpu::CudaBackend be_;
+};
+
+// Kernels a row reaches only for some blocks: the chunked naive path, the CUDA-core kernel.
+class KernelSubject final : public Subject {
+ public:
+  explicit KernelSubject(std::size_t naive_budget) : naive_budget_(naive_budget) { make_stream(); }
+  KernelSubject() { make_stream(); }  // the CUDA-core kernel
+  ~KernelSubject() override { cudaStreamDestroy(stream_); }
+  void forward(const ForwardBlock& b) override {
+    if (naive_budget_) naive().forward(b);
+    else gpu::simple_forward(b, stream_);
+    RBK_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void backward(const BackwardBlock& b, const float*) override {
+    if (naive_budget_) naive().backward(b);
+    else gpu::simple_backward(b, stream_);
+    RBK_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  void make_stream() { RBK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  gpu::NaiveAttention& naive() {
+    if (!naive_)
+      naive_ = std::make_unique<gpu::NaiveAttention>(
+          stream_, [](std::size_t n) { void* p; RBK_CUDA_CHECK(cudaMalloc(&p, n)); return p; },
+          [](void* p) { RBK_CUDA_CHECK(cudaFree(p)); }, naive_budget_);
+    return *naive_;
+  }
+  std::size_t naive_budget_ = 0;
+  cudaStream_t stream_{};
+  std::unique_ptr<gpu::NaiveAttention> naive_;
+};
+
+struct SubjectKind {
+  std::string label;
+  std::function<std::unique_ptr<Subject>()> make;
+  std::string path;  // the table row ("" for a kernel behind one)
+  std::string tile;
+};
+
+// What a case runs on: every built CUDA row of the table with each tile variant that applies
+// to the case, then the kernels behind the rows.
+std::vector<SubjectKind> subjects_for(const Case& c) {
+  std::vector<SubjectKind> out;
+  const bool dilated = c.pattern.segment > 0;
+  for (const KernelPath& row : kernel_paths()) {
+    if (row.device != Device::Cuda || !row.built) continue;
+    for (const TileVariant& t : row.tiles) {
+      if (!t.applies.takes(c.dtype, c.head_dim, c.pattern.causal, dilated)) continue;
+      const KernelChoice choice{row.name, t.name};
+      out.push_back({std::string(row.name) + ":" + t.name,
+                     [choice] { return std::make_unique<PathSubject>(choice); }, row.name, t.name});
+    }
+  }
+  out.push_back({"naive-chunked", [] { return std::make_unique<KernelSubject>(std::size_t(48) << 10); }, "", ""});
+  out.push_back({"flash's CUDA-core kernel", [] { return std::make_unique<KernelSubject>(); }, "", ""});
+  return out;
+}
+
+// The cudnn row hands the blocks outside cuDNN's own range (its full-speed range, dilated
+// shapes aside: cuDNN takes those itself) to the flash kernels, one per call here.
+std::int64_t expected_fallbacks(const SubjectKind& s, const Case& c) {
+  if (s.path != "cudnn") return 0;
+  const KernelPath& row = *find_kernel_path("cudnn", Device::Cuda);
+  return row.full_speed.takes(c.dtype, c.head_dim, c.pattern.causal, false) ? 0 : 1;
 }
 
 struct Inputs {
@@ -194,10 +248,23 @@ Inputs make_inputs(const Case& c, std::mt19937_64& rng) {
 
 bool in_span(const Span& s, std::int64_t row) { return row >= s.row0 && row < s.row0 + s.count; }
 
-void check_forward(Path path, const Case& c, std::uint64_t seed) {
+// The fields a forward and a backward block share, for case `c` on these device inputs.
+template <typename Block>
+void describe(Block& b, const Case& c, const Inputs& in, const Dev& q, const Dev& k, const Dev& v) {
+  b.dims = in.hp.dims;
+  b.dtype = c.dtype;
+  b.scale = float(in.hp.scale);
+  b.q = c.q;
+  b.kv = c.kv;
+  b.pattern = c.pattern;
+  b.q_data = q.p;
+  b.k_data = k.p;
+  b.v_data = v.p;
+}
+
+void check_forward(const SubjectKind& s, const Case& c, std::uint64_t seed) {
   CAPTURE(c.name);
-  const std::string path_str = path_name(path);
-  CAPTURE(path_str);
+  CAPTURE(s.label);
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   Inputs in = make_inputs(c, rng);
@@ -213,37 +280,12 @@ void check_forward(Path path, const Case& c, std::uint64_t seed) {
   }
   Dev q(in.q), k(in.k), v(in.v), out(out0), lse(lse0);
   ForwardBlock b;
-  b.dims = in.hp.dims;
-  b.dtype = c.dtype;
-  b.scale = float(in.hp.scale);
-  b.q = c.q;
-  b.kv = c.kv;
-  b.pattern = c.pattern;
-  b.q_data = q.p;
-  b.k_data = k.p;
-  b.v_data = v.p;
+  describe(b, c, in, q, k, v);
   b.out = out.f();
   b.lse = lse.f();
-  Runner rn;
-  switch (path) {
-    case Path::Flash: gpu::flash_forward(b, rn.stream); break;
-    case Path::Simple: gpu::simple_forward(b, rn.stream); break;
-    case Path::Naive: { auto n = rn.make_naive(std::size_t(256) << 20); n.forward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
-    case Path::NaiveChunked: { auto n = rn.make_naive(std::size_t(48) << 10); n.forward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
-    case Path::Cudnn:
-#ifdef RINGBENCH_HAVE_CUDNN
-    {
-      auto n = rn.make_cudnn();
-      n->forward(b);
-      RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
-      CHECK(n->fallback_blocks() == expected_cudnn_fallbacks(c));
-      break;
-    }
-#else
-      FAIL("cudnn path not built");
-#endif
-  }
-  RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
+  auto subject = s.make();
+  subject->forward(b);
+  CHECK(subject->fallbacks() == expected_fallbacks(s, c));
   const std::vector<float> got = out.get(rows * d), got_lse = lse.get(rows);
 
   std::vector<double> ob, lb;
@@ -286,13 +328,12 @@ void check_forward(Path path, const Case& c, std::uint64_t seed) {
   CHECK(untouched_changed == 0);
   CHECK(lse_err < 2e-3);
   CHECK(rel < tol_out(c.dtype));
-  MESSAGE(c.name << " [" << path_str << "] forward: rel err " << rel << ", lse err " << lse_err);
+  MESSAGE(c.name << " [" << s.label << "] forward: rel err " << rel << ", lse err " << lse_err);
 }
 
-void check_backward(Path path, const Case& c, std::uint64_t seed) {
+void check_backward(const SubjectKind& s, const Case& c, std::uint64_t seed) {
   CAPTURE(c.name);
-  const std::string path_str = path_name(path);
-  CAPTURE(path_str);
+  CAPTURE(s.label);
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   Inputs in = make_inputs(c, rng);
@@ -326,48 +367,25 @@ void check_backward(Path path, const Case& c, std::uint64_t seed) {
   const std::vector<float> dq0 = prior(rdq.size()), dk0 = prior(rdk.size()), dv0 = prior(rdv.size());
   Dev q(in.q), k(in.k), v(in.v), dout(in.dout), lse(lse_f), delta(delta_f), dq(dq0), dk(dk0), dv(dv0);
   BackwardBlock b;
-  b.dims = in.hp.dims;
-  b.dtype = c.dtype;
-  b.scale = float(in.hp.scale);
-  b.q = c.q;
-  b.kv = c.kv;
-  b.pattern = c.pattern;
-  b.q_data = q.p;
-  b.k_data = k.p;
-  b.v_data = v.p;
+  describe(b, c, in, q, k, v);
   b.dout = dout.p;
   b.lse = lse.f();
   b.delta = delta.f();
   b.dq = dq.f();
   b.dk = dk.f();
   b.dv = dv.f();
-  Runner rn;
-  switch (path) {
-    case Path::Flash: gpu::flash_backward(b, rn.stream); break;
-    case Path::Simple: gpu::simple_backward(b, rn.stream); break;
-    case Path::Naive: { auto n = rn.make_naive(std::size_t(256) << 20); n.backward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
-    case Path::NaiveChunked: { auto n = rn.make_naive(std::size_t(48) << 10); n.backward(b); RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream)); break; }
-    case Path::Cudnn:
-#ifdef RINGBENCH_HAVE_CUDNN
-    {
-      // cuDNN recomputes delta from O: hand it the block output the delta above came from.
-      std::vector<double> o_full(std::size_t(bhn) * c.q_rows * d, 0.0);
-      for (int bh = 0; bh < bhn; ++bh)
-        for (std::int64_t i = 0; i < c.q.count; ++i)
-          for (int e = 0; e < d; ++e)
-            o_full[(std::size_t(bh) * c.q_rows + c.q.row0 + i) * d + e] = ob[(std::size_t(bh) * c.q.count + i) * d + e];
-      Dev o_dev(encode(o_full, c.dtype));
-      auto n = rn.make_cudnn();
-      n->backward(b, o_dev.p);
-      RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
-      CHECK(n->fallback_blocks() == expected_cudnn_fallbacks(c));
-      break;
-    }
-#else
-      FAIL("cudnn path not built");
-#endif
-  }
-  RBK_CUDA_CHECK(cudaStreamSynchronize(rn.stream));
+  // The block output the delta above came from, as the final fp32 output (the cudnn path
+  // recomputes delta from O; rows outside the span hold zeros).
+  std::vector<float> o_full(std::size_t(bhn) * c.q_rows * d, 0.f);
+  for (int bh = 0; bh < bhn; ++bh)
+    for (std::int64_t i = 0; i < c.q.count; ++i)
+      for (int e = 0; e < d; ++e)
+        o_full[(std::size_t(bh) * c.q_rows + c.q.row0 + i) * d + e] =
+            float(ob[(std::size_t(bh) * c.q.count + i) * d + e]);
+  Dev o_dev(o_full);
+  auto subject = s.make();
+  subject->backward(b, o_dev.f());
+  CHECK(subject->fallbacks() == expected_fallbacks(s, c));
 
   auto compare = [&](const char* what, const Dev& dev, const std::vector<float>& p0,
                      const std::vector<double>& ref, std::int64_t rows_per_head, const Span& span) {
@@ -395,7 +413,7 @@ void check_backward(Path path, const Case& c, std::uint64_t seed) {
   const double eq = compare("dq", dq, dq0, rdq, c.q_rows, c.q);
   const double ek = compare("dk", dk, dk0, rdk, c.kv_rows, c.kv);
   const double ev = compare("dv", dv, dv0, rdv, c.kv_rows, c.kv);
-  MESSAGE(c.name << " [" << path_str << "] backward: rel err dq " << eq << " dk " << ek
+  MESSAGE(c.name << " [" << s.label << "] backward: rel err dq " << eq << " dk " << ek
                  << " dv " << ev);
 }
 
@@ -403,14 +421,14 @@ std::uint64_t fresh_seed() { return (std::uint64_t(std::random_device{}()) << 32
 
 }  // namespace
 
-TEST_CASE("CUDA attention forward matches the double-precision reference on every path") {
+TEST_CASE("CUDA attention forward matches the double-precision reference on every path and tile") {
   for (const Case& c : cases())
-    for (Path p : all_paths()) check_forward(p, c, fresh_seed());
+    for (const SubjectKind& s : subjects_for(c)) check_forward(s, c, fresh_seed());
 }
 
-TEST_CASE("CUDA attention backward matches the double-precision reference on every path") {
+TEST_CASE("CUDA attention backward matches the double-precision reference on every path and tile") {
   for (const Case& c : cases())
-    for (Path p : all_paths()) check_backward(p, c, fresh_seed());
+    for (const SubjectKind& s : subjects_for(c)) check_backward(s, c, fresh_seed());
 }
 
 TEST_CASE("CUDA init_forward and backward_prepare") {
