@@ -1,6 +1,6 @@
-#include <cstdio>
-
 #include "app/progress.hpp"
+
+#include <fmt/format.h>
 
 namespace rb {
 
@@ -21,20 +21,19 @@ void Progress::point_started(std::size_t index, const std::string& label) {
   last_printed_ = elapsed;
   // The ETA assumes the remaining points cost what the finished ones did on average;
   // sweeps order points by size, so it is an underestimate early on and says so.
-  char eta[64] = "ETA --";
+  std::string eta = "ETA --";
   if (index > 0) {
     const double per_point = elapsed / static_cast<double>(index);
-    std::snprintf(eta, sizeof eta, "ETA >= %.1f s",
-                  per_point * static_cast<double>(total_ - index));
+    eta = fmt::format("ETA >= {:.1f} s", per_point * static_cast<double>(total_ - index));
   }
-  std::fprintf(out_, "[%s] point %zu/%zu %s (elapsed %.1f s, %s)\n", sweep_.c_str(), index + 1,
-               total_, label.c_str(), elapsed, eta);
+  fmt::print(out_, "[{}] point {}/{} {} (elapsed {:.1f} s, {})\n", sweep_, index + 1, total_, label,
+             elapsed, eta);
   std::fflush(out_);
 }
 
 void Progress::note(const std::string& line) {
   if (rank_ != 0) return;
-  std::fprintf(out_, "[%s] %s\n", sweep_.c_str(), line.c_str());
+  fmt::print(out_, "[{}] {}\n", sweep_, line);
   std::fflush(out_);
 }
 

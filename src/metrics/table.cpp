@@ -52,7 +52,10 @@ void check_unit_name(const std::string& name, const std::string& units) {
                                   "' but has units '1' (the suffix means '" + u + "')");
 }
 
-void PointsTable::add_key(const std::string& name, Key k) {
+void PointsTable::add_key(const std::string& name, Key k, std::size_t values) {
+  if (values != points_)
+    throw std::logic_error("points table: key '" + name + "' has " + std::to_string(values) +
+                           " values for " + std::to_string(points_) + " points");
   for (const auto& [n, existing] : keys_)
     if (n == name) throw std::logic_error("points table: key '" + name + "' declared twice");
   k.meta.role = "key";
@@ -60,36 +63,24 @@ void PointsTable::add_key(const std::string& name, Key k) {
 }
 
 void PointsTable::key(const std::string& name, std::vector<std::int64_t> values, const Meta& meta) {
-  if (values.size() != points_)
-    throw std::logic_error("points table: key '" + name + "' has " + std::to_string(values.size()) +
-                           " values for " + std::to_string(points_) + " points");
-  Key k;
-  k.meta = meta;
-  k.kind = 'i';
+  Key k{meta, 'i'};
+  const std::size_t n = values.size();
   k.i = std::move(values);
-  add_key(name, std::move(k));
+  add_key(name, std::move(k), n);
 }
 
 void PointsTable::key(const std::string& name, std::vector<double> values, const Meta& meta) {
-  if (values.size() != points_)
-    throw std::logic_error("points table: key '" + name + "' has " + std::to_string(values.size()) +
-                           " values for " + std::to_string(points_) + " points");
-  Key k;
-  k.meta = meta;
-  k.kind = 'd';
+  Key k{meta, 'd'};
+  const std::size_t n = values.size();
   k.d = std::move(values);
-  add_key(name, std::move(k));
+  add_key(name, std::move(k), n);
 }
 
 void PointsTable::key(const std::string& name, std::vector<std::string> values, const Meta& meta) {
-  if (values.size() != points_)
-    throw std::logic_error("points table: key '" + name + "' has " + std::to_string(values.size()) +
-                           " values for " + std::to_string(points_) + " points");
-  Key k;
-  k.meta = meta;
-  k.kind = 't';
+  Key k{meta, 't'};
+  const std::size_t n = values.size();
   k.t = std::move(values);
-  add_key(name, std::move(k));
+  add_key(name, std::move(k), n);
 }
 
 PointsTable::Column& PointsTable::declare(const std::string& name, const Meta& meta,

@@ -74,7 +74,8 @@ class PointsTable {
                   char kind);
   Column& column(const std::string& name, char kind, std::size_t point);
   std::size_t inner_size(const Column& c) const;
-  void add_key(const std::string& name, Key k);
+  // Checks that `values` (the key's length) is the number of points and the name is new.
+  void add_key(const std::string& name, Key k, std::size_t values);
 
   std::size_t points_;
   std::vector<std::pair<std::string, Key>> keys_;   // in declaration order

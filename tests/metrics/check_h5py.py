@@ -29,8 +29,10 @@ def main():
     with h5py.File(path, "r") as f:
         status = f["run"].attrs["status"]
         check(isinstance(status, str) and status == "complete", f"/run status is str 'complete': {status!r}")
-        for name, ds in f["data"].items():
-            for key in ("units", "description"):
+        for name, ds in list(f["data"].items()) + list(f["table"].items()) + list(f["table/points"].items()):
+            if not isinstance(ds, h5py.Dataset):
+                continue
+            for key in ("units", "description", "role"):
                 v = ds.attrs.get(key)
                 check(isinstance(v, str) and v != "", f"{name}.{key} is a non-empty str: {v!r}")
 
@@ -54,6 +56,26 @@ def main():
         check(np.array_equal(f["data/shared_d"][()], np.arange(6).reshape(3, 2) + 0.5), "shared_d")
         check(list(f["data/shared_i"][()]) == [-1, 0, 1 << 50], "shared_i")
         check(f["data/shared_empty"].shape == (0,), "shared_empty")
+
+        # Schema v2 points table: keys [P] role key, metrics [world, P, ...] role metric,
+        # missing values NaN / -1 / "" (rank 0 skipped point 1).
+        t = f["table"]
+        check(int(t.attrs["points"]) == 2, "table points attribute")
+        check(list(t["points/message_size_bytes"][()]) == [8, 1024], "key values")
+        check(list(t["points/dtype"].asstr()[()]) == ["float32", "bfloat16"], "text key values")
+        for name in ("message_size_bytes", "dtype"):
+            check(t["points"][name].attrs["role"] == "key", f"points/{name} role key")
+        for name in ("time_s", "peer", "status"):
+            check(t[name].attrs["role"] == "metric", f"{name} role metric")
+        times = t["time_s"][()]
+        check(times.shape == (world, 2, 3), f"time_s shape {times.shape}")
+        check(np.all(np.isnan(times[0, 1])), "missing double is NaN")
+        check(times[0, 0, 0] == 0.0 and times[0, 0, 1] == 2.0, "rank 0 point 0")
+        check(t["peer"][0, 1] == -1, "missing int is -1")
+        status = t["status"].asstr()[()]
+        check(status[0, 1] == "" and status[0, 0] == "ok", f"missing text is empty: {status!r}")
+        if world > 1:
+            check(times[1, 1, 0] == 1.0 and t["peer"][1, 1] == 2 % world, "rank 1 point 1")
 
     if errors:
         for e in errors:

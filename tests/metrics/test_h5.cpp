@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "metrics/h5.hpp"
+#include "metrics/table.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -360,12 +361,31 @@ TEST_CASE("group() opens or creates, exists() agrees everywhere") {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// A schema-v2 points table for the h5py reader: 2 points; rank 0 measured nothing at point 1.
+void write_points_table(File& f) {
+  Group g = f.root().group("table");
+  rb::h5::PointsTable t(2);
+  t.key("message_size_bytes", std::vector<std::int64_t>{8, 1024}, {"B", "message size"});
+  t.key("dtype", std::vector<std::string>{"float32", "bfloat16"}, {"1", "element type"});
+  t.metric("time_s", {"s", "time per iteration"}, {3});
+  t.int_metric("peer", {"1", "partner rank"});
+  t.text_metric("status", {"1", "outcome"});
+  for (std::size_t p = 0; p < 2; ++p) {
+    if (p == 1 && rank() == 0) continue;
+    t.set("time_s", p, std::vector<double>{1.0 * rank(), 2.0, 3.0});
+    t.set_int("peer", p, (rank() + 1) % world());
+    t.set_text("status", p, "ok");
+  }
+  t.write(g);
+}
+
 TEST_CASE("h5py reads the file: str attributes, .asstr() string datasets, shapes, values") {
   const std::string path = test_path("h5py");
   {
     File f = File::create(path, MPI_COMM_WORLD, false);
     f.root().group("run").attr("status", "complete");
     write_everything(f);
+    write_points_table(f);
     f.close();
   }
   int rc = 0;
@@ -387,7 +407,6 @@ TEST_CASE("h5py reads the file: str attributes, .asstr() string datasets, shapes
 }
 
 // ---- the points table: keys [P], per-rank metrics [world, P, ...], roles, unit names ----
-#include "metrics/table.hpp"
 
 TEST_CASE("points table: keys, padded per-rank metrics, missing values, roles") {
   const std::string path = test_path("points_table");
