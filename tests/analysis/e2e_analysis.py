@@ -65,6 +65,17 @@ def analysis(args, *cli, **kw):
     return r
 
 
+def host_job(args, name, sweeps):
+    """(config, output): NAME.yaml, a host-path config of these sweeps (YAML flow mappings),
+    and NAME.h5, removed so a stale file cannot pass for the run's."""
+    cfg, out = os.path.join(args.workdir, f"{name}.yaml"), os.path.join(args.workdir, f"{name}.h5")
+    with open(cfg, "w") as f:
+        f.write("backend: host\nsweeps:\n" + "".join(f"  - {s}\n" for s in sweeps))
+    if os.path.exists(out):
+        os.remove(out)
+    return cfg, out
+
+
 def fresh_report(args, path, out, *extra):
     """rb-analysis report into an emptied `out`: (result, report.md text or "")."""
     shutil.rmtree(out, ignore_errors=True)
@@ -263,14 +274,9 @@ def check_errors(args):
     check(r.returncode == 2 and "not one written by ringbench" in r.stderr,
           "non-ringbench HDF5: exit 2, 'not one written by ringbench'")
     # A real interrupted run: killed inside its second sweep (as tests/e2e's interrupted check).
-    cfg = os.path.join(args.workdir, "interrupted.yaml")
-    open(cfg, "w").write(
-        "backend: host\nsweeps:\n"
-        "  - {type: ring_attention, name: ring, seq_lengths: [128], num_heads: 2, head_dim: 16, iterations: 2}\n"
-        "  - {type: host_pingpong, name: endless, message_sizes: [1048576], iterations: 1000000}\n")
-    cut = os.path.join(args.workdir, "interrupted.h5")
-    if os.path.exists(cut):
-        os.remove(cut)
+    cfg, cut = host_job(args, "interrupted", [
+        "{type: ring_attention, name: ring, seq_lengths: [128], num_heads: 2, head_dim: 16, iterations: 2}",
+        "{type: host_pingpong, name: endless, message_sizes: [1048576], iterations: 1000000}"])
     cmd = [args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", cut, "--force"]
     print("+", " ".join(cmd), flush=True)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -293,14 +299,9 @@ def check_errors(args):
     r = analysis(args, "report", cut, "--out", out, "--strict")
     check(r.returncode == 1, "report --strict exits 1 on an interrupted run")
     # A real parity failure: a tolerance no floating-point result meets.
-    cfg = os.path.join(args.workdir, "parity.yaml")
-    open(cfg, "w").write(
-        "backend: host\nsweeps:\n"
-        "  - {type: ring_attention, name: ring, seq_lengths: [128, 256], num_heads: 2, head_dim: 16,"
-        " iterations: 2, validate: {tolerance: 1.0e-12}}\n")
-    failed = os.path.join(args.workdir, "parity.h5")
-    if os.path.exists(failed):
-        os.remove(failed)
+    cfg, failed = host_job(args, "parity", [
+        "{type: ring_attention, name: ring, seq_lengths: [128, 256], num_heads: 2, head_dim: 16,"
+        " iterations: 2, validate: {tolerance: 1.0e-12}}"])
     r = run([args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", failed, "--force"])
     check(r.returncode != 0 and os.path.isfile(failed), "a run with a parity failure exits non-zero and keeps its file")
     r, md = fresh_report(args, failed, out)
