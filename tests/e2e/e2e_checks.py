@@ -57,8 +57,26 @@ def every_dataset_documented(f):
                     missing.append(f"{name}@{key}")
             if obj.attrs.get("role") not in ("key", "metric"):
                 missing.append(f"{name}@role")
+            problem = unit_name_problem(name.split("/")[-1], str(obj.attrs.get("units", "")))
+            if problem:
+                missing.append(f"{name}: {problem}")
     f.visititems(visit)
     return missing
+
+
+UNIT_SUFFIXES = {"s": "_s", "B": "_bytes", "B/s": "_Bps", "TFLOP/s": "_tflops", "FLOP": "_flop",
+                 "Hz": "_hz", "1": ""}
+
+
+def unit_name_problem(name, units):
+    """The unit-naming rule of docs/hdf5-schema.md (src/metrics/table.hpp)."""
+    if units not in UNIT_SUFFIXES:
+        return f"units '{units}' are outside the unit-naming rule"
+    want = UNIT_SUFFIXES[units]
+    if want:
+        return "" if name.endswith(want) else f"units '{units}' need the suffix '{want}'"
+    clash = [s for s in UNIT_SUFFIXES.values() if s and name.endswith(s)]
+    return f"ends in '{clash[0]}' but has units '1'" if clash else ""
 
 
 def points_table_problems(f, ranks):
@@ -127,7 +145,7 @@ def check_run_file(path, ranks, config_path, expect_status="complete"):
         check(all(h for h in hosts), "every rank has a hostname")
         check_provenance(f, ranks)
         missing = every_dataset_documented(f)
-        check(not missing, f"every dataset has units, description and role (missing: {missing[:5]})")
+        check(not missing, f"every dataset has units, description, role and a name by the unit rule: {missing[:5]}")
         if expect_status != "running":
             problems = points_table_problems(f, ranks)
             check(not problems, f"points tables follow schema v2: {problems[:5]}")
