@@ -1,6 +1,8 @@
 #pragma once
-// Storage conversions for the host path: Q, K, V, dO may be stored as fp16 or bf16, the
-// host kernels compute in fp32. Bit manipulation only, so it compiles for any Kokkos backend.
+// The one family of fp16 / bf16 conversions (round to nearest even), for the host kernels
+// (Q, K, V, dO stored as fp16 or bf16, computed in fp32), the profiling sweeps' collective
+// data (kernels/cuda/profiling/pattern.hpp, host and device) and MPI's 16-bit sums. Bit
+// manipulation only, so it compiles for any Kokkos backend and under nvcc.
 #include <cstdint>
 #include <cstring>
 
@@ -45,7 +47,7 @@ RB_HOST_DEVICE inline float half_to_float(std::uint16_t h) {
 }
 
 // Round to nearest even (NaN kept quiet).
-inline std::uint16_t float_to_bf16(float f) {
+RB_HOST_DEVICE inline std::uint16_t float_to_bf16(float f) {
   const std::uint32_t u = float_to_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
   const std::uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
@@ -53,7 +55,7 @@ inline std::uint16_t float_to_bf16(float f) {
 }
 
 // Round to nearest even, overflow to infinity, gradual underflow.
-inline std::uint16_t float_to_half(float f) {
+RB_HOST_DEVICE inline std::uint16_t float_to_half(float f) {
   const std::uint32_t u = float_to_bits(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
   const std::uint32_t a = u & 0x7fffffffu;
@@ -84,14 +86,14 @@ RB_HOST_DEVICE inline float load_as_float(const void* p, DType t, std::int64_t i
 }
 
 // fp32 -> storage -> fp32: what a value becomes once stored in `t`.
-inline float round_to_storage(float f, DType t) {
+RB_HOST_DEVICE inline float round_to_storage(float f, DType t) {
   if (t == DType::BF16) return bf16_to_float(float_to_bf16(f));
   if (t == DType::F16) return half_to_float(float_to_half(f));
   return f;
 }
 
 // Writes f into element `index` of a buffer stored in `t`.
-inline void store_from_float(void* p, DType t, std::int64_t index, float f) {
+RB_HOST_DEVICE inline void store_from_float(void* p, DType t, std::int64_t index, float f) {
   if (t == DType::F32)
     static_cast<float*>(p)[index] = f;
   else if (t == DType::BF16)

@@ -1,5 +1,6 @@
 #pragma once
-// Shared helpers of the profiling sweeps: host buffers, clocks and the dtype names.
+// Shared helpers of the profiling sweeps: host buffers, clocks, the dtype names and one
+// MPI reduction of a double.
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -63,12 +64,6 @@ inline DType dtype_from_name(const std::string& s) {
   for (std::size_t i = 0; i < names.size(); ++i)
     if (names[i] == s) return static_cast<DType>(i);
   throw std::invalid_argument("unknown dtype '" + s + "'");
-}
-
-inline double mean_of(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
 }
 
 // Max / min / sum of one double over a communicator.

@@ -3,310 +3,22 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstring>
-#include <tuple>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "config/bytes.hpp"
 #include "metrics/table.hpp"
 #include "profiling/cost_model.hpp"
 #include "profiling/groups.hpp"
+#include "profiling/engine.hpp"
 #include "profiling/timing.hpp"
 
-#ifdef RINGBENCH_HAVE_CUDA
-#include <cuda_runtime.h>
-#include <nccl.h>
-
-#include "cuda/profiling/profiling_cuda.hpp"
-#include "runtime/cuda_check.hpp"
-#endif
-
 namespace rb {
-namespace coll {
-
-const char* transport_name(Transport t) { return t == Transport::Mpi ? "mpi" : "nccl"; }
-
-namespace {
-
-char* at(void* base, std::size_t offset) { return static_cast<char*>(base) + offset; }
-
-// fp32 sums of 16-bit floats for MPI, which has no such types: each element is widened,
-// added and rounded back (what NCCL does for half and bfloat16 sums, up to rounding order).
-void sum_f16(void* in, void* inout, int* len, MPI_Datatype*) {
-  auto* a = static_cast<const std::uint16_t*>(in);
-  auto* b = static_cast<std::uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i)
-    b[i] = prof::float_to_half(prof::half_to_float(a[i]) + prof::half_to_float(b[i]));
-}
-void sum_bf16(void* in, void* inout, int* len, MPI_Datatype*) {
-  auto* a = static_cast<const std::uint16_t*>(in);
-  auto* b = static_cast<std::uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i)
-    b[i] = prof::float_to_bf16(prof::bf16_to_float(a[i]) + prof::bf16_to_float(b[i]));
-}
-
-// A user-defined MPI_Op, created on first use and freed at exit unless MPI is already gone.
-class UserOp {
- public:
-  explicit UserOp(MPI_User_function* f) { RB_MPI_CHECK(MPI_Op_create(f, 1, &op_)); }
-  ~UserOp() {
-    int finalized = 1;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Op_free(&op_);
-  }
-  UserOp(const UserOp&) = delete;
-  UserOp& operator=(const UserOp&) = delete;
-  MPI_Op get() const { return op_; }
-
- private:
-  MPI_Op op_ = MPI_OP_NULL;
-};
-
-MPI_Op mpi_sum(prof::DType t) {
-  if (t == prof::DType::F16) {
-    static UserOp op(sum_f16);
-    return op.get();
-  }
-  if (t == prof::DType::BF16) {
-    static UserOp op(sum_bf16);
-    return op.get();
-  }
-  return MPI_SUM;
-}
-
-int as_int_count(std::size_t count) {
-  if (count > static_cast<std::size_t>(INT_MAX))
-    throw std::runtime_error("MPI count " + std::to_string(count) + " exceeds INT_MAX");
-  return static_cast<int>(count);
-}
-
-// ---- one function per operation: the MPI path --------------------------------------------
-void mpi_all_reduce(const Call& c, MPI_Comm comm) {
-  const MPI_Datatype t = mpi_datatype(c.dtype);
-  RB_MPI_CHECK(MPI_Allreduce(c.in_place ? MPI_IN_PLACE : c.send, c.recv, as_int_count(c.sizes.count),
-                             t, mpi_sum(c.dtype), comm));
-}
-void mpi_all_gather(const Call& c, MPI_Comm comm) {
-  const MPI_Datatype t = mpi_datatype(c.dtype);
-  const int n = as_int_count(c.sizes.count);
-  RB_MPI_CHECK(MPI_Allgather(c.in_place ? MPI_IN_PLACE : c.send, n, t, c.recv, n, t, comm));
-}
-void mpi_reduce_scatter(const Call& c, MPI_Comm comm) {
-  RB_MPI_CHECK(MPI_Reduce_scatter_block(c.in_place ? MPI_IN_PLACE : c.send, c.recv,
-                                        as_int_count(c.sizes.count), mpi_datatype(c.dtype),
-                                        mpi_sum(c.dtype), comm));
-}
-void mpi_all_to_all(const Call& c, MPI_Comm comm) {
-  const MPI_Datatype t = mpi_datatype(c.dtype);
-  const int n = as_int_count(c.sizes.count);
-  RB_MPI_CHECK(MPI_Alltoall(c.send, n, t, c.recv, n, t, comm));
-}
-void mpi_broadcast(const Call& c, MPI_Comm comm) {
-  // MPI's broadcast is in place by nature; out of place the root sends from its send buffer.
-  void* buf = (!c.in_place && c.rank == c.root) ? c.send : c.recv;
-  RB_MPI_CHECK(MPI_Bcast(buf, as_int_count(c.sizes.count), mpi_datatype(c.dtype), c.root, comm));
-}
-void mpi_reduce(const Call& c, MPI_Comm comm) {
-  // The receive buffer only matters at the root; elsewhere pass none so nothing aliases.
-  const bool root = c.rank == c.root;
-  const void* send = c.in_place ? (root ? MPI_IN_PLACE : c.recv) : c.send;
-  RB_MPI_CHECK(MPI_Reduce(send, root ? c.recv : nullptr, as_int_count(c.sizes.count),
-                          mpi_datatype(c.dtype), mpi_sum(c.dtype), c.root, comm));
-}
-void mpi_sendrecv(const Call& c, MPI_Comm comm) {
-  const MPI_Datatype t = mpi_datatype(c.dtype);
-  const int n = as_int_count(c.sizes.count);
-  const int next = (c.rank + 1) % c.nranks, prev = (c.rank - 1 + c.nranks) % c.nranks;
-  RB_MPI_CHECK(MPI_Sendrecv(c.send, n, t, next, 41, c.recv, n, t, prev, 41, comm, MPI_STATUS_IGNORE));
-}
-
-#ifdef RINGBENCH_HAVE_CUDA
-// ---- the NCCL path: the calls nccl-tests makes (src/<op>.cu RunColl) ----------------------
-ncclDataType_t nccl_datatype(prof::DType t) {
-  switch (t) {
-    case prof::DType::F32: return ncclFloat32;
-    case prof::DType::F64: return ncclFloat64;
-    case prof::DType::F16: return ncclFloat16;
-    case prof::DType::BF16: return ncclBfloat16;
-    case prof::DType::I32: return ncclInt32;
-  }
-  return ncclFloat32;
-}
-struct NcclCall {
-  const Call& c;
-  ncclComm_t comm;
-  cudaStream_t stream;
-  std::size_t elem() const { return prof::dtype_size(c.dtype); }
-};
-void nccl_all_reduce(const NcclCall& n) {
-  const Call& c = n.c;
-  RB_NCCL_CHECK(ncclAllReduce(c.in_place ? c.recv : c.send, c.recv, c.sizes.count,
-                              nccl_datatype(c.dtype), ncclSum, n.comm, n.stream));
-}
-void nccl_all_gather(const NcclCall& n) {
-  const Call& c = n.c;
-  const void* send = c.in_place ? at(c.recv, static_cast<std::size_t>(c.rank) * c.sizes.send_inplace_offset) : c.send;
-  RB_NCCL_CHECK(ncclAllGather(send, c.recv, c.sizes.count, nccl_datatype(c.dtype), n.comm, n.stream));
-}
-void nccl_reduce_scatter(const NcclCall& n) {
-  const Call& c = n.c;
-  void* recv = c.in_place ? at(c.recv, static_cast<std::size_t>(c.rank) * c.sizes.recv_inplace_offset) : c.recv;
-  RB_NCCL_CHECK(ncclReduceScatter(c.in_place ? c.recv : c.send, recv, c.sizes.count,
-                                  nccl_datatype(c.dtype), ncclSum, n.comm, n.stream));
-}
-void nccl_all_to_all(const NcclCall& n) {
-  const Call& c = n.c;
-  const std::size_t block = c.sizes.count * n.elem();
-  RB_NCCL_CHECK(ncclGroupStart());
-  for (int r = 0; r < c.nranks; ++r) {
-    RB_NCCL_CHECK(ncclSend(at(c.send, r * block), c.sizes.count, nccl_datatype(c.dtype), r, n.comm, n.stream));
-    RB_NCCL_CHECK(ncclRecv(at(c.recv, r * block), c.sizes.count, nccl_datatype(c.dtype), r, n.comm, n.stream));
-  }
-  RB_NCCL_CHECK(ncclGroupEnd());
-}
-void nccl_broadcast(const NcclCall& n) {
-  const Call& c = n.c;
-  RB_NCCL_CHECK(ncclBroadcast(c.in_place ? c.recv : c.send, c.recv, c.sizes.count,
-                              nccl_datatype(c.dtype), c.root, n.comm, n.stream));
-}
-void nccl_reduce(const NcclCall& n) {
-  const Call& c = n.c;
-  RB_NCCL_CHECK(ncclReduce(c.in_place ? c.recv : c.send, c.recv, c.sizes.count,
-                           nccl_datatype(c.dtype), ncclSum, c.root, n.comm, n.stream));
-}
-void nccl_sendrecv(const NcclCall& n) {
-  const Call& c = n.c;
-  const int next = (c.rank + 1) % c.nranks, prev = (c.rank - 1 + c.nranks) % c.nranks;
-  RB_NCCL_CHECK(ncclGroupStart());
-  RB_NCCL_CHECK(ncclSend(c.send, c.sizes.count, nccl_datatype(c.dtype), next, n.comm, n.stream));
-  RB_NCCL_CHECK(ncclRecv(c.recv, c.sizes.count, nccl_datatype(c.dtype), prev, n.comm, n.stream));
-  RB_NCCL_CHECK(ncclGroupEnd());
-}
-#endif
-
-// The table of operations (as nccl-tests has one testColl per operation): the factor lives
-// in busbw.hpp, the expected data in pattern.hpp (by the same Op order).
-struct OpRow {
-  Op op;
-  void (*mpi)(const Call&, MPI_Comm);
-#ifdef RINGBENCH_HAVE_CUDA
-  void (*nccl)(const NcclCall&);
-#endif
-};
-
-const OpRow& row(Op op) {
-  static const std::vector<OpRow> table = {
-#ifdef RINGBENCH_HAVE_CUDA
-#define RB_ROW(op, m, n) {op, m, n}
-#else
-#define RB_ROW(op, m, n) {op, m}
-#endif
-      RB_ROW(Op::AllReduce, mpi_all_reduce, nccl_all_reduce),
-      RB_ROW(Op::AllGather, mpi_all_gather, nccl_all_gather),
-      RB_ROW(Op::ReduceScatter, mpi_reduce_scatter, nccl_reduce_scatter),
-      RB_ROW(Op::AllToAll, mpi_all_to_all, nccl_all_to_all),
-      RB_ROW(Op::Broadcast, mpi_broadcast, nccl_broadcast),
-      RB_ROW(Op::Reduce, mpi_reduce, nccl_reduce),
-      RB_ROW(Op::SendRecv, mpi_sendrecv, nccl_sendrecv),
-#undef RB_ROW
-  };
-  return table.at(static_cast<std::size_t>(op));
-}
-
-}  // namespace
-
-MPI_Datatype mpi_datatype(prof::DType t) {
-  switch (t) {
-    case prof::DType::F32: return MPI_FLOAT;
-    case prof::DType::F64: return MPI_DOUBLE;
-    case prof::DType::F16:
-    case prof::DType::BF16: return MPI_UINT16_T;
-    case prof::DType::I32: return MPI_INT32_T;
-  }
-  return MPI_FLOAT;
-}
-
-void run_mpi(const Call& c, MPI_Comm comm) { row(c.op).mpi(c, comm); }
-
-#ifdef RINGBENCH_HAVE_CUDA
-void run_nccl(const Call& c, void* nccl_comm, void* cuda_stream) {
-  row(c.op).nccl(NcclCall{c, static_cast<ncclComm_t>(nccl_comm), static_cast<cudaStream_t>(cuda_stream)});
-}
-#endif
-
-Regions regions(const Call& c, Transport t) {
-  const std::size_t w = prof::dtype_size(c.dtype);
-  const std::size_t cnt = c.sizes.count;
-  const std::size_t n = static_cast<std::size_t>(c.nranks);
-  const std::size_t rank = static_cast<std::size_t>(c.rank);
-  Regions r;
-  r.expect.op = static_cast<prof::CollCode>(c.op);
-  r.expect.rank = c.rank;
-  r.expect.nranks = c.nranks;
-  r.expect.root = c.root;
-  r.expect.count = cnt;
-  r.zero = c.recv;
-  r.zero_bytes = c.sizes.recv_bytes;
-  switch (c.op) {
-    case Op::AllReduce:
-    case Op::SendRecv:
-      r.input = c.in_place ? c.recv : c.send;
-      r.input_count = cnt;
-      r.output = c.recv;
-      r.output_count = cnt;
-      break;
-    case Op::AllGather:
-      r.input = c.in_place ? at(c.recv, rank * cnt * w) : c.send;
-      r.input_count = cnt;
-      r.output = c.recv;
-      r.output_count = cnt * n;
-      break;
-    case Op::ReduceScatter:
-      r.input = c.in_place ? c.recv : c.send;
-      r.input_count = cnt * n;
-      r.output = (c.in_place && t == Transport::Nccl) ? at(c.recv, rank * cnt * w) : c.recv;
-      r.output_count = cnt;
-      r.zero_bytes = c.in_place ? cnt * n * w : cnt * w;
-      break;
-    case Op::AllToAll:
-      r.input = c.send;
-      r.input_count = cnt * n;
-      r.output = c.recv;
-      r.output_count = cnt * n;
-      break;
-    case Op::Broadcast:
-      r.input = c.in_place ? c.recv : c.send;
-      r.input_count = cnt;
-      r.output = c.recv;
-      // MPI out of place: the root's data never leaves its send buffer; nothing to check there.
-      r.output_count = (!c.in_place && t == Transport::Mpi && c.rank == c.root) ? 0 : cnt;
-      break;
-    case Op::Reduce:
-      r.input = c.in_place ? c.recv : c.send;
-      r.input_count = cnt;
-      r.output = c.recv;
-      r.output_count = c.rank == c.root ? cnt : 0;
-      break;
-  }
-  return r;
-}
-
-std::size_t count_mismatches_host(const Regions& r, prof::DType t) {
-  std::size_t wrong = 0;
-  for (std::size_t j = 0; j < r.output_count; ++j)
-    if (!prof::matches(t, prof::load(r.output, j, t), prof::expected_value(r.expect, j), r.expect.nranks))
-      ++wrong;
-  return wrong;
-}
-
-}  // namespace coll
-
-// ---- the sweep ------------------------------------------------------------------------------
 namespace {
 
 using coll::Op;
@@ -348,137 +60,6 @@ struct Measured {
   coll::Sizes sizes;
 };
 
-// The buffers and transport of one run; allocated once at the largest size.
-struct Engine {
-  Transport transport = Transport::Mpi;
-  std::size_t alloc = 0;
-  prof::HostBuffer host_send, host_recv;
-#ifdef RINGBENCH_HAVE_CUDA
-  prof::cuda::DeviceBuffer dev_send, dev_recv;
-  std::unique_ptr<prof::cuda::Stream> stream;
-  std::vector<NcclComm> nccl;        // one per group spec (index), empty slot for world
-  std::vector<void*> nccl_raw;       // the ncclComm_t to use per group spec
-#endif
-  void* send() const {
-#ifdef RINGBENCH_HAVE_CUDA
-    if (transport == Transport::Nccl) return dev_send.get();
-#endif
-    return host_send.get();
-  }
-  void* recv() const {
-#ifdef RINGBENCH_HAVE_CUDA
-    if (transport == Transport::Nccl) return dev_recv.get();
-#endif
-    return host_recv.get();
-  }
-
-  // Launches (NCCL: enqueues on the stream; MPI: runs) the call with nccl-tests' per-iteration
-  // buffer shift, which moves the buffers through the allocation to avoid cache effects.
-  void launch(const coll::Call& base, std::size_t iter, std::size_t group_index, MPI_Comm comm) {
-    coll::Call c = base;
-    const std::size_t total = std::max(c.sizes.send_bytes, c.sizes.recv_bytes);
-    const std::size_t steps = total ? alloc / total : 1;
-    const std::size_t shift = total * (iter % (steps ? steps : 1));
-    c.send = static_cast<char*>(c.send) + shift;
-    c.recv = static_cast<char*>(c.recv) + shift;
-#ifdef RINGBENCH_HAVE_CUDA
-    if (transport == Transport::Nccl) {
-      coll::run_nccl(c, nccl_raw[group_index], stream->get());
-      return;
-    }
-#endif
-    (void)group_index;
-    coll::run_mpi(c, comm);
-  }
-  void sync() {
-#ifdef RINGBENCH_HAVE_CUDA
-    if (transport == Transport::Nccl) stream->synchronize();
-#endif
-  }
-};
-
-
-// Zeroes the output side and writes this rank's input, at the unshifted buffers.
-void prepare(Engine& e, const coll::Call& c) {
-  const coll::Regions r = coll::regions(c, e.transport);
-#ifdef RINGBENCH_HAVE_CUDA
-  if (e.transport == Transport::Nccl) {
-    prof::cuda::fill_zero(r.zero, r.zero_bytes, e.stream->get());
-    prof::cuda::fill_input(r.input, r.input_count, c.dtype, c.rank, e.stream->get());
-    e.stream->synchronize();
-    return;
-  }
-#endif
-  std::memset(r.zero, 0, r.zero_bytes);
-  for (std::size_t i = 0; i < r.input_count; ++i)
-    prof::store(r.input, i, c.dtype, prof::input_value(c.rank, i));
-}
-
-std::int64_t check_output(Engine& e, const coll::Call& c) {
-  const coll::Regions r = coll::regions(c, e.transport);
-#ifdef RINGBENCH_HAVE_CUDA
-  if (e.transport == Transport::Nccl)
-    return static_cast<std::int64_t>(
-        prof::cuda::count_mismatches(r.output, r.output_count, c.dtype, r.expect, e.stream->get()));
-#endif
-  return static_cast<std::int64_t>(coll::count_mismatches_host(r, c.dtype));
-}
-
-// Per-call times of `n` calls: device events on the GPU, the host clock around each blocking
-// call on the host.
-std::vector<double> iteration_times(Engine& e, const coll::Call& c, std::size_t n, std::size_t group_index,
-                                    MPI_Comm comm) {
-  std::vector<double> s(n);
-#ifdef RINGBENCH_HAVE_CUDA
-  if (e.transport == Transport::Nccl) {
-    prof::cuda::EventTimeline tl(n + 1, e.stream->get());
-    tl.mark(0);
-    for (std::size_t it = 0; it < n; ++it) {
-      e.launch(c, it, group_index, comm);
-      tl.mark(it + 1);
-    }
-    e.sync();
-    for (std::size_t it = 0; it < n; ++it) s[it] = tl.seconds(it, it + 1);
-    return s;
-  }
-#endif
-  for (std::size_t it = 0; it < n; ++it) {
-    const double a = prof::now_s();
-    e.launch(c, it, group_index, comm);
-    s[it] = prof::now_s() - a;
-  }
-  return s;
-}
-
-Engine make_engine(RunContext& ctx, const std::vector<groups::Group>& gs, std::size_t alloc) {
-  Engine e;
-  e.transport = ctx.backend == Backend::Cuda ? Transport::Nccl : Transport::Mpi;
-  e.alloc = alloc;
-  if (e.transport == Transport::Mpi) {
-    e.host_send = prof::HostBuffer(e.alloc);
-    e.host_recv = prof::HostBuffer(e.alloc);
-    return e;
-  }
-#ifdef RINGBENCH_HAVE_CUDA
-  if (!ctx.gpu) throw std::runtime_error("collectives: the cuda backend has no GPU context");
-  e.dev_send = prof::cuda::DeviceBuffer(e.alloc);
-  e.dev_recv = prof::cuda::DeviceBuffer(e.alloc);
-  e.stream = std::make_unique<prof::cuda::Stream>();
-  // The world group reuses the driver's communicator; the others get their own, built
-  // from the group's MPI communicator (all groups of a kind initialise concurrently).
-  e.nccl.reserve(gs.size());
-  for (const auto& g : gs)
-    e.nccl.push_back(g.spec.kind == groups::Kind::World ? NcclComm() : NcclComm(g.get()));
-  for (std::size_t i = 0; i < gs.size(); ++i)
-    e.nccl_raw.push_back(gs[i].spec.kind == groups::Kind::World ? ctx.gpu->world.raw()
-                                                                : e.nccl[i].raw());
-  return e;
-#else
-  (void)gs;
-  throw std::runtime_error("collectives: the cuda backend needs a build with CUDA and NCCL");
-#endif
-}
-
 class Collectives final : public Sweep {
  public:
   Collectives(CollParams p, int world) : p_(std::move(p)), world_(world) {
@@ -510,7 +91,7 @@ class Collectives final : public Sweep {
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
 
  private:
-  Measured measure(RunContext& ctx, Engine& e, const groups::Group& g, const PointDef& d) const;
+  Measured measure(RunContext& ctx, prof::Engine& e, const groups::Group& g, const PointDef& d) const;
   h5::PointsTable point_table() const;
   void record(h5::PointsTable& t, std::size_t pi, const groups::Group& g, const Measured& m) const;
   void write_attributes(h5::Group& out, Transport transport) const;
@@ -524,7 +105,7 @@ class Collectives final : public Sweep {
 };
 
 // One point: warmup, nccl-tests' batch timing, a per-iteration timing loop and the data check.
-Measured Collectives::measure(RunContext& ctx, Engine& e, const groups::Group& g,
+Measured Collectives::measure(RunContext& ctx, prof::Engine& e, const groups::Group& g,
                               const PointDef& d) const {
   coll::Call c;
   c.op = d.op;
@@ -537,8 +118,8 @@ Measured Collectives::measure(RunContext& ctx, Engine& e, const groups::Group& g
   c.nranks = g.size;
   c.root = p_.root % g.size;
 
-  prepare(e, c);
-  for (std::int64_t w = 0; w < p_.warmup; ++w) e.launch(c, static_cast<std::size_t>(w), d.group, g.get());
+  e.prepare(c);
+  for (std::int64_t w = 0; w < p_.warmup; ++w) e.launch(c, static_cast<std::size_t>(w), d.group);
   e.sync();
 
   // nccl-tests' timing: all ranks (all groups) start together after a barrier, launch the
@@ -548,19 +129,19 @@ Measured Collectives::measure(RunContext& ctx, Engine& e, const groups::Group& g
   m.sizes = c.sizes;
   RB_MPI_CHECK(MPI_Barrier(ctx.world));
   const double t0 = prof::now_s();
-  for (std::size_t it = 0; it < I; ++it) e.launch(c, it, d.group, g.get());
+  for (std::size_t it = 0; it < I; ++it) e.launch(c, it, d.group);
   e.sync();
   m.time = (prof::now_s() - t0) / static_cast<double>(I);
 
   // A second, separately timed loop for per-iteration times.
   RB_MPI_CHECK(MPI_Barrier(ctx.world));
-  m.iterations = iteration_times(e, c, I, d.group, g.get());
+  m.iterations = e.iteration_times(c, I, d.group);
 
   if (p_.check) {
-    prepare(e, c);
-    e.launch(c, 0, d.group, g.get());
+    e.prepare(c);
+    e.launch(c, 0, d.group);
     e.sync();
-    m.wrong = check_output(e, c);
+    m.wrong = e.wrong_elements(c);
   }
   // The slowest rank of the group sets the group's bandwidth.
   m.group_time = prof::allreduce_double(m.time, MPI_MAX, g.get());
@@ -631,7 +212,14 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   // Groups of every requested kind; each rank is in one group per kind.
   std::vector<groups::Group> gs;
   for (const auto& spec : p_.groups) gs.push_back(groups::make_group(spec, ctx.world, ctx.layout));
-  Engine e = make_engine(ctx, gs, std::max<std::size_t>(static_cast<std::size_t>(p_.max_bytes), 64));
+  prof::EngineSetup setup;
+  setup.backend = ctx.backend;
+  setup.world = ctx.world;
+  setup.nccl_world = ctx.gpu ? &ctx.gpu->world : nullptr;
+  setup.groups = &gs;
+  setup.bytes = std::max<std::size_t>(static_cast<std::size_t>(p_.max_bytes), 64);
+  const std::unique_ptr<prof::Engine> engine = prof::make_engine(setup);
+  prof::Engine& e = *engine;
 
   const std::size_t P = points_.size();
   h5::PointsTable table = point_table();
@@ -648,7 +236,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     group_size[pi] = g.size;
     wrong[pi] = std::max<std::int64_t>(m.wrong, 0);
   }
-  write_attributes(out, e.transport);
+  write_attributes(out, e.transport());
   table.write(out);
 
   // The point's figures over all ranks: the slowest rank's time, the largest size and group
@@ -658,7 +246,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes.data(), n, MPI_INT64_T, MPI_MAX, ctx.world));
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, group_size.data(), n, MPI_INT64_T, MPI_MAX, ctx.world));
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wrong.data(), n, MPI_INT64_T, MPI_SUM, ctx.world));
-  fit_model(ctx, out, e.transport, time, bytes, group_size);
+  fit_model(ctx, out, e.transport(), time, bytes, group_size);
 
   SweepOutcome outcome;
   for (std::size_t pi = 0; pi < P && outcome.ok; ++pi)

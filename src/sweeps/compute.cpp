@@ -6,15 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "host/profiling_kernels.hpp"
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
-#include "profiling/timing.hpp"
+#include "profiling/engine.hpp"
 #include "runtime/mpi_util.hpp"
 
-#ifdef RINGBENCH_HAVE_CUDA
-#include "cuda/profiling/profiling_cuda.hpp"
-#endif
 
 namespace rb {
 namespace {
@@ -42,12 +38,7 @@ struct ComputeParams {
   bool gpu = false;
 };
 
-// Per-call seconds and the work of one call.
-struct Timing {
-  std::vector<double> seconds;
-  double flop = 0;
-  double max_abs_error = std::numeric_limits<double>::quiet_NaN();
-};
+using prof::Timing;
 
 class ComputeSweep final : public Sweep {
  public:
@@ -71,8 +62,7 @@ class ComputeSweep final : public Sweep {
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
 
  private:
-  h5::PointsTable point_table() const;
-  Timing gemm_timing(const std::string& dtype, std::int64_t n) const;
+  h5::PointsTable point_table(const std::string& gemm_engine) const;
   ComputeParams p_;
 };
 
@@ -144,25 +134,6 @@ Timing attention_timing(const PathFactories& paths, const AttentionParams& a, st
   return t;
 }
 
-Timing ComputeSweep::gemm_timing(const std::string& dtype, std::int64_t size) const {
-  const int n = static_cast<int>(size);
-  Timing t;
-  t.flop = 2.0 * static_cast<double>(n) * n * n;
-  if (p_.gpu) {
-#ifdef RINGBENCH_HAVE_CUDA
-    prof::cuda::Stream stream;
-    t.seconds = prof::cuda::gemm_seconds(dtype, n, n, n, static_cast<int>(p_.warmup),
-                                         static_cast<int>(p_.iterations), stream.get());
-#endif
-    return t;
-  }
-  const auto r = prof::host::gemm(n, dtype == "float64", static_cast<int>(p_.warmup), static_cast<int>(p_.iterations));
-  t.seconds = r.seconds;
-  t.flop = r.flops;
-  t.max_abs_error = r.max_abs_error;
-  return t;
-}
-
 struct ComputePoint {
   bool attention = false;
   std::string dtype;
@@ -178,14 +149,14 @@ std::vector<ComputePoint> compute_points(const ComputeParams& p) {
   return pts;
 }
 
-h5::PointsTable ComputeSweep::point_table() const {
+h5::PointsTable ComputeSweep::point_table(const std::string& gemm_engine) const {
   const auto pts = compute_points(p_);
   h5::PointsTable t(pts.size());
   std::vector<std::string> op, engine, dtype;
   std::vector<std::int64_t> size;
   for (const auto& pt : pts) {
     op.push_back(pt.attention ? "attention_forward" : "gemm");
-    engine.push_back(pt.attention ? p_.attention.kernel : (p_.gpu ? "cublaslt" : "kokkos"));
+    engine.push_back(pt.attention ? p_.attention.kernel : gemm_engine);
     dtype.push_back(pt.dtype);
     size.push_back(pt.size);
   }
@@ -203,7 +174,8 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
   const int rank = ctx.layout.rank;
   const auto pts = compute_points(p_);
   const auto labels = plan();
-  h5::PointsTable table = point_table();
+  const std::unique_ptr<prof::ComputeEngine> engine = prof::make_compute_engine(ctx.backend);
+  h5::PointsTable table = point_table(engine->gemm_engine());
   SweepOutcome outcome;
   std::string note;
   for (std::size_t pi = 0; pi < pts.size(); ++pi) {
@@ -222,7 +194,8 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
       if (mpi::any_rank(!note.empty(), ctx.world) && note.empty()) note = "failed on another rank";
       if (!note.empty()) continue;
     } else {
-      r = gemm_timing(pt.dtype, pt.size);
+      r = engine->gemm(pt.dtype, static_cast<int>(pt.size), static_cast<int>(p_.warmup),
+                       static_cast<int>(p_.iterations));
       if (r.max_abs_error > 0.5 && outcome.ok) {
         outcome.ok = false;
         outcome.failure = "compute: rank " + std::to_string(rank) + ": Kokkos GEMM " + pt.dtype + " " +
@@ -231,9 +204,9 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
     }
     table.set("rate_tflops", pi, r.flop / stats::mean(r.seconds) / 1e12);
     table.set("iteration_time_s", pi, r.seconds);
-    table.set("max_abs_error", pi, r.max_abs_error);
+    if (r.max_abs_error >= 0) table.set("max_abs_error", pi, r.max_abs_error);
   }
-  out.attr("engine", p_.gpu ? "cuBLASLt (heuristic algorithm, 32 MiB workspace)" : "Kokkos GEMM-like kernel (default execution space)");
+  out.attr("engine", engine->description());
   out.attr("warmup", p_.warmup);
   out.attr("iterations", p_.iterations);
   if (p_.attention.enabled) {

@@ -8,11 +8,8 @@
 #include "config/bytes.hpp"
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
-#include "profiling/timing.hpp"
+#include "profiling/engine.hpp"
 
-#ifdef RINGBENCH_HAVE_CUDA
-#include "cuda/profiling/profiling_cuda.hpp"
-#endif
 
 namespace rb {
 namespace {
@@ -51,8 +48,7 @@ class MemorySweep final : public Sweep {
     std::int64_t wrong = -1;
   };
   h5::PointsTable point_table() const;
-  Timing triad_timing() const;
-  Timing copy_timing(const std::string& kind) const;
+  Timing measure(const std::string& kind, prof::ComputeEngine& engine) const;
   MemoryParams p_;
 };
 
@@ -82,11 +78,12 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   const auto kinds = memory_points(p_);
   const auto labels = plan();
   h5::PointsTable table = point_table();
+  const std::unique_ptr<prof::ComputeEngine> engine = prof::make_compute_engine(ctx.backend);
   SweepOutcome outcome;
   for (std::size_t pi = 0; pi < kinds.size(); ++pi) {
     ctx.progress.point_started(pi, labels[pi]);
     RB_MPI_CHECK(MPI_Barrier(ctx.world));
-    const Timing r = kinds[pi] == "triad" ? triad_timing() : copy_timing(kinds[pi]);
+    const Timing r = measure(kinds[pi], *engine);
     table.set("bandwidth_Bps", pi, static_cast<double>(r.moved_bytes) / stats::mean(r.seconds));
     table.set_int("moved_bytes", pi, static_cast<std::int64_t>(r.moved_bytes));
     table.set("iteration_time_s", pi, r.seconds);
@@ -105,23 +102,15 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   return outcome;
 }
 
-MemorySweep::Timing MemorySweep::triad_timing() const {
-  const auto r = prof::host::triad(static_cast<std::size_t>(p_.bytes / 8), static_cast<int>(p_.warmup),
-                                   static_cast<int>(p_.iterations));
-  return {r.seconds, r.bytes_per_iteration, static_cast<std::int64_t>(r.wrong)};
-}
-
-MemorySweep::Timing MemorySweep::copy_timing(const std::string& kind) const {
-  Timing t;
-  t.moved_bytes = static_cast<std::size_t>(p_.bytes);
-#ifdef RINGBENCH_HAVE_CUDA
-  prof::cuda::Stream stream;
-  t.seconds = prof::cuda::copy_seconds(kind, static_cast<std::size_t>(p_.bytes), static_cast<int>(p_.warmup),
-                                       static_cast<int>(p_.iterations), stream.get());
-#else
-  (void)kind;
-#endif
-  return t;
+// The triad runs on the host (Kokkos) on every backend; the copies on the device.
+MemorySweep::Timing MemorySweep::measure(const std::string& kind, prof::ComputeEngine& engine) const {
+  const int warmup = static_cast<int>(p_.warmup), iterations = static_cast<int>(p_.iterations);
+  if (kind == "triad") {
+    const auto r = prof::host::triad(static_cast<std::size_t>(p_.bytes / 8), warmup, iterations);
+    return {r.seconds, r.bytes_per_iteration, static_cast<std::int64_t>(r.wrong)};
+  }
+  const auto bytes = static_cast<std::size_t>(p_.bytes);
+  return {engine.copy(kind, bytes, warmup, iterations), bytes, -1};
 }
 
 }  // namespace

@@ -10,15 +10,9 @@
 
 #include "config/bytes.hpp"
 #include "metrics/table.hpp"
+#include "profiling/engine.hpp"
 #include "profiling/timing.hpp"
 
-#ifdef RINGBENCH_HAVE_CUDA
-#include <cuda_runtime.h>
-#include <nccl.h>
-
-#include "cuda/profiling/profiling_cuda.hpp"
-#include "runtime/cuda_check.hpp"
-#endif
 
 namespace rb {
 namespace {
@@ -31,127 +25,6 @@ struct P2pParams {
   std::int64_t latency_iterations = 100;
   bool bidirectional = true;
   bool concurrent = true;
-};
-
-// Point-to-point messages over NCCL (enqueued on a stream, completed by a stream sync) or MPI
-// (non-blocking, completed by MPI_Waitall). post() adds to the current batch; sends and
-// receives posted between begin() and end() form one NCCL group (so they progress together).
-class Link {
- public:
-  Link(RunContext& ctx, std::size_t bytes) : world_(ctx.world) {
-    nccl_ = ctx.backend == Backend::Cuda;
-    if (!nccl_) {
-      send_ = prof::HostBuffer(bytes);
-      recv_ = prof::HostBuffer(bytes);
-      std::memset(send_.get(), 1, bytes);
-      return;
-    }
-#ifdef RINGBENCH_HAVE_CUDA
-    if (!ctx.gpu) throw std::runtime_error("p2p_matrix: the cuda backend has no GPU context");
-    dsend_ = prof::cuda::DeviceBuffer(bytes);
-    drecv_ = prof::cuda::DeviceBuffer(bytes);
-    stream_ = std::make_unique<prof::cuda::Stream>();
-    prof::cuda::fill_zero(dsend_.get(), bytes, stream_->get());
-    stream_->synchronize();
-    comm_ = ctx.gpu->world.raw();
-#else
-    throw std::runtime_error("p2p_matrix: the cuda backend needs a build with CUDA and NCCL");
-#endif
-  }
-  bool nccl() const { return nccl_; }
-  void* send_buf() const {
-#ifdef RINGBENCH_HAVE_CUDA
-    if (nccl_) return dsend_.get();
-#endif
-    return send_.get();
-  }
-  void* recv_buf() const {
-#ifdef RINGBENCH_HAVE_CUDA
-    if (nccl_) return drecv_.get();
-#endif
-    return recv_.get();
-  }
-
-  void begin() {
-#ifdef RINGBENCH_HAVE_CUDA
-    if (nccl_) RB_NCCL_CHECK(ncclGroupStart());
-#endif
-  }
-  void send(std::size_t bytes, int peer) {
-#ifdef RINGBENCH_HAVE_CUDA
-    if (nccl_) {
-      RB_NCCL_CHECK(ncclSend(send_buf(), bytes, ncclChar, peer, comm(), stream()));
-      return;
-    }
-#endif
-    reqs_.emplace_back();
-    RB_MPI_CHECK(MPI_Isend(send_buf(), static_cast<int>(bytes), MPI_BYTE, peer, 17, world_, &reqs_.back()));
-  }
-  void recv(std::size_t bytes, int peer) {
-#ifdef RINGBENCH_HAVE_CUDA
-    if (nccl_) {
-      RB_NCCL_CHECK(ncclRecv(recv_buf(), bytes, ncclChar, peer, comm(), stream()));
-      return;
-    }
-#endif
-    reqs_.emplace_back();
-    RB_MPI_CHECK(MPI_Irecv(recv_buf(), static_cast<int>(bytes), MPI_BYTE, peer, 17, world_, &reqs_.back()));
-  }
-  void end() {
-#ifdef RINGBENCH_HAVE_CUDA
-    if (nccl_) RB_NCCL_CHECK(ncclGroupEnd());
-#endif
-  }
-  // Waits for everything posted so far.
-  void complete() {
-#ifdef RINGBENCH_HAVE_CUDA
-    if (nccl_) {
-      stream_->synchronize();
-      return;
-    }
-#endif
-    if (!reqs_.empty())
-      RB_MPI_CHECK(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE));
-    reqs_.clear();
-  }
-  // Ping-pong steps must finish before the next on MPI; NCCL orders them on the stream.
-  void step_done() {
-    if (!nccl_) complete();
-  }
-
-  enum Kind { Send, Recv, Both };
-  // One batch with peer, not waited for.
-  void post(Kind k, std::size_t bytes, int peer) {
-    begin();
-    if (k != Recv) send(bytes, peer);
-    if (k != Send) recv(bytes, peer);
-    end();
-  }
-  // One batch that must finish before the next step starts.
-  void step(Kind k, std::size_t bytes, int peer) {
-    post(k, bytes, peer);
-    step_done();
-  }
-  // Send to one rank and receive from another in one batch.
-  void post_pair(std::size_t bytes, int to, int from) {
-    begin();
-    send(bytes, to);
-    recv(bytes, from);
-    end();
-  }
-
- private:
-#ifdef RINGBENCH_HAVE_CUDA
-  ncclComm_t comm() const { return static_cast<ncclComm_t>(comm_); }
-  cudaStream_t stream() const { return static_cast<cudaStream_t>(stream_->get()); }
-  prof::cuda::DeviceBuffer dsend_, drecv_;
-  std::unique_ptr<prof::cuda::Stream> stream_;
-  void* comm_ = nullptr;
-#endif
-  MPI_Comm world_;
-  bool nccl_ = false;
-  prof::HostBuffer send_, recv_;
-  std::vector<MPI_Request> reqs_;
 };
 
 // The points: every ordered pair (sender, receiver), one at a time, then (when `concurrent`)
@@ -194,8 +67,8 @@ class P2pMatrix final : public Sweep {
            (p_.bidirectional && pt.sender < pt.receiver ? ", one way and both ways" : ", one way");
   }
   h5::PointsTable point_table() const;
-  void measure_pair(RunContext& ctx, Link& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
-  void measure_shift(RunContext& ctx, Link& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
+  void measure_pair(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
+  void measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
 
   P2pParams p_;
   int world_;
@@ -233,7 +106,7 @@ h5::PointsTable P2pMatrix::point_table() const {
   return t;
 }
 
-void P2pMatrix::measure_pair(RunContext& ctx, Link& link, const P2pPoint& pt, std::size_t pi,
+void P2pMatrix::measure_pair(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi,
                              h5::PointsTable& t) const {
   const int me = ctx.layout.rank, a = pt.sender, b = pt.receiver;
   const bool is_a = me == a, is_b = me == b;
@@ -242,26 +115,28 @@ void P2pMatrix::measure_pair(RunContext& ctx, Link& link, const P2pPoint& pt, st
   const std::size_t bw = static_cast<std::size_t>(p_.bandwidth_bytes);
   const double iters = static_cast<double>(p_.iterations);
   const double lat_iters = static_cast<double>(p_.latency_iterations);
+  // In the direction a -> b: a sends to its peer, b receives from its peer.
+  const int a_to = is_a ? peer : -1, a_from = is_a ? -1 : peer;
   // Ping-pong: a sends, b answers; one-way latency = round trip / 2.
   auto pingpong = [&](std::int64_t n) {
     for (std::int64_t i = 0; i < n && (is_a || is_b); ++i) {
-      link.step(is_a ? Link::Send : Link::Recv, lat, peer);
-      link.step(is_a ? Link::Recv : Link::Send, lat, peer);
+      link.step(lat, a_to, a_from);
+      link.step(lat, a_from, a_to);
     }
-    link.complete();
+    link.sync();
   };
   // One way: a streams `n` messages to b, all in flight at once (a window).
   auto one_way = [&](std::int64_t n) {
-    for (std::int64_t i = 0; i < n && (is_a || is_b); ++i) link.post(is_a ? Link::Send : Link::Recv, bw, peer);
-    link.complete();
+    for (std::int64_t i = 0; i < n && (is_a || is_b); ++i) link.post(bw, a_to, a_from);
+    link.sync();
   };
   // Both ways: each step sends and receives `bytes`; latency steps finish one by one.
   auto exchange = [&](std::size_t bytes, std::int64_t n, bool each_step) {
     for (std::int64_t i = 0; i < n && (is_a || is_b); ++i) {
-      if (each_step) link.step(Link::Both, bytes, peer);
-      else link.post(Link::Both, bytes, peer);
+      if (each_step) link.step(bytes, peer, peer);
+      else link.post(bytes, peer, peer);
     }
-    link.complete();
+    link.sync();
   };
   pingpong(p_.warmup);
   const double t_lat = timed(ctx.world, [&] { pingpong(p_.latency_iterations); });
@@ -282,14 +157,14 @@ void P2pMatrix::measure_pair(RunContext& ctx, Link& link, const P2pPoint& pt, st
   }
 }
 
-void P2pMatrix::measure_shift(RunContext& ctx, Link& link, const P2pPoint& pt, std::size_t pi,
+void P2pMatrix::measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi,
                               h5::PointsTable& t) const {
   const int me = ctx.layout.rank;
   const int to = (me + pt.shift) % world_, from = (me - pt.shift + world_) % world_;
   const std::size_t bw = static_cast<std::size_t>(p_.bandwidth_bytes);
   auto shifted = [&](std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) link.post_pair(bw, to, from);
-    link.complete();
+    for (std::int64_t i = 0; i < n; ++i) link.post(bw, to, from);
+    link.sync();
   };
   shifted(p_.warmup);
   const double mine = timed(ctx.world, [&] { shifted(p_.iterations); });
@@ -297,15 +172,20 @@ void P2pMatrix::measure_shift(RunContext& ctx, Link& link, const P2pPoint& pt, s
 }
 
 SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
-  Link link(ctx, static_cast<std::size_t>(std::max(p_.latency_bytes, p_.bandwidth_bytes)));
+  prof::EngineSetup setup;
+  setup.backend = ctx.backend;
+  setup.world = ctx.world;
+  setup.nccl_world = ctx.gpu ? &ctx.gpu->world : nullptr;
+  setup.bytes = static_cast<std::size_t>(std::max(p_.latency_bytes, p_.bandwidth_bytes));
+  const std::unique_ptr<prof::Engine> link = prof::make_engine(setup);
   h5::PointsTable table = point_table();
   for (std::size_t pi = 0; pi < points_.size(); ++pi) {
     const P2pPoint& pt = points_[pi];
     ctx.progress.point_started(pi, label(pt));
-    if (pt.pair) measure_pair(ctx, link, pt, pi, table);
-    else measure_shift(ctx, link, pt, pi, table);
+    if (pt.pair) measure_pair(ctx, *link, pt, pi, table);
+    else measure_shift(ctx, *link, pt, pi, table);
   }
-  out.attr("transport", link.nccl() ? "nccl" : "mpi");
+  out.attr("transport", coll::transport_name(link->transport()));
   out.attr("latency_bytes", static_cast<std::int64_t>(p_.latency_bytes));
   out.attr("bandwidth_bytes", static_cast<std::int64_t>(p_.bandwidth_bytes));
   out.attr("warmup", p_.warmup);

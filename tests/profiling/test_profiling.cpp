@@ -13,7 +13,8 @@
 
 #include "config/config.hpp"
 #include "runtime/mpi.hpp"
-#include "profiling/busbw.hpp"
+#include "dtype.hpp"
+#include "profiling/collective_table.hpp"
 #include "sweeps/collectives.hpp"
 #include "profiling/cost_model.hpp"
 #include "profiling/groups.hpp"
@@ -59,7 +60,7 @@ std::size_t run_and_check(Op op, DType t, bool in_place, std::size_t requested, 
   std::memset(r.zero, 0, r.zero_bytes);
   for (std::size_t i = 0; i < r.input_count; ++i)
     rb::prof::store(r.input, i, t, rb::prof::input_value(rank, i));
-  rb::coll::run_mpi(c, MPI_COMM_WORLD);
+  rb::coll::collective(op).mpi(c, MPI_COMM_WORLD);
   if (corrupt && r.output_count > 0)
     rb::prof::store(r.output, r.output_count - 1, t, rb::prof::load(r.output, r.output_count - 1, t) + 1);
   return rb::coll::count_mismatches_host(r, t);
@@ -117,13 +118,13 @@ TEST_CASE("message sizes are counted as nccl-tests counts them") {
 
 TEST_CASE("16-bit float conversions round to nearest even and round-trip small integers") {
   for (int i = -2048; i <= 2048; ++i)
-    CHECK(rb::prof::half_to_float(rb::prof::float_to_half(static_cast<float>(i))) == static_cast<float>(i));
+    CHECK(rb::attn::half_to_float(rb::attn::float_to_half(static_cast<float>(i))) == static_cast<float>(i));
   for (int i = -256; i <= 256; ++i)
-    CHECK(rb::prof::bf16_to_float(rb::prof::float_to_bf16(static_cast<float>(i))) == static_cast<float>(i));
-  CHECK(rb::prof::half_to_float(rb::prof::float_to_half(2049.0f)) == 2048.0f);  // tie to even
-  CHECK(rb::prof::half_to_float(rb::prof::float_to_half(0.1f)) == doctest::Approx(0.1f).epsilon(1e-3));
-  CHECK(rb::prof::bf16_to_float(rb::prof::float_to_bf16(257.0f)) == 256.0f);
-  CHECK(std::isinf(rb::prof::half_to_float(rb::prof::float_to_half(1e6f))));
+    CHECK(rb::attn::bf16_to_float(rb::attn::float_to_bf16(static_cast<float>(i))) == static_cast<float>(i));
+  CHECK(rb::attn::half_to_float(rb::attn::float_to_half(2049.0f)) == 2048.0f);  // tie to even
+  CHECK(rb::attn::half_to_float(rb::attn::float_to_half(0.1f)) == doctest::Approx(0.1f).epsilon(1e-3));
+  CHECK(rb::attn::bf16_to_float(rb::attn::float_to_bf16(257.0f)) == 256.0f);
+  CHECK(std::isinf(rb::attn::half_to_float(rb::attn::float_to_half(1e6f))));
 }
 
 TEST_CASE("every MPI collective delivers the expected data (all dtypes, in and out of place)") {

@@ -16,6 +16,7 @@
 #include "metrics/h5.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
+#include "profiling/collective_table.hpp"
 #include "sweeps/collectives.hpp"
 #include "sweeps/compute.hpp"
 #include "profiling/groups.hpp"
@@ -67,7 +68,7 @@ std::size_t nccl_run_and_check(rb::NcclComm& comm, Op op, DType t, bool in_place
   const rb::coll::Regions r = rb::coll::regions(c, rb::coll::Transport::Nccl);
   rb::prof::cuda::fill_zero(r.zero, r.zero_bytes, stream.get());
   rb::prof::cuda::fill_input(r.input, r.input_count, t, rank, stream.get());
-  rb::coll::run_nccl(c, comm.raw(), stream.get());
+  rb::coll::collective(op).nccl(c, comm.raw(), stream.get());
   return rb::prof::cuda::count_mismatches(r.output, r.output_count, t, r.expect, stream.get());
 }
 

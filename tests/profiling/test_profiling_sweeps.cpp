@@ -15,6 +15,7 @@
 #include "config/config.hpp"
 #include "metrics/h5.hpp"
 #include "runtime/mpi.hpp"
+#include "profiling/collective_table.hpp"
 #include "sweeps/collectives.hpp"
 #include "sweeps/compute.hpp"
 #include "sweeps/host_pingpong.hpp"
