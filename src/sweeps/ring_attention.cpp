@@ -240,11 +240,10 @@ class RingAttentionSweep final : public Sweep {
 
   std::uint64_t estimated_output_bytes() const override {
     std::uint64_t total = 4096;
-    for (const Point& pt : points_) {
-      const std::uint64_t per_rank = 8ull * (3ull * static_cast<std::uint64_t>(p_.iterations) +
-                                             5ull * static_cast<std::uint64_t>(pt.problem.ring_size) + 40);
-      total += per_rank * static_cast<std::uint64_t>(p_.world_size) + 2048;
-    }
+    // Every point's metrics are as wide as the largest ring's (padded), plus ~40 scalars.
+    const std::uint64_t per_rank = 8ull * (3ull * static_cast<std::uint64_t>(p_.iterations) +
+                                           5ull * max_ring_size() + 40);
+    total += points_.size() * (per_rank * static_cast<std::uint64_t>(p_.world_size) + 512);
     if (p_.dump && !points_.empty())
       total += 8ull * 8 * static_cast<std::uint64_t>(points_[0].problem.shard_elements()) *
                static_cast<std::uint64_t>(p_.world_size);
