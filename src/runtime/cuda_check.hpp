@@ -10,13 +10,14 @@
 
 #define RB_CUDA_CHECK(call) RBK_CUDA_CHECK(call)
 
-#define RB_NCCL_CHECK(call)                                                         \
-  do {                                                                              \
-    ncclResult_t rb_res_ = (call);                                                  \
-    if (rb_res_ != ncclSuccess)                                                     \
-      ::rb::attn::gpu::throw_kernel_error("NCCL", #call, __FILE__, __LINE__,        \
-                                          ncclGetErrorString(rb_res_));             \
-  } while (0)
+namespace rb {
+inline void nccl_check(ncclResult_t result, const char* call, const char* file, int line) {
+  if (result != ncclSuccess)
+    attn::gpu::throw_kernel_error("NCCL", call, file, line, ncclGetErrorString(result));
+}
+}  // namespace rb
+
+#define RB_NCCL_CHECK(call) ::rb::nccl_check((call), #call, __FILE__, __LINE__)
 
 // Checks the last launch error (kernel launches return nothing).
 #define RB_CUDA_CHECK_LAUNCH() RBK_LAUNCH_CHECK()
