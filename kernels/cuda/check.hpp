@@ -1,7 +1,9 @@
 #pragma once
-// Error checks for the CUDA kernel library. Self-contained (no MPI, no src/runtime) so the
+// Error checks for the CUDA kernel library: the one CUDA error-check family of the program
+// (src/runtime/cuda_check.hpp builds on it). Self-contained (no MPI, no src/runtime) so the
 // kernels and their benchmark build with plain nvcc on a GPU machine; the message names the
-// call, the file and line, and the library's error string.
+// call, the file and line, and the library's error string. throw_kernel_error is public for
+// layers that check other libraries the same way.
 #include <cuda_runtime_api.h>
 #include <cublas_v2.h>
 
@@ -14,6 +16,17 @@ namespace rb::attn::gpu {
                                             int line, const std::string& detail) {
   throw std::runtime_error(std::string(lib) + " call failed: " + call + " at " + file + ":" +
                            std::to_string(line) + ": " + detail);
+}
+
+// "major.minor.patch" of a CUDA library through its GetProperty call (`ok(part, &value)` says
+// whether the call succeeded); "unknown" when one fails. Needs no GPU.
+template <class GetProperty>
+std::string library_version_text(GetProperty ok) {
+  int v[3] = {0, 0, 0};
+  const libraryPropertyType parts[3] = {MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL};
+  for (int i = 0; i < 3; ++i)
+    if (!ok(parts[i], &v[i])) return "unknown";
+  return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
 }
 
 inline const char* cublas_status_name(cublasStatus_t s) {

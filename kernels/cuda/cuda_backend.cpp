@@ -315,11 +315,8 @@ std::string cuda_version_text(int v) {
 }
 
 std::string cublas_version_text() {
-  int v[3] = {0, 0, 0};
-  const libraryPropertyType parts[3] = {MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL};
-  for (int i = 0; i < 3; ++i)
-    if (cublasGetProperty(parts[i], &v[i]) != CUBLAS_STATUS_SUCCESS) return "unknown";
-  return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
+  return library_version_text(
+      [](libraryPropertyType part, int* v) { return cublasGetProperty(part, v) == CUBLAS_STATUS_SUCCESS; });
 }
 
 }  // namespace

@@ -683,11 +683,8 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
 }
 
 std::string cudnn_version_text() {
-  int v[3] = {0, 0, 0};
-  const libraryPropertyType parts[3] = {MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL};
-  for (int i = 0; i < 3; ++i)
-    if (cudnnGetProperty(parts[i], &v[i]) != CUDNN_STATUS_SUCCESS) return "unknown";
-  return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
+  return library_version_text(
+      [](libraryPropertyType part, int* v) { return cudnnGetProperty(part, v) == CUDNN_STATUS_SUCCESS; });
 }
 
 }  // namespace rb::attn::gpu
