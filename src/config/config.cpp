@@ -12,30 +12,54 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace rb {
 
 using cfg::ConfigError;
 using cfg::Location;
 
-const char* to_string(Backend b) {
-  switch (b) {
-    case Backend::Auto: return "auto";
-    case Backend::Host: return "host";
-    case Backend::Cuda: return "cuda";
-  }
+namespace {
+
+// One table per choice: the YAML spelling, the value, and (through choices_of) the list the
+// config accepts, so the three cannot drift apart.
+template <class E>
+using Names = std::vector<std::pair<E, const char*>>;
+
+const Names<Backend> kBackends = {
+    {Backend::Auto, "auto"}, {Backend::Host, "host"}, {Backend::Cuda, "cuda"}};
+const Names<BindingPolicy> kPolicies = {{BindingPolicy::None, "none"},
+                                        {BindingPolicy::Core, "core"},
+                                        {BindingPolicy::Numa, "numa"},
+                                        {BindingPolicy::GpuNear, "gpu-near"}};
+
+template <class E>
+const char* name_of(const Names<E>& names, E value) {
+  for (const auto& [v, name] : names)
+    if (v == value) return name;
   return "?";
 }
 
-const char* to_string(BindingPolicy p) {
-  switch (p) {
-    case BindingPolicy::None: return "none";
-    case BindingPolicy::Core: return "core";
-    case BindingPolicy::Numa: return "numa";
-    case BindingPolicy::GpuNear: return "gpu-near";
-  }
-  return "?";
+template <class E>
+std::vector<std::string> choices_of(const Names<E>& names) {
+  std::vector<std::string> out;
+  for (const auto& entry : names) out.push_back(entry.second);
+  return out;
 }
+
+// `name` was checked against choices_of(names) by get_choice.
+template <class E>
+E value_of(const Names<E>& names, const std::string& name) {
+  for (const auto& [v, n] : names)
+    if (name == n) return v;
+  return names.front().first;
+}
+
+}  // namespace
+
+const char* to_string(Backend b) { return name_of(kBackends, b); }
+const char* to_string(BindingPolicy p) { return name_of(kPolicies, p); }
 
 namespace {
 
@@ -89,23 +113,6 @@ void check_name(const cfg::Node& owner, const std::string& key, const std::strin
     owner.fail(key, "expected a name of letters, digits, '_', '-' and '.', got '" + name +
                         "', which is a path component, not a name");
 }
-
-BindingPolicy parse_policy(const std::string& s) {
-  if (s == "core") return BindingPolicy::Core;
-  if (s == "numa") return BindingPolicy::Numa;
-  if (s == "gpu-near") return BindingPolicy::GpuNear;
-  return BindingPolicy::None;
-}
-
-Backend parse_backend(const std::string& s) {
-  if (s == "host") return Backend::Host;
-  if (s == "cuda") return Backend::Cuda;
-  return Backend::Auto;
-}
-
-}  // namespace
-
-namespace {
 
 // The one YAML document of the file; syntax errors, an empty file and several documents are
 // ConfigErrors with the position.
@@ -210,12 +217,12 @@ Config parse_config_text(const std::string& text, const std::string& file) {
   reject_duplicate_keys(yaml, file, "");
   root.allow_only({"run", "backend", "binding", "sweeps"});
   if (root.has("run")) config.run = parse_run(root.child("run"));
-  config.backend = parse_backend(root.get_choice("backend", "auto", {"auto", "host", "cuda"}));
+  config.backend = value_of(kBackends, root.get_choice("backend", "auto", choices_of(kBackends)));
   if (root.has("binding")) {
     cfg::Node binding = root.child("binding");
     binding.allow_only({"policy"});
     config.binding.policy =
-        parse_policy(binding.get_choice("policy", "none", {"none", "core", "numa", "gpu-near"}));
+        value_of(kPolicies, binding.get_choice("policy", "none", choices_of(kPolicies)));
   }
   config.sweeps = parse_sweep_list(root);
   return config;
