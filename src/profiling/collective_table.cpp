@@ -235,6 +235,18 @@ Sizes sizes_for(Op op, std::size_t requested_bytes, std::size_t elem, int n) {
   return s;
 }
 
+Call call_for(Op op, prof::DType t, bool in_place, std::size_t requested_bytes, int rank, int nranks, int root) {
+  Call c;
+  c.op = op;
+  c.dtype = t;
+  c.in_place = in_place;
+  c.sizes = sizes_for(op, requested_bytes, prof::dtype_size(t), nranks);
+  c.rank = rank;
+  c.nranks = nranks;
+  c.root = root;
+  return c;
+}
+
 Regions regions(const Call& c, Transport t) {
   const Collective& row = collective(c.op);
   Regions r;

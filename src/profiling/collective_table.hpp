@@ -90,6 +90,8 @@ inline double busbw(Op op, int n, std::size_t bytes, double seconds) {
   return algbw(bytes, seconds) * busbw_factor(op, n);
 }
 
+// The call of `op` at a requested message size for this rank of its group (buffers unset).
+Call call_for(Op op, prof::DType t, bool in_place, std::size_t requested_bytes, int rank, int nranks, int root);
 Regions regions(const Call& c, Transport t);
 // The host-side check: the number of output elements that differ from the expectation.
 std::size_t count_mismatches_host(const Regions& r, prof::DType t);

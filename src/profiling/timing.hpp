@@ -66,6 +66,15 @@ inline DType dtype_from_name(const std::string& s) {
   throw std::invalid_argument("unknown dtype '" + s + "'");
 }
 
+// One key column of a points table: f(point) for every point, in order.
+template <class T, class Point, class F>
+std::vector<T> column(const std::vector<Point>& points, F f) {
+  std::vector<T> out;
+  out.reserve(points.size());
+  for (const auto& p : points) out.push_back(static_cast<T>(f(p)));
+  return out;
+}
+
 // Max / min / sum of one double over a communicator.
 inline double allreduce_double(double v, MPI_Op op, MPI_Comm comm) {
   double out = v;

@@ -107,16 +107,10 @@ class Collectives final : public Sweep {
 // One point: warmup, nccl-tests' batch timing, a per-iteration timing loop and the data check.
 Measured Collectives::measure(RunContext& ctx, prof::Engine& e, const groups::Group& g,
                               const PointDef& d) const {
-  coll::Call c;
-  c.op = d.op;
-  c.dtype = d.dtype;
-  c.in_place = d.in_place;
-  c.sizes = coll::sizes_for(d.op, static_cast<std::size_t>(d.requested), prof::dtype_size(d.dtype), g.size);
+  coll::Call c = coll::call_for(d.op, d.dtype, d.in_place, static_cast<std::size_t>(d.requested), g.rank,
+                                g.size, p_.root % g.size);
   c.send = e.send();
   c.recv = e.recv();
-  c.rank = g.rank;
-  c.nranks = g.size;
-  c.root = p_.root % g.size;
 
   e.prepare(c);
   for (std::int64_t w = 0; w < p_.warmup; ++w) e.launch(c, static_cast<std::size_t>(w), d.group);
@@ -151,20 +145,16 @@ Measured Collectives::measure(RunContext& ctx, prof::Engine& e, const groups::Gr
 h5::PointsTable Collectives::point_table() const {
   const std::size_t P = points_.size();
   h5::PointsTable t(P);
-  std::vector<std::string> op, group, dtype;
-  std::vector<std::int64_t> in_place, size;
-  for (const auto& d : points_) {
-    op.push_back(coll::op_name(d.op));
-    group.push_back(p_.groups[d.group].label());
-    dtype.push_back(prof::dtype_name(d.dtype));
-    in_place.push_back(d.in_place ? 1 : 0);
-    size.push_back(static_cast<std::int64_t>(d.requested));
-  }
-  t.key("operation", op, {"1", "collective operation"});
-  t.key("group", group, {"1", "group kind: world, intra_node, inter_node or a group size"});
-  t.key("dtype", dtype, {"1", "element type"});
-  t.key("in_place", in_place, {"1", "1 when the operation ran in place"});
-  t.key("message_size_bytes", size, {"B", "message size requested (min_bytes * factor^k)"});
+  t.key("operation", prof::column<std::string>(points_, [](const PointDef& d) { return coll::op_name(d.op); }),
+        {"1", "collective operation"});
+  t.key("group", prof::column<std::string>(points_, [&](const PointDef& d) { return p_.groups[d.group].label(); }),
+        {"1", "group kind: world, intra_node, inter_node or a group size"});
+  t.key("dtype", prof::column<std::string>(points_, [](const PointDef& d) { return prof::dtype_name(d.dtype); }),
+        {"1", "element type"});
+  t.key("in_place", prof::column<std::int64_t>(points_, [](const PointDef& d) { return d.in_place ? 1 : 0; }),
+        {"1", "1 when the operation ran in place"});
+  t.key("message_size_bytes", prof::column<std::int64_t>(points_, [](const PointDef& d) { return d.requested; }),
+        {"B", "message size requested (min_bytes * factor^k)"});
   t.metric("time_s", {"s", "this rank's batch average time per operation"});
   t.metric("group_time_s", {"s", "slowest rank of this rank's group (its batch average)"});
   t.metric("algbw_Bps", {"B/s", "size_bytes / group_time_s of this rank's group"});

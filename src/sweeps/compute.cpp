@@ -9,6 +9,7 @@
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
 #include "profiling/engine.hpp"
+#include "profiling/timing.hpp"
 #include "runtime/mpi_util.hpp"
 
 
@@ -152,18 +153,14 @@ std::vector<ComputePoint> compute_points(const ComputeParams& p) {
 h5::PointsTable ComputeSweep::point_table(const std::string& gemm_engine) const {
   const auto pts = compute_points(p_);
   h5::PointsTable t(pts.size());
-  std::vector<std::string> op, engine, dtype;
-  std::vector<std::int64_t> size;
-  for (const auto& pt : pts) {
-    op.push_back(pt.attention ? "attention_forward" : "gemm");
-    engine.push_back(pt.attention ? p_.attention.kernel : gemm_engine);
-    dtype.push_back(pt.dtype);
-    size.push_back(pt.size);
-  }
-  t.key("operation", op, {"1", "gemm, or attention_forward: one forward block of the ring attention kernel path"});
-  t.key("engine", engine, {"1", "cublaslt, kokkos, or the attention kernel path (auto, flash, cudnn, naive)"});
-  t.key("dtype", dtype, {"1", "element type (tf32: float32 data on TF32 tensor cores)"});
-  t.key("size", size, {"1", "M = N = K of a GEMM; query rows = key/value rows of an attention block"});
+  t.key("operation", prof::column<std::string>(pts, [](const ComputePoint& p) { return p.attention ? "attention_forward" : "gemm"; }),
+        {"1", "gemm, or attention_forward: one forward block of the ring attention kernel path"});
+  t.key("engine", prof::column<std::string>(pts, [&](const ComputePoint& p) { return p.attention ? p_.attention.kernel : gemm_engine; }),
+        {"1", "cublaslt, kokkos, or the attention kernel path (auto, flash, cudnn, naive)"});
+  t.key("dtype", prof::column<std::string>(pts, [](const ComputePoint& p) { return p.dtype; }),
+        {"1", "element type (tf32: float32 data on TF32 tensor cores)"});
+  t.key("size", prof::column<std::int64_t>(pts, [](const ComputePoint& p) { return p.size; }),
+        {"1", "M = N = K of a GEMM; query rows = key/value rows of an attention block"});
   t.metric("rate_tflops", {"TFLOP/s", "GEMM: 2 n^3 / mean call time; attention: 4 b h rows^2 d (halved when causal) / mean forward time"});
   t.metric("iteration_time_s", {"s", "time of each timed call"}, {static_cast<std::uint64_t>(p_.iterations)});
   t.metric("max_abs_error", {"1", "largest |C - exact| of the Kokkos GEMM's result (host path; NaN elsewhere)"});

@@ -86,18 +86,14 @@ double timed(MPI_Comm world, F&& body) {
 
 h5::PointsTable P2pMatrix::point_table() const {
   h5::PointsTable t(points_.size());
-  std::vector<std::string> pattern;
-  std::vector<std::int64_t> sender, receiver, shift;
-  for (const auto& pt : points_) {
-    pattern.push_back(pt.pair ? "pair" : "concurrent");
-    sender.push_back(pt.sender);
-    receiver.push_back(pt.receiver);
-    shift.push_back(pt.shift);
-  }
-  t.key("pattern", pattern, {"1", "pair: one ordered pair alone; concurrent: every rank r sends to r + shift at once"});
-  t.key("sender", sender, {"1", "sending rank of a pair point; -1 for concurrent points"});
-  t.key("receiver", receiver, {"1", "receiving rank of a pair point; -1 for concurrent points"});
-  t.key("shift", shift, {"1", "receiver - sender modulo the world size"});
+  t.key("pattern", prof::column<std::string>(points_, [](const P2pPoint& p) { return p.pair ? "pair" : "concurrent"; }),
+        {"1", "pair: one ordered pair alone; concurrent: every rank r sends to r + shift at once"});
+  t.key("sender", prof::column<std::int64_t>(points_, [](const P2pPoint& p) { return p.sender; }),
+        {"1", "sending rank of a pair point; -1 for concurrent points"});
+  t.key("receiver", prof::column<std::int64_t>(points_, [](const P2pPoint& p) { return p.receiver; }),
+        {"1", "receiving rank of a pair point; -1 for concurrent points"});
+  t.key("shift", prof::column<std::int64_t>(points_, [](const P2pPoint& p) { return p.shift; }),
+        {"1", "receiver - sender modulo the world size"});
   t.metric("latency_s", {"s", "one-way latency of latency_bytes messages on this rank of the pair: ping-pong round trip / 2"});
   t.metric("bandwidth_Bps", {"B/s", "one-way bandwidth of bandwidth_bytes messages, iterations in flight, as this rank of the pair completed them"});
   t.metric("latency_bidir_s", {"s", "time per exchange when both ranks of the pair send latency_bytes to each other at once (points with sender < receiver)"});

@@ -46,16 +46,9 @@ std::size_t run_and_check(Op op, DType t, bool in_place, std::size_t requested, 
                           bool corrupt = false) {
   const int n = world_size(), rank = world_rank();
   rb::prof::HostBuffer send(requested + 64), recv(requested + 64);
-  rb::coll::Call c;
-  c.op = op;
-  c.dtype = t;
-  c.in_place = in_place;
-  c.sizes = rb::coll::sizes_for(op, requested, rb::prof::dtype_size(t), n);
+  rb::coll::Call c = rb::coll::call_for(op, t, in_place, requested, rank, n, root);
   c.send = send.get();
   c.recv = recv.get();
-  c.rank = rank;
-  c.nranks = n;
-  c.root = root;
   const rb::coll::Regions r = rb::coll::regions(c, rb::coll::Transport::Mpi);
   std::memset(r.zero, 0, r.zero_bytes);
   for (std::size_t i = 0; i < r.input_count; ++i)

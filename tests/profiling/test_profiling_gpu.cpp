@@ -55,16 +55,9 @@ std::size_t nccl_run_and_check(rb::NcclComm& comm, Op op, DType t, bool in_place
                                int root, rb::prof::cuda::Stream& stream) {
   const int n = comm.size(), rank = comm.rank();
   rb::prof::cuda::DeviceBuffer send(requested + 256), recv(requested + 256);
-  rb::coll::Call c;
-  c.op = op;
-  c.dtype = t;
-  c.in_place = in_place;
-  c.sizes = rb::coll::sizes_for(op, requested, rb::prof::dtype_size(t), n);
+  rb::coll::Call c = rb::coll::call_for(op, t, in_place, requested, rank, n, root);
   c.send = send.get();
   c.recv = recv.get();
-  c.rank = rank;
-  c.nranks = n;
-  c.root = root;
   const rb::coll::Regions r = rb::coll::regions(c, rb::coll::Transport::Nccl);
   rb::prof::cuda::fill_zero(r.zero, r.zero_bytes, stream.get());
   rb::prof::cuda::fill_input(r.input, r.input_count, t, rank, stream.get());

@@ -35,10 +35,10 @@ std::string output_path(const std::string& stem) {
   return std::string(dir ? dir : "/tmp") + "/profiling_" + stem + "_np" + std::to_string(world_size()) + ".h5";
 }
 
-// Runs the one sweep of `yaml` on the host path into a fresh file; returns the file path.
+// Runs the one sweep of `yaml` on the host path into a fresh file, checks that it succeeded
+// (data checks included) and returns the file path.
 std::string run_sweep(const std::string& stem, const std::string& yaml,
-                      std::unique_ptr<rb::Sweep> (*parse)(const rb::SweepSpec&, const rb::ParseContext&),
-                      rb::SweepOutcome* outcome = nullptr) {
+                      std::unique_ptr<rb::Sweep> (*parse)(const rb::SweepSpec&, const rb::ParseContext&)) {
   rb::Config cfg = rb::parse_config_text(yaml, stem + ".yaml");
   const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
   rb::ParseContext pctx;
@@ -55,8 +55,9 @@ std::string run_sweep(const std::string& stem, const std::string& yaml,
     const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Host);
     rb::Progress progress(layout.rank, sweep->name(), sweep->plan().size());
     rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout, rb::Backend::Host, nullptr, paths, progress};
-    rb::SweepOutcome o = sweep->run(ctx, out);
-    if (outcome) *outcome = o;
+    const rb::SweepOutcome o = sweep->run(ctx, out);
+    CAPTURE(o.failure);
+    CHECK(o.ok);
     file.close();
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -74,14 +75,12 @@ void require_shape(const std::string& path, const std::string& dataset, const st
 }  // namespace
 
 TEST_CASE("collectives sweep on the host path: points table, data check and model") {
-  rb::SweepOutcome outcome;
   const std::string path = run_sweep(
       "collectives",
       "sweeps:\n  - type: collectives\n    min_bytes: 64\n    max_bytes: 64KiB\n    factor: 4\n"
       "    dtypes: [float32, bfloat16]\n    groups: [world, intra_node, inter_node]\n"
       "    warmup: 1\n    iterations: 3\n",
-      rb::parse_collectives, &outcome);
-  CHECK(outcome.ok);
+      rb::parse_collectives);
   const std::string g = "/sweeps/collectives/";
   const std::size_t n = static_cast<std::size_t>(world_size());
   // 7 ops x 3 groups x 2 dtypes x 6 sizes x (2 in-place choices, 1 for all_to_all/sendrecv)
@@ -158,11 +157,9 @@ TEST_CASE("p2p_matrix sweep on the host path: one point per pair and per shift")
 }
 
 TEST_CASE("memory sweep on the host path: per-rank triad bandwidth with units") {
-  rb::SweepOutcome outcome;
   const std::string path = run_sweep(
       "memory", "sweeps:\n  - type: memory\n    bytes: 4MiB\n    iterations: 3\n    warmup: 1\n",
-      rb::parse_memory, &outcome);
-  CHECK(outcome.ok);
+      rb::parse_memory);
   const std::size_t n = static_cast<std::size_t>(world_size());
   const std::string g = "/sweeps/memory/";
   CHECK(rb::h5::read_strings(path, g + "points/kind") == std::vector<std::string>{"triad"});
@@ -176,13 +173,11 @@ TEST_CASE("memory sweep on the host path: per-rank triad bandwidth with units") 
 }
 
 TEST_CASE("compute sweep on the host path: Kokkos GEMM figures, exact results") {
-  rb::SweepOutcome outcome;
   const std::string path = run_sweep(
       "compute",
       "sweeps:\n  - type: compute\n    sizes: [16, 48]\n    dtypes: [float32, float64]\n"
       "    iterations: 2\n    warmup: 1\n    attention: {rows: [128]}\n",
-      rb::parse_compute, &outcome);
-  CHECK(outcome.ok);
+      rb::parse_compute);
   const std::size_t n = static_cast<std::size_t>(world_size());
   const std::string g = "/sweeps/compute/";
   CHECK(rb::h5::read_strings(path, g + "points/dtype") ==
@@ -198,11 +193,9 @@ TEST_CASE("compute sweep on the host path: Kokkos GEMM figures, exact results") 
 }
 
 TEST_CASE("host_pingpong sweep: one point per message size, every rank pings its neighbour") {
-  rb::SweepOutcome outcome;
   const std::string path = run_sweep(
       "pingpong", "sweeps:\n  - type: host_pingpong\n    message_sizes: [8, 4096]\n    iterations: 3\n    warmup: 1\n",
-      rb::parse_host_pingpong, &outcome);
-  CHECK(outcome.ok);
+      rb::parse_host_pingpong);
   const int n = world_size();
   const std::string g = "/sweeps/host_pingpong/";
   CHECK(rb::h5::read_ints(path, g + "points/message_size_bytes") == std::vector<std::int64_t>{8, 4096});
