@@ -122,6 +122,42 @@ def check_provenance(f, ranks):
     check(ranks_grp["hostname"].attrs.get("role") == "key", "/ranks/hostname is a key")
 
 
+def documented_datasets(source, sweep_type):
+    """{name: role} from the dataset tables of docs/sweeps/<type>.md (first cell: `name`s)."""
+    doc = os.path.join(source, "docs", "sweeps", sweep_type + ".md")
+    out = {}
+    if not os.path.exists(doc):
+        return None
+    prefix = ""  # a section headed `dump/` or `model/` documents the names inside that group
+    for line in open(doc):
+        if line.startswith("#"):
+            groups = [g for g in re.findall(r"`([^`]+)`", line) if g.endswith("/") and not g.startswith("/")]
+            prefix = groups[0] if groups else ""
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[1] in ("key", "metric"):
+            for name in re.findall(r"`([^`]+)`", cells[0]):
+                out[name if name.startswith(prefix) else prefix + name] = cells[1]
+    return out
+
+
+def check_sweeps_documented(f, source):
+    """Every dataset a sweep wrote is in its docs/sweeps/<type>.md table, with the same role."""
+    for name, g in f["sweeps"].items():
+        sweep_type = g.attrs.get("type", "")
+        docs = documented_datasets(source, sweep_type)
+        check(docs is not None, f"docs/sweeps/{sweep_type}.md exists")
+        if docs is None:
+            continue
+        found = []
+        g.visititems(lambda n, o: found.append((n, o)) if isinstance(o, h5py.Dataset) else None)
+        for rel, ds in found:
+            role = ds.attrs.get("role")
+            check(rel in docs, f"{name}/{rel} is documented in docs/sweeps/{sweep_type}.md")
+            if rel in docs:
+                check(docs[rel] == role, f"{name}/{rel}: role {role} as documented ({docs[rel]})")
+
+
 def check_run_file(path, ranks, config_path, expect_status="complete"):
     check(os.path.isfile(path), f"output file {path} exists")
     with h5py.File(path, "r") as f:
@@ -189,6 +225,8 @@ def check_small(args, ranks):
     check(r.stdout.count("ringbench ") >= 1 and r.stdout.count("writing ") == 1,
           "the header and 'writing' line appear once (rank 0 only)")
     sweeps = check_run_file(out, ranks, config)
+    with h5py.File(out, "r") as f:
+        check_sweeps_documented(f, args.source)
     for name in names:
         check(name in sweeps, f"sweep {name} in /sweeps")
         if name in sweeps:
