@@ -19,22 +19,12 @@
 #include "profiling/cost_model.hpp"
 #include "profiling/groups.hpp"
 #include "profiling/timing.hpp"
+#include "test_support.hpp"
 
 namespace {
 
 using rb::coll::Op;
 using rb::prof::DType;
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 const std::vector<Op> kAllOps = {Op::AllReduce, Op::AllGather, Op::ReduceScatter, Op::AllToAll,
                                  Op::Broadcast, Op::Reduce,    Op::SendRecv};
@@ -44,7 +34,7 @@ const std::vector<DType> kAllTypes = {DType::F32, DType::F64, DType::F16, DType:
 // wrong-element count.
 std::size_t run_and_check(Op op, DType t, bool in_place, std::size_t requested, int root,
                           bool corrupt = false) {
-  const int n = world_size(), rank = world_rank();
+  const int n = rb::test::world(), rank = rb::test::rank();
   rb::prof::HostBuffer send(requested + 64), recv(requested + 64);
   rb::coll::Call c = rb::coll::call_for(op, t, in_place, requested, rank, n, root);
   c.send = send.get();
@@ -121,7 +111,7 @@ TEST_CASE("16-bit float conversions round to nearest even and round-trip small i
 }
 
 TEST_CASE("every MPI collective delivers the expected data (all dtypes, in and out of place)") {
-  const int n = world_size();
+  const int n = rb::test::world();
   for (Op op : kAllOps) {
     for (DType t : kAllTypes) {
       for (bool ip : {false, true}) {
@@ -159,7 +149,7 @@ TEST_CASE("reductions of many ranks' 16-bit data tolerate only rounding") {
 
 TEST_CASE("groups: world, intra_node, inter_node and block sizes") {
   const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
-  const int n = world_size();
+  const int n = rb::test::world();
   std::vector<std::string> kinds = {"world", "intra_node", "inter_node"};
   for (int k = 1; k <= n; ++k)
     if (n % k == 0) kinds.push_back(std::to_string(k));
@@ -199,7 +189,7 @@ TEST_CASE("groups under pretend nodes (RINGBENCH_TEST_RANKS_PER_NODE)") {
   const char* env = std::getenv("RINGBENCH_TEST_RANKS_PER_NODE");
   if (!env) return;  // covered by the registration that sets it
   const int per_node = std::atoi(env);
-  const int n = world_size(), rank = world_rank();
+  const int n = rb::test::world(), rank = rb::test::rank();
   const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
   CHECK(layout.node_index == rank / per_node);
   rb::groups::Spec intra, inter;

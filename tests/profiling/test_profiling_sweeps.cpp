@@ -21,19 +21,9 @@
 #include "sweeps/host_pingpong.hpp"
 #include "sweeps/memory.hpp"
 #include "sweeps/p2p_matrix.hpp"
+#include "test_support.hpp"
 
 namespace {
-
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
-
-std::string output_path(const std::string& stem) {
-  const char* dir = std::getenv("RINGBENCH_TEST_OUTPUT");
-  return std::string(dir ? dir : "/tmp") + "/profiling_" + stem + "_np" + std::to_string(world_size()) + ".h5";
-}
 
 // Runs the one sweep of `yaml` on the host path into a fresh file, checks that it succeeded
 // (data checks included) and returns the file path.
@@ -47,7 +37,7 @@ std::string run_sweep(const std::string& stem, const std::string& yaml,
   pctx.backend = rb::Backend::Host;
   auto sweep = parse(cfg.sweeps.at(0), pctx);
   sweep->set_name(cfg.sweeps.at(0).name);
-  const std::string path = output_path(stem);
+  const std::string path = rb::test::test_path("profiling", stem);
   {
     rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
     rb::h5::Group root = file.root();
@@ -82,7 +72,7 @@ TEST_CASE("collectives sweep on the host path: points table, data check and mode
       "    warmup: 1\n    iterations: 3\n",
       rb::parse_collectives);
   const std::string g = "/sweeps/collectives/";
-  const std::size_t n = static_cast<std::size_t>(world_size());
+  const std::size_t n = static_cast<std::size_t>(rb::test::world());
   // 7 ops x 3 groups x 2 dtypes x 6 sizes x (2 in-place choices, 1 for all_to_all/sendrecv)
   const std::size_t P = (5 * 2 + 2 * 1) * 3 * 2 * 6;
   CHECK(rb::h5::read_int_attr(path, "/sweeps/collectives", "points").at(0) == static_cast<std::int64_t>(P));
@@ -126,7 +116,7 @@ TEST_CASE("p2p_matrix sweep on the host path: one point per pair and per shift")
       "p2p", "sweeps:\n  - type: p2p_matrix\n    bandwidth_bytes: 64KiB\n    iterations: 4\n"
              "    latency_iterations: 10\n    warmup: 1\n",
       rb::parse_p2p_matrix);
-  const int n = world_size();
+  const int n = rb::test::world();
   const std::size_t pairs = static_cast<std::size_t>(n * (n - 1)), P = pairs + static_cast<std::size_t>(n - 1);
   const std::string g = "/sweeps/p2p_matrix/";
   const auto sender = rb::h5::read_ints(path, g + "points/sender");
@@ -160,7 +150,7 @@ TEST_CASE("memory sweep on the host path: per-rank triad bandwidth with units") 
   const std::string path = run_sweep(
       "memory", "sweeps:\n  - type: memory\n    bytes: 4MiB\n    iterations: 3\n    warmup: 1\n",
       rb::parse_memory);
-  const std::size_t n = static_cast<std::size_t>(world_size());
+  const std::size_t n = static_cast<std::size_t>(rb::test::world());
   const std::string g = "/sweeps/memory/";
   CHECK(rb::h5::read_strings(path, g + "points/kind") == std::vector<std::string>{"triad"});
   require_shape(path, g + "bandwidth_Bps", {n, 1});
@@ -178,7 +168,7 @@ TEST_CASE("compute sweep on the host path: Kokkos GEMM figures, exact results") 
       "sweeps:\n  - type: compute\n    sizes: [16, 48]\n    dtypes: [float32, float64]\n"
       "    iterations: 2\n    warmup: 1\n    attention: {rows: [128]}\n",
       rb::parse_compute);
-  const std::size_t n = static_cast<std::size_t>(world_size());
+  const std::size_t n = static_cast<std::size_t>(rb::test::world());
   const std::string g = "/sweeps/compute/";
   CHECK(rb::h5::read_strings(path, g + "points/dtype") ==
         std::vector<std::string>{"float32", "float32", "float64", "float64"});
@@ -196,7 +186,7 @@ TEST_CASE("host_pingpong sweep: one point per message size, every rank pings its
   const std::string path = run_sweep(
       "pingpong", "sweeps:\n  - type: host_pingpong\n    message_sizes: [8, 4096]\n    iterations: 3\n    warmup: 1\n",
       rb::parse_host_pingpong);
-  const int n = world_size();
+  const int n = rb::test::world();
   const std::string g = "/sweeps/host_pingpong/";
   CHECK(rb::h5::read_ints(path, g + "points/message_size_bytes") == std::vector<std::int64_t>{8, 4096});
   require_shape(path, g + "one_way_time_s", {static_cast<std::size_t>(n), 2, 3});
