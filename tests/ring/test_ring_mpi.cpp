@@ -12,23 +12,13 @@
 #include <vector>
 
 #include "ring_case.hpp"
+#include "test_support.hpp"
 
 using rb::ring::Branch;
 using rb::ring::Layout;
 using rb::ring::Problem;
 
 namespace {
-
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
 
 // Worst error over every rank of `comm`.
 double worst(double e, MPI_Comm comm) {
@@ -64,7 +54,7 @@ std::vector<std::vector<Branch>> dilation_sets(std::int64_t S) {
 
 TEST_CASE("ring equals the reference: every layout, causal or not, dilation combinations") {
   if (!rbtest::path_usable()) return;
-  const int R = world_size();
+  const int R = rb::test::world();
   const std::int64_t S = R == 3 ? 48 : 64;  // divisible by 2R and by every segment below
   for (Layout layout : {Layout::Contiguous, Layout::Zigzag, Layout::Striped})
     for (bool causal : {false, true})
@@ -78,7 +68,7 @@ TEST_CASE("ring equals the reference: every layout, causal or not, dilation comb
 
 TEST_CASE("segments spanning ranks: S=64, w=32 (S=96, w=48 at R=3) at every ring size") {
   if (!rbtest::path_usable()) return;
-  const int R = world_size();
+  const int R = rb::test::world();
   const std::int64_t S = R == 3 ? 96 : 64;
   for (Layout layout : {Layout::Contiguous, Layout::Zigzag, Layout::Striped}) {
     Problem p = rbtest::problem(R, S, 4, 16, layout, layout != Layout::Contiguous);
@@ -89,7 +79,7 @@ TEST_CASE("segments spanning ranks: S=64, w=32 (S=96, w=48 at R=3) at every ring
 
 TEST_CASE("bf16 and fp16 storage match the reference on the rounded inputs") {
   if (!rbtest::path_usable()) return;
-  const int R = world_size();
+  const int R = rb::test::world();
   for (auto dt : {rb::attn::DType::BF16, rb::attn::DType::F16}) {
     Problem p = rbtest::problem(R, 16 * R, 2, 16, Layout::Zigzag, true);
     p.dtype = dt;
@@ -99,7 +89,7 @@ TEST_CASE("bf16 and fp16 storage match the reference on the rounded inputs") {
 
 TEST_CASE("finite differences of the ring forward agree with the ring backward") {
   if (!rbtest::path_usable()) return;
-  const int R = world_size(), rank = world_rank();
+  const int R = rb::test::world(), rank = rb::test::rank();
   Problem p = rbtest::problem(R, 8 * R, 2, 8, Layout::Zigzag, true);
   p.branches = {{p.seq_len / 2, 2}, {p.seq_len, 1}};
   const std::uint64_t seed = 21;
@@ -154,7 +144,7 @@ TEST_CASE("finite differences of the ring forward agree with the ring backward")
 
 TEST_CASE("ring size smaller than the world: independent concurrent rings") {
   if (!rbtest::path_usable()) return;
-  const int world = world_size(), rank = world_rank();
+  const int world = rb::test::world(), rank = rb::test::rank();
   for (int R = 1; R <= world; ++R) {
     if (world % R != 0 || R == world) continue;
     MPI_Comm ring;

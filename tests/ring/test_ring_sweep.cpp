@@ -5,7 +5,6 @@
 #include <mpi.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "app/paths.hpp"
@@ -14,6 +13,7 @@
 #include "metrics/h5.hpp"
 #include "runtime/mpi.hpp"
 #include "sweeps/ring_attention.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -155,8 +155,7 @@ TEST_CASE("ring_attention config: impossible combinations are rejected with the 
 }
 
 TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, padding for smaller rings") {
-  int world = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const int world = rb::test::world();
   const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [1, " +
                            std::to_string(world) + "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2}\n";
   const rb::Config cfg = rb::parse_config_text(yaml, "ring.yaml");
@@ -164,8 +163,7 @@ TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, padd
   rb::ParseContext pctx;
   pctx.world_size = world;
   auto sweep = rb::parse_ring_attention(cfg.sweeps.at(0), pctx);
-  const char* dir = std::getenv("RINGBENCH_TEST_OUTPUT");
-  const std::string path = std::string(dir ? dir : "/tmp") + "/ring_sweep_np" + std::to_string(world) + ".h5";
+  const std::string path = rb::test::test_path("ring", "sweep");
   rb::SweepOutcome outcome;
   {
     rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
