@@ -288,12 +288,8 @@ TEST_CASE("storage dtypes round to nearest even") {
 }
 
 TEST_CASE("pair counts match a brute-force count, and causal zigzag balances the work") {
-  rb::ring::Problem p;
+  rb::ring::Problem p = rbtest::problem(3, 48, 3, 4, rb::ring::Layout::Contiguous, false);
   p.batch = 2;
-  p.heads = 3;
-  p.head_dim = 4;
-  p.seq_len = 48;
-  p.ring_size = 3;
   for (auto layout : {rb::ring::Layout::Contiguous, rb::ring::Layout::Zigzag, rb::ring::Layout::Striped})
     for (bool causal : {false, true})
       for (int dil = 0; dil < 2; ++dil) {
@@ -351,11 +347,7 @@ TEST_CASE("impossible problems are rejected with the numbers") {
 }
 
 TEST_CASE("parity check catches a wrong element, a NaN, and a gradient off by a little") {
-  rb::ring::Problem p;
-  p.heads = 2;
-  p.head_dim = 8;
-  p.seq_len = 32;
-  p.causal = true;
+  rb::ring::Problem p = rbtest::problem(1, 32, 2, 8, rb::ring::Layout::Contiguous, true);
   p.branches = {{16, 2}, {32, 1}};
   const rbtest::CaseResult ok = rbtest::run_case(p, 9, MPI_COMM_SELF, true);
   CHECK(ok.parity.out.max_rel < 1e-5);
@@ -370,11 +362,8 @@ TEST_CASE("parity check catches a wrong element, a NaN, and a gradient off by a 
 }
 
 TEST_CASE("parity sampling at large sizes: sampled heads and rows, dK/dV skipped past the budget") {
-  rb::ring::Problem p;
+  rb::ring::Problem p = rbtest::problem(1, 64, 3, 8, rb::ring::Layout::Contiguous, false);
   p.batch = 2;
-  p.heads = 3;
-  p.head_dim = 8;
-  p.seq_len = 64;
   const rbtest::CaseResult c = rbtest::run_case(p, 4, MPI_COMM_SELF, true);
   rb::ring::ParityOptions opt;
   opt.full_budget = 1;  // pretend the point is large
