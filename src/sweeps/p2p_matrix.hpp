@@ -3,7 +3,8 @@
 // (small-message ping-pong) and bandwidth (large messages), one way and both ways at once;
 // plus the bandwidth matrix under concurrent load (every rank sending to rank + s for each
 // shift s at once). NCCL send/recv on GPU buffers, MPI on host buffers.
-// docs/sweeps/p2p_matrix.md describes the keys and the [world, world] datasets.
+// docs/sweeps/p2p_matrix.md describes the keys and the points table (one point per pair
+// and per shift; a rank's row holds what it measured).
 #include <memory>
 
 #include "sweeps/sweep.hpp"
