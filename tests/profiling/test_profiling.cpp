@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -68,6 +69,23 @@ TEST_CASE("busbw factors follow nccl-tests for every operation and group size") 
   CHECK(rb::coll::busbw_factor(Op::AllGather, 4) == doctest::Approx(0.75));
   CHECK(rb::coll::busbw(Op::AllReduce, 4, 1000, 1e-6) == doctest::Approx(1.5e9));
   CHECK(rb::coll::algbw(1000, 1e-6) == doctest::Approx(1e9));
+}
+
+TEST_CASE("the collective table has one row per operation, found by name and by op") {
+  const auto& rows = rb::coll::collectives();
+  REQUIRE(rows.size() == kAllOps.size());
+  std::vector<std::string> names;
+  for (const auto& row : rows) {
+    CAPTURE(row.name);
+    CHECK(&rb::coll::collective(row.op) == &row);
+    CHECK(rb::coll::op_from_name(row.name) == row.op);
+    CHECK(std::string(rb::coll::op_name(row.op)) == row.name);
+    CHECK(std::find(names.begin(), names.end(), row.name) == names.end());
+    names.push_back(row.name);
+    CHECK(static_cast<bool>(row.mpi));
+    CHECK(static_cast<bool>(row.nccl));
+  }
+  CHECK(rb::coll::op_names() == names);
 }
 
 TEST_CASE("message sizes are counted as nccl-tests counts them") {
