@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "runtime/mpi.hpp"
+#include "runtime/mpi_util.hpp"
+#include "test_support.hpp"
 
 using namespace rb;
 
@@ -41,9 +43,7 @@ void check_simulated(const RankLayout& me, const SimulatedNodes& sim) {
 TEST_CASE("rank layout is consistent across ranks") {
   Comm node;
   const RankLayout me = discover_rank_layout(MPI_COMM_WORLD, &node);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int rank = test::rank(), size = test::world();
   CHECK(me.rank == rank);
   CHECK(me.world_size == size);
   CHECK(!me.hostname.empty());
@@ -211,4 +211,19 @@ TEST_CASE("thread level names") {
   CHECK(std::string(MpiEnvironment::thread_level_name(MPI_THREAD_MULTIPLE)) == "MPI_THREAD_MULTIPLE");
   CHECK(std::string(MpiEnvironment::thread_level_name(MPI_THREAD_SINGLE)) == "MPI_THREAD_SINGLE");
   CHECK(std::string(MpiEnvironment::thread_level_name(-12345)) == "unknown");
+}
+
+TEST_CASE("MPI helpers: broadcast, agreement, first failing rank, gather") {
+  const int rank = test::rank(), size = test::world();
+  std::string s = rank == 0 ? "from rank 0" : "other";
+  mpi::broadcast_string(s, MPI_COMM_WORLD);
+  CHECK(s == "from rank 0");
+  CHECK(!mpi::any_rank(false, MPI_COMM_WORLD));
+  CHECK(mpi::any_rank(rank == size - 1, MPI_COMM_WORLD));
+  CHECK(mpi::first_rank_with(false, MPI_COMM_WORLD) == size);
+  CHECK(mpi::first_rank_with(rank >= size / 2, MPI_COMM_WORLD) == size / 2);
+  const auto all = mpi::gather_strings(std::string(static_cast<std::size_t>(rank), 'x'), MPI_COMM_WORLD);
+  REQUIRE(static_cast<int>(all.size()) == size);
+  for (int r = 0; r < size; ++r) CHECK(all[r] == std::string(static_cast<std::size_t>(r), 'x'));
+  CHECK(mpi::world_rank_or_minus_one() == rank);
 }
