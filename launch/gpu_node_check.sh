@@ -36,7 +36,7 @@ done
 # GPU-path behaviour: an out-of-memory point is recorded and skipped, dilated causal rings pass
 # parity over NCCL. The step fails on a parity failure or a crash; an oom point does not fail
 # a run, so whether the 8M-token point really was `oom` is read from gpu_checks.h5
-# (/sweeps/oom_then_ok/point_0000 status) or the log's "out of memory, skipped" line.
+# (/sweeps/oom_then_ok/status[:, 0]) or the log's "out of memory, skipped" line.
 step gpu_checks 240 mpirun -np "$ngpus" --bind-to numa "$bundle/ringbench" "$RB_ROOT/inputs/gpu_checks.yaml" \
   --output "$out/gpu_checks.h5" --force
 cp "$config" "$out/job.yaml"

@@ -1,5 +1,6 @@
 # Profiling sweeps (collectives, p2p_matrix, compute, memory, cost model).
-# Host path at 1-4 ranks, once more with pretend nodes of 2 ranks for the group tests.
+# Host path at 1-4 ranks, once more with simulated nodes of 2 ranks (block placement, and
+# cyclic at 3 and 4 ranks) for the group tests.
 # rb_sweeps brings the GPU kernels after itself in a CUDA build (src/sweeps/CMakeLists.txt).
 set(RB_PROFILING_TEST_LIBS rb_app)
 ringbench_add_doctest(TARGET test_profiling SOURCES profiling/test_profiling.cpp
@@ -8,7 +9,12 @@ foreach(n 1 2 3 4)
   ringbench_add_test(NAME profiling_np${n} RANKS ${n} LABELS mpi TIMEOUT 300
                      COMMAND $<TARGET_FILE:test_profiling>)
   ringbench_add_test(NAME profiling_2pernode_np${n} RANKS ${n} LABELS mpi TIMEOUT 300
-                     ENVIRONMENT RINGBENCH_TEST_RANKS_PER_NODE=2
+                     ENVIRONMENT RINGBENCH_RANKS_PER_NODE=2
+                     COMMAND $<TARGET_FILE:test_profiling>)
+endforeach()
+foreach(n 3 4)
+  ringbench_add_test(NAME profiling_2pernode_cyclic_np${n} RANKS ${n} LABELS mpi TIMEOUT 300
+                     ENVIRONMENT RINGBENCH_RANKS_PER_NODE=2 RINGBENCH_PLACEMENT=cyclic
                      COMMAND $<TARGET_FILE:test_profiling>)
 endforeach()
 # NCCL / CUDA path (label gpu): exits 77, reported as skipped, without a GPU.

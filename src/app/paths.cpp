@@ -24,7 +24,7 @@ PathFactories cuda_factories() {
 #ifdef RINGBENCH_HAVE_CUDA
   PathFactories f;
   f.attention_backend = [](const attn::KernelChoice& choice) {
-    return attn::gpu::make_cuda_backend(choice.path);
+    return attn::gpu::make_cuda_backend(choice);
   };
   f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend& backend) {
     return ring::make_nccl_transport(ring_comm, backend);

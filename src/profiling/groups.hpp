@@ -5,7 +5,7 @@
 //   intra_node  one group per node: the ranks sharing a node
 //   inter_node  one group per local rank: one rank per node, all with the same local rank
 //   <k>         consecutive blocks of k ranks (k must divide the world size)
-// Node membership comes from RankLayout (RINGBENCH_TEST_RANKS_PER_NODE pretends nodes).
+// Node membership comes from RankLayout (--ranks-per-node / RINGBENCH_RANKS_PER_NODE simulate nodes).
 #include <string>
 #include <vector>
 

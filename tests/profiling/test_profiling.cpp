@@ -203,29 +203,33 @@ TEST_CASE("groups: world, intra_node, inter_node and block sizes") {
   }
 }
 
-TEST_CASE("groups under pretend nodes (RINGBENCH_TEST_RANKS_PER_NODE)") {
-  const char* env = std::getenv("RINGBENCH_TEST_RANKS_PER_NODE");
-  if (!env) return;  // covered by the registration that sets it
-  const int per_node = std::atoi(env);
+TEST_CASE("groups under simulated nodes (RINGBENCH_RANKS_PER_NODE, RINGBENCH_PLACEMENT)") {
+  const rb::SimulatedNodes sim = rb::simulated_nodes_from_environment();
+  if (!sim.active()) return;  // covered by the registrations that set it
+  const int per_node = sim.ranks_per_node;
   const int n = rb::test::world(), rank = rb::test::rank();
+  const int nodes = (n + per_node - 1) / per_node;
+  const bool cyclic = sim.placement == rb::Placement::Cyclic;
+  // Block: ranks 0..k-1 on node 0; cyclic: rank r on node r % nodes.
+  auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
+  auto local_of = [&](int r) { return cyclic ? r / nodes : r % per_node; };
   const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
-  CHECK(layout.node_index == rank / per_node);
+  CHECK(layout.node_index == node_of(rank));
   rb::groups::Spec intra, inter;
   REQUIRE(rb::groups::parse_spec("intra_node", &intra).empty());
   REQUIRE(rb::groups::parse_spec("inter_node", &inter).empty());
   auto gi = rb::groups::make_group(intra, MPI_COMM_WORLD, layout);
   auto ge = rb::groups::make_group(inter, MPI_COMM_WORLD, layout);
-  const int nodes = (n + per_node - 1) / per_node;
-  CHECK(gi.id == rank / per_node);
-  CHECK(gi.size == std::min(per_node, n - (rank / per_node) * per_node));
-  CHECK(gi.rank == rank % per_node);
-  CHECK(ge.id == rank % per_node);
-  CHECK(ge.rank == rank / per_node);
-  // Nodes holding a rank of this local rank.
-  int expected_inter = 0;
-  for (int node = 0; node < nodes; ++node)
-    if (node * per_node + rank % per_node < n) ++expected_inter;
-  CHECK(ge.size == expected_inter);
+  int on_my_node = 0, with_my_local_rank = 0;
+  for (int r = 0; r < n; ++r) {
+    if (node_of(r) == node_of(rank)) ++on_my_node;
+    if (local_of(r) == local_of(rank)) ++with_my_local_rank;
+  }
+  CHECK(gi.id == node_of(rank));
+  CHECK(gi.size == on_my_node);
+  CHECK(gi.rank == local_of(rank));
+  CHECK(ge.id == local_of(rank));
+  CHECK(ge.size == with_my_local_rank);
 }
 
 TEST_CASE("group specs are validated against the world size") {
