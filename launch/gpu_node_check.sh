@@ -6,11 +6,8 @@
 # line per step goes to OUT_DIR/summary.txt. Exit status: the number of failed steps.
 set -uo pipefail
 bundle="$1"; out="$2"; ngpus="$3"; config="${4:-inputs/large.yaml}"
-mkdir -p "$out"
-# Only the MPI environment from the shared setup: a bare GPU node builds and installs nothing.
-source "$(dirname "$0")/common.sh"
-rb_mpi_env
-export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
+source "$(dirname "$0")/gpu_node.sh"
+rb_gpu_node_start "$out"
 failed=0
 step() {  # step NAME LIMIT_S COMMAND...
   local name="$1" limit="$2"; shift 2

@@ -10,11 +10,8 @@
 # steps (default "kernels,weak,coll"), e.g. to fit one step into a shorter allocation.
 set -uo pipefail
 bundle="$1"; out="$2"; ngpus="$3"; nccl_tests="${4:-}"
-mkdir -p "$out"
-# Only the MPI environment from the shared setup: a bare GPU node builds and installs nothing.
-source "$(dirname "$0")/common.sh"
-rb_mpi_env
-export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
+source "$(dirname "$0")/gpu_node.sh"
+rb_gpu_node_start "$out"
 limit() { local s="$1"; shift; timeout --kill-after=10 "$s" "$@"; }
 nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,memory.total --format=csv > "$out/gpus.csv" 2>&1
 
