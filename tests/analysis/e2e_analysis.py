@@ -7,7 +7,6 @@ CHECK: report | compare | errors | launch | readme. Exit 0 = pass, 1 = fail, 77 
 The expected numbers are recomputed here from the HDF5 files with h5py, independently of the
 analysis package, and compared with what the report wrote.
 """
-import argparse
 import json
 import os
 import re
@@ -19,39 +18,23 @@ import sys
 import time
 import zlib
 
-try:
-    import h5py
-    import numpy as np
-except ImportError as exc:  # Debian: python3-h5py python3-numpy
-    print(f"SKIPPED: {exc}")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import check, mpirun, run  # noqa: E402
+import harness  # noqa: E402
+
+h5py, np = harness.h5py_and_numpy()
+harness.ECHO_PASSES = True
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5edit  # noqa: E402
 
-FAILURES = []
 PLOTS = ["throughput", "strong_scaling", "weak_scaling", "exposed_comm", "memory",
          "efficiency_heatmap", "rank_spread", "bandwidth", "p2p_matrix", "cost_model"]
 
 
-def check(cond, what):
-    print(("ok:   " if cond else "FAIL: ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
-    return cond
-
-
-def run(cmd, timeout=300, env=None, **kw):
-    print("+", " ".join(cmd), flush=True)
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, **kw)
-
-
 def ringbench(args, ranks, out):
     config = os.path.join(args.source, "tests", "analysis", "analysis_small.yaml")
-    r = run([args.mpiexec, "-np", str(ranks), "--oversubscribe", args.ringbench, config,
-             "--output", out, "--force"])
+    r = mpirun(args, ranks, [args.ringbench, config, "--output", out, "--force"])
     if r.returncode != 0 or not os.path.isfile(out):
         print(r.stdout[-3000:], r.stderr[-3000:])
         raise SystemExit(f"FAIL: ringbench on {ranks} ranks exited {r.returncode}")
@@ -302,7 +285,7 @@ def check_errors(args):
     cfg, failed = host_job(args, "parity", [
         "{type: ring_attention, name: ring, seq_lengths: [128, 256], num_heads: 2, head_dim: 16,"
         " iterations: 2, validate: {tolerance: 1.0e-12}}"])
-    r = run([args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", failed, "--force"])
+    r = mpirun(args, 2, [args.ringbench, cfg, "--output", failed, "--force"])
     check(r.returncode != 0 and os.path.isfile(failed), "a run with a parity failure exits non-zero and keeps its file")
     r, md = fresh_report(args, failed, out)
     check(r.returncode == 0 and md.count("**parity_failed**") == 2, "both parity_failed points are flagged in the table")
@@ -390,23 +373,15 @@ def check_readme(args):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = harness.arg_parser()
     ap.add_argument("check", choices=["report", "compare", "errors", "launch", "readme"])
-    ap.add_argument("--ringbench", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--workdir", required=True)
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
-    for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
-        os.environ.setdefault(k, "1")
+    for k, v in harness.MPI_AS_ROOT.items():  # the launch scripts run mpirun too
+        os.environ.setdefault(k, v)
     {"report": check_report, "compare": check_compare, "errors": check_errors,
      "launch": check_launch, "readme": check_readme}[args.check](args)
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+    return harness.exit_code()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 
 Each check is one CTest entry (tests/e2e.cmake). Exit 0 = pass, 1 = fail, 77 = skipped.
 """
-import argparse
 import glob
 import hashlib
 import os
@@ -14,36 +13,11 @@ import subprocess
 import sys
 import time
 
-try:
-    import h5py
-    import numpy as np
-except ImportError as exc:  # Debian: python3-h5py python3-numpy
-    print(f"SKIPPED: {exc}")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import check, mpirun  # noqa: E402
+import harness  # noqa: E402
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
-    return cond
-
-
-def mpirun(args, ranks, cmd, timeout=300, per_rank_exit_dir=None, env=None):
-    """Runs cmd on `ranks` ranks. With per_rank_exit_dir, each rank writes its own exit code."""
-    full = [args.mpiexec, "-np", str(ranks), "--oversubscribe"]
-    if per_rank_exit_dir:
-        wrapper = ('"$0" "$@"; rc=$?; echo $rc > "%s/exit.$OMPI_COMM_WORLD_RANK"; exit $rc'
-                   % per_rank_exit_dir)
-        full += ["sh", "-c", wrapper] + cmd
-    else:
-        full += cmd
-    print("+", " ".join(full), flush=True)
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run(full, capture_output=True, text=True, timeout=timeout, env=e)
+h5py, np = harness.h5py_and_numpy()
 
 
 def every_dataset_documented(f):
@@ -394,12 +368,8 @@ def check_interrupted(args):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = harness.arg_parser()
     ap.add_argument("check")
-    ap.add_argument("--ringbench", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--workdir", required=True)
     args = ap.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
@@ -415,11 +385,7 @@ def main():
         "simulated_layout": lambda: check_simulated_layout(args),
     }
     checks[args.check]()
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+    return harness.exit_code()
 
 
 if __name__ == "__main__":

@@ -7,26 +7,14 @@ config, then reads the HDF5 file back and
     documented semantics, independent of the C++ code) and compares.
 Exit 0 = pass, 1 = fail, 77 = skipped (no h5py/numpy).
 """
-import argparse
 import os
-import subprocess
 import sys
 
-try:
-    import h5py
-    import numpy as np
-except ImportError as exc:
-    print(f"SKIPPED: {exc}")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import check  # noqa: E402
+import harness  # noqa: E402
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
-    return cond
+h5py, np = harness.h5py_and_numpy()
 
 
 # Every config: this header (run name = file stem), then the sweep's own keys.
@@ -230,21 +218,14 @@ def run_ringbench(args, world, sweep_keys, stem):
         fh.write(HEADER.format(stem=stem, out=args.workdir) + sweep_keys)
     if os.path.exists(out_path):
         os.remove(out_path)
-    cmd = [args.mpiexec, "-np", str(world), "--oversubscribe", args.ringbench, cfg_path,
-           "--output", out_path]
-    print("+", " ".join(cmd), flush=True)
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    res = harness.mpirun(args, world, [args.ringbench, cfg_path, "--output", out_path])
     print(res.stdout[-4000:])
     print(res.stderr[-4000:], file=sys.stderr)
     return res, out_path
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ringbench", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = harness.arg_parser(source=False)
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--mode", choices=["normal", "parity_fail", "oom"], default="normal")
     args = ap.parse_args()
@@ -285,11 +266,7 @@ def main():
             check(np.all(np.isnan(g["forward_time_s"][()][:, 0])), "oom point has no timings")
             check("out of memory" in " ".join(row[0] for row in strings(g["oom_message"])), "oom_message")
             check(np.all(g["out_max_rel"][()][:, 1] < 2e-4), "point 1 ran and passed parity")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+    return harness.exit_code()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,92 @@
+"""What the Python end-to-end checks share (tests/e2e/e2e_checks.py,
+tests/ring/check_ring_output.py, tests/analysis/e2e_analysis.py).
+
+CTest runs each script as `python3 <script>` from any folder, so a script finds this module by
+putting tests/ on sys.path from its own location:
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import harness
+
+Exit codes follow CTest's: 0 pass, 1 fail, 77 skipped (SKIP_RETURN_CODE 77 in tests/*.cmake).
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+SKIPPED = 77
+
+# Every failed check, in order; a script's exit code comes from it (exit_code()).
+FAILURES = []
+# A script whose log should also list what passed sets this (the analysis checks do: their
+# log then reads as the list of what the report was checked for).
+ECHO_PASSES = False
+
+
+def h5py_and_numpy():
+    """(h5py, numpy), or exits 77: a machine without them cannot read the files back."""
+    try:
+        import h5py
+        import numpy
+    except ImportError as exc:  # Debian: python3-h5py python3-numpy
+        print(f"SKIPPED: {exc}")
+        sys.exit(SKIPPED)
+    return h5py, numpy
+
+
+def check(cond, what):
+    """Records a failed check and goes on, so that one run reports every broken thing."""
+    if not cond:
+        FAILURES.append(what)
+        print(f"FAIL: {what}", flush=True)
+    elif ECHO_PASSES:
+        print(f"ok:   {what}", flush=True)
+    return cond
+
+
+def exit_code():
+    """The end of every script's main: 1 with the count of failed checks, else 0."""
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+def arg_parser(*, source=True):
+    """The options CTest passes every script: the program, mpiexec, the work folder and, where
+    the script reads the source tree (configs, docs, launch scripts), --source."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ringbench", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    if source:
+        ap.add_argument("--source", required=True)
+    ap.add_argument("--workdir", required=True)
+    return ap
+
+
+def run(cmd, timeout=300, env=None, **kw):
+    """Runs cmd with its output captured; env adds to (does not replace) this environment."""
+    print("+", " ".join(cmd), flush=True)
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, **kw)
+
+
+# Test machines and containers often run as root; Open MPI refuses that unless told.
+MPI_AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def mpirun(args, ranks, cmd, timeout=300, per_rank_exit_dir=None, env=None):
+    """Runs cmd on `ranks` ranks with args.mpiexec. With per_rank_exit_dir, each rank writes its
+    own exit code to exit.<rank> there: mpiexec's own code says only that some rank failed."""
+    full = [args.mpiexec, "-np", str(ranks), "--oversubscribe"]
+    if per_rank_exit_dir:
+        wrapper = ('"$0" "$@"; rc=$?; echo $rc > "%s/exit.$OMPI_COMM_WORLD_RANK"; exit $rc'
+                   % per_rank_exit_dir)
+        full += ["sh", "-c", wrapper] + cmd
+    else:
+        full += cmd
+    e = {k: os.environ.get(k, v) for k, v in MPI_AS_ROOT.items()}
+    e.update(env or {})
+    return run(full, timeout=timeout, env=e)
