@@ -69,6 +69,13 @@ class Group {
                             const Meta& meta);
 
  private:
+  template <class T>
+  void per_rank(const std::string& name, const std::vector<T>& row,
+                const std::vector<std::uint64_t>& row_dims, const Meta& meta);
+  template <class T>
+  void shared_array(const std::string& name, const std::vector<T>& data,
+                    const std::vector<std::uint64_t>& dims, const Meta& meta);
+
   std::shared_ptr<Handle> h_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::string path_;

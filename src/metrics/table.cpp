@@ -124,13 +124,24 @@ void PointsTable::set(const std::string& name, std::size_t point, double value) 
   set(name, point, std::vector<double>{value});
 }
 
+namespace {
+
+// Copies one point's values into its slot of a column; shorter rows keep the missing marker.
+template <class T>
+void put_point(std::vector<T>& column, std::size_t per_point, std::size_t point,
+               const std::vector<T>& values, const std::string& name) {
+  if (values.size() > per_point)
+    throw std::logic_error("points table: metric '" + name + "' takes " +
+                           std::to_string(per_point) + " values per point, got " +
+                           std::to_string(values.size()));
+  std::copy(values.begin(), values.end(), column.begin() + static_cast<std::ptrdiff_t>(point * per_point));
+}
+
+}  // namespace
+
 void PointsTable::set(const std::string& name, std::size_t point, const std::vector<double>& values) {
   Column& c = column(name, 'd', point);
-  const std::size_t n = inner_size(c);
-  if (values.size() > n)
-    throw std::logic_error("points table: metric '" + name + "' takes " + std::to_string(n) +
-                           " values per point, got " + std::to_string(values.size()));
-  std::copy(values.begin(), values.end(), c.d.begin() + static_cast<std::ptrdiff_t>(point * n));
+  put_point(c.d, inner_size(c), point, values, name);
 }
 
 void PointsTable::set_int(const std::string& name, std::size_t point, std::int64_t value) {
@@ -140,11 +151,7 @@ void PointsTable::set_int(const std::string& name, std::size_t point, std::int64
 void PointsTable::set_int(const std::string& name, std::size_t point,
                           const std::vector<std::int64_t>& values) {
   Column& c = column(name, 'i', point);
-  const std::size_t n = inner_size(c);
-  if (values.size() > n)
-    throw std::logic_error("points table: metric '" + name + "' takes " + std::to_string(n) +
-                           " values per point, got " + std::to_string(values.size()));
-  std::copy(values.begin(), values.end(), c.i.begin() + static_cast<std::ptrdiff_t>(point * n));
+  put_point(c.i, inner_size(c), point, values, name);
 }
 
 void PointsTable::set_text(const std::string& name, std::size_t point, const std::string& value) {
