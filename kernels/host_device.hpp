@@ -7,3 +7,21 @@
 #else
 #define RB_HOST_DEVICE
 #endif
+
+#include "attention.hpp"
+
+namespace rb::attn {
+
+// Calls f with a value of the type that stands for dtype t on this side (a storage type on
+// the device, a load tag on the host): the one place a kernel path turns the runtime dtype
+// into a template argument, so no path can forget a dtype.
+template <class F32, class F16, class BF16, class F>
+void with_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: f(F32{}); return;
+    case DType::F16: f(F16{}); return;
+    case DType::BF16: f(BF16{}); return;
+  }
+}
+
+}  // namespace rb::attn

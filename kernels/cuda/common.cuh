@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "attention.hpp"
+#include "host_device.hpp"
 #include "row_view.hpp"
 
 namespace rb::attn::gpu {
@@ -33,6 +34,12 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(f
 inline unsigned grid_for(std::int64_t n, int threads) {
   const std::int64_t b = (n + threads - 1) / threads;
   return unsigned(b < 1 ? 1 : (b > 65535 * 16 ? 65535 * 16 : b));
+}
+
+// Calls f with a value of the storage type of dtype t (float, __half, __nv_bfloat16).
+template <typename F>
+void with_storage_type(DType t, F&& f) {
+  with_dtype<float, __half, __nv_bfloat16>(t, f);
 }
 
 // The pattern on the device (attention.hpp's Pattern::allows is host-only).

@@ -133,18 +133,18 @@ __global__ void bwd_dscores(const float* __restrict__ dp, T* __restrict__ probs,
   }
 }
 
-template <typename F>
-void dispatch(DType t, F&& f) {
-  switch (t) {
-    case DType::F32: f(float{}); break;
-    case DType::F16: f(__half{}); break;
-    case DType::BF16: f(__nv_bfloat16{}); break;
-  }
-}
-
 int grid_1d(std::int64_t n, int threads) {
   const std::int64_t b = (n + threads - 1) / threads;
   return int(std::max<std::int64_t>(1, std::min<std::int64_t>(b, 4096)));
+}
+
+// The most (head, query row) rows one task of for_each_task holds: whole heads when a head's
+// rows fit the budget, else the rows that fit.
+std::size_t task_rows(std::int64_t rows, int bh_total, std::size_t bytes_per_row,
+                      std::size_t budget) {
+  const std::size_t rows_fit = std::max<std::size_t>(1, budget / bytes_per_row);
+  return std::min<std::size_t>(std::size_t(rows) * bh_total,
+                               rows_fit >= std::size_t(rows) ? (rows_fit / rows) * rows : rows_fit);
 }
 
 // Splits (heads x query rows) into tasks whose scratch fits `budget` bytes, given the bytes
@@ -214,11 +214,7 @@ void NaiveAttention::forward(const ForwardBlock& blk) {
   // scores fp32 (probabilities overwrite them in place for fp32), probabilities in dtype,
   // block output fp32, block lse.
   const std::size_t per_row = std::size_t(n) * 4 + (f32 ? 0 : std::size_t(n) * es) + std::size_t(hd) * 4 + 4;
-  const std::size_t rows_fit = std::max<std::size_t>(1, budget_ / per_row);
-  const std::size_t max_rows = std::min<std::size_t>(std::size_t(m_all) * bh_total,
-                                                     rows_fit >= std::size_t(m_all)
-                                                         ? (rows_fit / m_all) * m_all
-                                                         : rows_fit);
+  const std::size_t max_rows = task_rows(m_all, bh_total, per_row, budget_);
   char* ws = static_cast<char*>(workspace(per_row * max_rows + 256 * 4));
   const cudaDataType_t ty = cuda_type(blk.dtype);
   const DevPattern pat = dev_pattern(blk.pattern);
@@ -241,7 +237,7 @@ void NaiveAttention::forward(const ForwardBlock& blk) {
     // S[m x n] = scale * Q K^T
     gemm_rm(h, false, true, int(t.m), int(n), hd, blk.scale, qb, ty, hd, d.q_rows * hd, kb, ty, hd,
             d.kv_rows * hd, 0.f, scores, n, t.m * n, t.nbh);
-    dispatch(blk.dtype, [&](auto tag) {
+    with_storage_type(blk.dtype, [&](auto tag) {
       using T = decltype(tag);
       softmax_rows<T><<<unsigned(rows), 256, 0, stream_>>>(scores, static_cast<T*>(probs), lse_blk,
                                                             t.m, n, t.bh0, d.heads, blk.q, blk.kv,
@@ -267,11 +263,7 @@ void NaiveAttention::backward(const BackwardBlock& blk) {
   const std::size_t es = dtype_size(blk.dtype);
   // scores / dP fp32 + probabilities / dS in dtype.
   const std::size_t per_row = std::size_t(n) * (4 + es);
-  const std::size_t rows_fit = std::max<std::size_t>(1, budget_ / per_row);
-  const std::size_t max_rows = std::min<std::size_t>(std::size_t(m_all) * bh_total,
-                                                     rows_fit >= std::size_t(m_all)
-                                                         ? (rows_fit / m_all) * m_all
-                                                         : rows_fit);
+  const std::size_t max_rows = task_rows(m_all, bh_total, per_row, budget_);
   char* ws = static_cast<char*>(workspace(per_row * max_rows + 256 * 2));
   const cudaDataType_t ty = cuda_type(blk.dtype);
   const DevPattern pat = dev_pattern(blk.pattern);
@@ -291,7 +283,7 @@ void NaiveAttention::backward(const BackwardBlock& blk) {
 
     gemm_rm(h, false, true, int(t.m), int(n), hd, blk.scale, qb, ty, hd, sq, kb, ty, hd, skv, 0.f,
             scores, n, ss, t.nbh);
-    dispatch(blk.dtype, [&](auto tag) {
+    with_storage_type(blk.dtype, [&](auto tag) {
       using T = decltype(tag);
       bwd_probs<T><<<grid, 256, 0, stream_>>>(scores, static_cast<T*>(probs), blk.lse, t.m, n,
                                               t.bh0, d.heads, d.q_rows, blk.q, blk.kv, t.r0, pat);
@@ -303,7 +295,7 @@ void NaiveAttention::backward(const BackwardBlock& blk) {
     // dP[m x n] = dO V^T
     gemm_rm(h, false, true, int(t.m), int(n), hd, 1.f, dob, ty, hd, sq, vb, ty, hd, skv, 0.f, scores,
             n, ss, t.nbh);
-    dispatch(blk.dtype, [&](auto tag) {
+    with_storage_type(blk.dtype, [&](auto tag) {
       using T = decltype(tag);
       bwd_dscores<T><<<grid, 256, 0, stream_>>>(scores, static_cast<T*>(probs), blk.delta, t.m, n,
                                                 t.bh0, d.q_rows, blk.q.row0, t.r0, blk.scale);

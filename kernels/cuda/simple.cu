@@ -62,23 +62,62 @@ __device__ int cta_tile_kind(const DevPattern& pat, const RowView& qv, const Row
   return tile_kind(pat, qv, kv, q0, q1, k0, k1, true);
 }
 
+// A CTA's query rows against its head's key rows, one warp per query row: what the forward
+// and dQ kernels share before their own per-row state.
+struct QueryWarp {
+  int bh, lane;
+  RowView qv, kv;
+  std::int64_t q0, q1, qi;
+  float* sK;  // staged key tile [kTile][hd]
+  float* sV;  // staged value tile [kTile][hd]
+  __device__ QueryWarp(const FlashParams& p, int hd, float* sm)
+      : bh(blockIdx.y), lane(threadIdx.x & 31),
+        qv(make_view(p.qs, p.pat, bh % p.heads)),
+        kv(make_view(p.kvs, p.pat, bh % p.heads)),
+        q0(std::int64_t(blockIdx.x) * kWarps),
+        q1(std::min<std::int64_t>(q0 + kWarps, qv.count)),
+        qi(q0 + (threadIdx.x >> 5)), sK(sm), sV(sm + kTile * hd) {}
+  __device__ bool idle() const { return q0 >= qv.count || kv.count <= 0; }
+  __device__ bool has_row() const { return qi < qv.count; }
+  // The warp's global query row (row 0 of the head for a warp past the end: a safe address).
+  __device__ std::int64_t global_row(const FlashParams& p) const {
+    return std::int64_t(bh) * p.q_rows + (has_row() ? qv.row(qi) : 0);
+  }
+  __device__ std::int64_t qpos() const { return qv.pos(has_row() ? qi : q0); }
+};
+
+// Stages the CTA's unskipped key tiles (K and V rows of head bh) and calls f(r) for each key
+// the warp's query may see, r = its row in the staged tile. Every thread of the CTA
+// must call this (it synchronises); inactive warps only help staging.
+template <typename T, typename F>
+__device__ __forceinline__ void for_each_key(const FlashParams& p, const QueryWarp& w, int hd,
+                                             bool active, F&& f) {
+  const std::int64_t qpos = w.qpos();
+  const T* Kg = static_cast<const T*>(p.k) + std::int64_t(w.bh) * p.kv_rows * hd;
+  const T* Vg = static_cast<const T*>(p.v) + std::int64_t(w.bh) * p.kv_rows * hd;
+  for (std::int64_t k0 = 0; k0 < w.kv.count; k0 += kTile) {
+    const std::int64_t k1 = std::min<std::int64_t>(k0 + kTile, w.kv.count);
+    // The tile kind is uniform over the CTA, so skipping here keeps the barriers matched.
+    if (cta_tile_kind(p.pat, w.qv, w.kv, w.q0, w.q1, k0, k1) == 0) continue;
+    __syncthreads();
+    stage(w.sK, Kg, w.kv, k0, hd);
+    stage(w.sV, Vg, w.kv, k0, hd);
+    __syncthreads();
+    if (!active) continue;
+    for (std::int64_t j = k0; j < k1; ++j) {
+      if (!view_allows(p.pat, qpos, w.kv.pos(j))) continue;
+      f(int(j - k0));
+    }
+  }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(32 * kWarps) simple_fwd_kernel(const FlashParams p, int hd) {
   extern __shared__ float sm[];
-  float* sK = sm;
-  float* sV = sm + kTile * hd;
-  const int bh = blockIdx.y, head = bh % p.heads;
-  const RowView qv = make_view(p.qs, p.pat, head), kv = make_view(p.kvs, p.pat, head);
-  const std::int64_t q0 = std::int64_t(blockIdx.x) * kWarps;
-  if (q0 >= qv.count || kv.count <= 0) return;
-  const std::int64_t q1 = std::min<std::int64_t>(q0 + kWarps, qv.count);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const std::int64_t qi = q0 + warp;
-  const bool active = qi < qv.count;
-  const T* Kg = static_cast<const T*>(p.k) + std::int64_t(bh) * p.kv_rows * hd;
-  const T* Vg = static_cast<const T*>(p.v) + std::int64_t(bh) * p.kv_rows * hd;
-  const std::int64_t grow = std::int64_t(bh) * p.q_rows + (active ? qv.row(qi) : 0);
-  const std::int64_t qpos = qv.pos(active ? qi : q0);
+  const QueryWarp w(p, hd, sm);
+  if (w.idle()) return;
+  const bool active = w.has_row();
+  const std::int64_t grow = w.global_row(p);
 
   float q[kPer], acc[kPer];
   load_row(q, static_cast<const T*>(p.q) + grow * hd, hd);
@@ -86,30 +125,19 @@ __global__ void __launch_bounds__(32 * kWarps) simple_fwd_kernel(const FlashPara
   for (int i = 0; i < kPer; ++i) acc[i] = 0.f;
   float mx = -INFINITY, l = 0.f;
 
-  for (std::int64_t k0 = 0; k0 < kv.count; k0 += kTile) {
-    const std::int64_t k1 = std::min<std::int64_t>(k0 + kTile, kv.count);
-    if (cta_tile_kind(p.pat, qv, kv, q0, q1, k0, k1) == 0) continue;  // uniform over the CTA
-    __syncthreads();
-    stage(sK, Kg, kv, k0, hd);
-    stage(sV, Vg, kv, k0, hd);
-    __syncthreads();
-    if (!active) continue;
-    for (std::int64_t j = k0; j < k1; ++j) {
-      if (!view_allows(p.pat, qpos, kv.pos(j))) continue;
-      const int r = int(j - k0);
-      const float s = dot_row(q, sK + r * hd, hd) * p.scale;
-      const float m_new = fmaxf(mx, s);
-      const float corr = expf(mx - m_new);  // mx = -inf: 0
-      const float pr = expf(s - m_new);
-      l = l * corr + pr;
+  for_each_key<T>(p, w, hd, active, [&](int r) {
+    const float s = dot_row(q, w.sK + r * hd, hd) * p.scale;
+    const float m_new = fmaxf(mx, s);
+    const float corr = expf(mx - m_new);  // mx = -inf: 0
+    const float pr = expf(s - m_new);
+    l = l * corr + pr;
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) {
-        const int c = lane + 32 * i;
-        if (c < hd) acc[i] = acc[i] * corr + pr * sV[r * hd + c];
-      }
-      mx = m_new;
+    for (int i = 0; i < kPer; ++i) {
+      const int c = w.lane + 32 * i;
+      if (c < hd) acc[i] = acc[i] * corr + pr * w.sV[r * hd + c];
     }
-  }
+    mx = m_new;
+  });
   if (!active || l <= 0.f) return;
   const float lb = mx + logf(l);
   const float lo = p.lse[grow];
@@ -119,11 +147,11 @@ __global__ void __launch_bounds__(32 * kWarps) simple_fwd_kernel(const FlashPara
   float* orow = p.out + grow * hd;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
-    const int c = lane + 32 * i;
+    const int c = w.lane + 32 * i;
     if (c < hd) orow[c] = orow[c] * wo + acc[i] * wb;
   }
   __syncwarp();
-  if (lane == 0) p.lse[grow] = ln;
+  if (w.lane == 0) p.lse[grow] = ln;
 }
 
 // dK, dV: one warp per key row, query tiles staged.
@@ -198,22 +226,12 @@ __global__ void __launch_bounds__(32 * kWarps) simple_dkdv_kernel(const FlashPar
 template <typename T>
 __global__ void __launch_bounds__(32 * kWarps) simple_dq_kernel(const FlashParams p, int hd) {
   extern __shared__ float sm[];
-  float* sK = sm;
-  float* sV = sm + kTile * hd;
-  const int bh = blockIdx.y, head = bh % p.heads;
-  const RowView qv = make_view(p.qs, p.pat, head), kv = make_view(p.kvs, p.pat, head);
-  const std::int64_t q0 = std::int64_t(blockIdx.x) * kWarps;
-  if (q0 >= qv.count || kv.count <= 0) return;
-  const std::int64_t q1 = std::min<std::int64_t>(q0 + kWarps, qv.count);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const std::int64_t qi = q0 + warp;
-  const std::int64_t grow = std::int64_t(bh) * p.q_rows + (qi < qv.count ? qv.row(qi) : 0);
-  const bool active = qi < qv.count && p.lse_in[grow] != -INFINITY;
-  const std::int64_t qpos = qv.pos(qi < qv.count ? qi : q0);
+  const QueryWarp w(p, hd, sm);
+  if (w.idle()) return;
+  const std::int64_t grow = w.global_row(p);
+  const bool active = w.has_row() && p.lse_in[grow] != -INFINITY;
   const float lse = p.lse_in[grow];
   const float delta = p.delta[grow];
-  const T* Kg = static_cast<const T*>(p.k) + std::int64_t(bh) * p.kv_rows * hd;
-  const T* Vg = static_cast<const T*>(p.v) + std::int64_t(bh) * p.kv_rows * hd;
 
   float q[kPer], dO[kPer], dq[kPer];
   load_row(q, static_cast<const T*>(p.q) + grow * hd, hd);
@@ -221,30 +239,19 @@ __global__ void __launch_bounds__(32 * kWarps) simple_dq_kernel(const FlashParam
 #pragma unroll
   for (int i = 0; i < kPer; ++i) dq[i] = 0.f;
 
-  for (std::int64_t k0 = 0; k0 < kv.count; k0 += kTile) {
-    const std::int64_t k1 = std::min<std::int64_t>(k0 + kTile, kv.count);
-    if (cta_tile_kind(p.pat, qv, kv, q0, q1, k0, k1) == 0) continue;
-    __syncthreads();
-    stage(sK, Kg, kv, k0, hd);
-    stage(sV, Vg, kv, k0, hd);
-    __syncthreads();
-    if (!active) continue;
-    for (std::int64_t j = k0; j < k1; ++j) {
-      if (!view_allows(p.pat, qpos, kv.pos(j))) continue;
-      const int r = int(j - k0);
-      const float pr = expf(dot_row(q, sK + r * hd, hd) * p.scale - lse);
-      const float ds = pr * (dot_row(dO, sV + r * hd, hd) - delta);
+  for_each_key<T>(p, w, hd, active, [&](int r) {
+    const float pr = expf(dot_row(q, w.sK + r * hd, hd) * p.scale - lse);
+    const float ds = pr * (dot_row(dO, w.sV + r * hd, hd) - delta);
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) {
-        const int c = lane + 32 * i;
-        if (c < hd) dq[i] += ds * sK[r * hd + c];
-      }
+    for (int i = 0; i < kPer; ++i) {
+      const int c = w.lane + 32 * i;
+      if (c < hd) dq[i] += ds * w.sK[r * hd + c];
     }
-  }
+  });
   if (!active) return;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
-    const int c = lane + 32 * i;
+    const int c = w.lane + 32 * i;
     if (c < hd) p.dq[grow * hd + c] += p.scale * dq[i];
   }
 }
@@ -253,15 +260,6 @@ void check_head_dim(int hd) {
   if (hd <= 0 || hd > kMaxHeadDim)
     throw std::invalid_argument("CUDA attention: head_dim " + std::to_string(hd) +
                                 " is outside the supported range 1.." + std::to_string(kMaxHeadDim));
-}
-
-template <typename F>
-void by_dtype(DType t, F&& f) {
-  switch (t) {
-    case DType::F32: f(float{}); break;
-    case DType::F16: f(__half{}); break;
-    case DType::BF16: f(__nv_bfloat16{}); break;
-  }
 }
 
 }  // namespace
@@ -273,7 +271,7 @@ void simple_forward(const ForwardBlock& b, cudaStream_t stream) {
   const FlashParams p = make_params(b);
   const dim3 grid(unsigned((b.q.count + kWarps - 1) / kWarps), unsigned(b.dims.batch * b.dims.heads));
   const std::size_t smem = std::size_t(2 * kTile * hd) * sizeof(float);
-  by_dtype(b.dtype, [&](auto tag) {
+  with_storage_type(b.dtype, [&](auto tag) {
     using T = decltype(tag);
     simple_fwd_kernel<T><<<grid, 32 * kWarps, smem, stream>>>(p, hd);
   });
@@ -287,7 +285,7 @@ void simple_backward(const BackwardBlock& b, cudaStream_t stream) {
   const FlashParams p = make_params(b);
   const unsigned bh = unsigned(b.dims.batch * b.dims.heads);
   const std::size_t smem_kv = std::size_t(2 * kTile * hd + 2 * kTile) * sizeof(float);
-  by_dtype(b.dtype, [&](auto tag) {
+  with_storage_type(b.dtype, [&](auto tag) {
     using T = decltype(tag);
     simple_dkdv_kernel<T><<<dim3(unsigned((b.kv.count + kWarps - 1) / kWarps), bh), 32 * kWarps,
                             smem_kv, stream>>>(p, hd);

@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "dtype.hpp"
+#include "host_device.hpp"
 #include "mask.hpp"
 
 namespace rb::attn::host {
@@ -53,13 +54,26 @@ KOKKOS_INLINE_FUNCTION float dot_row(const float* q, const void* k, std::int64_t
   return s;
 }
 
+// Thread idx of a launch over (batch * heads) x (rows of `own`): the global row it owns and
+// the rows of `other` it meets under the pattern (relative to `other`).
+struct RowWork {
+  std::int64_t bh;    // flattened (batch, head)
+  std::int64_t row;   // global row of the own span
+  IndexRange others;  // rows of the other span
+};
+KOKKOS_INLINE_FUNCTION RowWork row_work(std::int64_t idx, const Span& own, std::int64_t own_rows,
+                                        const Span& other, const Pattern& pat, int heads,
+                                        bool own_are_queries) {
+  const std::int64_t i = idx % own.count;
+  const std::int64_t bh = idx / own.count;
+  const int head = static_cast<int>(bh % heads);
+  return RowWork{bh, bh * own_rows + own.row0 + i,
+                 partners(own.position(i), other, pat, head, own_are_queries)};
+}
+
 template <class F>
 void dispatch(DType t, F&& f) {
-  switch (t) {
-    case DType::F32: f(F32Tag{}); return;
-    case DType::BF16: f(BF16Tag{}); return;
-    case DType::F16: f(F16Tag{}); return;
-  }
+  with_dtype<F32Tag, F16Tag, BF16Tag>(t, f);
 }
 
 }  // namespace
@@ -82,12 +96,11 @@ void forward_impl(const ForwardBlock& blk) {
       "rb::attn::host::forward", Policy(0, n), KOKKOS_LAMBDA(std::int64_t idx) {
         namespace KE = Kokkos::Experimental;
         const int d = blk.dims.head_dim;
-        const std::int64_t i = idx % blk.q.count;
-        const std::int64_t bh = idx / blk.q.count;
-        const int head = static_cast<int>(bh % blk.dims.heads);
-        const IndexRange keys = partners(blk.q.position(i), blk.kv, blk.pattern, head, true);
+        const RowWork w =
+            row_work(idx, blk.q, blk.dims.q_rows, blk.kv, blk.pattern, blk.dims.heads, true);
+        const IndexRange& keys = w.others;
         if (keys.count() == 0) return;
-        const std::int64_t qrow = bh * blk.dims.q_rows + blk.q.row0 + i;
+        const std::int64_t bh = w.bh, qrow = w.row;
         float q[kMaxHeadDim], acc[kMaxHeadDim];
         for (int c = 0; c < d; ++c) {
           q[c] = T::ld(blk.q_data, qrow * d + c) * blk.scale;
@@ -151,12 +164,11 @@ void backward_impl(const BackwardBlock& blk) {
       KOKKOS_LAMBDA(std::int64_t idx) {
         namespace KE = Kokkos::Experimental;
         const int d = blk.dims.head_dim;
-        const std::int64_t i = idx % blk.q.count;
-        const std::int64_t bh = idx / blk.q.count;
-        const int head = static_cast<int>(bh % blk.dims.heads);
-        const IndexRange keys = partners(blk.q.position(i), blk.kv, blk.pattern, head, true);
+        const RowWork w =
+            row_work(idx, blk.q, blk.dims.q_rows, blk.kv, blk.pattern, blk.dims.heads, true);
+        const IndexRange& keys = w.others;
         if (keys.count() == 0) return;
-        const std::int64_t qrow = bh * blk.dims.q_rows + blk.q.row0 + i;
+        const std::int64_t bh = w.bh, qrow = w.row;
         float q[kMaxHeadDim], g[kMaxHeadDim], dq[kMaxHeadDim];
         for (int c = 0; c < d; ++c) {
           q[c] = T::ld(blk.q_data, qrow * d + c) * blk.scale;
@@ -181,12 +193,11 @@ void backward_impl(const BackwardBlock& blk) {
       KOKKOS_LAMBDA(std::int64_t idx) {
         namespace KE = Kokkos::Experimental;
         const int d = blk.dims.head_dim;
-        const std::int64_t j = idx % blk.kv.count;
-        const std::int64_t bh = idx / blk.kv.count;
-        const int head = static_cast<int>(bh % blk.dims.heads);
-        const IndexRange queries = partners(blk.kv.position(j), blk.q, blk.pattern, head, false);
+        const RowWork w =
+            row_work(idx, blk.kv, blk.dims.kv_rows, blk.q, blk.pattern, blk.dims.heads, false);
+        const IndexRange& queries = w.others;
         if (queries.count() == 0) return;
-        const std::int64_t krow = bh * blk.dims.kv_rows + blk.kv.row0 + j;
+        const std::int64_t bh = w.bh, krow = w.row;
         float k[kMaxHeadDim], v[kMaxHeadDim], dk[kMaxHeadDim], dv[kMaxHeadDim];
         for (int c = 0; c < d; ++c) {
           k[c] = T::ld(blk.k_data, krow * d + c) * blk.scale;
