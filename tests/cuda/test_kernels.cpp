@@ -263,9 +263,7 @@ void describe(Block& b, const Case& c, const Inputs& in, const Dev& q, const Dev
 }
 
 void check_forward(const SubjectKind& s, const Case& c, std::uint64_t seed) {
-  CAPTURE(c.name);
-  CAPTURE(s.label);
-  CAPTURE(seed);
+  INFO(c.name << " [" << s.label << "] seed " << seed);
   std::mt19937_64 rng(seed);
   Inputs in = make_inputs(c, rng);
   const int bhn = c.batch * c.heads, d = c.head_dim;
@@ -332,9 +330,7 @@ void check_forward(const SubjectKind& s, const Case& c, std::uint64_t seed) {
 }
 
 void check_backward(const SubjectKind& s, const Case& c, std::uint64_t seed) {
-  CAPTURE(c.name);
-  CAPTURE(s.label);
-  CAPTURE(seed);
+  INFO(c.name << " [" << s.label << "] seed " << seed);
   std::mt19937_64 rng(seed);
   Inputs in = make_inputs(c, rng);
   const int bhn = c.batch * c.heads, d = c.head_dim;
