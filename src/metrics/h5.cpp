@@ -293,6 +293,12 @@ void check_same_row_shape(const std::string& dataset, std::size_t elements,
   }
 }
 
+void collective_write(hid_t dset, hid_t mem_type, hid_t mspace, hid_t fspace, const void* buf,
+                      const std::string& dataset) {
+  Id dxpl = collective_dxpl(dataset);
+  check(H5Dwrite(dset, mem_type, mspace, fspace, *dxpl, buf), "H5Dwrite", dataset);
+}
+
 // Collective: rank `rank` writes its `count` values (the row [rank, ...] of a dataset of
 // shape `dims`). Every rank has the same count (checked by the caller); a zero-sized dataset
 // has nothing to write.
@@ -306,22 +312,27 @@ void write_rank_row(hid_t dset, hid_t mem_type, const std::vector<std::uint64_t>
   check(H5Sselect_hyperslab(*fspace, H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
         "H5Sselect_hyperslab", dataset);
   Id mspace = simple_space({count}, dataset);
-  Id dxpl = collective_dxpl(dataset);
-  check(H5Dwrite(dset, mem_type, *mspace, *fspace, *dxpl, buf), "H5Dwrite", dataset);
+  collective_write(dset, mem_type, *mspace, *fspace, buf, dataset);
+}
+
+// A [world, row_dims...] dataset of `type` holding each rank's `count` values at its row.
+void per_rank_rows(hid_t parent, const std::string& name, const std::string& dataset, hid_t type,
+                   std::size_t count, const void* buf, const std::vector<std::uint64_t>& row_dims,
+                   const Meta& meta, MPI_Comm comm) {
+  check_meta(dataset, meta);
+  check_same_row_shape(dataset, count, row_dims, comm);
+  std::vector<std::uint64_t> dims{static_cast<std::uint64_t>(comm_size(comm))};
+  dims.insert(dims.end(), row_dims.begin(), row_dims.end());
+  auto dset = create_dataset(parent, name, dataset, type, dims);
+  write_rank_row(dset->id(), type, dims, comm_rank(comm), count, buf, dataset);
+  write_meta(dset->id(), dataset, meta, comm);
 }
 
 template <class T>
 void per_rank_impl(hid_t parent, const std::string& name, const std::string& dataset,
                    const std::vector<T>& row, const std::vector<std::uint64_t>& row_dims,
                    const Meta& meta, MPI_Comm comm) {
-  check_meta(dataset, meta);
-  check_same_row_shape(dataset, row.size(), row_dims, comm);
-  const int rank = comm_rank(comm), world = comm_size(comm);
-  std::vector<std::uint64_t> dims{static_cast<std::uint64_t>(world)};
-  dims.insert(dims.end(), row_dims.begin(), row_dims.end());
-  auto dset = create_dataset(parent, name, dataset, h5_type<T>(), dims);
-  write_rank_row(dset->id(), h5_type<T>(), dims, rank, row.size(), row.data(), dataset);
-  write_meta(dset->id(), dataset, meta, comm);
+  per_rank_rows(parent, name, dataset, h5_type<T>(), row.size(), row.data(), row_dims, meta, comm);
 }
 
 // Rank 0 writes the whole extent, the others take part in the collective call with empty
@@ -337,8 +348,7 @@ void write_from_rank0(hid_t dset, hid_t mem_type, const void* buf, const std::st
     check(H5Sselect_none(*fspace), "H5Sselect_none", dataset);
     check(H5Sselect_none(*mspace), "H5Sselect_none", dataset);
   }
-  Id dxpl = collective_dxpl(dataset);
-  check(H5Dwrite(dset, mem_type, *mspace, *fspace, *dxpl, buf), "H5Dwrite", dataset);
+  collective_write(dset, mem_type, *mspace, *fspace, buf, dataset);
 }
 
 template <class T>
@@ -545,19 +555,12 @@ void per_rank_strings_impl(hid_t parent, const std::string& name, const std::str
                            const std::vector<std::string>& row,
                            const std::vector<std::uint64_t>& row_dims, const Meta& meta,
                            MPI_Comm comm) {
-  check_meta(dataset, meta);
-  check_same_row_shape(dataset, row.size(), row_dims, comm);
   std::uint64_t local = 1, width = 0;
   for (const auto& s : row) local = std::max<std::uint64_t>(local, s.size());
   MPI_Allreduce(&local, &width, 1, MPI_UINT64_T, MPI_MAX, comm);
   Id type = fixed_utf8_type(width, dataset);
-  const int rank = comm_rank(comm), world = comm_size(comm);
-  std::vector<std::uint64_t> dims{static_cast<std::uint64_t>(world)};
-  dims.insert(dims.end(), row_dims.begin(), row_dims.end());
-  auto dset = create_dataset(parent, name, dataset, *type, dims);
   const std::vector<char> cells = pack_fixed(row, width);
-  write_rank_row(dset->id(), *type, dims, rank, row.size(), cells.data(), dataset);
-  write_meta(dset->id(), dataset, meta, comm);
+  per_rank_rows(parent, name, dataset, *type, row.size(), cells.data(), row_dims, meta, comm);
 }
 
 }  // namespace
