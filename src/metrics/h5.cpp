@@ -136,21 +136,17 @@ int comm_rank(MPI_Comm comm) { return mpi::rank_of(comm); }
 int comm_size(MPI_Comm comm) { return mpi::size_of(comm); }
 void bcast_string(std::string& s, MPI_Comm comm) { mpi::broadcast_string(s, comm); }
 
+// The MPI and HDF5 types of the numbers the file holds (double, int64; uint64 for shapes).
 template <class T>
-MPI_Datatype mpi_type();
-template <>
-MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
-template <>
-MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }
-template <>
-MPI_Datatype mpi_type<std::uint64_t>() { return MPI_UINT64_T; }
-
+MPI_Datatype mpi_type() {
+  if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return MPI_INT64_T;
+  else return MPI_UINT64_T;
+}
 template <class T>
-hid_t h5_type();
-template <>
-hid_t h5_type<double>() { return H5T_NATIVE_DOUBLE; }
-template <>
-hid_t h5_type<std::int64_t>() { return H5T_NATIVE_INT64; }
+hid_t h5_type() {
+  return std::is_same_v<T, double> ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64;
+}
 
 template <class T>
 void bcast_vector(std::vector<T>& v, MPI_Comm comm) {
@@ -726,32 +722,44 @@ std::vector<std::string> read_strings(const std::string& file, const std::string
   });
 }
 
+namespace {
+
+// An attribute opened for a serial read, with its type and the text that names it in errors.
+struct OpenAttr {
+  std::shared_ptr<Handle> file;
+  std::string what;
+  Id attr, type;
+  OpenAttr(const std::string& path, const std::string& object, const std::string& name)
+      : file(open_serial(path)),
+        what(path + ":" + object + "@" + name),
+        attr(check_id(H5Aopen_by_name(file->id(), object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+                      "H5Aopen_by_name", what),
+             H5Aclose),
+        type(check_id(H5Aget_type(*attr), "H5Aget_type", what), H5Tclose) {}
+};
+
+}  // namespace
+
 std::string read_string_attr(const std::string& file, const std::string& object, const std::string& attr) {
-  auto f = open_serial(file);
-  const std::string what = file + ":" + object + "@" + attr;
-  Id a(check_id(H5Aopen_by_name(f->id(), object.c_str(), attr.c_str(), H5P_DEFAULT, H5P_DEFAULT),
-                "H5Aopen_by_name", what),
-       H5Aclose);
-  Id type(check_id(H5Aget_type(*a), "H5Aget_type", what), H5Tclose);
-  if (H5Tget_class(*type) != H5T_STRING)
+  OpenAttr o(file, object, attr);
+  const std::string& what = o.what;
+  Id& a = o.attr;
+  if (H5Tget_class(*o.type) != H5T_STRING)
     throw std::runtime_error("attribute '" + what + "' is not a string");
   Id space(check_id(H5Aget_space(*a), "H5Aget_space", what), H5Sclose);
   const hssize_t n = H5Sget_simple_extent_npoints(*space);
   if (n != 1) throw std::runtime_error("attribute '" + what + "' is not a scalar string");
-  return read_string_values(*type, 1, what, [&](hid_t mem, void* buf) { return H5Aread(*a, mem, buf); })[0];
+  return read_string_values(*o.type, 1, what, [&](hid_t mem, void* buf) { return H5Aread(*a, mem, buf); })[0];
 }
 
 namespace {
 
 template <class T>
 std::vector<T> read_numeric_attr(const std::string& file, const std::string& object, const std::string& attr) {
-  auto f = open_serial(file);
-  const std::string what = file + ":" + object + "@" + attr;
-  Id a(check_id(H5Aopen_by_name(f->id(), object.c_str(), attr.c_str(), H5P_DEFAULT, H5P_DEFAULT),
-                "H5Aopen_by_name", what),
-       H5Aclose);
-  Id type(check_id(H5Aget_type(*a), "H5Aget_type", what), H5Tclose);
-  const H5T_class_t cls = H5Tget_class(*type);
+  OpenAttr o(file, object, attr);
+  const std::string& what = o.what;
+  Id& a = o.attr;
+  const H5T_class_t cls = H5Tget_class(*o.type);
   if (cls != H5T_INTEGER && cls != H5T_FLOAT)
     throw std::runtime_error("attribute '" + what + "' is not numeric");
   Id space(check_id(H5Aget_space(*a), "H5Aget_space", what), H5Sclose);
