@@ -26,7 +26,7 @@ for t in ringbench_test_cuda_kernels ringbench_test_cuda_backend ringbench_test_
 done
 for n in 1 2; do
   [ "$n" -le "$ngpus" ] || continue
-  for t in ringbench_test_cuda_nccl test_runtime_gpu test_profiling_gpu; do
+  for t in ringbench_test_cuda_nccl test_runtime_gpu test_profiling_gpu test_ring_mpi_gpu; do
     [ -x "$bundle/$t" ] && step "${t}_np$n" 120 $mpi -np "$n" "$bundle/$t"
   done
 done
