@@ -20,10 +20,10 @@ for f in "$dest"/*; do
     cp -nL "$lib" "$dest/lib/" 2>/dev/null || true
   done
 done
-if command -v patchelf >/dev/null; then
-  for f in "$dest"/*; do if [ -f "$f" ]; then patchelf --set-rpath '$ORIGIN/lib' "$f"; fi; done
-  for f in "$dest"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
-fi
+# Without the RPATH the bundle cannot find its libraries on the node: refuse, do not ship it.
+command -v patchelf >/dev/null || { echo "device_bundle: patchelf is needed (apt-get install patchelf)" >&2; exit 1; }
+for f in "$dest"/*; do if [ -f "$f" ]; then patchelf --set-rpath '$ORIGIN/lib' "$f"; fi; done
+for f in "$dest"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
 du -sh "$dest"
 # A tarball too, for copying to machines with a size limit on what travels (fatbins compress
 # about 6x): extract with  tar -xJf bundle.tar.xz
