@@ -362,6 +362,13 @@ def predictions(points, comm, extra_sizes=(8, 64, 512)):
 BANDWIDTH_METRICS = ("busbw_Bps", "algbw_Bps", "bandwidth_Bps")  # first present is drawn
 
 
+def _key_text(name, value):
+    """A key value for a legend: text as it is, numbers with their key's name (in_place=1)."""
+    if name == "in_place":
+        return "in-place" if int(value) else "out-of-place"
+    return str(value) if isinstance(value, str) else f"{name}={value}"
+
+
 def bandwidth_curves(sweep):
     """[(label, sizes, bandwidths)]: the slowest rank's bandwidth against message size, one
     curve per combination of the sweep's other keys (operation, group, dtype, ...). Groups of
@@ -379,7 +386,7 @@ def bandwidth_curves(sweep):
         v = sweep.rank_values(metric, p)
         v = v[v > 0]
         if v.size:
-            label = " ".join(str(keys[k]) for k in others) or sweep.name
+            label = " ".join(_key_text(k, keys[k]) for k in others) or sweep.name
             curves.setdefault(label, []).append((float(keys[size_key]), float(v.min())))
     return [(label, [x for x, _ in sorted(c)], [y for _, y in sorted(c)]) for label, c in curves.items()]
 
