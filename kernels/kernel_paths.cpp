@@ -151,6 +151,11 @@ const std::vector<KernelPath>& kernel_paths() {
       {"kokkos", Device::Host, true, "", up_to(kFusedMaxHeadDim), up_to(kFusedMaxHeadDim), true,
        "Kokkos tiled kernel on the host (default execution space), fp32 compute",
        {default_tile()}},
+      {"materialized", Device::Host, true, "", up_to(kFusedMaxHeadDim), up_to(kFusedMaxHeadDim),
+       true,
+       "materialised scores on the host: S = QK^T for 64 query rows at a time, softmax, P V "
+       "(Kokkos, fp32 compute)",
+       {default_tile()}},
       {"cudnn", Device::Cuda, kCudnnBuilt, kNeedCudnn, up_to(kFusedMaxHeadDim), cudnn_native(),
        true, "cuDNN fused flash attention (backend API); blocks cuDNN cannot take run on flash",
        {default_tile()}},
@@ -206,9 +211,13 @@ std::string kernel_refusal(const KernelChoice& choice, Device device, DType dtyp
                            bool causal, bool dilated) {
   if (choice.path == "auto") {
     if (!choice.tile.empty() && choice.tile != "default")
-      return "kernel 'auto' has no tile variants (name the path to choose one)";
-    return auto_headline_path(device) ? "" : std::string("this build has no ") +
-                                                 to_string(device) + " kernel path";
+      return "kernel 'auto' has no tile variants ('" + choice.tile +
+             "' needs a named path)";
+    // auto runs the block on the row auto_kernel_path picks: that row must take it.
+    const KernelPath* k = auto_kernel_path(device, dtype, head_dim, causal, dilated);
+    if (!k) return std::string("this build has no ") + to_string(device) + " kernel path";
+    return support_refusal(k->supports, "kernel 'auto' (" + std::string(k->name) + ")", dtype,
+                           head_dim, causal, dilated);
   }
   const KernelPath* k = find_kernel_path(choice.path, device);
   if (!k)

@@ -1,9 +1,8 @@
 // The Kokkos host AttentionBackend: memory in the default memory space, kernels from
-// host_kernels.cpp, and timing marks as host monotonic clock readings after a fence.
+// host_kernels.cpp (row "kokkos") or materialized_kernels.cpp (row "materialized"), and timing marks as host monotonic clock readings after a fence.
 #include <chrono>
-#include <fstream>
 #include <new>
-#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -12,6 +11,8 @@
 
 #include "host/host_backend.hpp"
 #include "host/host_kernels.hpp"
+#include "host/materialized_kernels.hpp"
+#include "kernel_paths.hpp"
 
 namespace rb::attn {
 
@@ -21,22 +22,17 @@ using Mem = Kokkos::DefaultExecutionSpace::memory_space;
 using Bytes = Kokkos::View<char*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 using HostBytes = Kokkos::View<char*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-std::size_t available_host_memory() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  std::size_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return 0;
-}
-
+// One backend for every host row: memory and copies are the same, only the block kernels
+// differ (`materialized_` picks materialized_kernels.cpp over host_kernels.cpp).
 class KokkosHostBackend final : public AttentionBackend {
  public:
+  explicit KokkosHostBackend(bool materialized) : materialized_(materialized) {}
   ~KokkosHostBackend() override {
     for (auto& [p, bytes] : sizes_) Kokkos::kokkos_free<Mem>(p);
   }
-  std::string name() const override { return "kokkos-host"; }
+  // The kokkos row keeps its recorded name "kokkos-host" (sweep outputs and their checks
+  // read it); the other rows record their row name.
+  std::string name() const override { return materialized_ ? "materialized" : "kokkos-host"; }
   bool on_device() const override { return false; }
 
   void* allocate(std::size_t bytes) override {
@@ -47,7 +43,7 @@ class KokkosHostBackend final : public AttentionBackend {
     } catch (const std::exception&) {
       p = nullptr;
     }
-    if (p == nullptr) throw OutOfMemory(bytes, available_host_memory(), "kokkos-host allocate");
+    if (p == nullptr) throw OutOfMemory(bytes, host::available_host_memory(), name() + " allocate");
     sizes_[p] = bytes;
     current_ += bytes;
     if (current_ > peak_) peak_ = current_;
@@ -79,12 +75,23 @@ class KokkosHostBackend final : public AttentionBackend {
   void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) override {
     attn::host::init_forward(out, lse, rows, head_dim);
   }
-  void forward(const attn::ForwardBlock& block) override { attn::host::forward(block); }
+  void forward(const attn::ForwardBlock& block) override {
+    if (materialized_)
+      attn::host::materialized_forward(block, scratch(attn::host::materialized_forward_scratch(block)));
+    else
+      attn::host::forward(block);
+  }
   void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
                         int head_dim, attn::DType dtype) override {
     attn::host::backward_prepare(dout, out, delta, rows, head_dim, dtype);
   }
-  void backward(const attn::BackwardBlock& block) override { attn::host::backward(block); }
+  void backward(const attn::BackwardBlock& block) override {
+    if (materialized_)
+      attn::host::materialized_backward(block,
+                                        scratch(attn::host::materialized_backward_scratch(block)));
+    else
+      attn::host::backward(block);
+  }
   void accumulate(float* dst, const float* src, std::size_t count) override {
     attn::host::accumulate(dst, src, static_cast<std::int64_t>(count));
   }
@@ -105,6 +112,23 @@ class KokkosHostBackend final : public AttentionBackend {
   void reset_peak() override { peak_ = current_; }
 
  private:
+  // The materialized kernels' score tiles: grown through allocate() so they count in
+  // peak_bytes() and running out is an OutOfMemory like any other buffer.
+  float* scratch(std::size_t floats) {
+    if (floats > scratch_floats_) {
+      Kokkos::fence();  // a kernel still reading the old tile must finish before it is freed
+      release(scratch_);
+      scratch_ = nullptr;
+      scratch_floats_ = 0;
+      scratch_ = static_cast<float*>(allocate(floats * sizeof(float)));
+      scratch_floats_ = floats;
+    }
+    return static_cast<float*>(scratch_);
+  }
+
+  bool materialized_;
+  void* scratch_ = nullptr;
+  std::size_t scratch_floats_ = 0;
   std::unordered_map<void*, std::size_t> sizes_;
   std::size_t current_ = 0, peak_ = 0;
   std::vector<std::chrono::steady_clock::time_point> marks_;
@@ -113,7 +137,19 @@ class KokkosHostBackend final : public AttentionBackend {
 }  // namespace
 
 std::unique_ptr<AttentionBackend> make_host_backend() {
-  return std::make_unique<KokkosHostBackend>();
+  return std::make_unique<KokkosHostBackend>(false);
+}
+
+std::unique_ptr<AttentionBackend> make_host_backend(const KernelChoice& choice) {
+  const std::string want = choice.path == "auto" ? auto_headline_path(Device::Host)->name : choice.path;
+  const KernelPath* row = find_kernel_path(want, Device::Host);
+  if (!row)
+    throw std::invalid_argument("make_host_backend: '" + choice.path +
+                                "' is not a host kernel path");
+  if (const TileVariant* t = find_tile(*row, choice.tile); !t || std::string(t->name) != "default")
+    throw std::invalid_argument("make_host_backend: kernel '" + want + "' has no tile variant '" +
+                                choice.tile + "'");
+  return std::make_unique<KokkosHostBackend>(want == "materialized");
 }
 
 }  // namespace rb::attn

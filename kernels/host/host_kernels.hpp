@@ -1,6 +1,7 @@
 #pragma once
 // Kokkos block attention kernels over the default execution space (Serial / OpenMP / ...).
 // Pointers must be accessible from that space (the host backend allocates them there).
+#include <cstddef>
 #include <cstdint>
 
 #include "attention.hpp"
@@ -19,5 +20,7 @@ void backward_prepare(const void* dout, const float* out, float* delta, std::int
 // Two passes without atomics: dQ parallel over query rows, dK/dV parallel over key rows.
 void backward(const BackwardBlock& block);
 void accumulate(float* dst, const float* src, std::int64_t count);
+// MemAvailable of /proc/meminfo (0 when unknown): the free bytes an OutOfMemory reports.
+std::size_t available_host_memory();
 
 }  // namespace rb::attn::host

@@ -13,7 +13,9 @@ namespace {
 
 PathFactories host_factories() {
   PathFactories f;
-  f.attention_backend = [](const attn::KernelChoice&) { return attn::make_host_backend(); };
+  f.attention_backend = [](const attn::KernelChoice& choice) {
+    return attn::make_host_backend(choice);
+  };
   f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend&) {
     return ring::make_mpi_transport(ring_comm);
   };

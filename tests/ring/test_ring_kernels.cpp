@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "dtype.hpp"
 #include "host/host_backend.hpp"
+#include "kernel_paths.hpp"
 #include "mask.hpp"
 #include "ring/problem.hpp"
 #include "ring_case.hpp"
@@ -120,15 +122,43 @@ double max_err(const std::vector<float>& got, const std::vector<double>& want) {
   return e;
 }
 
-// Runs the host backend on every (span pair, pattern) and compares with direct().
-void check_kernels(const Block& blk, const std::vector<std::pair<Span, Span>>& pairs,
-                   const std::vector<Pattern>& pats) {
-  auto be = rb::attn::make_host_backend();
+// What a host kernel path left in its accumulators after every forward, then every backward
+// block.
+struct Outputs {
+  std::vector<float> out, lse, dq, dk, dv;
+};
+
+// The block's tensors as `dtype` storage (the kernels read that), and the values they hold
+// (the reference reads those).
+std::vector<std::uint16_t> to_16bit(const std::vector<float>& t, DType dtype) {
+  std::vector<std::uint16_t> r(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i)
+    r[i] = dtype == DType::BF16 ? rb::attn::float_to_bf16(t[i]) : rb::attn::float_to_half(t[i]);
+  return r;
+}
+
+Block rounded(Block b, DType dtype) {
+  for (auto* t : {&b.q, &b.k, &b.v, &b.dout})
+    for (auto& x : *t) x = rb::attn::round_to_storage(x, dtype);
+  return b;
+}
+
+// Runs host kernel path `path` on every (span pair, pattern): forward blocks, then backward.
+Outputs run_path(const std::string& path, const Block& blk,
+                 const std::vector<std::pair<Span, Span>>& pairs, const std::vector<Pattern>& pats,
+                 DType dtype) {
+  auto be = rb::attn::make_host_backend(rb::attn::KernelChoice{path, "default"});
   const float scale = 1.0f / std::sqrt(static_cast<float>(blk.d));
   const std::size_t nq = blk.q.size(), nk = blk.k.size();
   auto up = [&](const std::vector<float>& t) {
-    void* p = be->allocate(t.size() * 4);
-    be->copy_to_device(p, t.data(), t.size() * 4);
+    const std::size_t bytes = t.size() * rb::attn::dtype_size(dtype);
+    void* p = be->allocate(bytes);
+    if (dtype == DType::F32) {
+      be->copy_to_device(p, t.data(), bytes);
+    } else {
+      const auto h = to_16bit(t, dtype);
+      be->copy_to_device(p, h.data(), bytes);
+    }
     return p;
   };
   void *q = up(blk.q), *k = up(blk.k), *v = up(blk.v), *g = up(blk.dout);
@@ -146,6 +176,7 @@ void check_kernels(const Block& blk, const std::vector<std::pair<Span, Span>>& p
   // Every (span pair, branch) block, with the fields forward and backward blocks share.
   auto each_block = [&](auto block, auto launch) {
     block.dims = rb::attn::Dims{blk.batch, blk.heads, blk.d, blk.q_rows, blk.kv_rows};
+    block.dtype = dtype;
     block.scale = scale;
     block.q_data = q;
     block.k_data = k;
@@ -162,7 +193,7 @@ void check_kernels(const Block& blk, const std::vector<std::pair<Span, Span>>& p
   f.out = out;
   f.lse = lse;
   each_block(f, [&](const rb::attn::ForwardBlock& b) { be->forward(b); });
-  be->backward_prepare(g, out, delta, rows, blk.d, DType::F32);
+  be->backward_prepare(g, out, delta, rows, blk.d, dtype);
   rb::attn::BackwardBlock bb;
   bb.dout = g;
   bb.lse = lse;
@@ -171,30 +202,52 @@ void check_kernels(const Block& blk, const std::vector<std::pair<Span, Span>>& p
   bb.dk = dk;
   bb.dv = dv;
   each_block(bb, [&](const rb::attn::BackwardBlock& b) { be->backward(b); });
-  std::vector<float> h_out(nq), h_dq(nq), h_dk(nk), h_dv(nk), h_lse(rows);
-  be->copy_to_host(h_out.data(), out, nq * 4);
-  be->copy_to_host(h_lse.data(), lse, rows * 4);
-  be->copy_to_host(h_dq.data(), dq, nq * 4);
-  be->copy_to_host(h_dk.data(), dk, nk * 4);
-  be->copy_to_host(h_dv.data(), dv, nk * 4);
-  const Direct want = direct(blk, pairs, pats, scale);
-  CHECK(max_err(h_out, want.out) < 1e-5);
-  CHECK(max_err(h_dq, want.dq) < 1e-5);
-  CHECK(max_err(h_dk, want.dk) < 1e-5);
-  CHECK(max_err(h_dv, want.dv) < 1e-5);
-  for (std::size_t i = 0; i < h_lse.size(); ++i) {
+  Outputs o{std::vector<float>(nq), std::vector<float>(rows), std::vector<float>(nq),
+            std::vector<float>(nk), std::vector<float>(nk)};
+  be->copy_to_host(o.out.data(), out, nq * 4);
+  be->copy_to_host(o.lse.data(), lse, rows * 4);
+  be->copy_to_host(o.dq.data(), dq, nq * 4);
+  be->copy_to_host(o.dk.data(), dk, nk * 4);
+  be->copy_to_host(o.dv.data(), dv, nk * 4);
+  for (void* p : {q, k, v, g}) be->release(p);
+  for (float* p : {out, lse, delta, dq, dk, dv}) be->release(p);
+  return o;
+}
+
+std::vector<double> widened(const std::vector<float>& t) { return {t.begin(), t.end()}; }
+
+void check_against(const Outputs& got, const Direct& want) {
+  CHECK(max_err(got.out, want.out) < 1e-5);
+  CHECK(max_err(got.dq, want.dq) < 1e-5);
+  CHECK(max_err(got.dk, want.dk) < 1e-5);
+  CHECK(max_err(got.dv, want.dv) < 1e-5);
+  for (std::size_t i = 0; i < got.lse.size(); ++i) {
     if (std::isinf(want.lse[i])) {
-      CHECK(std::isinf(h_lse[i]));
+      CHECK(std::isinf(got.lse[i]));
     } else {
-      CHECK(std::abs(h_lse[i] - want.lse[i]) < 1e-5);
+      CHECK(std::abs(got.lse[i] - want.lse[i]) < 1e-5);
     }
   }
+}
+
+// Runs every host kernel path on every (span pair, pattern) in `dtype` storage, and compares
+// each with direct() on the stored values and the materialized path with the kokkos path.
+void check_kernels(const Block& blk, const std::vector<std::pair<Span, Span>>& pairs,
+                   const std::vector<Pattern>& pats, DType dtype = DType::F32) {
+  const Block stored = dtype == DType::F32 ? blk : rounded(blk, dtype);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(blk.d));
+  const Direct want = direct(stored, pairs, pats, scale);
+  const Outputs kokkos = run_path("kokkos", blk, pairs, pats, dtype);
+  const Outputs mat = run_path("materialized", blk, pairs, pats, dtype);
+  check_against(kokkos, want);
+  check_against(mat, want);
+  const Direct kk{widened(kokkos.out), widened(kokkos.lse), widened(kokkos.dq),
+                  widened(kokkos.dk), widened(kokkos.dv)};
+  check_against(mat, kk);
   // Something was actually computed (the test must be able to fail).
   double norm = 0;
   for (double x : want.dk) norm += std::abs(x);
   CHECK(norm > 0);
-  for (void* p : {q, k, v, g}) be->release(p);
-  for (float* p : {out, lse, delta, dq, dk, dv}) be->release(p);
 }
 
 }  // namespace
@@ -239,6 +292,53 @@ TEST_CASE("host kernels: dilated branches (LongNet) with head offsets and severa
     }
     check_kernels(b, pairs, pats);
   }
+}
+
+TEST_CASE("host kernel paths: odd lengths over several 64-row tiles, fp32 and 16-bit storage") {
+  // 2 x 3 x 37 = 222 query rows: tiles of the materialized path cross (batch, head) borders;
+  // head dim 12 leaves a tail after the 8-lane dot products.
+  const Block b = random_block(2, 3, 12, 37, 29, 11);
+  const Span q{0, 37, 29, 1}, k{0, 29, 0, 1}, k_strided{0, 29, 1, 2};
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (bool causal : {false, true}) {
+      CAPTURE(static_cast<int>(dtype));
+      CAPTURE(causal);
+      Pattern exact;
+      exact.causal = causal;
+      Pattern dilated = exact;
+      dilated.segment = 33;
+      dilated.rate = 3;
+      check_kernels(b, {{q, k}, {q, k_strided}}, {exact}, dtype);
+      check_kernels(b, {{q, k}}, {exact, dilated}, dtype);
+    }
+}
+
+TEST_CASE("the host kernel paths are in the table, and the backend runs the row it is given") {
+  using namespace rb::attn;
+  CHECK(kernel_choices(Device::Host) == std::vector<std::string>{"auto", "kokkos", "materialized"});
+  const KernelPath* row = find_kernel_path("materialized", Device::Host);
+  REQUIRE(row != nullptr);
+  CHECK(row->built);
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    CHECK(kernel_refusal(KernelChoice{"materialized", "default"}, Device::Host, t, 256, true, true)
+              .empty());
+  CHECK_FALSE(kernel_refusal(KernelChoice{"materialized", "default"}, Device::Host, DType::F32,
+                             257, false, false)
+                  .empty());
+  CHECK(std::string(auto_kernel_path(Device::Host, DType::BF16, 64, true, false)->name) == "kokkos");
+  // auto refuses what the row it would run cannot take, and names a tile it was given.
+  CHECK(kernel_refusal(KernelChoice{"auto", "default"}, Device::Host, DType::F32, 64, true, true)
+            .empty());
+  const std::string wide =
+      kernel_refusal(KernelChoice{"auto", "default"}, Device::Host, DType::F32, 512, false, false);
+  CHECK(wide.find("head_dim 512 exceeds kernel 'auto'") == 0);
+  CHECK(wide.find("maximum 256") != std::string::npos);
+  CHECK(kernel_refusal(KernelChoice{"auto", "big"}, Device::Host, DType::F32, 64, false, false)
+            .find("'big'") != std::string::npos);
+  CHECK(make_host_backend(KernelChoice{"materialized", "default"})->name() == "materialized");
+  CHECK(make_host_backend(KernelChoice{"auto", "default"})->name() == "kokkos-host");
+  CHECK(make_host_backend()->name() == "kokkos-host");
+  CHECK_THROWS_AS(make_host_backend(KernelChoice{"flash", "default"}), std::invalid_argument);
 }
 
 TEST_CASE("mask partners enumerate exactly the allowed pairs") {
