@@ -480,12 +480,6 @@ void RingAttentionSweep::write_dump(h5::Group& out, const ring::Problem& prob, i
   d.write_per_rank("dv", as_doubles(res.dv), dims, {"1", "value gradient (fp32), on the block's owner"});
 }
 
-std::string device_paths(const std::vector<std::string>& choices) {
-  std::string out;
-  for (std::size_t i = 1; i < choices.size(); ++i) out += (i > 1 ? ", " : "") + choices[i];
-  return "paths: " + out;
-}
-
 // head_dim, or embed_dim / num_heads (a head_dim given as well must agree).
 int parse_head_dim(const cfg::Node& n, int num_heads) {
   if (!n.has("embed_dim")) return static_cast<int>(n.get_int("head_dim", 64, 1, 1024));
@@ -547,25 +541,21 @@ void parse_kernel(const cfg::Node& n, RingParams& p) {
   const attn::Device device = p.backend == Backend::Cuda ? attn::Device::Cuda : attn::Device::Host;
   p.kernel = n.get_string("kernel", "auto");
   p.kernel_tile = n.get_string("kernel_tile", "default");
-  const std::vector<std::string> paths = attn::kernel_choices(device);
-  const bool only_path = p.kernel == "auto" && paths.size() == 2;
-  const std::string named = only_path ? paths[1] : p.kernel;
-  const std::string blamed = only_path ? (n.has("embed_dim") ? "embed_dim" : "head_dim") : "kernel";
+  // For auto the table checks the block against the path auto would run, so a refusal is
+  // about the shape (head_dim), not about the kernel key the user left alone.
+  const bool is_auto = p.kernel == "auto";
+  const std::string blamed = is_auto ? (n.has("embed_dim") ? "embed_dim" : "head_dim") : "kernel";
   auto fail_if = [&](const std::string& key, const std::string& why) {
     if (!why.empty()) n.fail(key, why);
   };
   for (const std::string& dt : p.dtypes) {
     auto refusal = [&](const std::string& tile) {
-      return attn::kernel_refusal({named, tile}, device, ring::dtype_from_string(dt), p.head_dim,
+      return attn::kernel_refusal({p.kernel, tile}, device, ring::dtype_from_string(dt), p.head_dim,
                                   p.causal, !p.segment_lengths.empty());
     };
     fail_if(blamed, refusal("default"));
     fail_if("kernel_tile", refusal(p.kernel_tile));
   }
-  // A tile variant belongs to one path; auto picks the path block by block.
-  if (named == "auto" && p.kernel_tile != "default")
-    n.fail("kernel_tile", "kernel_tile '" + p.kernel_tile + "' needs a named kernel path (kernel: auto "
-                          "chooses the path per block); " + device_paths(paths));
 }
 
 void parse_validate(const cfg::Node& n, RingParams& p) {
