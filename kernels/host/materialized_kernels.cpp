@@ -21,28 +21,51 @@ KOKKOS_INLINE_FUNCTION bool in_range(const IndexRange& r, std::int64_t j) {
   return j >= r.begin && j < r.end && (j - r.begin) % r.step == 0;
 }
 
+// The work of flattened query row r of a block (its head, row and partner key range).
+template <class Block>
+KOKKOS_INLINE_FUNCTION RowWork work_of(const Block& blk, std::int64_t r) {
+  return row_work(r, blk.q, blk.dims.q_rows, blk.kv, blk.pattern, blk.dims.heads, true);
+}
+
+// Loads the scaled query row into q; returns the buffer row of key j of the same (batch, head).
+template <class T, class Block>
+KOKKOS_INLINE_FUNCTION std::int64_t load_query(const Block& blk, const RowWork& w, std::int64_t j,
+                                               float* q) {
+  const int d = blk.dims.head_dim;
+  for (int c = 0; c < d; ++c) q[c] = T::ld(blk.q_data, w.row * d + c) * blk.scale;
+  return w.bh * blk.dims.kv_rows + blk.kv.row0 + j;
+}
+
+// Runs attended(e, w, krow, q) for every element e = (query row r0 + e / kv, key e % kv) whose
+// pair the pattern keeps (q: the scaled query row, krow: the key's buffer row), masked(e) else.
+template <class T, class Block, class Attended, class Masked>
+void for_each_pair(const char* label, const Block& blk, std::int64_t r0, std::int64_t r1,
+                   Attended attended, Masked masked) {
+  const std::int64_t kvc = blk.kv.count;
+  Kokkos::parallel_for(label, Policy(0, (r1 - r0) * kvc), KOKKOS_LAMBDA(std::int64_t e) {
+    const std::int64_t j = e % kvc;
+    const RowWork w = work_of(blk, r0 + e / kvc);
+    if (!in_range(w.others, j)) {
+      masked(e);
+      return;
+    }
+    float q[kMaxHeadDim];
+    const std::int64_t krow = load_query<T>(blk, w, j, q);
+    attended(e, w, krow, q);
+  });
+}
+
 // Scores of the flattened query rows [r0, r1) against every key row: S[t][j], -inf where
 // the pattern masks the pair (or the key is off the row's partner range).
 template <class T>
 void scores(const ForwardBlock& blk, std::int64_t r0, std::int64_t r1, float* S) {
-  const std::int64_t kvc = blk.kv.count;
-  Kokkos::parallel_for(
-      "rb::attn::host::materialized_scores", Policy(0, (r1 - r0) * kvc),
-      KOKKOS_LAMBDA(std::int64_t e) {
-        namespace KE = Kokkos::Experimental;
-        const int d = blk.dims.head_dim;
-        const std::int64_t t = e / kvc, j = e % kvc;
-        const RowWork w =
-            row_work(r0 + t, blk.q, blk.dims.q_rows, blk.kv, blk.pattern, blk.dims.heads, true);
-        float s = -KE::infinity<float>::value;
-        if (in_range(w.others, j)) {
-          float q[kMaxHeadDim];
-          for (int c = 0; c < d; ++c) q[c] = T::ld(blk.q_data, w.row * d + c) * blk.scale;
-          const std::int64_t krow = w.bh * blk.dims.kv_rows + blk.kv.row0 + j;
-          s = dot_row<T>(q, blk.k_data, krow * d, d);
-        }
-        S[e] = s;
-      });
+  const int d = blk.dims.head_dim;
+  for_each_pair<T>(
+      "rb::attn::host::materialized_scores", blk, r0, r1,
+      [=](std::int64_t e, const RowWork&, std::int64_t krow, const float* q) {
+        S[e] = dot_row<T>(q, blk.k_data, krow * d, d);
+      },
+      [=](std::int64_t e) { S[e] = -Kokkos::Experimental::infinity<float>::value; });
 }
 
 // Softmax of each score row, P V, and the log-sum-exp merge into out/lse (as host_kernels).
@@ -54,8 +77,7 @@ void softmax_pv(const ForwardBlock& blk, std::int64_t r0, std::int64_t r1, const
       KOKKOS_LAMBDA(std::int64_t t) {
         namespace KE = Kokkos::Experimental;
         const int d = blk.dims.head_dim;
-        const RowWork w =
-            row_work(r0 + t, blk.q, blk.dims.q_rows, blk.kv, blk.pattern, blk.dims.heads, true);
+        const RowWork w = work_of(blk, r0 + t);
         const IndexRange& keys = w.others;
         if (keys.count() == 0) return;
         const float* s = S + t * kvc;
@@ -87,28 +109,19 @@ void softmax_pv(const ForwardBlock& blk, std::int64_t r0, std::int64_t r1, const
 template <class T>
 void probabilities(const BackwardBlock& blk, std::int64_t r0, std::int64_t r1, float* P,
                    float* dS) {
-  const std::int64_t kvc = blk.kv.count;
-  Kokkos::parallel_for(
-      "rb::attn::host::materialized_probabilities", Policy(0, (r1 - r0) * kvc),
-      KOKKOS_LAMBDA(std::int64_t e) {
-        namespace KE = Kokkos::Experimental;
-        const int d = blk.dims.head_dim;
-        const std::int64_t t = e / kvc, j = e % kvc;
-        const RowWork w =
-            row_work(r0 + t, blk.q, blk.dims.q_rows, blk.kv, blk.pattern, blk.dims.heads, true);
-        float p = 0.0f, ds = 0.0f;
-        if (in_range(w.others, j)) {
-          float q[kMaxHeadDim], g[kMaxHeadDim];
-          for (int c = 0; c < d; ++c) {
-            q[c] = T::ld(blk.q_data, w.row * d + c) * blk.scale;
-            g[c] = T::ld(blk.dout, w.row * d + c);
-          }
-          const std::int64_t krow = w.bh * blk.dims.kv_rows + blk.kv.row0 + j;
-          p = KE::exp(dot_row<T>(q, blk.k_data, krow * d, d) - blk.lse[w.row]);
-          ds = p * (dot_row<T>(g, blk.v_data, krow * d, d) - blk.delta[w.row]) * blk.scale;
-        }
+  const int d = blk.dims.head_dim;
+  for_each_pair<T>(
+      "rb::attn::host::materialized_probabilities", blk, r0, r1,
+      [=](std::int64_t e, const RowWork& w, std::int64_t krow, const float* q) {
+        float g[kMaxHeadDim];
+        for (int c = 0; c < d; ++c) g[c] = T::ld(blk.dout, w.row * d + c);
+        const float p = Kokkos::Experimental::exp(dot_row<T>(q, blk.k_data, krow * d, d) - blk.lse[w.row]);
         P[e] = p;
-        dS[e] = ds;
+        dS[e] = p * (dot_row<T>(g, blk.v_data, krow * d, d) - blk.delta[w.row]) * blk.scale;
+      },
+      [=](std::int64_t e) {
+        P[e] = 0.0f;
+        dS[e] = 0.0f;
       });
 }
 
@@ -118,8 +131,7 @@ void grad_q(const BackwardBlock& blk, std::int64_t r0, std::int64_t r1, const fl
   Kokkos::parallel_for(
       "rb::attn::host::materialized_dq", Policy(0, r1 - r0), KOKKOS_LAMBDA(std::int64_t t) {
         const int d = blk.dims.head_dim;
-        const RowWork w =
-            row_work(r0 + t, blk.q, blk.dims.q_rows, blk.kv, blk.pattern, blk.dims.heads, true);
+        const RowWork w = work_of(blk, r0 + t);
         const IndexRange& keys = w.others;
         if (keys.count() == 0) return;
         float dq[kMaxHeadDim];

@@ -69,23 +69,23 @@ class Choose(unittest.TestCase):
         self.assertEqual([r.path for r in tuning.choose(alternating, "default", 1.2)[SHAPE]],
                          ["default"])
 
-    def test_hysteresis_never_keeps_a_path_slower_than_the_default(self):
-        # fast wins at 64..256, is slower than the default at 512 only, wins again after.
-        df = frame({"default": [1.0] * 6, "fast": [0.5, 0.5, 0.5, 1.5, 0.5, 0.5]})
-        self.assertEqual(paths_per_point(tuning.choose(df, "default", 1.2)[SHAPE]),
-                         ["fast", "fast", "fast", "default", "fast", "fast"])
-
-    def test_parity_failed_faster_path_is_never_chosen(self):
-        df = frame({"default": [1.0] * 6, "fast": [0.2] * 6, "ok": [0.7] * 6},
-                   parity_fail={("fast", g) for g in GRID})
-        ranges = tuning.choose(df, "default", 1.2)[SHAPE]
-        self.assertEqual([r.path for r in ranges], ["ok"])
-
-    def test_parity_failure_overrides_hysteresis(self):
-        df = frame({"default": [1.0] * 6, "fast": [0.5] * 6},
-                   parity_fail={("fast", 256)})
-        self.assertEqual(paths_per_point(tuning.choose(df, "default", 1.2)[SHAPE]),
-                         ["fast", "fast", "default", "fast", "fast", "fast"])
+    def test_per_point_choices_respect_parity_and_the_default(self):
+        # (timings, parity failures, expected path at each grid point)
+        cases = {
+            "hysteresis never keeps a path slower than the default":
+                ({"default": [1.0] * 6, "fast": [0.5, 0.5, 0.5, 1.5, 0.5, 0.5]}, set(),
+                 ["fast", "fast", "fast", "default", "fast", "fast"]),
+            "a parity-failed faster path is never chosen":
+                ({"default": [1.0] * 6, "fast": [0.2] * 6, "ok": [0.7] * 6},
+                 {("fast", g) for g in GRID}, ["ok"] * 6),
+            "a parity failure overrides hysteresis":
+                ({"default": [1.0] * 6, "fast": [0.5] * 6}, {("fast", 256)},
+                 ["fast", "fast", "default", "fast", "fast", "fast"]),
+        }
+        for name, (times, failed, expected) in cases.items():
+            with self.subTest(name):
+                df = frame(times, parity_fail=failed)
+                self.assertEqual(paths_per_point(tuning.choose(df, "default", 1.2)[SHAPE]), expected)
 
     def test_failed_default_picks_fastest_passing_and_says_why(self):
         df = frame({"default": [1.0] * 6, "a": [1.1] * 6, "b": [1.05] * 6},
