@@ -49,3 +49,11 @@ if(RINGBENCH_PYTHON)
       PROCESSORS 2 ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endforeach()
 endif()
+# The kernel_tuning sweep (every host kernel path at ring size 1): parser, and the sweep run
+# into a file and read back at 1 and 2 ranks.
+ringbench_add_doctest(TARGET test_kernel_tuning SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_kernel_tuning.cpp
+                      LIBS rb_app)
+foreach(n 1 2)
+  ringbench_add_test(NAME kernel_tuning_np${n} RANKS ${n} COMMAND $<TARGET_FILE:test_kernel_tuning>
+                     LABELS ring TIMEOUT 120)
+endforeach()

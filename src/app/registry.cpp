@@ -8,6 +8,7 @@
 #include "sweeps/p2p_matrix.hpp"
 #include "sweeps/compute.hpp"
 #include "sweeps/memory.hpp"
+#include "sweeps/kernel_tuning.hpp"
 
 namespace rb {
 
@@ -25,6 +26,8 @@ const std::vector<SweepKind>& sweep_kinds() {
        "per-rank GEMM throughput (cuBLASLt, or Kokkos on the host) and attention block rate"},
       {"memory", parse_memory,
        "per-rank host STREAM triad, device copy and host<->device pinned/pageable bandwidth"},
+      {"kernel_tuning", parse_kernel_tuning,
+       "every built kernel path timed forward/backward per block shape (ring size 1), parity-checked"},
   };
   return kinds;
 }

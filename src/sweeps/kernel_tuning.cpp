@@ -1,0 +1,376 @@
+#include "sweeps/kernel_tuning.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernel_paths.hpp"
+#include "metrics/table.hpp"
+#include "ring/inputs.hpp"
+#include "ring/problem.hpp"
+#include "ring/reference.hpp"
+#include "ring/ring_attention.hpp"
+
+namespace rb {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One dilation choice of the grid; segment 0 means exact attention ("none").
+struct Dilation {
+  std::int64_t segment = 0, rate = 0;
+};
+
+struct TuningParams {
+  int batch = 1;
+  int num_heads = 4;
+  std::vector<std::int64_t> block_rows, head_dims;
+  std::vector<std::string> dtypes;
+  std::vector<bool> causal;
+  std::vector<Dilation> dilations;
+  std::int64_t warmup = 2;
+  std::int64_t iterations = 5;
+  std::int64_t seed = 1234;
+  int sample_rows = 32;
+  double tolerance = 0.0;  // 0: the dtype's default
+};
+
+// One shape on one kernel path.
+struct Point {
+  ring::Problem problem;
+  Dilation dilation;
+  std::string path;
+  std::string label;
+};
+
+// What this rank measured at one point.
+struct PointResult {
+  std::string status = "ok";  // ok | oom | parity_failed (this rank's own verdict)
+  std::string kernel_path;
+  std::string failure;
+  std::vector<double> forward_s, backward_s;
+  double max_rel = kNaN;
+};
+
+const char* const kMarginNote =
+    "pick a path only where it beats the incumbent by a margin larger than the spread of the "
+    "samples (see analysis tuning: margin, parity and hysteresis); times here are raw samples";
+
+class KernelTuningSweep final : public Sweep {
+ public:
+  KernelTuningSweep(TuningParams p, std::vector<Point> points)
+      : p_(std::move(p)), points_(std::move(points)) {}
+  std::string type() const override { return "kernel_tuning"; }
+
+  std::vector<std::string> plan() const override {
+    std::vector<std::string> lines;
+    for (const Point& pt : points_)
+      lines.push_back(pt.label + ", " + std::to_string(p_.iterations) + " iterations (+" +
+                      std::to_string(p_.warmup) + " warmup)");
+    return lines;
+  }
+
+  std::uint64_t estimated_output_bytes() const override {
+    return 4096 + points_.size() * 512 +
+           points_.size() * 8ull * (2ull * static_cast<std::uint64_t>(p_.iterations) + 8);
+  }
+
+  SweepOutcome run(RunContext& ctx, h5::Group& out) override;
+
+ private:
+  double tolerance(const ring::Problem& prob) const {
+    return p_.tolerance > 0 ? p_.tolerance : ring::default_tolerance(prob.dtype);
+  }
+  void write_attributes(h5::Group& out) const;
+  h5::PointsTable make_table() const;
+  PointResult run_point(RunContext& ctx, attn::AttentionBackend& backend, const Point& pt) const;
+  void time_iterations(ring::RingAttention& ra, PointResult& r) const;
+
+  TuningParams p_;
+  std::vector<Point> points_;
+};
+
+void KernelTuningSweep::write_attributes(h5::Group& out) const {
+  std::vector<std::int64_t> causal, segments, rates;
+  for (bool c : p_.causal) causal.push_back(c ? 1 : 0);
+  for (const Dilation& d : p_.dilations) {
+    segments.push_back(d.segment);
+    rates.push_back(d.rate);
+  }
+  out.attr("batch", static_cast<std::int64_t>(p_.batch));
+  out.attr("num_heads", static_cast<std::int64_t>(p_.num_heads));
+  out.attr("block_rows", p_.block_rows);
+  out.attr("head_dims", p_.head_dims);
+  std::string dtypes;
+  for (const auto& d : p_.dtypes) dtypes += (dtypes.empty() ? "" : ", ") + d;
+  out.attr("dtypes", dtypes);
+  out.attr("causal", causal);
+  out.attr("segment_lengths", segments);
+  out.attr("dilation_rates", rates);
+  out.attr("warmup", p_.warmup);
+  out.attr("iterations", p_.iterations);
+  out.attr("seed", p_.seed);
+  out.attr("margin_note", kMarginNote);
+}
+
+h5::PointsTable KernelTuningSweep::make_table() const {
+  h5::PointsTable t(points_.size());
+  std::vector<std::int64_t> rows, hd, causal, seg, rate;
+  std::vector<std::string> dtype, path, label;
+  std::vector<double> tol;
+  for (const Point& pt : points_) {
+    rows.push_back(pt.problem.seq_len);
+    hd.push_back(pt.problem.head_dim);
+    dtype.push_back(ring::to_string(pt.problem.dtype));
+    causal.push_back(pt.problem.causal ? 1 : 0);
+    seg.push_back(pt.dilation.segment);
+    rate.push_back(pt.dilation.rate);
+    path.push_back(pt.path);
+    label.push_back(pt.label);
+    tol.push_back(tolerance(pt.problem));
+  }
+  t.key("block_rows", std::move(rows), {"1", "query and key rows of the block (the whole sequence at ring size 1)"});
+  t.key("head_dim", std::move(hd), {"1", "head dimension d"});
+  t.key("dtype", std::move(dtype), {"1", "storage dtype of Q, K, V, dO"});
+  t.key("causal", std::move(causal), {"1", "1: causal mask, 0: none"});
+  t.key("segment", std::move(seg), {"1", "LongNet segment length (0: no dilation)"});
+  t.key("rate", std::move(rate), {"1", "LongNet dilation rate (0: no dilation)"});
+  t.key("path", std::move(path), {"1", "kernel path of the kernel path table that ran the point"});
+  t.key("label", std::move(label), {"1", "the point's plan line"});
+  t.key("tolerance", std::move(tol), {"1", "largest max_rel_error before the point is parity_failed"});
+  const std::uint64_t I = static_cast<std::uint64_t>(p_.iterations);
+  t.text_metric("status", {"1", "ok | oom | parity_failed (this rank's own verdict)"});
+  t.text_metric("kernel_path", {"1", "the backend's name for the path that ran"});
+  t.metric("forward_time_s", {"s", "wall time of each timed forward pass"}, {I});
+  t.metric("backward_time_s", {"s", "wall time of each timed backward pass"}, {I});
+  t.metric("max_rel_error", {"1", "largest relative error of O, dQ, dK, dV against the reference"});
+  t.int_metric("parity_ok", {"1", "1: max_rel_error within tolerance, 0: not (-1: not checked)"});
+  return t;
+}
+
+void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
+  t.set_text("status", pi, r.status);
+  t.set_text("kernel_path", pi, r.kernel_path);
+  if (r.status == "oom") return;
+  t.set("forward_time_s", pi, r.forward_s);
+  t.set("backward_time_s", pi, r.backward_s);
+  t.set("max_rel_error", pi, r.max_rel);
+  t.set_int("parity_ok", pi, r.status == "ok" ? 1 : 0);
+}
+
+bool on_any_rank(MPI_Comm world, bool mine) {
+  int local = mine ? 1 : 0, any = 0;
+  RB_MPI_CHECK(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, world));
+  return any != 0;
+}
+
+SweepOutcome KernelTuningSweep::run(RunContext& ctx, h5::Group& out) {
+  write_attributes(out);
+  h5::PointsTable table = make_table();
+  SweepOutcome outcome;
+  // One backend per path, made when its first point comes (points are grouped by shape).
+  std::vector<std::pair<std::string, std::unique_ptr<attn::AttentionBackend>>> backends;
+  for (std::size_t pi = 0; pi < points_.size(); ++pi) {
+    const Point& pt = points_[pi];
+    ctx.progress.point_started(pi, pt.label);
+    auto found = std::find_if(backends.begin(), backends.end(),
+                              [&](const auto& b) { return b.first == pt.path; });
+    if (found == backends.end()) {
+      backends.emplace_back(pt.path, ctx.paths.attention_backend({pt.path, "default"}));
+      found = std::prev(backends.end());
+    }
+    // Every rank times its own device; the barrier keeps the ranks on the same point.
+    RB_MPI_CHECK(MPI_Barrier(ctx.world));
+    const PointResult r = run_point(ctx, *found->second, pt);
+    record(table, pi, r);
+    const std::string where = "point " + std::to_string(pi) + " (" + pt.label + ")";
+    if (r.status == "oom") ctx.progress.note(where + ": out of memory on a rank, skipped there");
+    if (!on_any_rank(ctx.world, r.status == "parity_failed")) continue;
+    ctx.progress.note("PARITY FAILED at " + where + (r.failure.empty() ? "" : ": " + r.failure));
+    if (outcome.ok) {
+      outcome.ok = false;
+      outcome.failure = where + ": parity failed" + (r.failure.empty() ? "" : " (" + r.failure + ")");
+    }
+  }
+  table.write(out);
+  return outcome;
+}
+
+double worst_rel(const ring::ParityReport& par) {
+  double worst = -1.0;
+  for (const ring::ErrorStats* e : {&par.out, &par.dq, &par.dk, &par.dv})
+    if (!std::isnan(e->max_rel)) worst = std::max(worst, e->max_rel);
+  return worst < 0 ? kNaN : worst;
+}
+
+PointResult KernelTuningSweep::run_point(RunContext& ctx, attn::AttentionBackend& backend,
+                                         const Point& pt) const {
+  const ring::Problem& prob = pt.problem;
+  PointResult r;
+  r.kernel_path = backend.name();
+  // Ring size 1: this rank alone, so no rank waits for another's device.
+  std::unique_ptr<ring::RingTransport> transport;
+  std::unique_ptr<ring::RingAttention> ra;
+  try {
+    transport = ctx.paths.ring_transport(MPI_COMM_SELF, backend);
+    ra = std::make_unique<ring::RingAttention>(prob, backend, *transport, true);
+  } catch (const attn::OutOfMemory&) {
+    r.status = "oom";
+    return r;
+  }
+  using ring::Tensor;
+  const std::uint64_t seed = static_cast<std::uint64_t>(p_.seed);
+  const auto q = ring::make_shard(prob, 0, seed, Tensor::Q);
+  const auto k = ring::make_shard(prob, 0, seed, Tensor::K);
+  const auto v = ring::make_shard(prob, 0, seed, Tensor::V);
+  const auto dO = ring::make_shard(prob, 0, seed, Tensor::dO);
+  ra->load_inputs(q.data(), k.data(), v.data(), dO.data());
+  time_iterations(*ra, r);
+
+  ring::ParityOptions opt;
+  opt.sample_rows = p_.sample_rows;
+  const ring::ParityReport par =
+      ring::check_parity(prob, seed, 0, MPI_COMM_SELF, ra->result(), true, opt);
+  r.max_rel = worst_rel(par);
+  if (!(r.max_rel <= tolerance(prob))) {
+    r.status = "parity_failed";
+    r.failure = "max rel error " + std::to_string(r.max_rel) + " > tolerance " +
+                std::to_string(tolerance(prob));
+  }
+  return r;
+}
+
+void KernelTuningSweep::time_iterations(ring::RingAttention& ra, PointResult& r) const {
+  using clock = std::chrono::steady_clock;
+  auto seconds = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  for (std::int64_t it = 0; it < p_.warmup + p_.iterations; ++it) {
+    const auto t0 = clock::now();
+    ra.forward();  // ends synchronised
+    const auto t1 = clock::now();
+    ra.backward();
+    const auto t2 = clock::now();
+    if (it < p_.warmup) continue;
+    r.forward_s.push_back(seconds(t0, t1));
+    r.backward_s.push_back(seconds(t1, t2));
+  }
+}
+
+// `dilations`: a list whose entries are `none` or a [segment, rate] pair.
+std::vector<Dilation> parse_dilations(const cfg::Node& n) {
+  if (!n.has("dilations")) return {Dilation{}};
+  const cfg::Node list = n.child("dilations");
+  if (!list.is_sequence()) n.fail("dilations", "expected a list of `none` or [segment, rate] pairs");
+  std::vector<Dilation> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const cfg::Node e = list.element(i);
+    const std::string entry = "entry " + std::to_string(i);
+    if (e.yaml().IsScalar() && e.yaml().Scalar() == "none") {
+      out.push_back(Dilation{});
+      continue;
+    }
+    if (!e.is_sequence() || e.size() != 2)
+      n.fail("dilations", entry + ": expected `none` or a [segment, rate] pair");
+    Dilation d;
+    try {
+      d.segment = e.element(0).yaml().as<std::int64_t>();
+      d.rate = e.element(1).yaml().as<std::int64_t>();
+    } catch (const YAML::Exception&) {
+      n.fail("dilations", entry + ": segment and rate must be integers");
+    }
+    if (d.segment < 1 || d.rate < 1 || d.rate > d.segment || d.segment % d.rate != 0)
+      n.fail("dilations", entry + ": segment " + std::to_string(d.segment) + ", rate " +
+                              std::to_string(d.rate) + ": need 1 <= rate <= segment and segment % rate == 0");
+    out.push_back(d);
+  }
+  if (out.empty()) n.fail("dilations", "empty: give at least one entry (`none` for exact attention)");
+  return out;
+}
+
+std::vector<bool> parse_causal(const cfg::Node& n) {
+  std::vector<bool> out;
+  for (const std::string& c : n.get_choice_list("causal", {"false"}, {"false", "true"}))
+    out.push_back(c == "true");
+  return out;
+}
+
+std::string point_label(const ring::Problem& pr, const Dilation& d, const std::string& path) {
+  return "rows=" + std::to_string(pr.seq_len) + " d=" + std::to_string(pr.head_dim) + " " +
+         ring::to_string(pr.dtype) + (pr.causal ? " causal" : "") +
+         (d.segment ? " w=" + std::to_string(d.segment) + " r=" + std::to_string(d.rate) : "") +
+         " " + path;
+}
+
+ring::Problem make_problem(const cfg::Node& n, const TuningParams& p, std::int64_t rows,
+                           std::int64_t head_dim, const std::string& dtype, bool causal,
+                           const Dilation& d) {
+  ring::Problem pr;
+  pr.batch = p.batch;
+  pr.heads = p.num_heads;
+  pr.head_dim = static_cast<int>(head_dim);
+  pr.seq_len = rows;
+  pr.ring_size = 1;
+  pr.layout = ring::layout_from_string("contiguous");
+  pr.causal = causal;
+  pr.dtype = ring::dtype_from_string(dtype);
+  if (d.segment) pr.branches.push_back({d.segment, d.rate});
+  const std::string e = ring::problem_error(pr);
+  if (!e.empty())
+    n.fail(d.segment ? "dilations" : "block_rows", "block rows " + std::to_string(rows) + ": " + e);
+  return pr;
+}
+
+// Every built path of this device that takes the block, in table order.
+void add_points(attn::Device device, const ring::Problem& pr,
+                const Dilation& d, std::vector<Point>& points) {
+  for (const attn::KernelPath& kp : attn::kernel_paths()) {
+    if (kp.device != device || !kp.built) continue;
+    if (!attn::kernel_refusal({kp.name, "default"}, device, pr.dtype, pr.head_dim, pr.causal,
+                              d.segment != 0).empty())
+      continue;
+    points.push_back({pr, d, kp.name, point_label(pr, d, kp.name)});
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Sweep> parse_kernel_tuning(const SweepSpec& spec, const ParseContext& ctx) {
+  const cfg::Node& n = spec.node;
+  n.allow_only({"type", "name", "batch", "num_heads", "block_rows", "head_dims", "dtype", "causal",
+                "dilations", "warmup", "iterations", "seed", "tolerance", "sample_rows"});
+  TuningParams p;
+  p.batch = static_cast<int>(n.get_int("batch", 1, 1, 1 << 20));
+  p.num_heads = static_cast<int>(n.get_int("num_heads", 4, 1, 1 << 16));
+  if (!n.has("block_rows"))
+    n.fail("block_rows", "required: the block rows to sweep, e.g. [512, 4096, 65536]");
+  p.block_rows = n.get_int_list("block_rows", {}, 1, std::int64_t{1} << 32);
+  p.head_dims = n.get_int_list("head_dims", {64}, 1, 1024);
+  const bool cuda = ctx.backend == Backend::Cuda;
+  p.dtypes = n.get_choice_list("dtype", {cuda ? "bf16" : "fp32"}, ring::dtype_names());
+  p.causal = parse_causal(n);
+  p.dilations = parse_dilations(n);
+  p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
+  p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
+  p.seed = n.get_int("seed", p.seed, 0);
+  p.tolerance = n.get_double("tolerance", 0.0, 0.0, 1.0);
+  p.sample_rows = static_cast<int>(n.get_int("sample_rows", 32, 2, 1 << 20));
+
+  const attn::Device device = cuda ? attn::Device::Cuda : attn::Device::Host;
+  std::vector<Point> points;
+  for (auto rows : p.block_rows)
+    for (auto hd : p.head_dims)
+      for (const auto& dt : p.dtypes)
+        for (bool c : p.causal)
+          for (const Dilation& d : p.dilations)
+            add_points(device, make_problem(n, p, rows, hd, dt, c, d), d, points);
+  if (points.empty())
+    n.fail("head_dims", "no kernel path of this build on " + std::string(attn::to_string(device)) +
+                            " takes any block of the grid");
+  return std::make_unique<KernelTuningSweep>(std::move(p), std::move(points));
+}
+
+}  // namespace rb

@@ -1,0 +1,106 @@
+// The kernel_tuning sweep: its config parser (grid, rejected dilations with file and key), then
+// the sweep run on the host path into a real file, read back in the points-table layout.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "app/paths.hpp"
+#include "app/progress.hpp"
+#include "config/node.hpp"
+#include "metrics/h5.hpp"
+#include "runtime/mpi.hpp"
+#include "sweeps/kernel_tuning.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+rb::SweepSpec spec_of(const std::string& yaml) {
+  rb::SweepSpec s;
+  s.type = "kernel_tuning";
+  s.name = "kt";
+  s.node = rb::cfg::Node(YAML::Load(yaml), "test.yaml", "sweeps[0]");
+  return s;
+}
+
+std::string rejection(const std::string& yaml, const std::string& key) {
+  try {
+    rb::parse_kernel_tuning(spec_of(yaml), rb::ParseContext{});
+  } catch (const rb::cfg::ConfigError& e) {
+    CHECK(e.key() == "sweeps[0]." + key);
+    CHECK(std::string(e.what()).find("test.yaml:") == 0);
+    return e.message();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("kernel_tuning config: one point per shape and built host path") {
+  auto s = rb::parse_kernel_tuning(
+      spec_of("{block_rows: [64, 128], head_dims: [16], causal: [false, true], dilations: [none, [32, 2]]}"),
+      rb::ParseContext{});
+  const auto plan = s->plan();
+  REQUIRE(plan.size() == 2 * 2 * 2 * 2);  // rows x causal x dilation x {kokkos, materialized}
+  CHECK(plan[0].find("rows=64 d=16 fp32 kokkos") == 0);
+  CHECK(plan[1].find("rows=64 d=16 fp32 materialized") == 0);
+  CHECK(plan[3].find("rows=64 d=16 fp32 w=32 r=2 materialized") == 0);
+  CHECK(rejection("{head_dims: [16]}", "block_rows").find("required") == 0);
+  CHECK(rejection("{block_rows: [64], dilations: [[32, 3]]}", "dilations").find("entry 0") == 0);
+  CHECK(rejection("{block_rows: [64], dilations: [[128, 2]]}", "dilations").find("block rows 64") == 0);
+  CHECK(rejection("{block_rows: [64], dilations: [sparse]}", "dilations") != "");
+  CHECK(rejection("{block_rows: [64], causal: maybe}", "causal") != "");
+  CHECK(rejection("{block_rows: [64], head_dim: 16}", "head_dim") != "");
+}
+
+TEST_CASE("kernel_tuning sweep: every host path timed and parity-checked per shape") {
+  const int world = rb::test::world();
+  const std::string yaml =
+      "sweeps:\n  - {type: kernel_tuning, name: kt, block_rows: [64, 128], head_dims: [16], "
+      "num_heads: 2, causal: [false, true], dilations: [[32, 2]], warmup: 1, iterations: 3}\n";
+  const rb::Config cfg = rb::parse_config_text(yaml, "tuning.yaml");
+  const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
+  rb::ParseContext pctx;
+  pctx.world_size = world;
+  auto sweep = rb::parse_kernel_tuning(cfg.sweeps.at(0), pctx);
+  const std::string path = rb::test::test_path("ring", "kernel_tuning");
+  rb::SweepOutcome outcome;
+  {
+    rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
+    rb::h5::Group root = file.root();
+    rb::h5::Group out = root.group("sweeps").group("kt");
+    const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Host);
+    rb::Progress progress(layout.rank, "kt", sweep->plan().size());
+    rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout, rb::Backend::Host, nullptr, paths, progress};
+    outcome = sweep->run(ctx, out);
+    file.close();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(outcome.ok);
+  const std::uint64_t W = static_cast<std::uint64_t>(world), P = 8;
+  std::vector<std::uint64_t> dims;
+  const auto rows = rb::h5::read_ints(path, "/sweeps/kt/points/block_rows", &dims);
+  REQUIRE(dims == std::vector<std::uint64_t>{P});
+  CHECK(rows == std::vector<std::int64_t>{64, 64, 64, 64, 128, 128, 128, 128});
+  CHECK(rb::h5::read_ints(path, "/sweeps/kt/points/causal") == std::vector<std::int64_t>{0, 0, 1, 1, 0, 0, 1, 1});
+  for (auto d : rb::h5::read_ints(path, "/sweeps/kt/points/head_dim")) CHECK(d == 16);
+  for (auto w : rb::h5::read_ints(path, "/sweeps/kt/points/segment")) CHECK(w == 32);
+  for (auto r : rb::h5::read_ints(path, "/sweeps/kt/points/rate")) CHECK(r == 2);
+  for (const auto& d : rb::h5::read_strings(path, "/sweeps/kt/points/dtype")) CHECK(d == "fp32");
+  const auto paths = rb::h5::read_strings(path, "/sweeps/kt/points/path");
+  for (std::size_t p = 0; p < P; ++p) CHECK(paths[p] == (p % 2 == 0 ? "kokkos" : "materialized"));
+  CHECK(rb::h5::read_string_attr(path, "/sweeps/kt/points/path", "role") == "key");
+  for (const auto& s : rb::h5::read_strings(path, "/sweeps/kt/status")) CHECK(s == "ok");
+  const auto kp = rb::h5::read_strings(path, "/sweeps/kt/kernel_path");
+  CHECK(kp.size() == W * P);
+  for (const auto& k : kp) CHECK_FALSE(k.empty());
+  for (const char* name : {"/sweeps/kt/forward_time_s", "/sweeps/kt/backward_time_s"}) {
+    const auto t = rb::h5::read_doubles(path, name, &dims);
+    CHECK(dims == std::vector<std::uint64_t>{W, P, 3});
+    for (double x : t) CHECK(x > 0);
+  }
+  for (auto ok : rb::h5::read_ints(path, "/sweeps/kt/parity_ok")) CHECK(ok == 1);
+  for (double e : rb::h5::read_doubles(path, "/sweeps/kt/max_rel_error")) CHECK(e < 2e-4);
+  CHECK(rb::h5::read_string_attr(path, "/sweeps/kt/forward_time_s", "units") == "s");
+}
