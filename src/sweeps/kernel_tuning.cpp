@@ -66,11 +66,7 @@ class KernelTuningSweep final : public Sweep {
   std::string type() const override { return "kernel_tuning"; }
 
   std::vector<std::string> plan() const override {
-    std::vector<std::string> lines;
-    for (const Point& pt : points_)
-      lines.push_back(pt.label + ", " + std::to_string(p_.iterations) + " iterations (+" +
-                      std::to_string(p_.warmup) + " warmup)");
-    return lines;
+    return timed_plan(points_, p_.iterations, p_.warmup);
   }
 
   std::uint64_t estimated_output_bytes() const override {

@@ -140,38 +140,61 @@ struct PointResult {
 
 // Every metric of the sweep, declared on every rank (the table checks they agree). R: the
 // largest ring size (smaller rings leave NaN / -1 in the steps they do not have).
+// Every per-rank metric of a point: name, units, description, value type (d number, i integer,
+// t text) and inner shape (- scalar, I iterations, R ring steps of the largest ring, 4 tensors).
+struct MetricColumn {
+  const char* name;
+  const char* units;
+  const char* what;
+  char type;
+  char shape;
+};
+
+const MetricColumn kMetricColumns[] = {
+  {"ring_id", "1", "which ring this rank belongs to (world rank / ring size)", 'i', '-'},
+  {"ring_rank", "1", "this rank's position in its ring (world rank % ring size)", 'i', '-'},
+  {"status", "1", "ok | oom | parity_failed (the same on every rank)", 't', '-'},
+  {"kernel_path", "1", "the kernel path that ran the blocks (the backend's name)", 't', '-'},
+  {"forward_time_s", "s", "wall time of each timed forward pass (after a world barrier)", 'd', 'I'},
+  {"backward_time_s", "s", "wall time of each timed backward pass (NaN without backward)", 'd', 'I'},
+  {"total_time_s", "s", "forward plus backward wall time of each timed iteration", 'd', 'I'},
+  {"step_compute_s", "s", "forward: median over iterations of each ring step's block-kernel time", 'd', 'R'},
+  {"step_wait_s", "s", "forward: median over iterations of each ring step's exposed communication (time blocked waiting for the next K/V block)", 'd', 'R'},
+  {"backward_step_compute_s", "s", "backward: median over iterations of each ring step's kernel time (incl. adding dK/dV partial sums)", 'd', 'R'},
+  {"backward_step_wait_s", "s", "backward: median over iterations of each ring step's exposed communication; the last step includes the final dK/dV hop home", 'd', 'R'},
+  {"step_pairs", "1", "attending (query, key) pairs computed at each ring step, summed over batch, heads and branches", 'i', 'R'},
+  {"bytes_sent_bytes", "B", "bytes this rank sent to its ring neighbour per iteration (forward + backward)", 'i', '-'},
+  {"peak_memory_bytes", "B", "high-water mark of the attention backend's allocations during the point", 'i', '-'},
+  {"forward_flop", "FLOP", "forward FLOPs of this rank per iteration (FlashAttention convention: 4 d per attending pair)", 'd', '-'},
+  {"forward_tflops", "TFLOP/s", "forward_flop / median forward_time_s", 'd', '-'},
+  {"backward_tflops", "TFLOP/s", "2.5 x forward_flop / median backward_time_s", 'd', '-'},
+  {"total_tflops", "TFLOP/s", "(forward + backward FLOPs) / median total_time_s", 'd', '-'},
+  {"lse_max_abs", "1", "max |lse - lse_ref| (natural log) over this rank's checked query rows", 'd', '-'},
+  {"parity_elements", "1", "elements compared with the reference for O, dQ, dK, dV", 'i', '4'},
+  {"parity_sampled", "1", "1: sampled heads and rows were checked, 0: every element", 'i', '-'},
+  {"parity_note", "1", "which heads and rows were compared, and where the dK/dV normaliser came from", 't', '-'},
+  {"parity_time_s", "s", "host time of this rank's reference computation and comparison (outside the timed regions)", 'd', '-'},
+  {"oom_requested_bytes", "B", "allocation that failed on this rank (-1: this rank did not run out)", 'i', '-'},
+  {"oom_free_bytes", "B", "memory free when that allocation failed", 'i', '-'},
+  {"oom_message", "1", "the allocation failure on this rank (empty if none)", 't', '-'},
+};
+
 void declare_metrics(h5::PointsTable& t, std::uint64_t R, std::uint64_t I) {
-  t.int_metric("ring_id", {"1", "which ring this rank belongs to (world rank / ring size)"});
-  t.int_metric("ring_rank", {"1", "this rank's position in its ring (world rank % ring size)"});
-  t.text_metric("status", {"1", "ok | oom | parity_failed (the same on every rank)"});
-  t.text_metric("kernel_path", {"1", "the kernel path that ran the blocks (the backend's name)"});
-  t.metric("forward_time_s", {"s", "wall time of each timed forward pass (after a world barrier)"}, {I});
-  t.metric("backward_time_s", {"s", "wall time of each timed backward pass (NaN without backward)"}, {I});
-  t.metric("total_time_s", {"s", "forward plus backward wall time of each timed iteration"}, {I});
-  t.metric("step_compute_s", {"s", "forward: median over iterations of each ring step's block-kernel time"}, {R});
-  t.metric("step_wait_s", {"s", "forward: median over iterations of each ring step's exposed communication (time blocked waiting for the next K/V block)"}, {R});
-  t.metric("backward_step_compute_s", {"s", "backward: median over iterations of each ring step's kernel time (incl. adding dK/dV partial sums)"}, {R});
-  t.metric("backward_step_wait_s", {"s", "backward: median over iterations of each ring step's exposed communication; the last step includes the final dK/dV hop home"}, {R});
-  t.int_metric("step_pairs", {"1", "attending (query, key) pairs computed at each ring step, summed over batch, heads and branches"}, {R});
-  t.int_metric("bytes_sent_bytes", {"B", "bytes this rank sent to its ring neighbour per iteration (forward + backward)"});
-  t.int_metric("peak_memory_bytes", {"B", "high-water mark of the attention backend's allocations during the point"});
-  t.metric("forward_flop", {"FLOP", "forward FLOPs of this rank per iteration (FlashAttention convention: 4 d per attending pair)"});
-  t.metric("forward_tflops", {"TFLOP/s", "forward_flop / median forward_time_s"});
-  t.metric("backward_tflops", {"TFLOP/s", "2.5 x forward_flop / median backward_time_s"});
-  t.metric("total_tflops", {"TFLOP/s", "(forward + backward FLOPs) / median total_time_s"});
+  for (const MetricColumn& c : kMetricColumns) {
+    std::vector<std::uint64_t> inner;
+    if (c.shape == 'I') inner = {I};
+    if (c.shape == 'R') inner = {R};
+    if (c.shape == '4') inner = {4};
+    const h5::Meta meta{c.units, c.what};
+    if (c.type == 'd') t.metric(c.name, meta, inner);
+    if (c.type == 'i') t.int_metric(c.name, meta, inner);
+    if (c.type == 't') t.text_metric(c.name, meta);
+  }
   for (const char* tensor : {"out", "dq", "dk", "dv"}) {
     const std::string n = tensor;
     t.metric(n + "_max_abs", {"1", "max |" + n + " - reference| over this rank's checked elements"});
     t.metric(n + "_max_rel", {"1", n + "_max_abs / max |reference| over the same elements"});
   }
-  t.metric("lse_max_abs", {"1", "max |lse - lse_ref| (natural log) over this rank's checked query rows"});
-  t.int_metric("parity_elements", {"1", "elements compared with the reference for O, dQ, dK, dV"}, {4});
-  t.int_metric("parity_sampled", {"1", "1: sampled heads and rows were checked, 0: every element"});
-  t.text_metric("parity_note", {"1", "which heads and rows were compared, and where the dK/dV normaliser came from"});
-  t.metric("parity_time_s", {"s", "host time of this rank's reference computation and comparison (outside the timed regions)"});
-  t.int_metric("oom_requested_bytes", {"B", "allocation that failed on this rank (-1: this rank did not run out)"});
-  t.int_metric("oom_free_bytes", {"B", "memory free when that allocation failed"});
-  t.text_metric("oom_message", {"1", "the allocation failure on this rank (empty if none)"});
 }
 
 void record_parity(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
@@ -231,11 +254,7 @@ class RingAttentionSweep final : public Sweep {
   std::string type() const override { return "ring_attention"; }
 
   std::vector<std::string> plan() const override {
-    std::vector<std::string> lines;
-    for (const Point& pt : points_)
-      lines.push_back(pt.label + ", " + std::to_string(p_.iterations) + " iterations (+" +
-                      std::to_string(p_.warmup) + " warmup)");
-    return lines;
+    return timed_plan(points_, p_.iterations, p_.warmup);
   }
 
   std::uint64_t estimated_output_bytes() const override {

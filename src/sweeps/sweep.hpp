@@ -84,6 +84,17 @@ class Sweep {
   std::string name_;
 };
 
+// Plan lines "<label>, N iterations (+W warmup)" of sweeps whose points carry a label.
+template <class Points>
+std::vector<std::string> timed_plan(const Points& points, std::int64_t iterations,
+                                    std::int64_t warmup) {
+  std::vector<std::string> lines;
+  for (const auto& pt : points)
+    lines.push_back(pt.label + ", " + std::to_string(iterations) + " iterations (+" +
+                    std::to_string(warmup) + " warmup)");
+  return lines;
+}
+
 using SweepParser = std::unique_ptr<Sweep> (*)(const SweepSpec& spec, const ParseContext& ctx);
 
 }  // namespace rb

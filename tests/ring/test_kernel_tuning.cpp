@@ -12,27 +12,15 @@
 #include "metrics/h5.hpp"
 #include "runtime/mpi.hpp"
 #include "sweeps/kernel_tuning.hpp"
+#include "host_sweep.hpp"
 #include "test_support.hpp"
 
 namespace {
 
-rb::SweepSpec spec_of(const std::string& yaml) {
-  rb::SweepSpec s;
-  s.type = "kernel_tuning";
-  s.name = "kt";
-  s.node = rb::cfg::Node(YAML::Load(yaml), "test.yaml", "sweeps[0]");
-  return s;
-}
+rb::SweepSpec spec_of(const std::string& yaml) { return rbtest::sweep_spec("kernel_tuning", "kt", yaml); }
 
 std::string rejection(const std::string& yaml, const std::string& key) {
-  try {
-    rb::parse_kernel_tuning(spec_of(yaml), rb::ParseContext{});
-  } catch (const rb::cfg::ConfigError& e) {
-    CHECK(e.key() == "sweeps[0]." + key);
-    CHECK(std::string(e.what()).find("test.yaml:") == 0);
-    return e.message();
-  }
-  return "";
+  return rbtest::rejection(rb::parse_kernel_tuning, spec_of(yaml), rb::ParseContext{}, key);
 }
 
 }  // namespace
@@ -59,34 +47,22 @@ TEST_CASE("kernel_tuning sweep: every host path timed and parity-checked per sha
   const std::string yaml =
       "sweeps:\n  - {type: kernel_tuning, name: kt, block_rows: [64, 128], head_dims: [16], "
       "num_heads: 2, causal: [false, true], dilations: [[32, 2]], warmup: 1, iterations: 3}\n";
-  const rb::Config cfg = rb::parse_config_text(yaml, "tuning.yaml");
-  const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
-  rb::ParseContext pctx;
-  pctx.world_size = world;
-  auto sweep = rb::parse_kernel_tuning(cfg.sweeps.at(0), pctx);
-  const std::string path = rb::test::test_path("ring", "kernel_tuning");
-  rb::SweepOutcome outcome;
-  {
-    rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
-    rb::h5::Group root = file.root();
-    rb::h5::Group out = root.group("sweeps").group("kt");
-    const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Host);
-    rb::Progress progress(layout.rank, "kt", sweep->plan().size());
-    rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout, rb::Backend::Host, nullptr, paths, progress};
-    outcome = sweep->run(ctx, out);
-    file.close();
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  CHECK(outcome.ok);
+  const auto run = rbtest::run_host_sweep(yaml, rb::parse_kernel_tuning, "kernel_tuning");
+  CHECK(run.outcome.ok);
+  const std::string& path = run.path;
   const std::uint64_t W = static_cast<std::uint64_t>(world), P = 8;
+  // Points in grid order: block_rows, then causal, then path (kokkos, materialized).
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>> int_keys = {
+      {"block_rows", {64, 64, 64, 64, 128, 128, 128, 128}},
+      {"causal", {0, 0, 1, 1, 0, 0, 1, 1}},
+      {"head_dim", std::vector<std::int64_t>(P, 16)},
+      {"segment", std::vector<std::int64_t>(P, 32)},
+      {"rate", std::vector<std::int64_t>(P, 2)}};
   std::vector<std::uint64_t> dims;
-  const auto rows = rb::h5::read_ints(path, "/sweeps/kt/points/block_rows", &dims);
-  REQUIRE(dims == std::vector<std::uint64_t>{P});
-  CHECK(rows == std::vector<std::int64_t>{64, 64, 64, 64, 128, 128, 128, 128});
-  CHECK(rb::h5::read_ints(path, "/sweeps/kt/points/causal") == std::vector<std::int64_t>{0, 0, 1, 1, 0, 0, 1, 1});
-  for (auto d : rb::h5::read_ints(path, "/sweeps/kt/points/head_dim")) CHECK(d == 16);
-  for (auto w : rb::h5::read_ints(path, "/sweeps/kt/points/segment")) CHECK(w == 32);
-  for (auto r : rb::h5::read_ints(path, "/sweeps/kt/points/rate")) CHECK(r == 2);
+  for (const auto& [key, want] : int_keys) {
+    CHECK(rb::h5::read_ints(path, "/sweeps/kt/points/" + key, &dims) == want);
+    CHECK(dims == std::vector<std::uint64_t>{P});
+  }
   for (const auto& d : rb::h5::read_strings(path, "/sweeps/kt/points/dtype")) CHECK(d == "fp32");
   const auto paths = rb::h5::read_strings(path, "/sweeps/kt/points/path");
   for (std::size_t p = 0; p < P; ++p) CHECK(paths[p] == (p % 2 == 0 ? "kokkos" : "materialized"));

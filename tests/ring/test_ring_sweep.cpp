@@ -13,17 +13,12 @@
 #include "metrics/h5.hpp"
 #include "runtime/mpi.hpp"
 #include "sweeps/ring_attention.hpp"
+#include "host_sweep.hpp"
 #include "test_support.hpp"
 
 namespace {
 
-rb::SweepSpec spec_of(const std::string& yaml) {
-  rb::SweepSpec s;
-  s.type = "ring_attention";
-  s.name = "ra";
-  s.node = rb::cfg::Node(YAML::Load(yaml), "test.yaml", "sweeps[0]");
-  return s;
-}
+rb::SweepSpec spec_of(const std::string& yaml) { return rbtest::sweep_spec("ring_attention", "ra", yaml); }
 
 rb::ParseContext world4() {
   rb::ParseContext c;
@@ -32,16 +27,8 @@ rb::ParseContext world4() {
   return c;
 }
 
-// Parses and returns the error (empty if accepted); checks the failing key too.
 std::string rejection(const std::string& yaml, const std::string& key) {
-  try {
-    rb::parse_ring_attention(spec_of(yaml), world4());
-  } catch (const rb::cfg::ConfigError& e) {
-    CHECK(e.key() == "sweeps[0]." + key);
-    CHECK(std::string(e.what()).find("test.yaml:") == 0);  // file:line:col first
-    return e.message();
-  }
-  return "";
+  return rbtest::rejection(rb::parse_ring_attention, spec_of(yaml), world4(), key);
 }
 
 }  // namespace
@@ -158,24 +145,9 @@ TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, padd
   const int world = rb::test::world();
   const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [1, " +
                            std::to_string(world) + "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2}\n";
-  const rb::Config cfg = rb::parse_config_text(yaml, "ring.yaml");
-  const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
-  rb::ParseContext pctx;
-  pctx.world_size = world;
-  auto sweep = rb::parse_ring_attention(cfg.sweeps.at(0), pctx);
-  const std::string path = rb::test::test_path("ring", "sweep");
-  rb::SweepOutcome outcome;
-  {
-    rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
-    rb::h5::Group root = file.root();
-    rb::h5::Group out = root.group("sweeps").group("ra");
-    const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Host);
-    rb::Progress progress(layout.rank, "ra", sweep->plan().size());
-    rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout, rb::Backend::Host, nullptr, paths, progress};
-    outcome = sweep->run(ctx, out);
-    file.close();
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  const rbtest::HostSweepRun run = rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "sweep");
+  const std::string& path = run.path;
+  const rb::SweepOutcome& outcome = run.outcome;
   CHECK(outcome.ok);
   const std::uint64_t W = static_cast<std::uint64_t>(world), P = 2;
   std::vector<std::uint64_t> dims;
