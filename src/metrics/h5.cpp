@@ -132,10 +132,6 @@ std::uint64_t product(const std::vector<std::uint64_t>& dims) {
 
 using mpi::any_rank;
 
-int comm_rank(MPI_Comm comm) { return mpi::rank_of(comm); }
-int comm_size(MPI_Comm comm) { return mpi::size_of(comm); }
-void bcast_string(std::string& s, MPI_Comm comm) { mpi::broadcast_string(s, comm); }
-
 // The MPI and HDF5 types of the numbers the file holds (double, int64; uint64 for shapes).
 template <class T>
 MPI_Datatype mpi_type() {
@@ -205,7 +201,7 @@ void refuse_existing_attr(hid_t obj, const std::string& name, const std::string&
 // Every rank passes the same (broadcast) value: HDF5 requires identical attribute data.
 void write_string_attr(hid_t obj, const std::string& object, const std::string& name,
                        std::string value, MPI_Comm comm) {
-  bcast_string(value, comm);
+  mpi::broadcast_string(value, comm);
   const std::string where = object + "@" + name;
   Id type = vl_utf8_type(where);
   Id space(check_id(H5Screate(H5S_SCALAR), "H5Screate", where), H5Sclose);
@@ -317,10 +313,10 @@ void per_rank_rows(hid_t parent, const std::string& name, const std::string& dat
                    const Meta& meta, MPI_Comm comm) {
   check_meta(dataset, meta);
   check_same_row_shape(dataset, count, row_dims, comm);
-  std::vector<std::uint64_t> dims{static_cast<std::uint64_t>(comm_size(comm))};
+  std::vector<std::uint64_t> dims{static_cast<std::uint64_t>(mpi::size_of(comm))};
   dims.insert(dims.end(), row_dims.begin(), row_dims.end());
   auto dset = create_dataset(parent, name, dataset, type, dims);
-  write_rank_row(dset->id(), type, dims, comm_rank(comm), count, buf, dataset);
+  write_rank_row(dset->id(), type, dims, mpi::rank_of(comm), count, buf, dataset);
   write_meta(dset->id(), dataset, meta, comm);
 }
 
@@ -340,7 +336,7 @@ void write_from_rank0(hid_t dset, hid_t mem_type, const void* buf, const std::st
   check(static_cast<herr_t>(n < 0 ? -1 : 0), "H5Sget_simple_extent_npoints", dataset);
   if (n == 0) return;
   Id mspace = simple_space({static_cast<std::uint64_t>(n)}, dataset);
-  if (comm_rank(comm) != 0) {
+  if (mpi::rank_of(comm) != 0) {
     check(H5Sselect_none(*fspace), "H5Sselect_none", dataset);
     check(H5Sselect_none(*mspace), "H5Sselect_none", dataset);
   }
@@ -587,7 +583,7 @@ void Group::write_shared_strings(const std::string& name, const std::vector<std:
                              std::to_string(data.size()) + ")");
   Id type = fixed_utf8_type(hdr[1], dataset);
   auto dset = create_dataset(h_->id(), name, dataset, *type, {hdr[0]});
-  const std::vector<char> buf = comm_rank(comm_) == 0 ? pack_fixed(data, hdr[1]) : std::vector<char>();
+  const std::vector<char> buf = mpi::rank_of(comm_) == 0 ? pack_fixed(data, hdr[1]) : std::vector<char>();
   write_from_rank0(dset->id(), *type, buf.data(), dataset, comm_);
   write_meta(dset->id(), dataset, meta, comm_);
 }
@@ -615,7 +611,7 @@ File File::create(const std::string& path, MPI_Comm comm, bool force) {
   // Rank 0 alone looks at the file system (ranks on other nodes might see a stale view);
   // its verdict, as a message, is everyone's.
   std::string error;
-  if (comm_rank(comm) == 0) {
+  if (mpi::rank_of(comm) == 0) {
     namespace fs = std::filesystem;
     std::error_code ec;
     const fs::path p(path);
@@ -628,7 +624,7 @@ File File::create(const std::string& path, MPI_Comm comm, bool force) {
                 "': " + ec.message();
     }
   }
-  bcast_string(error, comm);
+  mpi::broadcast_string(error, comm);
   if (!error.empty()) throw std::runtime_error(error);
 
   Id fapl = parallel_fapl(comm, path);
