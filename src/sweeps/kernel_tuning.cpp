@@ -36,6 +36,7 @@ struct TuningParams {
   std::int64_t seed = 1234;
   int sample_rows = 32;
   double tolerance = 0.0;  // 0: the dtype's default
+  int world_size = 1;       // metrics are [world, P, ...]
 };
 
 // One shape on one kernel path.
@@ -70,8 +71,8 @@ class KernelTuningSweep final : public Sweep {
   }
 
   std::uint64_t estimated_output_bytes() const override {
-    return 4096 + points_.size() * 512 +
-           points_.size() * 8ull * (2ull * static_cast<std::uint64_t>(p_.iterations) + 8);
+    const std::uint64_t per_rank = 8ull * (2ull * static_cast<std::uint64_t>(p_.iterations) + 8);
+    return 4096 + points_.size() * (512 + per_rank * static_cast<std::uint64_t>(p_.world_size));
   }
 
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
@@ -339,6 +340,7 @@ std::unique_ptr<Sweep> parse_kernel_tuning(const SweepSpec& spec, const ParseCon
   n.allow_only({"type", "name", "batch", "num_heads", "block_rows", "head_dims", "dtype", "causal",
                 "dilations", "warmup", "iterations", "seed", "tolerance", "sample_rows"});
   TuningParams p;
+  p.world_size = ctx.world_size;
   p.batch = static_cast<int>(n.get_int("batch", 1, 1, 1 << 20));
   p.num_heads = static_cast<int>(n.get_int("num_heads", 4, 1, 1 << 16));
   if (!n.has("block_rows"))
