@@ -68,6 +68,10 @@ struct ParityReport {
 // The largest max_rel a dtype's kernels are allowed (computed in that dtype with fp32
 // accumulation on the GPU): fp32 2e-4, fp16 5e-3 (10-bit mantissa), bf16 2e-2 (7-bit).
 double default_tolerance(attn::DType t);
+// The tolerance a sweep checks with: the configured one (> 0), else the dtype's default.
+inline double tolerance_for(attn::DType t, double configured) {
+  return configured > 0 ? configured : default_tolerance(t);
+}
 
 // Collective over ring_comm (gathers the reference log-sum-exp for dK/dV).
 ParityReport check_parity(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm,

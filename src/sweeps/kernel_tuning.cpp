@@ -79,7 +79,7 @@ class KernelTuningSweep final : public Sweep {
 
  private:
   double tolerance(const ring::Problem& prob) const {
-    return p_.tolerance > 0 ? p_.tolerance : ring::default_tolerance(prob.dtype);
+    return ring::tolerance_for(prob.dtype, p_.tolerance);
   }
   void write_attributes(h5::Group& out) const;
   h5::PointsTable make_table() const;

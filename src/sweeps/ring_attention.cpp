@@ -273,7 +273,7 @@ class RingAttentionSweep final : public Sweep {
 
  private:
   double tolerance(const ring::Problem& prob) const {
-    return p_.tolerance > 0 ? p_.tolerance : ring::default_tolerance(prob.dtype);
+    return ring::tolerance_for(prob.dtype, p_.tolerance);
   }
   void write_attributes(h5::Group& out, const attn::AttentionBackend& backend,
                         ProgressReporter& progress) const;
