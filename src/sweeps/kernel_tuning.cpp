@@ -44,6 +44,7 @@ struct Point {
   ring::Problem problem;
   Dilation dilation;
   std::string path;
+  std::string auto_path;  // what the built-in `auto` rule runs on this shape
   std::string label;
 };
 
@@ -116,7 +117,7 @@ void KernelTuningSweep::write_attributes(h5::Group& out) const {
 h5::PointsTable KernelTuningSweep::make_table() const {
   h5::PointsTable t(points_.size());
   std::vector<std::int64_t> rows, hd, causal, seg, rate;
-  std::vector<std::string> dtype, path, label;
+  std::vector<std::string> dtype, path, auto_path, label;
   std::vector<double> tol;
   for (const Point& pt : points_) {
     rows.push_back(pt.problem.seq_len);
@@ -126,6 +127,7 @@ h5::PointsTable KernelTuningSweep::make_table() const {
     seg.push_back(pt.dilation.segment);
     rate.push_back(pt.dilation.rate);
     path.push_back(pt.path);
+    auto_path.push_back(pt.auto_path);
     label.push_back(pt.label);
     tol.push_back(tolerance(pt.problem));
   }
@@ -136,6 +138,8 @@ h5::PointsTable KernelTuningSweep::make_table() const {
   t.key("segment", std::move(seg), {"1", "LongNet segment length (0: no dilation)"});
   t.key("rate", std::move(rate), {"1", "LongNet dilation rate (0: no dilation)"});
   t.key("path", std::move(path), {"1", "kernel path of the kernel path table that ran the point"});
+  t.key("auto_path", std::move(auto_path),
+        {"1", "the path the built-in `auto` rule runs on this shape (what a tuned policy replaces)"});
   t.key("label", std::move(label), {"1", "the point's plan line"});
   t.key("tolerance", std::move(tol), {"1", "largest max_rel_error before the point is parity_failed"});
   const std::uint64_t I = static_cast<std::uint64_t>(p_.iterations);
@@ -321,15 +325,19 @@ ring::Problem make_problem(const cfg::Node& n, const TuningParams& p, std::int64
   return pr;
 }
 
-// Every built path of this device that takes the block, in table order.
-void add_points(attn::Device device, const ring::Problem& pr,
-                const Dilation& d, std::vector<Point>& points) {
+// Every built path of this device that takes the block and is in `paths` (empty: all), in
+// table order.
+void add_points(attn::Device device, const ring::Problem& pr, const Dilation& d,
+                const std::vector<std::string>& paths, std::vector<Point>& points) {
+  const attn::KernelPath* builtin =
+      attn::auto_kernel_path(device, pr.dtype, pr.head_dim, pr.causal, d.segment != 0);
   for (const attn::KernelPath& kp : attn::kernel_paths()) {
     if (kp.device != device || !kp.built) continue;
+    if (!paths.empty() && std::find(paths.begin(), paths.end(), kp.name) == paths.end()) continue;
     if (!attn::kernel_refusal({kp.name, "default"}, device, pr.dtype, pr.head_dim, pr.causal,
                               d.segment != 0).empty())
       continue;
-    points.push_back({pr, d, kp.name, point_label(pr, d, kp.name)});
+    points.push_back({pr, d, kp.name, builtin ? builtin->name : "", point_label(pr, d, kp.name)});
   }
 }
 
@@ -338,7 +346,7 @@ void add_points(attn::Device device, const ring::Problem& pr,
 std::unique_ptr<Sweep> parse_kernel_tuning(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::Node& n = spec.node;
   n.allow_only({"type", "name", "batch", "num_heads", "block_rows", "head_dims", "dtype", "causal",
-                "dilations", "warmup", "iterations", "seed", "tolerance", "sample_rows"});
+                "dilations", "paths", "warmup", "iterations", "seed", "tolerance", "sample_rows"});
   TuningParams p;
   p.world_size = ctx.world_size;
   p.batch = static_cast<int>(n.get_int("batch", 1, 1, 1 << 20));
@@ -358,13 +366,17 @@ std::unique_ptr<Sweep> parse_kernel_tuning(const SweepSpec& spec, const ParseCon
   p.sample_rows = static_cast<int>(n.get_int("sample_rows", 32, 2, 1 << 20));
 
   const attn::Device device = cuda ? attn::Device::Cuda : attn::Device::Host;
+  std::vector<std::string> built;
+  for (const attn::KernelPath& kp : attn::kernel_paths())
+    if (kp.device == device && kp.built) built.push_back(kp.name);
+  const std::vector<std::string> paths = n.get_choice_list("paths", built, built);
   std::vector<Point> points;
   for (auto rows : p.block_rows)
     for (auto hd : p.head_dims)
       for (const auto& dt : p.dtypes)
         for (bool c : p.causal)
           for (const Dilation& d : p.dilations)
-            add_points(device, make_problem(n, p, rows, hd, dt, c, d), d, points);
+            add_points(device, make_problem(n, p, rows, hd, dt, c, d), d, paths, points);
   if (points.empty())
     n.fail("head_dims", "no kernel path of this build on " + std::string(attn::to_string(device)) +
                             " takes any block of the grid");
