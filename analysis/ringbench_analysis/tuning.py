@@ -1,9 +1,10 @@
 """tuning: the decision core of `rb-analysis tune` and `rb-analysis compare-tuning`.
 
-Pure functions on a pandas DataFrame of kernel-path timings; no HDF5 reading, no CLI.
+Pure functions on a pandas DataFrame of kernel-path timings; no HDF5 reading, no CLI
+(tune.py builds the frame from a kernel_tuning sweep).
 
 Input of choose(): one row per (shape, block_rows, path) measurement with the columns
-  dtype, head_dim, causal, rate, segment   the shape group (dilation rate and segment)
+  dtype, head_dim, causal, segment, rate   the shape group (rate/segment: the dilation)
   block_rows                                the grid coordinate switch points are found on
   path                                      the kernel path's name
   time_s                                    forward + backward time of one step, in seconds
@@ -12,8 +13,14 @@ Input of choose(): one row per (shape, block_rows, path) measurement with the co
                                             which are summed: the policy optimises the training
                                             step, not one direction
   parity_ok                                 whether the path matched the reference there
+  default_path (optional)                   the path the built-in rule runs on the shape; used
+                                            when choose() is given no default of its own
 Repeated rows of one (shape, block_rows, path) are merged: median time, parity_ok only if all
 repeats passed. A non-finite time counts as "not measured" there.
+
+The default (the path the built-in `auto` rule runs) is per shape: choose()'s default_path is
+one path name for every shape, a mapping shape tuple -> path, or None to take the frame's
+default_path column (one value per shape group).
 
 Decision per grid point (the "raw" choice):
   * candidates are the paths measured there that passed parity;
@@ -36,7 +43,11 @@ Hysteresis (exact rule), walking block_rows upwards with `current` starting as t
 Ranges: consecutive points with the same final path form one Range; ranges are contiguous in
 the measured grid and cover every measured block_rows of the shape group. A Range's speedup is
 the smallest time(default)/time(path) over its points (conservative; NaN when the default was
-never measured in the range); its `why` joins the distinct reasons of its points.
+never measured in the range); its `why` joins the distinct reasons of its points. decide()
+gives the same result per grid point (Decision), with each point's own reason.
+
+The policy file (policy_dict, write_policy_yaml, read_policy_yaml) follows the format of
+docs/analysis.md "The tuned policy file", the contract with ringbench's C++ reader.
 """
 import datetime
 import json
@@ -44,11 +55,18 @@ import math
 from collections import namedtuple
 from collections.abc import Mapping
 
-SHAPE_KEYS = ("dtype", "head_dim", "causal", "rate", "segment")
-MACHINE_KEYS = ("gpu", "driver", "cuda", "cudnn", "ringbench_version", "commit")
+# In the order of the policy file's rule keys.
+SHAPE_KEYS = ("dtype", "head_dim", "causal", "segment", "rate")
+MACHINE_KEYS = ("device", "gpu", "cuda_driver", "cuda_runtime", "cudnn", "ringbench_version",
+                "commit")
+# Machine facts that change which path is fastest: compare-tuning warns when they differ.
+MACHINE_IDENTITY = ("device", "gpu", "cudnn")
 POLICY_VERSION = 1
+POLICY_KIND = "ringbench-kernel-policy"
 
-Range = namedtuple("Range", "rows_lo rows_hi path speedup_vs_default why")
+Range = namedtuple("Range", "rows_lo rows_hi path speedup_vs_default why default_path",
+                   defaults=(None,))
+Decision = namedtuple("Decision", "block_rows path why speedup_vs_default default_path")
 PolicyComparison = namedtuple("PolicyComparison", "changes exit_code")
 
 
@@ -89,6 +107,34 @@ def _merged_frame(measurements):
     return (df.groupby(list(SHAPE_KEYS) + ["block_rows", "path"], sort=True)
               .agg(time_s=("time_s", "median"), parity_ok=("parity_ok", "all"))
               .reset_index())
+
+
+def _shape_defaults(measurements, default_path):
+    """shape tuple -> the default path of that shape (see the module docstring)."""
+    shapes = [tuple(_plain(v) for v in shape) for shape, _ in
+              measurements.groupby(list(SHAPE_KEYS), sort=True)]
+    if isinstance(default_path, str):
+        return {shape: default_path for shape in shapes}
+    if isinstance(default_path, Mapping):
+        missing = [shape_text(s) for s in shapes if s not in default_path]
+        if missing:
+            raise TuningError(f"no default path for shape(s): {'; '.join(missing)}")
+        return {s: default_path[s] for s in shapes}
+    if default_path is not None:
+        raise TuningError(f"default path must be a path name, a mapping shape -> path or None, "
+                          f"got {default_path!r}")
+    if "default_path" not in measurements.columns:
+        raise TuningError("no default path: pass one, or give the measurements a default_path "
+                          "column")
+    defaults = {}
+    for shape, group in measurements.groupby(list(SHAPE_KEYS), sort=True):
+        shape = tuple(_plain(v) for v in shape)
+        names = sorted({str(v) for v in group["default_path"] if isinstance(v, str) and v})
+        if len(names) != 1:
+            raise TuningError(f"shape {shape_text(shape)}: expected one default path, "
+                              f"found {names or 'none'}")
+        defaults[shape] = names[0]
+    return defaults
 
 
 def _points(group):
@@ -152,39 +198,66 @@ def _smooth(points, raws, default, hysteresis):
     return final
 
 
-def _ranges(points, final, default):
+def _ranges(decisions):
     ranges, start = [], 0
-    for i in range(1, len(points) + 1):
-        if i < len(points) and final[i][0] == final[start][0]:
+    for i in range(1, len(decisions) + 1):
+        if i < len(decisions) and decisions[i].path == decisions[start].path:
             continue
-        run = range(start, i)
-        path = final[start][0]
-        speedups = [points[j].speedup(path, default) for j in run] if path else []
-        speedups = [s for s in speedups if math.isfinite(s)]
-        reasons = list(dict.fromkeys(final[j][1] for j in run))
-        ranges.append(Range(points[start].rows, points[i - 1].rows, path,
-                            min(speedups) if speedups else math.nan, "; ".join(reasons)))
+        run = decisions[start:i]
+        speedups = [d.speedup_vs_default for d in run if math.isfinite(d.speedup_vs_default)]
+        reasons = list(dict.fromkeys(d.why for d in run))
+        ranges.append(Range(run[0].block_rows, run[-1].block_rows, run[0].path,
+                            min(speedups) if speedups else math.nan, "; ".join(reasons),
+                            run[0].default_path))
         start = i
     return ranges
+
+
+def _check_settings(margin, hysteresis):
+    if isinstance(margin, bool) or not (isinstance(margin, (int, float)) and margin >= 1.0):
+        raise TuningError(f"safety margin must be a number >= 1.0, got {margin!r}")
+    if isinstance(hysteresis, bool) or int(hysteresis) != hysteresis or hysteresis < 1:
+        raise TuningError(f"hysteresis must be an integer >= 1, got {hysteresis!r}")
+
+
+def decide(measurements, default_path, margin, hysteresis=2):
+    """Per shape group (a tuple in SHAPE_KEYS order) -> list of Decision, one per measured
+    block_rows in ascending order: the final path there (after hysteresis), why, and its
+    speedup time(default)/time(path) (NaN when either was not measured).
+
+    default_path: a path name, a mapping shape tuple -> path, or None (the frame's
+    default_path column). See the module docstring for the columns and the rules.
+    """
+    _check_settings(margin, hysteresis)
+    defaults = _shape_defaults(measurements, default_path)
+    merged = _merged_frame(measurements)
+    out = {}
+    for shape, group in merged.groupby(list(SHAPE_KEYS), sort=True):
+        shape = tuple(_plain(v) for v in shape)
+        default = defaults[shape]
+        points = _points(group)
+        raws = [_raw_choice(p, default, margin) for p in points]
+        final = _smooth(points, raws, default, int(hysteresis))
+        out[shape] = [Decision(p.rows, path, why,
+                               p.speedup(path, default) if path else math.nan, default)
+                      for p, (path, why) in zip(points, final)]
+    return out
 
 
 def choose(measurements, default_path, margin, hysteresis=2):
     """Per shape group (a tuple in SHAPE_KEYS order) -> ordered list of Range over block_rows.
 
-    See the module docstring for the input columns and the exact decision rules.
+    default_path: a path name, a mapping shape tuple -> path, or None (the frame's
+    default_path column). See the module docstring for the columns and the exact rules.
     """
-    if not (isinstance(margin, (int, float)) and margin >= 1.0):
-        raise TuningError(f"safety margin must be a number >= 1.0, got {margin!r}")
-    if int(hysteresis) != hysteresis or hysteresis < 1:
-        raise TuningError(f"hysteresis must be an integer >= 1, got {hysteresis!r}")
-    merged = _merged_frame(measurements)
-    choices = {}
-    for shape, group in merged.groupby(list(SHAPE_KEYS), sort=True):
-        points = _points(group)
-        raws = [_raw_choice(p, default_path, margin) for p in points]
-        final = _smooth(points, raws, default_path, int(hysteresis))
-        choices[tuple(_plain(v) for v in shape)] = _ranges(points, final, default_path)
-    return choices
+    return {shape: _ranges(decisions)
+            for shape, decisions in decide(measurements, default_path, margin,
+                                           hysteresis).items()}
+
+
+def shape_text(shape):
+    """A shape tuple (SHAPE_KEYS order) in words: `dtype=bf16 head_dim=128 causal=True ...`."""
+    return " ".join(f"{k}={v}" for k, v in zip(SHAPE_KEYS, shape))
 
 
 # ---------------------------------------------------------------------------------- policy
@@ -198,30 +271,48 @@ def _plain(value):
     return value
 
 
-def policy_dict(choices, machine_info, margin, date=None):
-    """choose()'s result -> the plain dict of the tuned-policy file (schema version 1).
+def _speedup_value(speedup):
+    if speedup is None or not math.isfinite(speedup):
+        return None
+    return round(float(speedup), 4)
+
+
+def _rule(shape, ranges):
+    rule = {k: _plain(v) for k, v in zip(SHAPE_KEYS, shape)}
+    rule["causal"] = bool(rule["causal"])  # the file's 0/1 as the YAML bool of the contract
+    defaults = {r.default_path for r in ranges}
+    if len(defaults) != 1:
+        raise TuningError(f"shape {shape_text(shape)}: ranges disagree on the default path "
+                          f"({sorted(map(str, defaults))})")
+    rule["default_path"] = defaults.pop()
+    rule["ranges"] = [{"block_rows_min": _plain(r.rows_lo), "block_rows_max": _plain(r.rows_hi),
+                       "path": r.path, "speedup": _speedup_value(r.speedup_vs_default)}
+                      for r in ranges]
+    return rule
+
+
+def policy_dict(choices, machine_info, margin, date=None, hysteresis=2, source=None, sweep=None):
+    """choose()'s result -> the plain dict of the tuned-policy file (version 1, the format of
+    docs/analysis.md).
 
     machine_info: mapping with any of MACHINE_KEYS (absent ones are written as null, others are
-    dropped). date: ISO date string, default today (UTC). A range's path null means no path
-    passed parity there; speedup null means the default was never measured in the range.
+    dropped). date: ISO date string, default today (UTC). source, sweep: the HDF5 file and
+    kernel_tuning sweep the timings came from. Each rule's default_path is its ranges'
+    default_path. A range's path null means no path passed parity there; speedup null means
+    the default was never measured in the range.
     """
     machine = {k: _plain(machine_info.get(k)) for k in MACHINE_KEYS}
-    rules = []
-    for shape in sorted(choices, key=lambda s: tuple(str(v) for v in s)):
-        rule = {k: _plain(v) for k, v in zip(SHAPE_KEYS, shape)}
-        rule["ranges"] = [{
-            "block_rows_min": _plain(r.rows_lo),
-            "block_rows_max": _plain(r.rows_hi),
-            "path": r.path,
-            "speedup": None if r.speedup_vs_default is None or not math.isfinite(
-                r.speedup_vs_default) else round(float(r.speedup_vs_default), 4),
-        } for r in choices[shape]]
-        rules.append(rule)
+    rules = [_rule(shape, choices[shape])
+             for shape in sorted(choices, key=lambda s: tuple(str(v) for v in s))]
     return {
         "version": POLICY_VERSION,
+        "kind": POLICY_KIND,
         "machine": machine,
+        "source": None if source is None else str(source),
+        "sweep": None if sweep is None else str(sweep),
         "date": date or datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
         "margin": float(margin),
+        "hysteresis": int(hysteresis),
         "rules": rules,
     }
 
@@ -240,8 +331,13 @@ def write_policy_yaml(d, path):
 
 
 def read_policy_yaml(path):
-    with open(path) as f:
-        text = f.read()
+    """The policy dict of a file, checked against the format (validate_policy); TuningError
+    naming the file and what is wrong otherwise."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as exc:
+        raise TuningError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
         import yaml
     except ImportError:
@@ -250,23 +346,138 @@ def read_policy_yaml(path):
         except json.JSONDecodeError as exc:
             raise TuningError(f"{path}: not readable without PyYAML ({exc})") from None
     else:
-        d = yaml.safe_load(text)
-    if not isinstance(d, Mapping) or d.get("version") != POLICY_VERSION:
-        raise TuningError(f"{path}: not a tuned policy of version {POLICY_VERSION}")
+        try:
+            d = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise TuningError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+    problems = validate_policy(d)
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise TuningError(f"{path}: not a valid tuned kernel policy: "
+                          + "; ".join(problems[:3]) + more)
     return d
 
 
-# --------------------------------------------------------------------------------- compare
+# ------------------------------------------------------------------------------- validate
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _range_problems(where, ranges):
+    if not isinstance(ranges, list) or not ranges:
+        return [f"{where}: ranges must be a non-empty list"]
+    problems, previous_max = [], None
+    for j, r in enumerate(ranges):
+        at = f"{where} range {j}"
+        if not isinstance(r, Mapping):
+            problems.append(f"{at}: not a mapping")
+            continue
+        lo, hi = r.get("block_rows_min"), r.get("block_rows_max")
+        if not (_is_int(lo) and _is_int(hi) and 0 < lo <= hi):
+            problems.append(f"{at}: block_rows_min/max must be integers with 0 < min <= max, "
+                            f"got {lo!r}, {hi!r}")
+            continue
+        if previous_max is not None and lo <= previous_max:
+            problems.append(f"{at}: block_rows_min {lo} is not above the previous range's max "
+                            f"{previous_max} (ranges must ascend without overlap)")
+        previous_max = hi
+        if "path" not in r or not (r["path"] is None or isinstance(r["path"], str)):
+            problems.append(f"{at}: path must be a kernel path name or null")
+        if not (r.get("speedup") is None or _is_number(r.get("speedup"))):
+            problems.append(f"{at}: speedup must be a number or null, got {r.get('speedup')!r}")
+    return problems
+
+
+def _rule_problems(i, rule):
+    if not isinstance(rule, Mapping):
+        return [f"rule {i}: not a mapping"]
+    where = f"rule {i} ({' '.join(f'{k}={rule.get(k)}' for k in SHAPE_KEYS)})"
+    problems = []
+    if not isinstance(rule.get("dtype"), str):
+        problems.append(f"{where}: dtype must be text")
+    for key in ("head_dim", "segment", "rate"):
+        if not _is_int(rule.get(key)):
+            problems.append(f"{where}: {key} must be an integer")
+    if not isinstance(rule.get("causal"), bool):
+        problems.append(f"{where}: causal must be true or false")
+    if not (isinstance(rule.get("default_path"), str) and rule["default_path"]):
+        problems.append(f"{where}: default_path must be a kernel path name")
+    return problems + _range_problems(where, rule.get("ranges"))
+
+
+def validate_policy(d):
+    """What is wrong with a policy dict against the version-1 format (empty list: nothing)."""
+    if not isinstance(d, Mapping):
+        return [f"top level is {type(d).__name__}, expected a mapping"]
+    problems = []
+    if d.get("version") != POLICY_VERSION:
+        problems.append(f"version is {d.get('version')!r}, expected {POLICY_VERSION}")
+    if d.get("kind") != POLICY_KIND:
+        problems.append(f"kind is {d.get('kind')!r}, expected {POLICY_KIND!r}")
+    if not isinstance(d.get("machine"), Mapping):
+        problems.append("machine must be a mapping")
+    if not (_is_number(d.get("margin")) and d["margin"] >= 1.0):
+        problems.append(f"margin must be a number >= 1.0, got {d.get('margin')!r}")
+    if not (_is_int(d.get("hysteresis")) and d["hysteresis"] >= 1):
+        problems.append(f"hysteresis must be an integer >= 1, got {d.get('hysteresis')!r}")
+    rules = d.get("rules")
+    if not isinstance(rules, list):
+        return problems + ["rules must be a list"]
+    seen = set()
+    for i, rule in enumerate(rules):
+        found = _rule_problems(i, rule)
+        problems += found
+        if not found:
+            if _rule_key(rule) in seen:
+                problems.append(f"rule {i}: a second rule for shape {shape_text(_rule_key(rule))}")
+            seen.add(_rule_key(rule))
+    return problems
+
+
+# --------------------------------------------------------------------------------- lookup
 
 def _rule_key(rule):
     return tuple(rule.get(k) for k in SHAPE_KEYS)
 
 
-def _path_at(rule, rows):
-    for r in rule.get("ranges", []):
+def find_range(rule, rows):
+    """The range of a rule that governs `rows` block rows, by the lookup rule of the format:
+    the range with min <= rows <= max; rows between two ranges take the range whose bound is
+    nearer in log2 (a tie takes the lower range); None outside the first/last range."""
+    ranges = rule.get("ranges", [])
+    for k, r in enumerate(ranges):
         if r["block_rows_min"] <= rows <= r["block_rows_max"]:
-            return r["path"]
+            return r
+        if k and ranges[k - 1]["block_rows_max"] < rows < r["block_rows_min"]:
+            below = math.log2(rows / ranges[k - 1]["block_rows_max"])
+            above = math.log2(r["block_rows_min"] / rows)
+            return ranges[k - 1] if below <= above else r
     return None
+
+
+def lookup(policy, shape, rows):
+    """The path ringbench runs for a block call: the rule of `shape` (SHAPE_KEYS order), its
+    range for `rows`, and the built-in rule (returned as None) where there is no matching rule,
+    no range, or the range's path is null."""
+    for rule in policy.get("rules", []):
+        if _rule_key(rule) == tuple(shape):
+            r = find_range(rule, rows)
+            return r["path"] if r else None
+    return None
+
+
+# --------------------------------------------------------------------------------- compare
+
+def _chosen_at(rule, rows):
+    """What a policy chose at rows, for comparing: the governing range's path (None where no
+    path passed parity), or the rule's default outside its ranges (the built-in rule runs)."""
+    r = find_range(rule, rows)
+    return r["path"] if r else rule.get("default_path")
 
 
 def _steps_to(old_paths, index, path):
@@ -276,8 +487,8 @@ def _steps_to(old_paths, index, path):
 
 
 def _shape_changes(shape, old_rule, new_rule, grid):
-    old_paths = [_path_at(old_rule, g) for g in grid]
-    new_paths = [_path_at(new_rule, g) for g in grid]
+    old_paths = [_chosen_at(old_rule, g) for g in grid]
+    new_paths = [_chosen_at(new_rule, g) for g in grid]
     changes, i = [], 0
     while i < len(grid):
         if old_paths[i] == new_paths[i]:
@@ -290,7 +501,7 @@ def _shape_changes(shape, old_rule, new_rule, grid):
         steps = [_steps_to(old_paths, k, new_paths[i]) for k in range(i, j + 1)]
         moved = None if None in steps else max(steps)
         kind = "changed choice" if moved is None else "moved switch point"
-        text = (f"{_shape_text(shape)} block_rows {grid[i]}..{grid[j]}: "
+        text = (f"{shape_text(shape)} block_rows {grid[i]}..{grid[j]}: "
                 f"{old_paths[i]} -> {new_paths[i]}"
                 + (f" ({kind}, {moved} grid step{'s' if moved != 1 else ''})"
                    if moved is not None else f" ({kind})"))
@@ -302,21 +513,37 @@ def _shape_changes(shape, old_rule, new_rule, grid):
     return changes
 
 
-def _shape_text(shape):
-    return " ".join(f"{k}={v}" for k, v in zip(SHAPE_KEYS, shape))
+def bounds_grid(*rules):
+    """The block_rows grid of a shape from its rules' range bounds. Ranges are contiguous in
+    the measured grid, so every changed run of grid points starts and ends on a bound: step
+    counts on this grid are at most those on the measured grid and are >= 2 exactly when
+    those are, which is all compare_policies' verdict needs."""
+    return sorted({r[k] for rule in rules for r in rule.get("ranges", [])
+                   for k in ("block_rows_min", "block_rows_max")})
 
 
-def compare_policies(old, new, grid):
+def _default_change(shape, old_rule, new_rule):
+    old, new = old_rule.get("default_path"), new_rule.get("default_path")
+    if old == new:
+        return []
+    return [{"kind": "changed default", "shape": dict(zip(SHAPE_KEYS, shape)), "steps": None,
+             "old_path": old, "new_path": new,
+             "text": f"{shape_text(shape)}: default (built-in rule) {old} -> {new}"}]
+
+
+def compare_policies(old, new, grid=None):
     """Two policy dicts -> PolicyComparison(changes, exit_code).
 
-    grid: the block_rows grid (a sequence, or a mapping shape tuple -> sequence). At every grid
-    point of every shape in both policies the chosen paths are compared; a run of neighbouring
-    points with the same (old, new) pair is one change. Its `steps` is the largest distance, in
-    grid steps, from a changed point to the nearest point where OLD already chose the new path
+    grid: the block_rows grid (a sequence, or a mapping shape tuple -> sequence); None derives
+    it per shape from the range bounds of both policies (bounds_grid). At every grid point of
+    every shape in both policies the chosen paths are compared; a run of neighbouring points
+    with the same (old, new) pair is one change. Its `steps` is the largest distance, in grid
+    steps, from a changed point to the nearest point where OLD already chose the new path
     ("moved switch point"); a new path OLD never chose for that shape is a "changed choice"
     (steps None). exit_code is 1 when any change moved more than one grid step or is a changed
     choice, else 0: a switch point moving to a neighbouring size is measurement noise. Shapes
-    present in only one policy are listed ("added shape"/"removed shape") without failing.
+    present in only one policy ("added shape"/"removed shape") and a changed built-in default
+    ("changed default") are listed without failing.
     """
     old_rules = {_rule_key(r): r for r in old.get("rules", [])}
     new_rules = {_rule_key(r): r for r in new.get("rules", [])}
@@ -325,11 +552,21 @@ def compare_policies(old, new, grid):
         if shape not in old_rules or shape not in new_rules:
             kind = "added shape" if shape not in old_rules else "removed shape"
             changes.append({"kind": kind, "shape": dict(zip(SHAPE_KEYS, shape)),
-                            "steps": None, "text": f"{_shape_text(shape)}: {kind}"})
+                            "steps": None, "text": f"{shape_text(shape)}: {kind}"})
             continue
-        shape_grid = grid.get(shape, []) if isinstance(grid, Mapping) else grid
+        if grid is None:
+            shape_grid = bounds_grid(old_rules[shape], new_rules[shape])
+        else:
+            shape_grid = grid.get(shape, []) if isinstance(grid, Mapping) else grid
+        changes += _default_change(shape, old_rules[shape], new_rules[shape])
         changes += _shape_changes(shape, old_rules[shape], new_rules[shape],
                                   sorted(shape_grid))
     failing = any(c["kind"] == "changed choice" or
                   (c["kind"] == "moved switch point" and c["steps"] > 1) for c in changes)
     return PolicyComparison(changes, 1 if failing else 0)
+
+
+def machine_differences(old, new):
+    """["gpu: A -> B", ...] for the machine facts (MACHINE_IDENTITY) two policies differ in."""
+    om, nm = old.get("machine") or {}, new.get("machine") or {}
+    return [f"{k}: {om.get(k)} -> {nm.get(k)}" for k in MACHINE_IDENTITY if om.get(k) != nm.get(k)]

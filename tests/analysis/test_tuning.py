@@ -1,5 +1,5 @@
-"""Unit tests of ringbench_analysis.tuning (choose / policy_dict / compare_policies) on
-synthetic timings with known answers."""
+"""Unit tests of ringbench_analysis.tuning (choose / decide / policy_dict / validate_policy /
+lookup / compare_policies) on synthetic timings with known answers."""
 import math
 import os
 import sys
@@ -18,7 +18,8 @@ except ImportError as exc:  # pragma: no cover
 from ringbench_analysis import tuning  # noqa: E402
 
 GRID = [64, 128, 256, 512, 1024, 2048]
-SHAPE = ("bf16", 128, True, 1, 0)
+# SHAPE_KEYS order: dtype, head_dim, causal, segment, rate
+SHAPE = ("bf16", 128, True, 0, 0)
 
 
 def frame(times, parity_fail=(), shape=SHAPE):
@@ -50,6 +51,7 @@ class Choose(unittest.TestCase):
         self.assertAlmostEqual(loose[0].speedup_vs_default, 1.15)
         self.assertEqual([r.path for r in strict], ["default"])
         self.assertIn("only 1.15x", strict[0].why)
+        self.assertEqual({r.default_path for r in loose + strict}, {"default"})
 
     def test_hysteresis_smooths_a_single_point_flip(self):
         fast = [1.0, 1.0, 0.5, 1.0, 1.0, 1.0]  # 2x faster only at block_rows 256
@@ -109,7 +111,7 @@ class Choose(unittest.TestCase):
             self.assertEqual(GRID.index(b.rows_lo), GRID.index(a.rows_hi) + 1)
 
     def test_shape_groups_are_separate_and_fwd_bwd_columns_are_summed(self):
-        other = ("fp16", 64, False, 2, 512)
+        other = ("fp16", 64, False, 512, 2)
         df = pd.concat([frame({"default": [1.0] * 6, "fast": [0.5] * 6}),
                         frame({"default": [1.0] * 6, "fast": [0.95] * 6}, shape=other)])
         df["forward_time_s"] = df["time_s"] / 3
@@ -118,79 +120,220 @@ class Choose(unittest.TestCase):
         self.assertEqual([r.path for r in choices[SHAPE]], ["fast"])
         self.assertEqual([r.path for r in choices[other]], ["default"])
 
+    def test_default_is_per_shape(self):
+        # the same timings under two shapes: only the shape whose default is the slow path
+        # switches; as a mapping and as a default_path column
+        a, b = SHAPE, ("fp16", 64, False, 0, 0)
+        df = pd.concat([frame({"slow": [1.0] * 6, "quick": [0.7] * 6}, shape=s) for s in (a, b)])
+        by_map = tuning.choose(df, {a: "slow", b: "quick"}, 1.2)
+        self.assertEqual([(r.path, r.default_path) for r in by_map[a]], [("quick", "slow")])
+        self.assertEqual([(r.path, r.default_path) for r in by_map[b]], [("quick", "quick")])
+        self.assertAlmostEqual(by_map[a][0].speedup_vs_default, 1.0 / 0.7)
+        self.assertAlmostEqual(by_map[b][0].speedup_vs_default, 1.0)
+        self.assertIn("default quick is the fastest", by_map[b][0].why)
+        df["default_path"] = ["slow" if r.head_dim == 128 else "quick" for r in df.itertuples()]
+        self.assertEqual(tuning.choose(df, None, 1.2), by_map)
+
+    def test_default_must_be_known_and_one_per_shape(self):
+        df = frame({"slow": [1.0] * 6, "quick": [0.7] * 6})
+        with self.assertRaisesRegex(tuning.TuningError, "no default path for shape"):
+            tuning.choose(df, {("fp16", 64, False, 0, 0): "slow"}, 1.2)
+        with self.assertRaisesRegex(tuning.TuningError, "default_path column"):
+            tuning.choose(df, None, 1.2)
+        df["default_path"] = ["slow", "quick"] * 6
+        with self.assertRaisesRegex(tuning.TuningError, "one default path.*quick.*slow"):
+            tuning.choose(df, None, 1.2)
+
+    def test_decide_gives_each_point_its_own_reason(self):
+        df = frame({"default": [1.0] * 6, "fast": [1.0, 1.0, 0.5, 0.5, 1.0, 1.0]})
+        decisions = tuning.decide(df, "default", 1.2)[SHAPE]
+        self.assertEqual([d.block_rows for d in decisions], GRID)
+        self.assertEqual([d.path for d in decisions], paths_per_point(
+            tuning.choose(df, "default", 1.2)[SHAPE]))
+        self.assertIn("2.00x faster", decisions[2].why)
+        self.assertAlmostEqual(decisions[2].speedup_vs_default, 2.0)
+        self.assertIn("default default", decisions[0].why)
+
     def test_bad_input_is_refused(self):
         df = frame({"default": [1.0] * 6})
         with self.assertRaisesRegex(tuning.TuningError, "parity_ok"):
             tuning.choose(df.drop(columns="parity_ok"), "default", 1.2)
         with self.assertRaisesRegex(tuning.TuningError, "margin"):
             tuning.choose(df, "default", 0.9)
+        with self.assertRaisesRegex(tuning.TuningError, "hysteresis"):
+            tuning.choose(df, "default", 1.2, hysteresis=0)
 
 
-def policy(ranges, margin=1.2):
-    """ranges: list of (lo, hi, path) for SHAPE."""
-    choices = {SHAPE: [tuning.Range(lo, hi, p, 1.5, "") for lo, hi, p in ranges]}
-    return tuning.policy_dict(choices, {"gpu": "H100"}, margin, date="2026-01-01")
+def policy(ranges, margin=1.2, default="default", shape=SHAPE):
+    """ranges: list of (lo, hi, path) for `shape`."""
+    choices = {shape: [tuning.Range(lo, hi, p, 1.5, "", default) for lo, hi, p in ranges]}
+    return tuning.policy_dict(choices, {"gpu": "H100"}, margin, date="2026-01-01",
+                              source="run.h5", sweep="tuning")
 
 
 class Policy(unittest.TestCase):
     def test_policy_dict_schema(self):
         d = policy([(64, 256, "default"), (512, 2048, "fast")])
-        self.assertEqual(d["version"], 1)
-        self.assertEqual(set(d["machine"]), set(tuning.MACHINE_KEYS))
+        self.assertEqual(list(d), ["version", "kind", "machine", "source", "sweep", "date",
+                                   "margin", "hysteresis", "rules"])
+        self.assertEqual((d["version"], d["kind"]), (1, "ringbench-kernel-policy"))
+        self.assertEqual(list(d["machine"]), list(tuning.MACHINE_KEYS))
         self.assertEqual(d["machine"]["gpu"], "H100")
         self.assertIsNone(d["machine"]["commit"])
+        self.assertEqual((d["source"], d["sweep"], d["hysteresis"]), ("run.h5", "tuning", 2))
         rule = d["rules"][0]
+        self.assertEqual(list(rule), ["dtype", "head_dim", "causal", "segment", "rate",
+                                      "default_path", "ranges"])
         self.assertEqual([rule[k] for k in tuning.SHAPE_KEYS], list(SHAPE))
+        self.assertEqual(rule["default_path"], "default")
         self.assertEqual(rule["ranges"][1], {"block_rows_min": 512, "block_rows_max": 2048,
                                              "path": "fast", "speedup": 1.5})
+        self.assertEqual(tuning.validate_policy(d), [])
+
+    def test_causal_is_a_yaml_bool_and_each_rule_has_its_own_default(self):
+        a, b = ("fp32", 16, 1, 32, 2), ("fp32", 16, 0, 0, 0)  # causal as the file's 0/1
+        df = pd.concat([frame({"x": [1.0] * 6, "y": [0.9] * 6}, shape=a),
+                        frame({"x": [1.0] * 6, "y": [0.9] * 6}, shape=b)])
+        d = tuning.policy_dict(tuning.choose(df, {a: "x", b: "y"}, 1.2), {}, 1.2)
+        rules = {r["causal"]: r for r in d["rules"]}
+        self.assertIs(rules[True]["causal"], True)
+        self.assertEqual((rules[True]["default_path"], rules[False]["default_path"]), ("x", "y"))
+        self.assertEqual([r["path"] for r in rules[True]["ranges"]], ["x"])
+        self.assertEqual([r["path"] for r in rules[False]["ranges"]], ["y"])
 
     def test_yaml_round_trip_with_and_without_pyyaml(self):
         df = frame({"default": [1.0] * 6, "fast": [0.5, 0.5, 0.5, None, 1.0, 1.0]})
-        d = tuning.policy_dict(tuning.choose(df, "default", 1.2), {}, 1.2)
+        d = tuning.policy_dict(tuning.choose(df, "default", 1.2), {"cuda_driver": "13.0"}, 1.2,
+                               hysteresis=3, source="x.h5", sweep="tuning")
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "tuned.yaml")
             tuning.write_policy_yaml(d, out)
             self.assertEqual(tuning.read_policy_yaml(out), d)
+            with open(out) as f:
+                text = f.read()
+            # version-like text stays text for the C++ reader, not a float or a date
+            self.assertRegex(text, r"cuda_driver: ['\"]13.0['\"]")
+            self.assertRegex(text, r"date: ['\"]\d{4}-\d\d-\d\d['\"]")
             with mock.patch.dict(sys.modules, {"yaml": None}):
                 tuning.write_policy_yaml(d, out)
                 self.assertEqual(tuning.read_policy_yaml(out), d)
             self.assertEqual(tuning.read_policy_yaml(out), d)  # JSON fallback is YAML too
 
 
+class Validate(unittest.TestCase):
+    def broken(self, edit):
+        d = policy([(64, 256, "default"), (512, 2048, "fast")])
+        edit(d)
+        return tuning.validate_policy(d)
+
+    def test_each_broken_field_is_named(self):
+        cases = {
+            "kind": lambda d: d.pop("kind"),
+            "version": lambda d: d.update(version=2),
+            "margin": lambda d: d.update(margin=0.5),
+            "hysteresis": lambda d: d.update(hysteresis=0),
+            "causal": lambda d: d["rules"][0].update(causal=1),
+            "default_path": lambda d: d["rules"][0].pop("default_path"),
+            "not above the previous": lambda d: d["rules"][0]["ranges"][1].update(
+                block_rows_min=128),
+            "block_rows_min/max": lambda d: d["rules"][0]["ranges"][0].update(block_rows_max=32),
+            "path must be": lambda d: d["rules"][0]["ranges"][0].update(path=3),
+            "second rule": lambda d: d["rules"].append(d["rules"][0]),
+            "ranges must be": lambda d: d["rules"][0].update(ranges=[]),
+        }
+        for needle, edit in cases.items():
+            with self.subTest(needle):
+                problems = self.broken(edit)
+                self.assertTrue(any(needle in p for p in problems), problems)
+
+    def test_read_names_the_file_and_the_problem(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "bad.yaml")
+            with open(bad, "w") as f:
+                f.write("version: 1\nkind: something-else\n")
+            with self.assertRaisesRegex(tuning.TuningError, "bad.yaml.*kind"):
+                tuning.read_policy_yaml(bad)
+            with open(bad, "w") as f:
+                f.write("version: [1\n")
+            with self.assertRaisesRegex(tuning.TuningError, "bad.yaml: not valid YAML"):
+                tuning.read_policy_yaml(bad)
+            with self.assertRaisesRegex(tuning.TuningError, "missing.yaml: cannot read"):
+                tuning.read_policy_yaml(os.path.join(tmp, "missing.yaml"))
+
+
+class Lookup(unittest.TestCase):
+    def test_lookup_rule_of_the_format(self):
+        d = policy([(64, 128, "a"), (1024, 2048, "b"), (8192, 8192, None)])
+        for rows, want in ((64, "a"), (128, "a"), (256, "a"), (362, "a"), (363, "b"),
+                           (1024, "b"), (4096, "b"), (8192, None), (32, None), (16384, None)):
+            with self.subTest(rows=rows):
+                self.assertEqual(tuning.lookup(d, SHAPE, rows), want)
+        self.assertIsNone(tuning.lookup(d, ("fp16",) + SHAPE[1:], 64))  # no rule: built-in
+
+
 class Compare(unittest.TestCase):
     OLD = [(64, 256, "default"), (512, 2048, "fast")]
+    # the measured grid, and None: the grid derived from the two policies' range bounds
+    GRIDS = {"measured grid": GRID, "range bounds": None}
+
+    def compare(self, new, old=None):
+        """compare_policies on both grids: they must agree; returns the measured grid's."""
+        old = policy(old or self.OLD)
+        results = {name: tuning.compare_policies(old, new, grid)
+                   for name, grid in self.GRIDS.items()}
+        measured, bounds = results.values()
+        self.assertEqual(measured.exit_code, bounds.exit_code)
+        self.assertEqual([c["kind"] for c in measured.changes], [c["kind"] for c in bounds.changes])
+        return measured
 
     def test_identical_policies_have_no_change(self):
-        result = tuning.compare_policies(policy(self.OLD), policy(self.OLD), GRID)
-        self.assertEqual(result, ([], 0))
+        self.assertEqual(self.compare(policy(self.OLD)), ([], 0))
 
     def test_one_step_move_is_reported_but_passes(self):
-        new = [(64, 512, "default"), (1024, 2048, "fast")]
-        changes, code = tuning.compare_policies(policy(self.OLD), policy(new), GRID)
+        changes, code = self.compare(policy([(64, 512, "default"), (1024, 2048, "fast")]))
         self.assertEqual(code, 0)
         self.assertEqual([(c["kind"], c["steps"], c["block_rows_min"]) for c in changes],
                          [("moved switch point", 1, 512)])
 
     def test_two_step_move_fails(self):
-        new = [(64, 64, "default"), (128, 2048, "fast")]
-        changes, code = tuning.compare_policies(policy(self.OLD), policy(new), GRID)
+        changes, code = self.compare(policy([(64, 64, "default"), (128, 2048, "fast")]))
         self.assertEqual(code, 1)
         self.assertEqual([(c["kind"], c["steps"]) for c in changes],
                          [("moved switch point", 2)])
         self.assertIn("default -> fast", changes[0]["text"])
 
+    def test_three_step_move_on_a_coarse_bounds_grid_still_fails(self):
+        # OLD bounds 64, 1024, 2048 and NEW bounds 64, 128, 2048: 256 and 512 are on no bound
+        old = [(64, 1024, "default"), (2048, 2048, "fast")]
+        changes, code = self.compare(policy([(64, 64, "default"), (128, 2048, "fast")]), old)
+        self.assertEqual(code, 1)
+        self.assertGreater(tuning.compare_policies(policy(old), policy(
+            [(64, 64, "default"), (128, 2048, "fast")])).changes[0]["steps"], 1)
+
     def test_new_path_is_a_changed_choice(self):
-        new = [(64, 256, "default"), (512, 2048, "other")]
-        changes, code = tuning.compare_policies(policy(self.OLD), policy(new), GRID)
+        changes, code = self.compare(policy([(64, 256, "default"), (512, 2048, "other")]))
         self.assertEqual(code, 1)
         self.assertEqual(changes[0]["kind"], "changed choice")
 
     def test_added_shape_is_listed_without_failing(self):
         new = policy(self.OLD)
         new["rules"].append(dict(new["rules"][0], dtype="fp16"))
-        changes, code = tuning.compare_policies(policy(self.OLD), new, GRID)
+        changes, code = self.compare(new)
         self.assertEqual(code, 0)
         self.assertEqual([c["kind"] for c in changes], ["added shape"])
+
+    def test_changed_default_is_listed_and_choices_decide(self):
+        same = self.compare(policy(self.OLD, default="other"))
+        self.assertEqual(([c["kind"] for c in same.changes], same.exit_code),
+                         (["changed default"], 0))
+        self.assertIn("default -> other", same.changes[0]["text"])
+
+    def test_machine_differences(self):
+        old, new = policy(self.OLD), policy(self.OLD)
+        self.assertEqual(tuning.machine_differences(old, new), [])
+        new["machine"].update(gpu="NVIDIA H200", cudnn="9.14.0", commit="other")
+        self.assertEqual(tuning.machine_differences(old, new),
+                         ["gpu: H100 -> NVIDIA H200", "cudnn: None -> 9.14.0"])
 
 
 if __name__ == "__main__":
