@@ -1,4 +1,5 @@
-"""Command line: python3 -m ringbench_analysis {report,compare,table} (or analysis/rb-analysis)."""
+"""Command line: python3 -m ringbench_analysis {report,compare,table,tune,compare-tuning}
+(or analysis/rb-analysis)."""
 import argparse
 import os
 import sys
@@ -47,7 +48,12 @@ def _run(argv):
     t.add_argument("file", metavar="RUN.h5")
     t.add_argument("--sweep", help="sweep name (default: list the sweeps)")
 
+    _tuning_parsers(sub)
     args = p.parse_args(argv)
+    if args.command in ("tune", "compare-tuning"):
+        from . import tune  # imports h5py: after parsing, so --help works without it
+        return (tune.tune_command(args) if args.command == "tune"
+                else tune.compare_tuning_command(args))
     from . import reader  # imported here so --help works without h5py
     try:
         if args.command == "report":
@@ -88,6 +94,36 @@ def _run(argv):
         print(f"rb-analysis {args.command}: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
     return 2
+
+
+def _tuning_parsers(sub):
+    u = sub.add_parser("tune", help="turn a kernel_tuning sweep into a tuned kernel policy file",
+                       description="Chooses a kernel path per shape and block-rows range from a "
+                                   "kernel_tuning sweep: a path replaces the built-in default "
+                                   "only when it passed parity on every rank and is faster by "
+                                   "the safety margin. Writes the policy file (docs/analysis.md) "
+                                   "and, with --report, a Markdown report with PNG plots. "
+                                   "Exit 0: written; 2: unusable input or settings.")
+    u.add_argument("file", metavar="RUN.h5", help="ringbench output file with a kernel_tuning sweep")
+    u.add_argument("--sweep", metavar="NAME", help="the kernel_tuning sweep (default: the only one)")
+    u.add_argument("--safety-margin", type=float, required=True, metavar="X",
+                   help="a path must be X times faster than the default to replace it (>= 1.0, "
+                        "e.g. 1.2)")
+    u.add_argument("--hysteresis", type=int, default=2, metavar="N",
+                   help="a switch must hold on N consecutive block-rows points (default 2; "
+                        "1: no smoothing)")
+    u.add_argument("--out", required=True, metavar="TUNED.yaml", help="policy file to write")
+    u.add_argument("--report", metavar="TUNING.md",
+                   help="also write this Markdown report, with PNG plots beside it")
+
+    ct = sub.add_parser("compare-tuning", help="compare two tuned policy files; exit 1 when a "
+                                               "choice changed",
+                        description="Prints each change of the chosen paths, one per line, and a "
+                                    "verdict. Exit 0: same, or switch points moved by one grid "
+                                    "step at most; 1: a choice moved further or changed; 2: a "
+                                    "file is unreadable or not a valid policy.")
+    ct.add_argument("old", metavar="OLD.yaml")
+    ct.add_argument("new", metavar="NEW.yaml")
 
 
 if __name__ == "__main__":

@@ -243,6 +243,9 @@ class Run:
         with self._open() as f:
             self.attrs = {k: _py(v) for k, v in f["run"].attrs.items()}
             self._check_version()
+            # /run/libraries: one version string per library (cudnn, cuda_driver, ...)
+            self.libraries = ({k: _py(v) for k, v in f["run/libraries"].attrs.items()}
+                              if "libraries" in f["run"] else {})
             self.world_size = int(self.attrs.get("world_size", 0))
             self.ranks = _ranks_frame(f, self.world_size)
             self.sweeps, self.unreadable = {}, {}  # unreadable: name -> why

@@ -1,0 +1,260 @@
+"""tune: `rb-analysis tune` (a kernel_tuning sweep -> tuned policy file + report) and
+`rb-analysis compare-tuning` (two policy files -> changes and a verdict). docs/analysis.md.
+
+The decisions themselves are tuning.py's; this module reads the sweep into the frame tuning
+wants, collects the machine facts for the policy file and prints what the user sees.
+"""
+import datetime
+import math
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+
+from . import reader, tuning
+
+EXIT_OK, EXIT_CHANGED, EXIT_ERROR = 0, 1, 2
+SWEEP_TYPE = "kernel_tuning"
+# What the frame needs from the sweep (docs/sweeps/kernel_tuning.md); auto_path is checked
+# on its own because older files lack it and the fix is different.
+NEEDED_KEYS = ("block_rows", "head_dim", "dtype", "causal", "segment", "rate", "path")
+NEEDED_METRICS = ("forward_time_s", "backward_time_s", "parity_ok")
+
+
+class TuneError(Exception):
+    """An input tune cannot work with: the message says which file and what is wrong."""
+
+
+# ------------------------------------------------------------------------------ the sweep
+
+def tuning_sweep(run, name=None):
+    """The kernel_tuning sweep of a run: the one named, or the only one."""
+    found = run.sweeps_of_type(SWEEP_TYPE)
+    if name is not None:
+        if name not in run.sweeps:
+            broken = f" (unreadable: {run.unreadable[name]})" if name in run.unreadable else ""
+            raise TuneError(f"{run.path}: no readable sweep named '{name}'{broken}; "
+                            f"kernel_tuning sweeps: {_names(found)}")
+        if run.sweeps[name].type != SWEEP_TYPE:
+            raise TuneError(f"{run.path}: sweep '{name}' is a {run.sweeps[name].type} sweep, not "
+                            f"{SWEEP_TYPE}; kernel_tuning sweeps: {_names(found)}")
+        return run.sweeps[name]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        others = ", ".join(f"{s.name} ({s.type})" for s in run.sweeps.values()) or "none"
+        unreadable = "".join(f"; '{n}' unreadable: {why}" for n, why in run.unreadable.items())
+        raise TuneError(f"{run.path}: no {SWEEP_TYPE} sweep (sweeps: {others}{unreadable}); "
+                        "run ringbench with a kernel_tuning sweep (docs/sweeps/kernel_tuning.md)")
+    raise TuneError(f"{run.path}: {len(found)} {SWEEP_TYPE} sweeps ({_names(found)}): "
+                    "pick one with --sweep NAME")
+
+
+def _names(sweeps):
+    return ", ".join(s.name for s in sweeps) or "none"
+
+
+def _check_layout(sweep):
+    if "auto_path" not in sweep.keys:
+        raise TuneError(f"{sweep.where}: no points/auto_path, the path the built-in auto rule "
+                        "runs on each shape (the default a tuned path must beat); the file comes "
+                        "from a ringbench older than that key: run the kernel_tuning sweep again")
+    missing = ([f"points/{k}" for k in NEEDED_KEYS if k not in sweep.keys]
+               + [m for m in NEEDED_METRICS if m not in sweep.metrics])
+    if missing:
+        raise TuneError(f"{sweep.where}: lacks {', '.join(missing)} "
+                        "(layout of docs/sweeps/kernel_tuning.md)")
+
+
+def _point_facts(sweep, p):
+    """Time, parity and per-rank spread of one point from every rank that measured it."""
+    world = sweep.world
+    status = ([str(x) for x in sweep.metrics["status"][:, p]] if "status" in sweep.metrics
+              else ["ok"] * world)
+    measured = [r for r in range(world) if status[r] != "oom"]  # oom: the rank did not measure
+    total = (np.asarray(sweep.metrics["forward_time_s"][:, p], dtype=float)
+             + np.asarray(sweep.metrics["backward_time_s"][:, p], dtype=float))
+    samples = total[measured].ravel()
+    samples = samples[np.isfinite(samples)]
+    rank_medians = reader.row_median(total[measured]) if measured else np.array([])
+    rank_medians = rank_medians[np.isfinite(rank_medians)]
+    parity = reader.numbers(sweep.metrics["parity_ok"][:, p])
+    passed = bool(measured) and all(parity[r] == 1 for r in measured)
+    if not measured:
+        label = "oom"
+    elif not passed:
+        label = "FAILED"
+    else:
+        label = "ok" if len(measured) == world else f"ok (oom on {world - len(measured)} of {world} ranks)"
+    return {"time_s": float(np.median(samples)) if samples.size else math.nan,
+            "parity_ok": passed, "parity": label, "ranks_measured": len(measured),
+            "rank_spread": (float(rank_medians.max() / rank_medians.min())
+                            if rank_medians.size > 1 and rank_medians.min() > 0 else math.nan)}
+
+
+def measurements(sweep):
+    """The sweep as tuning.choose() wants it: one row per point (shape, block_rows, path,
+    default_path), time_s = median of every measuring rank's forward + backward samples,
+    parity_ok = every rank that measured the point passed; plus parity (ok | FAILED | oom) and
+    rank_spread (slowest / fastest rank median) for the report."""
+    _check_layout(sweep)
+    pts = sweep.points
+    rows = []
+    for p in range(sweep.npoints):
+        row = {k: _scalar(pts[k].iloc[p]) for k in tuning.SHAPE_KEYS}
+        row["causal"] = bool(row["causal"])
+        row.update(block_rows=int(pts["block_rows"].iloc[p]), path=str(pts["path"].iloc[p]),
+                   default_path=str(pts["auto_path"].iloc[p]))
+        row.update(_point_facts(sweep, p))
+        rows.append(row)
+    if not rows:
+        raise TuneError(f"{sweep.where}: the sweep has no points")
+    return pd.DataFrame(rows)
+
+
+def _scalar(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+# ------------------------------------------------------------------------------ machine
+
+def machine_info(run):
+    """The policy file's machine mapping: rank 0's GPU, /run/libraries, version and commit."""
+    gpus = [str(g) for g in run.ranks["gpu_name"]] if "gpu_name" in run.ranks else []
+    libs = run.libraries
+    return {"device": run.attrs.get("backend") or None,
+            "gpu": (gpus[0] or None) if gpus else None,
+            "cuda_driver": libs.get("cuda_driver"), "cuda_runtime": libs.get("cuda_runtime"),
+            "cudnn": libs.get("cudnn"),
+            "ringbench_version": run.attrs.get("ringbench_version") or None,
+            "commit": run.attrs.get("git_commit") or None}
+
+
+def run_notes(run, sweep):
+    """What the user should know about the input before trusting the policy."""
+    notes = []
+    gpus = sorted({str(g) for g in run.ranks.get("gpu_name", [])})
+    if len(gpus) > 1:
+        notes.append(f"the ranks ran on different GPUs ({', '.join(gpus)}); the timings are "
+                     "pooled and the policy file records rank 0's")
+    if not sweep.completed:
+        why = f": {sweep.failure}" if sweep.failure else ""
+        notes.append(f"sweep '{sweep.name}' status is '{sweep.status}'{why} (its points are "
+                     "used as measured; a failed parity check is never chosen)")
+    if run.status != "complete":
+        notes.append(f"run status is '{run.status}'")
+    return notes
+
+
+def run_date(run):
+    """The day the timings were taken (the run's start, UTC); today when the file lacks it."""
+    start = str(run.attrs.get("start_time", ""))
+    if len(start) >= 10:
+        return start[:10]
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+
+
+# ------------------------------------------------------------------------------ tune
+
+def check_settings(margin, hysteresis):
+    if not (math.isfinite(margin) and margin >= 1.0):
+        raise TuneError(f"--safety-margin {margin:g}: must be a finite number >= 1.0 "
+                        "(1.2: a path must be 20% faster than the default to replace it)")
+    if hysteresis < 1:
+        raise TuneError(f"--hysteresis {hysteresis}: must be >= 1 (1: no smoothing)")
+
+
+def tune(path, sweep_name, margin, hysteresis, out, report_path=None):
+    """Reads the sweep, decides, writes the policy (and the report); returns the summary dict
+    for the screen. TuneError / reader.RingbenchFileError on unusable input."""
+    check_settings(margin, hysteresis)
+    run = reader.load(path)
+    sweep = tuning_sweep(run, sweep_name)
+    frame = measurements(sweep)
+    try:
+        decisions = tuning.decide(frame, None, margin, hysteresis)
+    except tuning.TuningError as exc:
+        raise TuneError(f"{sweep.where}: {exc}") from None
+    choices = {shape: tuning.ranges_from(d) for shape, d in decisions.items()}
+    machine = machine_info(run)
+    policy = tuning.policy_dict(choices, machine, margin, date=run_date(run),
+                                hysteresis=hysteresis, source=path, sweep=sweep.name)
+    tuning.write_policy_yaml(policy, out)
+    summary = {"policy": out, "report": report_path, "choices": choices, "plots": [],
+               "notes": run_notes(run, sweep)}
+    if report_path:
+        from . import tune_report
+        summary["plots"] = tune_report.write(report_path, run=run, sweep=sweep, frame=frame,
+                                             decisions=decisions, choices=choices,
+                                             policy=policy, notes=summary["notes"])
+    return summary
+
+
+def _range_text(r):
+    rows = f"{r.rows_lo}" if r.rows_lo == r.rows_hi else f"{r.rows_lo}..{r.rows_hi}"
+    speed = (f" ({r.speedup_vs_default:.2f}x)" if r.path not in (None, r.default_path)
+             and math.isfinite(r.speedup_vs_default) else "")
+    return f"{rows} {r.path or 'none (no path passed parity)'}{speed}"
+
+
+def print_summary(summary, stream=None):
+    stream = stream or sys.stdout  # looked up now: callers may have redirected it
+    choices = summary["choices"]
+    non_default = sum(1 for ranges in choices.values() for r in ranges
+                      if r.path is not None and r.path != r.default_path)
+    unusable = sum(1 for ranges in choices.values() for r in ranges if r.path is None)
+    print(f"tune: {len(choices)} shape(s), {non_default} non-default choice(s)"
+          + (f", {unusable} range(s) where no path passed parity" if unusable else ""),
+          file=stream)
+    for shape, ranges in choices.items():
+        print(f"  {tuning.shape_text(shape)} (default {ranges[0].default_path}): "
+              + " | ".join(_range_text(r) for r in ranges), file=stream)
+    print(f"policy: {summary['policy']}", file=stream)
+    if summary["report"]:
+        print(f"report: {summary['report']} ({len(summary['plots'])} plot(s))", file=stream)
+    for note in summary["notes"]:
+        print(f"warning: {note}", file=sys.stderr)
+
+
+def tune_command(args):
+    """`rb-analysis tune`: exit 0 written, 2 unusable input or settings."""
+    try:
+        summary = tune(args.file, args.sweep, args.safety_margin, args.hysteresis, args.out,
+                       args.report)
+    except (TuneError, reader.RingbenchFileError) as exc:
+        print(f"rb-analysis tune: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        print(f"rb-analysis tune: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return EXIT_ERROR
+    print_summary(summary)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------ compare
+
+def compare_tuning_command(args):
+    """`rb-analysis compare-tuning OLD NEW`: 0 same or switch points moved one grid step,
+    1 a choice changed or moved further, 2 an unreadable or invalid file."""
+    try:
+        old, new = tuning.read_policy_yaml(args.old), tuning.read_policy_yaml(args.new)
+    except tuning.TuningError as exc:
+        print(f"rb-analysis compare-tuning: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    for diff in tuning.machine_differences(old, new):
+        print(f"warning: the policies come from different machines: machine.{diff}; a changed "
+              "choice may be the machine, not the code", file=sys.stderr)
+    changes, code = tuning.compare_policies(old, new)
+    for c in changes:
+        print(c["text"])
+    failing = [c for c in changes if c["kind"] == "changed choice"
+               or (c["kind"] == "moved switch point" and c["steps"] > 1)]
+    if not changes:
+        print(f"OK: same choices ({len(new.get('rules', []))} shape(s))")
+    elif code == EXIT_OK:
+        print(f"OK: {len(changes)} change(s), none beyond one grid step of a switch point")
+    else:
+        print(f"CHANGED: {len(failing)} of {len(changes)} change(s) move a choice by more than "
+              "one grid step or pick a path the old policy never chose there")
+    return code
