@@ -13,6 +13,14 @@ namespace rb::attn {
 enum class DType { F32, F16, BF16 };
 inline std::size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
 
+// The names of the storage dtypes in configs, outputs and tuned policies (one table).
+struct DTypeName {
+  DType dtype;
+  const char* name;
+};
+inline constexpr DTypeName kDTypeNames[] = {
+    {DType::F32, "fp32"}, {DType::F16, "fp16"}, {DType::BF16, "bf16"}};
+
 // A run of rows of a local buffer and the global sequence positions they hold:
 // row (row0 + i) holds position (first + i * stride), for i in [0, count).
 struct Span {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention.hpp"
@@ -29,6 +30,29 @@ class OutOfMemory : public std::runtime_error {
  private:
   std::size_t requested_;
   std::size_t free_;
+};
+
+// Block calls per kernel path since the last reset: which row of the table really ran each
+// forward and backward block call (auto's choices and the cudnn row's fallbacks to flash
+// included), and how many of them a tuned policy chose. Recorded per ring point.
+struct BlockCalls {
+  std::vector<std::pair<std::string, std::int64_t>> by_path;  // in the order first run
+  std::int64_t from_policy = 0;
+
+  std::int64_t of(const std::string& path) const {
+    for (const auto& [name, n] : by_path)
+      if (name == path) return n;
+    return 0;
+  }
+  void add(const std::string& path, bool policy) {
+    from_policy += policy ? 1 : 0;
+    for (auto& [name, n] : by_path)
+      if (name == path) {
+        ++n;
+        return;
+      }
+    by_path.emplace_back(path, 1);
+  }
 };
 
 class AttentionBackend {
@@ -76,6 +100,16 @@ class AttentionBackend {
   // Bytes of memory this backend holds at its high-water mark since the last reset.
   virtual std::size_t peak_bytes() const = 0;
   virtual void reset_peak() = 0;
+
+  const BlockCalls& block_calls() const { return calls_; }
+  void reset_block_calls() { calls_ = BlockCalls{}; }
+
+ protected:
+  // Called by forward() and backward() with the row that ran the block.
+  void count_block(const std::string& path, bool from_policy) { calls_.add(path, from_policy); }
+
+ private:
+  BlockCalls calls_;
 };
 
 }  // namespace rb::attn

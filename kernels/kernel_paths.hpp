@@ -9,6 +9,7 @@
 // The entry points of a row live in the library that builds it (kernels/cuda for the CUDA
 // rows, bound by row name in cuda_backend.cpp, which checks every built row is bound): this
 // table cannot name functions of libraries that a host-only target does not link.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,11 +52,15 @@ struct KernelPath {
   std::vector<TileVariant> tiles;  // first is "default"
 };
 
+struct KernelPolicy;  // kernel_policy.hpp
+
 // What a sweep asks a backend for: a path name from the table (or "auto") and a tile variant
-// ("" or "default": the path's default). Recorded per point in the output file.
+// ("" or "default": the path's default). Recorded per point in the output file. `policy`:
+// auto follows this tuned policy where it has a rule (null: the built-in rule only).
 struct KernelChoice {
   std::string path = "auto";
   std::string tile = "default";
+  std::shared_ptr<const KernelPolicy> policy = nullptr;
 };
 
 // Every path ringbench knows, built or not. On a device, rows are in `auto`'s order of

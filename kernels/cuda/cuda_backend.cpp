@@ -88,6 +88,7 @@ CudaBackend::CudaBackend(const KernelChoice& choice) {
       throw std::logic_error("CudaBackend: kernel path '" + choice.path + "' has no entry points");
     if (entry_of(*path_)->flash_tiles) tile_ = flash_tile(tile->name);
   }
+  picker_ = KernelPicker(Device::Cuda, path_, path_ ? nullptr : choice.policy);
   RBK_CUDA_CHECK(cudaGetDevice(&device_));
   RBK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
@@ -108,14 +109,27 @@ std::string CudaBackend::name() const {
   return headline ? headline->name : "auto";
 }
 
-const CudaBackend::Entry& CudaBackend::entry_for(DType dtype, int head_dim, bool causal,
-                                                 bool dilated) const {
-  const KernelPath* row = path_ ? path_ : auto_kernel_path(Device::Cuda, dtype, head_dim, causal, dilated);
+const CudaBackend::Entry& CudaBackend::entry_of_row(const KernelPath* row) {
   const Entry* e = row ? entry_of(*row) : nullptr;
   if (!e)
     throw std::logic_error(std::string("CudaBackend: no entry points for kernel path '") +
                            (row ? row->name : "auto") + "'");
   return *e;
+}
+
+// Whether backward_prepare must keep O in the data type: some row this backend may run reads
+// it (cuDNN's backward reads O, not delta). An unneeded copy costs one conversion, no result.
+bool CudaBackend::reads_output(DType dtype, int head_dim) const {
+  if (dtype == DType::F32) return false;
+  const Dims dense{1, 1, head_dim, 0, 0};
+  if (entry_of_row(picker_.pick(dtype, dense, Pattern{}).row).reads_output) return true;
+  const KernelPolicy* policy = picker_.policy();
+  if (policy == nullptr) return false;
+  for (const KernelPath& row : kernel_paths())
+    if (row.device == Device::Cuda && row.built && entry_of(row) && entry_of(row)->reads_output &&
+        policy->names(row.name))
+      return true;
+  return false;
 }
 
 void* CudaBackend::allocate(std::size_t bytes) {
@@ -213,16 +227,20 @@ void CudaBackend::note_fallbacks(std::int64_t before, const char* what) {
 #endif
 }
 
+// The cudnn row hands blocks cuDNN cannot take to the flash kernels: such a block is counted
+// where it really ran.
 void CudaBackend::forward(const ForwardBlock& block) {
-  const Entry& e = entry_for(block.dtype, block.dims.head_dim, block.pattern.causal,
-                             block.pattern.segment > 0);
-  (this->*e.forward)(block);
+  const KernelPicker::Pick pick = picker_.pick(block.dtype, block.dims, block.pattern);
+  const std::int64_t fallbacks = cudnn_fallback_blocks();
+  (this->*entry_of_row(pick.row).forward)(block);
+  count_block(cudnn_fallback_blocks() > fallbacks ? "flash" : pick.row->name, pick.from_policy);
 }
 
 void CudaBackend::backward(const BackwardBlock& block) {
-  const Entry& e = entry_for(block.dtype, block.dims.head_dim, block.pattern.causal,
-                             block.pattern.segment > 0);
-  (this->*e.backward)(block);
+  const KernelPicker::Pick pick = picker_.pick(block.dtype, block.dims, block.pattern);
+  const std::int64_t fallbacks = cudnn_fallback_blocks();
+  (this->*entry_of_row(pick.row).backward)(block);
+  count_block(cudnn_fallback_blocks() > fallbacks ? "flash" : pick.row->name, pick.from_policy);
 }
 
 void CudaBackend::forward_flash(const ForwardBlock& block) { flash_forward(block, stream_, tile_); }
@@ -256,9 +274,7 @@ void CudaBackend::backward_cudnn(const BackwardBlock& block) {
 void CudaBackend::backward_prepare(const void* dout, const float* out, float* delta,
                                    std::int64_t rows, int head_dim, DType dtype) {
   gpu::backward_prepare(dout, out, delta, rows, head_dim, dtype, stream_);
-  // Causality and dilation do not change which row reads O (cudnn's range is not dilated:
-  // a dilated block on auto goes to flash and needs no copy; an unneeded copy is harmless).
-  if (!entry_for(dtype, head_dim, false, false).reads_output || dtype == DType::F32) return;
+  if (!reads_output(dtype, head_dim)) return;
   const std::size_t bytes = std::size_t(rows) * std::size_t(head_dim) * dtype_size(dtype);
   if (bytes > out_copy_bytes_) {
     if (out_copy_) release(out_copy_);

@@ -16,6 +16,7 @@
 #include "backend.hpp"
 #include "attention_cuda.hpp"
 #include "kernel_paths.hpp"
+#include "kernel_policy.hpp"
 
 namespace rb::attn::gpu {
 
@@ -33,8 +34,9 @@ class CudaBackend final : public AttentionBackend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   // The row's name. cudnn: blocks cuDNN cannot take (fp32, other head dims) run on the flash
-  // kernels; one note on stderr says so. auto runs each block on auto_kernel_path() (the
-  // first built row whose full-speed range takes it) and is named after
+  // kernels; one note on stderr says so. auto runs each block on the row of the choice's tuned
+  // policy, where it has one, else on auto_kernel_path() (the first built row whose full-speed
+  // range takes it); it is named after
   // auto_headline_path(): "cudnn" in builds with cuDNN, "flash" otherwise.
   std::string name() const override;
   bool on_device() const override { return true; }
@@ -68,7 +70,8 @@ class CudaBackend final : public AttentionBackend {
  private:
   struct Entry;  // a row's entry points (cuda_backend.cpp binds them to the table)
   static const Entry* entry_of(const KernelPath& row);
-  const Entry& entry_for(DType dtype, int head_dim, bool causal, bool dilated) const;
+  static const Entry& entry_of_row(const KernelPath* row);
+  bool reads_output(DType dtype, int head_dim) const;
   void forward_flash(const ForwardBlock& block);
   void backward_flash(const BackwardBlock& block);
   void forward_naive(const ForwardBlock& block);
@@ -82,6 +85,7 @@ class CudaBackend final : public AttentionBackend {
   friend bool has_entry_points(const KernelPath& row);
 
   const KernelPath* path_ = nullptr;  // nullptr: auto
+  KernelPicker picker_;               // the row of each block (path_, or auto's pick)
   FlashTile tile_;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;

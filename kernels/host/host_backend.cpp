@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
@@ -13,6 +14,7 @@
 #include "host/host_kernels.hpp"
 #include "host/materialized_kernels.hpp"
 #include "kernel_paths.hpp"
+#include "kernel_policy.hpp"
 
 namespace rb::attn {
 
@@ -23,10 +25,12 @@ using Bytes = Kokkos::View<char*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 using HostBytes = Kokkos::View<char*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 // One backend for every host row: memory and copies are the same, only the block kernels
-// differ (`materialized_` picks materialized_kernels.cpp over host_kernels.cpp).
+// differ (row "materialized": materialized_kernels.cpp, row "kokkos": host_kernels.cpp). The
+// picker gives each block its row: the fixed one, or auto's (tuned policy, built-in rule).
 class KokkosHostBackend final : public AttentionBackend {
  public:
-  explicit KokkosHostBackend(bool materialized) : materialized_(materialized) {}
+  KokkosHostBackend(KernelPicker picker, const KernelPath& named)
+      : picker_(std::move(picker)), materialized_(std::string(named.name) == "materialized") {}
   ~KokkosHostBackend() override {
     for (auto& [p, bytes] : sizes_) Kokkos::kokkos_free<Mem>(p);
   }
@@ -76,21 +80,25 @@ class KokkosHostBackend final : public AttentionBackend {
     attn::host::init_forward(out, lse, rows, head_dim);
   }
   void forward(const attn::ForwardBlock& block) override {
-    if (materialized_)
+    const KernelPicker::Pick pick = picker_.pick(block.dtype, block.dims, block.pattern);
+    if (is_materialized(*pick.row))
       attn::host::materialized_forward(block, scratch(attn::host::materialized_forward_scratch(block)));
     else
       attn::host::forward(block);
+    count_block(pick.row->name, pick.from_policy);
   }
   void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
                         int head_dim, attn::DType dtype) override {
     attn::host::backward_prepare(dout, out, delta, rows, head_dim, dtype);
   }
   void backward(const attn::BackwardBlock& block) override {
-    if (materialized_)
+    const KernelPicker::Pick pick = picker_.pick(block.dtype, block.dims, block.pattern);
+    if (is_materialized(*pick.row))
       attn::host::materialized_backward(block,
                                         scratch(attn::host::materialized_backward_scratch(block)));
     else
       attn::host::backward(block);
+    count_block(pick.row->name, pick.from_policy);
   }
   void accumulate(float* dst, const float* src, std::size_t count) override {
     attn::host::accumulate(dst, src, static_cast<std::int64_t>(count));
@@ -112,6 +120,10 @@ class KokkosHostBackend final : public AttentionBackend {
   void reset_peak() override { peak_ = current_; }
 
  private:
+  static bool is_materialized(const KernelPath& row) {
+    return std::string(row.name) == "materialized";
+  }
+
   // The materialized kernels' score tiles: grown through allocate() so they count in
   // peak_bytes() and running out is an OutOfMemory like any other buffer.
   float* scratch(std::size_t floats) {
@@ -126,7 +138,8 @@ class KokkosHostBackend final : public AttentionBackend {
     return static_cast<float*>(scratch_);
   }
 
-  bool materialized_;
+  KernelPicker picker_;
+  bool materialized_;  // named after the materialized row (auto: after the headline row)
   void* scratch_ = nullptr;
   std::size_t scratch_floats_ = 0;
   std::unordered_map<void*, std::size_t> sizes_;
@@ -137,7 +150,7 @@ class KokkosHostBackend final : public AttentionBackend {
 }  // namespace
 
 std::unique_ptr<AttentionBackend> make_host_backend() {
-  return std::make_unique<KokkosHostBackend>(false);
+  return make_host_backend(KernelChoice{"kokkos", "default"});
 }
 
 std::unique_ptr<AttentionBackend> make_host_backend(const KernelChoice& choice) {
@@ -149,7 +162,9 @@ std::unique_ptr<AttentionBackend> make_host_backend(const KernelChoice& choice) 
   if (const TileVariant* t = find_tile(*row, choice.tile); !t || std::string(t->name) != "default")
     throw std::invalid_argument("make_host_backend: kernel '" + want + "' has no tile variant '" +
                                 choice.tile + "'");
-  return std::make_unique<KokkosHostBackend>(want == "materialized");
+  const bool is_auto = choice.path == "auto";
+  return std::make_unique<KokkosHostBackend>(
+      KernelPicker(Device::Host, is_auto ? nullptr : row, is_auto ? choice.policy : nullptr), *row);
 }
 
 }  // namespace rb::attn

@@ -21,6 +21,7 @@
 #include "app/registry.hpp"
 #include "config/bytes.hpp"
 #include "config/config.hpp"
+#include "config/policy_file.hpp"
 #include "metrics/h5.hpp"
 #include "ringbench/version.hpp"
 #include "runtime/binding.hpp"
@@ -128,7 +129,8 @@ Validated validate(const std::string& text, const CommandLine& cli, const RankLa
   const cfg::Node root(YAML::Load(text), cli.config_path, "");
   v.backend = resolve_backend(v.config, root, cli.dry_run, min_gpus, &v.plan_note);
   check_only_names(cli, v.config);
-  const ParseContext pctx{layout.world_size, layout.node_count, v.backend};
+  const ParseContext pctx{layout.world_size, layout.node_count, v.backend,
+                          v.config.kernel_policy};
   for (const auto& spec : v.config.sweeps) {
     if (!selected(cli, spec.name)) continue;
     auto sweep = parse_sweep(spec, pctx);
@@ -230,6 +232,65 @@ std::optional<RankSetup> set_up_rank(const Validated& v, const RankLayout& layou
   }
   if (rank_errors_reported(error, world)) return std::nullopt;
   return s;
+}
+
+// ---------------------------------------------------------------- 2b. tuned kernel policies
+
+std::vector<std::shared_ptr<KernelPolicyUse>> policy_uses(const Validated& v) {
+  std::vector<std::shared_ptr<KernelPolicyUse>> uses;
+  for (const auto& sweep : v.sweeps)
+    for (auto& use : sweep->kernel_policies())
+      if (std::find(uses.begin(), uses.end(), use) == uses.end()) uses.push_back(use);
+  return uses;
+}
+
+std::string library_version(const char* name) {
+  for (const auto& [library, text] : library_versions())
+    if (library == name) return text;
+  return "";
+}
+
+// Whether one policy applies on every rank: "" or the first rank's reason. Every rank must
+// also have read the same bytes (a node with a stale copy would run other kernels).
+std::string policy_reason(const KernelPolicyUse& use, const RankSetup& s, Backend backend,
+                          MPI_Comm world) {
+  const ThisMachine here{to_string(backend), s.gpu.name,
+                         backend == Backend::Cuda ? library_version("cudnn") : ""};
+  std::string sha = use.policy->sha256;
+  mpi::broadcast_string(sha, world);
+  std::string mine = applicability(use, here);
+  if (sha != use.policy->sha256)
+    mine = "rank " + std::to_string(mpi::rank_of(world)) + " read other bytes from " + use.file +
+           " than rank 0 (sha256 " + use.policy->sha256 + ", rank 0: " + sha + ")";
+  for (const auto& reason : mpi::gather_strings(mine, world))
+    if (!reason.empty()) return reason;
+  return "";
+}
+
+// Decides, on every rank alike, what `kernel: auto` follows for each kernel_policy key: the
+// file where it was tuned on this kind of machine, else the built-in rule with a warning, or
+// (strict) an error before any work. Returns false after an error.
+bool decide_policies(const Validated& v, const RankSetup& s, MPI_Comm world) {
+  const bool root = mpi::rank_of(world) == 0;
+  for (const auto& use : policy_uses(v)) {
+    const std::string why = policy_reason(*use, s, v.backend, world);
+    const std::string where = fmt::format("{}:{}: key '{}': tuned policy {}", use->where.file,
+                                          use->where.line, use->key, use->file);
+    if (why.empty()) {
+      if (root) fmt::print("kernel policy: {} is followed by kernel: auto\n", use->source.description);
+      continue;
+    }
+    if (use->strict) {
+      if (root) fmt::print(stderr, "ringbench: invalid config: {} refused (strict): {}\n", where, why);
+      return false;
+    }
+    if (root)
+      fmt::print("warning: {} not applied: {}; kernel: auto follows the built-in rule (strict: "
+                 "true refuses instead)\n", where, why);
+    use->source = {nullptr, "built-in (" + use->file + " not applied: " + why + ")"};
+  }
+  std::fflush(stdout);
+  return true;
 }
 
 // ---------------------------------------------------------------- 3. header
@@ -416,6 +477,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   std::optional<RankSetup> setup = set_up_rank(*v, layout, world);
   if (!setup) return 1;
   print_header(*v, cli, layout, *setup, min_gpus, mpi_thread_level, world);
+  if (!decide_policies(*v, *setup, world)) return 1;
 
   const std::string out_path = output_path(cli, v->config, world);
   std::optional<h5::File> file = open_output(out_path, cli.force, world);

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/policy_file.hpp"
+
 namespace rb {
 
 using cfg::ConfigError;
@@ -205,6 +207,12 @@ std::vector<SweepSpec> parse_sweep_list(const cfg::Node& root) {
 
 }  // namespace
 
+YAML::Node cfg::load_document(const std::string& text, const std::string& file) {
+  YAML::Node yaml = load_single_document(text, file);
+  reject_duplicate_keys(yaml, file, "");
+  return yaml;
+}
+
 Config parse_config_text(const std::string& text, const std::string& file) {
   Config config;
   config.file = file;
@@ -215,7 +223,7 @@ Config parse_config_text(const std::string& text, const std::string& file) {
     root.fail("", "expected a map with a 'sweeps' list at the top level, got " +
                       describe_shape(yaml));
   reject_duplicate_keys(yaml, file, "");
-  root.allow_only({"run", "backend", "binding", "sweeps"});
+  root.allow_only({"run", "backend", "binding", "kernel_policy", "sweeps"});
   if (root.has("run")) config.run = parse_run(root.child("run"));
   config.backend = value_of(kBackends, root.get_choice("backend", "auto", choices_of(kBackends)));
   if (root.has("binding")) {
@@ -224,6 +232,7 @@ Config parse_config_text(const std::string& text, const std::string& file) {
     config.binding.policy =
         value_of(kPolicies, binding.get_choice("policy", "none", choices_of(kPolicies)));
   }
+  if (root.has("kernel_policy")) config.kernel_policy = parse_kernel_policy(root, "kernel_policy");
   config.sweeps = parse_sweep_list(root);
   return config;
 }

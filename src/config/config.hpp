@@ -1,6 +1,7 @@
 #pragma once
 // The parsed run configuration: the top-level sections as typed structs, and each
 // sweep as (type, name, node) that the sweep registry turns into a typed sweep.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct BindingSection {
   BindingPolicy policy = BindingPolicy::None;
 };
 
+struct KernelPolicyUse;  // config/policy_file.hpp
+
 struct SweepSpec {
   std::string type;  // registry key, e.g. "ring_attention"
   std::string name;  // HDF5 group under /sweeps; defaults to type, unique per file
@@ -35,6 +38,9 @@ struct Config {
   RunSection run;
   Backend backend = Backend::Auto;
   BindingSection binding;
+  // `kernel_policy:` at the top level: the tuned policy `kernel: auto` follows in every sweep
+  // without its own (null: the built-in rule).
+  std::shared_ptr<KernelPolicyUse> kernel_policy;
   std::vector<SweepSpec> sweeps;
 };
 
@@ -44,5 +50,11 @@ Config parse_config_text(const std::string& text, const std::string& file);
 
 // Reads a file; a missing or unreadable file is a ConfigError with line 0.
 std::string read_config_file(const std::string& path);
+
+namespace cfg {
+// The one YAML document of a file's text, with duplicate keys anywhere rejected (yaml-cpp would
+// keep the first silently). Throws ConfigError with the position.
+YAML::Node load_document(const std::string& text, const std::string& file);
+}  // namespace cfg
 
 }  // namespace rb

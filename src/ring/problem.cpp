@@ -15,7 +15,9 @@ namespace {
 const std::pair<Layout, const char*> kLayouts[] = {
     {Layout::Contiguous, "contiguous"}, {Layout::Zigzag, "zigzag"}, {Layout::Striped, "striped"}};
 const std::pair<attn::DType, const char*> kDTypes[] = {
-    {attn::DType::F32, "fp32"}, {attn::DType::F16, "fp16"}, {attn::DType::BF16, "bf16"}};
+    {attn::kDTypeNames[0].dtype, attn::kDTypeNames[0].name},
+    {attn::kDTypeNames[1].dtype, attn::kDTypeNames[1].name},
+    {attn::kDTypeNames[2].dtype, attn::kDTypeNames[2].name}};
 
 template <class Value, std::size_t N>
 const char* name_of(const std::pair<Value, const char*> (&table)[N], Value v) {

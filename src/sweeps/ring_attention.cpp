@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "dtype.hpp"
+#include "config/policy_file.hpp"
 #include "kernel_paths.hpp"
+#include "kernel_policy.hpp"
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
 #include "ring/inputs.hpp"
@@ -38,6 +40,9 @@ struct RingParams {
   std::int64_t seed = 1234;
   std::string kernel = "auto";
   std::string kernel_tile = "default";
+  // The tuned policy `kernel: auto` follows (the sweep's own `kernel_policy`, else the top
+  // level's); null: the built-in rule.
+  std::shared_ptr<KernelPolicyUse> policy;
   bool dump = false;
   int sample_rows = 32;
   double tolerance = 0.0;  // 0: the dtype's default
@@ -127,6 +132,7 @@ struct PointResult {
   std::string failure;        // parity_failed: which tensor and by how much
   std::int64_t ring_id = -1, ring_rank = -1;
   std::string kernel_path;
+  attn::BlockCalls block_calls;  // per iteration (forward + backward)
   std::string oom_message;  // empty: this rank did not run out (another one did)
   std::int64_t oom_requested = -1, oom_free = -1;
   std::vector<double> forward_s, backward_s, total_s;  // per timed iteration
@@ -197,6 +203,35 @@ void declare_metrics(h5::PointsTable& t, std::uint64_t R, std::uint64_t I) {
   }
 }
 
+// The rows of the kernel path table this sweep's device has: one block-call count each.
+std::vector<std::string> device_paths(bool host) {
+  std::vector<std::string> out;
+  for (const attn::KernelPath& k : attn::kernel_paths())
+    if (k.built && (k.device == attn::Device::Host) == host) out.push_back(k.name);
+  return out;
+}
+
+void declare_block_calls(h5::PointsTable& t, bool host) {
+  for (const std::string& path : device_paths(host))
+    t.int_metric("block_calls_" + path,
+                 {"1", "block calls (forward + backward) that ran on kernel path " + path +
+                           " in one iteration"});
+  t.int_metric("policy_block_calls",
+               {"1", "of those, block calls whose path the tuned policy chose (kernel: auto)"});
+}
+
+// Every iteration runs the same blocks: the counts of one.
+attn::BlockCalls per_iteration(attn::BlockCalls calls, std::int64_t iterations) {
+  for (auto& entry : calls.by_path) entry.second /= iterations;
+  calls.from_policy /= iterations;
+  return calls;
+}
+
+void record_block_calls(h5::PointsTable& t, std::size_t pi, const attn::BlockCalls& calls) {
+  for (const auto& [path, n] : calls.by_path) t.set_int("block_calls_" + path, pi, n);
+  t.set_int("policy_block_calls", pi, calls.from_policy);
+}
+
 void record_parity(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   const ring::ParityReport& par = r.parity;
   const std::pair<const char*, const ring::ErrorStats*> errors[] = {
@@ -223,6 +258,7 @@ void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
     t.set_text("oom_message", pi, r.oom_message);
     return;
   }
+  record_block_calls(t, pi, r.block_calls);
   t.set("forward_time_s", pi, r.forward_s);
   t.set("backward_time_s", pi, r.backward_s);
   t.set("total_time_s", pi, r.total_s);
@@ -256,6 +292,10 @@ class RingAttentionSweep final : public Sweep {
   std::vector<std::string> plan() const override {
     return timed_plan(points_, p_.iterations, p_.warmup);
   }
+  std::vector<std::shared_ptr<KernelPolicyUse>> kernel_policies() const override {
+    if (p_.policy && p_.kernel == "auto") return {p_.policy};
+    return {};
+  }
 
   std::uint64_t estimated_output_bytes() const override {
     std::uint64_t total = 4096;
@@ -274,6 +314,11 @@ class RingAttentionSweep final : public Sweep {
  private:
   double tolerance(const ring::Problem& prob) const {
     return ring::tolerance_for(prob.dtype, p_.tolerance);
+  }
+  // What auto follows here (the driver has decided whether the policy applies).
+  attn::PolicySource policy_source() const {
+    if (p_.kernel != "auto") return {nullptr, "none: kernel " + p_.kernel + " named"};
+    return p_.policy ? p_.policy->source : attn::PolicySource{};
   }
   void write_attributes(h5::Group& out, const attn::AttentionBackend& backend,
                         ProgressReporter& progress) const;
@@ -324,7 +369,7 @@ void RingAttentionSweep::write_attributes(h5::Group& out, const attn::AttentionB
 h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   h5::PointsTable t(points_.size());
   std::vector<std::int64_t> seq, rs, nr;
-  std::vector<std::string> layout, dtype, compute, kernel, tile, label;
+  std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label;
   std::vector<double> tol;
   for (const Point& pt : points_) {
     seq.push_back(pt.problem.seq_len);
@@ -335,6 +380,7 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
     compute.push_back(host ? "fp32" : ring::to_string(pt.problem.dtype));
     kernel.push_back(p_.kernel);
     tile.push_back(p_.kernel_tile);
+    policy.push_back(policy_source().description);
     label.push_back(pt.label);
     tol.push_back(tolerance(pt.problem));
   }
@@ -346,9 +392,13 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   t.key("compute_dtype", std::move(compute), {"1", "dtype the block kernels compute in (fp32 on the host)"});
   t.key("kernel", std::move(kernel), {"1", "kernel path asked for (kernel: in the config)"});
   t.key("kernel_tile", std::move(tile), {"1", "tile variant asked for (kernel_tile: in the config)"});
+  t.key("kernel_policy", std::move(policy),
+        {"1", "where kernel: auto's rule came from: built-in, or the tuned policy file and its "
+              "sha256, or built-in with why the file was not applied"});
   t.key("label", std::move(label), {"1", "the point's plan line"});
   t.key("tolerance", std::move(tol), {"1", "largest *_max_rel before the point is parity_failed"});
   declare_metrics(t, max_ring_size(), static_cast<std::uint64_t>(p_.iterations));
+  declare_block_calls(t, host);
   return t;
 }
 
@@ -359,7 +409,8 @@ std::uint64_t RingAttentionSweep::max_ring_size() const {
 }
 
 SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
-  auto backend = ctx.paths.attention_backend({p_.kernel, p_.kernel_tile});
+  auto backend =
+      ctx.paths.attention_backend({p_.kernel, p_.kernel_tile, policy_source().policy});
   write_attributes(out, *backend, ctx.progress);
   h5::PointsTable table = make_table(!backend->on_device());
   SweepOutcome outcome;
@@ -412,7 +463,11 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   const int ring_rank = static_cast<int>(r.ring_rank);
   const Shards in = make_shards(prob, ring_rank, seed, p_.backward);
   ra->load_inputs(in.q.data(), in.k.data(), in.v.data(), p_.backward ? in.dO.data() : nullptr);
+  backend.reset_block_calls();
   time_iterations(ctx.world, *ra, r);
+  r.block_calls = per_iteration(backend.block_calls(), p_.warmup + p_.iterations);
+  for (const std::string& path : device_paths(!backend.on_device()))  // measured: none ran
+    if (r.block_calls.of(path) == 0) r.block_calls.by_path.emplace_back(path, 0);
   r.peak_memory = static_cast<std::int64_t>(backend.peak_bytes());
   r.step_pairs = ring::step_pairs(prob, ring_rank);
   std::int64_t pairs = 0;
@@ -577,6 +632,19 @@ void parse_kernel(const cfg::Node& n, RingParams& p) {
   }
 }
 
+// The sweep's own `kernel_policy`, else the top level's. A policy steers only `auto`: one given
+// to a sweep that names its kernel is a mistake worth stopping for.
+void parse_policy(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
+  if (!n.has("kernel_policy")) {
+    p.policy = ctx.kernel_policy;
+    return;
+  }
+  if (p.kernel != "auto")
+    n.fail("kernel_policy", "a tuned policy steers kernel: auto, but this sweep names kernel '" +
+                                p.kernel + "'; remove one of the two");
+  p.policy = parse_kernel_policy(n, "kernel_policy");
+}
+
 void parse_validate(const cfg::Node& n, RingParams& p) {
   if (!n.has("validate")) return;
   const cfg::Node v = n.child("validate");
@@ -629,7 +697,8 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
   const cfg::Node& n = spec.node;
   n.allow_only({"type", "name", "batch", "seq_lengths", "num_heads", "head_dim", "embed_dim",
                 "dtype", "causal", "layout", "segment_lengths", "dilation_rates", "ring_sizes",
-                "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile", "validate"});
+                "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile", "kernel_policy",
+                "validate"});
   RingParams p;
   p.world_size = ctx.world_size;
   p.backend = ctx.backend;
@@ -643,6 +712,7 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
   p.dtypes = n.get_choice_list("dtype", {ctx.backend == Backend::Cuda ? "bf16" : "fp32"}, ring::dtype_names());
   parse_dilation(n, p);
   parse_kernel(n, p);
+  parse_policy(n, ctx, p);
   p.ring_sizes = parse_ring_sizes(n, ctx.world_size);
   p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
   p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);

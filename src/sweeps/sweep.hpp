@@ -29,6 +29,8 @@ struct ParseContext {
   int world_size = 1;
   int node_count = 1;
   Backend backend = Backend::Host;  // resolved: Host or Cuda
+  // The top-level `kernel_policy` (null: none); sweeps without their own follow it.
+  std::shared_ptr<KernelPolicyUse> kernel_policy;
 };
 
 // Progress of the running sweep, given by the driver (src/app/progress.hpp prints it on rank 0
@@ -77,6 +79,9 @@ class Sweep {
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
   virtual std::vector<std::string> plan() const = 0;          // one line per point
+  // The tuned policies this sweep's `kernel: auto` would follow: the driver decides, once the
+  // GPU is known, whether each applies (a warning, or an error with `strict`).
+  virtual std::vector<std::shared_ptr<KernelPolicyUse>> kernel_policies() const { return {}; }
   virtual std::uint64_t estimated_output_bytes() const = 0;   // for --dry-run
   virtual SweepOutcome run(RunContext& ctx, h5::Group& out) = 0;
 

@@ -190,7 +190,7 @@ TEST_CASE("malformed configs fail with the line and an actionable message") {
       {"unknown top-level key", "sweep:\n  - type: t\n", 1,
        {"unknown key 'sweep'", "did you mean 'sweeps'?"}},
       {"unknown top-level key without suggestion", "frobnicate: 1\n" + S, 1,
-       {"key 'frobnicate'", "unknown key", "expected one of: run, backend, binding, sweeps"}},
+       {"key 'frobnicate'", "unknown key", "expected one of: run, backend, binding, kernel_policy, sweeps"}},
       {"unknown key inside binding", "binding:\n  polcy: core\n" + S, 2,
        {"key 'binding.polcy'", "unknown key 'polcy'; did you mean 'policy'?"}},
       {"unknown key inside run", "run:\n  outptu_dir: x\n" + S, 2,

@@ -1,0 +1,211 @@
+#include "config/policy_file.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "config/config.hpp"
+#include "config/sha256.hpp"
+
+namespace rb {
+namespace {
+
+constexpr const char* kKind = "ringbench-kernel-policy";
+constexpr std::int64_t kVersion = 1;
+
+// A scalar that may be null (the tuner writes null for what the run did not record).
+std::string text_or_empty(const cfg::Node& n, const std::string& key) {
+  if (!n.has(key) || n.child(key).yaml().IsNull()) return "";
+  return n.get_string(key, "");
+}
+
+PolicyMachine parse_machine(const cfg::Node& root) {
+  if (!root.has("machine"))
+    root.fail("machine", "required: where the policy was tuned (device, gpu, cudnn, ...)");
+  const cfg::Node m = root.child("machine");
+  m.require_map();
+  m.allow_only({"device", "gpu", "cuda_driver", "cuda_runtime", "cudnn", "ringbench_version",
+                "commit"});
+  PolicyMachine out;
+  if (!m.has("device")) m.fail("device", "required: host or cuda");
+  out.device = m.get_choice("device", "", {"host", "cuda"});
+  out.gpu = text_or_empty(m, "gpu");
+  out.cuda_driver = text_or_empty(m, "cuda_driver");
+  out.cuda_runtime = text_or_empty(m, "cuda_runtime");
+  out.cudnn = text_or_empty(m, "cudnn");
+  out.ringbench_version = text_or_empty(m, "ringbench_version");
+  out.commit = text_or_empty(m, "commit");
+  return out;
+}
+
+std::vector<std::string> path_names(attn::Device device) {
+  std::vector<std::string> names;
+  for (const attn::KernelPath& k : attn::kernel_paths())
+    if (k.device == device) names.push_back(k.name);
+  return names;
+}
+
+const attn::KernelPath& known_path(const cfg::Node& n, const std::string& key, attn::Device device) {
+  const std::string name = n.get_string(key, "");
+  if (const attn::KernelPath* row = attn::find_kernel_path(name, device)) return *row;
+  const auto names = path_names(device);
+  std::string list;
+  for (const auto& s : names) list += (list.empty() ? "" : ", ") + s;
+  const std::string hint = cfg::did_you_mean(name, names);
+  n.fail(key, "unknown kernel path '" + name + "' for device " + attn::to_string(device) + " (" +
+                  list + ")" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+}
+
+attn::PolicyShape parse_shape(const cfg::Node& r) {
+  for (const char* key : {"dtype", "head_dim", "causal"})
+    if (!r.has(key)) r.fail(key, "required in every rule (dtype, head_dim, causal, segment, rate)");
+  attn::PolicyShape s;
+  std::vector<std::string> dtypes;
+  for (const auto& d : attn::kDTypeNames) dtypes.push_back(d.name);
+  const std::string dtype = r.get_choice("dtype", "", dtypes);
+  for (const auto& d : attn::kDTypeNames)
+    if (dtype == d.name) s.dtype = d.dtype;
+  s.head_dim = static_cast<int>(r.require_int("head_dim", 1, 1024));
+  s.causal = r.get_bool("causal", false);
+  s.segment = r.get_int("segment", 0, 0);
+  s.rate = r.get_int("rate", 0, 0);
+  const bool exact = s.segment == 0 && s.rate == 0;
+  if (!exact && (s.segment < 1 || s.rate < 1 || s.segment % s.rate != 0))
+    r.fail("rate", "segment " + std::to_string(s.segment) + ", rate " + std::to_string(s.rate) +
+                       ": expected 0, 0 (exact attention) or rate >= 1 dividing segment");
+  return s;
+}
+
+attn::PolicyRange parse_range(const cfg::Node& e, const attn::PolicyShape& shape,
+                              attn::Device device, std::int64_t previous_max) {
+  e.require_map();
+  e.allow_only({"block_rows_min", "block_rows_max", "path", "speedup"});
+  attn::PolicyRange range;
+  range.rows_min = e.require_int("block_rows_min", 1);
+  range.rows_max = e.require_int("block_rows_max", range.rows_min);
+  if (range.rows_min <= previous_max)
+    e.fail("block_rows_min", "ranges must ascend without overlap: " +
+                                 std::to_string(range.rows_min) + " <= the previous range's end " +
+                                 std::to_string(previous_max));
+  if (!e.has("path")) e.fail("path", "required: a kernel path, or null where no path passed parity");
+  if (e.child("path").yaml().IsNull()) return range;
+  range.row = &known_path(e, "path", device);
+  if (!range.row->supports.takes(shape.dtype, shape.head_dim, shape.causal, shape.segment > 0))
+    e.fail("path", "kernel path '" + std::string(range.row->name) +
+                       "' cannot run this rule's blocks (dtype, head_dim, causal or dilation)");
+  return range;
+}
+
+attn::PolicyRule parse_rule(const cfg::Node& r, attn::Device device) {
+  r.require_map();
+  r.allow_only({"dtype", "head_dim", "causal", "segment", "rate", "default_path", "ranges"});
+  attn::PolicyRule rule;
+  rule.shape = parse_shape(r);
+  if (r.has("default_path") && !r.child("default_path").yaml().IsNull())
+    known_path(r, "default_path", device);
+  if (!r.has("ranges")) r.fail("ranges", "required: a list of block-rows ranges and their paths");
+  const cfg::Node ranges = r.child("ranges");
+  if (!ranges.is_sequence() || ranges.size() == 0)
+    ranges.fail("", "expected a non-empty list of {block_rows_min, block_rows_max, path}");
+  std::int64_t previous_max = 0;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    rule.ranges.push_back(parse_range(ranges.element(i), rule.shape, device, previous_max));
+    previous_max = rule.ranges.back().rows_max;
+  }
+  return rule;
+}
+
+void parse_rules(const cfg::Node& root, attn::KernelPolicy& policy) {
+  if (!root.has("rules")) root.fail("rules", "required: the tuned rules (a list, one per shape)");
+  const cfg::Node rules = root.child("rules");
+  if (!rules.is_sequence()) rules.fail("", "expected a list of rules, one per shape");
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const cfg::Node r = rules.element(i);
+    attn::PolicyRule rule = parse_rule(r, policy.device);
+    for (std::size_t j = 0; j < policy.rules.size(); ++j)
+      if (policy.rules[j].shape == rule.shape)
+        r.fail("", "a second rule for the shape of rules[" + std::to_string(j) +
+                       "]; keep one rule per (dtype, head_dim, causal, segment, rate)");
+    policy.rules.push_back(std::move(rule));
+  }
+}
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+}  // namespace
+
+std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& text,
+                                                          const std::string& file) {
+  const cfg::Node root(cfg::load_document(text, file), file, "");
+  if (!root.is_map())
+    root.fail("", "expected a tuned kernel policy (a map with version, kind, machine, rules) as "
+                  "written by `rb-analysis tune`");
+  root.allow_only({"version", "kind", "machine", "source", "sweep", "date", "margin",
+                   "hysteresis", "rules"});
+  if (!root.has("version")) root.fail("version", "required: the policy format version (1)");
+  const std::int64_t version = root.require_int("version");
+  if (version != kVersion)
+    root.fail("version", "this ringbench reads policy version " + std::to_string(kVersion) +
+                             ", the file is version " + std::to_string(version));
+  if (root.get_string("kind", "") != kKind)
+    root.fail("kind", std::string("expected '") + kKind + "' (a file written by `rb-analysis tune`)");
+  auto use = std::make_shared<KernelPolicyUse>();
+  use->file = file;
+  use->machine = parse_machine(root);
+  auto policy = std::make_shared<attn::KernelPolicy>();
+  policy->device = use->machine.device == "cuda" ? attn::Device::Cuda : attn::Device::Host;
+  policy->file = file;
+  policy->sha256 = sha256_hex(text);
+  parse_rules(root, *policy);
+  use->policy = policy;
+  use->source = {policy, file + " (sha256 " + policy->sha256 + ")"};
+  return use;
+}
+
+std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, const std::string& key) {
+  const cfg::Node v = owner.child(key);
+  std::string file;
+  bool strict = false;
+  if (v.is_map()) {
+    v.allow_only({"file", "strict"});
+    file = v.require_string("file");
+    strict = v.get_bool("strict", false);
+  } else {
+    file = owner.require_string(key);
+  }
+  if (file.empty()) owner.fail(key, "expected the path of a tuned policy file, got an empty string");
+  if (file[0] != '/') file = directory_of(owner.file()) + file;
+  std::string text;
+  try {
+    text = read_config_file(file);
+  } catch (const cfg::ConfigError& e) {
+    owner.fail(key, "cannot read the tuned policy file '" + file + "': " + e.message());
+  }
+  auto use = parse_kernel_policy_text(text, file);
+  use->key = owner.path().empty() ? key : owner.path() + "." + key;
+  use->where = v.location();
+  use->strict = strict;
+  return use;
+}
+
+std::string applicability(const KernelPolicyUse& use, const ThisMachine& here) {
+  const PolicyMachine& m = use.machine;
+  if (m.device != here.device)
+    return "it was tuned on the " + m.device + " path and this run is on the " + here.device + " path";
+  if (here.device == "cuda" && m.gpu != here.gpu)
+    return "it was tuned on GPU '" + m.gpu + "' and this rank has '" + here.gpu + "'";
+  if (here.device == "cuda" && m.cudnn != here.cudnn)
+    return "it was tuned with cuDNN " + (m.cudnn.empty() ? "(none)" : m.cudnn) +
+           " and this run has " + (here.cudnn.empty() ? "(none)" : here.cudnn);
+  for (const attn::PolicyRule& rule : use.policy->rules)
+    for (const attn::PolicyRange& r : rule.ranges)
+      if (r.row != nullptr && !r.row->built)
+        return "it names kernel path '" + std::string(r.row->name) + "', which this build lacks (" +
+               r.row->missing + ")";
+  return "";
+}
+
+}  // namespace rb

@@ -1,0 +1,54 @@
+#pragma once
+// `kernel_policy:` (top level, or in a sweep): a tuned policy file made by `rb-analysis tune`
+// that `kernel: auto` follows. Read and checked at config time on every rank (a missing file,
+// a wrong schema, an unknown path name, a range a path cannot run are cfg::ConfigErrors naming
+// the policy file, the key inside it and the line); whether it applies to this machine is
+// decided once the GPU is known (applicability()), by the driver. docs/tuning.md has the format.
+// (Named policy_file, not kernel_policy: "kernel_policy.hpp" is the kernels layer's header.)
+#include <memory>
+#include <string>
+
+#include "config/node.hpp"
+#include "kernel_policy.hpp"
+
+namespace rb {
+
+// Where the timings behind a policy were taken (its `machine:` map); "" for null.
+struct PolicyMachine {
+  std::string device;  // host | cuda
+  std::string gpu, cuda_driver, cuda_runtime, cudnn, ringbench_version, commit;
+};
+
+// One `kernel_policy:` key of the config and the file it names.
+struct KernelPolicyUse {
+  std::string key;       // "kernel_policy" or "sweeps[2].kernel_policy"
+  cfg::Location where;   // of the key in the config
+  std::string file;      // resolved path
+  bool strict = false;   // refuse (instead of warning) when it does not apply here
+  PolicyMachine machine;
+  std::shared_ptr<const attn::KernelPolicy> policy;
+  // What auto follows, set by the driver after applicability(): the policy, or the built-in
+  // rule with the reason. Until then: the policy (a --dry-run never decides).
+  attn::PolicySource source;
+};
+
+// Reads `owner.key`: `FILE` or `{file: FILE, strict: BOOL}`. A relative FILE is relative to
+// the directory of the config file. Throws cfg::ConfigError.
+std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, const std::string& key);
+
+// The policy's rules from its text (exposed for tests). `file` names it in errors.
+std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& text,
+                                                          const std::string& file);
+
+// What this rank runs on, for applicability().
+struct ThisMachine {
+  std::string device;  // host | cuda
+  std::string gpu;     // GPU model ("" on the host)
+  std::string cudnn;   // cuDNN version text as /run/libraries records it ("" on the host)
+};
+
+// Empty when the policy was made on this kind of machine (same device, GPU model and cuDNN
+// version, every path it names built here); otherwise one sentence saying what differs.
+std::string applicability(const KernelPolicyUse& use, const ThisMachine& here);
+
+}  // namespace rb
