@@ -9,6 +9,7 @@
 #include "app/paths.hpp"
 #include "app/progress.hpp"
 #include "config/node.hpp"
+#include "kernel_paths.hpp"
 #include "metrics/h5.hpp"
 #include "runtime/mpi.hpp"
 #include "sweeps/kernel_tuning.hpp"
@@ -36,7 +37,21 @@ TEST_CASE("kernel_tuning config: one point per shape and built host path") {
   CHECK(plan[3].find("rows=64 d=16 fp32 w=32 r=2 materialized") == 0);
   CHECK(rejection("{head_dims: [16]}", "block_rows").find("required") == 0);
   CHECK(rejection("{block_rows: [64], dilations: [[32, 3]]}", "dilations").find("entry 0") == 0);
-  CHECK(rejection("{block_rows: [64], dilations: [[128, 2]]}", "dilations").find("block rows 64") == 0);
+  CHECK(rejection("{block_rows: [64], dilations: [[128, 2]]}", "dilations").find("no block size") == 0);
+  CHECK(rejection("{block_rows: [64], paths: [flash]}", "paths[0]").find("flash") != std::string::npos);
+}
+
+TEST_CASE("kernel_tuning config: dilations a block size cannot hold are skipped; paths narrow the grid") {
+  auto s = rb::parse_kernel_tuning(
+      spec_of("{block_rows: [64, 128, 192], head_dims: [16], dilations: [none, [128, 2]], "
+              "paths: [materialized]}"),
+      rb::ParseContext{});
+  const auto plan = s->plan();
+  // 64: none only; 128: none and (128, 2); 192: none only (128 does not divide 192).
+  REQUIRE(plan.size() == 4);
+  CHECK(plan[0].find("rows=64 d=16 fp32 materialized") == 0);
+  CHECK(plan[2].find("rows=128 d=16 fp32 w=128 r=2 materialized") == 0);
+  CHECK(plan[3].find("rows=192 d=16 fp32 materialized") == 0);
   CHECK(rejection("{block_rows: [64], dilations: [sparse]}", "dilations") != "");
   CHECK(rejection("{block_rows: [64], causal: maybe}", "causal") != "");
   CHECK(rejection("{block_rows: [64], head_dim: 16}", "head_dim") != "");
@@ -66,6 +81,9 @@ TEST_CASE("kernel_tuning sweep: every host path timed and parity-checked per sha
   for (const auto& d : rb::h5::read_strings(path, "/sweeps/kt/points/dtype")) CHECK(d == "fp32");
   const auto paths = rb::h5::read_strings(path, "/sweeps/kt/points/path");
   for (std::size_t p = 0; p < P; ++p) CHECK(paths[p] == (p % 2 == 0 ? "kokkos" : "materialized"));
+  // What tuning measures against: the built-in rule's row for each shape.
+  for (const auto& a : rb::h5::read_strings(path, "/sweeps/kt/points/auto_path"))
+    CHECK(a == rb::attn::auto_kernel_path(rb::attn::Device::Host, rb::attn::DType::F32, 16, false, true)->name);
   CHECK(rb::h5::read_string_attr(path, "/sweeps/kt/points/path", "role") == "key");
   for (const auto& s : rb::h5::read_strings(path, "/sweeps/kt/status")) CHECK(s == "ok");
   const auto kp = rb::h5::read_strings(path, "/sweeps/kt/kernel_path");
