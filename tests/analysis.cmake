@@ -3,11 +3,17 @@
 # real ringbench writes on the host path. Plain CTest entries: the scripts run mpiexec
 # themselves.
 if(RINGBENCH_PYTHON)
-  add_test(NAME analysis_unit
-           COMMAND ${RINGBENCH_PYTHON} -m unittest discover -s ${CMAKE_CURRENT_SOURCE_DIR}/analysis
-                   -p "test_*.py" -v)
-  set_tests_properties(analysis_unit PROPERTIES TIMEOUT 300 LABELS "analysis;unit"
-    SKIP_RETURN_CODE 77 ENVIRONMENT "PYTHONPATH=${PROJECT_SOURCE_DIR}/analysis;MPLBACKEND=Agg")
+  # Two unit entries that together run every tests/analysis/test_*.py: the kernel tuning ones
+  # (test_tun*.py: tuning.py, `rb-analysis tune`, `compare-tuning`) and the rest.
+  foreach(unit IN ITEMS "analysis_unit;test_[!t]*.py" "analysis_tune_unit;test_t*.py")
+    list(GET unit 0 name)
+    list(GET unit 1 pattern)
+    add_test(NAME ${name}
+             COMMAND ${RINGBENCH_PYTHON} -m unittest discover -s ${CMAKE_CURRENT_SOURCE_DIR}/analysis
+                     -p "${pattern}" -v)
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS "analysis;unit"
+      SKIP_RETURN_CODE 77 ENVIRONMENT "PYTHONPATH=${PROJECT_SOURCE_DIR}/analysis;MPLBACKEND=Agg")
+  endforeach()
   # pip install into a fresh venv (docs/analysis.md), then the installed rb-analysis.
   add_test(NAME analysis_install
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/analysis/install_check.sh ${RINGBENCH_PYTHON}
@@ -23,6 +29,15 @@ if(RINGBENCH_PYTHON)
       SKIP_RETURN_CODE 77 PROCESSORS 2
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
   endforeach()
+  # The real ringbench's host kernel_tuning sweep (inputs/tuning_host.yaml, 2 ranks), then
+  # rb-analysis tune: the policy covers every shape and block-rows point of the file.
+  add_test(NAME analysis_tune
+           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/tune_e2e.py
+                   --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                   --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_tune)
+  set_tests_properties(analysis_tune PROPERTIES TIMEOUT 300 LABELS "analysis;e2e"
+    SKIP_RETURN_CODE 77 PROCESSORS 2
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
   # A single-node Slurm cluster on this machine (slurm-wlm + munge, installed when missing),
   # running slurm/ring_scaling.sbatch. Skipped (77) only where Slurm cannot be installed.
   add_test(NAME analysis_slurm
