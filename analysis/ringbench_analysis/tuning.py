@@ -198,7 +198,8 @@ def _smooth(points, raws, default, hysteresis):
     return final
 
 
-def _ranges(decisions):
+def ranges_from(decisions):
+    """decide()'s Decisions of one shape -> its Ranges (consecutive points with one path)."""
     ranges, start = [], 0
     for i in range(1, len(decisions) + 1):
         if i < len(decisions) and decisions[i].path == decisions[start].path:
@@ -250,7 +251,7 @@ def choose(measurements, default_path, margin, hysteresis=2):
     default_path: a path name, a mapping shape tuple -> path, or None (the frame's
     default_path column). See the module docstring for the columns and the exact rules.
     """
-    return {shape: _ranges(decisions)
+    return {shape: ranges_from(decisions)
             for shape, decisions in decide(measurements, default_path, margin,
                                            hysteresis).items()}
 
