@@ -3,7 +3,8 @@
 then `rb-analysis tune` turns its file into a policy file and a report. The policy is checked
 against the HDF5 file read here with h5py (every shape and block-rows point covered, the
 default is the shape's auto_path, a chosen path passed parity on every rank), not against the
-analysis package's own reading of it.
+analysis package's own reading of it. A second run makes the default path of the first shape
+fail parity on every rank (RINGBENCH_FAULT_PARITY_PATH): the policy must then never choose it.
 
     tune_e2e.py --ringbench BIN --mpiexec MPIEXEC --source DIR --workdir DIR
 
@@ -68,6 +69,32 @@ def check_policy(policy, points, auto):
                   f"{shape} rows {rows}: chosen {chosen} passed parity on every rank ({paths})")
 
 
+def check_faulted_default(args, tuning, faulted):
+    """The run with `faulted` failing parity everywhere: tune still writes a policy (the run
+    failed, its file is whole), and no range chooses the faulted path."""
+    h5 = os.path.join(args.workdir, "faulted.h5")
+    out = os.path.join(args.workdir, "faulted.yaml")
+    for stale in (h5, out):
+        if os.path.exists(stale):
+            os.remove(stale)
+    config = os.path.join(args.source, "inputs", "tuning_host.yaml")
+    r = mpirun(args, 2, [args.ringbench, config, "--output", h5, "--force"],
+               env={"RINGBENCH_FAULT_PARITY_PATH": faulted})
+    check(r.returncode != 0 and os.path.isfile(h5),
+          f"ringbench with {faulted} failing parity: exit non-zero ({r.returncode}), file written")
+    r = analysis(args, "tune", h5, "--safety-margin", "1.2", "--hysteresis", "1", "--out", out)
+    check(r.returncode == 0, f"rb-analysis tune on the failed run exits 0 (got {r.returncode})")
+    if not os.path.isfile(out):
+        return
+    policy = tuning.read_policy_yaml(out)
+    points, auto = file_points(h5)
+    check(all(not ok for at in points.values() for paths in at.values()
+              for p, ok in paths.items() if p == faulted), f"the file says {faulted} failed parity")
+    check_policy(policy, points, auto)
+    chosen = {r["path"] for rule in policy["rules"] for r in rule["ranges"]}
+    check(faulted not in chosen, f"{faulted} (failed parity) is never chosen: {sorted(map(str, chosen))}")
+
+
 def main():
     ap = harness.arg_parser()
     args = ap.parse_args()
@@ -108,6 +135,7 @@ def main():
     r = analysis(args, "compare-tuning", out, out)
     check(r.returncode == 0 and r.stdout.strip().splitlines()[-1].startswith("OK"),
           "compare-tuning of the policy with itself: exit 0, OK")
+    check_faulted_default(args, tuning, auto[sorted(auto)[0]])
     return harness.exit_code()
 
 
