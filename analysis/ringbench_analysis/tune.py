@@ -6,7 +6,6 @@ wants, collects the machine facts for the policy file and prints what the user s
 """
 import datetime
 import math
-import os
 import sys
 
 import numpy as np

@@ -52,7 +52,7 @@ def _rows_text(lo, hi):
 
 # ------------------------------------------------------------------------------ sections
 
-def _header(run, sweep, policy, out_dir):
+def _header(run, sweep, policy):
     m = policy["machine"]
     iterations = sweep.attrs.get("iterations", "?")
     rows = [
@@ -149,13 +149,13 @@ def _shape_section(shape, group, decisions, world, png):
 
 # ------------------------------------------------------------------------------ plots
 
-def _plot_path(ax, rows, default_times, label, margin):
-    xs = [r.block_rows for r in rows if r.block_rows in default_times]
-    ys = [default_times[r.block_rows] / r.time_s if r.time_s > 0 else math.nan
-          for r in rows if r.block_rows in default_times]
-    line, = ax.plot(xs, ys, "o-", label=label)
-    failed = [(x, y) for x, y, r in zip(xs, ys, [r for r in rows if r.block_rows in default_times])
-              if not r.parity_ok]
+def _plot_path(ax, rows, default_times, label):
+    """One path's speedup curve; its parity failures as red crosses on the curve."""
+    rows = [r for r in rows if r.block_rows in default_times and r.time_s > 0]
+    xs = [r.block_rows for r in rows]
+    ys = [default_times[r.block_rows] / r.time_s for r in rows]
+    ax.plot(xs, ys, "o-", label=label)
+    failed = [(x, y) for x, y, r in zip(xs, ys, rows) if not r.parity_ok]
     if failed:
         ax.plot(*zip(*failed), "x", color="red", markersize=11, mew=2.5)
     return dict(zip(xs, ys)), bool(failed)
@@ -171,7 +171,7 @@ def _plot_shape(shape, group, decisions, margin, path):
     for p in _paths_of(measured, default):
         if p != default:
             rows = sorted(measured[measured["path"] == p].itertuples(), key=lambda r: r.block_rows)
-            curves[p], failed = _plot_path(ax, rows, default_times, p, margin)
+            curves[p], failed = _plot_path(ax, rows, default_times, p)
             any_failed |= failed
     ax.axhline(1.0, color="grey", lw=1.2, label=f"1.0 = default {default}")
     ax.axhline(margin, color="black", ls="--", lw=1.2, label=f"safety margin {margin:g}")
@@ -225,7 +225,7 @@ def write(report_path, *, run, sweep, frame, decisions, choices, policy, notes):
     out_dir = os.path.dirname(os.path.abspath(report_path))
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.splitext(os.path.basename(report_path))[0]
-    md = _header(run, sweep, policy, out_dir) + _switch_table(choices)
+    md = _header(run, sweep, policy) + _switch_table(choices)
     md += ["## Per shape", "",
            "Time: the median of every rank's forward + backward samples (one training step "
            "of the block), in ms"

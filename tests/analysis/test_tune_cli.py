@@ -4,7 +4,6 @@ Run: PYTHONPATH=analysis python3 -m unittest tests/analysis/test_tune_cli.py
 """
 import contextlib
 import io
-import math
 import os
 import sys
 import tempfile
