@@ -18,15 +18,14 @@ struct CudaBackend::Entry {
   const char* path;
   void (CudaBackend::*forward)(const ForwardBlock&);
   void (CudaBackend::*backward)(const BackwardBlock&);
-  bool flash_tiles;   // its tile variants are the flash kernels' (flash_tile())
-  bool reads_output;  // its backward needs O in the data type (made by backward_prepare)
+  bool flash_tiles;  // its tile variants are the flash kernels' (flash_tile())
 };
 
 const CudaBackend::Entry* CudaBackend::entry_of(const KernelPath& row) {
   static const Entry entries[] = {
-      {"flash", &CudaBackend::forward_flash, &CudaBackend::backward_flash, true, false},
-      {"cudnn", &CudaBackend::forward_cudnn, &CudaBackend::backward_cudnn, false, true},
-      {"naive", &CudaBackend::forward_naive, &CudaBackend::backward_naive, false, false},
+      {"flash", &CudaBackend::forward_flash, &CudaBackend::backward_flash, true},
+      {"cudnn", &CudaBackend::forward_cudnn, &CudaBackend::backward_cudnn, false},
+      {"naive", &CudaBackend::forward_naive, &CudaBackend::backward_naive, false},
   };
   if (row.device != Device::Cuda) return nullptr;
   for (const Entry& e : entries)
@@ -115,21 +114,6 @@ const CudaBackend::Entry& CudaBackend::entry_of_row(const KernelPath* row) {
     throw std::logic_error(std::string("CudaBackend: no entry points for kernel path '") +
                            (row ? row->name : "auto") + "'");
   return *e;
-}
-
-// Whether backward_prepare must keep O in the data type: some row this backend may run reads
-// it (cuDNN's backward reads O, not delta). An unneeded copy costs one conversion, no result.
-bool CudaBackend::reads_output(DType dtype, int head_dim) const {
-  if (dtype == DType::F32) return false;
-  const Dims dense{1, 1, head_dim, 0, 0};
-  if (entry_of_row(picker_.pick(dtype, dense, Pattern{}).row).reads_output) return true;
-  const KernelPolicy* policy = picker_.policy();
-  if (policy == nullptr) return false;
-  for (const KernelPath& row : kernel_paths())
-    if (row.device == Device::Cuda && row.built && entry_of(row) && entry_of(row)->reads_output &&
-        policy->names(row.name))
-      return true;
-  return false;
 }
 
 void* CudaBackend::allocate(std::size_t bytes) {
@@ -263,7 +247,7 @@ void CudaBackend::backward_cudnn(const BackwardBlock& block) {
 #ifdef RINGBENCH_HAVE_CUDNN
   const std::int64_t before = cudnn().fallback_blocks();
   // Without backward_prepare for this dO buffer there is no O copy: the block falls back.
-  cudnn_->backward(block, block.dout == out_copy_for_ ? out_copy_ : nullptr);
+  cudnn_->backward(block, output_copy_for(block.dout));
   note_fallbacks(before, "backward");
 #else
   (void)block;
@@ -274,8 +258,19 @@ void CudaBackend::backward_cudnn(const BackwardBlock& block) {
 void CudaBackend::backward_prepare(const void* dout, const float* out, float* delta,
                                    std::int64_t rows, int head_dim, DType dtype) {
   gpu::backward_prepare(dout, out, delta, rows, head_dim, dtype, stream_);
-  if (!reads_output(dtype, head_dim)) return;
-  const std::size_t bytes = std::size_t(rows) * std::size_t(head_dim) * dtype_size(dtype);
+  // cuDNN's backward reads O in the data type, not delta. The copy is made by the first cudnn
+  // block of this pass (output_copy_for), so passes whose blocks all run elsewhere (auto
+  // sending them to flash) pay nothing for it.
+  pending_out_ = {out, rows * head_dim, dtype, dtype == DType::F32 ? nullptr : dout};
+  out_copy_for_ = nullptr;
+}
+
+const void* CudaBackend::output_copy_for(const void* dout) {
+  if (dout == nullptr) return nullptr;
+  if (dout == out_copy_for_) return out_copy_;
+  if (dout != pending_out_.dout) return nullptr;  // no backward_prepare for it: the block falls back
+  const std::size_t elements = static_cast<std::size_t>(pending_out_.elements);
+  const std::size_t bytes = elements * dtype_size(pending_out_.dtype);
   if (bytes > out_copy_bytes_) {
     if (out_copy_) release(out_copy_);
     out_copy_ = nullptr;
@@ -283,8 +278,9 @@ void CudaBackend::backward_prepare(const void* dout, const float* out, float* de
     out_copy_ = allocate(bytes);
     out_copy_bytes_ = bytes;
   }
-  convert_from_float(out_copy_, out, std::size_t(rows) * std::size_t(head_dim), dtype, stream_);
+  convert_from_float(out_copy_, pending_out_.out, elements, pending_out_.dtype, stream_);
   out_copy_for_ = dout;
+  return out_copy_;
 }
 
 void CudaBackend::accumulate(float* dst, const float* src, std::size_t count) {

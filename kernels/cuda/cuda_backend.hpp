@@ -71,7 +71,7 @@ class CudaBackend final : public AttentionBackend {
   struct Entry;  // a row's entry points (cuda_backend.cpp binds them to the table)
   static const Entry* entry_of(const KernelPath& row);
   static const Entry& entry_of_row(const KernelPath* row);
-  bool reads_output(DType dtype, int head_dim) const;
+  const void* output_copy_for(const void* dout);
   void forward_flash(const ForwardBlock& block);
   void backward_flash(const BackwardBlock& block);
   void forward_naive(const ForwardBlock& block);
@@ -93,7 +93,14 @@ class CudaBackend final : public AttentionBackend {
   // shared_ptr: destroyable where CudnnAttention is incomplete (builds without cuDNN).
   std::shared_ptr<CudnnAttention> cudnn_;
   // cudnn path: the final output in the data type (cuDNN's backward reads O, not delta),
-  // made by backward_prepare for the dO buffer it was given.
+  // converted from the fp32 O that backward_prepare was given, for its dO buffer.
+  struct PendingOutput {
+    const float* out = nullptr;
+    std::int64_t elements = 0;
+    DType dtype = DType::F32;
+    const void* dout = nullptr;  // null: nothing to convert (fp32, or no pass prepared)
+  };
+  PendingOutput pending_out_;
   void* out_copy_ = nullptr;
   std::size_t out_copy_bytes_ = 0;
   const void* out_copy_for_ = nullptr;
