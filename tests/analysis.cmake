@@ -38,6 +38,15 @@ if(RINGBENCH_PYTHON)
   set_tests_properties(analysis_tune PROPERTIES TIMEOUT 300 LABELS "analysis;e2e"
     SKIP_RETURN_CODE 77 PROCESSORS 2
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
+  # Tune on the host, then a ring run with kernel_policy: each block ran where the policy says
+  # (and, with the built-in path made to fail tuning parity, somewhere else than without it).
+  add_test(NAME analysis_tune_roundtrip
+           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/tuning_roundtrip.py
+                   --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                   --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_tune_roundtrip)
+  set_tests_properties(analysis_tune_roundtrip PROPERTIES TIMEOUT 300 LABELS "analysis;e2e"
+    SKIP_RETURN_CODE 77 PROCESSORS 2
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
   # A single-node Slurm cluster on this machine (slurm-wlm + munge, installed when missing),
   # running slurm/ring_scaling.sbatch. Skipped (77) only where Slurm cannot be installed.
   add_test(NAME analysis_slurm

@@ -17,6 +17,15 @@ if(RINGBENCH_HAVE_CUDA)
     LABELS gpu)
   ringbench_add_test(NAME cuda_nccl_transport_2 RANKS 2 COMMAND $<TARGET_FILE:ringbench_test_cuda_nccl>
     LABELS gpu)
+  # The kernel_tuning sweep on a GPU: every built CUDA path timed and parity-checked per shape.
+  if(RINGBENCH_PYTHON)
+    add_test(NAME cuda_kernel_tuning
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/tuning_gpu_check.py
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/cuda_kernel_tuning)
+    set_tests_properties(cuda_kernel_tuning PROPERTIES TIMEOUT 600 LABELS "gpu;e2e"
+      SKIP_RETURN_CODE 77 ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  endif()
 endif()
 
 # Host-only checks (no GPU): the kernels' index arithmetic (row views, tile classification)
