@@ -55,6 +55,7 @@ struct PointResult {
   std::string kernel_path;
   std::string failure;
   std::vector<double> forward_s, backward_s;
+  std::vector<double> forward_kernel_s, backward_kernel_s;
   double max_rel = kNaN;
 };
 
@@ -148,6 +149,13 @@ h5::PointsTable KernelTuningSweep::make_table() const {
   t.text_metric("kernel_path", {"1", "the backend's name for the path that ran"});
   t.metric("forward_time_s", {"s", "wall time of each timed forward pass"}, {I});
   t.metric("backward_time_s", {"s", "wall time of each timed backward pass"}, {I});
+  // The block kernels alone, between the backend's timing marks (CUDA events on the GPU): what
+  // the paths differ in. The wall times above add the per-pass set-up the ring program also
+  // pays (output init, delta, cuDNN's O copy), and are what `rb-analysis tune` compares.
+  t.metric("forward_kernel_time_s",
+           {"s", "block-kernel time of each timed forward pass (CUDA events on the GPU)"}, {I});
+  t.metric("backward_kernel_time_s",
+           {"s", "block-kernel time of each timed backward pass (CUDA events on the GPU)"}, {I});
   t.metric("max_rel_error", {"1", "largest relative error of O, dQ, dK, dV against the reference"});
   t.int_metric("parity_ok", {"1", "1: max_rel_error within tolerance, 0: not (-1: not checked)"});
   return t;
@@ -159,6 +167,8 @@ void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   if (r.status == "oom") return;
   t.set("forward_time_s", pi, r.forward_s);
   t.set("backward_time_s", pi, r.backward_s);
+  t.set("forward_kernel_time_s", pi, r.forward_kernel_s);
+  t.set("backward_kernel_time_s", pi, r.backward_kernel_s);
   t.set("max_rel_error", pi, r.max_rel);
   t.set_int("parity_ok", pi, r.status == "ok" ? 1 : 0);
 }
@@ -254,6 +264,12 @@ PointResult KernelTuningSweep::run_point(RunContext& ctx, attn::AttentionBackend
   return r;
 }
 
+double total(const std::vector<double>& steps) {
+  double sum = 0.0;
+  for (double x : steps) sum += x;
+  return sum;
+}
+
 void KernelTuningSweep::time_iterations(ring::RingAttention& ra, PointResult& r) const {
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a, clock::time_point b) {
@@ -268,6 +284,8 @@ void KernelTuningSweep::time_iterations(ring::RingAttention& ra, PointResult& r)
     if (it < p_.warmup) continue;
     r.forward_s.push_back(seconds(t0, t1));
     r.backward_s.push_back(seconds(t1, t2));
+    r.forward_kernel_s.push_back(total(ra.forward_steps().compute));
+    r.backward_kernel_s.push_back(total(ra.backward_steps().compute));
   }
 }
 

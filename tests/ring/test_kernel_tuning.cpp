@@ -89,7 +89,8 @@ TEST_CASE("kernel_tuning sweep: every host path timed and parity-checked per sha
   const auto kp = rb::h5::read_strings(path, "/sweeps/kt/kernel_path");
   CHECK(kp.size() == W * P);
   for (const auto& k : kp) CHECK_FALSE(k.empty());
-  for (const char* name : {"/sweeps/kt/forward_time_s", "/sweeps/kt/backward_time_s"}) {
+  for (const char* name : {"/sweeps/kt/forward_time_s", "/sweeps/kt/backward_time_s",
+                           "/sweeps/kt/forward_kernel_time_s", "/sweeps/kt/backward_kernel_time_s"}) {
     const auto t = rb::h5::read_doubles(path, name, &dims);
     CHECK(dims == std::vector<std::uint64_t>{W, P, 3});
     for (double x : t) CHECK(x > 0);
