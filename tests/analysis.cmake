@@ -29,24 +29,22 @@ if(RINGBENCH_PYTHON)
       SKIP_RETURN_CODE 77 PROCESSORS 2
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
   endforeach()
-  # The real ringbench's host kernel_tuning sweep (inputs/tuning_host.yaml, 2 ranks), then
-  # rb-analysis tune: the policy covers every shape and block-rows point of the file.
-  add_test(NAME analysis_tune
-           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/tune_e2e.py
-                   --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                   --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_tune)
-  set_tests_properties(analysis_tune PROPERTIES TIMEOUT 300 LABELS "analysis;e2e"
-    SKIP_RETURN_CODE 77 PROCESSORS 2
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
-  # Tune on the host, then a ring run with kernel_policy: each block ran where the policy says
-  # (and, with the built-in path made to fail tuning parity, somewhere else than without it).
-  add_test(NAME analysis_tune_roundtrip
-           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/tuning_roundtrip.py
-                   --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                   --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_tune_roundtrip)
-  set_tests_properties(analysis_tune_roundtrip PROPERTIES TIMEOUT 300 LABELS "analysis;e2e"
-    SKIP_RETURN_CODE 77 PROCESSORS 2
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
+  # Kernel-path tuning on the real ringbench's host path (2 ranks). analysis_tune:
+  # inputs/tuning_host.yaml then rb-analysis tune: the policy covers every shape and block-rows
+  # point of the file. analysis_tune_roundtrip: the policy read back by a ring run with
+  # kernel_policy: each block ran where the policy says (and, with the built-in path made to
+  # fail tuning parity, somewhere else than without it).
+  foreach(entry IN ITEMS "tune;tune_e2e.py" "tune_roundtrip;tuning_roundtrip.py")
+    list(GET entry 0 name)
+    list(GET entry 1 script)
+    add_test(NAME analysis_${name}
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/${script}
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_${name})
+    set_tests_properties(analysis_${name} PROPERTIES TIMEOUT 300 LABELS "analysis;e2e"
+      SKIP_RETURN_CODE 77 PROCESSORS 2
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
+  endforeach()
   # A single-node Slurm cluster on this machine (slurm-wlm + munge, installed when missing),
   # running slurm/ring_scaling.sbatch. Skipped (77) only where Slurm cannot be installed.
   add_test(NAME analysis_slurm
