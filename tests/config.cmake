@@ -1,3 +1,7 @@
 # Config module: YAML schema, typed accessors and the malformed-config table.
 ringbench_add_doctest(TARGET test_config SOURCES config/test_config.cpp LIBS rb_config)
 ringbench_add_test(NAME config RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_config>)
+# Tuned kernel policy read-back (issue #13): sha256, the policy file reader and its errors, the
+# lookup rule, applicability, and `kernel_policy:` in a config.
+ringbench_add_doctest(TARGET test_policy_file SOURCES config/test_policy_file.cpp LIBS rb_config)
+ringbench_add_test(NAME policy_file RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_policy_file>)

@@ -12,3 +12,17 @@ if(RINGBENCH_PYTHON)
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endforeach()
 endif()
+# Tuned kernel policy read-back (issue #13) on 2 ranks: an unknown path in the policy, a cuda
+# policy on the host (warning; strict: refused), and a host policy that applies (each block
+# where the policy's lookup rule says, counted as the policy's).
+if(RINGBENCH_PYTHON)
+  foreach(check unknown_path other_machine strict applies)
+    add_test(NAME e2e_policy_${check}
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/policy_readback.py ${check}
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --workdir ${RINGBENCH_TEST_OUTPUT}/e2e_policy_${check})
+    set_tests_properties(e2e_policy_${check} PROPERTIES TIMEOUT 300 LABELS "mpi;e2e"
+      SKIP_RETURN_CODE 77 PROCESSORS 2
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+  endforeach()
+endif()

@@ -57,3 +57,9 @@ foreach(n 1 2)
   ringbench_add_test(NAME kernel_tuning_np${n} RANKS ${n} COMMAND $<TARGET_FILE:test_kernel_tuning>
                      LABELS ring TIMEOUT 120)
 endforeach()
+# A tuned kernel policy read back by the host backend (auto runs each block where the policy
+# says, block_calls() counts it) and the ring_attention sweep's kernel_policy key.
+ringbench_add_doctest(TARGET test_kernel_policy_backend
+                      SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_kernel_policy_backend.cpp LIBS rb_app)
+ringbench_add_test(NAME kernel_policy_backend RANKS 1 COMMAND $<TARGET_FILE:test_kernel_policy_backend>
+                   LABELS "ring;unit" TIMEOUT 120)
