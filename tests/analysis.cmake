@@ -46,11 +46,17 @@ if(RINGBENCH_PYTHON)
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
   endforeach()
   # A single-node Slurm cluster on this machine (slurm-wlm + munge, installed when missing),
-  # running slurm/ring_scaling.sbatch. Skipped (77) only where Slurm cannot be installed.
-  add_test(NAME analysis_slurm
-           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/analysis/slurm_local_test.sh
-                   $<TARGET_FILE:ringbench> ${PROJECT_SOURCE_DIR} ${RINGBENCH_TEST_OUTPUT}/analysis_slurm)
-  set_tests_properties(analysis_slurm PROPERTIES TIMEOUT 900 LABELS "analysis;slurm"
-    SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
-    ENVIRONMENT "RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
+  # running batch jobs. Skipped (77) only where Slurm cannot be installed. analysis_slurm:
+  # slurm/ring_scaling.sbatch and slurm/nightly.sbatch; analysis_slurm_tune: slurm/tune.sbatch
+  # on the host tuning grid (policy, report, every exit code).
+  foreach(entry IN ITEMS "analysis_slurm;scaling" "analysis_slurm_tune;tune")
+    list(GET entry 0 name)
+    list(GET entry 1 jobs)
+    add_test(NAME ${name}
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/analysis/slurm_local_test.sh
+                     $<TARGET_FILE:ringbench> ${PROJECT_SOURCE_DIR} ${RINGBENCH_TEST_OUTPUT}/${name} ${jobs})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 900 LABELS "analysis;slurm"
+      SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+      ENVIRONMENT "RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
+  endforeach()
 endif()

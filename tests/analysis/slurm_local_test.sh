@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # A real Slurm test: starts a single-node Slurm cluster on this machine (Debian's slurm-wlm
 # with munge: munged, slurmctld and slurmd on localhost, CPU-only, no cgroups), submits
-# slurm/ring_scaling.sbatch with a host-path config at 1 and 2 ranks, waits for the job, checks
-# its HDF5 files and report, and always stops the daemons.
-#   slurm_local_test.sh RINGBENCH_BIN SOURCE_DIR WORK_DIR
+# batch jobs with host-path configs, waits for each, checks their files and exit codes, and
+# always stops the daemons. JOBS (default scaling):
+#   scaling  slurm/ring_scaling.sbatch at 1 and 2 ranks (HDF5 files, report), then
+#            slurm/nightly.sbatch's verdicts 0, 1, 2 (CTest analysis_slurm)
+#   tune     slurm/tune.sbatch on inputs/tuning_host.yaml: the policy and report, and the
+#            verdicts 0, 1, 2, 3, 4 (CTest analysis_slurm_tune)
+#   slurm_local_test.sh RINGBENCH_BIN SOURCE_DIR WORK_DIR [JOBS]
 # Exit: 0 pass, 1 fail, 77 skipped (only when Slurm cannot be installed here).
 set -uo pipefail
 bin="$1"
 src="$2"
 work="$3"
+jobs="${4:-scaling}"
 py="${RINGBENCH_PYTHON:-/usr/bin/python3}"
+case "$jobs" in scaling|tune) ;; *) echo "slurm_local_test.sh: JOBS '$jobs' is not scaling or tune" >&2; exit 1 ;; esac
 
 need_install=()
 for cmd in slurmctld slurmd sbatch munged; do
@@ -129,6 +135,127 @@ done
 sinfo
 case "$state" in idle*|mixed*) ;; *) fail "node $host did not become idle (state '$state')" ;; esac
 
+wait_job() {  # prints "STATE EXITCODE"
+  local job="$1" line=""
+  for _ in $(seq 1 600); do
+    line="$(scontrol show job "$job" 2>/dev/null)"
+    case "$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<< "$line" | head -n1)" in
+      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;;
+    esac
+    sleep 1
+  done
+  echo "$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<< "$line" | head -n1) $(sed -n 's/.* ExitCode=\([0-9]*\):.*/\1/p' <<< "$line" | head -n1)"
+}
+# slurm/tune.sbatch on the host grid inputs/tuning_host.yaml (2 ranks, no GPU: one rank per
+# task). Its exit code is the verdict; the previous policies that make compare-tuning answer
+# 0 and 1 come from the jobs themselves: the host's built-in path (kokkos) is several times
+# faster than materialized on this grid, so a normal tuning keeps kokkos, and one with kokkos
+# made to fail parity (RINGBENCH_FAULT_PARITY_PATH) chooses materialized everywhere.
+tune_job() {  # NAME EXPECTED_EXIT ENV...; sets tune_dir (the job's results) and tune_out (its log)
+  local name="$1" expect="$2" job got
+  shift 2
+  job="$(env "$@" sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 --gpus-per-node=0 --time=10 \
+          --output="$work/tune-$name-%j.out" "$src/slurm/tune.sbatch")" || fail "sbatch refused tune ($name)"
+  job="${job%%;*}"
+  got="$(wait_job "$job")"
+  tune_out="$work/tune-$name-$job.out"
+  tune_dir="$work/results/tune_$job"
+  echo "tune $name: job $job ended '$got' (expected exit $expect)"
+  grep -v '^\[' "$tune_out" | tail -n 25
+  [ "${got#* }" = "$expect" ] || fail "tune ($name): exit code ${got#* }, expected $expect"
+  grep -q "VERDICT $expect" "$tune_out" || fail "tune ($name) did not print VERDICT $expect"
+}
+# PATH (a policy) -> the set of paths its ranges choose, one word per line.
+policy_paths() {
+  "$py" - "$src" "$1" <<'EOF'
+import os, sys
+sys.path.insert(0, os.path.join(sys.argv[1], "analysis"))
+from ringbench_analysis import tuning
+p = tuning.read_policy_yaml(sys.argv[2])
+print("\n".join(sorted({str(r["path"]) for rule in p["rules"] for r in rule["ranges"]})))
+EOF
+}
+# DIR of the first tune job: its tuning file (2 ranks, complete), its policy (valid, the
+# job's margin and hysteresis, one rule per shape of the file) and its report with plots.
+check_first_tuning() {
+  "$py" - "$src" "$1" <<'EOF' || fail "tune (first): the tuning file, the policy or the report are wrong"
+import filecmp, glob, os, sys
+sys.path.insert(0, os.path.join(sys.argv[1], "analysis"))
+import h5py
+from ringbench_analysis import tuning
+src, d = sys.argv[1], sys.argv[2]
+bad = []
+shapes = set()
+with h5py.File(os.path.join(d, "tuning.h5"), "r") as f:
+    if f["run"].attrs["status"] != "complete": bad.append(f"run status {f['run'].attrs['status']}")
+    if int(f["run"].attrs["world_size"]) != 2: bad.append(f"world_size {f['run'].attrs['world_size']}")
+    g = f["sweeps/tuning"]
+    if g.attrs["type"] != "kernel_tuning" or g.attrs["status"] != "complete": bad.append("sweep 'tuning'")
+    pts = {k: g["points/" + k][()] for k in ("dtype", "head_dim", "causal", "segment", "rate")}
+    for i in range(len(pts["dtype"])):
+        dt = pts["dtype"][i]
+        shapes.add((dt.decode() if isinstance(dt, bytes) else str(dt), int(pts["head_dim"][i]),
+                    bool(pts["causal"][i]), int(pts["segment"][i]), int(pts["rate"][i])))
+policy = tuning.read_policy_yaml(os.path.join(d, "tuned.yaml"))
+bad += tuning.validate_policy(policy)
+if policy.get("margin") != 1.3: bad.append(f"margin {policy.get('margin')} (RB_SAFETY_MARGIN=1.3)")
+if policy.get("hysteresis") != 1: bad.append(f"hysteresis {policy.get('hysteresis')} (RB_HYSTERESIS=1)")
+if policy["machine"]["device"] != "host": bad.append(f"device {policy['machine']['device']}")
+ruled = {(r["dtype"], r["head_dim"], r["causal"], r["segment"], r["rate"]) for r in policy["rules"]}
+if ruled != shapes: bad.append(f"rules for {sorted(ruled)}, the file has {sorted(shapes)}")
+if not os.path.isfile(os.path.join(d, "tuning.md")): bad.append("tuning.md missing")
+pngs = glob.glob(os.path.join(d, "tuning_*.png"))
+if len(pngs) != len(shapes) or any(open(p, "rb").read(8) != b"\x89PNG\r\n\x1a\n" for p in pngs):
+    bad.append(f"{len(pngs)} plot(s) for {len(shapes)} shape(s)")
+if not filecmp.cmp(os.path.join(d, "config.yaml"), os.path.join(src, "inputs", "tuning_host.yaml"), False):
+    bad.append("config.yaml is not the tuning config")
+for b in bad:
+    print("FAIL:", b)
+sys.exit(1 if bad else 0)
+EOF
+}
+tune_jobs() {
+  unset RB_OUT_DIR RB_PREVIOUS_POLICY RB_SAFETY_MARGIN RB_HYSTERESIS RINGBENCH_FAULT_PARITY_PATH RB_LAUNCHER
+  export RINGBENCH_ROOT="$src" RINGBENCH_BIN="$bin" RB_TUNING_CONFIG="$src/inputs/tuning_host.yaml"
+  export RB_RESULTS_DIR="$work/results" RINGBENCH_PYTHON="$py"
+  local launcher=mpirun first second
+  if srun --mpi=list 2>&1 | grep -qw pmix; then launcher=srun; else echo "note: no PMIx plugin in this Slurm; tune runs with mpirun only"; fi
+
+  # 0: the policy, its report, the settings passed through, one rank per task.
+  tune_job first 0 RB_LAUNCHER=mpirun RB_SAFETY_MARGIN=1.3 RB_HYSTERESIS=1
+  first="$tune_dir"
+  grep -Eq '^\+ mpirun -np 2 --bind-to none .*ringbench .*tuning_host\.yaml --output .*/tuning\.h5' "$tune_out" \
+    || fail "tune (first) did not print its mpirun line with 2 ranks"
+  check_first_tuning "$first"
+  [ "$(policy_paths "$first/tuned.yaml")" = kokkos ] || fail "tune (first): expected kokkos everywhere on the host grid"
+  echo "ok: tune (first): tuning.h5, tuned.yaml (margin, hysteresis, one rule per shape), tuning.md and its plots"
+
+  # 3: kokkos fails parity on every rank: the run fails, the policy is written without it.
+  tune_job faulted 3 RB_LAUNCHER=mpirun RINGBENCH_FAULT_PARITY_PATH=kokkos RB_PREVIOUS_POLICY="$first/tuned.yaml"
+  second="$tune_dir"
+  [ "$(policy_paths "$second/tuned.yaml")" = materialized ] || fail "tune (faulted): the policy still chooses kokkos"
+  grep -q "changed choice" "$second/compare.txt" || fail "tune (faulted): compare.txt shows no changed choice"
+  # 1: a choice changed against the policy in use (materialized -> kokkos).
+  tune_job changed 1 RB_LAUNCHER=mpirun RB_PREVIOUS_POLICY="$second/tuned.yaml"
+  # 0 against the first policy, into RB_OUT_DIR, with srun where this Slurm has PMIx.
+  tune_job same 0 RB_LAUNCHER="$launcher" RB_PREVIOUS_POLICY="$first/tuned.yaml" RB_OUT_DIR="$work/tune_out"
+  grep -Eq "^\+ $launcher .*ringbench .*--output $work/tune_out/tuning\.h5" "$tune_out" || fail "tune (same) did not run with $launcher into RB_OUT_DIR"
+  for f in tuning.h5 tuned.yaml tuning.md compare.txt; do
+    [ -f "$work/tune_out/$f" ] || fail "tune (same): no $f in RB_OUT_DIR"
+  done
+  grep -q "^OK" "$work/tune_out/compare.txt" || fail "tune (same): compare-tuning did not say OK"
+  # 2: no previous policy to compare with; 4: a tuning config ringbench refuses (no file).
+  tune_job no_previous 2 RB_LAUNCHER=mpirun RB_PREVIOUS_POLICY="$work/none.yaml"
+  printf 'sweeps:\n  - type: kernel_tuning\n' > "$work/bad_tuning.yaml"
+  tune_job no_file 4 RB_LAUNCHER=mpirun RB_TUNING_CONFIG="$work/bad_tuning.yaml"
+  [ "$launcher" = srun ] && launcher="mpirun and srun"
+  echo "PASS: sbatch slurm/tune.sbatch wrote the policy and report and gave verdicts 0, 1, 2, 3 and 4 (with $launcher)"
+}
+if [ "$jobs" = tune ]; then
+  tune_jobs
+  exit 0
+fi
+
 # The host-path config of the analysis tests at 1 and 2 ranks, once with mpirun inside the
 # allocation and, where this Slurm has the PMIx plugin, once with srun --mpi=pmix.
 cd "$work" || exit 1
@@ -199,17 +326,6 @@ first_series="$work/results/ring_scaling_$first_job"
 
 # slurm/nightly.sbatch: its exit code is the verdict. The baseline is the 2-rank file of the
 # first series (same config), with its times scaled (below).
-wait_job() {  # prints "STATE EXITCODE"
-  local job="$1" line=""
-  for _ in $(seq 1 600); do
-    line="$(scontrol show job "$job" 2>/dev/null)"
-    case "$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<< "$line" | head -n1)" in
-      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;;
-    esac
-    sleep 1
-  done
-  echo "$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<< "$line" | head -n1) $(sed -n 's/.* ExitCode=\([0-9]*\):.*/\1/p' <<< "$line" | head -n1)"
-}
 nightly_job() {  # NAME EXPECTED_EXIT ENV...
   local name="$1" expect="$2" job got
   shift 2
