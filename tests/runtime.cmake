@@ -22,6 +22,10 @@ endforeach()
 ringbench_add_doctest(TARGET test_runtime_gpu_absent SOURCES runtime/test_gpu_absent.cpp LIBS rb_runtime)
 ringbench_add_test(NAME runtime_gpu_absent RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_runtime_gpu_absent>)
 
+# Monitors: sampling thread timing, /proc and /sys series, NVML absent on a machine without the driver.
+ringbench_add_doctest(TARGET test_runtime_monitor SOURCES runtime/test_monitor.cpp LIBS rb_runtime)
+ringbench_add_test(NAME runtime_monitor RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_runtime_monitor>)
+
 ringbench_add_doctest(TARGET test_runtime_gpu GPU SOURCES runtime/test_gpu.cpp LIBS rb_runtime)
 foreach(n 1 2)
   ringbench_add_test(NAME runtime_gpu_np${n} RANKS ${n} LABELS gpu COMMAND $<TARGET_FILE:test_runtime_gpu>)

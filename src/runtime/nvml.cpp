@@ -3,58 +3,72 @@
 #include <dlfcn.h>
 
 #include <cmath>
-#include <memory>
+
+#include "runtime/nvml_library.hpp"
 
 namespace rb {
 namespace {
 
-// The few NVML entry points used here, declared by hand: there is no NVML header on a
-// build machine without the driver. Signatures from the NVML API reference (nvml.h).
-using nvmlReturn_t = int;           // NVML_SUCCESS == 0
-using nvmlDevice_t = struct nvmlDevice_st*;
-constexpr int kNvmlClockSm = 1;     // NVML_CLOCK_SM
-using InitFn = nvmlReturn_t (*)();
-using ShutdownFn = nvmlReturn_t (*)();
-using HandleByBusIdFn = nvmlReturn_t (*)(const char*, nvmlDevice_t*);
-using ClockFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned int*);
-using ErrorStringFn = const char* (*)(nvmlReturn_t);
+using InitFn = nvml::Return (*)();
+using ShutdownFn = nvml::Return (*)();
+using ErrorStringFn = const char* (*)(nvml::Return);
+using HandleByBusIdFn = nvml::Return (*)(const char*, nvml::Device*);
+using ClockFn = nvml::Return (*)(nvml::Device, int, unsigned int*);
 
-struct LibraryCloser {
-  void operator()(void* h) const {
-    if (h) dlclose(h);
-  }
-};
-
-template <class Fn>
-Fn symbol(void* lib, const char* name) {
-  return reinterpret_cast<Fn>(dlsym(lib, name));
-}
-
-// nvmlInit/nvmlShutdown as a scope: NVML counts them, so every init is paired.
-class NvmlSession {
- public:
-  explicit NvmlSession(void* lib) : shutdown_(symbol<ShutdownFn>(lib, "nvmlShutdown")) {
-    auto init = symbol<InitFn>(lib, "nvmlInit_v2");
-    rc_ = init && shutdown_ ? init() : -1;
-  }
-  ~NvmlSession() {
-    if (rc_ == 0) shutdown_();
-  }
-  NvmlSession(const NvmlSession&) = delete;
-  NvmlSession& operator=(const NvmlSession&) = delete;
-  int rc() const { return rc_; }
-
- private:
-  ShutdownFn shutdown_;
-  int rc_ = -1;
-};
-
-std::string nvml_error(void* lib, nvmlReturn_t rc) {
-  auto text = symbol<ErrorStringFn>(lib, "nvmlErrorString");
-  return text ? text(rc) : "NVML error " + std::to_string(rc);
+std::string load_error() {
+  const char* detail = dlerror();
+  return std::string("cannot load libnvidia-ml.so.1 (NVIDIA driver not installed?)") +
+         (detail ? std::string(": ") + detail : "");
 }
 
 }  // namespace
+
+NvmlLibrary::NvmlLibrary() {
+  handle_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    error_ = load_error();
+    return;
+  }
+  auto init = reinterpret_cast<InitFn>(dlsym(handle_, "nvmlInit_v2"));
+  if (!init || !dlsym(handle_, "nvmlShutdown")) {
+    error_ = "libnvidia-ml.so.1 has no nvmlInit_v2/nvmlShutdown";
+    return;
+  }
+  if (const nvml::Return rc = init(); rc != nvml::kSuccess) {
+    error_ = "nvmlInit failed: " + error_string(rc);
+    return;
+  }
+  initialised_ = true;
+}
+
+NvmlLibrary::~NvmlLibrary() {
+  if (initialised_) reinterpret_cast<ShutdownFn>(dlsym(handle_, "nvmlShutdown"))();
+  if (handle_) dlclose(handle_);
+}
+
+void* NvmlLibrary::raw_symbol(const char* name) const {
+  return initialised_ ? dlsym(handle_, name) : nullptr;
+}
+
+std::string NvmlLibrary::error_string(nvml::Return rc) const {
+  // Readable before the init succeeded too: it explains a failed nvmlInit.
+  auto text = handle_ ? reinterpret_cast<ErrorStringFn>(dlsym(handle_, "nvmlErrorString")) : nullptr;
+  return text ? text(rc) : "NVML error " + std::to_string(rc);
+}
+
+nvml::Device NvmlLibrary::device_by_bus_id(const std::string& pci_bus_id, std::string& why) const {
+  auto by_bus = symbol<HandleByBusIdFn>("nvmlDeviceGetHandleByPciBusId_v2");
+  if (!ok() || !by_bus) {
+    why = ok() ? "this NVML lacks nvmlDeviceGetHandleByPciBusId_v2" : error_;
+    return nullptr;
+  }
+  nvml::Device device = nullptr;
+  if (const nvml::Return rc = by_bus(pci_bus_id.c_str(), &device); rc != nvml::kSuccess) {
+    why = "no NVML device at " + pci_bus_id + ": " + error_string(rc);
+    return nullptr;
+  }
+  return device;
+}
 
 GpuClocks read_gpu_clocks(const std::string& pci_bus_id) {
   GpuClocks clocks;
@@ -63,34 +77,25 @@ GpuClocks read_gpu_clocks(const std::string& pci_bus_id) {
     clocks.note = "unavailable: no GPU (host path)";
     return clocks;
   }
-  std::unique_ptr<void, LibraryCloser> lib(dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL));
-  if (!lib) {
-    clocks.note = "unavailable: cannot load libnvidia-ml.so.1 (NVIDIA driver not installed?)";
+  const NvmlLibrary lib;
+  std::string why;
+  const nvml::Device device = lib.device_by_bus_id(pci_bus_id, why);
+  if (!device) {
+    clocks.note = "unavailable: " + why;
     return clocks;
   }
-  NvmlSession session(lib.get());
-  if (session.rc() != 0) {
-    clocks.note = "unavailable: nvmlInit failed: " + nvml_error(lib.get(), session.rc());
-    return clocks;
-  }
-  auto by_bus = symbol<HandleByBusIdFn>(lib.get(), "nvmlDeviceGetHandleByPciBusId_v2");
-  auto max_clock = symbol<ClockFn>(lib.get(), "nvmlDeviceGetMaxClockInfo");
-  auto clock = symbol<ClockFn>(lib.get(), "nvmlDeviceGetClockInfo");
-  if (!by_bus || !max_clock || !clock) {
+  auto max_clock = lib.symbol<ClockFn>("nvmlDeviceGetMaxClockInfo");
+  auto clock = lib.symbol<ClockFn>("nvmlDeviceGetClockInfo");
+  if (!max_clock || !clock) {
     clocks.note = "unavailable: this NVML lacks the clock queries";
     return clocks;
   }
-  nvmlDevice_t device = nullptr;
-  if (const int rc = by_bus(pci_bus_id.c_str(), &device); rc != 0) {
-    clocks.note = "unavailable: no NVML device at " + pci_bus_id + ": " + nvml_error(lib.get(), rc);
-    return clocks;
-  }
   unsigned int mhz = 0;
-  if (const int rc = max_clock(device, kNvmlClockSm, &mhz); rc == 0) clocks.sm_max_hz = mhz * 1e6;
-  else clocks.note = "max SM clock unavailable: " + nvml_error(lib.get(), rc);
-  if (const int rc = clock(device, kNvmlClockSm, &mhz); rc == 0) clocks.sm_current_hz = mhz * 1e6;
+  if (const int rc = max_clock(device, nvml::kClockSm, &mhz); rc == 0) clocks.sm_max_hz = mhz * 1e6;
+  else clocks.note = "max SM clock unavailable: " + lib.error_string(rc);
+  if (const int rc = clock(device, nvml::kClockSm, &mhz); rc == 0) clocks.sm_current_hz = mhz * 1e6;
   else clocks.note += (clocks.note.empty() ? "" : "; ") + std::string("current SM clock unavailable: ") +
-                      nvml_error(lib.get(), rc);
+                      lib.error_string(rc);
   return clocks;
 }
 

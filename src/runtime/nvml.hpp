@@ -2,6 +2,7 @@
 // GPU SM clocks from NVML, loaded at run time (dlopen of libnvidia-ml.so.1, which comes with
 // the driver, not the toolkit): no build dependency, and a machine without the driver still
 // runs. Recorded per rank on /ranks, because a GPU held at a lower clock explains a slow rank.
+// The loader itself (shared with the monitors) is NvmlLibrary in nvml_library.hpp.
 #include <limits>
 #include <string>
 
