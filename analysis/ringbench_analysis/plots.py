@@ -295,3 +295,131 @@ def cost_model(preds, out_dir):
     a2.set_ylim(0, 1.05)
     a2.set_title("Predicted efficiency")
     return _save(fig, out_dir, "cost_model.png")
+
+
+# ---- contention sweep (contention.py prepares the data) ------------------------------------
+_BOUND_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#bcbd22")
+
+
+def phase_colour(phase, phases):
+    """alone grey, concurrent_unbound red, each bound policy its own colour (run order)."""
+    if phase == "alone":
+        return "#7f7f7f"
+    if phase == "concurrent_unbound":
+        return "#d62728"
+    bound = [p for p in phases if p not in ("alone", "concurrent_unbound")]
+    return _BOUND_COLOURS[bound.index(phase) % len(_BOUND_COLOURS)] if phase in bound else "#000000"
+
+
+def phase_short(phase):
+    """'concurrent_bound:numa' -> 'bound: numa', 'concurrent_unbound' -> 'unbound'."""
+    if phase.startswith("concurrent_bound:"):
+        return "bound: " + phase.split(":", 1)[1]
+    return {"concurrent_unbound": "unbound"}.get(phase, phase)
+
+
+def _time_unit(values):
+    top = max((float(np.nanmax(v)) for v in values if len(v)), default=1.0)
+    return (1.0, "s") if top >= 1 else (1e3, "ms") if top >= 1e-3 else (1e6, "us")
+
+
+def contention_boxes(shapes, phases, out_dir, name, title):
+    """One panel per workload (shape): a box per phase of the measuring ranks' per-iteration
+    times, the slowdown and CV written above each box, the alone median dotted.
+    shapes: [(label, [(phase, times_s, slowdown, cv)])]."""
+    shapes = [(lab, [b for b in boxes if len(b[1])]) for lab, boxes in shapes]
+    shapes = [(lab, boxes) for lab, boxes in shapes if boxes]
+    if not shapes:
+        raise NoData("no timed iteration of a measuring rank")
+    ncols = 1 if len(shapes) <= 2 else 2
+    nrows = -(-len(shapes) // ncols)
+    width = max(6.0, 1.5 * max(len(b) for _, b in shapes) + 1.5)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, 3.6 * nrows + 0.9), squeeze=False)
+    for ax, (label, boxes) in zip(axes.ravel(), shapes):
+        _box_panel(ax, label, boxes, phases)
+    for ax in axes.ravel()[len(shapes):]:
+        ax.set_visible(False)
+    fig.suptitle(f"{title}\nbox: quartiles, whiskers: 1st-99th percentile, dotted: alone median; "
+                 "above each box: slowdown against alone, and CV", fontsize=10)
+    return _save_titled(fig, out_dir, name, 0.4)
+
+
+def _box_panel(ax, label, boxes, phases):
+    f, unit = _time_unit([b[1] for b in boxes])
+    bp = ax.boxplot([np.asarray(b[1]) * f for b in boxes], whis=(1, 99), showfliers=True,
+                    patch_artist=True, widths=0.55, flierprops={"markersize": 3})
+    for patch, b in zip(bp["boxes"], boxes):
+        patch.set_facecolor(phase_colour(b[0], phases))
+        patch.set_alpha(0.45)
+    alone = [b for b in boxes if b[0] == "alone"]
+    if alone:
+        ax.axhline(np.median(alone[0][1]) * f, color="k", ls=":", lw=1)
+    ax.set_xticks(range(1, len(boxes) + 1))
+    ax.set_xticklabels([phase_short(b[0]) for b in boxes])
+    top = max(float(np.nanmax(np.asarray(b[1]) * f)) for b in boxes)
+    lo = min(float(np.nanmin(np.asarray(b[1]) * f)) for b in boxes)
+    ax.set_ylim(lo - 0.05 * (top - lo), top + 0.22 * (top - lo))
+    for i, (ph, _, slow, cv) in enumerate(boxes, start=1):
+        slow_txt = ("baseline\n" if ph == "alone" else "" if not np.isfinite(slow)
+                    else f"{(slow - 1) * 100:+.0f} %\n")
+        ax.text(i, top + 0.03 * (top - lo), f"{slow_txt}CV {cv:.2f}", ha="center", va="bottom",
+                fontsize=8)
+    ax.set_ylabel(f"time per iteration ({unit})")
+    ax.set_title(label, fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def _save_titled(fig, out_dir, name, title_inches):
+    """_save with room for a suptitle (and legends outside the axes)."""
+    fig.tight_layout(rect=(0, 0, 1, 1 - title_inches / fig.get_figheight()))
+    path = os.path.join(out_dir, name)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _shade_phases(ax, spans, phases):
+    for ph, t0, t1 in spans:
+        ax.axvspan(t0, t1, color=phase_colour(ph, phases), alpha=0.13, lw=0)
+
+
+def contention_monitor(panels, spans, phases, out_dir, name, title):
+    """The monitor series against time, one panel each, the phases shaded; a panel without
+    data is a short strip saying 'unavailable: <reason>'. panels: contention.monitor_panels()."""
+    if not panels:
+        raise NoData("no monitor panels")
+    if all(p["unavailable"] for p in panels) and len({p["unavailable"] for p in panels}) == 1:
+        raise NoData(f"no monitor series: {panels[0]['unavailable']}")
+    heights = [0.45 if p["unavailable"] else 1.0 for p in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 2.3 * sum(heights) + 1.6), sharex=True,
+                             gridspec_kw={"height_ratios": heights})
+    axes = np.atleast_1d(axes)
+    for ax, p in zip(axes, panels):
+        _shade_phases(ax, spans, phases)
+        ax.set_title(p["title"], fontsize=9, loc="left")
+        ax.grid(True, alpha=0.3)
+        if p["unavailable"]:
+            ax.set_yticks([])
+            ax.text(0.5, 0.5, "unavailable: " + _wrap(p["unavailable"], 130), transform=ax.transAxes,
+                    ha="center", va="center", fontsize=8, color="#444444",
+                    bbox={"facecolor": "white", "edgecolor": "#999999", "alpha": 0.9})
+            continue
+        ax.set_ylabel(p["ylabel"], fontsize=8)
+        for label, t, y, style, rank in p["lines"]:
+            ax.plot(t, y, style, lw=1.2, label=label, color="k" if rank < 0 else f"C{rank % 10}")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
+    axes[-1].set_xlabel("time since the monitors started (s)")
+    height = fig.get_figheight()
+    fig.suptitle(title, fontsize=10, y=1 - 0.1 / height)
+    if spans:  # which shade is which phase: under the title
+        from matplotlib.patches import Patch
+        handles = [Patch(facecolor=phase_colour(ph, phases), alpha=0.35, label=phase_short(ph))
+                   for ph, _, _ in spans]
+        fig.legend(handles=handles, fontsize=8, loc="upper center", ncol=len(handles),
+                   bbox_to_anchor=(0.5, 1 - 0.35 / height), title="phases (shaded)", title_fontsize=8)
+    return _save_titled(fig, out_dir, name, 0.8)
+
+
+def _wrap(text, width):
+    import textwrap
+    return "\n".join(textwrap.wrap(text, width)) or text

@@ -42,6 +42,7 @@ RING_TYPES = ("ring_attention",)
 COLLECTIVE_TYPES = ("collectives",)
 P2P_TYPES = ("p2p_matrix",)
 PINGPONG_TYPES = ("host_pingpong",)
+CONTENTION_TYPES = ("contention",)
 
 # Columns every table has besides its keys and metrics.
 ROW_COLUMNS = ("sweep", "point", "rank")
@@ -391,6 +392,35 @@ class Run:
 
     def __repr__(self):
         return f"Run({self.path!r}, status={self.status!r}, world_size={self.world_size}, sweeps={list(self.sweeps)})"
+
+
+class RawGroup:
+    """The datasets of one group as stored, for groups that are not a points table (a
+    contention sweep's monitor/ series: [world, T] and [world, T, C]): arrays by name, their
+    units, and the group's attributes. Missing group: `missing` says why, arrays are empty."""
+
+    def __init__(self, arrays, units, attrs, missing=""):
+        self.arrays, self.units, self.attrs, self.missing = arrays, units, attrs, missing
+
+    def __contains__(self, name):
+        return name in self.arrays
+
+    def get(self, name):
+        return self.arrays.get(name)
+
+
+def read_group(path, where):
+    """RawGroup of FILE:/where (datasets directly in it; subgroups are not read)."""
+    with h5py.File(path, "r") as f:
+        if where not in f:
+            return RawGroup({}, {}, {}, missing=f"{path}:/{where} is not in the file")
+        g = f[where]
+        arrays, units = {}, {}
+        for name, ds in g.items():
+            if isinstance(ds, h5py.Dataset):
+                arrays[name] = _read(ds)
+                units[name] = str(_attr(ds, "units"))
+        return RawGroup(arrays, units, {k: _py(v) for k, v in g.attrs.items()})
 
 
 def _ranks_frame(f, world):

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from . import model, plots, reader
+from . import contention, model, plots, reader
 
 EXPECTED_PLOTS = [
     ("throughput", "Throughput against ring size", plots.throughput, "points"),
@@ -262,6 +262,9 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512)):
         md.append("")
         md += _table(["file", "sweep", "message size (B)", "one-way time", "bandwidth"], ping_rows)
         md.append("")
+
+    # ---- contention sweeps: verdicts, per-phase table, box plots, monitors ----
+    md += contention.report_section(runs, out_dir, summary)
 
     # ---- plots ----
     md += ["## Plots", ""]

@@ -4,6 +4,8 @@ metric), units and description on every dataset, fixed-length strings. The numbe
 a known model so tests can check what the analysis computes from them (the end-to-end tests
 use files from the real program).
 """
+import warnings
+
 import h5py
 import numpy as np
 
@@ -192,4 +194,213 @@ def make_run(path, world, seq_lens=(1024, 2048), ring_sizes=None, status="comple
             _collectives_sweep(sweeps, world, slow_factor)
         if p2p and world > 1:
             _p2p_sweep(sweeps, world)
+    return path
+
+
+# ---- contention sweep (docs/sweeps/contention.md, /work/notes/contention.md layout) ----
+# Known model: a measuring rank r's per-iteration times of workload w in phase ph have median
+# CONTENTION_BASE[w] * (1 + 0.01 r) * slowdown(ph) and coefficient of variation cv(ph)
+# exactly (samples = median * (1 + cv * z), z symmetric with mean 0, median 0, sample std 1).
+CONTENTION_BASE = {"triad": 0.010, "host_attention": 0.020, "attention": 0.004}
+CONTENTION_MODEL = {  # phase -> (slowdown against alone, CV)
+    "alone": (1.0, 0.02),
+    "concurrent_unbound": (1.18, 0.12),
+    "concurrent_bound:core": (1.30, 0.12),   # worse than unbound
+    "concurrent_bound:numa": (1.02, 0.03),   # better on both
+    "concurrent_bound:gpu-near": (1.175, 0.119),  # the same within noise
+}
+CONTENTION_ITERATIONS = 30
+CONTENTION_COOLDOWN_S = 1.0
+MONITOR_INTERVAL_S = 0.1
+
+
+def contention_z(n):
+    """n values, symmetric around 0 (mean and median 0), sample standard deviation (ddof 1) 1."""
+    z = np.linspace(-1.0, 1.0, n)
+    return z / np.std(z, ddof=1)
+
+
+def contention_median(phase, workload, rank, path_factor=1.0, model=None):
+    model = model or CONTENTION_MODEL
+    return CONTENTION_BASE[workload] * (1 + 0.01 * rank) * model[phase][0] * path_factor
+
+
+def _contention_points(phases, workloads, paths):
+    """(phase, workload, binding, path) in phase-major order; paths: {phase: {path: factor}}."""
+    pts = []
+    for ph in phases:
+        binding = ("launcher" if ph == "alone" else "unbound" if ph == "concurrent_unbound"
+                   else ph.split(":", 1)[1])
+        for w in workloads:
+            for path in (paths[ph] if paths else [""]):
+                pts.append((ph, w, binding, path))
+    return pts
+
+
+def _contention_timeline(pts, world, measuring, iters, model, paths):
+    """time_s [world, P, I], phase_start_s / phase_end_s [world, P] and the phase spans."""
+    npts = len(pts)
+    times = np.full((world, npts, iters), np.nan)
+    start, end = np.full((world, npts), np.nan), np.full((world, npts), np.nan)
+    z = contention_z(iters)
+    t = 0.5
+
+    def measure(p, r, t0):
+        ph, w, _, path = pts[p]
+        pf = paths[ph][path] if paths else 1.0
+        m = contention_median(ph, w, r, pf, model)
+        times[r, p] = m * (1 + model[ph][1] * z)
+        start[r, p], end[r, p] = t0, t0 + times[r, p].sum()
+        return end[r, p]
+
+    for ph in dict.fromkeys(p[0] for p in pts):
+        mine = [p for p in range(npts) if pts[p][0] == ph]
+        if ph == "alone":
+            for r in measuring:  # one rank at a time, a cooldown between ranks
+                for p in mine:
+                    t = measure(p, r, t)
+                t += CONTENTION_COOLDOWN_S
+            continue
+        t0 = t
+        for p in mine:  # every rank at once, a barrier between workloads
+            t = max(measure(p, r, t) for r in measuring)
+        for r in range(world):
+            if r not in measuring:  # feeders load the machine for the whole phase
+                start[r, mine], end[r, mine] = t0, t
+        t += CONTENTION_COOLDOWN_S
+    return times, start, end, t
+
+
+def _percentile_rows(times, q):
+    out = np.full(times.shape[:2], np.nan)
+    for r in range(times.shape[0]):
+        for p in range(times.shape[1]):
+            v = times[r, p][np.isfinite(times[r, p])]
+            if v.size:
+                out[r, p] = np.percentile(v, q)
+    return out
+
+
+def _contention_metrics(pts, world, measuring, times, start, end):
+    npts = len(pts)
+    with warnings.catch_warnings():  # feeders' all-NaN rows: NaN is the right answer
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(times, axis=2)
+        cv = np.nanstd(times, axis=2, ddof=1) / np.nanmean(times, axis=2)
+    slow = np.full((world, npts), np.nan)
+    for p, (ph, w, _, path) in enumerate(pts):
+        alone = [q for q, x in enumerate(pts) if x[0] == "alone" and x[1] == w and x[3] == path]
+        if alone:
+            slow[:, p] = med[:, p] / med[:, alone[0]]
+    role = np.array([["measure" if r in measuring else "feeder"] * npts for r in range(world)],
+                    dtype=object)
+    cpus = {ph: ("0-3" if not ph.startswith("concurrent_bound") else None) for ph, *_ in pts}
+    cpuset = np.array([[cpus[ph] or str(r) for ph, *_ in pts] for r in range(world)], dtype=object)
+    nodeset = np.array([["0"] * npts for _ in range(world)], dtype=object)
+    return {"time_s": (times, "s"), "median_s": (med, "s"), "cv": (cv, "1"),
+            "p95_s": (_percentile_rows(times, 95), "s"), "p99_s": (_percentile_rows(times, 99), "s"),
+            "slowdown": (slow, "1"), "rate_Bps": (np.full((world, npts), np.nan), "B/s"),
+            "rate_tflops": (np.full((world, npts), np.nan), "TFLOP/s"),
+            "cpuset": (cpuset, "1"), "nodeset": (nodeset, "1"), "role": (role, "1"),
+            "binding_note": (np.full((world, npts), "why", dtype=object), "1"),
+            "error": (np.full((world, npts), "", dtype=object), "1"),
+            "phase_start_s": (start, "s"), "phase_end_s": (end, "s")}
+
+
+def _active_ranks(t, world, start, end):
+    """How many ranks work at time t (from their phase stamps)."""
+    busy = np.zeros(len(t))
+    for r in range(world):
+        for s, e in zip(start[r], end[r]):
+            if np.isfinite(s):
+                busy += (t >= s) & (t < e)
+    return np.minimum(busy, world)
+
+
+def _monitor_group(g, world, start, end, t_end, gpu, migrations, cpus=4, numa=1):
+    """monitor/: [world, T] series padded with NaN (the last rank stops one sample early)."""
+    n = int(np.ceil(t_end / MONITOR_INTERVAL_S)) + 1
+    t = np.arange(n) * MONITOR_INTERVAL_S
+    active = _active_ranks(t, world, start, end)
+    concurrent = active > 1
+    series = {}
+
+    def per_rank(fill):
+        a = np.full((world, n), np.nan)
+        for r in range(world):
+            a[r] = fill(r)
+        a[world - 1, -1] = np.nan  # padding: a shorter series
+        return a
+
+    ts = per_rank(lambda r: t + 0.001 * r)
+    series["t_s"] = (ts, "s")
+    gpu_rank = (lambda r, v: v if r == 0 and gpu else np.full(n, np.nan))
+    for name, units, quiet, loaded in (("sm_clock_hz", "Hz", 1.98e9, 1.755e9),
+                                       ("mem_clock_hz", "Hz", 2.619e9, 2.619e9),
+                                       ("power_w", "W", 120.0, 310.0), ("temperature_c", "C", 41.0, 58.0),
+                                       ("gpu_util", "1", 0.1, 0.95), ("mem_util", "1", 0.05, 0.6),
+                                       ("throttle_reasons", "1", 0.0, 4.0),
+                                       ("pcie_tx_Bps", "B/s", 0.5e9, 3e9), ("pcie_rx_Bps", "B/s", 1e9, 11e9),
+                                       ("memory_used_bytes", "B", 2e9, 9e9)):
+        v = np.where(concurrent, loaded, np.where(active > 0, (quiet + loaded) / 2, quiet))
+        series[name] = (per_rank(lambda r, v=v: gpu_rank(r, v)), units)
+    series["energy_j"] = (per_rank(lambda r: gpu_rank(r, np.cumsum(series["power_w"][0][0] * 0.1)
+                                                       if gpu else None)), "J")
+    busy = np.full((world, n, cpus), np.nan)
+    busy[0] = np.clip(active[:, None] / cpus + np.linspace(-0.05, 0.05, cpus)[None, :], 0, 1)
+    series["cpu_busy"] = (busy, "1")
+    hit = np.full((world, n, numa), np.nan)
+    hit[0] = np.cumsum(1000 * (1 + active))[:, None]
+    series["numa_hit"], series["numa_miss"] = (hit, "1"), (hit * 0.01, "1")
+    rate = {"voluntary_switches": np.where(active > 0, 40.0, 100.0),
+            "involuntary_switches": np.where(concurrent, 300.0, 10.0),
+            "migrations": np.where(concurrent, 25.0, 1.0)}
+    for name, r_s in rate.items():
+        c = np.cumsum(r_s * MONITOR_INTERVAL_S)
+        series[name] = (per_rank(lambda r, c=c: c * (1 + 0.1 * r)), "1")
+    if not migrations:
+        series["migrations"] = (np.full((world, n), np.nan), "1")
+    for name, (v, units) in series.items():
+        dataset(g, name, v, units, f"monitor {name}", "metric")
+    why = []
+    if not gpu:
+        why.append("gpu: cannot load libnvidia-ml.so.1 (libnvidia-ml.so.1: cannot open shared "
+                   "object file: No such file or directory)")
+    if not migrations:
+        why.append("migrations: /proc/self/sched has no se.nr_migrations")
+    dataset(g, "unavailable", ["\n".join(why)] * world, "1", "monitor unavailable", "metric")
+    dataset(g, "gpu_pci_bus_id", ["00000000:01:00.0" if gpu and r == 0 else "" for r in range(world)],
+            "1", "GPU whose series this rank recorded", "key")
+    dataset(g, "watches_node", np.array([1] + [0] * (world - 1), dtype=np.int64), "1",
+            "1: this rank recorded the node series", "key")
+    g.attrs["unavailable"] = np.bytes_("\n".join(why))
+
+
+def make_contention_run(path, world=4, feeders=1, phases=None, workloads=("triad", "host_attention"),
+                        iterations=CONTENTION_ITERATIONS, gpu=False, migrations=True, paths=None,
+                        model=None, monitor=True, name="contention"):
+    """A file with one contention sweep of `world` ranks (the last `feeders` only load).
+
+    phases: default every phase of CONTENTION_MODEL; paths: {phase: {path: time factor}} adds
+    the `path` key (one point per path); gpu: GPU monitor series (else NaN, "unavailable")."""
+    model = model or CONTENTION_MODEL
+    phases = list(phases or model)
+    pts = _contention_points(phases, workloads, paths)
+    measuring = list(range(world - feeders))
+    times, start, end, t_end = _contention_timeline(pts, world, measuring, iterations, model, paths)
+    make_run(path, world, pingpong=False, collectives=False, p2p=False, drop_ring=True)
+    with h5py.File(path, "r+") as f:
+        g = _sweep(f["sweeps"], name, "contention")
+        g.attrs["feeders"] = np.int64(feeders)
+        g.attrs["iterations"] = np.int64(iterations)
+        g.attrs["monitor_interval_ms"] = np.int64(MONITOR_INTERVAL_S * 1000)
+        keys = {"phase": ([p[0] for p in pts], "1"), "workload": ([p[1] for p in pts], "1"),
+                "binding": ([p[2] for p in pts], "1"),
+                "iterations": (np.full(len(pts), iterations, dtype=np.int64), "1"),
+                "label": ([f"{p[0]} {p[1]} {p[3]}".strip() for p in pts], "1")}
+        if paths:
+            keys["path"] = ([p[3] for p in pts], "1")
+        points_table(g, keys, _contention_metrics(pts, world, measuring, times, start, end))
+        if monitor:
+            _monitor_group(g.create_group("monitor"), world, start, end, t_end, gpu, migrations)
     return path
