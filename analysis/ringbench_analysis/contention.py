@@ -433,6 +433,7 @@ PANELS = [
      [(MONITOR["migrations"], "migrations", 1, "-", True)],
      ("migrations",)),
 ]
+PANEL_YLIM = {"CPU utilisation (node)": (0, 105)}  # a full scale: 100 % must look full
 MAX_RANK_LINES = 8  # more ranks than this: the per-rank counters are summed into one line
 
 
@@ -522,7 +523,8 @@ def monitor_panels(c, backend=""):
         lines = _panel_lines(c, series, roles) if len(c.monitor) else []
         why = None if lines else _why_unavailable(c, [s[0].replace("_mean", "").replace("_max", "")
                                                       for s in series], tags, backend)
-        out.append({"title": title, "ylabel": ylabel, "lines": lines, "unavailable": why})
+        out.append({"title": title, "ylabel": ylabel, "lines": lines, "unavailable": why,
+                    "ylim": PANEL_YLIM.get(title)})
     return out
 
 

@@ -407,6 +407,8 @@ def contention_monitor(panels, spans, phases, out_dir, name, title):
         ax.set_ylabel(p["ylabel"], fontsize=8)
         for label, t, y, style, rank in p["lines"]:
             ax.plot(t, y, style, lw=1.2, label=label, color="k" if rank < 0 else f"C{rank % 10}")
+        if p.get("ylim"):
+            ax.set_ylim(*p["ylim"])
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
     axes[-1].set_xlabel("time since the monitors started (s)")
     height = fig.get_figheight()
