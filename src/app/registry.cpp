@@ -9,6 +9,7 @@
 #include "sweeps/compute.hpp"
 #include "sweeps/memory.hpp"
 #include "sweeps/kernel_tuning.hpp"
+#include "sweeps/contention.hpp"
 
 namespace rb {
 
@@ -28,6 +29,8 @@ const std::vector<SweepKind>& sweep_kinds() {
        "per-rank host STREAM triad, device copy and host<->device pinned/pageable bandwidth"},
       {"kernel_tuning", parse_kernel_tuning,
        "every built kernel path timed forward/backward per block shape (ring size 1), parity-checked"},
+      {"contention", parse_contention,
+       "workloads alone, concurrently unbound and bound per policy, with feeder ranks and GPU/node monitors"},
   };
   return kinds;
 }

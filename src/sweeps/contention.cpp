@@ -1,0 +1,379 @@
+// The contention sweep's phases (docs/sweeps/contention.md). One launch runs them all:
+//   alone               each measuring rank in turn runs every workload; the others wait in an
+//                       MPI_Ibarrier polled with sleeps; cooldown_s between ranks;
+//   concurrent_unbound  every rank re-bound to all PUs; per workload a start barrier, the
+//                       measuring ranks run it while the feeders feed until all measuring
+//                       ranks have entered the point's closing MPI_Ibarrier;
+//   concurrent_bound:P  the same under decide_binding(P).
+// cooldown_s between phases; the starting binding is restored at the end. The Monitor runs
+// from before the first phase to after the restore on every rank.
+#include "sweeps/contention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <sstream>
+#include <vector>
+
+#include "config/bytes.hpp"
+#include "metrics/stats.hpp"
+#include "metrics/table.hpp"
+#include "runtime/monitor.hpp"
+#include "runtime/mpi_util.hpp"
+#include "sweeps/contention_binding.hpp"
+#include "sweeps/contention_monitor.hpp"
+#include "sweeps/contention_workloads.hpp"
+
+namespace rb {
+namespace {
+
+using namespace contention;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Point {
+  std::size_t phase = 0, workload = 0;
+  std::string label;
+};
+
+std::string rank_range(int first, int last) {
+  return first == last ? "rank " + std::to_string(first)
+                       : "ranks " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+std::string number(double x) {
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
+
+std::vector<Point> make_points(const Params& p) {
+  std::vector<Point> pts;
+  const int m = p.measuring_ranks();
+  const std::string measurers = rank_range(0, m - 1);
+  const std::string reps = p.duration_s > 0
+                               ? "iterations for about " + number(p.duration_s) + " s"
+                               : std::to_string(p.iterations) + " iterations";
+  const std::string timing = reps + " (+" + std::to_string(p.warmup) + " warmup)";
+  for (std::size_t ph = 0; ph < p.phases.size(); ++ph) {
+    const Phase& phase = p.phases[ph];
+    std::string who = m == 1 ? measurers
+                      : phase.kind == PhaseKind::Alone ? "each of " + measurers + " in turn"
+                                                       : measurers + " at once";
+    if (phase.kind != PhaseKind::Alone && p.feeders > 0)
+      who += ", " + rank_range(p.measuring_ranks(), p.world_size - 1) + " feeding";
+    for (std::size_t w = 0; w < p.workloads.size(); ++w)
+      pts.push_back({ph, w, phase.name + ": " + describe_workload(p, p.workloads[w]) + ", " + who + ", " + timing});
+  }
+  return pts;
+}
+
+// What this rank did at one point.
+struct PointRecord {
+  Measurement m;
+  double start_s = kNaN, end_s = kNaN;
+  double fed_bytes = kNaN;  // feeders, concurrent points
+};
+
+// The run on this rank: binder, workloads and monitor, and what each point recorded.
+class Runner {
+ public:
+  Runner(const Params& p, const std::vector<Point>& points, RunContext& ctx)
+      : p_(p), points_(points), ctx_(ctx), rank_(ctx.layout.rank), binder_(ctx), work_(p, ctx),
+        monitor_options_(monitor_options(ctx, p.monitor_interval_s)), monitor_(monitor_options_),
+        records(points.size()), phase_binding(p.phases.size()) {}
+
+  void run_all();
+  void write_monitor_table(h5::Group& out) {
+    write_monitor(out, monitor_, monitor_options_, stop_s_, ctx_.world);
+  }
+
+ private:
+  void bind(std::size_t phase);
+  void run_alone(std::size_t phase);
+  void run_concurrent(std::size_t phase);
+  void measure_point(std::size_t pi);
+  void feed_point(std::size_t pi);
+  void probe_iterations();
+  void note_failure(const std::string& what) {
+    if (failure.empty()) failure = "contention: rank " + std::to_string(rank_) + ": " + what;
+  }
+
+  const Params& p_;
+  const std::vector<Point>& points_;
+  RunContext& ctx_;
+  int rank_;
+  PhaseBinder binder_;
+  Workloads work_;
+  MonitorOptions monitor_options_;
+  Monitor monitor_;
+  double stop_s_ = kNaN;
+
+ public:
+  std::vector<PointRecord> records;
+  std::vector<AppliedBinding> phase_binding;
+  std::vector<std::int64_t> iterations;  // per workload, the same on every rank
+  AppliedBinding start, end;
+  std::string failure;  // this rank's first
+};
+
+void Runner::run_all() {
+  quiet_barrier(ctx_.world);  // the monitors start together: one clock for every rank's stamps
+  monitor_.start();
+  start = {binder_.start_cpuset(), describe(read_mempolicy()), "at the start of the sweep"};
+  probe_iterations();
+  for (std::size_t ph = 0; ph < p_.phases.size(); ++ph) {
+    if (ph > 0) sleep_s(p_.cooldown_s);
+    bind(ph);
+    quiet_barrier(ctx_.world);
+    if (p_.phases[ph].kind == PhaseKind::Alone) run_alone(ph);
+    else run_concurrent(ph);
+  }
+  try {
+    end = binder_.restore();
+  } catch (const std::exception& e) {
+    note_failure(std::string("restoring the starting binding failed: ") + e.what());
+  }
+  quiet_barrier(ctx_.world);
+  monitor_.stop();
+  stop_s_ = monitor_.now();
+}
+
+void Runner::bind(std::size_t phase) {
+  try {
+    phase_binding[phase] = binder_.apply(p_.phases[phase]);
+  } catch (const std::exception& e) {  // the CPU binding was refused: measured as it stands
+    phase_binding[phase].cpuset = binder_.start_cpuset();
+    phase_binding[phase].nodeset = describe(read_mempolicy());
+    phase_binding[phase].note = std::string("binding failed: ") + e.what();
+    note_failure(p_.phases[phase].name + ": " + phase_binding[phase].note);
+  }
+}
+
+void Runner::run_alone(std::size_t phase) {
+  const std::size_t first = phase * p_.workloads.size();
+  for (int turn = 0; turn < p_.measuring_ranks(); ++turn) {
+    if (turn > 0) sleep_s(p_.cooldown_s);
+    if (rank_ == turn)
+      for (std::size_t w = 0; w < p_.workloads.size(); ++w) measure_point(first + w);
+    quiet_barrier(ctx_.world);  // everyone else sleeps here meanwhile
+  }
+}
+
+void Runner::run_concurrent(std::size_t phase) {
+  for (std::size_t w = 0; w < p_.workloads.size(); ++w) {
+    const std::size_t pi = phase * p_.workloads.size() + w;
+    quiet_barrier(ctx_.world);
+    RB_MPI_CHECK(MPI_Barrier(ctx_.world));  // a tight start once everyone is (nearly) there
+    if (p_.is_feeder(rank_)) {
+      feed_point(pi);
+    } else {
+      measure_point(pi);
+      quiet_barrier(ctx_.world);  // the feeders' stop signal: they test this barrier
+    }
+  }
+}
+
+void Runner::measure_point(std::size_t pi) {
+  ctx_.progress.point_started(pi, points_[pi].label);
+  const Point& pt = points_[pi];
+  PointRecord& r = records[pi];
+  r.start_s = monitor_.now();
+  r.m = work_.run(p_.workloads[pt.workload], iterations[pt.workload]);
+  r.end_s = monitor_.now();
+  if (!r.m.error.empty()) note_failure(p_.phases[pt.phase].name + ": " + r.m.error);
+}
+
+void Runner::feed_point(std::size_t pi) {
+  MPI_Request done = MPI_REQUEST_NULL;
+  RB_MPI_CHECK(MPI_Ibarrier(ctx_.world, &done));
+  PointRecord& r = records[pi];
+  r.start_s = monitor_.now();
+  try {
+    r.fed_bytes = feed_until(p_.feeder, work_.gpu_engine(), [&done] {
+      int flag = 0;
+      RB_MPI_CHECK(MPI_Test(&done, &flag, MPI_STATUS_IGNORE));
+      return flag != 0;
+    });
+  } catch (const std::exception& e) {
+    note_failure(std::string("feeder: ") + e.what());
+    wait_quietly(done);
+  }
+  r.end_s = monitor_.now();
+}
+
+// duration_s: each workload's iteration count from a short probe (3 iterations on every
+// measuring rank at once), the largest over ranks, so every point has the same count.
+void Runner::probe_iterations() {
+  iterations.assign(p_.workloads.size(), p_.iterations);
+  if (p_.duration_s <= 0) return;
+  for (std::size_t w = 0; w < p_.workloads.size(); ++w) {
+    std::int64_t mine = 1, all = 1;
+    if (!p_.is_feeder(rank_)) {
+      const Measurement m = work_.run(p_.workloads[w], 3);
+      const double median = stats::median(m.seconds);
+      if (median > 0)
+        mine = static_cast<std::int64_t>(std::clamp(std::ceil(p_.duration_s / median), 1.0, 100000.0));
+    }
+    MPI_Request r = MPI_REQUEST_NULL;
+    RB_MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, MPI_INT64_T, MPI_MAX, ctx_.world, &r));
+    wait_quietly(r);
+    iterations[w] = all;
+  }
+}
+
+// ------------------------------------------------------------------------------ output
+
+h5::PointsTable make_table(const Params& p, const std::vector<Point>& pts,
+                           const std::vector<std::int64_t>& iterations) {
+  h5::PointsTable t(pts.size());
+  std::vector<std::string> phase, workload, binding, label;
+  std::vector<std::int64_t> iters;
+  for (const Point& pt : pts) {
+    phase.push_back(p.phases[pt.phase].name);
+    binding.push_back(p.phases[pt.phase].binding);
+    workload.push_back(p.workloads[pt.workload]);
+    iters.push_back(iterations[pt.workload]);
+    label.push_back(pt.label);
+  }
+  t.key("phase", phase, {"1", "alone, concurrent_unbound or concurrent_bound:<policy>"});
+  t.key("workload", workload, {"1", "the measured workload (docs/sweeps/contention.md)"});
+  t.key("binding", binding, {"1", "launcher (the binding the run started with), unbound, or the policy"});
+  t.key("iterations", iters, {"1", "timed iterations of the point on each measuring rank"});
+  t.key("label", label, {"1", "the point's plan line"});
+  const auto I = static_cast<std::uint64_t>(*std::max_element(iterations.begin(), iterations.end()));
+  t.metric("time_s", {"s", "each timed iteration; NaN on feeders (they do not measure)"}, {I});
+  t.metric("median_s", {"s", "median of time_s"});
+  t.metric("cv", {"1", "coefficient of variation of time_s (sample standard deviation / mean)"});
+  t.metric("p95_s", {"s", "95th percentile of time_s (linear interpolation)"});
+  t.metric("p99_s", {"s", "99th percentile of time_s (linear interpolation)"});
+  t.metric("slowdown", {"1", "median_s / the same rank's alone median_s of the workload (1 at alone; NaN without alone)"});
+  t.metric("rate_Bps", {"B/s", "copies and triad: bytes moved per iteration (triad: 3 x triad_bytes) / median_s"});
+  t.metric("rate_tflops", {"TFLOP/s", "gemm and attention: FLOP per iteration / median_s"});
+  t.text_metric("role", {"1", "measure or feeder"});
+  t.text_metric("cpuset", {"1", "PUs the rank was bound to in this phase (hwloc, after the change)"});
+  t.text_metric("nodeset", {"1", "memory policy in effect in this phase (get_mempolicy): default, bind:<nodes>, preferred_many:<nodes>, interleave:<nodes>, preferred:<nodes>, local"});
+  t.text_metric("binding_note", {"1", "why this binding (decide_binding's explanation) and any warning"});
+  t.text_metric("error", {"1", "why the workload failed on this rank; empty when it ran"});
+  t.metric("phase_start_s", {"s", "Monitor::now() when the rank started its work for the point (monitor/t_s clock)"});
+  t.metric("phase_end_s", {"s", "Monitor::now() when the rank finished its work for the point"});
+  t.metric("fed_bytes", {"B", "feeders: bytes copied (host and H2D) while the point ran"});
+  return t;
+}
+
+void fill_times(h5::PointsTable& t, std::size_t pi, const Measurement& m, double alone_median) {
+  if (m.seconds.empty()) return;
+  const double median = stats::median(m.seconds);
+  t.set("time_s", pi, m.seconds);
+  t.set("median_s", pi, median);
+  t.set("cv", pi, stats::cv(m.seconds));
+  t.set("p95_s", pi, stats::percentile(m.seconds, 95));
+  t.set("p99_s", pi, stats::percentile(m.seconds, 99));
+  t.set("slowdown", pi, median / alone_median);
+  if (!std::isnan(m.bytes)) t.set("rate_Bps", pi, m.bytes / median);
+  if (!std::isnan(m.flop)) t.set("rate_tflops", pi, m.flop / median / 1e12);
+}
+
+void fill_table(h5::PointsTable& t, const Params& p, const std::vector<Point>& pts, const Runner& r,
+                int rank) {
+  const bool feeder = p.is_feeder(rank);
+  const bool alone = !p.phases.empty() && p.phases[0].kind == PhaseKind::Alone;
+  for (std::size_t pi = 0; pi < pts.size(); ++pi) {
+    const PointRecord& rec = r.records[pi];
+    const AppliedBinding& b = r.phase_binding[pts[pi].phase];
+    // Alone is phase 0 when present, so the alone point of workload w is point w.
+    const double alone_median = alone ? stats::median(r.records[pts[pi].workload].m.seconds) : kNaN;
+    t.set_text("role", pi, feeder ? "feeder" : "measure");
+    t.set_text("cpuset", pi, b.cpuset);
+    t.set_text("nodeset", pi, b.nodeset);
+    t.set_text("binding_note", pi, b.note);
+    t.set_text("error", pi, rec.m.error);
+    t.set("phase_start_s", pi, rec.start_s);
+    t.set("phase_end_s", pi, rec.end_s);
+    t.set("fed_bytes", pi, rec.fed_bytes);
+    fill_times(t, pi, rec.m, alone_median);
+  }
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+void write_attributes(h5::Group& out, const Params& p) {
+  std::vector<std::string> phases, described;
+  for (const Phase& ph : p.phases) phases.push_back(ph.name);
+  for (const auto& w : p.workloads) described.push_back(w + ": " + describe_workload(p, w));
+  out.attr("phases", joined(phases));
+  out.attr("workloads", joined(p.workloads));
+  out.attr("workload_descriptions", joined(described));
+  out.attr("feeders", static_cast<std::int64_t>(p.feeders));
+  out.attr("measuring_ranks", static_cast<std::int64_t>(p.measuring_ranks()));
+  out.attr("iterations", p.iterations);
+  out.attr("duration_s", p.duration_s);
+  out.attr("warmup", p.warmup);
+  out.attr("cooldown_s", p.cooldown_s);
+  out.attr("monitor_interval_s", p.monitor_interval_s);
+  out.attr("copy_bytes", static_cast<std::int64_t>(p.copy_bytes));
+  out.attr("triad_bytes", static_cast<std::int64_t>(p.triad_bytes));
+  out.attr("feeder_copy_bytes", static_cast<std::int64_t>(p.feeder.copy_bytes));
+  out.attr("feeder_threads", static_cast<std::int64_t>(p.feeder.threads));
+  out.attr("clock", "phase_start_s, phase_end_s and monitor/t_s are seconds since each rank's "
+                    "monitor started; the monitors start together right after a barrier");
+}
+
+// restore/: the binding at the start and after the restore, per rank.
+void write_restore(h5::Group& out, const Runner& r) {
+  h5::Group g = out.group("restore");
+  auto put = [&](const char* name, const std::string& v, const char* d) {
+    g.write_per_rank_string(name, v, {"1", d, "metric"});
+  };
+  put("start_cpuset", r.start.cpuset, "PUs of the rank when the sweep started");
+  put("start_nodeset", r.start.nodeset, "memory policy when the sweep started");
+  put("end_cpuset", r.end.cpuset, "PUs of the rank after the sweep restored its starting binding");
+  put("end_nodeset", r.end.nodeset, "memory policy after the restore");
+}
+
+class ContentionSweep final : public Sweep {
+ public:
+  explicit ContentionSweep(Params p) : p_(std::move(p)), points_(make_points(p_)) {}
+  std::string type() const override { return "contention"; }
+  std::vector<std::string> plan() const override {
+    std::vector<std::string> lines;
+    for (const Point& pt : points_) lines.push_back(pt.label);
+    return lines;
+  }
+  std::uint64_t estimated_output_bytes() const override {
+    const auto world = static_cast<std::uint64_t>(p_.world_size);
+    const std::uint64_t per_point = world * (static_cast<std::uint64_t>(p_.iterations) + 16) * 8 + 1024;
+    // Monitor: ~1000 samples of ~200 numbers per rank (wider with many CPUs).
+    return 8192 + points_.size() * per_point + world * 1000 * 200 * 8;
+  }
+  SweepOutcome run(RunContext& ctx, h5::Group& out) override {
+    Runner r(p_, points_, ctx);
+    r.run_all();
+    write_attributes(out, p_);
+    h5::PointsTable t = make_table(p_, points_, r.iterations);
+    fill_table(t, p_, points_, r, ctx.layout.rank);
+    t.write(out);
+    r.write_monitor_table(out);
+    write_restore(out, r);
+    SweepOutcome o;
+    o.ok = r.failure.empty();
+    o.failure = r.failure;
+    return o;
+  }
+
+ private:
+  Params p_;
+  std::vector<Point> points_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sweep> parse_contention(const SweepSpec& spec, const ParseContext& ctx) {
+  return std::make_unique<ContentionSweep>(contention::parse_params(spec, ctx));
+}
+
+}  // namespace rb

@@ -1,0 +1,64 @@
+#pragma once
+// The parsed `contention` sweep (docs/sweeps/contention.md), shared by its parser, its phase
+// runner (contention.cpp), the workloads and the feeder (contention_workloads.cpp) and the
+// re-binding between phases (contention_binding.cpp).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attention.hpp"
+#include "config/config.hpp"
+
+namespace rb::contention {
+
+// One attention block: a forward pass, then (backward) its backward pass, timed together.
+struct AttentionShape {
+  std::string kernel = "auto";  // a kernel path of the device's table, or auto
+  int batch = 1;
+  int heads = 8;
+  int head_dim = 128;
+  std::int64_t rows = 4096;  // query rows = key/value rows
+  attn::DType dtype = attn::DType::BF16;
+  bool causal = false;
+  bool backward = true;
+};
+
+// The host feeder: pageable copies plus CPU work, like a data loader's workers.
+struct FeederParams {
+  std::uint64_t copy_bytes = 16u << 20;  // per pageable copy (host and, on cuda, H2D)
+  int threads = 1;                       // feeding threads per feeder rank
+};
+
+enum class PhaseKind { Alone, Unbound, Bound };
+
+struct Phase {
+  PhaseKind kind = PhaseKind::Alone;
+  BindingPolicy policy = BindingPolicy::None;  // Bound only
+  std::string name;     // "alone", "concurrent_unbound", "concurrent_bound:core", ...
+  std::string binding;  // "launcher", "unbound" or the policy name (points/binding)
+};
+
+struct Params {
+  std::vector<Phase> phases;           // always in the order alone, unbound, bound per policy
+  std::vector<std::string> workloads;  // measured by every measuring rank, in this order
+  int feeders = 0;                     // the last `feeders` ranks feed instead of measuring
+  int world_size = 1;
+  bool gpu = false;                    // backend cuda
+  std::int64_t iterations = 30;
+  double duration_s = 0;               // > 0: iterations per workload from a probe
+  std::int64_t warmup = 3;
+  double cooldown_s = 1.0;
+  double monitor_interval_s = 0.1;
+  AttentionShape attention;            // the GPU attention block (workload attention)
+  AttentionShape host_attention;       // the host block (workload host_attention)
+  int gemm_size = 4096;
+  std::string gemm_dtype = "bfloat16";  // the compute engine's name of the dtype
+  std::uint64_t copy_bytes = 64u << 20;
+  std::uint64_t triad_bytes = 64u << 20;  // per array
+  FeederParams feeder;
+
+  int measuring_ranks() const { return world_size - feeders; }
+  bool is_feeder(int rank) const { return rank >= measuring_ranks(); }
+};
+
+}  // namespace rb::contention
