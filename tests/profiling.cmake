@@ -24,3 +24,9 @@ foreach(n 1 2 4)
   ringbench_add_test(NAME profiling_gpu_np${n} RANKS ${n} LABELS gpu TIMEOUT 600
                      COMMAND $<TARGET_FILE:test_profiling_gpu>)
 endforeach()
+# The contention sweep (host path): parser, and 2-rank runs read back (slowdown, bindings per
+# phase, restore, monitor series, feeders).
+ringbench_add_doctest(TARGET test_contention SOURCES profiling/test_contention.cpp
+                      LIBS ${RB_PROFILING_TEST_LIBS})
+ringbench_add_test(NAME contention_np2 RANKS 2 LABELS "mpi;unit" TIMEOUT 300
+                   COMMAND $<TARGET_FILE:test_contention>)

@@ -1,0 +1,236 @@
+// The contention sweep on the host path: its parser (the phase grid, and every refusal naming
+// its key), and 2-rank runs into a real file read back: the triad slows down when both ranks
+// run it at once, each phase's recorded cpuset is what the policy decides, the binding is
+// restored, the monitor series lie inside the sweep, and feeders are recorded as feeders.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "metrics/h5.hpp"
+#include "ring/host_sweep.hpp"
+#include "runtime/binding.hpp"
+#include "runtime/mpi.hpp"
+#include "runtime/mpi_util.hpp"
+#include "sweeps/contention.hpp"
+#include "sweeps/contention_binding.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+rb::ParseContext host_context(int world) {
+  rb::ParseContext c;
+  c.world_size = world;
+  c.backend = rb::Backend::Host;
+  return c;
+}
+
+std::string refusal(const std::string& yaml, const std::string& key, int world = 2) {
+  const auto spec = rbtest::sweep_spec("contention", "contention", "type: contention\n" + yaml);
+  return rbtest::rejection(rb::parse_contention, spec, host_context(world), key);
+}
+
+// Element [rank][point] of a [world, P] dataset read flat.
+template <class T>
+const T& at(const std::vector<T>& v, std::size_t points, int rank, std::size_t point) {
+  return v.at(static_cast<std::size_t>(rank) * points + point);
+}
+
+}  // namespace
+
+TEST_CASE("contention parser: phases run in one order, concurrent_bound once per policy") {
+  const auto spec = rbtest::sweep_spec("contention", "c",
+                                       "type: contention\nphases: [concurrent_bound, alone]\n"
+                                       "policies: [numa, core]\nworkloads: [host_attention, triad]\n");
+  const rb::contention::Params p = rb::contention::parse_params(spec, host_context(2));
+  std::vector<std::string> names;
+  for (const auto& ph : p.phases) names.push_back(ph.name);
+  CHECK(names == std::vector<std::string>{"alone", "concurrent_bound:numa", "concurrent_bound:core"});
+  CHECK(p.phases[0].binding == "launcher");
+  CHECK(p.phases[1].binding == "numa");
+  CHECK(p.workloads == std::vector<std::string>{"host_attention", "triad"});
+  const auto sweep = rb::parse_contention(spec, host_context(2));
+  const auto plan = sweep->plan();
+  REQUIRE(plan.size() == 6);  // phase-major: 3 phases x 2 workloads
+  CHECK(plan[0].rfind("alone: attention block on the host", 0) == 0);
+  CHECK(plan[5].rfind("concurrent_bound:core: host STREAM triad", 0) == 0);
+  // Defaults on the host: every phase, core and numa, the triad.
+  const auto d = rb::contention::parse_params(rbtest::sweep_spec("contention", "c", "type: contention\n"),
+                                              host_context(2));
+  CHECK(d.phases.size() == 4);
+  CHECK(d.workloads == std::vector<std::string>{"triad"});
+}
+
+TEST_CASE("contention parser: bad configs name the key") {
+  CHECK(refusal("workloads: [triad, trid]\n", "workloads[1]").find("did you mean 'triad'") != std::string::npos);
+  CHECK(refusal("phases: [alone, concurent_unbound]\n", "phases[1]").find("did you mean 'concurrent_unbound'") != std::string::npos);
+  CHECK(refusal("policies: [cores]\n", "policies[0]").find("did you mean 'core'") != std::string::npos);
+  CHECK(refusal("workloads: [triad, gemm]\n", "workloads[1]").find("needs the cuda backend") != std::string::npos);
+  CHECK(refusal("workloads: attention\n", "workloads").find("needs the cuda backend") != std::string::npos);
+  CHECK(refusal("policies: [core, gpu-near]\n", "policies[1]").find("needs the cuda backend") != std::string::npos);
+  CHECK(refusal("feeders: 2\n", "feeders").find("leaves no rank to measure") != std::string::npos);
+  CHECK(refusal("feeders: 4\n", "feeders", 4).find("at most 3") != std::string::npos);
+  CHECK(refusal("iterations: 0\n", "iterations") != "");
+  CHECK(refusal("iterations: 5\nduration_s: 2\n", "duration_s").find("not both") != std::string::npos);
+  CHECK(refusal("phases: [alone]\npolicies: [core]\n", "policies").find("concurrent_bound") != std::string::npos);
+  CHECK(refusal("workloads: [triad, triad]\n", "workloads[1]").find("twice") != std::string::npos);
+  CHECK(refusal("feeder: {thread: 2}\n", "feeder.thread").find("did you mean 'threads'") != std::string::npos);
+  CHECK(refusal("host_attention: {dtype: fp8}\n", "host_attention.dtype") != "");
+  CHECK(refusal("triad_byte: 1MiB\n", "triad_byte").find("did you mean 'triad_bytes'") != std::string::npos);
+}
+
+TEST_CASE("contention parser: the cpu list format of hwloc round-trips") {
+  CHECK(rb::contention::parse_cpu_list("0-3,8,10-11") == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
+  CHECK(rb::contention::parse_cpu_list("") == std::vector<int>{});
+  CHECK(rb::test::error_of([] { rb::contention::parse_cpu_list("0-x"); }) != "");
+  CHECK(rb::format_cpu_list(rb::contention::parse_cpu_list("0-3,8")) == "0-3,8");
+}
+
+namespace {
+
+const char* const kPhasesYaml =
+    "sweeps:\n  - type: contention\n    name: contention\n"
+    "    phases: [alone, concurrent_unbound, concurrent_bound]\n    policies: [core, numa]\n"
+    "    workloads: [triad]\n    triad_bytes: 64MiB\n    iterations: 8\n    warmup: 2\n"
+    "    cooldown_s: 0.1\n    monitor_interval_ms: 20\n";
+
+// What this rank's binding would be under `policy` (the sweep's decision, made here again).
+std::string expected_cpuset(rb::BindingPolicy policy) {
+  const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
+  const rb::Topology topo = rb::Topology::load_this_machine();
+  if (policy == rb::BindingPolicy::None) return topo.machine_cpuset();
+  return rb::format_cpu_list(
+      rb::decide_binding(topo.model(), policy, layout.local_rank, layout.local_size, -1).pus);
+}
+
+struct ContentionFile {
+  std::string path, g;
+  std::size_t P = 0;
+  std::vector<std::string> phase, cpuset, role;
+  std::vector<double> median, slowdown, start, end;
+};
+
+ContentionFile read_back(const std::string& path) {
+  ContentionFile f;
+  f.path = path;
+  f.g = "/sweeps/contention/";
+  f.phase = rb::h5::read_strings(path, f.g + "points/phase");
+  f.P = f.phase.size();
+  f.cpuset = rb::h5::read_strings(path, f.g + "cpuset");
+  f.role = rb::h5::read_strings(path, f.g + "role");
+  f.median = rb::h5::read_doubles(path, f.g + "median_s");
+  f.slowdown = rb::h5::read_doubles(path, f.g + "slowdown");
+  f.start = rb::h5::read_doubles(path, f.g + "phase_start_s");
+  f.end = rb::h5::read_doubles(path, f.g + "phase_end_s");
+  return f;
+}
+
+// Monitor samples: t_s increasing on every rank, inside [0, the rank's stop_s], and every point
+// of the rank inside that span too.
+void check_monitor(const ContentionFile& f) {
+  std::vector<std::uint64_t> dims;
+  const auto t = rb::h5::read_doubles(f.path, f.g + "monitor/t_s", &dims);
+  const auto stop = rb::h5::read_doubles(f.path, f.g + "monitor/stop_s");
+  const auto samples = rb::h5::read_ints(f.path, f.g + "monitor/samples");
+  REQUIRE(dims.size() == 2);
+  for (std::size_t r = 0; r < dims[0]; ++r) {
+    CAPTURE(r);
+    CHECK(samples[r] >= 2);  // a 20 ms interval over a sweep of seconds
+    double last = -1;
+    for (std::int64_t i = 0; i < samples[r]; ++i) {
+      const double x = t[r * dims[1] + static_cast<std::size_t>(i)];
+      CHECK(x > last);
+      CHECK(x <= stop[r]);
+      last = x;
+    }
+    for (std::size_t p = 0; p < f.P; ++p)
+      if (!std::isnan(at(f.end, f.P, static_cast<int>(r), p))) {
+        CHECK(at(f.start, f.P, static_cast<int>(r), p) >= 0);
+        CHECK(at(f.end, f.P, static_cast<int>(r), p) <= stop[r]);
+      }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("contention sweep, 2 ranks: slowdown, bindings per phase, restore, monitor") {
+  if (rb::test::world() != 2) return;  // registered at 2 ranks (CI: 2 cores)
+  const auto run = rbtest::run_host_sweep(kPhasesYaml, rb::parse_contention, "contention_phases");
+  CAPTURE(run.outcome.failure);
+  CHECK(run.outcome.ok);
+  // Every rank's expected cpusets, in rank order, for rank 0 to compare with the file.
+  std::vector<std::vector<std::string>> want;
+  for (auto pol : {rb::BindingPolicy::None, rb::BindingPolicy::Core, rb::BindingPolicy::Numa})
+    want.push_back(rb::mpi::gather_strings(expected_cpuset(pol), MPI_COMM_WORLD));
+  // After the sweep: the binding it started with, if it restored it (alone ran under it).
+  const auto starts = rb::mpi::gather_strings(rb::Topology::load_this_machine().current_cpuset(),
+                                              MPI_COMM_WORLD);
+  if (rb::test::rank() != 0) return;
+  const ContentionFile f = read_back(run.path);
+  REQUIRE(f.phase == std::vector<std::string>{"alone", "concurrent_unbound", "concurrent_bound:core",
+                                              "concurrent_bound:numa"});
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    CHECK(at(f.cpuset, f.P, r, 0) == starts[static_cast<std::size_t>(r)]);
+    CHECK(at(f.cpuset, f.P, r, 1) == want[0][static_cast<std::size_t>(r)]);
+    CHECK(at(f.cpuset, f.P, r, 2) == want[1][static_cast<std::size_t>(r)]);
+    CHECK(at(f.cpuset, f.P, r, 3) == want[2][static_cast<std::size_t>(r)]);
+    CHECK(at(f.slowdown, f.P, r, 0) == 1.0);
+    for (std::size_t p = 0; p < f.P; ++p) {
+      CHECK(at(f.role, f.P, r, p) == "measure");
+      CHECK(at(f.start, f.P, r, p) < at(f.end, f.P, r, p));
+    }
+  }
+  // core: disjoint PU sets (two ranks on a machine of at least two cores).
+  const auto a = rb::contention::parse_cpu_list(at(f.cpuset, f.P, 0, 2));
+  const auto b = rb::contention::parse_cpu_list(at(f.cpuset, f.P, 1, 2));
+  std::set<int> both(a.begin(), a.end());
+  for (int pu : b) CHECK(both.count(pu) == 0);
+  // The triad (3 x 64 MiB per rank, memory-bound) slows down when both ranks run it at once.
+  double worst = 0;
+  for (std::size_t i = 0; i < f.slowdown.size(); ++i)
+    if (i % f.P != 0 && !std::isnan(f.slowdown[i])) worst = std::max(worst, f.slowdown[i]);
+  MESSAGE("largest concurrent triad slowdown: " << worst);
+  CHECK(worst > 1.0);
+  const auto end_cpuset = rb::h5::read_strings(run.path, f.g + "restore/end_cpuset");
+  CHECK(end_cpuset == starts);
+  check_monitor(f);
+}
+
+TEST_CASE("contention sweep, 2 ranks: the feeder rank feeds and measures nothing") {
+  if (rb::test::world() != 2) return;
+  const auto run = rbtest::run_host_sweep(
+      "sweeps:\n  - type: contention\n    name: contention\n    phases: [alone, concurrent_unbound]\n"
+      "    workloads: [triad, host_attention]\n    triad_bytes: 8MiB\n    feeders: 1\n"
+      "    iterations: 4\n    warmup: 1\n    cooldown_s: 0\n    feeder: {copy_bytes: 1MiB, threads: 2}\n"
+      "    host_attention: {rows: 64, heads: 2, head_dim: 16}\n",
+      rb::parse_contention, "contention_feeder");
+  CAPTURE(run.outcome.failure);
+  CHECK(run.outcome.ok);
+  if (rb::test::rank() != 0) return;
+  const ContentionFile f = read_back(run.path);
+  REQUIRE(f.P == 4);
+  const auto time = rb::h5::read_doubles(run.path, f.g + "time_s");
+  const auto fed = rb::h5::read_doubles(run.path, f.g + "fed_bytes");
+  const auto tflops = rb::h5::read_doubles(run.path, f.g + "rate_tflops");
+  for (std::size_t p = 0; p < f.P; ++p) {
+    CAPTURE(p);
+    CHECK(at(f.role, f.P, 0, p) == "measure");
+    CHECK(at(f.role, f.P, 1, p) == "feeder");
+    CHECK(std::isnan(at(f.median, f.P, 1, p)));
+    CHECK(std::isfinite(at(f.median, f.P, 0, p)));
+    for (std::size_t i = 0; i < 4; ++i) CHECK(std::isnan(time[(f.P + p) * 4 + i]));
+    const bool concurrent = p >= 2;
+    CHECK(std::isnan(at(fed, f.P, 1, p)) == !concurrent);
+    if (concurrent) {
+      CHECK(at(fed, f.P, 1, p) > 0);
+      CHECK(at(f.start, f.P, 1, p) < at(f.end, f.P, 1, p));
+    }
+  }
+  CHECK(at(tflops, f.P, 0, 1) > 0);  // host_attention, alone
+  check_monitor(f);
+}
