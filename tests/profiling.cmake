@@ -30,3 +30,9 @@ ringbench_add_doctest(TARGET test_contention SOURCES profiling/test_contention.c
                       LIBS ${RB_PROFILING_TEST_LIBS})
 ringbench_add_test(NAME contention_np2 RANKS 2 LABELS "mpi;unit" TIMEOUT 300
                    COMMAND $<TARGET_FILE:test_contention>)
+# The same sweep on the cuda backend with every GPU workload and a feeder rank (label gpu:
+# exits 77, skipped, without a GPU; the ranks may share one GPU: the sweep needs no NCCL).
+ringbench_add_doctest(TARGET test_contention_gpu GPU SOURCES profiling/test_contention_gpu.cpp
+                      LIBS ${RB_PROFILING_TEST_LIBS})
+ringbench_add_test(NAME contention_gpu_np2 RANKS 2 LABELS gpu TIMEOUT 600
+                   COMMAND $<TARGET_FILE:test_contention_gpu>)
