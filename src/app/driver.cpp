@@ -225,12 +225,8 @@ std::optional<RankSetup> set_up_rank(const Validated& v, const RankLayout& layou
     error = e.what();
   }
   if (rank_errors_reported(error, world)) return std::nullopt;
-  try {  // collective over every rank: only after all of them got their GPU
-    if (v.backend == Backend::Cuda) s.gpu_ctx.reset(new GpuContext{s.gpu, NcclComm(world)});
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  if (rank_errors_reported(error, world)) return std::nullopt;
+  // The world NCCL communicator is made by the first sweep that needs it (GpuContext).
+  if (v.backend == Backend::Cuda) s.gpu_ctx = std::make_unique<GpuContext>(s.gpu, world);
   return s;
 }
 

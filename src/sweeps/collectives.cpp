@@ -205,7 +205,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   prof::EngineSetup setup;
   setup.backend = ctx.backend;
   setup.world = ctx.world;
-  setup.nccl_world = ctx.gpu ? &ctx.gpu->world : nullptr;
+  setup.nccl_world = ctx.gpu ? &ctx.gpu->world_nccl() : nullptr;
   setup.groups = &gs;
   setup.bytes = std::max<std::size_t>(static_cast<std::size_t>(p_.max_bytes), 64);
   const std::unique_ptr<prof::Engine> engine = prof::make_engine(setup);

@@ -171,7 +171,7 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   prof::EngineSetup setup;
   setup.backend = ctx.backend;
   setup.world = ctx.world;
-  setup.nccl_world = ctx.gpu ? &ctx.gpu->world : nullptr;
+  setup.nccl_world = ctx.gpu ? &ctx.gpu->world_nccl() : nullptr;
   setup.bytes = static_cast<std::size_t>(std::max(p_.latency_bytes, p_.bandwidth_bytes));
   const std::unique_ptr<prof::Engine> link = prof::make_engine(setup);
   h5::PointsTable table = point_table();

@@ -53,8 +53,20 @@ struct PathFactories {
 
 // Resources of the GPU path, created once per run by the driver (null on the host path).
 struct GpuContext {
+  GpuContext(GpuInfo info, MPI_Comm world_comm) : gpu(std::move(info)), comm(world_comm) {}
   GpuInfo gpu;
-  NcclComm world;  // NCCL communicator over all ranks
+  MPI_Comm comm;  // the ranks the NCCL communicator spans (all of them)
+
+  // The NCCL communicator over all ranks, made by the first sweep that asks (collective: every
+  // rank runs the sweeps in the same order). Not at start: NCCL refuses ranks that share a GPU,
+  // which sweeps without NCCL allow (contention's feeders on a 1-GPU node).
+  NcclComm& world_nccl() {
+    if (!world_) world_ = std::make_unique<NcclComm>(comm);
+    return *world_;
+  }
+
+ private:
+  std::unique_ptr<NcclComm> world_;
 };
 
 struct RunContext {

@@ -147,7 +147,7 @@ std::string run_gpu_sweep(const std::string& stem, const std::string& yaml,
 
 TEST_CASE("the profiling sweeps run end to end on the cuda backend") {
   if (!enough_gpus()) return;
-  rb::GpuContext gpu{rb::select_gpu(layout().local_rank), rb::NcclComm(MPI_COMM_WORLD)};
+  rb::GpuContext gpu(rb::select_gpu(layout().local_rank), MPI_COMM_WORLD);
   const int n = layout().world_size;
   rb::SweepOutcome o;
   std::string path = run_gpu_sweep(
