@@ -7,7 +7,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -23,18 +22,10 @@ except ImportError as exc:  # pragma: no cover
 import synthetic  # noqa: E402
 from ringbench_analysis import compare, model, reader, report  # noqa: E402
 from ringbench_analysis.__main__ import main as cli  # noqa: E402
+from tempdir_case import TempDirCase  # noqa: E402
 
 
-class Base(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
+class Base(TempDirCase):
 
     def read(self, *parts):
         with open(os.path.join(*parts)) as f:

@@ -6,7 +6,6 @@ import contextlib
 import io
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -23,6 +22,7 @@ except ImportError as exc:  # pragma: no cover
 import synthetic  # noqa: E402
 from ringbench_analysis import tune_report, tuning  # noqa: E402
 from ringbench_analysis.__main__ import main as cli  # noqa: E402
+from tempdir_case import TempDirCase  # noqa: E402
 
 GRID = [512, 1024, 2048, 4096, 8192]
 # SHAPE_KEYS order: dtype, head_dim, causal, segment, rate
@@ -118,16 +118,7 @@ def paths_at(rule):
             if r["block_rows_min"] <= g <= r["block_rows_max"]}
 
 
-class Base(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
+class Base(TempDirCase):
 
     def cli(self, *argv):
         """(exit code, stdout, stderr) of rb-analysis."""
