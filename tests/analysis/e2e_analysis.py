@@ -3,7 +3,7 @@
 
     e2e_analysis.py CHECK --ringbench BIN --mpiexec MPIEXEC --source DIR --workdir DIR
 
-CHECK: report | compare | errors | launch | readme. Exit 0 = pass, 1 = fail, 77 = skipped.
+CHECK: report | compare | errors | launch | readme | contention. Exit 0 = pass, 1 = fail, 77 = skipped.
 The expected numbers are recomputed here from the HDF5 files with h5py, independently of the
 analysis package, and compared with what the report wrote.
 """
@@ -372,15 +372,197 @@ def check_readme(args):
           "the report states machine, configuration and status")
 
 
+# ---- contention: launch/contention.sh on inputs/contention_host.yaml (2 host ranks, ~15 s) ----
+def pu_set(text):
+    """'0-2,5' -> {0, 1, 2, 5}: a cpuset as the sweep records it (hwloc list syntax)."""
+    out = set()
+    for part in filter(None, text.strip().split(",")):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def core_siblings(pu):
+    """The PUs of `pu`'s core from /sys, or None where the kernel does not say."""
+    try:
+        with open(f"/sys/devices/system/cpu/cpu{pu}/topology/thread_siblings_list") as f:
+            return pu_set(f.read())
+    except OSError:
+        return None
+
+
+def contention_sections(md):
+    """{'### heading': [lines]} of report.md's Contention section (up to the next '## ')."""
+    out, cur, inside = {}, None, False
+    for line in md.splitlines():
+        if line.startswith("## "):
+            inside = line.strip() == "## Contention"
+            continue
+        if inside and line.startswith("### "):
+            cur = out.setdefault(line.strip(), [])
+        elif inside and cur is not None:
+            cur.append(line)
+    return out
+
+
+def contention_from_file(path, sweep="contention"):
+    """What the report must agree with, read straight from h5py: points (phase, workload), the
+    measuring ranks, each measuring rank's median of its finite time_s per point, and the
+    point's median over those ranks."""
+    with h5py.File(path, "r") as f:
+        g = f[f"sweeps/{sweep}"]
+        d = {"run_status": f["run"].attrs["status"], "status": g.attrs["status"],
+             "type": g.attrs["type"], "npoints": int(g.attrs["points"]),
+             "phases": [x.strip() for x in g.attrs["phases"].split(",")],
+             "workloads": [x.strip() for x in g.attrs["workloads"].split(",")],
+             "points": list(zip(g["points/phase"].asstr()[()], g["points/workload"].asstr()[()])),
+             "iterations": g["points/iterations"][()], "role": g["role"].asstr()[()],
+             "error": g["error"].asstr()[()], "cpuset": g["cpuset"].asstr()[()],
+             "time_s": g["time_s"][()], "stored_median": g["median_s"][()],
+             "start": g["phase_start_s"][()], "end": g["phase_end_s"][()]}
+        m = g["monitor"]
+        d.update(t_s=m["t_s"][()], samples=m["samples"][()], stop_s=m["stop_s"][()])
+    d["measuring"] = [r for r in range(d["role"].shape[0]) if set(d["role"][r]) == {"measure"}]
+    d["rank_median"] = {(r, p): float(np.median(t[np.isfinite(t)]))
+                        for r in d["measuring"] for p, t in enumerate(d["time_s"][r])}
+    d["median"] = [float(np.median([d["rank_median"][(r, p)] for r in d["measuring"]]))
+                   for p in range(len(d["points"]))]
+    return d
+
+
+def check_contention_file(d):
+    check(d["run_status"] == "complete" and d["type"] == "contention" and d["status"] == "complete",
+          f"run and contention sweep complete (run {d['run_status']}, sweep {d['status']})")
+    grid = [(ph, w) for ph in d["phases"] for w in d["workloads"]]
+    check(d["points"] == grid and d["npoints"] == len(grid),
+          f"the sweep has every (phase, workload) point, phase-major ({len(grid)} points)")
+    check(d["phases"][:2] == ["alone", "concurrent_unbound"] and
+          any(ph.startswith("concurrent_bound:") for ph in d["phases"]),
+          f"phases alone, concurrent_unbound and bound ones ({d['phases']})")
+    check(len(d["measuring"]) == d["role"].shape[0] >= 2, "every rank measured (no feeders in this config)")
+    full = all(np.isfinite(d["time_s"][r, p, :n]).all() and d["error"][r, p] == ""
+               for r in d["measuring"] for p, n in enumerate(d["iterations"]))
+    check(full, "every measuring rank timed every iteration of every point, with no error")
+    worst = max(abs(d["rank_median"][k] - d["stored_median"][k]) / d["stored_median"][k]
+                for k in d["rank_median"])
+    check(worst <= 1e-9, f"h5py medians of time_s = the sweep's own median_s (worst relative {worst:.2g})")
+
+
+def check_contention_report(d, out, sweep="contention"):
+    """report.md's Contention section and report.json's table against the h5py numbers."""
+    md = open(os.path.join(out, "report.md")).read()
+    sec = contention_sections(md)
+    check(f"Sweep `{sweep}` (complete)" in md, "report.md has the Contention section of the complete sweep")
+    verdicts = [ln for ln in sec.get("### Verdicts", []) if ln.startswith("- ")]
+    policies = [ph.split(":", 1)[1] for ph in d["phases"] if ph.startswith("concurrent_bound:")]
+    for pol in policies:
+        for w in d["workloads"]:
+            hits = [ln for ln in verdicts
+                    if re.match(rf"- {re.escape(pol)} binding (cut .* on {w}\b|did not help on {w}:)", ln)]
+            check(len(hits) == 1, f"one verdict line for {pol} binding on {w} ({hits})")
+    check(len(verdicts) == len(policies) * len(d["workloads"]),
+          f"{len(policies) * len(d['workloads'])} verdict lines in all ({len(verdicts)})")
+    rows = {}
+    for ln in sec.get("### Per phase", []):
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        if ln.startswith("| ") and len(cells) >= 5 and cells[0] not in ("phase", "---"):
+            rows[(cells[0], cells[2])] = cells
+    check(set(rows) == set(d["points"]), f"the per-phase table has one row per point ({len(rows)})")
+    js = json.load(open(os.path.join(out, "report.json"))).get("contention", [])
+    table = {(t["phase"], t["workload"]): t for e in js if e["sweep"] == sweep for t in e["table"]}
+    check(set(table) == set(d["points"]), "report.json's contention table has every point")
+    for p, key in enumerate(d["points"]):
+        want, t = d["median"][p], table.get(key, {})
+        got = t.get("median_s")
+        check(got is not None and abs(got - want) <= 1e-9 * want and t.get("ranks") == len(d["measuring"]),
+              f"{key[0]} {key[1]}: table median {got} = median over measuring ranks of h5py medians {want}")
+        cells = rows.get(key, [])
+        check(len(cells) > 4 and cells[3] == str(len(d["measuring"])) and cells[4] == fmt_time(want),
+              f"{key[0]} {key[1]}: report.md row shows {len(d['measuring'])} ranks and {fmt_time(want)}")
+    for kind in ("boxes", "monitor"):
+        name = f"contention_{sweep}_{kind}.png"
+        check(os.path.isfile(os.path.join(out, name)) and valid_png(os.path.join(out, name)),
+              f"{name} exists and is a valid PNG")
+        check(f"({name})" in md, f"report.md shows {name}")
+
+
+def check_contention_monitor(d):
+    """monitor/t_s increasing per rank and inside [0, stop_s]; every finite phase stamp with
+    start < end inside [0, stop_s]; every measuring rank stamped every point."""
+    for r, stop in enumerate(d["stop_s"]):
+        n = int(d["samples"][r])
+        t = d["t_s"][r]
+        check(n >= 2 and np.isfinite(t[:n]).all() and np.isnan(t[n:]).all(),
+              f"rank {r}: {n} samples, finite, NaN padding after them")
+        check(bool(np.all(np.diff(t[:n]) > 0)), f"rank {r}: monitor t_s strictly increasing")
+        check(n and t[0] >= 0 and t[n - 1] <= stop, f"rank {r}: samples inside [0, stop_s = {stop:.3f}]")
+        start, end = d["start"][r], d["end"][r]
+        stamped = np.isfinite(start) & np.isfinite(end)
+        if r in d["measuring"]:
+            check(bool(stamped.all()), f"rank {r}: a start and end stamp at every point")
+        s, e = start[stamped], end[stamped]
+        check(bool(np.all(s < e)), f"rank {r}: phase_start_s < phase_end_s at every stamped point")
+        check(bool(np.all(s >= 0) and np.all(e <= stop)),
+              f"rank {r}: every phase stamp inside [0, stop_s = {stop:.3f}]")
+
+
+def check_contention_core_cpusets(d):
+    """concurrent_bound:core: one cpuset per rank (the same for each of the phase's points),
+    the ranks' sets non-empty, pairwise disjoint and made of whole cores."""
+    cols = [p for p, (ph, _) in enumerate(d["points"]) if ph == "concurrent_bound:core"]
+    if not check(cols, "the sweep has a concurrent_bound:core phase"):
+        return
+    sets = []
+    for r in range(d["cpuset"].shape[0]):
+        per_point = {d["cpuset"][r, p] for p in cols}
+        check(len(per_point) == 1, f"rank {r}: one cpuset through concurrent_bound:core ({per_point})")
+        sets.append(pu_set(sorted(per_point)[0]))
+    check(all(sets), f"every rank bound to some PU under core ({sets})")
+    check(all(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1:]),
+          f"the ranks' core cpusets are disjoint ({sets})")
+    # What the process may use: the ranks' cpusets when re-bound to the whole machine.
+    unbound = [p for p, (ph, _) in enumerate(d["points"]) if ph == "concurrent_unbound"][:1]
+    allowed = set().union(*(pu_set(x) for x in d["cpuset"][:, unbound].ravel()))
+    whole = all(core_siblings(pu) is None or (core_siblings(pu) & allowed) <= s for s in sets for pu in s)
+    check(whole, "each core cpuset holds whole cores (every hyperthread sibling the process may use)")
+
+
+def check_contention(args):
+    """launch/contention.sh on inputs/contention_host.yaml (its 20 iterations of a 64 MiB
+    triad and a small host attention block take ~10 s on 2 cores), then the file, the report,
+    the monitor series and the core cpusets, each recomputed here with h5py/numpy."""
+    out_dir = os.path.join(args.workdir, "contention")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    config = os.path.join(args.source, "inputs", "contention_host.yaml")
+    started = time.time()
+    r = run(["bash", os.path.join(args.source, "launch", "contention.sh"), config], timeout=300,
+            env={"RB_SKIP_BUILD": "1", "RINGBENCH_BIN": args.ringbench, "RB_MPIRUN": args.mpiexec,
+                 "RB_OUT_DIR": out_dir})
+    print(r.stdout[-4000:], r.stderr[-3000:])
+    print(f"launch/contention.sh took {time.time() - started:.1f} s")
+    check(r.returncode == 0, "launch/contention.sh exits 0")
+    check(re.search(r"^\+ \S*mpiexec\S* -np 2 --bind-to none .*contention\.h5", r.stdout, re.M) is not None,
+          "contention.sh launches 2 ranks with --bind-to none")
+    h5, report = os.path.join(out_dir, "contention.h5"), os.path.join(out_dir, "report")
+    if not check(os.path.isfile(h5) and os.path.isfile(os.path.join(report, "report.md")),
+                 "contention.sh wrote contention.h5 and report/report.md"):
+        return
+    d = contention_from_file(h5)
+    check_contention_file(d)
+    check_contention_report(d, report)
+    check_contention_monitor(d)
+    check_contention_core_cpusets(d)
+
+
 def main():
     ap = harness.arg_parser()
-    ap.add_argument("check", choices=["report", "compare", "errors", "launch", "readme"])
+    ap.add_argument("check", choices=["report", "compare", "errors", "launch", "readme", "contention"])
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     for k, v in harness.MPI_AS_ROOT.items():  # the launch scripts run mpirun too
         os.environ.setdefault(k, v)
     {"report": check_report, "compare": check_compare, "errors": check_errors,
-     "launch": check_launch, "readme": check_readme}[args.check](args)
+     "launch": check_launch, "readme": check_readme, "contention": check_contention}[args.check](args)
     return harness.exit_code()
 
 
