@@ -32,7 +32,7 @@ using namespace contention;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct Point {
-  std::size_t phase = 0, workload = 0;
+  std::size_t phase = 0, item = 0;  // item: index into Params::items (the same in every phase)
   std::string label;
 };
 
@@ -62,8 +62,8 @@ std::vector<Point> make_points(const Params& p) {
                                                        : measurers + " at once";
     if (phase.kind != PhaseKind::Alone && p.feeders > 0)
       who += ", " + rank_range(p.measuring_ranks(), p.world_size - 1) + " feeding";
-    for (std::size_t w = 0; w < p.workloads.size(); ++w)
-      pts.push_back({ph, w, phase.name + ": " + describe_workload(p, p.workloads[w]) + ", " + who + ", " + timing});
+    for (std::size_t i = 0; i < p.items.size(); ++i)
+      pts.push_back({ph, i, phase.name + ": " + describe_item(p, p.items[i]) + ", " + who + ", " + timing});
   }
   return pts;
 }
@@ -112,7 +112,7 @@ class Runner {
  public:
   std::vector<PointRecord> records;
   std::vector<AppliedBinding> phase_binding;
-  std::vector<std::int64_t> iterations;  // per workload, the same on every rank
+  std::vector<std::int64_t> iterations;  // per item, the same on every rank
   AppliedBinding start, end;
   std::string failure;  // this rank's first
 };
@@ -151,18 +151,18 @@ void Runner::bind(std::size_t phase) {
 }
 
 void Runner::run_alone(std::size_t phase) {
-  const std::size_t first = phase * p_.workloads.size();
+  const std::size_t first = phase * p_.items.size();
   for (int turn = 0; turn < p_.measuring_ranks(); ++turn) {
     if (turn > 0) sleep_s(p_.cooldown_s);
     if (rank_ == turn)
-      for (std::size_t w = 0; w < p_.workloads.size(); ++w) measure_point(first + w);
+      for (std::size_t i = 0; i < p_.items.size(); ++i) measure_point(first + i);
     quiet_barrier(ctx_.world);  // everyone else sleeps here meanwhile
   }
 }
 
 void Runner::run_concurrent(std::size_t phase) {
-  for (std::size_t w = 0; w < p_.workloads.size(); ++w) {
-    const std::size_t pi = phase * p_.workloads.size() + w;
+  for (std::size_t i = 0; i < p_.items.size(); ++i) {
+    const std::size_t pi = phase * p_.items.size() + i;
     quiet_barrier(ctx_.world);
     RB_MPI_CHECK(MPI_Barrier(ctx_.world));  // a tight start once everyone is (nearly) there
     if (p_.is_feeder(rank_)) {
@@ -179,7 +179,7 @@ void Runner::measure_point(std::size_t pi) {
   const Point& pt = points_[pi];
   PointRecord& r = records[pi];
   r.start_s = monitor_.now();
-  r.m = work_.run(p_.workloads[pt.workload], iterations[pt.workload]);
+  r.m = work_.run(p_.items[pt.item], iterations[pt.item]);
   r.end_s = monitor_.now();
   if (!r.m.error.empty()) note_failure(p_.phases[pt.phase].name + ": " + r.m.error);
 }
@@ -202,15 +202,15 @@ void Runner::feed_point(std::size_t pi) {
   r.end_s = monitor_.now();
 }
 
-// duration_s: each workload's iteration count from a short probe (3 iterations on every
-// measuring rank at once), the largest over ranks, so every point has the same count.
+// duration_s: each item's iteration count from a short probe (3 iterations on every
+// measuring rank at once), the largest over ranks, so its points in every phase have one count.
 void Runner::probe_iterations() {
-  iterations.assign(p_.workloads.size(), p_.iterations);
+  iterations.assign(p_.items.size(), p_.iterations);
   if (p_.duration_s <= 0) return;
-  for (std::size_t w = 0; w < p_.workloads.size(); ++w) {
+  for (std::size_t w = 0; w < p_.items.size(); ++w) {
     std::int64_t mine = 1, all = 1;
     if (!p_.is_feeder(rank_)) {
-      const Measurement m = work_.run(p_.workloads[w], 3);
+      const Measurement m = work_.run(p_.items[w], 3);
       const double median = stats::median(m.seconds);
       if (median > 0)
         mine = static_cast<std::int64_t>(std::clamp(std::ceil(p_.duration_s / median), 1.0, 100000.0));
@@ -227,17 +227,22 @@ void Runner::probe_iterations() {
 h5::PointsTable make_table(const Params& p, const std::vector<Point>& pts,
                            const std::vector<std::int64_t>& iterations) {
   h5::PointsTable t(pts.size());
-  std::vector<std::string> phase, workload, binding, label;
-  std::vector<std::int64_t> iters;
+  std::vector<std::string> phase, workload, path, binding, label;
+  std::vector<std::int64_t> rows, iters;
   for (const Point& pt : pts) {
+    const Item& it = p.items[pt.item];
     phase.push_back(p.phases[pt.phase].name);
     binding.push_back(p.phases[pt.phase].binding);
-    workload.push_back(p.workloads[pt.workload]);
-    iters.push_back(iterations[pt.workload]);
+    workload.push_back(it.workload);
+    path.push_back(it.path);
+    rows.push_back(it.rows);
+    iters.push_back(iterations[pt.item]);
     label.push_back(pt.label);
   }
   t.key("phase", phase, {"1", "alone, concurrent_unbound or concurrent_bound:<policy>"});
   t.key("workload", workload, {"1", "the measured workload (docs/sweeps/contention.md)"});
+  t.key("path", path, {"1", "attention blocks: the kernel path as configured (auto or a path name); empty for the other workloads"});
+  t.key("rows", rows, {"1", "attention blocks: query rows = key/value rows; 0 for the other workloads"});
   t.key("binding", binding, {"1", "launcher (the binding the run started with), unbound, or the policy"});
   t.key("iterations", iters, {"1", "timed iterations of the point on each measuring rank"});
   t.key("label", label, {"1", "the point's plan line"});
@@ -247,7 +252,7 @@ h5::PointsTable make_table(const Params& p, const std::vector<Point>& pts,
   t.metric("cv", {"1", "coefficient of variation of time_s (sample standard deviation / mean)"});
   t.metric("p95_s", {"s", "95th percentile of time_s (linear interpolation)"});
   t.metric("p99_s", {"s", "99th percentile of time_s (linear interpolation)"});
-  t.metric("slowdown", {"1", "median_s / the same rank's alone median_s of the workload (1 at alone; NaN without alone)"});
+  t.metric("slowdown", {"1", "median_s / the same rank's alone median_s of the same workload, path and rows (1 at alone; NaN without alone)"});
   t.metric("rate_Bps", {"B/s", "copies and triad: bytes moved per iteration (triad: 3 x triad_bytes) / median_s"});
   t.metric("rate_tflops", {"TFLOP/s", "gemm and attention: FLOP per iteration / median_s"});
   t.text_metric("role", {"1", "measure or feeder"});
@@ -281,8 +286,8 @@ void fill_table(h5::PointsTable& t, const Params& p, const std::vector<Point>& p
   for (std::size_t pi = 0; pi < pts.size(); ++pi) {
     const PointRecord& rec = r.records[pi];
     const AppliedBinding& b = r.phase_binding[pts[pi].phase];
-    // Alone is phase 0 when present, so the alone point of workload w is point w.
-    const double alone_median = alone ? stats::median(r.records[pts[pi].workload].m.seconds) : kNaN;
+    // Alone is phase 0 when present, so the alone point of item i is point i.
+    const double alone_median = alone ? stats::median(r.records[pts[pi].item].m.seconds) : kNaN;
     t.set_text("role", pi, feeder ? "feeder" : "measure");
     t.set_text("cpuset", pi, b.cpuset);
     t.set_text("nodeset", pi, b.nodeset);
@@ -335,6 +340,95 @@ void write_restore(h5::Group& out, const Runner& r) {
   put("end_nodeset", r.end.nodeset, "memory policy after the restore");
 }
 
+// ------------------------------------------------------------------------------ tuning mismatch
+// Per phase, of the shapes (workload, rows) timed with two or more kernel paths, the fraction
+// whose fastest path differs from the first phase's (alone when it runs). A path's time is the
+// median over the measuring ranks of their median_s, as in the analysis (contention.py).
+
+using Shape = std::pair<std::string, std::int64_t>;  // workload, rows
+
+// Each point's median over the ranks that timed it (feeders and failed ranks have no times).
+std::vector<double> point_medians(const Runner& r, MPI_Comm world) {
+  const std::size_t P = r.records.size();
+  int size = 1;
+  RB_MPI_CHECK(MPI_Comm_size(world, &size));
+  std::vector<double> mine(P, kNaN), all(P * static_cast<std::size_t>(size), kNaN);
+  for (std::size_t pi = 0; pi < P; ++pi)
+    if (!r.records[pi].m.seconds.empty()) mine[pi] = stats::median(r.records[pi].m.seconds);
+  MPI_Request req = MPI_REQUEST_NULL;
+  RB_MPI_CHECK(MPI_Iallgather(mine.data(), static_cast<int>(P), MPI_DOUBLE, all.data(),
+                              static_cast<int>(P), MPI_DOUBLE, world, &req));
+  wait_quietly(req);
+  std::vector<double> out(P, kNaN);
+  for (std::size_t pi = 0; pi < P; ++pi) {
+    std::vector<double> finite;
+    for (int rank = 0; rank < size; ++rank) {
+      const double v = all[static_cast<std::size_t>(rank) * P + pi];
+      if (std::isfinite(v)) finite.push_back(v);
+    }
+    if (!finite.empty()) out[pi] = stats::median(finite);
+  }
+  return out;
+}
+
+// The shapes with a kernel path, in item order.
+std::vector<Shape> path_shapes(const Params& p) {
+  std::vector<Shape> shapes;
+  for (const Item& it : p.items)
+    if (!it.path.empty() && std::find(shapes.begin(), shapes.end(), Shape{it.workload, it.rows}) == shapes.end())
+      shapes.push_back({it.workload, it.rows});
+  return shapes;
+}
+
+// The fastest path of `shape` in phase `ph`; "" when fewer than two paths have a time. On a
+// tie the first in config order (the analysis's idxmin).
+std::string fastest_path(const Params& p, const std::vector<double>& medians, std::size_t ph, const Shape& shape) {
+  std::string best;
+  double best_s = kNaN;
+  int timed = 0;
+  for (std::size_t i = 0; i < p.items.size(); ++i) {
+    const Item& it = p.items[i];
+    const double m = medians[ph * p.items.size() + i];
+    if (it.path.empty() || Shape{it.workload, it.rows} != shape || !std::isfinite(m)) continue;
+    ++timed;
+    if (best.empty() || m < best_s) best = it.path, best_s = m;
+  }
+  return timed >= 2 ? best : "";
+}
+
+void write_tuning_mismatch(h5::Group& out, const Params& p, const Runner& r, MPI_Comm world) {
+  const std::vector<double> medians = point_medians(r, world);
+  const std::vector<Shape> shapes = path_shapes(p);
+  std::vector<std::string> phase, changes;
+  std::vector<std::int64_t> counted, mismatched;
+  std::vector<double> fraction;
+  for (std::size_t ph = 0; ph < p.phases.size(); ++ph) {
+    std::int64_t n = 0, diff = 0;
+    std::string said;
+    for (const Shape& s : shapes) {
+      const std::string ref = fastest_path(p, medians, 0, s), best = fastest_path(p, medians, ph, s);
+      if (ref.empty() || best.empty()) continue;
+      ++n;
+      if (best == ref) continue;
+      ++diff;
+      said += (said.empty() ? "" : "; ") + s.first + ", " + std::to_string(s.second) + ": " + ref + " -> " + best;
+    }
+    phase.push_back(p.phases[ph].name);
+    counted.push_back(n);
+    mismatched.push_back(diff);
+    fraction.push_back(n > 0 ? static_cast<double>(diff) / static_cast<double>(n) : kNaN);
+    changes.push_back(said);
+  }
+  h5::Group g = out.group("tuning_mismatch");
+  const std::vector<std::uint64_t> dims{phase.size()};
+  g.attr("reference", p.phases.empty() ? std::string() : p.phases[0].name);
+  g.write_shared_strings("phase", phase, {"1", "the phase, in run order", "key"});
+  g.write_shared("shapes", counted, dims, {"1", "shapes (workload, rows) with a fastest of two or more paths timed here and in the reference phase"});
+  g.write_shared("mismatched", mismatched, dims, {"1", "of those, shapes whose fastest path differs from the reference phase's"});
+  g.write_shared("fraction", fraction, dims, {"1", "mismatched / shapes (the tuning mismatch); NaN when shapes is 0"});
+  g.write_shared_strings("changes", changes, {"1", "'workload, rows: reference path -> this phase's fastest', joined with '; '"});
+}
+
 class ContentionSweep final : public Sweep {
  public:
   explicit ContentionSweep(Params p) : p_(std::move(p)), points_(make_points(p_)) {}
@@ -359,6 +453,7 @@ class ContentionSweep final : public Sweep {
     t.write(out);
     r.write_monitor_table(out);
     write_restore(out, r);
+    write_tuning_mismatch(out, p_, r, ctx.world);
     SweepOutcome o;
     o.ok = r.failure.empty();
     o.failure = r.failure;

@@ -11,13 +11,14 @@
 
 namespace rb::contention {
 
-// One attention block: a forward pass, then (backward) its backward pass, timed together.
+// The attention blocks of one workload: a forward pass, then (backward) its backward pass,
+// timed together; one point per (kernel path, rows), so phases can disagree on the fastest path.
 struct AttentionShape {
-  std::string kernel = "auto";  // a kernel path of the device's table, or auto
+  std::vector<std::string> kernels = {"auto"};  // kernel paths of the device's table, or auto
   int batch = 1;
   int heads = 8;
   int head_dim = 128;
-  std::int64_t rows = 4096;  // query rows = key/value rows
+  std::vector<std::int64_t> rows = {4096};  // query rows = key/value rows, one block each
   attn::DType dtype = attn::DType::BF16;
   bool causal = false;
   bool backward = true;
@@ -27,6 +28,14 @@ struct AttentionShape {
 struct FeederParams {
   std::uint64_t copy_bytes = 16u << 20;  // per pageable copy (host and, on cuda, H2D)
   int threads = 1;                       // feeding threads per feeder rank
+};
+
+// What one point measures: a workload and, for the attention blocks, a kernel path and rows
+// (path "" and rows 0 for the other workloads). Every phase measures the same items.
+struct Item {
+  std::string workload;
+  std::string path;
+  std::int64_t rows = 0;
 };
 
 enum class PhaseKind { Alone, Unbound, Bound };
@@ -41,6 +50,7 @@ struct Phase {
 struct Params {
   std::vector<Phase> phases;           // always in the order alone, unbound, bound per policy
   std::vector<std::string> workloads;  // measured by every measuring rank, in this order
+  std::vector<Item> items;             // per phase: workloads in order, each per path, then rows
   int feeders = 0;                     // the last `feeders` ranks feed instead of measuring
   int world_size = 1;
   bool gpu = false;                    // backend cuda

@@ -2,6 +2,7 @@
 // read, errors with file, line and key (cfg::Node), before any rank does any work.
 #include <algorithm>
 #include <climits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,14 @@ cfg::Node element_of(const cfg::Node& n, const std::string& key, std::size_t i) 
   return list.is_sequence() ? list.element(i) : list;
 }
 
-void refuse_duplicates(const cfg::Node& n, const std::string& key, const std::vector<std::string>& v) {
+template <class T>
+void refuse_duplicates(const cfg::Node& n, const std::string& key, const std::vector<T>& v) {
   for (std::size_t i = 0; i < v.size(); ++i)
-    if (std::find(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v[i]) != v.begin() + static_cast<std::ptrdiff_t>(i))
-      element_of(n, key, i).fail("", "'" + v[i] + "' is listed twice");
+    if (std::find(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v[i]) != v.begin() + static_cast<std::ptrdiff_t>(i)) {
+      std::ostringstream s;
+      s << v[i];
+      element_of(n, key, i).fail("", "'" + s.str() + "' is listed twice");
+    }
 }
 
 BindingPolicy policy_of(const std::string& name) {
@@ -73,29 +78,34 @@ void parse_phases(const cfg::Node& n, Params& p) {
       p.phases.push_back({PhaseKind::Bound, policy_of(pol), "concurrent_bound:" + pol, pol});
 }
 
-void check_kernel(const cfg::Node& a, const std::string& kernel, attn::Device device) {
-  if (kernel == "auto") return;
-  const attn::KernelPath* row = attn::find_kernel_path(kernel, device);
-  if (row != nullptr && !row->built)
-    a.fail("kernel", "kernel path '" + kernel + "' is not built into this ringbench: " + row->missing);
+// Every listed path must run this block in this build (the kernel path table's own refusal).
+void check_kernels(const cfg::Node& a, const AttentionShape& s, attn::Device device) {
+  for (std::size_t i = 0; i < s.kernels.size(); ++i) {
+    const std::string why =
+        attn::kernel_refusal({s.kernels[i], "default"}, device, s.dtype, s.head_dim, s.causal, false);
+    if (!why.empty()) element_of(a, "kernel", i).fail("", why);
+  }
 }
 
-// `key` (attention or host_attention): a map of the block shape; `check` when it will run.
+// `key` (attention or host_attention): a map of the block shape, `kernel` and `rows` a name
+// or number or a list of them (one point each); `check` the paths when the workload will run.
 AttentionShape parse_shape(const cfg::Node& n, const std::string& key, AttentionShape s,
                            attn::Device device, bool check) {
   if (!n.has(key)) return s;
   const cfg::Node a = n.child(key);
   a.require_map();
   a.allow_only({"kernel", "batch", "heads", "head_dim", "rows", "dtype", "causal", "backward"});
-  s.kernel = a.get_choice("kernel", s.kernel, attn::kernel_choices(device));
-  if (check) check_kernel(a, s.kernel, device);
+  s.kernels = a.get_choice_list("kernel", s.kernels, attn::kernel_choices(device));
+  refuse_duplicates(a, "kernel", s.kernels);
   s.batch = static_cast<int>(a.get_int("batch", s.batch, 1, 1024));
   s.heads = static_cast<int>(a.get_int("heads", s.heads, 1, 1024));
   s.head_dim = static_cast<int>(a.get_int("head_dim", s.head_dim, 8, 512));
-  s.rows = a.get_int("rows", s.rows, 1, 1 << 22);
+  s.rows = a.get_int_list("rows", s.rows, 1, 1 << 22);
+  refuse_duplicates(a, "rows", s.rows);
   s.dtype = ring::dtype_from_string(a.get_choice("dtype", ring::to_string(s.dtype), ring::dtype_names()));
   s.causal = a.get_bool("causal", s.causal);
   s.backward = a.get_bool("backward", s.backward);
+  if (check) check_kernels(a, s, device);
   return s;
 }
 
@@ -133,6 +143,21 @@ void parse_timing(const cfg::Node& n, Params& p) {
   p.monitor_interval_s = static_cast<double>(n.get_int("monitor_interval_ms", 100, 1, 60000)) / 1000.0;
 }
 
+// Per phase: the workloads in config order; an attention block per kernel path, then per rows.
+std::vector<Item> make_items(const Params& p) {
+  std::vector<Item> items;
+  for (const auto& w : p.workloads) {
+    const AttentionShape* a = w == "attention" ? &p.attention : w == "host_attention" ? &p.host_attention : nullptr;
+    if (a == nullptr) {
+      items.push_back({w, "", 0});
+      continue;
+    }
+    for (const auto& k : a->kernels)
+      for (std::int64_t r : a->rows) items.push_back({w, k, r});
+  }
+  return items;
+}
+
 }  // namespace
 
 Params parse_params(const SweepSpec& spec, const ParseContext& ctx) {
@@ -154,9 +179,10 @@ Params parse_params(const SweepSpec& spec, const ParseContext& ctx) {
   AttentionShape host;  // small enough for a CPU: ~0.25 GFLOP per forward+backward
   host.heads = 4;
   host.head_dim = 64;
-  host.rows = 256;
+  host.rows = {256};
   host.dtype = attn::DType::F32;
   p.host_attention = parse_shape(n, "host_attention", host, attn::Device::Host, uses("host_attention"));
+  p.items = make_items(p);
   parse_gemm(n, p);
   p.copy_bytes = n.get_bytes("copy_bytes", p.copy_bytes, 4096);
   p.triad_bytes = n.get_bytes("triad_bytes", p.triad_bytes, 4096);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <sstream>
 #include <thread>
 
 #include "host/host_backend.hpp"
@@ -37,12 +38,12 @@ std::string copy_kind(const std::string& workload) {
   return "";
 }
 
-ring::Problem block_problem(const AttentionShape& a) {
+ring::Problem block_problem(const AttentionShape& a, std::int64_t rows) {
   ring::Problem pr;
   pr.batch = a.batch;
   pr.heads = a.heads;
   pr.head_dim = a.head_dim;
-  pr.seq_len = a.rows;
+  pr.seq_len = rows;
   pr.causal = a.causal;
   pr.dtype = a.dtype;
   return pr;
@@ -135,9 +136,9 @@ BlockCalls block_calls(const ring::Problem& pr, const BlockBuffers& b) {
 
 // Wall time of each (forward [+ backward]) pass including the launches and the final
 // synchronisation: CPU contention delays launches, and that is part of what is measured.
-Measurement attention_block(attn::AttentionBackend& be, const AttentionShape& a, int warmup,
-                            int iterations) {
-  const ring::Problem pr = block_problem(a);
+Measurement attention_block(attn::AttentionBackend& be, const AttentionShape& a, std::int64_t seq_len,
+                            int warmup, int iterations) {
+  const ring::Problem pr = block_problem(a, seq_len);
   ring::check_problem(pr);
   const BlockBuffers buf(be, pr);
   const BlockCalls c = block_calls(pr, buf);
@@ -179,32 +180,62 @@ Workloads::Workloads(const Params& p, const RunContext& ctx)
 
 Workloads::~Workloads() = default;
 
+namespace {
+
+template <class T>
+std::string listed(const std::vector<T>& v) {
+  std::string s;
+  for (const auto& x : v) {
+    std::ostringstream o;
+    o << x;
+    s += (s.empty() ? "" : "/") + o.str();
+  }
+  return s;
+}
+
+// The block's shape; `rows` and `kernel` as given (one value, or the list with slashes).
+std::string block_shape(const AttentionShape& a, const std::string& rows, const std::string& kernel) {
+  return "batch " + std::to_string(a.batch) + ", heads " + std::to_string(a.heads) + ", head_dim " +
+         std::to_string(a.head_dim) + ", rows " + rows + ", " + ring::to_string(a.dtype) +
+         (a.causal ? ", causal" : "") + (a.backward ? ", forward+backward" : ", forward") + " (" +
+         kernel + ")";
+}
+
+}  // namespace
+
 std::string describe_workload(const Params& p, const std::string& w) {
-  auto shape = [](const AttentionShape& a) {
-    return "batch " + std::to_string(a.batch) + ", heads " + std::to_string(a.heads) +
-           ", head_dim " + std::to_string(a.head_dim) + ", rows " + std::to_string(a.rows) + ", " +
-           ring::to_string(a.dtype) + (a.causal ? ", causal" : "") +
-           (a.backward ? ", forward+backward" : ", forward") + " (" + a.kernel + ")";
-  };
-  if (w == "attention") return "attention block on the GPU, " + shape(p.attention);
-  if (w == "host_attention") return "attention block on the host, " + shape(p.host_attention);
+  if (w == "attention")
+    return "attention block on the GPU, " + block_shape(p.attention, listed(p.attention.rows), listed(p.attention.kernels));
+  if (w == "host_attention")
+    return "attention block on the host, " +
+           block_shape(p.host_attention, listed(p.host_attention.rows), listed(p.host_attention.kernels));
   if (w == "gemm") return "GEMM " + p.gemm_dtype + " " + std::to_string(p.gemm_size) + "^3";
   if (w == "triad")
     return "host STREAM triad, " + format_bytes(static_cast<double>(p.triad_bytes)) + " per array";
   return w + ", " + format_bytes(static_cast<double>(p.copy_bytes));
 }
 
-Measurement Workloads::run(const std::string& workload, std::int64_t iterations) {
+std::string describe_item(const Params& p, const Item& it) {
+  if (it.workload == "attention")
+    return "attention block on the GPU, " + block_shape(p.attention, std::to_string(it.rows), it.path);
+  if (it.workload == "host_attention")
+    return "attention block on the host, " + block_shape(p.host_attention, std::to_string(it.rows), it.path);
+  return describe_workload(p, it.workload);
+}
+
+Measurement Workloads::run(const Item& item, std::int64_t iterations) {
   try {
-    return measure(workload, static_cast<int>(p_.warmup), static_cast<int>(iterations));
+    return measure(item, static_cast<int>(p_.warmup), static_cast<int>(iterations));
   } catch (const std::exception& e) {
     Measurement m;
-    m.error = workload + ": " + e.what();
+    m.error = item.workload + (item.path.empty() ? "" : " (" + item.path + ", rows " + std::to_string(item.rows) + ")") +
+              ": " + e.what();
     return m;
   }
 }
 
-Measurement Workloads::measure(const std::string& w, int warmup, int iterations) {
+Measurement Workloads::measure(const Item& it, int warmup, int iterations) {
+  const std::string& w = it.workload;
   Measurement m;
   if (w == "triad") {
     const auto r = prof::host::triad(static_cast<std::size_t>(p_.triad_bytes / 8), warmup, iterations);
@@ -214,12 +245,12 @@ Measurement Workloads::measure(const std::string& w, int warmup, int iterations)
     return m;
   }
   if (w == "host_attention") {
-    const auto be = attn::make_host_backend({p_.host_attention.kernel, "default"});
-    return attention_block(*be, p_.host_attention, warmup, iterations);
+    const auto be = attn::make_host_backend({it.path, "default"});
+    return attention_block(*be, p_.host_attention, it.rows, warmup, iterations);
   }
   if (w == "attention") {
-    const auto be = paths_.attention_backend({p_.attention.kernel, "default"});
-    return attention_block(*be, p_.attention, warmup, iterations);
+    const auto be = paths_.attention_backend({it.path, "default"});
+    return attention_block(*be, p_.attention, it.rows, warmup, iterations);
   }
   if (w == "gemm") {
     const prof::Timing t = engine_->gemm(p_.gemm_dtype, p_.gemm_size, warmup, iterations);

@@ -21,8 +21,10 @@ namespace rb::contention {
 // Every workload name, the GPU ones first; those needs_gpu() says need the cuda backend.
 const std::vector<std::string>& workload_names();
 bool needs_gpu(const std::string& workload);
-// One line per workload, for the plan and the sweep's attributes.
+// One line per workload (its attention blocks' kernel paths and rows listed), for the sweep's
+// attributes; and one per item (one block), for the plan.
 std::string describe_workload(const Params& p, const std::string& workload);
+std::string describe_item(const Params& p, const Item& item);
 
 // One workload's timed iterations on this rank.
 struct Measurement {
@@ -36,14 +38,14 @@ class Workloads {
  public:
   Workloads(const Params& p, const RunContext& ctx);
   ~Workloads();
-  // Runs `workload` with the sweep's warmup and `iterations` timed repetitions; never throws
+  // Runs `item` with the sweep's warmup and `iterations` timed repetitions; never throws
   // (a failure is Measurement::error, so the rank still joins the collective waits).
-  Measurement run(const std::string& workload, std::int64_t iterations);
+  Measurement run(const Item& item, std::int64_t iterations);
   // The GPU compute engine (cuda backend), for the feeder's H2D copies; null on the host.
   prof::ComputeEngine* gpu_engine() { return gpu_ ? engine_.get() : nullptr; }
 
  private:
-  Measurement measure(const std::string& workload, int warmup, int iterations);
+  Measurement measure(const Item& item, int warmup, int iterations);
   const Params& p_;
   const PathFactories& paths_;
   bool gpu_;
