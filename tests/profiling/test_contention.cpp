@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -237,4 +239,118 @@ TEST_CASE("contention sweep, 2 ranks: the feeder rank feeds and measures nothing
   }
   CHECK(at(tflops, f.P, 0, 1) > 0);  // host_attention, alone
   check_monitor(f);
+}
+
+TEST_CASE("contention parser: kernel paths and rows are lists, checked against the path table") {
+  CHECK(refusal("workloads: [host_attention]\nhost_attention: {kernel: [kokkos, kokos]}\n",
+                "host_attention.kernel[1]").find("did you mean 'kokkos'") != std::string::npos);
+  CHECK(refusal("workloads: [host_attention]\nhost_attention: {kernel: [kokkos, kokkos]}\n",
+                "host_attention.kernel[1]").find("twice") != std::string::npos);
+  CHECK(refusal("workloads: [host_attention]\nhost_attention: {rows: [64, 64]}\n",
+                "host_attention.rows[1]").find("twice") != std::string::npos);
+  CHECK(refusal("workloads: [host_attention]\nhost_attention: {rows: [64, 0]}\n",
+                "host_attention.rows[1]") != "");
+  // A GPU path on the host backend is refused by the table (a cuda path, not a host one).
+  CHECK(refusal("workloads: [host_attention]\nhost_attention: {kernel: flash}\n",
+                "host_attention.kernel") != "");
+  const auto spec = rbtest::sweep_spec("contention", "c",
+                                       "type: contention\nworkloads: [triad, host_attention]\n"
+                                       "host_attention: {kernel: [kokkos, materialized], rows: [32, 64]}\n");
+  const rb::contention::Params p = rb::contention::parse_params(spec, host_context(2));
+  REQUIRE(p.items.size() == 5);  // triad, then 2 paths x 2 rows
+  CHECK(p.items[0].path == "");
+  CHECK(p.items[0].rows == 0);
+  CHECK(p.items[2].path == "kokkos");
+  CHECK(p.items[2].rows == 64);
+  CHECK(p.items[3].path == "materialized");
+  CHECK(p.items[3].rows == 32);
+}
+
+namespace {
+
+// The tuning mismatch recomputed from the stored median_s: per phase, of the (workload, rows)
+// timed with two or more paths here and in phase 0, the fraction whose fastest path differs.
+std::vector<double> recomputed_mismatch(const std::string& path, const std::string& g, std::size_t P,
+                                        const std::vector<std::string>& phase) {
+  const auto workload = rb::h5::read_strings(path, g + "points/workload");
+  const auto kernel = rb::h5::read_strings(path, g + "points/path");
+  const auto rows = rb::h5::read_ints(path, g + "points/rows");
+  const auto median = rb::h5::read_doubles(path, g + "median_s");
+  const auto role = rb::h5::read_strings(path, g + "role");
+  const std::size_t world = median.size() / P;
+  std::vector<std::string> phases;
+  for (const auto& ph : phase)
+    if (std::find(phases.begin(), phases.end(), ph) == phases.end()) phases.push_back(ph);
+  // fastest[(phase, workload, rows)] over the points with a path and a median over ranks
+  std::map<std::tuple<std::string, std::string, std::int64_t>, std::pair<std::string, double>> fastest;
+  std::map<std::tuple<std::string, std::string, std::int64_t>, int> timed;
+  for (std::size_t p = 0; p < P; ++p) {
+    std::vector<double> ranks;
+    for (std::size_t r = 0; r < world; ++r)
+      if (role[r * P + p] == "measure" && std::isfinite(median[r * P + p])) ranks.push_back(median[r * P + p]);
+    if (kernel[p].empty() || ranks.empty()) continue;
+    std::sort(ranks.begin(), ranks.end());
+    const std::size_t n = ranks.size();
+    const double m = n % 2 ? ranks[n / 2] : 0.5 * (ranks[n / 2 - 1] + ranks[n / 2]);
+    const auto key = std::make_tuple(phase[p], workload[p], rows[p]);
+    ++timed[key];
+    if (!fastest.count(key) || m < fastest[key].second) fastest[key] = {kernel[p], m};
+  }
+  std::vector<double> out;
+  for (const auto& ph : phases) {
+    int shapes = 0, differ = 0;
+    for (const auto& [key, best] : fastest) {
+      if (std::get<0>(key) != ph || timed[key] < 2) continue;
+      const auto ref = std::make_tuple(phases[0], std::get<1>(key), std::get<2>(key));
+      if (timed[ref] < 2) continue;
+      ++shapes;
+      differ += best.first != fastest[ref].first;
+    }
+    out.push_back(shapes ? static_cast<double>(differ) / shapes : std::nan(""));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("contention sweep, 2 ranks: two host paths over two rows, and the tuning mismatch") {
+  if (rb::test::world() != 2) return;
+  const auto run = rbtest::run_host_sweep(
+      "sweeps:\n  - type: contention\n    name: contention\n"
+      "    phases: [alone, concurrent_unbound, concurrent_bound]\n    policies: [core]\n"
+      "    workloads: [triad, host_attention]\n    triad_bytes: 1MiB\n"
+      "    iterations: 5\n    warmup: 1\n    cooldown_s: 0\n    monitor_interval_ms: 20\n"
+      "    host_attention: {kernel: [kokkos, materialized], rows: [32, 96], heads: 2, head_dim: 16}\n",
+      rb::parse_contention, "contention_paths");
+  CAPTURE(run.outcome.failure);
+  CHECK(run.outcome.ok);
+  if (rb::test::rank() != 0) return;
+  const ContentionFile f = read_back(run.path);
+  REQUIRE(f.P == 15);  // 3 phases x (triad + 2 paths x 2 rows), phase-major
+  const auto kernel = rb::h5::read_strings(run.path, f.g + "points/path");
+  const auto rows = rb::h5::read_ints(run.path, f.g + "points/rows");
+  const std::vector<std::string> want_path = {"", "kokkos", "kokkos", "materialized", "materialized"};
+  const std::vector<std::int64_t> want_rows = {0, 32, 96, 32, 96};
+  for (std::size_t p = 0; p < f.P; ++p) {
+    CAPTURE(p);
+    CHECK(kernel[p] == want_path[p % 5]);
+    CHECK(rows[p] == want_rows[p % 5]);
+    CHECK(f.phase[p] == std::vector<std::string>{"alone", "concurrent_unbound", "concurrent_bound:core"}[p / 5]);
+    for (int r = 0; r < 2; ++r) CHECK(std::isfinite(at(f.median, f.P, r, p)));
+  }
+  const std::string m = f.g + "tuning_mismatch/";
+  CHECK(rb::h5::read_strings(run.path, m + "phase") ==
+        std::vector<std::string>{"alone", "concurrent_unbound", "concurrent_bound:core"});
+  CHECK(rb::h5::read_ints(run.path, m + "shapes") == std::vector<std::int64_t>{2, 2, 2});
+  const auto fraction = rb::h5::read_doubles(run.path, m + "fraction");
+  const auto want = recomputed_mismatch(run.path, f.g, f.P, f.phase);
+  REQUIRE(fraction.size() == 3);
+  CHECK(fraction[0] == 0.0);  // the reference phase agrees with itself
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(fraction[i] >= 0.0);
+    CHECK(fraction[i] <= 1.0);
+    CHECK(fraction[i] == doctest::Approx(want[i]));
+  }
+  MESSAGE("tuning mismatch per phase: " << fraction[0] << " " << fraction[1] << " " << fraction[2]);
 }
