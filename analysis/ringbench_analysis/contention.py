@@ -28,14 +28,18 @@ import pandas as pd
 from . import reader
 
 # ---- every name of the file layout, in one place: a renamed dataset is a one-line change ----
-KEYS = {"phase": "phase", "workload": "workload", "binding": "binding", "path": "path"}
+KEYS = {"phase": "phase", "workload": "workload", "binding": "binding", "path": "path",
+        "rows": "rows"}
 METRICS = {"time": "time_s", "role": "role", "cpuset": "cpuset", "nodeset": "nodeset",
            "start": "phase_start_s", "end": "phase_end_s", "error": "error"}
 # The keys that say what was measured: a point of another phase with the same values is the
 # same measurement under other conditions (slowdown, verdicts, tuning mismatch). Other keys
 # (iterations, label) describe the point and are kept in Contention.points only.
-SHAPE_KEYS = (KEYS["workload"], KEYS["path"])
+SHAPE_KEYS = (KEYS["workload"], KEYS["path"], KEYS["rows"])
 MONITOR_GROUP = "monitor"
+# The sweep's own tuning mismatch per phase (src/sweeps/contention.cpp), cross-checked against
+# tuning_mismatch() below: phase, shapes, mismatched, fraction, changes; attribute reference.
+MISMATCH_GROUP = "tuning_mismatch"
 MONITOR = {"t": "t_s", "sm_clock": "sm_clock_hz", "mem_clock": "mem_clock_hz",
            "power": "power_w", "energy": "energy_j", "temperature": "temperature_c",
            "gpu_util": "gpu_util", "mem_util": "mem_util", "throttle": "throttle_reasons",
@@ -78,7 +82,7 @@ class Contention:
 
     @property
     def shape_keys(self):
-        """Keys that say what was measured (workload, path), not when or how bound."""
+        """Keys that say what was measured (workload, path, rows), not when or how bound."""
         return [k for k in SHAPE_KEYS if k in self.points.columns]
 
     @property
@@ -269,7 +273,8 @@ def tuning_mismatch(c, table=None):
     """Only when points carry a `path` key: per phase, how many shapes (workload and the other
     keys, not the path) have a different fastest path than in the reference phase (alone, else
     the first phase). None without a path key. DataFrame: phase, reference, shapes,
-    mismatched, fraction, changes (["attention: flash -> cudnn"])."""
+    mismatched, fraction, changes (["attention, 8192: flash -> cudnn"]). None too when no shape
+    had two or more paths timed (every file of the sweep has the path key)."""
     path = KEYS["path"]
     if path not in c.points:
         return None
@@ -280,6 +285,8 @@ def tuning_mismatch(c, table=None):
         g = g[np.isfinite(g["median_s"].astype(float)) & (g[path].astype(str) != "")]
         if g[path].nunique() >= 2:  # a choice only where two or more paths were timed
             fastest[(ph, tuple(key))] = str(g.loc[g["median_s"].astype(float).idxmin(), path])
+    if not fastest:
+        return None
     ref = ALONE if ALONE in c.phases else c.phases[0]
     rows = []
     for ph in c.phases:
@@ -293,6 +300,34 @@ def tuning_mismatch(c, table=None):
         rows.append({"phase": ph, "reference": ref, "shapes": shapes, "mismatched": len(changes),
                      "fraction": len(changes) / shapes if shapes else math.nan, "changes": changes})
     return pd.DataFrame(rows)
+
+
+def stored_tuning_mismatch(c):
+    """The sweep's own tuning_mismatch/ group as a DataFrame (phase, reference, shapes,
+    mismatched, fraction, changes as a list); None when the file has none."""
+    g = reader.read_group(c.path, f"sweeps/{c.name}/{MISMATCH_GROUP}")
+    if "phase" not in g:
+        return None
+    changes = [[x for x in str(v).split("; ") if x] for v in g.get("changes")]
+    return pd.DataFrame({"phase": [str(p) for p in g.get("phase")],
+                         "reference": str(g.attrs.get("reference", "")),
+                         "shapes": np.asarray(g.get("shapes"), dtype=int),
+                         "mismatched": np.asarray(g.get("mismatched"), dtype=int),
+                         "fraction": np.asarray(g.get("fraction"), dtype=float), "changes": changes})
+
+
+def mismatch_disagreement(computed, stored):
+    """Phases where the sweep's stored fraction and this analysis's differ (NaN = NaN), as
+    lines; [] when they agree or either is absent (a stored one with no shapes is absent)."""
+    if computed is None or stored is None:
+        return []
+    mine = dict(zip(computed["phase"], computed["fraction"]))
+    out = []
+    for ph, f in zip(stored["phase"], stored["fraction"]):
+        m = mine.get(ph, math.nan)
+        if not (math.isnan(f) and math.isnan(m)) and not abs(f - m) <= 1e-12:
+            out.append(f"{ph}: file {f:.3g}, analysis {m:.3g}")
+    return out
 
 
 # ---- verdicts -----------------------------------------------------------------------------
@@ -327,7 +362,9 @@ def fmt_time(v):
 
 
 def shape_label(row, keys):
-    vals = [str(row[k]) for k in keys if str(row[k]) != ""]
+    """'triad', 'attention (flash, rows 8192)': a path or rows the workload lacks ("", 0) is left out."""
+    vals = [f"rows {row[k]}" if k == KEYS["rows"] else str(row[k]) for k in keys
+            if str(row[k]) not in ("", "0")]
     return vals[0] + (f" ({', '.join(vals[1:])})" if len(vals) > 1 else "") if vals else "?"
 
 
@@ -596,6 +633,7 @@ def section(c, out_dir, tag, backend="", heading="###"):
     table = summary(c)
     found = verdicts(table)
     mismatch = tuning_mismatch(c, table)
+    disagree = mismatch_disagreement(mismatch, stored_tuning_mismatch(c))
     ranks = c.measuring_ranks()
     feeders = sorted(set(c.placement["rank"]) - set(ranks))
     md = [f"Sweep `{c.name}` ({c.sweep.status}): {len(ranks)} measuring rank(s)"
@@ -603,10 +641,14 @@ def section(c, out_dir, tag, backend="", heading="###"):
              if feeders else "") + f"; phases {', '.join(c.phases)}.", ""]
     md += _verdict_lines(found, heading) + _error_lines(c)
     md += _table_lines(c, table, mismatch, heading)
+    if disagree:
+        md += ["**Warning:** the file's tuning_mismatch/ differs from the one computed here: "
+               + "; ".join(disagree) + ".", ""]
     lines, drawn, why, gone = _plot_lines(c, table, out_dir, tag, backend, heading)
     md += lines
     js = {"file": c.path, "sweep": c.name, "table": _json_rows(table), "verdicts": found,
           "tuning_mismatch": _json_rows(mismatch),
+          "tuning_mismatch_disagrees": disagree,
           "unavailable": {p["title"]: p["unavailable"] for p in gone}}
     return md, js, {f"contention_{tag}_{k}": v for k, v in drawn.items()}, \
         {f"contention_{tag}_{k}": v for k, v in why.items()}
