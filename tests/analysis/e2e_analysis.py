@@ -372,7 +372,7 @@ def check_readme(args):
           "the report states machine, configuration and status")
 
 
-# ---- contention: launch/contention.sh on inputs/contention_host.yaml (2 host ranks, ~15 s) ----
+# ---- contention: launch/contention.sh on inputs/contention_host.yaml (2 host ranks, ~20 s) ----
 def pu_set(text):
     """'0-2,5' -> {0, 1, 2, 5}: a cpuset as the sweep records it (hwloc list syntax)."""
     out = set()
@@ -406,17 +406,22 @@ def contention_sections(md):
 
 
 def contention_from_file(path, sweep="contention"):
-    """What the report must agree with, read straight from h5py: points (phase, workload), the
-    measuring ranks, each measuring rank's median of its finite time_s per point, and the
-    point's median over those ranks."""
+    """What the report must agree with, read straight from h5py: the points as (phase, shape)
+    with shape = (workload, and path and rows where the file has those keys), the measuring
+    ranks, each measuring rank's median of its finite time_s per point, and the point's median
+    over those ranks."""
     with h5py.File(path, "r") as f:
         g = f[f"sweeps/{sweep}"]
+        keys = g["points"]
+        extra = [k for k in ("path", "rows") if k in keys]
+        cols = [keys["workload"].asstr()[()]] + [keys[k].asstr()[()] if keys[k].dtype.kind == "S"
+                                                 else keys[k][()] for k in extra]
         d = {"run_status": f["run"].attrs["status"], "status": g.attrs["status"],
-             "type": g.attrs["type"], "npoints": int(g.attrs["points"]),
+             "type": g.attrs["type"], "npoints": int(g.attrs["points"]), "extra": extra,
              "phases": [x.strip() for x in g.attrs["phases"].split(",")],
              "workloads": [x.strip() for x in g.attrs["workloads"].split(",")],
-             "points": list(zip(g["points/phase"].asstr()[()], g["points/workload"].asstr()[()])),
-             "iterations": g["points/iterations"][()], "role": g["role"].asstr()[()],
+             "points": [(ph, tuple(c[p] for c in cols)) for p, ph in enumerate(keys["phase"].asstr()[()])],
+             "iterations": keys["iterations"][()], "role": g["role"].asstr()[()],
              "error": g["error"].asstr()[()], "cpuset": g["cpuset"].asstr()[()],
              "time_s": g["time_s"][()], "stored_median": g["median_s"][()],
              "start": g["phase_start_s"][()], "end": g["phase_end_s"][()]}
@@ -427,15 +432,17 @@ def contention_from_file(path, sweep="contention"):
                         for r in d["measuring"] for p, t in enumerate(d["time_s"][r])}
     d["median"] = [float(np.median([d["rank_median"][(r, p)] for r in d["measuring"]]))
                    for p in range(len(d["points"]))]
+    d["shapes"] = list(dict.fromkeys(shape for _, shape in d["points"]))
     return d
 
 
 def check_contention_file(d):
     check(d["run_status"] == "complete" and d["type"] == "contention" and d["status"] == "complete",
           f"run and contention sweep complete (run {d['run_status']}, sweep {d['status']})")
-    grid = [(ph, w) for ph in d["phases"] for w in d["workloads"]]
+    grid = [(ph, shape) for ph in d["phases"] for shape in d["shapes"]]
     check(d["points"] == grid and d["npoints"] == len(grid),
-          f"the sweep has every (phase, workload) point, phase-major ({len(grid)} points)")
+          f"every phase has every shape ({len(d['shapes'])}), phase-major ({len(grid)} points)")
+    check({shape[0] for shape in d["shapes"]} == set(d["workloads"]), "every workload has points")
     check(d["phases"][:2] == ["alone", "concurrent_unbound"] and
           any(ph.startswith("concurrent_bound:") for ph in d["phases"]),
           f"phases alone, concurrent_unbound and bound ones ({d['phases']})")
@@ -448,42 +455,69 @@ def check_contention_file(d):
     check(worst <= 1e-9, f"h5py medians of time_s = the sweep's own median_s (worst relative {worst:.2g})")
 
 
+def md_table(lines):
+    """The first markdown table in `lines` as a list of {header: cell}."""
+    rows = []
+    for ln in lines:
+        if ln.startswith("|"):
+            rows.append([c.strip() for c in ln.strip().strip("|").split("|")])
+        elif rows:
+            break
+    return [dict(zip(rows[0], r)) for r in rows[2:]] if len(rows) > 2 else []
+
+
+def shows_shape(cell, shape):
+    """A report cell names a shape: the workload first, then each other key value that is set
+    (path, 'rows N') in the parentheses after it: 'host_attention (kokkos, rows 128)'."""
+    name, _, rest = cell.partition(" (")
+    parts = [x.strip() for x in rest.rstrip(")").split(",")] if rest else []
+    want = [str(v) for v in shape[1:2] if str(v)] + [f"rows {v}" for v in shape[2:3] if int(v)]
+    return name == shape[0] and sorted(parts) == sorted(want)
+
+
 def check_contention_report(d, out, sweep="contention"):
     """report.md's Contention section and report.json's table against the h5py numbers."""
     md = open(os.path.join(out, "report.md")).read()
     sec = contention_sections(md)
     check(f"Sweep `{sweep}` (complete)" in md, "report.md has the Contention section of the complete sweep")
-    verdicts = [ln for ln in sec.get("### Verdicts", []) if ln.startswith("- ")]
-    policies = [ph.split(":", 1)[1] for ph in d["phases"] if ph.startswith("concurrent_bound:")]
-    for pol in policies:
-        for w in d["workloads"]:
-            hits = [ln for ln in verdicts
-                    if re.match(rf"- {re.escape(pol)} binding (cut .* on {w}\b|did not help on {w}:)", ln)]
-            check(len(hits) == 1, f"one verdict line for {pol} binding on {w} ({hits})")
-    check(len(verdicts) == len(policies) * len(d["workloads"]),
-          f"{len(policies) * len(d['workloads'])} verdict lines in all ({len(verdicts)})")
-    rows = {}
-    for ln in sec.get("### Per phase", []):
-        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
-        if ln.startswith("| ") and len(cells) >= 5 and cells[0] not in ("phase", "---"):
-            rows[(cells[0], cells[2])] = cells
-    check(set(rows) == set(d["points"]), f"the per-phase table has one row per point ({len(rows)})")
+    rows = md_table(sec.get("### Per phase", []))
     js = json.load(open(os.path.join(out, "report.json"))).get("contention", [])
-    table = {(t["phase"], t["workload"]): t for e in js if e["sweep"] == sweep for t in e["table"]}
-    check(set(table) == set(d["points"]), "report.json's contention table has every point")
-    for p, key in enumerate(d["points"]):
-        want, t = d["median"][p], table.get(key, {})
+    table = {t["point"]: t for e in js if e["sweep"] == sweep for t in e["table"]}
+    check(sorted(table) == list(range(len(d["points"]))), "report.json's contention table has every point")
+    labels = {}
+    for p, (phase, shape) in enumerate(d["points"]):
+        want, t = d["median"][p], table.get(p, {})
         got = t.get("median_s")
-        check(got is not None and abs(got - want) <= 1e-9 * want and t.get("ranks") == len(d["measuring"]),
-              f"{key[0]} {key[1]}: table median {got} = median over measuring ranks of h5py medians {want}")
-        cells = rows.get(key, [])
-        check(len(cells) > 4 and cells[3] == str(len(d["measuring"])) and cells[4] == fmt_time(want),
-              f"{key[0]} {key[1]}: report.md row shows {len(d['measuring'])} ranks and {fmt_time(want)}")
+        check(t.get("phase") == phase and t.get("workload") == shape[0] and got is not None
+              and abs(got - want) <= 1e-9 * want and t.get("ranks") == len(d["measuring"]),
+              f"point {p} {phase} {shape}: table median {got} = median over measuring ranks of h5py medians {want}")
+        hits = [r for r in rows if r.get("phase") == phase and shows_shape(r.get("workload", ""), shape)]
+        check(len(hits) == 1 and hits[0].get("ranks") == str(len(d["measuring"]))
+              and hits[0].get("median") == fmt_time(want),
+              f"point {p} {phase} {shape}: one report.md row, {len(d['measuring'])} ranks, {fmt_time(want)}")
+        if hits:
+            labels[shape] = hits[0]["workload"]
+    check(len(rows) == len(d["points"]), f"the per-phase table has one row per point ({len(rows)})")
+    check_contention_verdicts(d, sec.get("### Verdicts", []), labels)
     for kind in ("boxes", "monitor"):
         name = f"contention_{sweep}_{kind}.png"
         check(os.path.isfile(os.path.join(out, name)) and valid_png(os.path.join(out, name)),
               f"{name} exists and is a valid PNG")
         check(f"({name})" in md, f"report.md shows {name}")
+
+
+def check_contention_verdicts(d, lines, labels):
+    """One verdict line per bound policy and shape (as the table names the shape)."""
+    verdicts = [ln for ln in lines if ln.startswith("- ")]
+    policies = [ph.split(":", 1)[1] for ph in d["phases"] if ph.startswith("concurrent_bound:")]
+    for pol in policies:
+        for shape in d["shapes"]:
+            label = re.escape(labels.get(shape, str(shape)))
+            hits = [ln for ln in verdicts
+                    if re.match(rf"- {re.escape(pol)} binding (cut .* on {label}[.;]|did not help on {label}:)", ln)]
+            check(len(hits) == 1, f"one verdict line for {pol} binding on {labels.get(shape, shape)} ({hits})")
+    check(len(verdicts) == len(policies) * len(d["shapes"]),
+          f"{len(policies) * len(d['shapes'])} verdict lines in all ({len(verdicts)})")
 
 
 def check_contention_monitor(d):
@@ -528,9 +562,10 @@ def check_contention_core_cpusets(d):
 
 
 def check_contention(args):
-    """launch/contention.sh on inputs/contention_host.yaml (its 20 iterations of a 64 MiB
-    triad and a small host attention block take ~10 s on 2 cores), then the file, the report,
-    the monitor series and the core cpusets, each recomputed here with h5py/numpy."""
+    """launch/contention.sh on inputs/contention_host.yaml as it is (20 iterations of a 64 MiB
+    triad and small host attention blocks: 10-20 s on 2 cores, short enough not to override),
+    then the file, the report, the monitor series and the core cpusets, each recomputed here
+    with h5py/numpy. Points are matched by all their shape keys (workload, path, rows)."""
     out_dir = os.path.join(args.workdir, "contention")
     shutil.rmtree(out_dir, ignore_errors=True)
     config = os.path.join(args.source, "inputs", "contention_host.yaml")
