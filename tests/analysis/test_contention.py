@@ -331,3 +331,68 @@ class ReportTest(Base):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ---- the sweep's own rows key and tuning_mismatch/ group (src/sweeps/contention.cpp) ----
+FLIP = {"alone": {"flash": 1.0, "cudnn": 1.1}, "concurrent_unbound": {"flash": 1.2, "cudnn": 1.0}}
+
+
+def add_rows(path, rows_of_path):
+    """points/rows as the sweep writes it: rows per point from its path."""
+    with h5py.File(path, "r+") as f:
+        g = f["sweeps/contention/points"]
+        rows = [rows_of_path[p] for p in g["path"].asstr()[()]]
+        d = g.create_dataset("rows", data=np.asarray(rows, dtype=np.int64))
+        d.attrs["role"], d.attrs["units"], d.attrs["description"] = "key", "1", "rows"
+
+
+def add_stored_mismatch(path, fractions):
+    with h5py.File(path, "r+") as f:
+        g = f["sweeps/contention"].create_group("tuning_mismatch")
+        g.attrs["reference"] = "alone"
+        n = len(fractions)
+        g["phase"] = np.asarray(list(FLIP)[:n], dtype=h5py.string_dtype())
+        g["shapes"] = np.full(n, 1, dtype=np.int64)
+        g["mismatched"] = np.asarray([round(x) for x in fractions], dtype=np.int64)
+        g["fraction"] = np.asarray(fractions, dtype=float)
+        g["changes"] = np.asarray([""] * n, dtype=h5py.string_dtype())
+
+
+class RowsAndStoredMismatchTest(Base):
+    build = ReportTest.build
+
+    def run_file(self, rows_of_path, fractions=None):
+        p = synthetic.make_contention_run(self.path("c.h5"), phases=list(FLIP),
+                                          workloads=("attention",), paths=FLIP)
+        add_rows(p, rows_of_path)
+        if fractions is not None:
+            add_stored_mismatch(p, fractions)
+        return p
+
+    def test_rows_is_a_shape_key(self):
+        c = contention.read(reader.load(self.run_file({"flash": 2048, "cudnn": 8192})).sweeps["contention"])
+        self.assertEqual(c.shape_keys, ["workload", "path", "rows"])
+        # each (workload, rows) has one path: nothing to choose between, so no mismatch table
+        self.assertIsNone(contention.tuning_mismatch(c))
+        t = contention.summary(c)
+        self.assertTrue((t[t["phase"] == "alone"]["slowdown"] == 1.0).all())
+        self.assertEqual(contention.shape_label(t.iloc[0], c.shape_keys), "attention (flash, rows 2048)")
+
+    def test_stored_mismatch_agrees(self):
+        p = self.run_file({"flash": 2048, "cudnn": 2048}, fractions=[0.0, 1.0])
+        c = contention.read(reader.load(p).sweeps["contention"])
+        m = contention.tuning_mismatch(c)
+        self.assertEqual(list(m["fraction"]), [0.0, 1.0])
+        self.assertIn("attention, 2048: flash -> cudnn", m["changes"].iloc[1])
+        self.assertEqual(contention.mismatch_disagreement(m, contention.stored_tuning_mismatch(c)), [])
+        _, md, _ = self.build(p)
+        self.assertNotIn("tuning_mismatch/ differs", md)
+
+    def test_stored_mismatch_that_differs_is_reported(self):
+        p = self.run_file({"flash": 2048, "cudnn": 2048}, fractions=[0.0, 0.0])
+        out, md, _ = self.build(p)
+        self.assertIn("tuning_mismatch/ differs from the one computed here: concurrent_unbound: "
+                      "file 0, analysis 1", md)
+        with open(os.path.join(out, "report.json")) as f:
+            js = json.load(f)["contention"][0]
+        self.assertEqual(len(js["tuning_mismatch_disagrees"]), 1)
