@@ -8,7 +8,6 @@ import io
 import json
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -24,21 +23,13 @@ except ImportError as exc:  # pragma: no cover
 import synthetic  # noqa: E402
 from ringbench_analysis import contention, reader, report  # noqa: E402
 from ringbench_analysis.__main__ import main as cli  # noqa: E402
+from tempdir_case import TempDirCase  # noqa: E402
 
 MODEL = synthetic.CONTENTION_MODEL
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-class Base(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
+class Base(TempDirCase):
 
     def load(self, name="c.h5", **kw):
         p = synthetic.make_contention_run(self.path(name), **kw)
