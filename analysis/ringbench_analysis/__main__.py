@@ -49,7 +49,11 @@ def _run(argv):
     t.add_argument("--sweep", help="sweep name (default: list the sweeps)")
 
     _tuning_parsers(sub)
+    _baseline_parser(sub)
     args = p.parse_args(argv)
+    if args.command == "baseline":
+        from . import baseline  # imports h5py and yaml lazily: --help works without them
+        return baseline.command(args)
     if args.command in ("tune", "compare-tuning"):
         from . import tune  # imports h5py: after parsing, so --help works without it
         return (tune.tune_command(args) if args.command == "tune"
@@ -124,6 +128,23 @@ def _tuning_parsers(sub):
                                     "file is unreadable or not a valid policy.")
     ct.add_argument("old", metavar="OLD.yaml")
     ct.add_argument("new", metavar="NEW.yaml")
+
+
+def _baseline_parser(sub):
+    b = sub.add_parser("baseline", help="pinned nightly baselines per machine kind: promote, show, path",
+                       description="A store of baselines per machine kind (GPU model x node count x "
+                                   "config), kept with history. promote RUN.h5: add it as the "
+                                   "kind's current baseline; show: list the store; path RUN.h5 "
+                                   "(or CONFIG.yaml with --gpu/--nodes): print the current "
+                                   "baseline. Exit 0: done; 2: unusable input; 3: path found none.")
+    b.add_argument("action", choices=("promote", "show", "path"))
+    b.add_argument("file", nargs="?", metavar="RUN.h5|CONFIG.yaml")
+    b.add_argument("--store", default=os.path.join("results", "baselines"), metavar="DIR",
+                   help="baseline store directory (default results/baselines)")
+    b.add_argument("--gpu", default="host", metavar="NAME",
+                   help="path with a CONFIG.yaml: GPU model it will run on (default host)")
+    b.add_argument("--nodes", type=int, default=1, metavar="N",
+                   help="path with a CONFIG.yaml: node count it will run on (default 1)")
 
 
 if __name__ == "__main__":

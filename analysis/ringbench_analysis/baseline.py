@@ -1,0 +1,205 @@
+"""Pinned nightly baselines: `rb-analysis baseline promote|show|path` (docs/analysis.md).
+
+A store directory (default results/baselines) holds one baseline per machine kind: GPU model
+(rank 0's /ranks/gpu_name, "host" on the host path) x node count x config (sha256 of the
+config with run.name and run.output_dir removed, since those only name the output). Every
+promoted file is kept as KIND/<UTC date>_<commit>.h5; index.json lists them per kind with a
+`current` flag. A promote adds an entry and moves `current`; nothing is overwritten, so a
+slow drift stays visible in the history. index.json is replaced atomically (temp + rename),
+so a job killed mid-promote leaves the old index, never a torn one.
+"""
+import datetime
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+DEFAULT_STORE = os.path.join("results", "baselines")
+INDEX = "index.json"
+EXIT_NONE = 3  # `baseline path`: no baseline for this run's machine kind
+
+
+class BaselineError(Exception):
+    pass
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def config_hash(config_text):
+    """sha256 of the config's content, without the keys that only name the output."""
+    import yaml
+    try:
+        cfg = yaml.safe_load(config_text) or {}
+    except yaml.YAMLError as e:
+        raise BaselineError(f"the run's config_text is not YAML: {e}")
+    if isinstance(cfg, dict) and isinstance(cfg.get("run"), dict):
+        run = {k: v for k, v in cfg["run"].items() if k not in ("name", "output_dir")}
+        cfg = dict(cfg, run=run)
+        if not run:
+            del cfg["run"]
+    canon = json.dumps(cfg, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def run_identity(path):
+    """RUN.h5 -> dict(kind, gpu, nodes, config, commit) of the file's machine kind."""
+    import h5py
+    try:
+        with h5py.File(path, "r") as f:
+            run = f["run"].attrs
+            names = f["ranks/gpu_name"].asstr()[()] if "ranks/gpu_name" in f else []
+            gpu = names[0].strip() if len(names) and names[0].strip() else "host"
+            nodes = int(run["node_count"])
+            cfg = config_hash(_text(run["config_text"]))
+            commit = _text(run.get("git_commit", "unknown")) or "unknown"
+    except (OSError, KeyError) as e:
+        raise BaselineError(f"{path}: not a readable ringbench file ({e})")
+    return _identity(gpu, nodes, cfg, commit)
+
+
+def config_identity(config_path, gpu="host", nodes=1):
+    """A config file not yet run -> the identity its run will have on GPU x NODES (the nightly
+    asks before running anything). A host-backend config runs on the host whatever the node
+    has, as the file's empty gpu_name will say."""
+    import yaml
+    try:
+        with open(config_path) as f:
+            text = f.read()
+        backend = (yaml.safe_load(text) or {}).get("backend", "")
+    except (OSError, yaml.YAMLError, AttributeError) as e:
+        raise BaselineError(f"{config_path}: not a readable config ({e})")
+    if backend == "host" or not gpu.strip():
+        gpu = "host"
+    return _identity(gpu.strip(), int(nodes), config_hash(text), "unknown")
+
+
+def _identity(gpu, nodes, cfg, commit):
+    safe_gpu = re.sub(r"[^A-Za-z0-9.-]+", "_", gpu).strip("_") or "gpu"
+    kind = f"{safe_gpu}_{nodes}n_{cfg[:12]}"
+    return {"kind": kind, "gpu": gpu, "nodes": nodes, "config": cfg, "commit": commit}
+
+
+def identity(path, gpu="host", nodes=1):
+    """RUN.h5 (its own machine kind) or a config YAML (with GPU and NODES of where it will run)."""
+    import h5py
+    if os.path.isfile(path) and h5py.is_hdf5(path):
+        return run_identity(path)
+    return config_identity(path, gpu, nodes)
+
+
+def read_index(store):
+    p = os.path.join(store, INDEX)
+    if not os.path.exists(p):
+        return {}
+    try:
+        with open(p) as f:
+            idx = json.load(f)
+    except (OSError, ValueError) as e:
+        raise BaselineError(f"{p}: unreadable index ({e})")
+    if not isinstance(idx, dict):
+        raise BaselineError(f"{p}: not an index (expected an object of kinds)")
+    return idx
+
+
+def write_index(store, idx):
+    """Write index.json atomically: a temp file in the same directory, then os.replace."""
+    os.makedirs(store, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".index.", suffix=".tmp", dir=store)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(idx, f, indent=2, sort_keys=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, os.path.join(store, INDEX))
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def current(store, kind):
+    """The current entry of KIND (a dict), or None."""
+    for e in read_index(store).get(kind, []):
+        if e.get("current"):
+            return e
+    return None
+
+
+def promote(run_path, store, now=None):
+    """Copy RUN.h5 into the store as KIND's new current baseline; returns the new entry."""
+    ident = run_identity(run_path)
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    date = now.strftime("%Y-%m-%dT%H%M%SZ")
+    kind_dir = os.path.join(store, ident["kind"])
+    os.makedirs(kind_dir, exist_ok=True)
+    base = f"{date}_{ident['commit'][:12]}"
+    name, n = base + ".h5", 1
+    while os.path.exists(os.path.join(kind_dir, name)):  # never overwrite a kept file
+        n += 1
+        name = f"{base}_{n}.h5"
+    rel = os.path.join(ident["kind"], name)
+    tmp = os.path.join(kind_dir, "." + name + ".tmp")
+    shutil.copyfile(run_path, tmp)
+    os.replace(tmp, os.path.join(store, rel))
+    idx = read_index(store)
+    entries = idx.setdefault(ident["kind"], [])
+    for e in entries:
+        e["current"] = False
+    entry = {"date": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": ident["commit"], "file": rel,
+             "current": True, "gpu": ident["gpu"], "nodes": ident["nodes"],
+             "config_sha256": ident["config"], "source": os.path.abspath(run_path)}
+    entries.append(entry)
+    write_index(store, idx)
+    return entry
+
+
+def show(store, out=None):
+    out = out or sys.stdout  # looked up at call time, so redirect_stdout applies
+    idx = read_index(store)
+    if not idx:
+        print(f"no baselines in {store}", file=out)
+        return 0
+    for kind in sorted(idx):
+        entries = idx[kind]
+        first = entries[0] if entries else {}
+        print(f"{kind}  (gpu {first.get('gpu', '?')}, {first.get('nodes', '?')} node(s), "
+              f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'})", file=out)
+        for e in entries:
+            mark = "*" if e.get("current") else " "
+            print(f"  {mark} {e['date']}  {e['commit'][:12]}  {e['file']}", file=out)
+    return 0
+
+
+def command(args):
+    """`rb-analysis baseline ACTION`: exit 0 done, 2 unusable input, 3 (path) no baseline."""
+    store = args.store
+    try:
+        if args.action != "show" and not args.file:
+            print(f"rb-analysis baseline {args.action}: needs a file", file=sys.stderr)
+            return 2
+        if args.action == "show":
+            return show(store)
+        if args.action == "promote":
+            e = promote(args.file, store)
+            print(f"baseline: promoted {args.file} -> {os.path.join(store, e['file'])} (current)")
+            return 0
+        kind = identity(args.file, args.gpu, args.nodes)["kind"]
+        e = current(store, kind)
+        if e is None:
+            print(f"rb-analysis baseline: no baseline for kind {kind} in {store}", file=sys.stderr)
+            return EXIT_NONE
+        path = os.path.join(store, e["file"])
+        if not os.path.isfile(path):
+            print(f"rb-analysis baseline: index names {path}, which is missing", file=sys.stderr)
+            return EXIT_NONE
+        print(path)
+        return 0
+    except BaselineError as e:
+        print(f"rb-analysis baseline: {e}", file=sys.stderr)
+        return 2

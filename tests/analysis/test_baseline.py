@@ -1,0 +1,150 @@
+"""The baseline store (analysis/ringbench_analysis/baseline.py, `rb-analysis baseline`): machine
+kinds, history kept on promote, the atomic index, and `path`'s exit 3 when a kind has none."""
+import contextlib
+import datetime
+import io
+import json
+import os
+import unittest
+from unittest import mock
+
+import h5py
+import numpy as np
+
+from ringbench_analysis import baseline
+from ringbench_analysis.__main__ import main
+import synthetic
+from tempdir_case import TempDirCase
+
+CONFIG = "run:\n  name: {name}\n  output_dir: {out}\nbackend: {backend}\nsweeps:\n  - type: ring_attention\n    iterations: {it}\n"
+
+
+def make(path, name="a", out="results", backend="host", it=3, gpu="", nodes=1, commit="abc123"):
+    """A synthetic run with the given config text, GPU name of rank 0, node count and commit."""
+    synthetic.make_run(path, 2)
+    with h5py.File(path, "r+") as f:
+        f["run"].attrs["config_text"] = np.bytes_(CONFIG.format(name=name, out=out, backend=backend, it=it))
+        f["run"].attrs["node_count"] = np.int64(nodes)
+        f["run"].attrs["git_commit"] = np.bytes_(commit)
+        del f["ranks/gpu_name"]
+        f["ranks"].create_dataset("gpu_name", data=np.array([gpu.encode()] * 2, dtype=f"S{max(1, len(gpu))}"))
+    return path
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def at(day):
+    return datetime.datetime(2026, 11, day, 2, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+class KindTest(TempDirCase):
+    def test_name_and_output_dir_do_not_change_the_kind(self):
+        a = baseline.run_identity(make(self.path("a.h5"), name="a", out="x"))
+        b = baseline.run_identity(make(self.path("b.h5"), name="nightly", out="/scratch/y"))
+        self.assertEqual(a["kind"], b["kind"])
+        self.assertEqual(a["gpu"], "host")
+
+    def test_work_gpu_and_nodes_change_the_kind(self):
+        ref = baseline.run_identity(make(self.path("r.h5")))["kind"]
+        kinds = {baseline.run_identity(make(self.path("i.h5"), it=5))["kind"],
+                 baseline.run_identity(make(self.path("g.h5"), gpu="NVIDIA H100 80GB HBM3"))["kind"],
+                 baseline.run_identity(make(self.path("n.h5"), nodes=2))["kind"]}
+        self.assertEqual(len(kinds), 3)
+        self.assertNotIn(ref, kinds)
+        self.assertTrue(any(k.startswith("NVIDIA_H100_80GB_HBM3_1n_") for k in kinds))
+
+    def test_config_file_has_the_kind_of_its_run(self):
+        run = baseline.run_identity(make(self.path("r.h5"), name="x"))
+        cfg = self.path("c.yaml")
+        with open(cfg, "w") as f:
+            f.write(CONFIG.format(name="nightly", out="elsewhere", backend="host", it=3))
+        # A host-backend config is "host" whatever GPU the node has.
+        self.assertEqual(baseline.identity(cfg, gpu="NVIDIA H200", nodes=1)["kind"], run["kind"])
+        self.assertNotEqual(baseline.identity(cfg, nodes=2)["kind"], run["kind"])
+
+
+class StoreTest(TempDirCase):
+    def test_promote_keeps_history_and_moves_current(self):
+        store = self.path("store")
+        run = make(self.path("r.h5"), commit="1111111111111111")
+        first = baseline.promote(run, store, now=at(20))
+        second = baseline.promote(make(self.path("r2.h5"), commit="2222222222222222"), store, now=at(21))
+        kind = baseline.run_identity(run)["kind"]
+        idx = baseline.read_index(store)
+        self.assertEqual([e["commit"] for e in idx[kind]], ["1111111111111111", "2222222222222222"])
+        self.assertEqual([e["current"] for e in idx[kind]], [False, True])
+        self.assertTrue(first["file"].startswith(kind + os.sep + "2026-11-20"))
+        self.assertTrue(first["file"].endswith("_111111111111.h5"))
+        for e in (first, second):  # both dated copies are kept
+            self.assertTrue(os.path.isfile(os.path.join(store, e["file"])))
+        self.assertEqual(baseline.current(store, kind)["file"], second["file"])
+
+    def test_same_second_and_commit_is_not_overwritten(self):
+        store = self.path("store")
+        run = make(self.path("r.h5"))
+        a = baseline.promote(run, store, now=at(20))
+        b = baseline.promote(run, store, now=at(20))
+        self.assertNotEqual(a["file"], b["file"])
+        self.assertEqual(len(baseline.read_index(store)[baseline.run_identity(run)["kind"]]), 2)
+
+    def test_kinds_are_separate(self):
+        store = self.path("store")
+        host = make(self.path("h.h5"))
+        gpu = make(self.path("g.h5"), gpu="NVIDIA H100")
+        baseline.promote(host, store, now=at(20))
+        baseline.promote(gpu, store, now=at(21))
+        idx = baseline.read_index(store)
+        self.assertEqual(len(idx), 2)
+        self.assertTrue(all(len(v) == 1 and v[0]["current"] for v in idx.values()))
+
+    def test_index_write_is_atomic(self):
+        store = self.path("store")
+        run = make(self.path("r.h5"))
+        baseline.promote(run, store, now=at(20))
+        before = _read(os.path.join(store, "index.json"))
+        # A crash while the new index is written leaves the old one whole and no temp file.
+        with mock.patch.object(baseline.json, "dump", side_effect=RuntimeError("killed")):
+            with self.assertRaises(RuntimeError):
+                baseline.promote(run, store, now=at(21))
+        self.assertEqual(_read(os.path.join(store, "index.json")), before)
+        self.assertEqual([n for n in os.listdir(store) if n.endswith(".tmp")], [])
+        json.loads(before)
+
+
+class CliTest(TempDirCase):
+    def cli(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(list(argv))
+        return rc, out.getvalue(), err.getvalue()
+
+    def test_path_exit_3_then_promote_then_path(self):
+        store = self.path("store")
+        run = make(self.path("r.h5"))
+        rc, out, err = self.cli("baseline", "path", run, "--store", store)
+        self.assertEqual((rc, out), (3, ""))
+        self.assertIn("no baseline", err)
+        self.assertEqual(self.cli("baseline", "promote", run, "--store", store)[0], 0)
+        rc, out, _ = self.cli("baseline", "path", run, "--store", store)
+        self.assertEqual(rc, 0)
+        self.assertTrue(os.path.isfile(out.strip()))
+        # Another kind still has none.
+        other = make(self.path("o.h5"), nodes=4)
+        self.assertEqual(self.cli("baseline", "path", other, "--store", store)[0], 3)
+        rc, out, _ = self.cli("baseline", "show", "--store", store)
+        self.assertEqual(rc, 0)
+        self.assertIn("* 20", out)
+
+    def test_unreadable_file_is_2(self):
+        bad = self.path("bad.h5")
+        with open(bad, "wb") as f:
+            f.write(b"\x89HDF\r\n\x1a\nnot really")
+        self.assertEqual(self.cli("baseline", "promote", bad, "--store", self.path("s"))[0], 2)
+        self.assertFalse(os.path.exists(os.path.join(self.path("s"), "index.json")))
+
+
+if __name__ == "__main__":
+    unittest.main()
