@@ -1,5 +1,20 @@
 # The driver's own pieces: progress lines, the command line and provenance; the whole program
 # is covered by tests/e2e.cmake.
 ringbench_add_doctest(TARGET test_driver SOURCES driver/test_progress.cpp driver/test_cli.cpp
+                      driver/test_watchdog.cpp
                       LIBS rb_app)
 ringbench_add_test(NAME driver RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_driver>)
+# The hang guard (run.point_timeout_s, --timeout) on 2 ranks with the test-only hang hook: exit
+# code 124, the message, and the sweeps finished before the hang kept in the file.
+if(RINGBENCH_PYTHON)
+  foreach(check point run no_hang)
+    add_test(NAME driver_hang_guard_${check}
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/driver/hang_guard.py ${check}
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --source ${PROJECT_SOURCE_DIR}
+                     --workdir ${RINGBENCH_TEST_OUTPUT}/driver_hang_guard_${check})
+    set_tests_properties(driver_hang_guard_${check} PROPERTIES TIMEOUT 300 LABELS "mpi;e2e"
+      SKIP_RETURN_CODE 77 PROCESSORS 2
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+  endforeach()
+endif()

@@ -33,7 +33,8 @@ std::string footer_text() {
   for (const auto& p : attn::kernel_paths())
     s += fmt::format("  {} ({}, {}): {}\n", p.name, attn::to_string(p.device),
                      p.built ? "built" : "not built", p.summary);
-  s += "Exit codes: 0 complete, 1 failed run or invalid config, 2 usage error.\n"
+  s += "Exit codes: 0 complete, 1 failed run or invalid config, 2 usage error, 124 a time limit\n"
+       "passed (--timeout, run.timeout_s, run.point_timeout_s).\n"
        "Docs: docs/user-guide.md, docs/config.md (YAML), docs/hdf5-schema.md (output layout).";
   return s;
 }
@@ -60,6 +61,11 @@ void describe_options(CLI::App& app, CommandLine& cli, Options& o) {
       ->type_name("SWEEP[,SWEEP]");
   app.add_flag("--dry-run", cli.dry_run, "validate the config and print the plan; run nothing");
   app.add_flag("--force", cli.force, "overwrite an existing --output file");
+  app.add_option("--timeout", cli.timeout_s,
+                 "stop every rank with exit code 124 when the whole run takes longer "
+                 "(overrides run.timeout_s)")
+      ->check(CLI::PositiveNumber.description(""))
+      ->type_name("SECONDS");
   auto* rpn = app.add_option("--ranks-per-node", o.ranks_per_node,
                              "pretend every K ranks form a node (tests, dry-runs of a multi-node "
                              "plan on one machine)")

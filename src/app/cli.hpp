@@ -14,6 +14,7 @@ struct CommandLine {
   std::vector<std::string> only;    // --only SWEEP[,SWEEP]
   bool dry_run = false;
   bool force = false;
+  double timeout_s = 0;             // --timeout SECONDS: the whole run's limit (0: run.timeout_s)
   // --ranks-per-node K [--placement block|cyclic]; inactive: the environment's
   // (RINGBENCH_RANKS_PER_NODE, RINGBENCH_PLACEMENT), else the real node layout.
   SimulatedNodes simulated;

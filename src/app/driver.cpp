@@ -19,6 +19,7 @@
 #include "app/progress.hpp"
 #include "app/provenance.hpp"
 #include "app/registry.hpp"
+#include "app/watchdog.hpp"
 #include "config/bytes.hpp"
 #include "config/config.hpp"
 #include "config/policy_file.hpp"
@@ -434,19 +435,35 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
 }
 
 // Every sweep in file order, each flushed when it ends so an interrupted run keeps them.
+// The hang guard watches every point (Progress tells it); time between sweeps counts only
+// toward the run's limit.
 std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5::Group& root,
-                       h5::File& file, MPI_Comm world) {
+                       h5::File& file, Watchdog* watchdog, MPI_Comm world) {
   const PathFactories paths = make_path_factories(v.backend);
   h5::Group sweeps = root.group("sweeps");
   std::string failures;
   for (auto& sweep : v.sweeps) {
     Progress progress(layout.rank, sweep->name(), sweep->plan().size());
+    progress.watch(watchdog);
     const RunContext ctx{v.config, world, layout, v.backend, s.gpu_ctx.get(), paths, progress};
     const std::string failure = run_sweep(*sweep, ctx, sweeps, file);
+    if (watchdog != nullptr) watchdog->idle();
     if (!failure.empty())
       failures += (failures.empty() ? "" : "; ") + sweep->name() + ": " + failure;
   }
   return failures;
+}
+
+// run.timeout_s and run.point_timeout_s; --timeout overrides the run's limit.
+WatchdogLimits watchdog_limits(const CommandLine& cli, const Config& config) {
+  WatchdogLimits limits;
+  limits.run_s = config.run.timeout_s;
+  limits.point_s = config.run.point_timeout_s;
+  if (cli.timeout_s > 0) {
+    limits.run_s = cli.timeout_s;
+    limits.run_source = "--timeout";
+  }
+  return limits;
 }
 
 }  // namespace
@@ -470,6 +487,11 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
     return 0;
   }
 
+  // Started before the GPU setup: a hung NCCL initialisation counts toward the run's limit.
+  const WatchdogLimits limits = watchdog_limits(cli, v->config);
+  std::unique_ptr<Watchdog> watchdog;
+  if (limits.any()) watchdog = std::make_unique<Watchdog>(layout.rank, limits);
+
   std::optional<RankSetup> setup = set_up_rank(*v, layout, world);
   if (!setup) return 1;
   print_header(*v, cli, layout, *setup, min_gpus, mpi_thread_level, world);
@@ -488,7 +510,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
     std::fflush(stdout);
   }
 
-  const std::string failures = run_sweeps(*v, layout, *setup, root, *file, world);
+  const std::string failures = run_sweeps(*v, layout, *setup, root, *file, watchdog.get(), world);
   run.set_attr("end_time", utc_now_iso8601());
   run.set_attr("status", failures.empty() ? "complete" : "failed");
   run.set_attr("failure", failures);

@@ -1,6 +1,11 @@
 #include "app/progress.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
+
+#include "app/watchdog.hpp"
 
 namespace rb {
 
@@ -10,6 +15,14 @@ Progress::Progress(int rank, std::string sweep, std::size_t total_points, double
       start_(std::chrono::steady_clock::now()), min_interval_s_(min_interval_s), out_(out) {}
 
 void Progress::point_started(std::size_t index, const std::string& label) {
+  if (watchdog_ != nullptr) watchdog_->point_started(sweep_, index, label);
+  print_point(index, label);
+  // Test-only: the point never ends, on every rank, as a hung collective would.
+  if (is_test_hang_point(sweep_, index))
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+void Progress::print_point(std::size_t index, const std::string& label) {
   if (rank_ != 0) return;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

@@ -146,14 +146,26 @@ std::string describe_shape(const YAML::Node& n) {
   return "the scalar '" + n.Scalar() + "'";
 }
 
+// An optional limit in seconds: absent is 0 (no limit); present must be a number > 0.
+double positive_seconds(const cfg::Node& run, const std::string& key) {
+  if (!run.has(key)) return 0;
+  const double value = run.get_double(key, 0);
+  if (!(value > 0))
+    run.child(key).fail("", "expected a number of seconds > 0, got " +
+                                run.child(key).yaml().Scalar());
+  return value;
+}
+
 RunSection parse_run(const cfg::Node& run) {
   RunSection section;
-  run.allow_only({"name", "output_dir"});
+  run.allow_only({"name", "output_dir", "timeout_s", "point_timeout_s"});
   section.name = run.get_string("name", section.name);
   check_name(run, "name", section.name);
   section.output_dir = run.get_string("output_dir", section.output_dir);
   if (section.output_dir.empty())
     run.fail("output_dir", "expected a directory path, got an empty string");
+  section.timeout_s = positive_seconds(run, "timeout_s");
+  section.point_timeout_s = positive_seconds(run, "point_timeout_s");
   return section;
 }
 

@@ -18,6 +18,10 @@ const char* to_string(BindingPolicy p);
 struct RunSection {
   std::string name = "ringbench";
   std::string output_dir = "results";
+  // Hang guard (app/watchdog.hpp): seconds the whole run / one point may take before every
+  // rank stops with exit code 124; 0 = no limit (the keys are optional and must be > 0).
+  double timeout_s = 0;
+  double point_timeout_s = 0;
 };
 
 struct BindingSection {

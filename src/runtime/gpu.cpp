@@ -1,7 +1,10 @@
 #include "runtime/gpu.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <mutex>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +13,34 @@
 #include "runtime/mpi_util.hpp"
 
 namespace rb {
+
+namespace {
+// The registry of live communicators (raw ncclComm_t as void*).
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<void*>& registry() {
+  static std::vector<void*> comms;
+  return comms;
+}
+[[maybe_unused]] void register_comm(void* c) {
+  if (c == nullptr) return;
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry().push_back(c);
+}
+[[maybe_unused]] void unregister_comm(void* c) {
+  if (c == nullptr) return;
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  auto& r = registry();
+  r.erase(std::remove(r.begin(), r.end(), c), r.end());
+}
+}  // namespace
+
+int live_nccl_comm_count() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  return static_cast<int>(registry().size());
+}
 
 #ifdef RINGBENCH_HAVE_CUDA
 
@@ -74,11 +105,24 @@ NcclComm::NcclComm(MPI_Comm comm) {
   ncclComm_t c = nullptr;
   RB_NCCL_CHECK(ncclCommInitRank(&c, size_, id, rank_));
   comm_ = c;
+  register_comm(comm_);
 }
 
 NcclComm::~NcclComm() {
   // Destroy, not abort: every rank reaches here after its collectives completed.
+  unregister_comm(comm_);
   if (comm_ != nullptr) ncclCommDestroy(static_cast<ncclComm_t>(comm_));
+}
+
+int abort_live_nccl_comms() noexcept {
+  // The registry keeps its entries: the process ends right after (the destructors never run).
+  std::vector<void*> comms;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    comms = registry();
+  }
+  for (void* c : comms) ncclCommAbort(static_cast<ncclComm_t>(c));
+  return static_cast<int>(comms.size());
 }
 
 #else  // host-only build
@@ -101,6 +145,8 @@ NcclComm::NcclComm(MPI_Comm) {
 }
 
 NcclComm::~NcclComm() = default;
+
+int abort_live_nccl_comms() noexcept { return 0; }
 
 #endif
 

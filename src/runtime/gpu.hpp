@@ -22,6 +22,13 @@ int visible_gpu_count();  // 0 without CUDA, without a driver, or without device
 // Chooses device local_rank % count, makes it current, and describes it.
 GpuInfo select_gpu(int local_rank);
 
+// Every live NcclComm is in a process-wide registry (added on construction, removed on
+// destruction), so the hang guard (app/watchdog.hpp) can abort them from its own thread:
+// ncclCommAbort ends GPU work queued on a communicator whose peers are gone. A no-op without
+// NCCL. Returns how many were aborted.
+int abort_live_nccl_comms() noexcept;
+int live_nccl_comm_count();
+
 // Owns an ncclComm_t built from MPI: ncclGetUniqueId on rank 0 of `comm`, MPI_Bcast,
 // ncclCommInitRank on every rank. Collective over `comm`.
 class NcclComm {

@@ -106,6 +106,16 @@ TEST_CASE("a full config parses into the expected structs") {
         std::vector<std::string>{"type", "name", "ring_sizes", "causal"});
 }
 
+TEST_CASE("run time limits: optional, seconds > 0") {
+  rb::Config c = rb::parse_config_text(
+      "run: {timeout_s: 3600, point_timeout_s: 2.5}\nsweeps: [{type: memory}]\n", "t.yaml");
+  CHECK(c.run.timeout_s == 3600.0);
+  CHECK(c.run.point_timeout_s == 2.5);
+  rb::Config d = rb::parse_config_text("sweeps: [{type: memory}]\n", "t.yaml");
+  CHECK(d.run.timeout_s == 0.0);  // no limit
+  CHECK(d.run.point_timeout_s == 0.0);
+}
+
 TEST_CASE("omitted sections take their defaults") {
   rb::Config c = rb::parse_config_text("sweeps:\n  - type: memory\n", "min.yaml");
   CHECK(c.run.name == rb::RunSection{}.name);
@@ -210,6 +220,12 @@ TEST_CASE("malformed configs fail with the line and an actionable message") {
         "sweeps[1] (line 5)"}},
       {"duplicate default sweep names", "sweeps:\n  - type: memory\n  - type: memory\n", 3,
        {"key 'sweeps[1]'", "duplicate sweep name 'memory'", "line 2", "line 3"}},
+      {"zero run.point_timeout_s", "run:\n  point_timeout_s: 0\n" + S, 2,
+       {"key 'run.point_timeout_s'", "expected a number of seconds > 0, got 0"}},
+      {"negative run.timeout_s", "run:\n  name: a\n  timeout_s: -5\n" + S, 3,
+       {"key 'run.timeout_s'", "expected a number of seconds > 0, got -5"}},
+      {"run.timeout_s not a number", "run:\n  timeout_s: 10min\n" + S, 2,
+       {"key 'run.timeout_s'", "expected a number", "got '10min'"}},
       {"bad run.name characters", "run:\n  name: my run\n" + S, 2,
        {"key 'run.name'", "letters, digits", "got 'my run'", "' ' at position 3"}},
       {"bad sweep name characters", S + "    name: a/b\n", 3,

@@ -66,6 +66,22 @@ TEST_CASE("simulated node layout: --ranks-per-node and --placement") {
   CHECK(p.cli.simulated.placement == rb::Placement::Cyclic);
 }
 
+TEST_CASE("--timeout takes positive seconds; exit code 124 is documented in --help") {
+  const rb::ParsedCommandLine p = parse({"run.yaml", "--timeout", "90.5"});
+  REQUIRE(p.exit_code == -1);
+  CHECK(p.cli.timeout_s == 90.5);
+  CHECK(parse({"run.yaml"}).cli.timeout_s == 0.0);
+  for (const char* bad : {"0", "-3", "ten"}) {
+    CAPTURE(bad);
+    const rb::ParsedCommandLine e = parse({"run.yaml", "--timeout", bad});
+    CHECK(e.exit_code == 2);
+    CHECK(contains(e.message, "--timeout"));
+  }
+  const std::string help = parse({"--help"}).message;
+  CHECK(contains(help, "--timeout SECONDS"));
+  CHECK(contains(help, "124"));
+}
+
 TEST_CASE("usage errors exit 2 with a message and the usage line") {
   const std::vector<std::vector<const char*>> bad = {
       {},                                               // no config
