@@ -32,17 +32,27 @@ def _run(argv):
                    help="exit 1 when a run, sweep or point did not complete (the report is written anyway)")
 
     c = sub.add_parser("compare", help="compare two runs point by point; exit 1 on a regression",
-                       description="Prints matched points with their change. Exit 0: no regression; "
-                                   "1: a metric regressed beyond the tolerance (or a point/run failed "
-                                   "in NEW only); 2: the files could not be compared.")
+                       description="Judges each matched point's headline metric with a bootstrap "
+                                   "interval of the ratio of medians NEW/BASE (docs/analysis.md) and "
+                                   "prints a summary. Exit 0: no regression; 1: a regression (the "
+                                   "whole interval beyond the tolerance, or a point/run failed in NEW "
+                                   "only); 2: the files could not be compared or measure different "
+                                   "work (config, world size, nodes, GPU model).")
     c.add_argument("base", metavar="BASE.h5")
     c.add_argument("new", metavar="NEW.h5")
     c.add_argument("--tolerance", default="5%", help="allowed worsening, e.g. 5%% or 0.05 (default 5%%)")
     c.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
-                   help="compare only these metrics (repeatable; default: every time and rate metric)")
-    c.add_argument("--min-bytes", default="0", metavar="SIZE",
+                   help="judge these metrics too (repeatable; default: one headline metric per "
+                        "point kind)")
+    c.add_argument("--min-bytes", default="1MiB", metavar="SIZE",
                    help="leave out collective and ping-pong points below this message size "
-                        "(e.g. 1MiB; latency-bound sizes are noisy between allocations)")
+                        "(default 1MiB; latency-bound sizes are noisy between allocations; 0 keeps all)")
+    c.add_argument("--allow-different", action="store_true",
+                   help="compare files whose work differs (config, world size, nodes, GPU model)")
+    c.add_argument("--all", action="store_true", dest="show_all",
+                   help="print every judged metric, not only the ten worst changes")
+    c.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the result as JSON to FILE, or alone to stdout without FILE")
 
     t = sub.add_parser("table", help="print one sweep's table (one row per point and rank) as CSV")
     t.add_argument("file", metavar="RUN.h5")
@@ -78,7 +88,9 @@ def _run(argv):
             try:
                 tol = compare.parse_tolerance(args.tolerance)
                 return compare.compare(args.base, args.new, tol, metrics,
-                                       min_bytes=compare.parse_bytes(args.min_bytes))
+                                       min_bytes=compare.parse_bytes(args.min_bytes),
+                                       allow_different=args.allow_different,
+                                       show_all=args.show_all, json_to=args.json)
             except compare.CompareError as e:
                 print(f"rb-analysis compare: {e}", file=sys.stderr)
                 return compare.EXIT_ERROR

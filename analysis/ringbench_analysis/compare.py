@@ -1,22 +1,43 @@
-"""compare: BASE.h5 NEW.h5 -> a table of matched points and a verdict (the exit code).
+"""compare: BASE.h5 NEW.h5 -> a verdict per matched point and an exit code.
 
 Points are matched by sweep name and every key of the point (the datasets under
-<sweep>/points/: seq_len, ring_size, layout, ... or operation, group, message size), never by
-position. Per point, each metric is reduced over ranks the way it limits the run: times by
-the slowest rank (max), rates (B/s, TFLOP/s, Hz) by the slowest rank (min), memory by the
-largest rank (max); per-iteration samples are first reduced to each rank's median. A metric
-regressed when it got worse by more than the tolerance: times and memory up, rates down.
+<sweep>/points/), never by position. By default one headline metric per point kind is judged
+(HEADLINE: ring attention's total time, collectives' bus bandwidth at message sizes of at
+least --min-bytes, p2p bandwidth and latency, compute TFLOP/s, memory bandwidth); --metric
+adds more. Each metric is judged on samples, not on one median (see samples()): per-iteration
+values reduced over ranks the way they limit the run (times: the slowest rank per iteration),
+or per-rank values where the file keeps one number per rank. verdict.judge gives ok / faster /
+warn / regression from a bootstrap interval of the ratio of medians NEW/BASE.
 
-Exit codes: 0 no regression; 1 at least one regression (a metric beyond the tolerance, or a
-point that was ok in BASE and is failed/oom in NEW, or NEW's run failed where BASE's did
-not); 2 the comparison could not be made (missing or unusable file, no matched point,
-unknown metric).
+Exit codes: 0 no regression; 1 at least one regression (a whole interval beyond the
+tolerance, a point ok in BASE and failed/oom in NEW, or NEW's run failed where BASE's did
+not); 2 the comparison could not be made (missing or unusable file, no matched point, unknown
+metric, or files that measure different work, unless allow_different).
 """
+import json
 import math
 
-from . import reader
+import numpy as np
+
+from . import reader, verdict as V
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
+DEFAULT_MIN_BYTES = 1 << 20
+
+# The metric that says whether a point of each sweep type got slower (docs/sweeps/*.md).
+HEADLINE = {
+    "ring_attention": ("total_time_s",),
+    "collectives": ("busbw_Bps",),
+    "p2p_matrix": ("bandwidth_Bps", "latency_s"),
+    "host_pingpong": ("bandwidth_Bps", "one_way_time_s"),
+    "compute": ("rate_tflops",),
+    "memory": ("bandwidth_Bps",),
+}
+# Sweep types whose message-size key --min-bytes filters (latency-bound sizes move by tens of
+# percent between two allocations of the same machine: a nightly check keeping them cries wolf).
+SIZED_TYPES = ("collectives", "host_pingpong")
+# /run config keys that name or place a run without changing what it measures.
+NON_WORK_RUN_KEYS = ("name", "output_dir")
 
 
 class CompareError(Exception):
@@ -67,11 +88,8 @@ def direction(units, name):
 
 
 def default_metrics(sweep):
-    """What compare looks at without --metric: scalar performance metrics and the
-    per-iteration time samples; not the reference check's own time."""
-    names = [m for m in sweep.scalar_metrics() if direction(sweep.units.get(m), m)]
-    names += sweep.iteration_samples()
-    return [m for m in names if "parity" not in m]
+    """What compare judges without --metric: the sweep type's headline metrics it has."""
+    return [m for m in HEADLINE.get(sweep.type, ()) if m in sweep.metrics]
 
 
 def _label_keys(sweep):
@@ -81,100 +99,273 @@ def _label_keys(sweep):
     return varying or [k for k in sweep.keys if k != "label"]
 
 
+def _iteration_times(sweep, point):
+    """Per iteration, the slowest rank's time of the point (the sweep's per-iteration time
+    samples: iteration_time_s, or ring/pingpong's ITERATION_SAMPLES), or None."""
+    names = [n for n in ("iteration_time_s",) + reader.ITERATION_SAMPLES.get(sweep.type, ())
+             if n in sweep.metrics and sweep.metrics[n].ndim > 2]
+    if not names:
+        return None
+    v = np.asarray(sweep.metrics[names[-1]][:, point], dtype=float)
+    return _limiting(v.reshape(v.shape[0], -1), -1)
+
+
+def _limiting(v, d):
+    """[ranks, iterations] -> per iteration the limiting rank's value (max for lower-is-better,
+    min for rates); ranks without any value (not in the pair, not measured) are left out."""
+    v = v[np.isfinite(v).any(axis=1)]
+    if not v.size:
+        return np.array([])
+    col = np.isfinite(v).any(axis=0)
+    v = v[:, col]
+    per_it = np.nanmax(v, axis=0) if d < 0 else np.nanmin(v, axis=0)
+    return per_it[np.isfinite(per_it)]
+
+
+def samples(sweep, metric, point):
+    """The samples compare judges for one metric of one point:
+    - a per-iteration metric ([world, P, iterations]): per iteration, the limiting rank;
+    - a scalar metric of a sweep with per-iteration times: the limiting rank's value spread
+      as the slowest rank's per-iteration times (value x t_i / median t for times, value x
+      median t / t_i for rates), so the median is the value and the spread is measured;
+    - otherwise one value per rank (p2p pairs: the two ranks of the pair)."""
+    d = direction(sweep.units.get(metric), metric) or -1
+    v = sweep.array(metric)[:, point]
+    if v.ndim > 1:
+        return _limiting(np.asarray(v, dtype=float).reshape(v.shape[0], -1), d)
+    vals = reader.numbers(v)
+    vals = vals[np.isfinite(vals)]
+    t = _iteration_times(sweep, point)
+    if t is None or not t.size or not vals.size or np.median(t) <= 0:
+        return vals
+    ref = vals.max() if d < 0 else vals.min()
+    spread = t / np.median(t)
+    return ref * spread if d < 0 else ref / spread
+
+
+def _skip_reason(sweep, point, keys, min_bytes):
+    """Why a point is not judged, or "": a message below --min-bytes, or a group of one rank
+    (inter_node on one node, a ring of one: no link is measured)."""
+    size_key = sweep.key_with_units("B")
+    if sweep.type in SIZED_TYPES and min_bytes and size_key and float(keys[size_key]) < min_bytes:
+        return "below --min-bytes"
+    if sweep.type != "ring_attention" and "group_size" in sweep.metrics:
+        g = reader.numbers(sweep.metrics["group_size"][:, point])
+        g = g[np.isfinite(g)]
+        if g.size and g.max() <= 1:
+            return "one-rank group"
+    return ""
+
+
 def _points(run, metrics, min_bytes=0):
-    """{(sweep, key tuple): {"status", "label", "sweep", metric: value}} for every point.
-    Points with a message size below min_bytes are left out: latency-bound sizes move by tens
-    of percent between two allocations of the same machine, so a nightly check that keeps
-    them cries wolf."""
-    out, units = {}, {}
+    """({(sweep, key tuple): record}, units, {reason: count of skipped points}).
+    A record: status, sweep, label, and per metric its samples (None: not measured)."""
+    out, units, skipped = {}, {}, {}
     for s in run.sweeps.values():
-        names = [m for m in (metrics or default_metrics(s)) if m in s.metrics]
-        size_key = s.key_with_units("B")
+        names = [m for m in default_metrics(s) + list(metrics or []) if m in s.metrics]
+        names = list(dict.fromkeys(names))
         shown = _label_keys(s)
         for p in range(s.npoints):
             keys = {k: reader._py(s.points[k].iloc[p]) for k in s.keys}
-            if min_bytes and size_key and float(keys[size_key]) < min_bytes:
+            why = _skip_reason(s, p, keys, min_bytes)
+            if why:
+                skipped[why] = skipped.get(why, 0) + 1
                 continue
-            rec = {"status": s.point_status(p), "sweep": s.name,
+            rec = {"status": s.point_status(p), "sweep": s.name, "metrics": {},
                    "label": ", ".join(f"{k}={keys[k]}" for k in shown) or f"point {p}"}
             for m in names:
-                d = direction(s.units.get(m), m) or -1
                 units[m] = s.units.get(m, "")
-                v = s.rank_values(m, p)
-                rec[m] = (float(v.min()) if d > 0 else float(v.max())) if v.size else None
+                x = samples(s, m, p)
+                rec["metrics"][m] = x if x.size else None
             out[(s.name,) + tuple(keys.items())] = rec
-    return out, units
+    return out, units, skipped
 
 
-def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print, min_bytes=0):
+def _work_config(run):
+    """The parsed config minus what only names or places the run; None if unparsable."""
+    try:
+        import yaml
+        doc = yaml.safe_load(run.config_text) or {}
+    except Exception:  # no PyYAML or unreadable text: the caller says it could not check
+        return None
+    if isinstance(doc, dict) and isinstance(doc.get("run"), dict):
+        doc["run"] = {k: v for k, v in doc["run"].items() if k not in NON_WORK_RUN_KEYS}
+        if not doc["run"]:
+            del doc["run"]
+    return doc
+
+
+def _diff(a, b, path="config"):
+    """Paths where two parsed configs differ (lists by index, maps by key)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in list(a) + [k for k in b if k not in a]:
+            out += _diff(a.get(k), b.get(k), f"{path}.{k}")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _diff(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path}: {a!r} -> {b!r}"]
+
+
+def comparability(base, new):
+    """(differences, notes): what makes the two files measure different work (the config's
+    work keys, world size, node count, GPU model), and what differs without changing the work
+    (versions, commit, libraries)."""
+    diffs, notes = [], []
+    cb, cn = _work_config(base), _work_config(new)
+    if cb is None or cn is None:
+        notes.append("config_text could not be parsed: the configs were not compared")
+    else:
+        diffs += _diff(cb, cn)
+    for what, b, n in (("world size", base.world_size, new.world_size),
+                       ("node count", base.node_count, new.node_count),
+                       ("GPU model", ", ".join(base.gpu_names()) or "none",
+                        ", ".join(new.gpu_names()) or "none")):
+        if b != n:
+            diffs.append(f"{what}: {b} -> {n}")
+    for key in ("ringbench_version", "git_commit", "backend"):
+        b, n = base.attrs.get(key, "?"), new.attrs.get(key, "?")
+        if b != n:
+            notes.append(f"{key}: {b} -> {n}")
+    for lib in sorted(set(base.libraries) | set(new.libraries)):
+        b, n = base.libraries.get(lib, "-"), new.libraries.get(lib, "-")
+        if b != n:
+            notes.append(f"library {lib}: {b} -> {n}")
+    return diffs, notes
+
+
+def _check_metrics(base, new, metrics):
+    known = set()
+    for r in (base, new):
+        for s in r.sweeps.values():
+            known |= set(s.metrics)
+    unknown = [m for m in metrics if m not in known]
+    if unknown:
+        raise CompareError(f"unknown metric(s) {', '.join(unknown)}; the files have: "
+                           + ", ".join(sorted(known)))
+
+
+def _judge_point(b, n, units, tolerance):
+    """Rows (dicts) of one matched point: its status change and one per metric."""
+    rows = []
+    base_row = {"sweep": b["sweep"], "point": b["label"]}
+    if b["status"] == "ok" and n["status"] != "ok":
+        rows.append(dict(base_row, metric="status", verdict=V.REGRESSION,
+                         why=f"status {b['status']} -> {n['status']}"))
+    for m, bs in b["metrics"].items():
+        ns = n["metrics"].get(m)
+        row = dict(base_row, metric=m, units=units.get(m, ""))
+        j = V.judge(bs, ns, tolerance, direction(units.get(m), m) > 0) \
+            if bs is not None and ns is not None else None
+        if j is None:
+            rows.append(dict(row, verdict="not measured"))
+            continue
+        row.update(j, base=float(np.median(bs)), new=float(np.median(ns)))
+        rows.append(row)
+    return rows
+
+
+def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
+            min_bytes=DEFAULT_MIN_BYTES, allow_different=False, show_all=False, json_to=None):
+    """Prints the summary (and with show_all every row); json_to: "-" prints only the JSON
+    document to stdout, a path writes it there. Returns the exit code."""
     base, new = reader.load(base_path), reader.load(new_path)
     metrics = list(metrics or [])
-    if metrics:
-        known = set()
-        for r in (base, new):
-            for s in r.sweeps.values():
-                known |= set(s.metrics)
-        unknown = [m for m in metrics if m not in known]
-        if unknown:
-            raise CompareError(f"unknown metric(s) {', '.join(unknown)}; the files have: "
-                               + ", ".join(sorted(known)))
-    bp, units = _points(base, metrics, min_bytes)
-    np_, units2 = _points(new, metrics, min_bytes)
+    _check_metrics(base, new, metrics)
+    text = (lambda *a, **k: None) if json_to == "-" else out
+    diffs, notes = comparability(base, new)
+    if diffs and not allow_different:
+        raise CompareError("the files measure different work (--allow-different compares them "
+                           "anyway):\n  " + "\n  ".join(diffs[:20]))
+    bp, units, skipped = _points(base, metrics, min_bytes)
+    np_, units2, skipped_new = _points(new, metrics, min_bytes)
     units.update(units2)
     matched = [k for k in bp if k in np_]
-    only_base = [k for k in bp if k not in np_]
-    only_new = [k for k in np_ if k not in bp]
-    regressions, rows = [], []
-    for k in matched:
-        b, n = bp[k], np_[k]
-        if b["status"] == "ok" and n["status"] != "ok":
-            regressions.append(f"{b['sweep']} {b['label']}: status {b['status']} -> {n['status']}")
-            rows.append([b["sweep"], b["label"], "status", b["status"], n["status"], "", "REGRESSION"])
-        for m in [m for m in b if m not in ("status", "label", "sweep")]:
-            bv, nv = b.get(m), n.get(m)
-            d = direction(units.get(m), m) or -1
-            if bv is None or nv is None:
-                rows.append([b["sweep"], b["label"], m, _num(bv), _num(nv), "", "not measured"])
-                continue
-            change = (nv - bv) / abs(bv) if bv != 0 else (0.0 if nv == bv else math.inf)
-            worse = -change if d > 0 else change
-            verdict = "ok"
-            if worse > tolerance:
-                verdict = "REGRESSION"
-                regressions.append(f"{b['sweep']} {b['label']}: {m} {_num(bv)} -> {_num(nv)} "
-                                   f"({change:+.1%}, tolerance {tolerance:.1%})")
-            elif -worse > tolerance:
-                verdict = "improved"
-            rows.append([b["sweep"], b["label"], m, _num(bv), _num(nv), f"{change:+.1%}", verdict])
-
-    out(f"compare: base {base_path} (status {base.status}, {base.world_size} ranks)")
-    out(f"         new  {new_path} (status {new.status}, {new.world_size} ranks)")
-    out(f"tolerance {tolerance:.1%}; times and memory: slowest/largest rank, rates: slowest rank")
-    out("")
-    _print_table(["sweep", "point", "metric", "base", "new", "change", "verdict"], rows, out)
-    out("")
-    for title, keys, src in (("only in base (not compared)", only_base, bp),
-                             ("only in new (not compared)", only_new, np_)):
-        if keys:
-            out(f"{len(keys)} point(s) {title}:")
-            for k in keys:
-                out(f"  {src[k]['sweep']} {src[k]['label']} (status {src[k]['status']})")
-            out("")
-    if base.status == "complete" and new.status != "complete":
-        regressions.append(f"new run status '{new.status}'" + (f": {new.failure}" if new.failure else ""))
-    for r, tag in ((base, "base"), (new, "new")):
-        for line in r.problems():
-            out(f"note ({tag}): {line}")
     if not matched:
         raise CompareError("no point of the two files matched (different sweeps or configs?); "
                            f"base has {len(bp)} point(s), new has {len(np_)}")
-    if regressions:
-        out(f"REGRESSION: {len(regressions)} regression(s) beyond {tolerance:.1%}:")
-        for r in regressions:
-            out(f"  {r}")
-        return EXIT_REGRESSION
-    out(f"OK: {len(matched)} matched point(s), no metric regressed beyond {tolerance:.1%}")
-    return EXIT_OK
+    rows = [r for k in matched for r in _judge_point(bp[k], np_[k], units, tolerance)]
+    run_regression = ""
+    if base.status == "complete" and new.status != "complete":
+        run_regression = f"new run status '{new.status}'" + (f": {new.failure}" if new.failure else "")
+    skipped.update({"only in base": len([k for k in bp if k not in np_]),
+                    "only in new": len([k for k in np_ if k not in bp])})
+    for reason, n in skipped_new.items():  # the same points, counted once (new's count if larger)
+        skipped[reason] = max(skipped.get(reason, 0), n)
+    skipped = {k: v for k, v in skipped.items() if v}
+    notes += [f"diff (allowed): {d}" for d in diffs]
+    notes += [f"{tag}: {line}" for r, tag in ((base, "base"), (new, "new")) for line in r.problems()]
+    code = EXIT_REGRESSION if (run_regression or any(r["verdict"] == V.REGRESSION for r in rows)) \
+        else EXIT_OK
+    doc = {"base": str(base_path), "new": str(new_path), "tolerance": tolerance,
+           "min_bytes": min_bytes, "exit_code": code, "counts": _counts(rows), "skipped": skipped,
+           "run_regression": run_regression, "notes": notes, "rows": rows}
+    _print_text(doc, base, new, text, show_all, bp, np_)
+    if json_to == "-":
+        out(json.dumps(doc, indent=1, default=_jsonable))
+    elif json_to:
+        with open(json_to, "w") as f:
+            json.dump(doc, f, indent=1, default=_jsonable)
+    return code
+
+
+def _jsonable(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    raise TypeError(type(v).__name__)
+
+
+def _counts(rows):
+    counts = {v: 0 for v in V.VERDICTS + ("not measured",)}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    return counts
+
+
+def _badness(r):
+    return r.get("worse", math.inf if r["verdict"] == V.REGRESSION else 0.0)
+
+
+def _print_text(doc, base, new, out, show_all, bp, np_):
+    tol = doc["tolerance"]
+    out(f"compare: base {doc['base']} (status {base.status}, {base.world_size} ranks)")
+    out(f"         new  {doc['new']} (status {new.status}, {new.world_size} ranks)")
+    out(f"tolerance {tol:.1%}; {V.LEVEL:.0%} bootstrap interval ({V.RESAMPLES} resamples) of the "
+        "ratio of medians NEW/BASE; times: slowest rank per iteration, rates: slowest rank")
+    out("verdicts: " + ", ".join(f"{k} {v}" for k, v in doc["counts"].items() if v or k in V.VERDICTS))
+    out("skipped points: " + (", ".join(f"{k} {v}" for k, v in doc["skipped"].items()) or "none"))
+    for line in doc["notes"]:
+        out(f"note: {line}")
+    rows = doc["rows"]
+    worst = sorted([r for r in rows if r["verdict"] != "not measured"], key=_badness, reverse=True)
+    out("")
+    out("worst changes:" if not show_all else "every judged metric:")
+    _print_table(rows if show_all else worst[:10], out)
+    for title, keys, src in (("only in base (not compared)", [k for k in bp if k not in np_], bp),
+                             ("only in new (not compared)", [k for k in np_ if k not in bp], np_)):
+        if keys:
+            out(f"\n{len(keys)} point(s) {title}:")
+            for k in keys:
+                out(f"  {src[k]['sweep']} {src[k]['label']} (status {src[k]['status']})")
+    out("")
+    bad = [r for r in rows if r["verdict"] == V.REGRESSION]
+    if doc["run_regression"]:
+        bad.append({"sweep": "run", "point": "", "metric": "status", "why": doc["run_regression"]})
+    if bad:
+        out(f"REGRESSION: {len(bad)} regression(s) beyond {tol:.1%}:")
+        for r in bad:
+            what = _change(r) if "ratio" in r else r.get("why", r["verdict"])
+            out(f"  {r['sweep']} {r['point']}: " + (f"{r['metric']} {what}" if "ratio" in r else what))
+        return
+    out(f"OK: {len(rows)} judged metric(s) of {len(set((r['sweep'], r['point']) for r in rows))} "
+        f"matched point(s), no regression beyond {tol:.1%}")
+
+
+def _change(r):
+    """'+20.0% [+18.1%, +22.3%]' (NEW/BASE - 1 with its interval), or the status change."""
+    if "ratio" not in r:
+        return r.get("why", r["verdict"])
+    return f"{r['ratio'] - 1:+.1%} [{r['lo'] - 1:+.1%}, {r['hi'] - 1:+.1%}]"
 
 
 def _num(v):
@@ -183,12 +374,17 @@ def _num(v):
     return f"{v:.4g}"
 
 
-def _print_table(headers, rows, out):
+def _print_table(rows, out):
     if not rows:
-        out("(no matched metrics)")
+        out("(no judged metrics)")
         return
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    headers = ["sweep", "point", "metric", "base", "new", "change [95% CI]", "n", "verdict"]
+    cells = [[r["sweep"], r["point"], r["metric"], _num(r.get("base")), _num(r.get("new")),
+              _change(r) if r["verdict"] != "not measured" else "",
+              f"{r['n_base']}/{r['n_new']}" if "n_base" in r else "", r["verdict"].upper()
+              if r["verdict"] in (V.REGRESSION, V.WARN) else r["verdict"]] for r in rows]
+    widths = [max(len(str(h)), *(len(str(c[i])) for c in cells)) for i, h in enumerate(headers)]
     out("  ".join(str(h).ljust(w) for h, w in zip(headers, widths)))
     out("  ".join("-" * w for w in widths))
-    for r in rows:
-        out("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    for c in cells:
+        out("  ".join(str(x).ljust(w) for x, w in zip(c, widths)))

@@ -404,3 +404,37 @@ def make_contention_run(path, world=4, feeders=1, phases=None, workloads=("triad
         if monitor:
             _monitor_group(g.create_group("monitor"), world, start, end, t_end, gpu, migrations)
     return path
+
+
+# ---- noisy per-iteration samples, for compare's statistics (tests/analysis/test_compare_stats.py) ----
+NOISY_SAMPLES = {"ring": ("forward_time_s", "backward_time_s", "total_time_s"),
+                 "coll": ("iteration_time_s",), "pingpong": ("one_way_time_s",)}
+
+
+def make_noisy_run(path, world=2, iterations=20, noise=0.02, factor=1.0, seed=0, config_text=None,
+                   **kw):
+    """make_run's file with every per-iteration time sample (NOISY_SAMPLES) replaced by
+    `iterations` samples of (the rank's median) x factor x (1 + noise x z), z standard normal
+    from `seed`, and the collectives' scalar times and rates scaled by factor to match.
+    config_text: replaces /run config_text (a run of different work)."""
+    make_run(path, world, **kw)
+    rng = np.random.default_rng(seed)
+    with h5py.File(path, "r+") as f:
+        if config_text is not None:
+            _sattr(f["run"], "config_text", config_text)
+        for sweep, names in NOISY_SAMPLES.items():
+            if sweep not in f["sweeps"]:
+                continue
+            g = f["sweeps"][sweep]
+            for name in names:
+                old = g[name][()]
+                med = np.median(old, axis=2, keepdims=True)
+                new = med * factor * (1.0 + noise * rng.standard_normal(old.shape[:2] + (iterations,)))
+                units = g[name].attrs["units"]
+                del g[name]
+                dataset(g, name, new, units, f"metric {name}", "metric")
+        if "coll" in f["sweeps"]:
+            g = f["sweeps/coll"]
+            for name, power in (("time_s", 1), ("group_time_s", 1), ("algbw_Bps", -1), ("busbw_Bps", -1)):
+                g[name][...] = g[name][()] * factor ** power
+    return path

@@ -296,20 +296,25 @@ class CompareTest(Base):
         return rc, buf.getvalue()
 
     def test_verdicts(self):
-        base = synthetic.make_run(self.path("base.h5"), 2)
-        same = synthetic.make_run(self.path("same.h5"), 2)
-        slow = synthetic.make_run(self.path("slow.h5"), 2, slow_factor=1.2)
-        slight = synthetic.make_run(self.path("slight.h5"), 2, slow_factor=1.03)
+        # noisy per-iteration samples (20 iterations): verdicts come from a bootstrap interval
+        base = synthetic.make_noisy_run(self.path("base.h5"), 2, seed=1)
+        same = synthetic.make_noisy_run(self.path("same.h5"), 2, seed=2)
+        slow = synthetic.make_noisy_run(self.path("slow.h5"), 2, seed=3, factor=1.2)
+        slight = synthetic.make_noisy_run(self.path("slight.h5"), 2, seed=4, factor=1.03, noise=0.005)
         self.assertEqual(self.run_compare(base, same)[0], 0)
         rc, out = self.run_compare(base, slow)
         self.assertEqual(rc, 1)
-        self.assertIn("REGRESSION", out)
-        self.assertIn("+20.0%", out)
+        self.assertIn("REGRESSION: ", out)
+        self.assertRegex(out, r"ring\s+seq_len=1024\s+total_time_s\s+\S+\s+\S+\s+\+2\d\.\d% \[")
         self.assertEqual(self.run_compare(base, slight)[0], 0)       # 3% < 5%
-        self.assertEqual(self.run_compare(base, slight, "--tolerance", "2%")[0], 1)
-        self.assertEqual(self.run_compare(base, slow, "--tolerance", "0.25")[0], 0)
-        self.assertEqual(self.run_compare(slow, base)[0], 0)         # faster is fine
-        self.assertEqual(self.run_compare(base, slow, "--metric", "peak_memory_bytes")[0], 0)
+        self.assertEqual(self.run_compare(base, slight, "--tolerance", "1%")[0], 1)
+        self.assertEqual(self.run_compare(base, slow, "--tolerance", "0.30")[0], 0)
+        rc, out = self.run_compare(slow, base)
+        self.assertEqual(rc, 0)                                      # faster is fine
+        self.assertIn("faster", out)
+        rc, out = self.run_compare(base, same, "--metric", "peak_memory_bytes", "--all")
+        self.assertIn("peak_memory_bytes", out)                     # --metric widens the set
+        self.assertIn("total_time_s", out)
         self.assertEqual(self.run_compare(base, slow, "--metric", "bogus")[0], 2)
         self.assertEqual(self.run_compare(base, self.path("nope.h5"))[0], 2)
 
@@ -325,8 +330,8 @@ class CompareTest(Base):
         self.assertIn("seq_len=4096", out)
 
     def test_compare_min_bytes_leaves_out_small_messages(self):
-        base = synthetic.make_run(self.path("base.h5"), 2)
-        new = synthetic.make_run(self.path("new.h5"), 2)
+        base = synthetic.make_noisy_run(self.path("base.h5"), 2, seed=1)
+        new = synthetic.make_noisy_run(self.path("new.h5"), 2, seed=2)
         with h5py.File(new, "r+") as f:  # only the 1 KiB collectives got slower
             g = f["sweeps/coll"]
             small = g["points/message_size_bytes"][()] == 1024
@@ -336,8 +341,10 @@ class CompareTest(Base):
                 v[:, small] *= factor
                 g[name][...] = v
         quiet = lambda *a, **k: None
-        self.assertEqual(compare.compare(base, new, 0.05, out=quiet), compare.EXIT_REGRESSION)
+        self.assertEqual(compare.compare(base, new, 0.05, out=quiet, min_bytes=0),
+                         compare.EXIT_REGRESSION)
         self.assertEqual(compare.compare(base, new, 0.05, out=quiet, min_bytes=65536), compare.EXIT_OK)
+        self.assertEqual(compare.compare(base, new, 0.05, out=quiet), compare.EXIT_OK)  # 1 MiB
 
     def test_tolerance_parsing(self):
         self.assertAlmostEqual(compare.parse_tolerance("5%"), 0.05)
@@ -363,14 +370,16 @@ class CompareTest(Base):
     def test_default_metrics_and_reduction(self):
         run = reader.load(synthetic.make_run(self.path("r2.h5"), 2, straggler=1))
         ring = run.sweeps["ring"]
-        self.assertEqual(sorted(compare.default_metrics(ring)),
-                         ["backward_time_s", "forward_time_s", "peak_memory_bytes", "total_tflops",
-                          "total_time_s"])
-        pts, units = compare._points(run, [])
+        self.assertEqual(compare.default_metrics(ring), ["total_time_s"])  # the headline
+        self.assertEqual(compare.default_metrics(run.sweeps["coll"]), ["busbw_Bps"])
+        pts, units, skipped = compare._points(run, ["total_tflops"], min_bytes=1 << 20)
+        self.assertEqual(skipped, {"below --min-bytes": 8 + 3})  # collectives + pingpong sizes
         rec = pts[("ring",) + tuple((k, reader._py(ring.points[k].iloc[0])) for k in ring.keys)]
         c, t, _ = synthetic.step_model(1024, 2)
-        self.assertAlmostEqual(rec["total_time_s"], 1.3 * 3 * 2 * max(c, t))  # slowest rank's median
-        self.assertAlmostEqual(rec["total_tflops"], float(ring.rank_values("total_tflops", 0).min()))
+        times = rec["metrics"]["total_time_s"]  # per iteration, the slowest rank (the straggler)
+        np.testing.assert_allclose(times, 1.3 * 3 * 2 * max(c, t) * np.array([0.9, 1.0, 1.2]))
+        tflops = rec["metrics"]["total_tflops"]  # the slowest rank's rate, spread by the times
+        self.assertAlmostEqual(float(np.median(tflops)), float(ring.rank_values("total_tflops", 0).min()))
 
 
 if __name__ == "__main__":
