@@ -115,14 +115,11 @@ NcclComm::~NcclComm() {
 }
 
 int abort_live_nccl_comms() noexcept {
-  // The registry keeps its entries: the process ends right after (the destructors never run).
-  std::vector<void*> comms;
-  {
-    std::lock_guard<std::mutex> lock(registry_mutex());
-    comms = registry();
-  }
-  for (void* c : comms) ncclCommAbort(static_cast<ncclComm_t>(c));
-  return static_cast<int>(comms.size());
+  // The lock is held through the aborts so that a destructor on the main thread cannot
+  // destroy a communicator being aborted (it waits; the process ends right after anyway).
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  for (void* c : registry()) ncclCommAbort(static_cast<ncclComm_t>(c));
+  return static_cast<int>(registry().size());
 }
 
 #else  // host-only build
