@@ -4,7 +4,8 @@
 # batch jobs with host-path configs, waits for each, checks their files and exit codes, and
 # always stops the daemons. JOBS (default scaling):
 #   scaling  slurm/ring_scaling.sbatch at 1 and 2 ranks (HDF5 files, report), then
-#            slurm/nightly.sbatch's verdicts 0, 1, 2 (CTest analysis_slurm)
+#            slurm/nightly.sbatch: verdicts 0-3 and 5, the baseline store kept and promoted
+#            (CTest analysis_slurm)
 #   tune     slurm/tune.sbatch on inputs/tuning_host.yaml: the policy and report, and the
 #            verdicts 0, 1, 2, 3, 4 (CTest analysis_slurm_tune)
 #   slurm_local_test.sh RINGBENCH_BIN SOURCE_DIR WORK_DIR [JOBS]
@@ -326,17 +327,44 @@ first_series="$work/results/ring_scaling_$first_job"
 
 # slurm/nightly.sbatch: its exit code is the verdict. The baseline is the 2-rank file of the
 # first series (same config), with its times scaled (below).
-nightly_job() {  # NAME EXPECTED_EXIT ENV...
+nightly_job() {  # NAME EXPECTED_EXIT ENV...; sets night_out (its log), night_dir (its results)
   local name="$1" expect="$2" job got
   shift 2
-  job="$(env "$@" sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 --gpus-per-node=0 --time=15 \
-          --output="$work/nightly-$name-%j.out" "$src/slurm/nightly.sbatch")" || fail "sbatch refused nightly ($name)"
+  job="$(env "$@" sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=1 \
+          --gpus-per-node=0 --time=15 --output="$work/nightly-$name-%j.out" "$src/slurm/nightly.sbatch")" \
+    || fail "sbatch refused nightly ($name)"
   job="${job%%;*}"
   got="$(wait_job "$job")"
-  echo "nightly $name: job $job ended '$got' (expected exit $expect)"
-  grep -v '^\[' "$work/nightly-$name-$job.out" | tail -n 25
+  night_out="$work/nightly-$name-$job.out"
+  night_dir="$work/results/nightly_$job"
+  night_secs="$(job_seconds "$job")"
+  echo "nightly $name: job $job ended '$got' after ${night_secs}s (expected exit $expect)"
+  grep -v '^\[' "$night_out" | tail -n 25
   [ "${got#* }" = "$expect" ] || fail "nightly ($name): exit code ${got#* }, expected $expect"
-  grep -q "VERDICT $expect" "$work/nightly-$name-$job.out" || fail "nightly ($name) did not print VERDICT $expect"
+  grep -q "VERDICT $expect" "$night_out" || fail "nightly ($name) did not print VERDICT $expect"
+  grep -q "VERDICT $expect" "$night_dir/verdict.txt" || fail "nightly ($name): no verdict.txt with VERDICT $expect"
+}
+job_seconds() {  # JOB -> its run time in seconds (scontrol's RunTime=[D-]HH:MM:SS)
+  scontrol show job "$1" 2>/dev/null | sed -n 's/.*RunTime=\([0-9:-]*\).*/\1/p' | head -n1 \
+    | awk -F'[-:]' '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }'
+}
+# A nightly that must end before its benchmark: no mpirun line, no file, within seconds.
+ended_early() {  # WHAT
+  ! grep -Eq '^\+ (mpirun|srun|ctest) ' "$night_out" || fail "nightly ($1) ran something before refusing"
+  [ ! -e "$night_dir/nightly.h5" ] || fail "nightly ($1) wrote a benchmark file"
+  [ "${night_secs:-99}" -le 20 ] || fail "nightly ($1) took ${night_secs}s, not seconds"
+}
+index_entries() {  # STORE -> "<entries> <file of current>" of the store's only kind
+  "$py" - "$1" <<'EOF'
+import json, os, sys
+idx = json.load(open(os.path.join(sys.argv[1], "index.json")))
+assert len(idx) == 1, f"{len(idx)} kinds in the store"
+(entries,) = idx.values()
+cur = [e["file"] for e in entries if e["current"]]
+assert len(cur) == 1, f"{len(cur)} current entries"
+assert all(os.path.isfile(os.path.join(sys.argv[1], e["file"])) for e in entries), "a kept file is missing"
+print(len(entries), cur[0])
+EOF
 }
 # Host timings on a 2-core CI machine running Slurm's daemons vary a lot between runs
 # (we saw 200x between two jobs), so the verdict jobs compare the ring attention metrics
@@ -349,10 +377,71 @@ scaled_baseline() {  # FACTOR OUT
 }
 scaled_baseline 1000.0 "$work/slow_baseline.h5"
 scaled_baseline 0.001 "$work/fast_baseline.h5"
-common=(RB_LAUNCHER=mpirun RINGBENCH_BUILD_DIR="$(dirname "$bin")" RB_RESULTS_DIR="$work/results"
+common=(RB_LAUNCHER=mpirun RINGBENCH_BUILD_DIR="$(dirname "$bin")" RB_SCRATCH="$work/results"
         RB_METRICS=total_time_s,forward_time_s,total_tflops)
+# The binary must be the checkout's HEAD. A developer's build directory may be older than the
+# checkout: then the other jobs run with RB_COMMIT_CHECK=0, and the refusal is tested below.
+bin_commit="$("$bin" --version | sed -n 's/.*(commit \([0-9a-f]*\).*/\1/p' | head -n1)"
+head_commit="$(git -C "$src" rev-parse HEAD 2>/dev/null)"
+if [ -z "$bin_commit" ] || [[ "$head_commit" != "$bin_commit"* ]]; then
+  echo "note: $bin is commit '$bin_commit', the checkout is '$head_commit': nightly jobs run with RB_COMMIT_CHECK=0"
+  common+=(RB_COMMIT_CHECK=0)
+fi
 nightly_job pass 0 "${common[@]}" RB_BASELINE="$work/slow_baseline.h5" RB_SKIP_TESTS="${RB_NIGHTLY_SKIP_TESTS:-0}"
 nightly_job regression 1 "${common[@]}" RB_BASELINE="$work/fast_baseline.h5" RB_SKIP_TESTS=1
-nightly_job no_baseline 2 "${common[@]}" RB_BASELINE="$work/none.h5" RB_SKIP_TESTS=1
-echo "PASS: sbatch slurm/ring_scaling.sbatch ran the scaling series with: ${launchers[*]}; slurm/nightly.sbatch gave verdicts 0, 1 and 2"
+
+# 5: a binary of another commit is refused before anything runs (a wrapper reporting commit 0...).
+printf '#!/bin/sh\n[ "$1" = --version ] && { echo "ringbench 0.1.0 (commit 000000000000)"; exit 0; }\nexec %q "$@"\n' \
+  "$bin" > "$work/old_ringbench"
+chmod +x "$work/old_ringbench"
+nightly_job old_binary 5 "${common[@]/RB_COMMIT_CHECK=0/RB_COMMIT_CHECK=1}" RINGBENCH_BIN="$work/old_ringbench" \
+  RB_BASELINE="$work/slow_baseline.h5"
+ended_early old_binary
+
+# 6: SIGUSR1 (what #SBATCH --signal=B:USR1@120 sends before the time limit) while the benchmark
+# runs (a wrapper that sleeps): the trap stops it and writes the verdict within seconds.
+printf '#!/bin/sh\n[ "$1" = --version ] && exec %q --version\nexec sleep 300\n' "$bin" > "$work/slow_ringbench"
+chmod +x "$work/slow_ringbench"
+job="$(env "${common[@]}" RINGBENCH_BIN="$work/slow_ringbench" RB_BASELINE="$work/slow_baseline.h5" RB_SKIP_TESTS=1 \
+        sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0 \
+        --time=15 --output="$work/nightly-signal-%j.out" "$src/slurm/nightly.sbatch")" || fail "sbatch refused nightly (signal)"
+job="${job%%;*}"
+for _ in $(seq 1 60); do grep -q '^+ mpirun' "$work/nightly-signal-$job.out" 2>/dev/null && break; sleep 1; done
+grep -q '^+ mpirun' "$work/nightly-signal-$job.out" || fail "nightly (signal) never started its benchmark"
+sleep 2
+scancel --signal=USR1 --batch "$job" || fail "scancel --signal=USR1 failed"
+got="$(wait_job "$job")"
+echo "nightly signal: job $job ended '$got' (expected exit 6)"
+grep -v '^\[' "$work/nightly-signal-$job.out" | tail -n 8
+[ "${got#* }" = 6 ] || fail "nightly (signal): exit code ${got#* }, expected 6"
+grep -q "VERDICT 6" "$work/results/nightly_$job/verdict.txt" || fail "nightly (signal): no verdict.txt with VERDICT 6"
+[ "$(job_seconds "$job")" -le 60 ] || fail "nightly (signal): the trap waited for the benchmark"
+
+# The baseline store (rb-analysis baseline). 2: none for this machine kind, found in seconds.
+store="$work/baselines"
+nightly_job no_baseline 2 "${common[@]}" RB_BASELINE_STORE="$store" RB_SKIP_TESTS=0
+ended_early no_baseline
+[ ! -e "$store/index.json" ] || fail "nightly (no_baseline) created a store index"
+# 3 on a GPU partition whose GPU tests all skip (this CPU build's GPU tests skip).
+nightly_job all_skipped 3 "${common[@]}" RB_BASELINE_STORE="$store" RB_UPDATE_BASELINE=1 RB_GPU_PARTITION=1
+grep -q "no GPU test ran" "$night_out" || fail "nightly (all_skipped) did not say why"
+[ ! -e "$night_dir/nightly.h5" ] || fail "nightly (all_skipped) ran the benchmark"
+# The first night stores itself; a passing night leaves the baseline alone; RB_PROMOTE=1 adds
+# a history entry and moves current, keeping the first file.
+loose=("${common[@]}" RB_BASELINE_STORE="$store" RB_SKIP_TESTS=1 RB_TOLERANCE=100000%)
+nightly_job first 0 "${loose[@]}" RB_UPDATE_BASELINE=1
+[ "$(index_entries "$store")" ] || fail "nightly (first): no valid store index"
+first_entry="$(index_entries "$store")"
+[ "${first_entry%% *}" = 1 ] || fail "nightly (first): store has '$first_entry', expected 1 entry"
+sum_before="$(cat "$store/index.json" "$store/${first_entry#* }" | sha256sum)"
+nightly_job kept 0 "${loose[@]}"
+grep -q "baseline $store/${first_entry#* }" "$night_out" || fail "nightly (kept) did not use the store's baseline"
+[ "$(cat "$store/index.json" "$store/${first_entry#* }" | sha256sum)" = "$sum_before" ] \
+  || fail "nightly (kept): a passing night without RB_PROMOTE changed the baseline"
+nightly_job promoted 0 "${loose[@]}" RB_PROMOTE=1
+after="$(index_entries "$store")" || fail "nightly (promoted): the store index is not valid"
+[ "${after%% *}" = 2 ] || fail "nightly (promoted): store has '$after', expected 2 entries"
+[ "${after#* }" != "${first_entry#* }" ] || fail "nightly (promoted): current did not move"
+"$src/analysis/rb-analysis" baseline show --store "$store"
+echo "PASS: sbatch slurm/ring_scaling.sbatch ran the scaling series with: ${launchers[*]}; slurm/nightly.sbatch gave verdicts 0, 1, 2 (fast), 3 (all GPU tests skipped), 5 (fast), 6 (SIGUSR1), kept its baseline and promoted only with RB_PROMOTE=1"
 exit 0
