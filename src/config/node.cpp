@@ -57,12 +57,6 @@ std::size_t levenshtein(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
-
 // How a found value is shown after "got": short, one line, never the whole document.
 std::string describe(const YAML::Node& n) {
   if (!n.IsDefined()) return "nothing";
@@ -245,6 +239,12 @@ Location location_of(const std::string& file, const YAML::Mark& mark) {
 }
 
 }  // namespace
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
 
 ConfigError::ConfigError(Location where, std::string key, std::string message)
     : std::runtime_error(format_what(where, key, message)),

@@ -36,6 +36,9 @@ class ConfigError : public std::runtime_error {
 // to be a plausible typo, otherwise an empty string.
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
+// items joined by sep ("a, b, c"): lists in messages and in text attributes.
+std::string join(const std::vector<std::string>& items, const std::string& sep);
+
 class Node {
  public:
   Node() = default;

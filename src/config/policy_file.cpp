@@ -49,8 +49,7 @@ const attn::KernelPath& known_path(const cfg::Node& n, const std::string& key, a
   const std::string name = n.get_string(key, "");
   if (const attn::KernelPath* row = attn::find_kernel_path(name, device)) return *row;
   const auto names = path_names(device);
-  std::string list;
-  for (const auto& s : names) list += (list.empty() ? "" : ", ") + s;
+  const std::string list = cfg::join(names, ", ");
   const std::string hint = cfg::did_you_mean(name, names);
   n.fail(key, "unknown kernel path '" + name + "' for device " + attn::to_string(device) + " (" +
                   list + ")" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));

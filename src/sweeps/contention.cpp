@@ -300,19 +300,13 @@ void fill_table(h5::PointsTable& t, const Params& p, const std::vector<Point>& p
   }
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 void write_attributes(h5::Group& out, const Params& p) {
   std::vector<std::string> phases, described;
   for (const Phase& ph : p.phases) phases.push_back(ph.name);
   for (const auto& w : p.workloads) described.push_back(w + ": " + describe_workload(p, w));
-  out.attr("phases", joined(phases));
-  out.attr("workloads", joined(p.workloads));
-  out.attr("workload_descriptions", joined(described));
+  out.attr("phases", cfg::join(phases, ", "));
+  out.attr("workloads", cfg::join(p.workloads, ", "));
+  out.attr("workload_descriptions", cfg::join(described, ", "));
   out.attr("feeders", static_cast<std::int64_t>(p.feeders));
   out.attr("measuring_ranks", static_cast<std::int64_t>(p.measuring_ranks()));
   out.attr("iterations", p.iterations);

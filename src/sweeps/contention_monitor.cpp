@@ -83,12 +83,6 @@ h5::Meta metric(const std::string& units, const std::string& description) {
   return {units, description, "metric"};
 }
 
-std::string joined(const std::vector<std::string>& lines) {
-  std::string s;
-  for (const auto& l : lines) s += (s.empty() ? "" : "\n") + l;
-  return s;
-}
-
 void write_who(h5::Group& g, const Monitor& m, const MonitorOptions& o, double stop_s,
                std::size_t samples) {
   g.write_per_rank_string("gpu_pci_bus_id", o.gpu_pci_bus_id,
@@ -99,7 +93,7 @@ void write_who(h5::Group& g, const Monitor& m, const MonitorOptions& o, double s
                    metric("1", "samples this rank's monitor took (rows past it are NaN padding)"));
   g.write_per_rank("stop_s", stop_s,
                    metric("s", "Monitor::now() when this rank's monitor stopped, after the last phase"));
-  g.write_per_rank_string("unavailable", joined(m.unavailable()),
+  g.write_per_rank_string("unavailable", cfg::join(m.unavailable(), "\n"),
                           metric("1", "metric families unavailable on this rank and why, one per line"));
 }
 

@@ -104,9 +104,7 @@ void KernelTuningSweep::write_attributes(h5::Group& out) const {
   out.attr("num_heads", static_cast<std::int64_t>(p_.num_heads));
   out.attr("block_rows", p_.block_rows);
   out.attr("head_dims", p_.head_dims);
-  std::string dtypes;
-  for (const auto& d : p_.dtypes) dtypes += (dtypes.empty() ? "" : ", ") + d;
-  out.attr("dtypes", dtypes);
+  out.attr("dtypes", cfg::join(p_.dtypes, ", "));
   out.attr("causal", causal);
   out.attr("segment_lengths", segments);
   out.attr("dilation_rates", rates);

@@ -357,9 +357,7 @@ void RingAttentionSweep::write_attributes(h5::Group& out, const attn::AttentionB
   out.attr("transport", host ? "mpi" : "nccl");
   out.attr("flop_convention", kFlopConvention);
   if (!host) return;
-  std::string stored;
-  for (const auto& d : p_.dtypes) stored += (stored.empty() ? "" : ", ") + d;
-  const std::string note = "host path: Q/K/V/dO stored as " + stored +
+  const std::string note = "host path: Q/K/V/dO stored as " + cfg::join(p_.dtypes, ", ") +
                            ", converted to fp32 for compute; outputs, log-sum-exp and "
                            "gradient accumulators fp32";
   out.attr("precision_note", note);
