@@ -12,10 +12,12 @@
 
 #include "config/config.hpp"
 #include "config/node.hpp"
+#include "expect_error.hpp"
 
 namespace {
 
 using rb::cfg::ConfigError;
+using rb::test::expect_error;
 using rb::cfg::Node;
 
 // A Node over a YAML snippet, as a sweep parser would see its own map.
@@ -44,19 +46,6 @@ void load_and_validate(const std::string& text) {
   for (const rb::SweepSpec& s : c.sweeps) parse_like_a_sweep(s);
 }
 
-// Catches the ConfigError of `f`; fails the test if none (or another exception) is thrown.
-template <class F>
-ConfigError expect_error(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e;
-  } catch (const std::exception& e) {
-    FAIL("expected a ConfigError, got another exception: " << e.what());
-  }
-  FAIL("expected a ConfigError, but nothing was thrown");
-  throw;  // unreachable: FAIL throws
-}
 
 std::filesystem::path scratch_dir() {
   auto dir = std::filesystem::temp_directory_path() /

@@ -17,10 +17,12 @@
 #include "config/sha256.hpp"
 #include "kernel_paths.hpp"
 #include "kernel_policy.hpp"
+#include "expect_error.hpp"
 
 namespace {
 
 using rb::cfg::ConfigError;
+using rb::test::expect_error;
 using rb::attn::DType;
 using rb::attn::PolicyShape;
 
@@ -95,19 +97,6 @@ int line_of(const std::string& text, const std::string& needle, int nth = 0) {
   return line;
 }
 
-// The ConfigError of `f`; fails the test if none (or another exception) is thrown.
-template <class F>
-ConfigError expect_error(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e;
-  } catch (const std::exception& e) {
-    FAIL("expected a ConfigError, got another exception: " << e.what());
-  }
-  FAIL("expected a ConfigError, but nothing was thrown");
-  throw;  // unreachable: FAIL throws
-}
 
 // A refusal of policy `text`: it names the policy file, `key` and `line`, and says `says`.
 void check_refused(const std::string& text, const std::string& key, int line,
