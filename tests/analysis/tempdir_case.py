@@ -1,7 +1,19 @@
-"""The base of the analysis unit tests: each test gets its own temporary folder."""
+"""Set-up shared by the analysis unit tests: analysis/ on the import path, a skip (exit 77)
+where h5py or numpy is missing, and a temporary folder per test (TempDirCase). Import it first,
+after putting this folder on sys.path."""
 import os
+import sys
 import tempfile
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+
+try:
+    import h5py  # noqa: F401
+    import numpy  # noqa: F401
+except ImportError as exc:  # pragma: no cover
+    print(f"SKIPPED: {exc}")
+    sys.exit(77)
 
 
 class TempDirCase(unittest.TestCase):

@@ -11,19 +11,14 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "analysis"))
+from tempdir_case import TempDirCase  # noqa: E402  (first: analysis/ on the path, skip without h5py)
 
-try:
-    import h5py
-    import numpy as np
-except ImportError as exc:  # pragma: no cover
-    print(f"SKIPPED: {exc}")
-    sys.exit(77)
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
 
 import synthetic  # noqa: E402
 from ringbench_analysis import contention, reader, report  # noqa: E402
 from ringbench_analysis.__main__ import main as cli  # noqa: E402
-from tempdir_case import TempDirCase  # noqa: E402
 
 MODEL = synthetic.CONTENTION_MODEL
 PNG = b"\x89PNG\r\n\x1a\n"
