@@ -33,8 +33,9 @@ def _run(argv):
 
     c = sub.add_parser("compare", help="compare two runs point by point; exit 1 on a regression",
                        description="Judges each matched point's headline metric with a bootstrap "
-                                   "interval of the ratio of medians NEW/BASE (docs/analysis.md) and "
-                                   "prints a summary. Exit 0: no regression; 1: a regression (the "
+                                   "interval of the change NEW/BASE of a low quantile of its "
+                                   "per-iteration samples, and with --history the point's "
+                                   "night-to-night noise (docs/analysis.md); prints a summary. Exit 0: no regression; 1: a regression (the "
                                    "whole interval beyond the tolerance, or a point/run failed in NEW "
                                    "only); 2: the files could not be compared or measure different "
                                    "work (config, world size, nodes, GPU model).")
@@ -53,6 +54,18 @@ def _run(argv):
                    help="print every judged metric, not only the ten worst changes")
     c.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the result as JSON to FILE, or alone to stdout without FILE")
+    c.add_argument("--quantile", type=float, default=0.2, metavar="Q",
+                   help="statistic of each point: the Q quantile of times, 1-Q of rates "
+                        "(default 0.2: the fast end, which interference does not move; 0.5: medians)")
+    c.add_argument("--history", action="append", default=[], metavar="DIR|RUN.h5",
+                   help="earlier runs of BASE's work: a baseline store (its entries of BASE's "
+                        "machine kind) or files (repeatable); gives each point's night-to-night "
+                        "noise, which a regression must also clear")
+    c.add_argument("--nights", type=int, default=10, metavar="N",
+                   help="use the last N history runs (default 10)")
+    c.add_argument("--trend", metavar="TEXT",
+                   help="print the history, BASE and NEW of the judged points whose "
+                        "'sweep point metric' contains TEXT")
 
     t = sub.add_parser("table", help="print one sweep's table (one row per point and rank) as CSV")
     t.add_argument("file", metavar="RUN.h5")
@@ -90,7 +103,9 @@ def _run(argv):
                 return compare.compare(args.base, args.new, tol, metrics,
                                        min_bytes=compare.parse_bytes(args.min_bytes),
                                        allow_different=args.allow_different,
-                                       show_all=args.show_all, json_to=args.json)
+                                       show_all=args.show_all, json_to=args.json,
+                                       quantile=args.quantile, history=args.history,
+                                       nights=args.nights, trend=args.trend)
             except compare.CompareError as e:
                 print(f"rb-analysis compare: {e}", file=sys.stderr)
                 return compare.EXIT_ERROR

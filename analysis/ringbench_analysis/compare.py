@@ -4,10 +4,12 @@ Points are matched by sweep name and every key of the point (the datasets under
 <sweep>/points/), never by position. By default one headline metric per point kind is judged
 (HEADLINE: ring attention's total time, collectives' bus bandwidth at message sizes of at
 least --min-bytes, p2p bandwidth and latency, compute TFLOP/s, memory bandwidth); --metric
-adds more. Each metric is judged on samples, not on one median (see samples()): per-iteration
-values reduced over ranks the way they limit the run (times: the slowest rank per iteration),
-or per-rank values where the file keeps one number per rank. verdict.judge gives ok / faster /
-warn / regression from a bootstrap interval of the ratio of medians NEW/BASE.
+adds more. Each metric is judged on samples, not on one number (see samples()): per-iteration
+values reduced over ranks the way they limit the run (times: the slowest rank per iteration;
+compute and memory, which measure each device on its own: every rank's iterations), or
+per-rank values where the file keeps one number per rank. verdict.judge gives ok / faster /
+warn / regression from a bootstrap interval of the change of a low quantile (verdict.QUANTILE)
+NEW/BASE, and, with --history, the point's night-to-night noise (history.py).
 
 Exit codes: 0 no regression; 1 at least one regression (a whole interval beyond the
 tolerance, a point ok in BASE and failed/oom in NEW, or NEW's run failed where BASE's did
@@ -19,7 +21,7 @@ import math
 
 import numpy as np
 
-from . import reader, verdict as V
+from . import history as H, reader, verdict as V
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 DEFAULT_MIN_BYTES = 1 << 20
@@ -36,6 +38,9 @@ HEADLINE = {
 # Sweep types whose message-size key --min-bytes filters (latency-bound sizes move by tens of
 # percent between two allocations of the same machine: a nightly check keeping them cries wolf).
 SIZED_TYPES = ("collectives", "host_pingpong")
+# Sweep types whose points measure each rank's own device (a GEMM, a stream): one rank's bad
+# moment is not the point's figure, so every rank's iterations are the samples.
+PER_DEVICE_TYPES = ("compute", "memory")
 # /run config keys that name or place a run without changing what it measures.
 NON_WORK_RUN_KEYS = ("name", "output_dir")
 
@@ -128,19 +133,38 @@ def samples(sweep, metric, point):
     - a scalar metric of a sweep with per-iteration times: the limiting rank's value spread
       as the slowest rank's per-iteration times (value x t_i / median t for times, value x
       median t / t_i for rates), so the median is the value and the spread is measured;
+      compute and memory: each rank's value spread by its own times, all ranks together;
     - otherwise one value per rank (p2p pairs: the two ranks of the pair)."""
     d = direction(sweep.units.get(metric), metric) or -1
     v = sweep.array(metric)[:, point]
     if v.ndim > 1:
         return _limiting(np.asarray(v, dtype=float).reshape(v.shape[0], -1), d)
+    if sweep.type in PER_DEVICE_TYPES and "iteration_time_s" in sweep.metrics:
+        return _per_device(sweep, v, point, d)
     vals = reader.numbers(v)
     vals = vals[np.isfinite(vals)]
     t = _iteration_times(sweep, point)
     if t is None or not t.size or not vals.size or np.median(t) <= 0:
         return vals
     ref = vals.max() if d < 0 else vals.min()
-    spread = t / np.median(t)
-    return ref * spread if d < 0 else ref / spread
+    return _spread(ref, t, d)
+
+
+def _spread(value, t, d):
+    s = t / np.median(t)
+    return value * s if d < 0 else value / s
+
+
+def _per_device(sweep, v, point, d):
+    """Every rank's value spread by that rank's own per-iteration times, concatenated."""
+    vals = reader.numbers(v)
+    t = np.asarray(sweep.metrics["iteration_time_s"][:, point], dtype=float).reshape(len(vals), -1)
+    out = []
+    for value, tr in zip(vals, t):
+        tr = tr[np.isfinite(tr)]
+        if np.isfinite(value) and tr.size and np.median(tr) > 0:
+            out.append(_spread(value, tr, d))
+    return np.concatenate(out) if out else np.array([])
 
 
 def _skip_reason(sweep, point, keys, min_bytes):
@@ -245,7 +269,7 @@ def _check_metrics(base, new, metrics):
                            + ", ".join(sorted(known)))
 
 
-def _judge_point(b, n, units, tolerance):
+def _judge_point(key, b, n, units, opts, hist):
     """Rows (dicts) of one matched point: its status change and one per metric."""
     rows = []
     base_row = {"sweep": b["sweep"], "point": b["label"]}
@@ -255,23 +279,58 @@ def _judge_point(b, n, units, tolerance):
     for m, bs in b["metrics"].items():
         ns = n["metrics"].get(m)
         row = dict(base_row, metric=m, units=units.get(m, ""))
-        j = V.judge(bs, ns, tolerance, direction(units.get(m), m) > 0) \
+        hib = direction(units.get(m), m) > 0
+        noise = hist["noise"].get(key, {}).get(m)
+        j = V.judge(bs, ns, opts["tolerance"], hib, opts["quantile"], noise) \
             if bs is not None and ns is not None else None
         if j is None:
             rows.append(dict(row, verdict="not measured"))
             continue
-        row.update(j, base=float(np.median(bs)), new=float(np.median(ns)))
+        row.update(j, base=float(V.statistic(bs, opts["quantile"], hib)),
+                   new=float(V.statistic(ns, opts["quantile"], hib)), noise=noise)
+        if hist["dates"]:
+            row["history"] = [x[key][m] if m in x.get(key, {}) else None for x in hist["stats"]]
         rows.append(row)
     return rows
 
 
+def _history(paths, last, base_path, base_run, bp, units, quantile, notes):
+    """{dates, stats (per night), noise}: the nights of BASE's work among `paths` (history.py);
+    nights of other work are left out and named in `notes`."""
+    hist = {"dates": [], "stats": [], "noise": {}}
+    if not paths:
+        return hist
+    series = {}
+    for date, path in H.nights(paths, base_path, last):
+        run = reader.load(path)
+        diffs, _ = comparability(base_run, run)
+        if diffs:
+            notes.append(f"history: {path} left out (other work: {diffs[0]})")
+            continue
+        pts, _, _ = _points(run, list(units), 0)
+        st = H.stats_of(pts, units, quantile, direction)
+        hist["dates"].append(date)
+        hist["stats"].append(st)
+        H.add_night(series, st)
+    H.add_night(series, H.stats_of(bp, units, quantile, direction))
+    hist["noise"] = H.noise(series)
+    notes.append(f"history: {len(hist['dates'])} earlier night(s) + base; noise known for "
+                 f"{len(hist['noise'])} point(s) (>= {H.MIN_NIGHTS} nights)")
+    return hist
+
+
 def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
-            min_bytes=DEFAULT_MIN_BYTES, allow_different=False, show_all=False, json_to=None):
+            min_bytes=DEFAULT_MIN_BYTES, allow_different=False, show_all=False, json_to=None,
+            quantile=V.QUANTILE, history=(), nights=10, trend=None):
     """Prints the summary (and with show_all every row); json_to: "-" prints only the JSON
-    document to stdout, a path writes it there. Returns the exit code."""
+    document to stdout, a path writes it there. history: store dirs or earlier runs of BASE's
+    work (the last `nights` of them); trend: print those nights for points matching it.
+    Returns the exit code."""
     base, new = reader.load(base_path), reader.load(new_path)
     metrics = list(metrics or [])
     _check_metrics(base, new, metrics)
+    if not 0.0 < quantile < 1.0:
+        raise CompareError(f"--quantile {quantile}: must be between 0 and 1 (0.5 = medians)")
     text = (lambda *a, **k: None) if json_to == "-" else out
     diffs, notes = comparability(base, new)
     if diffs and not allow_different:
@@ -284,29 +343,44 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
     if not matched:
         raise CompareError("no point of the two files matched (different sweeps or configs?); "
                            f"base has {len(bp)} point(s), new has {len(np_)}")
-    rows = [r for k in matched for r in _judge_point(bp[k], np_[k], units, tolerance)]
+    hist = _history(history, nights, base_path, base, bp, units, quantile, notes)
+    opts = {"tolerance": tolerance, "quantile": quantile}
+    rows = [r for k in matched for r in _judge_point(k, bp[k], np_[k], units, opts, hist)]
     run_regression = ""
     if base.status == "complete" and new.status != "complete":
         run_regression = f"new run status '{new.status}'" + (f": {new.failure}" if new.failure else "")
-    skipped.update({"only in base": len([k for k in bp if k not in np_]),
-                    "only in new": len([k for k in np_ if k not in bp])})
-    for reason, n in skipped_new.items():  # the same points, counted once (new's count if larger)
-        skipped[reason] = max(skipped.get(reason, 0), n)
-    skipped = {k: v for k, v in skipped.items() if v}
+    _count_skipped(skipped, skipped_new, bp, np_)
     notes += [f"diff (allowed): {d}" for d in diffs]
     notes += [f"{tag}: {line}" for r, tag in ((base, "base"), (new, "new")) for line in r.problems()]
     code = EXIT_REGRESSION if (run_regression or any(r["verdict"] == V.REGRESSION for r in rows)) \
         else EXIT_OK
     doc = {"base": str(base_path), "new": str(new_path), "tolerance": tolerance,
-           "min_bytes": min_bytes, "exit_code": code, "counts": _counts(rows), "skipped": skipped,
+           "quantile": quantile, "min_bytes": min_bytes, "history": hist["dates"],
+           "exit_code": code, "counts": _counts(rows), "skipped": skipped,
            "run_regression": run_regression, "notes": notes, "rows": rows}
     _print_text(doc, base, new, text, show_all, bp, np_)
+    if trend:
+        for line in H.trend_lines(rows, hist["dates"], trend, lambda m: units.get(m, "")):
+            text(line)
+    _write_json(doc, json_to, out)
+    return code
+
+
+def _count_skipped(skipped, skipped_new, bp, np_):
+    skipped.update({"only in base": len([k for k in bp if k not in np_]),
+                    "only in new": len([k for k in np_ if k not in bp])})
+    for reason, n in skipped_new.items():  # the same points, counted once (new's count if larger)
+        skipped[reason] = max(skipped.get(reason, 0), n)
+    for k in [k for k, v in skipped.items() if not v]:
+        del skipped[k]
+
+
+def _write_json(doc, json_to, out):
     if json_to == "-":
         out(json.dumps(doc, indent=1, default=_jsonable))
     elif json_to:
         with open(json_to, "w") as f:
             json.dump(doc, f, indent=1, default=_jsonable)
-    return code
 
 
 def _jsonable(v):
@@ -330,8 +404,15 @@ def _print_text(doc, base, new, out, show_all, bp, np_):
     tol = doc["tolerance"]
     out(f"compare: base {doc['base']} (status {base.status}, {base.world_size} ranks)")
     out(f"         new  {doc['new']} (status {new.status}, {new.world_size} ranks)")
+    q = doc["quantile"]
+    stat = "medians" if q == 0.5 else f"p{100 * q:g} of times (p{100 * (1 - q):g} of rates)"
     out(f"tolerance {tol:.1%}; {V.LEVEL:.0%} bootstrap interval ({V.RESAMPLES} resamples) of the "
-        "ratio of medians NEW/BASE; times: slowest rank per iteration, rates: slowest rank")
+        f"change of {stat} NEW/BASE; times: slowest rank per iteration, rates: slowest rank "
+        "(compute, memory: every rank)")
+    if doc["history"]:
+        out(f"history: {len(doc['history'])} earlier night(s) ({doc['history'][0]} .. "
+            f"{doc['history'][-1]}); a regression must also clear {V.NOISE_SIGMAS:g} x the "
+            "point's night-to-night noise")
     out("verdicts: " + ", ".join(f"{k} {v}" for k, v in doc["counts"].items() if v or k in V.VERDICTS))
     out("skipped points: " + (", ".join(f"{k} {v}" for k, v in doc["skipped"].items()) or "none"))
     for line in doc["notes"]:
@@ -378,11 +459,15 @@ def _print_table(rows, out):
     if not rows:
         out("(no judged metrics)")
         return
-    headers = ["sweep", "point", "metric", "base", "new", "change [95% CI]", "n", "verdict"]
+    noisy = any(r.get("noise") for r in rows)
+    headers = ["sweep", "point", "metric", "base", "new", "change [95% CI]", "n"] + \
+        (["noise"] if noisy else []) + ["verdict"]
     cells = [[r["sweep"], r["point"], r["metric"], _num(r.get("base")), _num(r.get("new")),
               _change(r) if r["verdict"] != "not measured" else "",
-              f"{r['n_base']}/{r['n_new']}" if "n_base" in r else "", r["verdict"].upper()
-              if r["verdict"] in (V.REGRESSION, V.WARN) else r["verdict"]] for r in rows]
+              f"{r['n_base']}/{r['n_new']}" if "n_base" in r else ""] +
+             ([f"{r['noise']:.1%}" if r.get("noise") else "-"] if noisy else []) +
+             [r["verdict"].upper() if r["verdict"] in (V.REGRESSION, V.WARN) else r["verdict"]]
+             for r in rows]
     widths = [max(len(str(h)), *(len(str(c[i])) for c in cells)) for i, h in enumerate(headers)]
     out("  ".join(str(h).ljust(w) for h, w in zip(headers, widths)))
     out("  ".join("-" * w for w in widths))

@@ -1,9 +1,18 @@
-"""Statistics of compare: a bootstrap confidence interval of the ratio of medians NEW/BASE,
-and the verdict it gives against a tolerance.
+"""Statistics of compare: a bootstrap confidence interval of the change NEW/BASE of one point,
+and the verdict it gives against a tolerance and the point's night-to-night noise.
 
 Samples are per-iteration (or, where a metric has one value per rank, per-rank) numbers of one
-point. The ratio is always read as "how much worse": for times (lower is better) NEW/BASE, for
-rates (higher is better) BASE/NEW, so 1.20 means 20 % worse in both.
+point. The statistic is a low quantile of the times (QUANTILE, default the 20th percentile;
+for rates the matching high quantile): on a shared machine interference only ever adds time
+(a neighbour's burst, a preempted rank), so the fast end of a point's iterations is what the
+code costs, and it moves when the code gets slower. The median would move with every burst
+that covers half the iterations. The ratio is always read as "how much worse": for times NEW/
+BASE, for rates BASE/NEW, so 1.20 means 20 % worse in both.
+
+Within one run, iterations are taken back to back, so their spread misses what changes from
+one run to the next (which cores, which neighbours, the allocation's memory layout). Where the
+baseline's history gives that night-to-night spread (history.py), a regression must clear the
+tolerance by NOISE_SIGMAS of it too.
 """
 import math
 
@@ -13,33 +22,53 @@ RESAMPLES = 2000
 SEED = 20261123      # fixed: the same two files always give the same interval and verdict
 MIN_SAMPLES = 5      # below this a bootstrap interval means little: at most a warning
 LEVEL = 0.95
+QUANTILE = 0.2       # of times (rates: 1 - QUANTILE); 0.5 = medians
+NOISE_SIGMAS = 3.0   # night-to-night standard deviations a regression must clear
 
 OK, FASTER, WARN, REGRESSION = "ok", "faster", "warn", "regression"
 VERDICTS = (REGRESSION, WARN, FASTER, OK)  # worst first
 
 
-def bootstrap_ratio(base, new, resamples=RESAMPLES, seed=SEED, level=LEVEL):
-    """(median(new)/median(base), lower, upper) with a percentile bootstrap interval: both
-    sample sets resampled with replacement, all resamples at once (one numpy draw each)."""
+def statistic(x, quantile=QUANTILE, higher_is_better=False, axis=None):
+    """The point's value: the `quantile` of times, the 1 - `quantile` of rates (both the
+    "fast" end). quantile 0.5 is the median either way."""
+    return np.quantile(x, 1.0 - quantile if higher_is_better else quantile, axis=axis)
+
+
+def bootstrap_ratio(base, new, quantile=QUANTILE, higher_is_better=False, resamples=RESAMPLES,
+                    seed=SEED, level=LEVEL):
+    """(stat(new)/stat(base), lower, upper) with a percentile bootstrap interval: both sample
+    sets resampled with replacement, all resamples at once (one numpy draw each)."""
     base = np.asarray(base, dtype=float)
     new = np.asarray(new, dtype=float)
-    point = float(np.median(new) / np.median(base))
+    point = float(statistic(new, quantile, higher_is_better) /
+                  statistic(base, quantile, higher_is_better))
     rng = np.random.default_rng(seed)
-    mb = np.median(base[rng.integers(0, base.size, size=(resamples, base.size))], axis=1)
-    mn = np.median(new[rng.integers(0, new.size, size=(resamples, new.size))], axis=1)
+    mb = statistic(base[rng.integers(0, base.size, size=(resamples, base.size))], quantile,
+                   higher_is_better, axis=1)
+    mn = statistic(new[rng.integers(0, new.size, size=(resamples, new.size))], quantile,
+                   higher_is_better, axis=1)
     tail = 100.0 * (1.0 - level) / 2.0
     lo, hi = np.percentile(mn / mb, [tail, 100.0 - tail])
     return point, float(lo), float(hi)
 
 
-def judge(base, new, tolerance, higher_is_better=False):
-    """dict(ratio, lo, hi, worse, worse_lo, worse_hi, n_base, n_new, verdict).
+def noise_margin(noise):
+    """Factor a change must clear beyond the tolerance, given the point's night-to-night
+    standard deviation of log(statistic) (0 or None: unknown, no margin)."""
+    return math.exp(NOISE_SIGMAS * noise) if noise else 1.0
 
-    worse* are the "how much worse" ratios (1.0 = unchanged). Verdicts:
-      regression  the whole interval is beyond 1 + tolerance (and >= MIN_SAMPLES each side)
-      warn        the median ratio is beyond 1 + tolerance but the interval crosses it, or
-                  it is beyond with fewer than MIN_SAMPLES samples on a side (unless separated())
-      faster      the whole interval is better than 1 - tolerance
+
+def judge(base, new, tolerance, higher_is_better=False, quantile=QUANTILE, noise=None):
+    """dict(ratio, lo, hi, worse, worse_lo, worse_hi, n_base, n_new, limit, verdict).
+
+    worse* are the "how much worse" ratios (1.0 = unchanged); limit = (1 + tolerance) x the
+    noise margin. Verdicts:
+      regression  the whole interval is beyond the limit (and >= MIN_SAMPLES each side)
+      warn        the change is beyond 1 + tolerance but its interval is not beyond the
+                  limit, or it is beyond with fewer than MIN_SAMPLES samples on a side (unless
+                  separated())
+      faster      the whole interval is better than (1 - tolerance) / margin
       ok          otherwise
     """
     base = np.asarray(base, dtype=float)
@@ -47,23 +76,25 @@ def judge(base, new, tolerance, higher_is_better=False):
     base, new = base[np.isfinite(base)], new[np.isfinite(new)]
     if base.size == 0 or new.size == 0 or np.median(base) <= 0 or np.median(new) <= 0:
         return None
-    ratio, lo, hi = bootstrap_ratio(base, new)
+    ratio, lo, hi = bootstrap_ratio(base, new, quantile, higher_is_better)
     if higher_is_better:  # worse = base/new: the interval flips
         worse, worse_lo, worse_hi = 1.0 / ratio, 1.0 / hi, 1.0 / lo
     else:
         worse, worse_lo, worse_hi = ratio, lo, hi
     few = min(base.size, new.size) < MIN_SAMPLES
-    limit = 1.0 + tolerance
-    if (worse_lo > limit and not few) or (few and separated(base, new, tolerance, higher_is_better)):
+    margin = noise_margin(noise)
+    limit = (1.0 + tolerance) * margin
+    if (worse_lo > limit and not few) or \
+            (few and separated(base, new, limit - 1.0, higher_is_better)):
         verdict = REGRESSION
-    elif worse > limit:
+    elif worse > 1.0 + tolerance:
         verdict = WARN
-    elif worse_hi < 1.0 - tolerance and not few:
+    elif worse_hi < (1.0 - tolerance) / margin and not few:
         verdict = FASTER
     else:
         verdict = OK
     return dict(ratio=ratio, lo=lo, hi=hi, worse=worse, worse_lo=worse_lo, worse_hi=worse_hi,
-                n_base=int(base.size), n_new=int(new.size), verdict=verdict)
+                n_base=int(base.size), n_new=int(new.size), limit=limit, verdict=verdict)
 
 
 def separated(base, new, tolerance, higher_is_better=False, alpha=1.0 - LEVEL):
