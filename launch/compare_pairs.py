@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """How often does `rb-analysis compare` cry wolf, and does it catch a real slowdown? (#15)
 
-Runs the main host job (inputs/small.yaml, 2 ranks, as launch/quickstart.sh) N times back to
-back, then for each consecutive pair (run i-1 as BASE, run i as NEW):
+Runs the main host job (inputs/small.yaml, 2 ranks, as launch/quickstart.sh) K + N + 1 times
+back to back, then for each of the last N consecutive pairs (run i-1 as BASE, run i as NEW):
   - compares them with compare's defaults: a pair with any `regression` is a false alarm;
   - compares BASE with a copy of NEW whose ring attention per-iteration times
     (forward/backward/total_time_s) are x FACTOR (default 1.10): detected when a ring point
     is a `regression`.
-Prints both counts (and the warnings) and writes every compare's JSON under WORKDIR.
+With --history K > 0 each pair is also compared as the nightly job does, with the K runs
+before BASE as history nights (compare --history: each point's night-to-night noise).
+Prints the counts (and the warnings) and writes every compare's JSON under WORKDIR.
 
-    /usr/bin/python3 launch/compare_pairs.py [-n 20] [--build build] [--workdir DIR]
-Exit 0 when no pair regressed and every injected pair was detected, 1 otherwise.
+    /usr/bin/python3 launch/compare_pairs.py [-n 20] [--history K] [--build build] [--workdir DIR]
+Exit 0 when no pair regressed and every injected pair was detected (in every mode), 1 otherwise.
 """
 import argparse
 import json
@@ -51,11 +53,13 @@ def inject(src, dst, factor):
     return dst
 
 
-def compare(args, base, new, tag):
-    """(exit code, JSON document) of rb-analysis compare BASE NEW with its defaults."""
+def compare(args, base, new, tag, history=()):
+    """(exit code, JSON document) of rb-analysis compare BASE NEW with its defaults (and the
+    history files, if any)."""
     js = os.path.join(args.workdir, f"{tag}.json")
+    extra = [a for h in history for a in ("--history", h)]
     r = subprocess.run([sys.executable, "-m", "ringbench_analysis", "compare", base, new,
-                        "--tolerance", args.tolerance, "--json", js],
+                        "--tolerance", args.tolerance, "--json", js] + extra,
                        env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "analysis")),
                        capture_output=True, text=True)
     if r.returncode not in (0, 1):
@@ -77,9 +81,47 @@ def ring_sweeps(path):
                     else str(g.attrs.get("type", ""))) == "ring_attention"}
 
 
+def judge_pairs(args, runs, rings, first, history_k):
+    """Counts over pairs (runs[i-1], runs[i]) for i >= first: false alarms, detections of the
+    injected slowdown, pairs with a warning, pairs whose ring regressed without injection."""
+    c = dict(alarms=0, detected=0, warned=0, ring_alarms=0, pairs=0)
+    mode = f"history {history_k}" if history_k else "plain"
+    for i in range(first, len(runs)):
+        hist = runs[max(0, i - 1 - history_k):i - 1] if history_k else []
+        tag = f"pair{i:02d}" + (f"_h{history_k}" if history_k else "")
+        _, doc = compare(args, runs[i - 1], runs[i], tag, hist)
+        reg, warn = summarise(doc)
+        c["alarms"] += bool(reg)
+        c["warned"] += bool(warn)
+        c["ring_alarms"] += any(x["sweep"] in rings for x in reg)
+        slow = os.path.join(args.workdir, f"run{i:02d}_x{args.factor:g}.h5")
+        if not os.path.exists(slow):
+            inject(runs[i], slow, args.factor)
+        _, doc = compare(args, runs[i - 1], slow, tag + "_injected", hist)
+        ireg, iwarn = summarise(doc, rings)
+        c["detected"] += bool(ireg)
+        c["pairs"] += 1
+        nring = sum(1 for x in doc["rows"] if x["sweep"] in rings)
+        print(f"[{mode}] pair {i:2d}: {len(reg)} regression(s) "
+              + "".join(f"[{x['sweep']} {x['point'][:40]} {x['metric']} {x['worse'] - 1:+.1%}]"
+                        for x in reg)
+              + f", {len(warn)} warning(s); injected x{args.factor:g}: {len(ireg)} of {nring} "
+              f"ring rows regression, {len(iwarn)} warn", flush=True)
+    print(f"[{mode}] pairs with any regression: {c['alarms']} of {c['pairs']} "
+          f"(pairs with a warning: {c['warned']})")
+    print(f"[{mode}] injected x{args.factor:g} pairs detected (a ring regression): "
+          f"{c['detected']} of {c['pairs']}")
+    # A pair whose ring already regressed without the injection counts as detected too:
+    # this says how many of the detections the machine's own drift could explain.
+    print(f"[{mode}] pairs with a ring regression without injection: {c['ring_alarms']} of {c['pairs']}")
+    return c["alarms"] == 0 and c["detected"] == c["pairs"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-n", "--runs", type=int, default=20, help="runs back to back (N-1 pairs)")
+    ap.add_argument("-n", "--pairs", type=int, default=20, help="pairs judged (default 20)")
+    ap.add_argument("--history", type=int, default=0, metavar="K",
+                    help="also judge each pair with the K runs before BASE as history nights")
     ap.add_argument("--build", default=os.environ.get("RB_BUILD", os.path.join(ROOT, "build")))
     ap.add_argument("--config", default=os.path.join(ROOT, "inputs", "small.yaml"))
     ap.add_argument("--np", type=int, default=2)
@@ -87,35 +129,27 @@ def main():
     ap.add_argument("--factor", type=float, default=1.10, help="injected ring slowdown")
     ap.add_argument("--tolerance", default="5%")
     ap.add_argument("--workdir", default=os.path.join(ROOT, "results", "compare_pairs"))
+    ap.add_argument("--reuse", action="store_true",
+                    help="judge the runs already in WORKDIR (run??.h5) instead of running the job")
     args = ap.parse_args()
-    if args.runs < 2:
-        ap.error("--runs must be at least 2 (one pair)")
+    if args.pairs < 1 or args.history < 0:
+        ap.error("--pairs must be at least 1 and --history at least 0")
     args.config, args.build = os.path.abspath(args.config), os.path.abspath(args.build)
     os.makedirs(args.workdir, exist_ok=True)
-    runs = [run_job(args, i) for i in range(args.runs)]
+    total = args.history + args.pairs + 1
+    if args.reuse:
+        runs = [os.path.join(args.workdir, f"run{i:02d}.h5") for i in range(total)]
+        missing = [r for r in runs if not os.path.isfile(r)]
+        if missing:
+            ap.error(f"--reuse: {len(missing)} run file(s) missing, e.g. {missing[0]}")
+    else:
+        runs = [run_job(args, i) for i in range(total)]
     rings = ring_sweeps(runs[0])
-    alarms, detected, warned, ring_alarms = 0, 0, 0, 0
-    for i in range(1, len(runs)):
-        _, doc = compare(args, runs[i - 1], runs[i], f"pair{i:02d}")
-        reg, warn = summarise(doc)
-        alarms += bool(reg)
-        warned += bool(warn)
-        ring_alarms += any(x["sweep"] in rings for x in reg)
-        slow = inject(runs[i], os.path.join(args.workdir, f"run{i:02d}_x{args.factor:g}.h5"), args.factor)
-        _, doc = compare(args, runs[i - 1], slow, f"pair{i:02d}_injected")
-        ireg, iwarn = summarise(doc, rings)
-        detected += bool(ireg)
-        nring = sum(1 for x in doc["rows"] if x["sweep"] in rings)
-        print(f"pair {i:2d}: {len(reg)} regression(s), {len(warn)} warning(s); injected "
-              f"x{args.factor:g}: {len(ireg)} of {nring} ring rows regression, {len(iwarn)} warn",
-              flush=True)
-    pairs = len(runs) - 1
-    print(f"pairs with any regression: {alarms} of {pairs} (pairs with a warning: {warned})")
-    print(f"injected x{args.factor:g} pairs detected (a ring regression): {detected} of {pairs}")
-    # A pair whose ring already regressed without the injection counts as detected too:
-    # this says how many of the detections the machine's own drift could explain.
-    print(f"pairs with a ring regression without injection: {ring_alarms} of {pairs}")
-    return 0 if alarms == 0 and detected == pairs else 1
+    first = args.history + 1
+    ok = judge_pairs(args, runs, rings, first, 0)
+    if args.history:
+        ok = judge_pairs(args, runs, rings, first, args.history) and ok
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -158,13 +158,16 @@ def _tuning_parsers(sub):
 
 
 def _baseline_parser(sub):
-    b = sub.add_parser("baseline", help="pinned nightly baselines per machine kind: promote, show, path",
+    b = sub.add_parser("baseline", help="pinned nightly baselines per machine kind: promote, record, show, path",
                        description="A store of baselines per machine kind (GPU model x node count x "
                                    "config), kept with history. promote RUN.h5: add it as the "
-                                   "kind's current baseline; show: list the store; path RUN.h5 "
+                                   "kind's current baseline; record RUN.h5: keep it as a history "
+                                   "night (compare --history STORE learns each point's "
+                                   "night-to-night noise from them); show: list the store "
+                                   "(* current, n night); path RUN.h5 "
                                    "(or CONFIG.yaml with --gpu/--nodes): print the current "
                                    "baseline. Exit 0: done; 2: unusable input; 3: path found none.")
-    b.add_argument("action", choices=("promote", "show", "path"))
+    b.add_argument("action", choices=("promote", "record", "show", "path"))
     b.add_argument("file", nargs="?", metavar="RUN.h5|CONFIG.yaml")
     b.add_argument("--store", default=os.path.join("results", "baselines"), metavar="DIR",
                    help="baseline store directory (default results/baselines)")

@@ -7,6 +7,10 @@ promoted file is kept as KIND/<UTC date>_<commit>.h5; index.json lists them per 
 `current` flag. A promote adds an entry and moves `current`; nothing is overwritten, so a
 slow drift stays visible in the history. index.json is replaced atomically (temp + rename),
 so a job killed mid-promote leaves the old index, never a torn one.
+
+`record RUN.h5` keeps a passing night as history only (role "night", never current): compare
+--history STORE reads a kind's baselines and nights to learn each point's night-to-night noise.
+The last KEEP_NIGHTS nights of a kind are kept; older night files are removed.
 """
 import datetime
 import hashlib
@@ -20,6 +24,7 @@ import tempfile
 DEFAULT_STORE = os.path.join("results", "baselines")
 INDEX = "index.json"
 EXIT_NONE = 3  # `baseline path`: no baseline for this run's machine kind
+KEEP_NIGHTS = 30
 
 
 class BaselineError(Exception):
@@ -131,31 +136,61 @@ def current(store, kind):
     return None
 
 
-def promote(run_path, store, now=None):
-    """Copy RUN.h5 into the store as KIND's new current baseline; returns the new entry."""
+def _store_copy(run_path, store, now):
+    """Copy RUN.h5 into KIND/<date>_<commit>[_n].h5 (never over a kept file); returns
+    (identity, store-relative path, entry date)."""
     ident = run_identity(run_path)
-    now = now or datetime.datetime.now(datetime.timezone.utc)
     date = now.strftime("%Y-%m-%dT%H%M%SZ")
     kind_dir = os.path.join(store, ident["kind"])
     os.makedirs(kind_dir, exist_ok=True)
     base = f"{date}_{ident['commit'][:12]}"
     name, n = base + ".h5", 1
-    while os.path.exists(os.path.join(kind_dir, name)):  # never overwrite a kept file
+    while os.path.exists(os.path.join(kind_dir, name)):
         n += 1
         name = f"{base}_{n}.h5"
     rel = os.path.join(ident["kind"], name)
     tmp = os.path.join(kind_dir, "." + name + ".tmp")
     shutil.copyfile(run_path, tmp)
     os.replace(tmp, os.path.join(store, rel))
+    return ident, rel, now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _entry(ident, rel, date, run_path, role):
+    return {"date": date, "commit": ident["commit"], "file": rel, "current": role == "baseline",
+            "role": role, "gpu": ident["gpu"], "nodes": ident["nodes"],
+            "config_sha256": ident["config"], "source": os.path.abspath(run_path)}
+
+
+def promote(run_path, store, now=None):
+    """Copy RUN.h5 into the store as KIND's new current baseline; returns the new entry."""
+    ident, rel, date = _store_copy(run_path, store, now or datetime.datetime.now(datetime.timezone.utc))
     idx = read_index(store)
     entries = idx.setdefault(ident["kind"], [])
     for e in entries:
         e["current"] = False
-    entry = {"date": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": ident["commit"], "file": rel,
-             "current": True, "gpu": ident["gpu"], "nodes": ident["nodes"],
-             "config_sha256": ident["config"], "source": os.path.abspath(run_path)}
+    entry = _entry(ident, rel, date, run_path, "baseline")
     entries.append(entry)
     write_index(store, idx)
+    return entry
+
+
+def record(run_path, store, now=None, keep=KEEP_NIGHTS):
+    """Keep RUN.h5 as a night of KIND's history (not a baseline); the oldest nights beyond
+    `keep` leave the index first, then their files go. Returns the new entry."""
+    ident, rel, date = _store_copy(run_path, store, now or datetime.datetime.now(datetime.timezone.utc))
+    idx = read_index(store)
+    entries = idx.setdefault(ident["kind"], [])
+    entry = _entry(ident, rel, date, run_path, "night")
+    entries.append(entry)
+    nights = [e for e in entries if e.get("role") == "night"]
+    old = nights[:-keep] if keep and len(nights) > keep else []
+    idx[ident["kind"]] = [e for e in entries if e not in old]
+    write_index(store, idx)
+    for e in old:
+        try:
+            os.unlink(os.path.join(store, e["file"]))
+        except OSError:
+            pass  # already gone: the index no longer names it
     return entry
 
 
@@ -171,7 +206,7 @@ def show(store, out=None):
         print(f"{kind}  (gpu {first.get('gpu', '?')}, {first.get('nodes', '?')} node(s), "
               f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'})", file=out)
         for e in entries:
-            mark = "*" if e.get("current") else " "
+            mark = "*" if e.get("current") else ("n" if e.get("role") == "night" else " ")
             print(f"  {mark} {e['date']}  {e['commit'][:12]}  {e['file']}", file=out)
     return 0
 
@@ -188,6 +223,10 @@ def command(args):
         if args.action == "promote":
             e = promote(args.file, store)
             print(f"baseline: promoted {args.file} -> {os.path.join(store, e['file'])} (current)")
+            return 0
+        if args.action == "record":
+            e = record(args.file, store)
+            print(f"baseline: recorded {args.file} -> {os.path.join(store, e['file'])} (history night)")
             return 0
         kind = identity(args.file, args.gpu, args.nodes)["kind"]
         e = current(store, kind)

@@ -9,6 +9,7 @@ tolerance by verdict.NOISE_SIGMAS of that noise (a point that moves 10 % from ni
 cannot call a 10 % change a regression); --trend prints the nights of chosen points.
 Runs of other work than BASE (another config, world size, GPU model) are left out and named.
 """
+import hashlib
 import math
 import os
 
@@ -30,7 +31,8 @@ def _store_entries(store, base_path):
 
 def nights(paths, base_path, last):
     """(date, path) of the history runs named by `paths` (store dirs or .h5 files), the last
-    `last` of them by date, without BASE itself."""
+    `last` of them by date, without BASE itself (nor a byte-identical copy of it, as the
+    store keeps of a promoted BASE)."""
     from . import reader
     found = []
     for p in paths:
@@ -38,10 +40,25 @@ def nights(paths, base_path, last):
             found += _store_entries(p, base_path)
         else:
             found.append((str(reader.load(p).attrs.get("start_time", "?")), p))
-    base_real = os.path.realpath(base_path)
-    found = [(d, p) for d, p in found if os.path.realpath(p) != base_real]
+    found = [(d, p) for d, p in found if not _same_file(p, base_path)]
     found.sort(key=lambda dp: dp[0])
     return found[-last:] if last else found
+
+
+def _same_file(a, b):
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    if os.path.getsize(a) != os.path.getsize(b):
+        return False
+    return _sha256(a) == _sha256(b)
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def stats_of(points, units, quantile, direction):

@@ -31,6 +31,23 @@ def scale_times(src, dst, factor):
         f.visititems(visit)
 
 
+RING_TIMES = ("forward_time_s", "backward_time_s", "total_time_s")
+
+
+def scale_ring_times(src, dst, factor):
+    """Copy of src with every ring_attention sweep's per-iteration times x factor: a slowdown of
+    the ring alone, as a regression of its kernels would be."""
+    shutil.copyfile(src, dst)
+    with h5py.File(dst, "r+") as f:
+        for g in f["sweeps"].values():
+            if _text(g.attrs.get("type", "")) != "ring_attention":
+                continue
+            for name in RING_TIMES:
+                if name in g:
+                    g[name][...] = g[name][()] * factor
+    return dst
+
+
 def _rewrite_text(group, name, values):
     """Fixed-length strings are as wide as their longest value: a longer value needs a new dataset."""
     old = group[name]

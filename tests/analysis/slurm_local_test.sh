@@ -354,8 +354,8 @@ ended_early() {  # WHAT
   [ ! -e "$night_dir/nightly.h5" ] || fail "nightly ($1) wrote a benchmark file"
   [ "${night_secs:-99}" -le 20 ] || fail "nightly ($1) took ${night_secs}s, not seconds"
 }
-index_entries() {  # STORE -> "<entries> <file of current>" of the store's only kind
-  "$py" - "$1" <<'EOF'
+index_entries() {  # STORE [ROLE] -> "<entries of ROLE (default baseline)> <file of current>"
+  "$py" - "$1" "${2:-baseline}" <<'EOF'
 import json, os, sys
 idx = json.load(open(os.path.join(sys.argv[1], "index.json")))
 assert len(idx) == 1, f"{len(idx)} kinds in the store"
@@ -363,7 +363,7 @@ assert len(idx) == 1, f"{len(idx)} kinds in the store"
 cur = [e["file"] for e in entries if e["current"]]
 assert len(cur) == 1, f"{len(cur)} current entries"
 assert all(os.path.isfile(os.path.join(sys.argv[1], e["file"])) for e in entries), "a kept file is missing"
-print(len(entries), cur[0])
+print(len([e for e in entries if e.get("role", "baseline") == sys.argv[2]]), cur[0])
 EOF
 }
 # Host timings on a 2-core CI machine running Slurm's daemons vary a lot between runs
@@ -426,22 +426,26 @@ ended_early no_baseline
 nightly_job all_skipped 3 "${common[@]}" RB_BASELINE_STORE="$store" RB_UPDATE_BASELINE=1 RB_GPU_PARTITION=1
 grep -q "no GPU test ran" "$night_out" || fail "nightly (all_skipped) did not say why"
 [ ! -e "$night_dir/nightly.h5" ] || fail "nightly (all_skipped) ran the benchmark"
-# The first night stores itself; a passing night leaves the baseline alone; RB_PROMOTE=1 adds
-# a history entry and moves current, keeping the first file.
+# The first night stores itself; a passing night leaves the baseline alone (it is recorded as a
+# history night, which the next night's compare reads); RB_PROMOTE=1 adds a baseline entry and
+# moves current, keeping the first file.
 loose=("${common[@]}" RB_BASELINE_STORE="$store" RB_SKIP_TESTS=1 RB_TOLERANCE=100000%)
 nightly_job first 0 "${loose[@]}" RB_UPDATE_BASELINE=1
 [ "$(index_entries "$store")" ] || fail "nightly (first): no valid store index"
 first_entry="$(index_entries "$store")"
 [ "${first_entry%% *}" = 1 ] || fail "nightly (first): store has '$first_entry', expected 1 entry"
-sum_before="$(cat "$store/index.json" "$store/${first_entry#* }" | sha256sum)"
+sum_before="$(sha256sum < "$store/${first_entry#* }")"
 nightly_job kept 0 "${loose[@]}"
 grep -q "baseline $store/${first_entry#* }" "$night_out" || fail "nightly (kept) did not use the store's baseline"
-[ "$(cat "$store/index.json" "$store/${first_entry#* }" | sha256sum)" = "$sum_before" ] \
+[ "$(sha256sum < "$store/${first_entry#* }")" = "$sum_before" ] && [ "$(index_entries "$store")" = "$first_entry" ] \
   || fail "nightly (kept): a passing night without RB_PROMOTE changed the baseline"
+[ "$(index_entries "$store" night)" = "1 ${first_entry#* }" ] || fail "nightly (kept): the night was not recorded as history"
+nightly_job history 0 "${loose[@]}"
+grep -q "history: 1 earlier night" "$night_out" || fail "nightly (history): compare did not read the recorded night"
 nightly_job promoted 0 "${loose[@]}" RB_PROMOTE=1
 after="$(index_entries "$store")" || fail "nightly (promoted): the store index is not valid"
 [ "${after%% *}" = 2 ] || fail "nightly (promoted): store has '$after', expected 2 entries"
 [ "${after#* }" != "${first_entry#* }" ] || fail "nightly (promoted): current did not move"
 "$src/analysis/rb-analysis" baseline show --store "$store"
-echo "PASS: sbatch slurm/ring_scaling.sbatch ran the scaling series with: ${launchers[*]}; slurm/nightly.sbatch gave verdicts 0, 1, 2 (fast), 3 (all GPU tests skipped), 5 (fast), 6 (SIGUSR1), kept its baseline and promoted only with RB_PROMOTE=1"
+echo "PASS: sbatch slurm/ring_scaling.sbatch ran the scaling series with: ${launchers[*]}; slurm/nightly.sbatch gave verdicts 0, 1, 2 (fast), 3 (all GPU tests skipped), 5 (fast), 6 (SIGUSR1), kept its baseline, recorded passing nights as history that the next compare read, and promoted only with RB_PROMOTE=1"
 exit 0

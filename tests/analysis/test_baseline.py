@@ -82,6 +82,23 @@ class StoreTest(TempDirCase):
             self.assertTrue(os.path.isfile(os.path.join(store, e["file"])))
         self.assertEqual(baseline.current(store, kind)["file"], second["file"])
 
+    def test_record_keeps_nights_without_moving_current(self):
+        store = self.path("store")
+        run = make(self.path("r.h5"), commit="1111111111111111")
+        pinned = baseline.promote(run, store, now=at(1))
+        nights = [baseline.record(run, store, now=at(2 + i), keep=3) for i in range(5)]
+        kind = baseline.run_identity(run)["kind"]
+        idx = baseline.read_index(store)[kind]
+        self.assertEqual(baseline.current(store, kind)["file"], pinned["file"])
+        self.assertEqual([e["role"] for e in idx], ["baseline", "night", "night", "night"])
+        self.assertEqual([e["file"] for e in idx[1:]], [n["file"] for n in nights[2:]])
+        for n in nights[:2]:  # beyond keep: out of the index and off the disk
+            self.assertFalse(os.path.exists(os.path.join(store, n["file"])))
+        self.assertTrue(os.path.isfile(os.path.join(store, pinned["file"])))
+        out = io.StringIO()
+        baseline.show(store, out=out)
+        self.assertEqual(out.getvalue().count("\n  n "), 3)
+
     def test_same_second_and_commit_is_not_overwritten(self):
         store = self.path("store")
         run = make(self.path("r.h5"))

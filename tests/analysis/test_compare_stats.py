@@ -164,6 +164,17 @@ class CompareStatsTest(TempDirCase):
             doc = json.load(f)
         ring = [r for r in doc["rows"] if r["sweep"] == "ring"]
         self.assertTrue(ring and all(r["verdict"] == "warn" and r["noise"] > 0.05 for r in ring), out)
+        # the same nights from a baseline store (BASE promoted: its copy is not a night)
+        from ringbench_analysis import baseline
+        store = self.path("store")
+        baseline.promote(base, store)
+        for i, q in enumerate(quiet):
+            with h5py.File(q, "r+") as f:
+                f["run"].attrs["start_time"] = np.bytes_(f"2026-11-1{i}T02:00:00Z")
+            baseline.record(q, store)
+        rc, out, _ = run_cli(base, new, "--history", store, "--nights", "3")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("history: 3 earlier night(s)", out)
         # a history run of other work is left out and named
         other = self.noisy("other.h5", seed=3, config_text="backend: host\nsweeps: []\n")
         rc, out, _ = run_cli(base, new, "--history", other)
