@@ -26,6 +26,10 @@ ringbench_add_test(NAME runtime_gpu_absent RANKS 1 LABELS unit COMMAND $<TARGET_
 ringbench_add_doctest(TARGET test_runtime_monitor SOURCES runtime/test_monitor.cpp LIBS rb_runtime)
 ringbench_add_test(NAME runtime_monitor RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_runtime_monitor>)
 
+# The NCCL wait with fake CUDA/NCCL calls: async error -> abort once + message, query errors, watch.
+ringbench_add_doctest(TARGET test_runtime_nccl_wait SOURCES runtime/test_nccl_wait.cpp LIBS rb_runtime)
+ringbench_add_test(NAME runtime_nccl_wait RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_runtime_nccl_wait>)
+
 ringbench_add_doctest(TARGET test_runtime_gpu GPU SOURCES runtime/test_gpu.cpp LIBS rb_runtime)
 foreach(n 1 2)
   ringbench_add_test(NAME runtime_gpu_np${n} RANKS ${n} LABELS gpu COMMAND $<TARGET_FILE:test_runtime_gpu>)

@@ -1,12 +1,16 @@
 // The device engines (CUDA builds only): NCCL on device buffers, enqueued on one stream, and
-// cuBLASLt GEMM / cudaMemcpy copies.
+// cuBLASLt GEMM / cudaMemcpy copies. Every wait on the NCCL stream polls the communicators'
+// async errors (runtime/nccl_wait.hpp), so a dead peer fails the sweep instead of hanging it.
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <nccl.h>
 
 #include "cuda/profiling/profiling_cuda.hpp"
 #include "profiling/engine.hpp"
 #include "runtime/cuda_check.hpp"
+#include "runtime/nccl_wait.hpp"
 
 namespace rb::prof {
 namespace {
@@ -17,8 +21,9 @@ class NcclEngine final : public Engine {
     bytes_ = s.bytes;
     send_ = dev_send_.get();
     recv_ = dev_recv_.get();
+    comms_.push_back({world_, nccl_comm_name("world", s.nccl_world->size(), s.nccl_world->rank())});
     cuda::fill_zero(send_, bytes_, stream_.get());
-    stream_.synchronize();
+    wait("the buffer set-up");
     // The world group reuses the driver's communicator; the others get their own, built from
     // the group's MPI communicator (all groups of a kind initialise concurrently).
     if (s.groups) {
@@ -27,6 +32,10 @@ class NcclEngine final : public Engine {
         const bool world = g.spec.kind == groups::Kind::World;
         own_.push_back(world ? NcclComm() : NcclComm(g.get()));
         groups_.push_back(world ? world_ : own_.back().raw());
+        if (!world)
+          comms_.push_back({own_.back().raw(),
+                            nccl_comm_name("group '" + g.spec.label() + "' " + std::to_string(g.id),
+                                           g.size, g.rank)});
       }
     }
   }
@@ -36,7 +45,7 @@ class NcclEngine final : public Engine {
     const coll::Regions r = coll::regions(c, coll::Transport::Nccl);
     cuda::fill_zero(r.zero, r.zero_bytes, stream_.get());
     cuda::fill_input(r.input, r.input_count, c.dtype, c.rank, stream_.get());
-    stream_.synchronize();
+    wait("the buffer fill");
   }
   std::vector<double> iteration_times(const coll::Call& c, std::size_t n, std::size_t group) override {
     cuda::EventTimeline tl(n + 1, stream_.get());
@@ -58,18 +67,26 @@ class NcclEngine final : public Engine {
   void post(std::size_t bytes, int to, int from) override {
     auto comm = static_cast<ncclComm_t>(world_);
     auto stream = static_cast<cudaStream_t>(stream_.get());
-    RB_NCCL_CHECK(ncclGroupStart());
-    if (to >= 0) RB_NCCL_CHECK(ncclSend(send_, bytes, ncclChar, to, comm, stream));
-    if (from >= 0) RB_NCCL_CHECK(ncclRecv(recv_, bytes, ncclChar, from, comm, stream));
-    RB_NCCL_CHECK(ncclGroupEnd());
+    try {
+      RB_NCCL_CHECK(ncclGroupStart());
+      if (to >= 0) RB_NCCL_CHECK(ncclSend(send_, bytes, ncclChar, to, comm, stream));
+      if (from >= 0) RB_NCCL_CHECK(ncclRecv(recv_, bytes, ncclChar, from, comm, stream));
+      RB_NCCL_CHECK(ncclGroupEnd());
+    } catch (const std::exception&) {
+      enqueue_failed("a point-to-point message");
+    }
   }
   // The stream runs the steps in order: no wait needed between them.
   void step(std::size_t bytes, int to, int from) override { post(bytes, to, from); }
-  void sync() override { stream_.synchronize(); }
+  void sync() override { wait("the NCCL operations queued on this rank's stream"); }
 
  protected:
   void run(const coll::Call& c, std::size_t group) override {
-    coll::collective(c.op).nccl(c, groups_.at(group), stream_.get());
+    try {
+      coll::collective(c.op).nccl(c, groups_.at(group), stream_.get());
+    } catch (const std::exception&) {
+      enqueue_failed("a collective");
+    }
   }
 
  private:
@@ -78,6 +95,17 @@ class NcclEngine final : public Engine {
   cuda::Stream stream_;
   std::vector<NcclComm> own_;  // one per group spec; empty for the world
   std::vector<void*> groups_;  // the ncclComm_t of each group spec
+  std::vector<NcclCommRef> comms_;  // every communicator above, named for error messages
+
+  void wait(const std::string& what) {
+    wait_for_nccl_work(nccl_stream_wait_ops(stream_.get()), comms_, what);
+  }
+  // In a catch block: an enqueue on a failed communicator returns its async error; say so as
+  // the wait does, else rethrow the NCCL call's own error.
+  [[noreturn]] void enqueue_failed(const std::string& what) {
+    throw_if_nccl_failed(comms_, "while enqueueing " + what);
+    throw;
+  }
 };
 
 class GpuComputeEngine final : public ComputeEngine {

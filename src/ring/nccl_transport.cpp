@@ -5,10 +5,12 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ring/transport.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/gpu.hpp"
+#include "runtime/nccl_wait.hpp"
 
 namespace rb::ring {
 
@@ -21,7 +23,19 @@ struct NcclTransport::Impl {
   cudaEvent_t done = nullptr;   // comm stream: send and receive complete
   bool in_flight = false;
   bool timed = false;
+  // The compute stream waits on `done`, and the attention backend synchronises that stream
+  // where this transport cannot poll: the watch ends the rank on a NCCL async error instead of
+  // letting it hang there. Declared after `comm`, so it stops before the communicator goes.
+  std::unique_ptr<NcclErrorWatch> watch;
+
+  std::vector<NcclCommRef> comms() const {
+    return {{comm.raw(), nccl_comm_name("ring", comm.size(), comm.rank())}};
+  }
 };
+
+namespace {
+const char* const kExchange = "the ring exchange (NCCL send/recv)";
+}  // namespace
 
 NcclTransport::NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend)
     : impl_(std::make_unique<Impl>()) {
@@ -34,11 +48,20 @@ NcclTransport::NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend)
   RB_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->ready, cudaEventDisableTiming));
   RB_CUDA_CHECK(cudaEventCreate(&impl_->start));
   RB_CUDA_CHECK(cudaEventCreate(&impl_->done));
+  if (impl_->comm.size() > 1)
+    impl_->watch = std::make_unique<NcclErrorWatch>(nccl_stream_wait_ops(impl_->comm_stream),
+                                                    impl_->comms(), kExchange);
 }
 
 NcclTransport::~NcclTransport() {
-  // No throwing in a destructor: finish what is queued, then release quietly.
-  if (impl_->comm_stream) cudaStreamSynchronize(impl_->comm_stream);
+  // No throwing in a destructor: finish what is queued (or give up on a failed communicator,
+  // which the wait aborts), then release quietly.
+  if (impl_->comm_stream) {
+    try {
+      wait_for_nccl_work(nccl_stream_wait_ops(impl_->comm_stream), impl_->comms(), kExchange);
+    } catch (const std::exception&) {
+    }
+  }
   if (impl_->ready) cudaEventDestroy(impl_->ready);
   if (impl_->start) cudaEventDestroy(impl_->start);
   if (impl_->done) cudaEventDestroy(impl_->done);
@@ -61,10 +84,16 @@ void NcclTransport::post(const void* send, void* recv, std::size_t bytes) {
     if (bytes) RB_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, m.comm_stream));
   } else if (bytes) {
     auto c = static_cast<ncclComm_t>(m.comm.raw());
-    RB_NCCL_CHECK(ncclGroupStart());
-    RB_NCCL_CHECK(ncclSend(send, bytes, ncclUint8, (rank + 1) % size, c, m.comm_stream));
-    RB_NCCL_CHECK(ncclRecv(recv, bytes, ncclUint8, (rank - 1 + size) % size, c, m.comm_stream));
-    RB_NCCL_CHECK(ncclGroupEnd());
+    try {
+      RB_NCCL_CHECK(ncclGroupStart());
+      RB_NCCL_CHECK(ncclSend(send, bytes, ncclUint8, (rank + 1) % size, c, m.comm_stream));
+      RB_NCCL_CHECK(ncclRecv(recv, bytes, ncclUint8, (rank - 1 + size) % size, c, m.comm_stream));
+      RB_NCCL_CHECK(ncclGroupEnd());
+    } catch (const std::exception&) {
+      // An enqueue on a failed communicator returns its async error: say so as the wait does.
+      throw_if_nccl_failed(m.comms(), std::string("while enqueueing ") + kExchange);
+      throw;
+    }
   }
   RB_CUDA_CHECK(cudaEventRecord(m.done, m.comm_stream));
   m.in_flight = true;
@@ -82,7 +111,7 @@ double NcclTransport::wait() {
 double NcclTransport::last_transfer_seconds() {
   Impl& m = *impl_;
   if (!m.timed) return 0.0;
-  RB_CUDA_CHECK(cudaEventSynchronize(m.done));
+  wait_for_nccl_work(nccl_event_wait_ops(m.done), m.comms(), kExchange);
   float ms = 0.f;
   RB_CUDA_CHECK(cudaEventElapsedTime(&ms, m.start, m.done));
   return double(ms) * 1e-3;

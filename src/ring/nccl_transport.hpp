@@ -11,6 +11,9 @@
 // compute stream wait on `done` and returns 0 (the exposed wait is what the backend's marks
 // around wait() measure on the compute stream). The two packet buffers themselves belong
 // to the ring algorithm, which allocates them once per point and alternates between them.
+// The host never blocks on the comm stream in the loop; the backend's synchronise does, so a
+// watch thread (runtime/nccl_wait.hpp) polls the communicator's async error meanwhile and
+// ends the rank with exit code 125 on a dead peer or a failed network instead of a hang.
 #include <mpi.h>
 
 #include <cstddef>
@@ -35,7 +38,8 @@ class NcclTransport final : public RingTransport {
   int ring_rank() const override;
 
   // Seconds the last completed exchange spent on the communication stream (from the start
-  // of its send/recv to its end, after the data it sends was ready). Synchronises on it.
+  // of its send/recv to its end, after the data it sends was ready). Waits for it, and throws
+  // on a NCCL error (wait_for_nccl_work).
   double last_transfer_seconds();
 
  private:

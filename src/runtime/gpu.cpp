@@ -29,11 +29,20 @@ std::vector<void*>& registry() {
   std::lock_guard<std::mutex> lock(registry_mutex());
   registry().push_back(c);
 }
-[[maybe_unused]] void unregister_comm(void* c) {
-  if (c == nullptr) return;
+// Returns whether `c` was still live (not aborted by an error path or the hang guard).
+[[maybe_unused]] bool unregister_comm(void* c) {
+  if (c == nullptr) return false;
   std::lock_guard<std::mutex> lock(registry_mutex());
   auto& r = registry();
-  r.erase(std::remove(r.begin(), r.end(), c), r.end());
+  const auto it = std::find(r.begin(), r.end(), c);
+  if (it == r.end()) return false;
+  r.erase(it);
+  return true;
+}
+// Called with the registry's lock held.
+[[maybe_unused]] bool is_live(void* c) {
+  const auto& r = registry();
+  return c != nullptr && std::find(r.begin(), r.end(), c) != r.end();
 }
 }  // namespace
 
@@ -109,9 +118,9 @@ NcclComm::NcclComm(MPI_Comm comm) {
 }
 
 NcclComm::~NcclComm() {
-  // Destroy, not abort: every rank reaches here after its collectives completed.
-  unregister_comm(comm_);
-  if (comm_ != nullptr) ncclCommDestroy(static_cast<ncclComm_t>(comm_));
+  // Destroy, not abort: every rank reaches here after its collectives completed. An aborted
+  // communicator is already freed (ncclCommAbort releases it): nothing left to destroy.
+  if (unregister_comm(comm_)) ncclCommDestroy(static_cast<ncclComm_t>(comm_));
 }
 
 int abort_live_nccl_comms() noexcept {
@@ -119,7 +128,38 @@ int abort_live_nccl_comms() noexcept {
   // destroy a communicator being aborted (it waits; the process ends right after anyway).
   std::lock_guard<std::mutex> lock(registry_mutex());
   for (void* c : registry()) ncclCommAbort(static_cast<ncclComm_t>(c));
-  return static_cast<int>(registry().size());
+  const int count = static_cast<int>(registry().size());
+  registry().clear();
+  return count;
+}
+
+bool abort_nccl_comm(void* comm) noexcept {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  if (!is_live(comm)) return false;
+  ncclCommAbort(static_cast<ncclComm_t>(comm));
+  auto& r = registry();
+  r.erase(std::remove(r.begin(), r.end(), comm), r.end());
+  return true;
+}
+
+NcclCommHealth nccl_comm_health(void* comm) {
+  NcclCommHealth h;
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  if (!is_live(comm)) {
+    h.gone = true;
+    return h;
+  }
+  const auto c = static_cast<ncclComm_t>(comm);
+  ncclResult_t async = ncclSuccess;
+  const ncclResult_t asked = ncclCommGetAsyncError(c, &async);
+  // A failing query is itself the communicator's error to report.
+  h.code = static_cast<int>(asked != ncclSuccess ? asked : async);
+  if (h.code != ncclSuccess && h.code != ncclInProgress) {
+    h.error = ncclGetErrorString(static_cast<ncclResult_t>(h.code));
+    const char* last = ncclGetLastError(c);
+    h.last_error = last != nullptr ? last : "";
+  }
+  return h;
 }
 
 #else  // host-only build
@@ -144,6 +184,14 @@ NcclComm::NcclComm(MPI_Comm) {
 NcclComm::~NcclComm() = default;
 
 int abort_live_nccl_comms() noexcept { return 0; }
+bool abort_nccl_comm(void*) noexcept { return false; }
+
+NcclCommHealth nccl_comm_health(void*) {
+  // Without NCCL no communicator is ever live.
+  NcclCommHealth h;
+  h.gone = true;
+  return h;
+}
 
 #endif
 

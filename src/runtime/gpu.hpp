@@ -29,6 +29,22 @@ GpuInfo select_gpu(int local_rank);
 int abort_live_nccl_comms() noexcept;
 int live_nccl_comm_count();
 
+// A communicator's asynchronous state (ncclCommGetAsyncError, and ncclGetLastError's text when
+// it failed), read under the registry's lock so that it cannot race an abort from another
+// thread. `gone`: the registry no longer holds it (aborted, or destroyed), so the handle must
+// not be used. Waits on NCCL work poll this (runtime/nccl_wait.hpp).
+struct NcclCommHealth {
+  bool gone = false;
+  int code = 0;            // ncclResult_t: 0 ncclSuccess, 7 ncclInProgress, else an error
+  std::string error;       // ncclGetErrorString(code)
+  std::string last_error;  // ncclGetLastError(comm); may be empty
+};
+NcclCommHealth nccl_comm_health(void* comm);
+// Aborts one live communicator and takes it out of the registry (its NcclComm then skips
+// ncclCommDestroy). Returns false, doing nothing, when it is no longer live: neither an error
+// path nor the hang guard ever aborts a handle twice.
+bool abort_nccl_comm(void* comm) noexcept;
+
 // Owns an ncclComm_t built from MPI: ncclGetUniqueId on rank 0 of `comm`, MPI_Bcast,
 // ncclCommInitRank on every rank. Collective over `comm`.
 class NcclComm {
