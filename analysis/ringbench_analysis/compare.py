@@ -99,9 +99,11 @@ def default_metrics(sweep):
 
 def _label_keys(sweep):
     """Keys that vary within the sweep (matching uses all of them). ring_attention's `label`
-    key repeats the others in words, so it is not shown."""
+    key repeats the others in words: shown only for a sweep of one point (no key varies)."""
     varying = [k for k in sweep.keys if sweep.points[k].nunique() > 1 and k != "label"]
-    return varying or [k for k in sweep.keys if k != "label"]
+    if varying:
+        return varying
+    return ["label"] if "label" in sweep.keys else list(sweep.keys)
 
 
 def _iteration_times(sweep, point):
@@ -460,11 +462,12 @@ def _print_table(rows, out):
         out("(no judged metrics)")
         return
     noisy = any(r.get("noise") for r in rows)
-    headers = ["sweep", "point", "metric", "base", "new", "change [95% CI]", "n"] + \
+    headers = ["sweep", "point", "metric", "base", "new", "change [95% CI]", "n", "CV"] + \
         (["noise"] if noisy else []) + ["verdict"]
     cells = [[r["sweep"], r["point"], r["metric"], _num(r.get("base")), _num(r.get("new")),
               _change(r) if r["verdict"] != "not measured" else "",
-              f"{r['n_base']}/{r['n_new']}" if "n_base" in r else ""] +
+              f"{r['n_base']}/{r['n_new']}" if "n_base" in r else "",
+              f"{r['cv_base']:.1%}/{r['cv_new']:.1%}" if "cv_base" in r else ""] +
              ([f"{r['noise']:.1%}" if r.get("noise") else "-"] if noisy else []) +
              [r["verdict"].upper() if r["verdict"] in (V.REGRESSION, V.WARN) else r["verdict"]]
              for r in rows]

@@ -60,7 +60,8 @@ def noise_margin(noise):
 
 
 def judge(base, new, tolerance, higher_is_better=False, quantile=QUANTILE, noise=None):
-    """dict(ratio, lo, hi, worse, worse_lo, worse_hi, n_base, n_new, limit, verdict).
+    """dict(ratio, lo, hi, worse, worse_lo, worse_hi, n_base, n_new, cv_base, cv_new, limit,
+    verdict). cv_*: each side's coefficient of variation (the point's noise within the run).
 
     worse* are the "how much worse" ratios (1.0 = unchanged); limit = (1 + tolerance) x the
     noise margin. Verdicts:
@@ -94,7 +95,13 @@ def judge(base, new, tolerance, higher_is_better=False, quantile=QUANTILE, noise
     else:
         verdict = OK
     return dict(ratio=ratio, lo=lo, hi=hi, worse=worse, worse_lo=worse_lo, worse_hi=worse_hi,
-                n_base=int(base.size), n_new=int(new.size), limit=limit, verdict=verdict)
+                n_base=int(base.size), n_new=int(new.size), cv_base=cv(base), cv_new=cv(new),
+                limit=limit, verdict=verdict)
+
+
+def cv(x):
+    """Standard deviation / mean of the samples (0 for one sample)."""
+    return float(np.std(x) / np.mean(x)) if x.size > 1 else 0.0
 
 
 def separated(base, new, tolerance, higher_is_better=False, alpha=1.0 - LEVEL):
