@@ -68,16 +68,17 @@ NcclWaitOps nccl_stream_wait_ops(void*) {
 NcclWaitOps nccl_event_wait_ops(void* cuda_event) { return nccl_stream_wait_ops(cuda_event); }
 #endif
 
-// Measured times are CUDA events on the GPU, so waking late only delays the host. While the
-// work is microseconds long (one small collective) a yield keeps the wake-up within a poll
-// (~1-2 us for cudaStreamQuery); past 200 us a sleep costs less CPU, sized to stay under ~10 %
-// of the time waited so far (Linux adds its timer slack, ~50 us, to every sleep).
+// Some sweeps time a batch of NCCL work with the host clock around the wait (p2p_matrix), so
+// waking late would change results. cudaStreamSynchronize spins a core for the whole wait (on
+// an H100: CPU time = wall time); the poll does the same with a yield for the first 100 ms
+// (each poll: cudaStreamQuery ~0.4 us, the async-error check ~0.04 us), which measured the same
+// wake-up as the synchronize from 5 us to 10 ms of work. Past that, sleeps whose real length
+// (asked + ~50 us of Linux timer slack) stays within 0.1 % of the time already waited.
 std::chrono::microseconds nccl_poll_pause(std::chrono::nanoseconds waited) {
   using std::chrono::microseconds;
   using namespace std::chrono_literals;
-  if (waited < 200us) return microseconds(0);
-  if (waited < 2ms) return microseconds(20);
-  if (waited < 20ms) return microseconds(100);
+  if (waited < 100ms) return microseconds(0);
+  if (waited < 2s) return microseconds(50);
   return microseconds(1000);
 }
 
