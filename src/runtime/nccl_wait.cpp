@@ -1,5 +1,6 @@
 #include "runtime/nccl_wait.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -26,10 +27,32 @@ void real_pause(std::chrono::microseconds us) {
     std::this_thread::sleep_for(us);
 }
 
+// The test-only hook RINGBENCH_TEST_NCCL_ERROR=N: from this process's (N+1)-th look at a
+// communicator on, every one reads as failed with ncclRemoteError, so a test on one GPU drives
+// the real abort, message and exit path. Unset or malformed (not a number >= 0): no effect.
+bool test_error_due() {
+  const char* env = std::getenv("RINGBENCH_TEST_NCCL_ERROR");
+  if (env == nullptr || *env == '\0') return false;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n < 0) return false;
+  static std::atomic<long> looks{0};
+  return looks.fetch_add(1) >= n;
+}
+
+NcclCommHealth real_health(void* comm) {
+  if (!test_error_due()) return nccl_comm_health(comm);
+  NcclCommHealth h;
+  h.code = 6;  // ncclRemoteError, with NCCL's own text for it
+  h.error = "remote process exited or there was a network error";
+  h.last_error = "injected by the test hook RINGBENCH_TEST_NCCL_ERROR";
+  return h;
+}
+
 NcclWaitOps real_ops(std::function<bool()> work_done) {
   NcclWaitOps ops;
   ops.work_done = std::move(work_done);
-  ops.health = [](void* comm) { return nccl_comm_health(comm); };
+  ops.health = real_health;
   ops.abort = [](void* comm) { abort_nccl_comm(comm); };
   ops.pause = real_pause;
   return ops;
@@ -87,9 +110,9 @@ std::string nccl_failure_message(const NcclCommRef& comm, const NcclCommHealth& 
   std::string text = "NCCL error on the " + comm.name + " " + context + ": " + health.error +
                      " (ncclResult_t " + std::to_string(health.code) + ")";
   if (!health.last_error.empty()) text += "; NCCL says: " + health.last_error;
-  return text + ". The communicator was aborted. A peer rank died or the network failed: look "
-                "for a rank that exited or did not report, and see docs/troubleshooting.md "
-                "(NCCL errors)";
+  return text + ". The wait's communicators are aborted (ncclCommAbort). A peer rank died or "
+                "the network failed: look for a rank that exited or did not report, and see "
+                "docs/troubleshooting.md (NCCL errors)";
 }
 
 NcclCheck check_nccl_comms(const NcclWaitOps& ops, const std::vector<NcclCommRef>& comms,

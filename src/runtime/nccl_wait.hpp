@@ -47,7 +47,9 @@ struct NcclWaitOps {
 };
 
 // The real operations: work_done queries a cudaStream_t or a cudaEvent_t (as void*). Without
-// CUDA, work_done throws std::logic_error (no NCCL work can exist in such a build).
+// CUDA, work_done throws std::logic_error (no NCCL work can exist in such a build). Test hook:
+// RINGBENCH_TEST_NCCL_ERROR=N makes every communicator read as failed (ncclRemoteError) from
+// the process's (N+1)-th look at one on (docs/troubleshooting.md).
 NcclWaitOps nccl_stream_wait_ops(void* cuda_stream);
 NcclWaitOps nccl_event_wait_ops(void* cuda_event);
 

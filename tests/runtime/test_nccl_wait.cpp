@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -243,4 +244,20 @@ TEST_CASE("a real communicator (GPU only): healthy, aborted once through the reg
   CHECK(nccl_comm_health(comm.raw()).gone);
   CHECK(abort_live_nccl_comms() == live - 1);  // the hang guard skips the aborted one
   // comm's destructor must now skip ncclCommDestroy on the freed handle (a crash otherwise).
+}
+
+TEST_CASE("the test hook RINGBENCH_TEST_NCCL_ERROR makes the real check see ncclRemoteError") {
+  int not_a_comm = 0;
+  const std::vector<NcclCommRef> ring{{&not_a_comm, nccl_comm_name("ring", 2, 0)}};
+  auto enqueue_error = [&] { return test::error_of([&] { throw_if_nccl_failed(ring, "while enqueueing"); }); };
+  setenv("RINGBENCH_TEST_NCCL_ERROR", "not a number", 1);
+  CHECK(enqueue_error().find("was aborted") != std::string::npos);  // malformed: no effect
+  setenv("RINGBENCH_TEST_NCCL_ERROR", "0", 1);
+  const std::string msg = enqueue_error();
+  unsetenv("RINGBENCH_TEST_NCCL_ERROR");
+  CHECK(msg.find("NCCL error on the ring communicator (size 2, rank 0 of it) while enqueueing: "
+                 "remote process exited or there was a network error (ncclResult_t 6)") !=
+        std::string::npos);
+  CHECK(msg.find("injected by the test hook RINGBENCH_TEST_NCCL_ERROR") != std::string::npos);
+  CHECK(enqueue_error().find("was aborted") != std::string::npos);  // unset again: no effect
 }
