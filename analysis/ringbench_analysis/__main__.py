@@ -30,6 +30,9 @@ def _run(argv):
                    help="ring sizes to predict beyond the run (default 8,64,512)")
     r.add_argument("--strict", action="store_true",
                    help="exit 1 when a run, sweep or point did not complete (the report is written anyway)")
+    r.add_argument("--peaks", metavar="PEAKS.yaml",
+                   help="device peaks for an unknown GPU (model, tflops per dtype, hbm_GBps, "
+                        "nvlink_GBps, pcie_GBps); known GPUs need none (docs/analysis.md)")
 
     c = sub.add_parser("compare", help="compare two runs point by point; exit 1 on a regression",
                        description="Judges each matched point's headline metric with a bootstrap "
@@ -89,7 +92,12 @@ def _run(argv):
                 sizes = tuple(int(x) for x in args.predict.split(",") if x.strip())
             except ValueError:
                 p.error(f"--predict: '{args.predict}' is not a comma-separated list of ring sizes")
-            summary = report.build(args.files, args.out, sizes)
+            from .peaks import PeaksError
+            try:
+                summary = report.build(args.files, args.out, sizes, peaks_file=args.peaks)
+            except PeaksError as e:
+                print(f"rb-analysis report: --peaks {e}", file=sys.stderr)
+                return 2
             print(f"report: {os.path.join(args.out, 'report.md')} "
                   f"({len(summary['plots'])} plots, {len(summary['points'])} ring attention points)")
             for line in summary["problems"]:

@@ -1,18 +1,25 @@
-"""report: one or more ringbench files -> DIR/report.md, DIR/*.png, DIR/report.json, DIR/points.csv.
+"""report: one or more ringbench files -> DIR/report.md, DIR/*.png, DIR/report.json,
+DIR/points.csv (ring attention) and DIR/points_<sweep>.csv (every sweep).
+
+report.md leads with one screen: what ran and where, the headline numbers against the device
+peaks (peaks.py, or --peaks), and the verdicts. Then a section per kind of result (ring
+attention, cost model, collectives, point-to-point, compute, memory, contention), the status
+and parity details, and an appendix with the machine and the configuration.
 
 Several files (e.g. a scaling series at 1, 2, 4, ... ranks) are combined into one study:
 points are matched by configuration and sequence length, and the ring size axis spans
 every file. Failed, oom or parity-failed points are listed and drawn as red crosses, never
-silently left out.
+silently left out. Every number comes from results.py's frames, and report.json holds them.
 """
 import json
-import math
 import os
 
 import numpy as np
+import pandas as pd
 
-from . import contention, model, plots, reader
+from . import contention, figures, fmt, headline, model, peaks as peaks_mod, plots, reader, results
 
+# Drawn whenever the files have ring attention, collectives, p2p or ping-pong points.
 EXPECTED_PLOTS = [
     ("throughput", "Throughput against ring size", plots.throughput, "points"),
     ("strong_scaling", "Strong scaling: speedup and efficiency", plots.strong_scaling, "points"),
@@ -21,44 +28,22 @@ EXPECTED_PLOTS = [
     ("memory", "Memory per rank", plots.memory, "points"),
     ("efficiency_heatmap", "Efficiency over sequence length x ring size", plots.efficiency_heatmap, "points"),
     ("rank_spread", "Per-rank spread (stragglers)", plots.rank_spread, "points"),
-    ("bandwidth", "Bandwidth per collective and group", plots.bandwidth_curves, "runs"),
-    ("p2p_matrix", "Point-to-point matrix", plots.p2p_matrix, "runs"),
+    ("ring_timeline", "Per ring step: compute and exposed wait", figures.ring_timeline, "runs_ring"),
+    ("ring_variance", "Per-iteration times", figures.ring_variance, "runs_ring"),
+    ("bandwidth", "Bus bandwidth per collective", figures.collectives_busbw, "coll"),
+    ("latency", "Small messages: time per operation", figures.latency_small, "coll_pp"),
+    ("p2p_matrix", "Point-to-point bandwidth and latency", figures.p2p_heatmaps, "runs"),
     ("cost_model", "Cost model: prediction against measurement", plots.cost_model, "preds"),
 ]
-
-
-def _fmt(v, unit="", digits=4):
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.{digits}g}{unit}"
-    return f"{v}{unit}"
-
-
-def _si(v, unit):
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "-"
-    for f, p in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= f:
-            return f"{v / f:.3g} {p}{unit}"
-    return f"{v:.3g} {unit}"
-
-
-def _time(v):
-    if v is None:
-        return "-"
-    if v >= 1:
-        return f"{v:.3g} s"
-    if v >= 1e-3:
-        return f"{v * 1e3:.3g} ms"
-    return f"{v * 1e6:.3g} us"
-
-
-def _table(headers, rows):
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    for r in rows:
-        out.append("| " + " | ".join(str(c) for c in r) + " |")
-    return out
+# Drawn when the files have compute or memory sweeps.
+PROFILE_PLOTS = [
+    ("compute", "GEMM throughput against the device peak", figures.compute_rates, "compute"),
+    ("memory_bandwidth", "Memory bandwidth against the peaks", figures.memory_rates, "memory_frame"),
+]
+SECTION_PLOTS = {"ring": ["throughput", "strong_scaling", "weak_scaling", "efficiency_heatmap",
+                          "exposed_comm", "ring_timeline", "ring_variance", "rank_spread", "memory"],
+                 "cost": ["cost_model"], "coll": ["bandwidth", "latency"], "p2p": ["p2p_matrix"],
+                 "compute": ["compute"], "mem": ["memory_bandwidth"]}
 
 
 def _parity_rows(runs):
@@ -79,224 +64,416 @@ def _parity_rows(runs):
     return rows
 
 
-def build(paths, out_dir, predict_sizes=(8, 64, 512)):
+def _table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+
+
+def _problems(runs, points):
+    out = [f"{os.path.basename(run.path)}: {line}" for run in runs for line in run.problems()]
+    for p in points:
+        if not p["measured"]:
+            cfg = f", {p['config_label']}" if p["config_label"] else ""
+            out.append(f"{p['run']}: {p['sweep']} point {p['point']} (S={p['seq_len']}, ring size "
+                       f"{p['ring_size']}{cfg}): status {p['status']}" + (f": {p['failure']}" if p["failure"] else ""))
+    return out
+
+
+def _frames(runs, points, peaks):
+    ring = results.ring_frame(runs, points, peaks)
+    cpoints = results.collective_points(runs)
+    variants, skipped = results.collective_variants(cpoints, peaks)
+    return {"ring": ring, "cpoints": cpoints, "variants": variants, "skipped": skipped,
+            "pingpong": results.pingpong_points(runs), "p2p": results.p2p_frame(runs),
+            "compute": results.compute_frame(runs, peaks), "memory": results.memory_frame(runs, peaks)}
+
+
+def _draw(runs, points, preds, fr, out_dir, summary):
+    """Every plot; {name: markdown lines} for the sections to place, reasons in not_plotted."""
+    args = {"points": (points,), "runs": (runs,), "preds": (preds,), "runs_ring": (runs, fr["ring"]),
+            "coll": (fr["cpoints"], fr["variants"]), "coll_pp": (fr["cpoints"], fr["pingpong"]),
+            "compute": (fr["compute"],), "memory_frame": (fr["memory"],)}
+    figures.reset_colours()
+    shown = {}
+    for name, title, fn, what in EXPECTED_PLOTS + PROFILE_PLOTS:
+        try:
+            path = fn(*args[what], out_dir)
+        except plots.NoData as why:
+            summary["not_plotted"][name] = str(why)
+            continue
+        summary["plots"][name] = os.path.basename(path)
+        shown[name] = [f"![{title}]({os.path.basename(path)})", ""]
+    return shown
+
+
+def _section_plots(shown, summary, key, section=True):
+    """The section's plots, and why the others are missing (when the section is shown)."""
+    if not section:
+        return []
+    md = []
+    for name in SECTION_PLOTS[key]:
+        md += shown.get(name, [])
+    missing = [f"{n}: {summary['not_plotted'][n]}" for n in SECTION_PLOTS[key] if n in summary["not_plotted"]]
+    if missing:
+        md += ["Not plotted: " + "; ".join(missing) + ".", ""]
+    return md
+
+
+def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None):
     runs = reader.load_many(paths)
     os.makedirs(out_dir, exist_ok=True)
+    override = peaks_mod.load_override(peaks_file) if peaks_file else None
+    peaks, gpu_names = peaks_mod.for_runs(runs, override)
     points = model.point_table(runs)
     comm = model.ring_comm_model(runs)
     preds = model.predictions(points, comm, predict_sizes)
+    fr = _frames(runs, points, peaks)
+    summary = {"files": [_file_json(r) for r in runs], "points": [], "predictions": preds,
+               "comm_model": comm, "plots": {}, "not_plotted": {}, "peaks": peaks,
+               "gpu_names": gpu_names, "problems": _problems(runs, points)}
+    shown = _draw(runs, points, preds, fr, out_dir, summary)
     md = ["# ringbench report", ""]
-    summary = {"files": [], "points": [], "predictions": preds, "comm_model": comm,
-               "plots": {}, "not_plotted": {}, "problems": []}
+    md += _first_screen(runs, fr, summary, peaks, gpu_names)
+    md += _ring_section(runs, points, fr["ring"], summary) + _section_plots(shown, summary, "ring")
+    md += _cost_section(comm, preds) + _section_plots(shown, summary, "cost")
+    part = _collectives_section(fr, summary)
+    md += part + _section_plots(shown, summary, "coll", bool(part))
+    part = _p2p_section(fr, summary)
+    md += part + _section_plots(shown, summary, "p2p", bool(part))
+    part = _compute_section(fr, summary)
+    md += part + _section_plots(shown, summary, "compute", bool(part))
+    part = _memory_section(fr, summary)
+    md += part + _section_plots(shown, summary, "mem", bool(part))
+    md += contention.report_section(runs, out_dir, summary)
+    md += _plot_index(summary)
+    md += _status_section(runs, points, summary)
+    md += _appendix(runs)
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    summary["csv"] = _write_csv(runs, out_dir)
+    with open(os.path.join(out_dir, "report.json"), "w") as f:
+        json.dump(_finite_json(summary), f, indent=1, default=_json_default, allow_nan=False)
+    return summary
 
-    # ---- inputs, machine, status ----
-    md += ["## Runs", ""]
-    rows = []
-    for run in runs:
-        done, other = run.completeness()
-        rows.append([os.path.basename(run.path), run.status, run.world_size, run.node_count,
-                     run.attrs.get("backend", "?"), run.attrs.get("start_time", "?"),
-                     run.attrs.get("ringbench_version", "?") + " " + str(run.attrs.get("git_commit", "")),
-                     ", ".join(done) or "none"])
-        summary["files"].append({"path": run.path, "status": run.status, "failure": run.failure,
-                                 "world_size": run.world_size, "node_count": run.node_count,
-                                 "backend": run.attrs.get("backend"), "completed_sweeps": done,
-                                 "other_sweeps": [{"name": n, "status": s, "failure": f}
-                                                  for n, s, f in other]})
-    md += _table(["file", "status", "ranks", "nodes", "backend", "start (UTC)", "version", "completed sweeps"], rows)
-    md.append("")
-    problems = []
-    for run in runs:
-        for line in run.problems():
-            problems.append(f"{os.path.basename(run.path)}: {line}")
-    bad_points = [p for p in points if not p["measured"]]
-    for p in bad_points:
-        cfg = f", {p['config_label']}" if p["config_label"] else ""
-        problems.append(f"{p['run']}: {p['sweep']} point {p['point']} (S={p['seq_len']}, ring size "
-                        f"{p['ring_size']}{cfg}): status {p['status']}"
-                        + (f": {p['failure']}" if p["failure"] else ""))
-    summary["problems"] = problems
-    md += ["## Status and parity", ""]
+
+def _file_json(run):
+    done, other = run.completeness()
+    return {"path": run.path, "status": run.status, "failure": run.failure,
+            "world_size": run.world_size, "node_count": run.node_count,
+            "backend": run.attrs.get("backend"), "gpu_names": run.gpu_names(), "hosts": run.hosts(),
+            "start_time": run.attrs.get("start_time"), "ringbench_version": run.attrs.get("ringbench_version"),
+            "git_commit": run.attrs.get("git_commit"), "completed_sweeps": done,
+            "sweeps": [{"name": s.name, "type": s.type, "points": s.npoints, "status": s.status}
+                       for s in run.sweeps.values()],
+            "other_sweeps": [{"name": n, "status": s, "failure": f} for n, s, f in other]}
+
+
+def _first_screen(runs, fr, summary, peaks, gpu_names):
+    rows = (headline.ring_rows(fr["ring"]) + headline.collective_rows(fr["variants"])
+            + headline.p2p_rows(fr["p2p"], fr["pingpong"])
+            + headline.compute_memory_rows(fr["compute"], fr["memory"]))
+    md = ["## Summary", "", "What ran, and where:", ""]
+    md += headline.what_ran(runs, peaks, gpu_names)
+    md += ["", "Headline numbers (each the slowest rank's; \"% of peak\" against the device peak, "
+           "for collectives against the link's):", ""]
+    md += headline.table(rows)
+    parity = _parity_rows(runs)
+    md += ["", "Verdicts:", ""]
+    summary["untrustworthy"] = headline.untrustworthy(fr["ring"], rows)
+    md += headline.verdicts(summary["problems"], summary["untrustworthy"], parity, len(fr["skipped"]))
+    md += ["", "Details: ring attention, cost model, collectives, point-to-point, compute, memory, "
+           "status and parity below; the machine, placement and configuration in the appendix.", ""]
+    summary["headline"] = rows
+    return md
+
+
+RING_COLUMNS = [
+    ("seq_len", "S", None), ("ring_size", "R", None), ("mask", "mask", None), ("layout", "layout", None),
+    ("kernel", "kernel", None), ("dtype", "dtype", None), ("status_md", "status", None),
+    ("forward_ms", "fwd ms", fmt.ms), ("backward_ms", "bwd ms", fmt.ms),
+    ("total_ms", "total ms", fmt.ms), ("tflops_fwd", "TFLOP/s/GPU fwd", fmt.tflops),
+    ("tflops_bwd", "bwd", fmt.tflops), ("tflops_total", "total", fmt.tflops),
+    ("pct_of_single_gpu", "% of 1 GPU", fmt.pct), ("pct_of_peak", "% of peak", fmt.pct),
+    ("throughput_md", "throughput", None), ("strong_efficiency", "efficiency", fmt.num),
+    ("exposed_wait_pct", "exposed wait", fmt.pct), ("memory_md", "memory/rank", None),
+    ("spread_md", "spread", None), ("cv", "CV", lambda v: fmt.pct(100 * v)),
+    ("trust_md", "trust", None), ("file", "file", None)]  # file: only with several files
+
+
+def _ring_section(runs, points, ring, summary):
+    md = ["## Ring attention", ""]
+    if not points:
+        return md + ["No ring attention sweep in the input files.", ""]
+    by = {(p["run"], p["sweep"], p["point"]): p for p in points}
+    view = ring.sort_values(["config", "seq_len", "ring_size", "file", "sweep", "point"]).copy()
+    pts = [by[(r.file, r.sweep, r.point)] for r in view.itertuples()]
+    view["status_md"] = [p["status"] if p["measured"] else f"**{p['status']}**" for p in pts]
+    view["throughput_md"] = [fmt.si(p["throughput"], "tok/s") for p in pts]
+    view["memory_md"] = [fmt.si(p["memory"], "B") for p in pts]
+    view["spread_md"] = [fmt.num(None if p["spread"] is None else (p["spread"] - 1) * 100, 3, "%") for p in pts]
+    view["trust_md"] = [f"**{t}**" if t else "ok" for t in view["untrustworthy"]]
+    factor = "/".join(f"{x:g}" for x in sorted({results.backward_factor(s) for run in runs
+                                                   for s in run.sweeps_of_type(reader.RING_TYPES)}))
+    md += ["Per point: time is the slowest rank's median iteration (forward + backward); TFLOP/s "
+           f"per GPU is the mean FLOPs per rank (forward_flop; backward = {factor} x forward, the "
+           "sweep's flop_convention) over the slowest rank's median time of that pass; \"% of 1 GPU\" compares with the same "
+           "kernel and configuration at ring size 1; efficiency is strong scaling against the "
+           "smallest ring size of the same S; exposed wait is the share of step time spent "
+           "waiting for the next K/V block; spread is how much slower the slowest rank is than "
+           f"the median rank; CV is between iterations (above {100 * results.CV_LIMIT:.0f} % flagged).", ""]
+    configs = sorted({p["config_label"] for p in points if p["config_label"]})
+    if configs:
+        md += ["Configurations that differ between points: " + "; ".join(f"`{c}`" for c in configs) + ".", ""]
+    cols = RING_COLUMNS if view["file"].nunique() > 1 else RING_COLUMNS[:-1]
+    md += fmt.md_table(view, cols) + [""]
+    ring_by = {(r["file"], r["sweep"], r["point"]): r for r in fmt.records(ring)}
+    for p in points:
+        extra = ring_by.get((p["run"], p["sweep"], p["point"]), {})
+        summary["points"].append({k: v for k, v in p.items() if k != "config"} | extra |
+                                 {"config": {k: str(v) for k, v in p["config"].items()}})
+    return md + _weak_table(points)
+
+
+def _weak_table(points):
+    weak = {k: v for k, v in model.series(points, "weak").items() if len(v) >= 2}
+    if not weak:
+        return []
+    rows = [[spr, r, cfg, fmt.num(sp), fmt.num(e)] for (cfg, spr), pts in sorted(weak.items())
+            for r, sp, e in model.scaling(pts, "weak")]
+    return (["Weak scaling (same sequence length per rank; ideal efficiency 1):", ""]
+            + _table(["seq len per rank", "ring size", "config", "scaled speedup", "efficiency"], rows) + [""])
+
+
+def _cost_section(comm, preds):
+    md = ["## Cost-model prediction", ""]
+    if comm is None:
+        return md + ["No communication model: the files have no collectives sweep (sendrecv) and no "
+                     "host_pingpong sweep to fit one from.", ""]
+    md.append(f"Ring-neighbour transfer model t(m) = alpha + m/beta from the {comm['source']}: "
+              f"alpha = {fmt.time(comm['alpha_s'])}, beta = {fmt.si(comm['beta_Bps'], 'B/s')}"
+              + (f" (relative RMS error of the fit {comm['rel_rms_error']:.2g})" if "rel_rms_error" in comm else "")
+              + ".")
+    md += ["", "Per ring step: step(R) = max(c(R), alpha + bytes(R)/beta) with c(R) = c(R0)(R0/R)^2 "
+           "from the measured per-step compute time at the smallest measured ring size R0 and "
+           "bytes(R) = the key/value block passed per step; the time is n(R) steps of that, "
+           "scaled by the ratio of measured to modelled time at R0. See docs/analysis.md.", ""]
+    if not preds:
+        md += ["No prediction: the ring attention points lack per-step compute times or the "
+               "sizes needed for the key/value block (batch, heads, head_dim, dtype).", ""]
+    for pr in preds:
+        md += [f"**S={pr['seq_len']}** ({pr['config'] or 'default config'}), base ring size "
+               f"{pr['base_ring_size']}:", ""]
+        rows = [[x["ring_size"], fmt.time(x["measured_time"]), fmt.time(x["predicted_time"]),
+                 f"{100 * x['error']:+.1f}%", fmt.num(x["predicted_efficiency"]),
+                 "comm" if x["comm_bound"] else "compute"] for x in pr["measured"]]
+        rows += [[x["ring_size"], "(not run)", fmt.time(x["predicted_time"]), "-",
+                  fmt.num(x["predicted_efficiency"]), "comm" if x["comm_bound"] else "compute"]
+                 for x in pr["extrapolated"]]
+        md += _table(["ring size", "measured forward", "predicted forward", "error",
+                      "predicted efficiency", "bound by"], rows) + [""]
+    return md
+
+
+COLLECTIVE_COLUMNS = [
+    ("operation", "operation", None), ("group", "group", None),
+    ("group_size", "ranks/group", lambda v: fmt.num(int(v)) if not fmt.missing(v) else "-"),
+    ("dtype", "dtype", None), ("variant", "variant", None),
+    ("peak_busbw", "peak busbw", lambda v: fmt.si(v, "B/s")),
+    ("peak_algbw", "algbw there", lambda v: fmt.si(v, "B/s")), ("at_size", "at size", fmt.size),
+    ("pct_of_link", "% of link", fmt.pct), ("cv_at_peak", "CV", lambda v: fmt.pct(100 * v)),
+    ("latency", "time at smallest", fmt.time), ("smallest_size", "smallest", fmt.size),
+    ("wrong", "#wrong", fmt.num), ("trust", "trust", None), ("file", "file", None)]
+
+
+def _collectives_section(fr, summary):
+    v, skipped = fr["variants"], fr["skipped"]
+    summary["collectives"] = fmt.records(v)
+    summary["collective_points"] = fmt.records(fr["cpoints"])
+    summary["one_rank_groups_skipped"] = fmt.records(skipped)
+    if not len(fr["cpoints"]):
+        return []
+    md = ["## Collectives", "",
+          "One row per operation, group, dtype and in-place variant: the peak bus bandwidth is "
+          "the largest over message sizes of that variant's slowest-rank busbw (nccl-tests' "
+          "definition); \"% of link\" is against NVLink's one-direction peak for groups within "
+          "one node of a known GPU; CV is between iterations at the peak's size.", ""]
+    if len(v):
+        view = v.assign(variant=["in-place" if x else "out-of-place" for x in v["in_place"]],
+                        trust=[f"**CV {100 * c:.0f} %**" if c > results.CV_LIMIT else
+                               ("**wrong elements**" if w else "ok") for c, w in zip(v["cv_at_peak"], v["wrong"])])
+        md += fmt.md_table(view, COLLECTIVE_COLUMNS) + [""]
+    if len(skipped):
+        groups = sorted(set(skipped["group"]))
+        md += [f"Left out: {len(skipped)} variant(s) of the group(s) {', '.join(groups)} had one rank per "
+               "group (e.g. inter_node on one node): their operations are local copies and measure no "
+               "link, so they are in no table or plot (their points stay in the file and points CSV).", ""]
+    return md
+
+
+def _p2p_section(fr, summary):
+    p2p, pp = fr["p2p"], fr["pingpong"]
+    summary["p2p"] = fmt.records(p2p)
+    summary["pingpong"] = fmt.records(pp)
+    if not len(p2p) and not len(pp):
+        return []
+    md = ["## Point-to-point", ""]
+    if len(p2p):
+        md += ["p2p_matrix: each ordered pair alone (the slower rank of the pair); concurrent: "
+               "every rank sending at once (the slowest rank).", ""]
+        md += fmt.md_table(p2p, [
+            ("sweep", "sweep", None), ("ranks", "ranks", None),
+            ("bandwidth_min", "bandwidth min", lambda x: fmt.si(x, "B/s")),
+            ("bandwidth_median", "median", lambda x: fmt.si(x, "B/s")),
+            ("bandwidth_max", "max", lambda x: fmt.si(x, "B/s")),
+            ("concurrent_min", "concurrent min", lambda x: fmt.si(x, "B/s")),
+            ("latency_min", "latency min", fmt.time), ("latency_median", "median", fmt.time),
+            ("latency_max", "max", fmt.time), ("file", "file", None)]) + [""]
+    if len(pp):
+        md += ["host_pingpong (one-way time of the slowest rank, its 25th-75th percentile over "
+               "iterations, bandwidth of the slowest pair):", ""]
+        md += fmt.md_table(pp, [
+            ("sweep", "sweep", None), ("size", "message size", fmt.size), ("time", "one-way time", fmt.time),
+            ("t_p25", "p25", fmt.time), ("t_p75", "p75", fmt.time),
+            ("cv", "CV", lambda v: fmt.pct(100 * v)), ("bandwidth", "bandwidth", lambda x: fmt.si(x, "B/s")),
+            ("file", "file", None)]) + [""]
+    return md
+
+
+def _compute_section(fr, summary):
+    c = fr["compute"]
+    summary["compute"] = fmt.records(c)
+    if not len(c):
+        return []
+    md = ["## Compute", "", "Each rank runs every point at once; the rate is the slowest rank's "
+          "(FLOPs / mean call time); \"% of peak\" is against the device's dense tensor-core peak "
+          "for the dtype (none for host runs).", ""]
+    md += fmt.md_table(c, [
+        ("operation", "operation", None), ("engine", "engine", None), ("dtype", "dtype", None),
+        ("size", "n / rows", fmt.num), ("tflops", "TFLOP/s", fmt.tflops),
+        ("peak_tflops", "peak", fmt.tflops), ("pct_of_peak", "% of peak", fmt.pct),
+        ("cv", "CV", lambda v: fmt.pct(100 * v)), ("file", "file", None)])
+    return md + [""]
+
+
+def _memory_section(fr, summary):
+    m = fr["memory"]
+    summary["memory"] = fmt.records(m)
+    if not len(m):
+        return []
+    md = ["## Memory", "", "The slowest rank's bandwidth (bytes / mean iteration). d2d counts each "
+          "byte once: its HBM traffic is twice that, which is what \"% of peak\" compares with the "
+          "HBM peak; host<->device copies compare with PCIe's one-direction peak; the host triad has "
+          "no known peak.", ""]
+    view = m.assign(peak_md=[f"{n.replace('_GBps', '').upper()} {fmt.si(p, 'B/s')}" if n else "none known"
+                             for n, p in zip(m["peak_name"], m["peak"])])
+    md += fmt.md_table(view, [
+        ("kind", "kind", None), ("size", "size", fmt.size), ("bandwidth", "bandwidth", lambda x: fmt.si(x, "B/s")),
+        ("peak_md", "peak", None), ("pct_of_peak", "% of peak", fmt.pct),
+        ("cv", "CV", lambda v: fmt.pct(100 * v)), ("file", "file", None)])
+    return md + [""]
+
+
+def _plot_index(summary):
+    """Every PNG of the report with its section, and why each missing plot is missing."""
+    md = ["## Plots", "", "Every plot is shown in its section above; the files:", ""]
+    md += [f"- [{f}]({f})" for f in summary["plots"].values()]
+    if summary["not_plotted"]:
+        md += ["", "Not plotted:", ""] + [f"- {n}: {why}" for n, why in summary["not_plotted"].items()]
+    return md + [""]
+
+
+def _status_section(runs, points, summary):
+    md = ["## Status and parity", ""]
+    problems = summary["problems"]
     if problems:
-        md.append("**Not everything completed.** What did not:")
-        md.append("")
-        md += [f"- {x}" for x in problems]
+        md += ["**Not everything completed.** What did not:", ""] + [f"- {x}" for x in problems]
     else:
         md.append("Every run and sweep completed; every point has status ok.")
     md.append("")
     parity_rows = _parity_rows(runs)
+    summary["parity"] = [dict(zip(["file", "sweep", "error", "max", "tolerance"], r)) for r in parity_rows]
     if parity_rows:
-        md.append("Parity against the reference (largest over points and ranks):")
-        md.append("")
-        md += _table(["file", "sweep", "error", "max", "tolerance"], parity_rows)
-        md.append("")
+        md += ["Parity against the reference (largest over points and ranks):", ""]
+        md += _table(["file", "sweep", "error", "max", "tolerance"], parity_rows) + [""]
     if points:
         by_status = {}
         for p in points:
             by_status[p["status"]] = by_status.get(p["status"], 0) + 1
-        md.append("Ring attention points by status: "
-                  + ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())) + ".")
-        md.append("")
+        md += ["Ring attention points by status: "
+               + ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())) + ".", ""]
+    return md
 
-    md += ["## Machine", ""]
+
+def _appendix(runs):
+    md = ["## Appendix: runs, machine and configuration", "", "### Runs", ""]
+    rows = []
     for run in runs:
-        md.append(f"- `{os.path.basename(run.path)}`: {run.machine_summary()}")
-    md.append("")
+        done, _ = run.completeness()
+        rows.append([os.path.basename(run.path), run.status, run.world_size, run.node_count,
+                     run.attrs.get("backend", "?"), run.attrs.get("start_time", "?"),
+                     run.attrs.get("ringbench_version", "?") + " " + str(run.attrs.get("git_commit", "")),
+                     ", ".join(done) or "none"])
+    md += _table(["file", "status", "ranks", "nodes", "backend", "start (UTC)", "version", "completed sweeps"], rows)
+    md += ["", "### Machine", ""] + [f"- `{os.path.basename(r.path)}`: {r.machine_summary()}" for r in runs] + [""]
     big = max(runs, key=lambda r: r.world_size)
     rt = big.ranks
     if len(rt):
         cols = [c for c in ("rank", "hostname", "node_index", "local_rank", "gpu_index", "gpu_name",
                             "cpuset", "numa_node", "binding_policy") if c in rt]
-        md.append(f"Rank placement of the largest run (`{os.path.basename(big.path)}`):")
-        md.append("")
+        md += [f"Rank placement of the largest run (`{os.path.basename(big.path)}`):", ""]
         md += _table(cols, rt[cols].head(32).values.tolist())
-        if len(rt) > 32:
-            md.append(f"\n... {len(rt) - 32} more ranks in /ranks.")
-        md.append("")
-
-    md += ["## Configuration", ""]
+        md += ([f"\n... {len(rt) - 32} more ranks in /ranks."] if len(rt) > 32 else []) + [""]
+    md += ["### Configuration", ""]
     seen = []
     for run in runs:
         if run.config_text not in seen:
             seen.append(run.config_text)
             names = [os.path.basename(r.path) for r in runs if r.config_text == run.config_text]
-            md.append(f"Config of {', '.join(names)} ({run.attrs.get('config_file', '?')}):")
-            md += ["", "```yaml", run.config_text.rstrip(), "```", ""]
+            md += [f"Config of {', '.join(names)} ({run.attrs.get('config_file', '?')}):", "",
+                   "```yaml", run.config_text.rstrip(), "```", ""]
+    return md
 
-    # ---- ring attention ----
-    md += ["## Ring attention", ""]
-    if not points:
-        md += ["No ring attention sweep in the input files.", ""]
-    else:
-        strong = model.series(points, "strong")
-        eff = {}
-        for (cfg, seq), pts in strong.items():
-            for r, sp, e in model.scaling(pts, "strong"):
-                eff[(cfg, seq, r)] = (sp, e)
-        rows = []
-        for p in sorted(points, key=lambda p: (p["config_label"], p["seq_len"] or 0, p["ring_size"], p["run"])):
-            sp, e = eff.get((p["config_label"], p["seq_len"], p["ring_size"]), (None, None))
-            if not p["measured"]:
-                sp = e = None
-            rows.append([p["seq_len"], p["ring_size"], p["config_label"], p["status"] if p["measured"]
-                         else f"**{p['status']}**", _time(p["time"]), _si(p["throughput"], "tok/s"),
-                         _fmt(sp), _fmt(e), _fmt(None if p["exposed_comm"] is None else 100 * p["exposed_comm"], "%", 3),
-                         _si(p["memory"], "B"), _fmt(None if p["spread"] is None else (p["spread"] - 1) * 100, "%", 3),
-                         p["run"]])
-            summary["points"].append({k: v for k, v in p.items() if k != "config"} |
-                                     {"config": {k: str(v) for k, v in p["config"].items()},
-                                      "strong_speedup": sp, "strong_efficiency": e})
-        md.append("Time is the slowest rank's median time per iteration; throughput is tokens per "
-                  "second for the whole ring; speedup and efficiency are strong scaling against the "
-                  "smallest ring size of the same sequence length; spread is how much slower the "
-                  "slowest rank is than the median rank.")
-        md.append("")
-        md += _table(["seq len", "ring size", "config", "status", "time", "throughput", "speedup",
-                      "efficiency", "exposed comm", "memory/rank", "spread", "file"], rows)
-        md.append("")
-        weak = {k: v for k, v in model.series(points, "weak").items() if len(v) >= 2}
-        if weak:
-            md.append("Weak scaling (same sequence length per rank; ideal efficiency 1):")
-            md.append("")
-            wrows = []
-            for (cfg, spr), pts in sorted(weak.items()):
-                for r, sp, e in model.scaling(pts, "weak"):
-                    wrows.append([spr, r, cfg, _fmt(sp), _fmt(e)])
-            md += _table(["seq len per rank", "ring size", "config", "scaled speedup", "efficiency"], wrows)
-            md.append("")
 
-    # ---- cost model ----
-    md += ["## Cost-model prediction", ""]
-    if comm is None:
-        md += ["No communication model: the files have no collectives sweep (sendrecv) and no "
-               "host_pingpong sweep to fit one from.", ""]
-    else:
-        md.append(f"Ring-neighbour transfer model t(m) = alpha + m/beta from the {comm['source']}: "
-                  f"alpha = {_time(comm['alpha_s'])}, beta = {_si(comm['beta_Bps'], 'B/s')}"
-                  + (f" (relative RMS error of the fit {comm['rel_rms_error']:.2g})" if "rel_rms_error" in comm else "")
-                  + ".")
-        md.append("")
-        md.append("Per ring step: step(R) = max(c(R), alpha + bytes(R)/beta) with c(R) = c(R0)(R0/R)^2 "
-                  "from the measured per-step compute time at the smallest measured ring size R0 and "
-                  "bytes(R) = the key/value block passed per step; the time is n(R) steps of that, "
-                  "scaled by the ratio of measured to modelled time at R0. See docs/analysis.md.")
-        md.append("")
-        if not preds:
-            md += ["No prediction: the ring attention points lack per-step compute times or the "
-                   "sizes needed for the key/value block (batch, heads, head_dim, dtype).", ""]
-        for pr in preds:
-            md.append(f"**S={pr['seq_len']}** ({pr['config'] or 'default config'}), base ring size "
-                      f"{pr['base_ring_size']}:")
-            md.append("")
-            rows = [[x["ring_size"], _time(x["measured_time"]), _time(x["predicted_time"]),
-                     f"{100 * x['error']:+.1f}%", _fmt(x["predicted_efficiency"]),
-                     "comm" if x["comm_bound"] else "compute"] for x in pr["measured"]]
-            rows += [[x["ring_size"], "(not run)", _time(x["predicted_time"]), "-",
-                      _fmt(x["predicted_efficiency"]), "comm" if x["comm_bound"] else "compute"]
-                     for x in pr["extrapolated"]]
-            md += _table(["ring size", "measured forward", "predicted forward", "error",
-                          "predicted efficiency", "bound by"], rows)
-            md.append("")
+def _csv_name(sweep):
+    return "points_" + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in sweep) + ".csv"
 
-    # ---- collectives / pingpong summaries ----
-    coll_rows = []
-    for run in runs:
-        for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
-            for label, xs, ys in model.bandwidth_curves(s):
-                i = int(np.argmax(ys))
-                coll_rows.append([os.path.basename(run.path), s.name, label, _si(ys[i], "B/s"), int(xs[i])])
-    ping_rows = []
-    for run in runs:
-        for s in run.sweeps_of_type(reader.PINGPONG_TYPES):
-            for x in model.pingpong_summary(s):
-                ping_rows.append([os.path.basename(run.path), s.name, x["message_size"],
-                                  _time(x["max_one_way_time"]), _si(x["min_bandwidth"], "B/s")])
-                summary.setdefault("pingpong", []).append(dict(x, file=run.path, sweep=s.name))
-    if coll_rows or ping_rows:
-        md += ["## Communication", ""]
-    if coll_rows:
-        md += _table(["file", "sweep", "operation / group", "peak bus bandwidth", "at size (B)"], coll_rows)
-        md.append("")
-    if ping_rows:
-        md.append("host_pingpong (one-way time of the slowest rank, bandwidth of the slowest pair):")
-        md.append("")
-        md += _table(["file", "sweep", "message size (B)", "one-way time", "bandwidth"], ping_rows)
-        md.append("")
 
-    # ---- contention sweeps: verdicts, per-phase table, box plots, monitors ----
-    md += contention.report_section(runs, out_dir, summary)
-
-    # ---- plots ----
-    md += ["## Plots", ""]
-    args = {"points": points, "runs": runs, "preds": preds}
-    for name, title, fn, what in EXPECTED_PLOTS:
-        try:
-            path = fn(args[what], out_dir)
-            summary["plots"][name] = os.path.basename(path)
-            md += [f"### {title}", "", f"![{title}]({os.path.basename(path)})", ""]
-        except plots.NoData as why:
-            summary["not_plotted"][name] = str(why)
-    if summary["not_plotted"]:
-        md.append("Not plotted:")
-        md.append("")
-        md += [f"- {n}: {why}" for n, why in summary["not_plotted"].items()]
-        md.append("")
-
-    with open(os.path.join(out_dir, "report.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    with open(os.path.join(out_dir, "report.json"), "w") as f:
-        json.dump(summary, f, indent=1, default=_json_default)
+def _write_csv(runs, out_dir):
+    """points.csv (every ring attention point and rank of every file, as before) and one
+    points_<sweep>.csv per sweep name (one row per file, point and rank)."""
+    written = []
     ring = reader.combined_table(runs, reader.RING_TYPES)
     if len(ring):
         ring.to_csv(os.path.join(out_dir, "points.csv"), columns=reader.csv_columns(ring), index=False)
-    return summary
+        written.append("points.csv")
+    names = list(dict.fromkeys(s.name for run in runs for s in run.sweeps.values()))
+    for name in names:
+        parts = [run.sweeps[name].table.assign(run=os.path.basename(run.path), world_size=run.world_size)
+                 for run in runs if name in run.sweeps and len(run.sweeps[name].table)]
+        if not parts:
+            continue
+        t = pd.concat(parts, ignore_index=True)
+        t.to_csv(os.path.join(out_dir, _csv_name(name)), columns=reader.csv_columns(t), index=False)
+        written.append(_csv_name(name))
+    return written
+
+
+def _finite_json(o):
+    """NaN and infinities as null: report.json stays valid JSON for every reader."""
+    if isinstance(o, dict):
+        return {k: _finite_json(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite_json(v) for v in o]
+    if isinstance(o, (float, np.floating)):
+        return float(o) if np.isfinite(o) else None
+    return o
 
 
 def _json_default(o):
     if isinstance(o, (np.integer,)):
         return int(o)
     if isinstance(o, (np.floating,)):
-        return float(o)
+        return None if not np.isfinite(o) else float(o)
     if isinstance(o, np.ndarray):
         return o.tolist()
     return str(o)

@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5edit  # noqa: E402
 
 PLOTS = ["throughput", "strong_scaling", "weak_scaling", "exposed_comm", "memory",
-         "efficiency_heatmap", "rank_spread", "bandwidth", "p2p_matrix", "cost_model"]
+         "efficiency_heatmap", "rank_spread", "ring_timeline", "ring_variance", "bandwidth",
+         "latency", "p2p_matrix", "cost_model"]
 
 
 def ringbench(args, ranks, out):
@@ -109,6 +110,8 @@ def ring_points_from_file(path):
                             "throughput": batch * key[0] / float(np.max(total[:, p])),
                             "wait": float(np.nansum(g["step_wait_s"][:, p])),
                             "compute": float(np.nansum(g["step_compute_s"][:, p])),
+                            "tflops_total": 3.5 * float(np.mean(g["forward_flop"][:, p]))
+                            / float(np.max(total[:, p])) / 1e12,
                             "status": set(g["status"].asstr()[:, p])}
     return out
 
@@ -150,7 +153,9 @@ def check_report(args):
         p = os.path.join(out, f"{name}.png")
         check(os.path.isfile(p) and valid_png(p), f"plot {name}.png exists and is a valid PNG")
         check(f"({name}.png)" in md, f"report.md shows {name}.png")
-    check(not summary["not_plotted"], f"nothing left unplotted ({summary['not_plotted']})")
+    check(not set(summary["not_plotted"]) & set(PLOTS), f"nothing left unplotted ({summary['not_plotted']})")
+    check(set(summary["not_plotted"]) == {"compute", "memory_bandwidth"},
+          "only the compute and memory plots are missing, and said why (no such sweep in the file)")
     # The report's numbers match the files.
     expected = {}
     for path in (f1, f2):
@@ -168,9 +173,13 @@ def check_report(args):
         check(abs(p["memory"] - v["memory"]) <= 0.5, f"S={key[0]} R={key[1]}: memory = largest rank's peak_memory_bytes")
         frac = v["wait"] / (v["wait"] + v["compute"])
         check(abs(p["exposed_comm"] - frac) <= 1e-9, f"S={key[0]} R={key[1]}: exposed comm = wait/(wait+compute)")
-        row = [ln for ln in md.splitlines() if ln.startswith(f"| {key[0]} | {key[1]} |") and "| ok |" in ln]
-        check(len(row) == 1 and fmt_time(v["time"]) in row[0],
-              f"report.md row S={key[0]} R={key[1]} shows time {fmt_time(v['time'])}")
+        row = [ln for ln in md.splitlines() if ln.startswith(f"| {key[0]} | {key[1]} | causal |") and "| ok |" in ln]
+        check(len(row) == 1 and f"| {v['time'] * 1e3:.3g} |" in row[0],
+              f"report.md row S={key[0]} R={key[1]} shows the total time {v['time'] * 1e3:.3g} ms")
+        check(abs(p["tflops_total"] - v["tflops_total"]) <= 1e-9 * v["tflops_total"],
+              f"S={key[0]} R={key[1]}: TFLOP/s per GPU = 3.5 x mean forward_flop / time = {v['tflops_total']:.4g}")
+        tf = f"{v['tflops_total']:.1f}" if v["tflops_total"] >= 10 else f"{v['tflops_total']:.3g}"
+        check(len(row) == 1 and f"| {tf} |" in row[0], f"report.md row S={key[0]} R={key[1]} shows {tf} TFLOP/s per GPU")
     for seq in {k[0] for k in expected}:
         if (seq, 1) in expected and (seq, 2) in expected:
             eff = expected[(seq, 1)]["time"] / expected[(seq, 2)]["time"] / 2
@@ -196,15 +205,89 @@ def check_report(args):
         g = f["sweeps/pingpong"]
         sizes = g["points/message_size_bytes"][()]
         med = np.median(g["one_way_time_s"][()], axis=2)
-    pp = [x for x in summary.get("pingpong", []) if x["file"] == f2]
+    pp = [x for x in summary.get("pingpong", []) if x["file"] == os.path.basename(f2)]
     check(len(pp) == len(sizes), "pingpong rows for every message size")
     for x in pp:
-        i = list(sizes).index(x["message_size"])
-        check(abs(x["max_one_way_time"] - float(med[:, i].max())) <= 1e-15,
-              f"pingpong {x['message_size']} B: one-way time = slowest rank's median")
-    # points.csv: one row per point and rank.
+        i = list(sizes).index(x["size"])
+        check(abs(x["time"] - float(med[:, i].max())) <= 1e-15,
+              f"pingpong {x['size']} B: one-way time = slowest rank's median")
+    # points.csv: one row per point and rank; points_<sweep>.csv for every sweep.
     rows = open(os.path.join(out, "points.csv")).read().strip().splitlines()
     check(len(rows) - 1 == 2 * 1 + 2 * 2, "points.csv has one row per (point, rank) of both files")
+    check_points_csv(out, (f1, f2), summary)
+    check_collective_variants(f2, summary, md)
+    one = os.path.basename(f1)  # its world group has one rank: a local copy, no link
+    check(not any(x["file"] == one for x in summary["collectives"])
+          and {x["operation"] for x in summary["one_rank_groups_skipped"] if x["file"] == one} == {"sendrecv", "all_reduce"},
+          "the one-rank run's collectives are left out of the bandwidth numbers and listed as skipped")
+    check("Left out:" in md and "one rank per group" in md, "report.md says one-rank groups were left out")
+    check_headline(summary, md)
+
+
+def check_points_csv(out, files, summary):
+    """points_<sweep>.csv: one row per file, point and rank of every sweep of the files."""
+    want = {}
+    with h5py.File(files[0], "r") as f:
+        names = list(f["sweeps"])
+    for path in files:
+        with h5py.File(path, "r") as f:
+            for name in names:
+                want[name] = want.get(name, 0) + int(f["sweeps"][name].attrs["points"]) * int(f["run"].attrs["world_size"])
+    for name, n in want.items():
+        p = os.path.join(out, f"points_{name}.csv")
+        got = len(open(p).read().strip().splitlines()) - 1 if os.path.isfile(p) else -1
+        check(got == n and f"points_{name}.csv" in summary["csv"],
+              f"points_{name}.csv has one row per file, point and rank ({n}; got {got})")
+
+
+def collective_peaks_from_file(path):
+    """(operation, group, dtype, in_place) -> (peak busbw, size): per point the slowest rank's
+    busbw, then the largest over message sizes of that variant alone; one-rank groups left out."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        g = f["sweeps/collectives"]
+        keys = {k: g["points"][k] for k in ("operation", "group", "dtype")}
+        keys = {k: v.asstr()[()] for k, v in keys.items()}
+        inplace, sizes = g["points/in_place"][()], g["points/message_size_bytes"][()]
+        bus, gsize = g["busbw_Bps"][()], g["group_size"][()]
+    for p in range(len(sizes)):
+        if gsize[:, p].max() < 2:
+            continue
+        v = bus[:, p][np.isfinite(bus[:, p]) & (bus[:, p] > 0)]
+        if not v.size:
+            continue
+        key = (keys["operation"][p], keys["group"][p], keys["dtype"][p], int(inplace[p]))
+        if key not in out or v.min() > out[key][0]:
+            out[key] = (float(v.min()), int(sizes[p]))
+    return out
+
+
+def check_collective_variants(path, summary, md):
+    want = collective_peaks_from_file(path)
+    name = os.path.basename(path)
+    got = {(x["operation"], x["group"], x["dtype"], x["in_place"]): x for x in summary["collectives"]
+           if x["file"] == name}
+    check(set(got) == set(want), f"report.json has one collectives row per linked variant ({len(want)})")
+    for key, (peak, size) in want.items():
+        x = got.get(key)
+        check(x is not None and abs(x["peak_busbw"] - peak) <= 1e-9 * peak and x["at_size"] == size,
+              f"{' '.join(map(str, key))}: peak busbw = max over sizes of the variant = {peak:.4g} B/s at {size} B")
+    for op in {k[0] for k in want}:
+        best = max(v[0] for k, v in want.items() if k[0] == op)
+        rows = [r for r in summary["headline"] if r["result"] == f"{op} peak busbw"]
+        check(len(rows) == 1 and abs(float(rows[0]["value"].split()[0]) - best / 1e9) <= 0.006 * best / 1e9,
+              f"headline {op}: the best variant's peak busbw ({best / 1e9:.3g} GB/s), not a minimum over variants")
+
+
+def check_headline(summary, md):
+    """The first screen is the summary, and every headline number of report.json is in it."""
+    first = md[:md.index("## Ring attention")]
+    check(md.startswith("# ringbench report\n\n## Summary"), "report.md opens with the summary")
+    check(len(first.splitlines()) <= 60, f"the summary fits one screen ({len(first.splitlines())} lines)")
+    check("## Configuration" not in first and "```yaml" not in first, "the config is not on the first screen")
+    for r in summary["headline"]:
+        check(r["value"] in first, f"headline '{r['result']}' is on the first screen: {r['value']}")
+    check(md.index("```yaml") > md.index("## Appendix"), "the config is in the appendix")
 
 
 COMPARE_SWEEPS = [  # enough iterations for compare's bootstrap (>= 5 samples a point)
@@ -406,6 +489,19 @@ def check_readme(args):
     md = open(os.path.join(out, "report.md")).read()
     check("## Machine" in md and "## Configuration" in md and "## Status and parity" in md,
           "the report states machine, configuration and status")
+    check_headline(js, md)
+    first = md[:md.index("## Ring attention")]
+    results = {r["result"] for r in js["headline"]}
+    check("2 ranks on 1 node" in first and "backend host" in first and "no GPU (host path)" in first,
+          "the first screen says what ran and where (ranks, nodes, backend, GPU)")
+    check("TFLOP/s per GPU" in first and "ring attention, best point" in results,
+          "the first screen has the ring attention TFLOP/s per GPU")
+    check({"gemm float32", "gemm float64", "memory triad", "all_reduce peak busbw", "p2p pair bandwidth"} <= results,
+          f"the first screen has compute, memory, collectives and p2p results ({sorted(results)})")
+    check("no device peak is known" in first, "a host run says that no device peak is known")
+    for name in ("compute", "memory_bandwidth", "bandwidth", "latency", "p2p_matrix", "ring_timeline"):
+        check(name in js["plots"], f"{name}.png drawn from the main job's file")
+    check_points_csv(out, (out_h5,), js)
 
 
 # ---- contention: launch/contention.sh on inputs/contention_host.yaml (2 host ranks, ~20 s) ----

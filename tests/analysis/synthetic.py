@@ -438,3 +438,75 @@ def make_noisy_run(path, world=2, iterations=20, noise=0.02, factor=1.0, seed=0,
             for name, power in (("time_s", 1), ("group_time_s", 1), ("algbw_Bps", -1), ("busbw_Bps", -1)):
                 g[name][...] = g[name][()] * factor ** power
     return path
+
+
+# ---- profiling sweeps with known peaks per variant (tests/analysis/test_report.py) ----------
+# busbw of a collectives variant at message size m: PROFILE_BUS[(dtype, in_place)] * m / MAX_M
+# for every size but the largest, where it is 0.9x that (so the peak is not at the last size);
+# rank 1 is 10 % slower than rank 0 (the point's value is the slowest rank's).
+PROFILE_BUS = {("float32", 0): 8e9, ("float32", 1): 4e9, ("bfloat16", 0): 6e9, ("bfloat16", 1): 2e9}
+PROFILE_SIZES = (1024, 65536, 1 << 20, 1 << 24)
+GEMM_TFLOPS = {"bfloat16": 600.0, "float32": 40.0}   # at the largest size; half at the smallest
+MEMORY_BPS = {"triad": 20e9, "d2d": 1.2e12, "h2d_pinned": 40e9}
+
+
+def profile_bus(dtype, in_place, size, rank=0):
+    top = PROFILE_BUS[(dtype, in_place)] * size / PROFILE_SIZES[-2]
+    return (0.9 * PROFILE_BUS[(dtype, in_place)] if size == PROFILE_SIZES[-1] else top) / (1.1 if rank else 1.0)
+
+
+def add_profile_sweeps(path, gpu_name=""):
+    """Adds to a make_run(..., collectives=False) file of 2 ranks: a collectives sweep 'coll'
+    (all_reduce and sendrecv; world and a one-rank inter_node group; float32 and bfloat16;
+    out-of-place and in-place), a compute sweep and a memory sweep with the numbers above,
+    and, with gpu_name, that GPU on every rank."""
+    with h5py.File(path, "r+") as f:
+        world = int(f["run"].attrs["world_size"])
+        if gpu_name:
+            del f["ranks/gpu_name"]
+            dataset(f["ranks"], "gpu_name", [gpu_name] * world, "1", "gpu_name", "key")
+        sweeps = f["sweeps"]
+        _profile_collectives(sweeps, world)
+        _profile_compute(sweeps, world)
+        _profile_memory(sweeps, world)
+    return path
+
+
+def _profile_collectives(sweeps, world):
+    g = _sweep(sweeps, "coll", "collectives")
+    rows = [(op, grp, dt, ip, m) for op in ("all_reduce", "sendrecv") for grp in ("world", "inter_node")
+            for (dt, ip) in PROFILE_BUS for m in PROFILE_SIZES]
+    n = len(rows)
+    bus = np.array([[profile_bus(dt, ip, m, r) for (_, _, dt, ip, m) in rows] for r in range(world)])
+    sizes = np.array([r[-1] for r in rows], dtype=np.int64)
+    t = sizes / bus
+    gsize = np.array([[world if r[1] == "world" else 1 for r in rows]] * world, dtype=np.int64)
+    samples = t[:, :, None] * np.array([0.98, 1.0, 1.02, 1.0])
+    points_table(g, {"operation": ([r[0] for r in rows], "1"), "group": ([r[1] for r in rows], "1"),
+                     "dtype": ([r[2] for r in rows], "1"), "in_place": (np.array([r[3] for r in rows]), "1"),
+                     "message_size_bytes": (sizes, "B")},
+                 {"time_s": (t, "s"), "algbw_Bps": (bus, "B/s"), "busbw_Bps": (bus, "B/s"),
+                  "group_size": (gsize, "1"), "iteration_time_s": (samples, "s"),
+                  "wrong_elements": (np.zeros((world, n), dtype=np.int64), "1")})
+
+
+def _profile_compute(sweeps, world):
+    g = _sweep(sweeps, "compute", "compute")
+    rows = [(dt, n) for dt in GEMM_TFLOPS for n in (1024, 4096)]
+    rate = np.array([[GEMM_TFLOPS[dt] * (1.0 if n == 4096 else 0.5) / (1.05 if r else 1.0)
+                      for dt, n in rows] for r in range(world)])
+    t = np.array([[2.0 * n ** 3 / (rt * 1e12) for (dt, n), rt in zip(rows, rr)] for rr in rate])
+    points_table(g, {"operation": (["gemm"] * len(rows), "1"), "engine": (["cublaslt"] * len(rows), "1"),
+                     "dtype": ([dt for dt, _ in rows], "1"), "size": (np.array([n for _, n in rows]), "1")},
+                 {"rate_tflops": (rate, "TFLOP/s"), "iteration_time_s": (np.repeat(t[:, :, None], 3, axis=2), "s")})
+
+
+def _profile_memory(sweeps, world):
+    g = _sweep(sweeps, "memory", "memory")
+    kinds = list(MEMORY_BPS)
+    bw = np.array([[MEMORY_BPS[k] / (1.2 if r else 1.0) for k in kinds] for r in range(world)])
+    size = 1 << 30
+    t = size / bw
+    points_table(g, {"kind": (kinds, "1"), "size_bytes": (np.full(len(kinds), size, dtype=np.int64), "B")},
+                 {"bandwidth_Bps": (bw, "B/s"), "moved_bytes": (np.full((world, len(kinds)), size), "B"),
+                  "iteration_time_s": (np.repeat(t[:, :, None], 4, axis=2), "s")})

@@ -1,0 +1,161 @@
+"""The report's first screen: what ran and where, the headline numbers against the device
+peaks, and the verdicts (what failed, which numbers are not to be trusted)."""
+import os
+
+import numpy as np
+import pandas as pd
+
+from . import fmt
+from .results import CV_LIMIT
+
+
+def _n(count, word):
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def what_ran(runs, peaks, gpu_names):
+    """Lines: one per file (ranks, nodes, GPU, backend, when, version, sweeps), then the peaks."""
+    lines = []
+    for run in runs[:4]:
+        gpus = run.gpu_names()
+        sweeps = ", ".join(f"{s.name} ({s.type}, {s.npoints} points)" for s in run.sweeps.values())
+        hosts = run.hosts()
+        lines.append(f"- `{os.path.basename(run.path)}`: **{_n(run.world_size, 'rank')} on "
+                     f"{_n(run.node_count, 'node')}** ({', '.join(hosts[:2])}{' ...' if len(hosts) > 2 else ''}), "
+                     f"**{', '.join(gpus) if gpus else 'no GPU (host path)'}**, backend "
+                     f"{run.attrs.get('backend', '?')}, started {run.attrs.get('start_time', '?')}, "
+                     f"ringbench {run.attrs.get('ringbench_version', '?')} ({run.attrs.get('git_commit', '?')}), "
+                     f"status {run.status}. Sweeps: {sweeps or 'none'}.")
+    if len(runs) > 4:
+        lines.append(f"- ... and {len(runs) - 4} more files (appendix).")
+    if peaks:
+        t = ", ".join(f"{k} {v:g}" for k, v in peaks["tflops"].items())
+        links = ", ".join(f"{name} {peaks[k]:g} GB/s" for k, name in
+                          (("hbm_GBps", "HBM"), ("nvlink_GBps", "NVLink per direction"),
+                           ("pcie_GBps", "PCIe per direction")) if peaks.get(k))
+        lines.append(f"- Device peaks: **{peaks['model']}** ({peaks['source']}): dense TFLOP/s {t}; {links}.")
+    else:
+        why = (f"unknown GPU ({', '.join(gpu_names)}): give its peaks with --peaks PEAKS.yaml"
+               if gpu_names else "a host run: no device peak is known for CPUs and host memory")
+        lines.append(f"- Device peaks: none ({why}); \"% of peak\" columns are empty.")
+    return lines
+
+
+def _row(what, value, pct, where, flag=""):
+    return {"result": what, "value": value, "pct_of_peak": pct, "where": where, "flag": flag}
+
+
+def ring_rows(ring):
+    rows = []
+    m = ring[ring["measured"] & ring["tflops_total"].notna()] if len(ring) else ring
+    if m.empty:
+        return rows
+    best = m.loc[m["tflops_total"].idxmax()]
+    rows.append(_ring_row("ring attention, best point", best))
+    rmax = m["ring_size"].max()
+    if rmax > 1:
+        at = m[m["ring_size"] == rmax]
+        top = at.loc[at["tflops_total"].idxmax()]
+        if top.name != best.name:
+            rows.append(_ring_row(f"ring attention at the largest ring (R={rmax})", top))
+        else:
+            rows[0]["result"] = f"ring attention, best point (also the best at the largest ring, R={rmax})"
+    return rows
+
+
+def _ring_row(what, r):
+    single = (f", {fmt.pct(r['pct_of_single_gpu'])} of 1 GPU" if r["ring_size"] > 1
+              and not fmt.missing(r["pct_of_single_gpu"]) else "")
+    value = (f"{fmt.tflops(r['tflops_total'])} TFLOP/s per GPU fwd+bwd ({fmt.tflops(r['tflops_fwd'])} fwd), "
+             f"{fmt.ms(r['total_ms'])} ms per iteration{single}")
+    where = f"{r['sweep']} S={r['seq_len']} R={r['ring_size']} {r['layout']} {r['kernel']} {r['dtype']}"
+    return _row(what, value, r["pct_of_peak"], where, r["untrustworthy"])
+
+
+def collective_rows(variants):
+    rows = []
+    if variants is None or variants.empty:
+        return rows
+    for op, g in variants.groupby("operation", sort=False):
+        b = g.loc[g["peak_busbw"].idxmax()]
+        where = (f"{b['group']} ({int(b['group_size'])} ranks) {b['dtype']} "
+                 f"{'in-place' if b['in_place'] else 'out-of-place'} at {fmt.size(b['at_size'])}")
+        flag = f"CV {100 * b['cv_at_peak']:.0f} %" if b["cv_at_peak"] > CV_LIMIT else ""
+        if b["wrong"]:
+            flag = (flag + "; " if flag else "") + f"{b['wrong']} wrong elements"
+        rows.append(_row(f"{op} peak busbw", fmt.si(b["peak_busbw"], "B/s"), b["pct_of_link"], where, flag))
+    return rows
+
+
+def p2p_rows(p2p, pingpong):
+    rows = []
+    for r in (p2p.to_dict("records") if len(p2p) else []):
+        if not fmt.missing(r.get("bandwidth_median")):
+            rows.append(_row("p2p pair bandwidth", f"median {fmt.si(r['bandwidth_median'], 'B/s')} "
+                             f"(slowest pair {fmt.si(r['bandwidth_min'], 'B/s')})", np.nan,
+                             f"{r['sweep']}, {r['ranks']} ranks, {fmt.size(r['bandwidth_bytes'])}"))
+        if not fmt.missing(r.get("latency_median")):
+            rows.append(_row("p2p latency", f"median {fmt.time(r['latency_median'])} "
+                             f"(slowest pair {fmt.time(r['latency_max'])})", np.nan,
+                             f"{r['sweep']}, {fmt.size(r['latency_bytes'])} messages"))
+    if len(pingpong):
+        lo, hi = pingpong.loc[pingpong["size"].idxmin()], pingpong.loc[pingpong["size"].idxmax()]
+        rows.append(_row("host ping-pong", f"{fmt.time(lo['time'])} one way at {fmt.size(lo['size'])}, "
+                         f"{fmt.si(hi['bandwidth'], 'B/s')} at {fmt.size(hi['size'])}", np.nan, lo["sweep"]))
+    return rows
+
+
+def compute_memory_rows(compute, memory):
+    rows = []
+    if len(compute):
+        for (op, dt), g in compute.groupby(["operation", "dtype"], sort=False):
+            b = g.loc[g["tflops"].idxmax()]
+            rows.append(_row(f"{op} {dt}", f"{fmt.tflops(b['tflops'])} TFLOP/s", b["pct_of_peak"],
+                             f"{b['engine']} n={b['size']}",
+                             f"CV {100 * b['cv']:.0f} %" if b["cv"] > CV_LIMIT else ""))
+    for r in (memory.to_dict("records") if len(memory) else []):
+        rows.append(_row(f"memory {r['kind']}", fmt.si(r["bandwidth"], "B/s"), r["pct_of_peak"],
+                         f"{fmt.size(r['size'])}" + (" (HBM traffic = 2x the copy)" if r["kind"] == "d2d" else ""),
+                         f"CV {100 * r['cv']:.0f} %" if r["cv"] > CV_LIMIT else ""))
+    return rows
+
+
+def table(rows):
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return ["No result to show: the files hold no ring, collective, p2p, compute or memory point."]
+    df["flag"] = df["flag"].map(lambda f: f"**untrustworthy: {f}**" if f else "")
+    return fmt.md_table(df, [("result", "result", None), ("value", "value", None),
+                             ("pct_of_peak", "% of peak", fmt.pct), ("where", "where", None),
+                             ("flag", "trust", None)])
+
+
+def untrustworthy(ring, rows):
+    """'what: why' for every ring point and headline number flagged untrustworthy."""
+    flagged = ring[ring["untrustworthy"] != ""] if len(ring) else ring
+    bad = [f"{r.sweep} S={r.seq_len} R={r.ring_size} {r.layout}: {r.untrustworthy}" for r in flagged.itertuples()]
+    return bad + [f"{r['result']}: {r['flag']}" for r in rows if r["flag"] and not r["result"].startswith("ring")]
+
+
+def verdicts(problems, bad, parity_rows, skipped_groups):
+    """Bullets: failures first, then untrustworthy numbers, then what was left out."""
+    out = []
+    if problems:
+        out.append(f"- **FAILED: {len(problems)} problem(s)** (all under \"Status and parity\"):")
+        out += [f"  - {p}" for p in problems[:5]]
+        if len(problems) > 5:
+            out.append(f"  - ... {len(problems) - 5} more")
+    else:
+        out.append("- Every run, sweep and point completed" +
+                   (f"; parity passed on every ring point ({len(parity_rows)} error metrics checked)."
+                    if parity_rows else "."))
+    if bad:
+        out.append(f"- **Untrustworthy ({len(bad)})**: CV above {100 * CV_LIMIT:.0f} % between iterations, "
+                   "efficiency above 1 or above the device peak:")
+        out += [f"  - {b}" for b in bad[:6]]
+        if len(bad) > 6:
+            out.append(f"  - ... {len(bad) - 6} more (flagged in the tables below)")
+    if skipped_groups:
+        out.append(f"- Left out of every bandwidth number: {skipped_groups} collective variant(s) of "
+                   "one-rank groups (local copies, no link measured).")
+    return out

@@ -1,0 +1,347 @@
+"""The report's numbers, one pandas DataFrame per kind of result (ring attention, collectives,
+ping-pong, p2p, compute, memory). Every number the report shows comes from here, and
+report.json holds these frames as records, so the two cannot disagree.
+
+Conventions (docs/analysis.md, "The report"):
+- a point's value is the slowest rank's: the largest time, the smallest rate (a ring, a
+  collective, a GPU in a data-parallel job waits for its slowest member);
+- a rank's value of per-iteration samples is their median; the CV (std/mean of the slowest
+  rank's samples) says how much one iteration differs from the next;
+- one-rank collective groups (inter_node on one node) are local copies and measure no link:
+  they are left out of every bandwidth number and listed instead.
+"""
+import math
+import os
+import re
+
+import numpy as np
+import pandas as pd
+
+from . import model, peaks as peaks_mod, reader
+
+CV_LIMIT = 0.05          # above: a number is flagged untrustworthy (issue #16)
+EFFICIENCY_LIMIT = 1.0   # strong-scaling efficiency or % of peak above 1: a measurement problem
+
+
+def _finite(a):
+    a = np.asarray(a, dtype=float).ravel()
+    return a[np.isfinite(a)]
+
+
+def cv(samples):
+    """Coefficient of variation (sample std / mean) of finite samples; NaN below 2 samples."""
+    a = _finite(samples)
+    if a.size < 2 or a.mean() == 0:
+        return float("nan")
+    return float(a.std(ddof=1) / a.mean())
+
+
+def _slowest_samples(array, point, higher_is_worse=True):
+    """Per-iteration samples of the rank whose median is worst at `point` ([world, P, it])."""
+    rows = [np.asarray(r, dtype=float) for r in array[:, point]]
+    meds = [np.median(_finite(r)) if _finite(r).size else np.nan for r in rows]
+    if not np.isfinite(meds).any():
+        return np.array([])
+    i = int(np.nanargmax(meds) if higher_is_worse else np.nanargmin(meds))
+    return _finite(rows[i])
+
+
+def backward_factor(sweep):
+    """Backward FLOPs per forward FLOP from the sweep's flop_convention ('backward 2.5x forward')."""
+    m = re.search(r"backward\s+([0-9.]+)\s*x", str(sweep.attrs.get("flop_convention", "")))
+    return float(m.group(1)) if m else 2.5
+
+
+def _rate(flop, seconds):
+    return flop / seconds / 1e12 if flop and seconds and seconds > 0 else float("nan")
+
+
+def _ring_extra(sweep, p):
+    """Times, per-GPU TFLOP/s (mean FLOPs per rank / slowest rank's time) and CV of a point."""
+    def slowest(name):
+        v = sweep.rank_values(name, p) if name in sweep.metrics else np.array([])
+        return float(v.max()) if v.size else float("nan")
+    fwd, bwd, total = slowest("forward_time_s"), slowest("backward_time_s"), slowest("total_time_s")
+    flop = sweep.rank_values("forward_flop", p) if "forward_flop" in sweep.metrics else np.array([])
+    f = float(flop.mean()) if flop.size else float("nan")
+    k = backward_factor(sweep)
+    has_bwd = bool(sweep.attrs.get("backward", 1)) and math.isfinite(bwd)
+    samples = (_slowest_samples(sweep.metrics["total_time_s"], p)
+               if "total_time_s" in sweep.metrics else np.array([]))
+    return {"forward_ms": fwd * 1e3, "backward_ms": bwd * 1e3 if has_bwd else float("nan"),
+            "total_ms": total * 1e3, "forward_flop_per_rank": f,
+            "tflops_fwd": _rate(f, fwd), "tflops_bwd": _rate(k * f, bwd) if has_bwd else float("nan"),
+            "tflops_total": _rate((1 + k) * f if has_bwd else f, total), "cv": cv(samples),
+            "iterations": int(samples.size)}
+
+
+def _kernel_text(sweep, keys):
+    kernel = str(keys.get("kernel", sweep.attrs.get("kernel", "")))
+    backend = str(sweep.attrs.get("attention_backend", ""))
+    return f"{kernel} ({backend})" if backend and backend != kernel else kernel
+
+
+def _mask_text(sweep):
+    """causal | full, + dilated (LongNet segments) where the sweep has dilation rates."""
+    text = "causal" if int(sweep.attrs.get("causal", 0) or 0) else "full"
+    rates = sweep.attrs.get("dilation_rates", [])
+    return text + (" dilated" if isinstance(rates, list) and rates else "")
+
+
+def ring_frame(runs, points, peaks):
+    """One row per ring attention point (the report's ring table)."""
+    sweeps = {(os.path.basename(r.path), s.name): s for r in runs for s in r.sweeps_of_type(reader.RING_TYPES)}
+    eff = {}
+    for (cfg, seq), pts in model.series(points, "strong").items():
+        for r, _, e in model.scaling(pts, "strong"):
+            eff[(cfg, seq, r)] = e
+    rows = []
+    for pt in points:
+        s = sweeps[(pt["run"], pt["sweep"])]
+        keys = s.points.iloc[pt["point"]].to_dict()
+        row = {"file": pt["run"], "sweep": pt["sweep"], "point": pt["point"], "seq_len": pt["seq_len"],
+               "ring_size": pt["ring_size"], "ranks": pt["world_size"], "config": pt["config_label"],
+               "layout": str(keys.get("layout", "")), "kernel": _kernel_text(s, keys),
+               "dtype": str(keys.get("dtype", "")), "causal": bool(s.attrs.get("causal", 0)),
+               "mask": _mask_text(s),
+               "status": pt["status"], "measured": pt["measured"],
+               "exposed_wait_pct": 100 * pt["exposed_comm"] if pt["exposed_comm"] is not None else float("nan"),
+               "tokens_per_s": pt["throughput"] or float("nan"),
+               "strong_efficiency": eff.get((pt["config_label"], pt["seq_len"], pt["ring_size"]), float("nan"))
+               if pt["measured"] else float("nan")}
+        row.update(_ring_extra(s, pt["point"]) if pt["measured"] else {})
+        peak = peaks_mod.tflops(peaks, row["dtype"])
+        row["pct_of_peak"] = 100 * row.get("tflops_total", float("nan")) / peak if peak else float("nan")
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["pct_of_single_gpu"] = _pct_of_single(df)
+    df["untrustworthy"] = [_ring_flags(r) for r in df.itertuples()]
+    return df
+
+
+def _pct_of_single(df):
+    """Per-GPU total TFLOP/s as % of the same kernel's (same config, same S) ring-size-1 rate."""
+    base = df[(df["ring_size"] == 1) & df["measured"]].groupby(["config", "seq_len"])["tflops_total"].max()
+    return [100 * r.tflops_total / base[(r.config, r.seq_len)]
+            if (r.config, r.seq_len) in base.index and r.measured else float("nan")
+            for r in df.itertuples()]
+
+
+def _ring_flags(r):
+    out = []
+    if getattr(r, "cv", float("nan")) > CV_LIMIT:
+        out.append(f"CV {100 * r.cv:.0f} % > {100 * CV_LIMIT:.0f} %")
+    if r.strong_efficiency > EFFICIENCY_LIMIT + 1e-9:
+        out.append(f"efficiency {r.strong_efficiency:.2f} > 1")
+    if r.pct_of_peak > 100:
+        out.append(f"{r.pct_of_peak:.0f} % of peak")
+    return "; ".join(out)
+
+
+# ---- collectives ---------------------------------------------------------------------------
+
+VARIANT_KEYS = ["file", "sweep", "operation", "group", "dtype", "in_place"]
+
+
+def collective_points(runs):
+    """One row per collectives point: the slowest rank's busbw/algbw/time and the slowest
+    rank's per-iteration time quartiles and CV. one_rank marks groups that measure no link."""
+    rows = []
+    for run in runs:
+        for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
+            size_key = s.key_with_units("B")
+            if size_key is None or "busbw_Bps" not in s.metrics:
+                continue
+            it = s.metrics.get("iteration_time_s")
+            for p in range(s.npoints):
+                k = s.points.iloc[p]
+                bus, alg = s.rank_values("busbw_Bps", p), s.rank_values("algbw_Bps", p)
+                t = s.rank_values("time_s", p)
+                samples = _slowest_samples(it, p) if it is not None else np.array([])
+                wrong = s.rank_values("wrong_elements", p) if "wrong_elements" in s.metrics else np.array([])
+                gs = model.group_size(s, p)
+                rows.append({"file": os.path.basename(run.path), "sweep": s.name,
+                             "operation": str(k.get("operation", s.name)), "group": str(k.get("group", "")),
+                             "dtype": str(k.get("dtype", "")), "in_place": int(k.get("in_place", 0)),
+                             "size": int(k[size_key]), "group_size": gs, "ranks": run.world_size,
+                             "nodes": run.node_count, "one_rank": bool(gs is not None and gs < 2),
+                             "busbw": float(bus[bus > 0].min()) if (bus > 0).any() else float("nan"),
+                             "algbw": float(alg[alg > 0].min()) if (alg > 0).any() else float("nan"),
+                             "time": float(t.max()) if t.size else float("nan"),
+                             "t_p25": float(np.percentile(samples, 25)) if samples.size else float("nan"),
+                             "t_p75": float(np.percentile(samples, 75)) if samples.size else float("nan"),
+                             "cv": cv(samples), "wrong": int(np.nansum(wrong[wrong > 0])) if wrong.size else 0})
+    return pd.DataFrame(rows)
+
+
+def link_peak(row, peaks):
+    """GB/s of the link a collective group uses, where known: NVLink (per direction) for groups
+    within one node of a GPU run; None across nodes (no NIC table) and on host runs."""
+    if not peaks or not peaks.get("nvlink_GBps"):
+        return None
+    within = row["group"] == "intra_node" or (row["group"] == "world" and row["nodes"] <= 1)
+    return float(peaks["nvlink_GBps"]) if within else None
+
+
+def collective_variants(cpoints, peaks):
+    """One row per (file, sweep, operation, group, dtype, in-place variant): the peak busbw is
+    the maximum over message sizes of that variant alone (never a minimum over variants)."""
+    if cpoints.empty:
+        return cpoints, cpoints
+    linked = cpoints[~cpoints["one_rank"] & cpoints["busbw"].notna()]
+    skipped = cpoints[cpoints["one_rank"]][VARIANT_KEYS].drop_duplicates()
+    rows = []
+    for key, g in linked.groupby(VARIANT_KEYS, sort=False):
+        best = g.loc[g["busbw"].idxmax()]
+        small = g.loc[g["size"].idxmin()]
+        row = dict(zip(VARIANT_KEYS, key))
+        row.update({"group_size": best["group_size"], "peak_busbw": best["busbw"],
+                    "peak_algbw": best["algbw"], "at_size": int(best["size"]), "cv_at_peak": best["cv"],
+                    "smallest_size": int(small["size"]), "latency": small["time"],
+                    "wrong": int(g["wrong"].sum())})
+        lp = link_peak(best, peaks)
+        row["link_peak"] = lp * 1e9 if lp else float("nan")
+        row["pct_of_link"] = 100 * best["busbw"] / (lp * 1e9) if lp else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows), skipped
+
+
+# ---- ping-pong, p2p ------------------------------------------------------------------------
+
+def pingpong_points(runs):
+    """One row per host_pingpong message size (runs of one rank left out: no partner, no link)."""
+    rows = []
+    for run in runs:
+        for s in run.sweeps_of_type(reader.PINGPONG_TYPES) if run.world_size > 1 else []:
+            size_key = s.key_with_units("B")
+            if size_key is None or model.PINGPONG_TIME not in s.metrics:
+                continue
+            for x in model.pingpong_summary(s):
+                p = list(s.points[size_key]).index(x["message_size"])
+                samples = _slowest_samples(s.metrics[model.PINGPONG_TIME], p)
+                rows.append({"file": os.path.basename(run.path), "sweep": s.name, "size": x["message_size"],
+                             "time": x["max_one_way_time"], "bandwidth": x["min_bandwidth"],
+                             "t_p25": float(np.percentile(samples, 25)) if samples.size else float("nan"),
+                             "t_p75": float(np.percentile(samples, 75)) if samples.size else float("nan"),
+                             "cv": cv(samples)})
+    return pd.DataFrame(rows)
+
+
+def p2p_matrices(sweep):
+    """{'bandwidth': [sender, receiver] B/s (slower rank of the pair), 'latency': s (slower)}."""
+    out = {}
+    if not {"sender", "receiver"} <= set(sweep.keys):
+        return out
+    pair = [p for p in range(sweep.npoints) if int(sweep.points["sender"].iloc[p]) >= 0
+            and int(sweep.points["receiver"].iloc[p]) >= 0]
+    for name, metric, pick in (("bandwidth", "bandwidth_Bps", np.min), ("latency", "latency_s", np.max)):
+        if metric not in sweep.metrics:
+            continue
+        m = np.full((sweep.world, sweep.world), np.nan)
+        for p in pair:
+            v = sweep.rank_values(metric, p)
+            v = v[v > 0]
+            if v.size:
+                m[int(sweep.points["sender"].iloc[p]), int(sweep.points["receiver"].iloc[p])] = pick(v)
+        if np.isfinite(m).any():
+            out[name] = m
+    return out
+
+
+def p2p_frame(runs):
+    rows = []
+    for run in runs:
+        for s in run.sweeps_of_type(reader.P2P_TYPES):
+            mats = p2p_matrices(s)
+            row = {"file": os.path.basename(run.path), "sweep": s.name, "ranks": run.world_size,
+                   "bandwidth_bytes": int(s.attrs.get("bandwidth_bytes", 0)),
+                   "latency_bytes": int(s.attrs.get("latency_bytes", 0))}
+            for name, m in mats.items():
+                v = _finite(m)
+                row.update({f"{name}_min": v.min(), f"{name}_median": float(np.median(v)), f"{name}_max": v.max()})
+            if "concurrent_bandwidth_Bps" in s.metrics and "pattern" in s.keys:
+                conc = [s.rank_values("concurrent_bandwidth_Bps", p) for p in range(s.npoints)
+                        if s.points["pattern"].iloc[p] == "concurrent"]
+                conc = _finite(np.concatenate(conc)) if conc else np.array([])
+                if conc.size:
+                    row["concurrent_min"] = float(conc.min())
+            if mats:
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---- compute, memory -----------------------------------------------------------------------
+
+def _rate_samples(sweep, p, metric):
+    """Per-iteration rates of the slowest rank: the point's rate x mean time / each time (the
+    rate metric is work / mean iteration time)."""
+    if "iteration_time_s" not in sweep.metrics:
+        return np.array([])
+    rates = sweep.rank_values(metric, p)
+    if not rates.size:
+        return np.array([])
+    slow = int(np.argmin([np.nan_to_num(x, nan=np.inf) for x in reader.numbers(sweep.metrics[metric][:, p])]))
+    t = _finite(sweep.metrics["iteration_time_s"][slow, p])
+    if not t.size:
+        return np.array([])
+    rate = float(reader.numbers(sweep.metrics[metric][:, p])[slow])
+    return rate * t.mean() / t
+
+
+def compute_frame(runs, peaks):
+    """One row per compute point: the slowest rank's TFLOP/s, CV, % of the dtype's peak."""
+    rows = []
+    for run in runs:
+        for s in run.sweeps_of_type(("compute",)):
+            if "rate_tflops" not in s.metrics:
+                continue
+            for p in range(s.npoints):
+                k = s.points.iloc[p]
+                v = s.rank_values("rate_tflops", p)
+                samples = _rate_samples(s, p, "rate_tflops")
+                dtype = str(k.get("dtype", ""))
+                peak = peaks_mod.tflops(peaks, dtype)
+                rate = float(v.min()) if v.size else float("nan")
+                rows.append({"file": os.path.basename(run.path), "sweep": s.name,
+                             "operation": str(k.get("operation", "gemm")), "engine": str(k.get("engine", "")),
+                             "dtype": dtype, "size": int(k.get("size", k.get("rows", 0)) or 0),
+                             "tflops": rate, "r_p25": _pct(samples, 25), "r_p75": _pct(samples, 75),
+                             "cv": cv(samples), "peak_tflops": peak or float("nan"),
+                             "pct_of_peak": 100 * rate / peak if peak else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def _pct(a, q):
+    return float(np.percentile(a, q)) if len(a) else float("nan")
+
+
+# Which peak a memory kind is measured against, and the factor from the recorded rate to the
+# traffic on that link: a d2d copy reads and writes every byte (docs/sweeps/memory.md).
+MEMORY_PEAK = {"d2d": ("hbm_GBps", 2.0), "h2d_pinned": ("pcie_GBps", 1.0),
+               "d2h_pinned": ("pcie_GBps", 1.0), "h2d_pageable": ("pcie_GBps", 1.0),
+               "d2h_pageable": ("pcie_GBps", 1.0)}
+
+
+def memory_frame(runs, peaks):
+    """One row per memory point (triad, copy kinds): the slowest rank's GB/s and % of peak."""
+    rows = []
+    for run in runs:
+        for s in run.sweeps_of_type(("memory",)):
+            if "bandwidth_Bps" not in s.metrics:
+                continue
+            for p in range(s.npoints):
+                k = s.points.iloc[p]
+                kind = str(k.get("kind", ""))
+                v = s.rank_values("bandwidth_Bps", p)
+                bw = float(v.min()) if v.size else float("nan")
+                samples = _rate_samples(s, p, "bandwidth_Bps")
+                which, factor = MEMORY_PEAK.get(kind, (None, 1.0))
+                peak = (peaks or {}).get(which) if which else None
+                rows.append({"file": os.path.basename(run.path), "sweep": s.name, "kind": kind,
+                             "size": int(k.get("size_bytes", 0)), "bandwidth": bw,
+                             "b_p25": _pct(samples, 25), "b_p75": _pct(samples, 75), "cv": cv(samples),
+                             "peak_name": which or "", "peak": peak * 1e9 if peak else float("nan"),
+                             "pct_of_peak": 100 * factor * bw / (peak * 1e9) if peak else float("nan")})
+    return pd.DataFrame(rows)

@@ -1,0 +1,217 @@
+"""rb-analysis report (issue #16): the numbers of report.md and report.json against the
+synthetic files' known model, recomputed from the files with h5py; the device peaks; every plot
+drawn from data (no empty panel); points_<sweep>.csv per sweep; untrustworthy numbers flagged."""
+import contextlib
+import io
+import json
+import os
+import sys
+import unittest
+from unittest import mock
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tempdir_case  # noqa: E402  (analysis/ on the path; skip without h5py)
+
+import h5py  # noqa: E402
+import matplotlib.figure  # noqa: E402
+import numpy as np  # noqa: E402
+
+import synthetic  # noqa: E402
+from ringbench_analysis import peaks, report  # noqa: E402
+from ringbench_analysis.__main__ import main as cli  # noqa: E402
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def axes_with_data(fig):
+    """For each visible axes of a figure (colour bars aside): how many data artists it has
+    (lines with finite points, not the peak and ideal reference lines; bars and boxes, also of height 0: a
+    measured zero; images; scatter/error-bar collections)."""
+    out = []
+    for ax in fig.axes:
+        if not ax.get_visible() or ax.get_label() == "<colorbar>":
+            continue
+        lines = [ln for ln in ax.get_lines() if np.isfinite(np.asarray(ln.get_ydata(), dtype=float)).any()
+                 and len(ln.get_xdata()) and not any(w in ln.get_label() for w in ("peak", "ideal"))]
+        out.append(len(lines) + len(ax.patches) + len(ax.images) + len(ax.collections))
+    return out
+
+
+class Base(tempdir_case.TempDirCase):
+    def build(self, files, *extra):
+        """rb-analysis report FILES --out DIR: (report.md, report.json, {png: [data per axes]})."""
+        out = self.path("rep")
+        drawn = {}
+        real = matplotlib.figure.Figure.savefig
+
+        def spy(fig, path, *a, **kw):
+            drawn[os.path.basename(str(path))] = axes_with_data(fig)
+            return real(fig, path, *a, **kw)
+        with mock.patch.object(matplotlib.figure.Figure, "savefig", spy), \
+                contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            rc = cli(["report"] + list(files) + ["--out", out] + list(extra))
+        self.assertEqual(rc, 0)
+        with open(os.path.join(out, "report.md")) as f:
+            md = f.read()
+        with open(os.path.join(out, "report.json")) as f:
+            js = json.load(f)
+        return md, js, drawn
+
+    def gpu_pair(self, gpu=H100, **kw):
+        """np1.h5 (one rank) and np2.h5 (two ranks, with collectives/compute/memory sweeps)."""
+        one = synthetic.make_run(self.path("np1.h5"), 1, ring_sizes=[1], collectives=False, **kw)
+        two = synthetic.make_run(self.path("np2.h5"), 2, ring_sizes=[1, 2], collectives=False, **kw)
+        synthetic.add_profile_sweeps(two, gpu_name=gpu)
+        return one, two
+
+
+class PeaksTest(tempdir_case.TempDirCase):
+    def test_known_gpus(self):
+        for name, model in ((H100, "NVIDIA H100 SXM5"), ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
+                            ("NVIDIA H100 NVL", "NVIDIA H100 NVL"), ("NVIDIA H200", "NVIDIA H200 SXM"),
+                            ("NVIDIA A100-SXM4-40GB", "NVIDIA A100 SXM4 40GB"),
+                            ("NVIDIA A100 80GB PCIe", "NVIDIA A100 PCIe"),
+                            ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 SXM4 80GB"), ("NVIDIA B200", "NVIDIA B200")):
+            self.assertEqual(peaks.lookup(name)["model"], model, name)
+        self.assertIsNone(peaks.lookup("Acme Tensor 9000"))
+        self.assertEqual(peaks.tflops(peaks.lookup(H100), "bf16"), 989.4)  # ring's name for bfloat16
+
+    def test_override_file(self):
+        p = self.path("p.yaml")
+        with open(p, "w") as f:
+            f.write("model: Acme X\ntflops: {bf16: 100, float32: 10}\nhbm_GBps: 1000\n")
+        got = peaks.load_override(p)
+        self.assertEqual(got["tflops"], {"bfloat16": 100.0, "float32": 10.0})
+        self.assertEqual((got["hbm_GBps"], got["pcie_GBps"]), (1000.0, None))
+        with open(p, "w") as f:
+            f.write("tflops: {bf16: -1}\n")
+        with self.assertRaisesRegex(peaks.PeaksError, "tflops.bf16 must be a positive number"):
+            peaks.load_override(p)
+        with open(p, "w") as f:
+            f.write("hbm: 3\n")
+        with self.assertRaisesRegex(peaks.PeaksError, "unknown: hbm"):
+            peaks.load_override(p)
+
+
+class ReportNumbersTest(Base):
+    def test_collective_peak_per_variant(self):
+        one, two = self.gpu_pair()
+        md, js, _ = self.build([one, two])
+        rows = {(r["operation"], r["group"], r["dtype"], r["in_place"]): r for r in js["collectives"]}
+        with h5py.File(two, "r") as f:  # recomputed from the file: slowest rank, then max over sizes
+            g = f["sweeps/coll"]
+            bus, gs = g["busbw_Bps"][()], g["group_size"][()]
+            keys = [tuple(x) for x in zip(g["points/operation"].asstr()[()], g["points/group"].asstr()[()],
+                                          g["points/dtype"].asstr()[()], g["points/in_place"][()])]
+        want = {}
+        for p, key in enumerate(keys):
+            if gs[:, p].max() >= 2:
+                want[key] = max(want.get(key, 0.0), float(bus[:, p].min()))
+        self.assertEqual(set(rows), set(want))
+        for key, peak in want.items():
+            self.assertAlmostEqual(rows[key]["peak_busbw"] / peak, 1.0, places=12)
+            self.assertEqual(rows[key]["at_size"], synthetic.PROFILE_SIZES[-2])  # not the last size
+            self.assertAlmostEqual(rows[key]["pct_of_link"], 100 * peak / 450e9)  # H100 NVLink, one way
+            self.assertIn(f"| {key[0]} | {key[1]} | 2 | {key[2]} |", md)
+        self.assertFalse(any(k[1] == "inter_node" for k in rows))  # one-rank groups: no link
+        self.assertEqual({r["group"] for r in js["one_rank_groups_skipped"]}, {"inter_node"})
+        head = {r["result"]: r for r in js["headline"]}
+        best = synthetic.profile_bus("float32", 0, synthetic.PROFILE_SIZES[-2], rank=1)
+        self.assertEqual(head["all_reduce peak busbw"]["value"], f"{best / 1e9:.3g} GB/s")
+        self.assertIn("float32 out-of-place", head["all_reduce peak busbw"]["where"])
+
+    def test_ring_tflops_from_flops_and_time(self):
+        one, two = self.gpu_pair()
+        md, js, _ = self.build([one, two])
+        got = {(p["run"], p["seq_len"], p["ring_size"]): p for p in js["points"]}
+        for path in (one, two):
+            with h5py.File(path, "r") as f:
+                g = f["sweeps/ring"]
+                total = np.median(g["total_time_s"][()], axis=2).max(axis=0)
+                fwd = np.median(g["forward_time_s"][()], axis=2).max(axis=0)
+                flop = g["forward_flop"][()].mean(axis=0)
+                for p, key in enumerate(zip(g["points/seq_len"][()], g["points/ring_size"][()])):
+                    pt = got[(os.path.basename(path), int(key[0]), int(key[1]))]
+                    self.assertAlmostEqual(pt["tflops_total"], 3.5 * flop[p] / total[p] / 1e12, delta=1e-12)
+                    self.assertAlmostEqual(pt["tflops_fwd"], flop[p] / fwd[p] / 1e12, delta=1e-12)
+                    # fp32 ring: against the study's GPU (the H100 of np2.h5), dense fp32
+                    self.assertAlmostEqual(pt["pct_of_peak"], 100 * pt["tflops_total"] / 66.9)
+        r2 = [p for p in js["points"] if p["run"] == "np2.h5" and p["ring_size"] == 2]
+        r1 = {p["seq_len"]: p for p in js["points"] if p["run"] == "np2.h5" and p["ring_size"] == 1}
+        for p in r2:
+            self.assertAlmostEqual(p["pct_of_single_gpu"], 100 * p["tflops_total"] / r1[p["seq_len"]]["tflops_total"])
+            self.assertAlmostEqual(p["pct_of_peak"], 100 * p["tflops_total"] / 66.9)
+
+    def test_compute_and_memory_against_peaks(self):
+        one, two = self.gpu_pair()
+        md, js, _ = self.build([one, two])
+        gemm = {(r["dtype"], r["size"]): r for r in js["compute"]}
+        for dt, top in synthetic.GEMM_TFLOPS.items():
+            r = gemm[(dt, 4096)]
+            self.assertAlmostEqual(r["tflops"], top / 1.05)  # the slower rank
+            self.assertAlmostEqual(r["pct_of_peak"], 100 * top / 1.05 / peaks.lookup(H100)["tflops"][dt])
+        mem = {r["kind"]: r for r in js["memory"]}
+        self.assertAlmostEqual(mem["d2d"]["pct_of_peak"], 100 * 2 * 1.2e12 / 1.2 / 3350e9)  # reads + writes
+        self.assertAlmostEqual(mem["h2d_pinned"]["pct_of_peak"], 100 * 40e9 / 1.2 / 64e9)
+        self.assertIsNone(mem["triad"]["pct_of_peak"])  # host memory: no peak known
+        first = md[:md.index("## Ring attention")]
+        for r in js["headline"]:
+            self.assertIn(r["value"], first)
+        self.assertIn("| gemm bfloat16 | 571.4 TFLOP/s | 57.8 % |", first)
+        self.assertIn("NVIDIA H100 SXM5", first)
+
+    def test_every_plot_from_data(self):
+        one, two = self.gpu_pair()
+        md, js, drawn = self.build([one, two])
+        want = {n for n, *_ in report.EXPECTED_PLOTS + report.PROFILE_PLOTS}
+        self.assertEqual(set(js["plots"]), want, js["not_plotted"])
+        for name, png in js["plots"].items():
+            self.assertIn(f"({png})", md)
+            self.assertTrue(drawn[png] and all(n > 0 for n in drawn[png]), f"{png}: empty panel {drawn[png]}")
+
+    def test_points_csv_per_sweep(self):
+        one, two = self.gpu_pair()
+        _, js, _ = self.build([one, two])
+        out = self.path("rep")
+        for name, per_file in (("ring", 2 * 1 + 4 * 2), ("coll", None), ("compute", 4 * 2), ("memory", 3 * 2)):
+            with open(os.path.join(out, f"points_{name}.csv")) as f:
+                n = len(f.read().strip().splitlines()) - 1
+            if per_file is not None:
+                self.assertEqual(n, per_file, name)
+            self.assertIn(f"points_{name}.csv", js["csv"])
+
+
+class TrustTest(Base):
+    def test_cv_and_efficiency_flags(self):
+        # synthetic iterations 0.9, 1.0, 1.2 x the median: CV 15 %; the 2-rank file twice as
+        # fast as the model: strong efficiency 2 at ring size 2
+        one = synthetic.make_run(self.path("np1.h5"), 1, ring_sizes=[1], seq_lens=(1024,))
+        two = synthetic.make_run(self.path("np2.h5"), 2, ring_sizes=[2], seq_lens=(1024,), slow_factor=0.5)
+        md, js, _ = self.build([one, two])
+        first = md[:md.index("## Ring attention")]
+        self.assertIn("**Untrustworthy", first)
+        self.assertIn("efficiency 2.00 > 1", first)
+        self.assertIn("CV 15 % > 5 %", first)
+        self.assertTrue(any("efficiency 2.00 > 1" in x for x in js["untrustworthy"]))
+
+    def test_unknown_gpu_and_peaks_file(self):
+        one, two = self.gpu_pair(gpu="Acme Tensor 9000")
+        md, js, _ = self.build([one, two])
+        self.assertIsNone(js["peaks"])
+        self.assertIn("unknown GPU (Acme Tensor 9000): give its peaks with --peaks", md)
+        p = self.path("peaks.yaml")
+        with open(p, "w") as f:
+            f.write("model: Acme Tensor 9000\ntflops: {bfloat16: 1200, float32: 80}\nhbm_GBps: 2400\n")
+        md, js, _ = self.build([one, two], "--peaks", p)
+        gemm = {(r["dtype"], r["size"]): r for r in js["compute"]}
+        self.assertAlmostEqual(gemm[("bfloat16", 4096)]["pct_of_peak"], 100 * 600 / 1.05 / 1200)
+        self.assertIn(f"--peaks {p}", md)
+        with open(p, "w") as f:
+            f.write("tflops: 3\n")
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(cli(["report", two, "--out", self.path("bad"), "--peaks", p]), 2)
+        self.assertIn("tflops must map a dtype", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
