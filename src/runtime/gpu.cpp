@@ -1,6 +1,7 @@
 #include "runtime/gpu.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <mutex>
@@ -39,12 +40,18 @@ std::vector<void*>& registry() {
   r.erase(it);
   return true;
 }
+std::atomic<bool>& process_ending() {
+  static std::atomic<bool> ending{false};
+  return ending;
+}
 // Called with the registry's lock held.
 [[maybe_unused]] bool is_live(void* c) {
   const auto& r = registry();
   return c != nullptr && std::find(r.begin(), r.end(), c) != r.end();
 }
 }  // namespace
+
+void mark_nccl_process_ending() noexcept { process_ending().store(true); }
 
 int live_nccl_comm_count() {
   std::lock_guard<std::mutex> lock(registry_mutex());
@@ -124,6 +131,7 @@ NcclComm::~NcclComm() {
 }
 
 int abort_live_nccl_comms() noexcept {
+  mark_nccl_process_ending();  // only the hang guard calls this, and it exits right after
   // The lock is held through the aborts so that a destructor on the main thread cannot
   // destroy a communicator being aborted (it waits; the process ends right after anyway).
   std::lock_guard<std::mutex> lock(registry_mutex());
@@ -147,6 +155,7 @@ NcclCommHealth nccl_comm_health(void* comm) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   if (!is_live(comm)) {
     h.gone = true;
+    h.ending = process_ending().load();
     return h;
   }
   const auto c = static_cast<ncclComm_t>(comm);
@@ -190,6 +199,7 @@ NcclCommHealth nccl_comm_health(void*) {
   // Without NCCL no communicator is ever live.
   NcclCommHealth h;
   h.gone = true;
+  h.ending = process_ending().load();
   return h;
 }
 

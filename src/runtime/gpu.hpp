@@ -35,6 +35,9 @@ int live_nccl_comm_count();
 // not be used. Waits on NCCL work poll this (runtime/nccl_wait.hpp).
 struct NcclCommHealth {
   bool gone = false;
+  // With `gone`: the process is ending (the hang guard or a NCCL error watch aborted and is
+  // about to exit with its own code), so a waiting thread should not race it with an error.
+  bool ending = false;
   int code = 0;            // ncclResult_t: 0 ncclSuccess, 7 ncclInProgress, else an error
   std::string error;       // ncclGetErrorString(code)
   std::string last_error;  // ncclGetLastError(comm); may be empty
@@ -44,6 +47,8 @@ NcclCommHealth nccl_comm_health(void* comm);
 // ncclCommDestroy). Returns false, doing nothing, when it is no longer live: neither an error
 // path nor the hang guard ever aborts a handle twice.
 bool abort_nccl_comm(void* comm) noexcept;
+// Said by whoever aborts and then ends the process itself (abort_live_nccl_comms says it too).
+void mark_nccl_process_ending() noexcept;
 
 // Owns an ncclComm_t built from MPI: ncclGetUniqueId on rank 0 of `comm`, MPI_Bcast,
 // ncclCommInitRank on every rank. Collective over `comm`.

@@ -122,7 +122,8 @@ NcclCheck check_nccl_comms(const NcclWaitOps& ops, const std::vector<NcclCommRef
     if (h.gone)
       return {NcclCheck::State::Gone,
               "the " + c.name + " was aborted (after an earlier NCCL error, or by the hang "
-              "guard) and cannot be used " + context};
+              "guard) and cannot be used " + context,
+              h.ending};
     if (h.code != kNcclSuccess && h.code != kNcclInProgress)
       return {NcclCheck::State::Failed, nccl_failure_message(c, h, context)};
   }
@@ -139,6 +140,11 @@ namespace {
 [[noreturn]] void fail(const NcclWaitOps& ops, const std::vector<NcclCommRef>& comms,
                        const NcclCheck& check) {
   if (check.state == NcclCheck::State::Failed) abort_nccl_comms(ops, comms);
+  if (check.ending) {
+    // The aborter exits with its own code within seconds (the hang guard's grace is 10 s).
+    for (int s = 0; s < 60; ++s) ops.pause(std::chrono::seconds(1));
+    throw std::runtime_error(check.message + "; the process was to end, but is still here");
+  }
   throw std::runtime_error(check.message);
 }
 }  // namespace
@@ -177,7 +183,10 @@ NcclErrorWatch::NcclErrorWatch(NcclWaitOps ops, std::vector<NcclCommRef> comms,
       end_(std::move(end)) {
   if (!report_) {
     const int rank = mpi::world_rank_or_minus_one();
-    report_ = [rank](const std::string& m) { print_nccl_error(rank, m); };
+    report_ = [rank](const std::string& m) {
+      print_nccl_error(rank, m);
+      mark_nccl_process_ending();  // before the abort: waiting threads park, not throw
+    };
   }
   if (!end_) end_ = [] { end_process_on_nccl_error(); };
   thread_ = std::thread([this] { loop(); });

@@ -59,7 +59,9 @@ std::chrono::microseconds nccl_poll_pause(std::chrono::nanoseconds waited);
 
 // Polls ops.work_done until true. `waiting_for` says what the caller waits for ("the ring
 // exchange"); it goes into the message. Throws std::runtime_error on a failed communicator
-// (after aborting every communicator in `comms`) or one no longer live.
+// (after aborting every communicator in `comms`) or one no longer live. When the hang guard or
+// a watch aborted it and is ending the process with its own exit code (124, 125), the wait
+// parks (ops.pause, up to 60 s) instead of racing that exit with an error of its own.
 void wait_for_nccl_work(const NcclWaitOps& ops, const std::vector<NcclCommRef>& comms,
                         const std::string& waiting_for);
 
@@ -73,6 +75,7 @@ void throw_if_nccl_failed(const std::vector<NcclCommRef>& comms, const std::stri
 struct NcclCheck {
   enum class State { Healthy, Failed, Gone } state = State::Healthy;
   std::string message;
+  bool ending = false;  // Gone, and the process is ending (NcclCommHealth::ending)
 };
 NcclCheck check_nccl_comms(const NcclWaitOps& ops, const std::vector<NcclCommRef>& comms,
                            const std::string& context);
@@ -114,7 +117,7 @@ class NcclErrorWatch {
 };
 
 // The watch's real report and end: "ringbench: rank R: NCCL ERROR: MESSAGE; ending this rank
-// with exit code 125" on stderr, then _Exit(kNcclErrorExitCode).
+// with exit code 125" on stderr (and mark_nccl_process_ending), then _Exit(kNcclErrorExitCode).
 void print_nccl_error(int world_rank, const std::string& message);
 [[noreturn]] void end_process_on_nccl_error();
 

@@ -33,6 +33,7 @@ struct Fake {
   int error_code = 6;        // ncclRemoteError
   int in_progress_polls = 0; // comm_a reports ncclInProgress for this many health checks
   bool a_gone = false;
+  bool ending = false;       // with a_gone: the aborter is ending the process
   std::string query_error;   // work_done() throws this when set
   std::mutex m;
   int polls = 0, health_checks = 0;
@@ -51,7 +52,10 @@ struct Fake {
       std::lock_guard<std::mutex> lock(m);
       ++health_checks;
       NcclCommHealth h;
-      if (c == &comm_a && a_gone) h.gone = true;
+      if (c == &comm_a && a_gone) {
+        h.gone = true;
+        h.ending = ending;
+      }
       if (c == &comm_a && health_checks <= in_progress_polls) h.code = 7;
       if (c == &comm_b && error_after >= 0 && polls > error_after) {
         h.code = error_code;
@@ -133,6 +137,19 @@ TEST_CASE("a communicator aborted elsewhere (hang guard, earlier error) is not u
   CHECK(msg.find("the world communicator (size 4, rank 1 of it) was aborted") != std::string::npos);
   CHECK(f.aborts.empty());
   CHECK(f.health_checks == 1);  // stops at the gone one, never asks comm_b
+}
+
+TEST_CASE("a communicator aborted by a process that is ending: the wait parks, not races it") {
+  Fake f;
+  f.a_gone = true;
+  f.ending = true;
+  const std::string msg =
+      test::error_of([&] { wait_for_nccl_work(f.ops(), two_comms(), "the NCCL operations"); });
+  REQUIRE(f.pauses.size() == 60);  // a minute of 1 s pauses (the fake returns at once)
+  for (const auto p : f.pauses) CHECK(p == std::chrono::seconds(1));
+  CHECK(msg.find("was aborted") != std::string::npos);
+  CHECK(msg.find("the process was to end, but is still here") != std::string::npos);
+  CHECK(f.aborts.empty());
 }
 
 TEST_CASE("the poll pause spins (yields) first, then sleeps that wake within 0.1 % of the wait") {
@@ -227,6 +244,24 @@ TEST_CASE("the real stream query: idle default stream, no GPU, or no CUDA") {
     CHECK(msg.empty());  // nothing queued on the default stream: done at once
 }
 
+TEST_CASE("the test hook RINGBENCH_TEST_NCCL_ERROR makes the real check see ncclRemoteError") {
+  int not_a_comm = 0;
+  const std::vector<NcclCommRef> ring{{&not_a_comm, nccl_comm_name("ring", 2, 0)}};
+  auto enqueue_error = [&] { return test::error_of([&] { throw_if_nccl_failed(ring, "while enqueueing"); }); };
+  setenv("RINGBENCH_TEST_NCCL_ERROR", "not a number", 1);
+  CHECK(enqueue_error().find("was aborted") != std::string::npos);  // malformed: no effect
+  setenv("RINGBENCH_TEST_NCCL_ERROR", "0", 1);
+  const std::string msg = enqueue_error();
+  unsetenv("RINGBENCH_TEST_NCCL_ERROR");
+  CHECK(msg.find("NCCL error on the ring communicator (size 2, rank 0 of it) while enqueueing: "
+                 "remote process exited or there was a network error (ncclResult_t 6)") !=
+        std::string::npos);
+  CHECK(msg.find("injected by the test hook RINGBENCH_TEST_NCCL_ERROR") != std::string::npos);
+  CHECK(enqueue_error().find("was aborted") != std::string::npos);  // unset again: no effect
+}
+
+// Last in the file: abort_live_nccl_comms marks the process as ending, which makes later real
+// checks of aborted communicators park (the hang guard exits right after it in a real run).
 TEST_CASE("a real communicator (GPU only): healthy, aborted once through the registry, then gone") {
   if (visible_gpu_count() == 0) {
     MESSAGE("no GPU: the real communicator part is skipped");
@@ -242,22 +277,8 @@ TEST_CASE("a real communicator (GPU only): healthy, aborted once through the reg
   CHECK_FALSE(abort_nccl_comm(comm.raw()));  // never twice
   CHECK(live_nccl_comm_count() == live - 1);
   CHECK(nccl_comm_health(comm.raw()).gone);
+  CHECK_FALSE(nccl_comm_health(comm.raw()).ending);
   CHECK(abort_live_nccl_comms() == live - 1);  // the hang guard skips the aborted one
+  CHECK(nccl_comm_health(comm.raw()).ending);   // and says the process is ending
   // comm's destructor must now skip ncclCommDestroy on the freed handle (a crash otherwise).
-}
-
-TEST_CASE("the test hook RINGBENCH_TEST_NCCL_ERROR makes the real check see ncclRemoteError") {
-  int not_a_comm = 0;
-  const std::vector<NcclCommRef> ring{{&not_a_comm, nccl_comm_name("ring", 2, 0)}};
-  auto enqueue_error = [&] { return test::error_of([&] { throw_if_nccl_failed(ring, "while enqueueing"); }); };
-  setenv("RINGBENCH_TEST_NCCL_ERROR", "not a number", 1);
-  CHECK(enqueue_error().find("was aborted") != std::string::npos);  // malformed: no effect
-  setenv("RINGBENCH_TEST_NCCL_ERROR", "0", 1);
-  const std::string msg = enqueue_error();
-  unsetenv("RINGBENCH_TEST_NCCL_ERROR");
-  CHECK(msg.find("NCCL error on the ring communicator (size 2, rank 0 of it) while enqueueing: "
-                 "remote process exited or there was a network error (ncclResult_t 6)") !=
-        std::string::npos);
-  CHECK(msg.find("injected by the test hook RINGBENCH_TEST_NCCL_ERROR") != std::string::npos);
-  CHECK(enqueue_error().find("was aborted") != std::string::npos);  // unset again: no effect
 }
