@@ -77,7 +77,8 @@ struct Fake {
 };
 
 std::vector<NcclCommRef> two_comms() {
-  return {{&comm_a, nccl_comm_name("world", 4, 1)}, {&comm_b, nccl_comm_name("group 'intra_node' 0", 2, 1)}};
+  return {{&comm_a, nccl_comm_name("world", 4, 1)},
+          {&comm_b, nccl_comm_name("group 'intra_node' 0", 2, 1)}};
 }
 
 }  // namespace
@@ -221,7 +222,9 @@ TEST_CASE("an enqueue error on healthy communicators is left to the caller to re
   int not_a_comm = 0;
   CHECK_NOTHROW(throw_if_nccl_failed({}, "while enqueueing"));
   const std::string msg = test::error_of(
-      [&] { throw_if_nccl_failed({{&not_a_comm, nccl_comm_name("ring", 2, 0)}}, "while enqueueing"); });
+      [&] {
+        throw_if_nccl_failed({{&not_a_comm, nccl_comm_name("ring", 2, 0)}}, "while enqueueing");
+      });
   CHECK(msg.find("the ring communicator (size 2, rank 0 of it) was aborted") != std::string::npos);
   CHECK(msg.find("cannot be used while enqueueing") != std::string::npos);
 }
@@ -247,7 +250,9 @@ TEST_CASE("the real stream query: idle default stream, no GPU, or no CUDA") {
 TEST_CASE("the test hook RINGBENCH_TEST_NCCL_ERROR makes the real check see ncclRemoteError") {
   int not_a_comm = 0;
   const std::vector<NcclCommRef> ring{{&not_a_comm, nccl_comm_name("ring", 2, 0)}};
-  auto enqueue_error = [&] { return test::error_of([&] { throw_if_nccl_failed(ring, "while enqueueing"); }); };
+  auto enqueue_error = [&] {
+    return test::error_of([&] { throw_if_nccl_failed(ring, "while enqueueing"); });
+  };
   setenv("RINGBENCH_TEST_NCCL_ERROR", "not a number", 1);
   CHECK(enqueue_error().find("was aborted") != std::string::npos);  // malformed: no effect
   setenv("RINGBENCH_TEST_NCCL_ERROR", "0", 1);
