@@ -4,7 +4,9 @@
 // --dry-run catches it before any rank touches a GPU.
 #include "config/config.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "config/policy_file.hpp"
+#include "config/yaml_guard.hpp"
 
 namespace rb {
 
@@ -119,6 +122,7 @@ void check_name(const cfg::Node& owner, const std::string& key, const std::strin
 // The one YAML document of the file; syntax errors, an empty file and several documents are
 // ConfigErrors with the position.
 YAML::Node load_single_document(const std::string& text, const std::string& file) {
+  cfg::check_yaml_expansion(text, file);  // before any tree exists: an alias bomb stops here
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(text);
@@ -249,22 +253,51 @@ Config parse_config_text(const std::string& text, const std::string& file) {
   return config;
 }
 
+namespace {
+
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+// Only a regular file of at most kMaxConfigBytes is read: a FIFO would block the reading rank
+// forever and a device (/dev/zero) would never end. O_NONBLOCK keeps open() itself from
+// blocking when a FIFO replaced the file after the stat; fstat on the open file decides.
 std::string read_config_file(const std::string& path) {
   auto fail = [&](const std::string& why) {
     throw ConfigError(Location{path, 0, 0}, "", "cannot read the file: " + why);
   };
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) fail(std::strerror(errno));
-  if (S_ISDIR(info.st_mode)) fail("it is a directory, not a YAML file");
-
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(path.c_str(), "rb"),
-                                                     &std::fclose);
-  if (!in) fail(std::strerror(errno));
+  auto check = [&](const struct stat& st) {
+    if (!S_ISREG(st.st_mode))
+      fail(std::string("it is ") + kind_of(st.st_mode) + ", not a YAML file");
+    if (static_cast<std::uint64_t>(st.st_size) > kMaxConfigBytes)
+      fail("it is " + std::to_string(st.st_size) + " bytes; a config may have at most " +
+           std::to_string(kMaxConfigBytes) + " bytes (16 MiB)");
+  };
+  check(info);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail(std::strerror(errno));
+  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) { ::close(*f); delete f; });
+  if (::fstat(fd, &info) != 0) fail(std::strerror(errno));
+  check(info);
   std::string text;
   char buffer[1 << 16];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, in.get())) > 0) text.append(buffer, n);
-  if (std::ferror(in.get())) fail(std::strerror(errno));
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(std::strerror(errno));
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > kMaxConfigBytes) fail("it grew past " + std::to_string(kMaxConfigBytes) + " bytes while being read");
+  }
   return text;
 }
 

@@ -2,6 +2,7 @@
 // The parsed run configuration: the top-level sections as typed structs, and each
 // sweep as (type, name, node) that the sweep registry turns into a typed sweep.
 #include <memory>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,11 @@ struct Config {
 // their parsers (they need the world size). Throws cfg::ConfigError.
 Config parse_config_text(const std::string& text, const std::string& file);
 
-// Reads a file; a missing or unreadable file is a ConfigError with line 0.
+// Largest config (and tuned policy) file read: the text is parsed on every rank.
+inline constexpr std::uint64_t kMaxConfigBytes = 16u << 20;
+
+// Reads a regular file of at most kMaxConfigBytes; a missing, unreadable, too large or
+// non-regular file (directory, FIFO, device, socket) is a ConfigError with line 0.
 std::string read_config_file(const std::string& path);
 
 namespace cfg {

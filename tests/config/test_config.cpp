@@ -2,8 +2,10 @@
 // malformed files that must each fail with the right line and an actionable message.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 
 #include "config/config.hpp"
 #include "config/node.hpp"
+#include "config/yaml_guard.hpp"
 #include "expect_error.hpp"
 
 namespace {
@@ -150,6 +153,55 @@ TEST_CASE("read_config_file returns the text verbatim") {
   rb::Config c = rb::parse_config_text(rb::read_config_file(file.string()), file.string());
   CHECK(c.sweeps.at(0).type == "p2p_matrix");
   std::filesystem::remove_all(file.parent_path());
+}
+
+TEST_CASE("only a regular file of at most 16 MiB is read: FIFO, device, huge file refused") {
+  const std::filesystem::path dir = scratch_dir();
+  const std::string fifo = (dir / "pipe.yaml").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No writer ever opens the FIFO: a plain fopen would block here forever.
+  auto e = expect_error([&] { rb::read_config_file(fifo); });
+  CHECK(std::string(e.what()).find("it is a FIFO (named pipe), not a YAML file") != std::string::npos);
+  e = expect_error([&] { rb::read_config_file("/dev/zero"); });
+  CHECK(std::string(e.what()).find("it is a character device") != std::string::npos);
+  const auto big = dir / "big.yaml";
+  { std::ofstream touch(big); }
+  std::filesystem::resize_file(big, rb::kMaxConfigBytes + 1);
+  e = expect_error([&] { rb::read_config_file(big.string()); });
+  CHECK(std::string(e.what()).find("at most 16777216 bytes (16 MiB)") != std::string::npos);
+  CHECK(e.where().file == big.string());
+  std::filesystem::resize_file(big, rb::kMaxConfigBytes);  // exactly the limit is read
+  CHECK(rb::read_config_file(big.string()).size() == rb::kMaxConfigBytes);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("aliases: ordinary ones parse, a billion-node alias bomb is refused at once") {
+  const std::string ok =
+      "x: &sizes [1, 2, 4]\nsweeps:\n  - type: ring_attention\n    ring_sizes: *sizes\n";
+  CHECK_NOTHROW(rb::cfg::check_yaml_expansion(ok, "ok.yaml"));
+  // Ten levels of ten aliases each: 10^10 nodes once expanded, 12 lines of text.
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 9; ++i) {
+    const std::string p = "*a" + std::to_string(i - 1);
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + p;
+    for (int k = 1; k < 10; ++k) bomb += ", " + p;
+    bomb += "]\n";
+  }
+  bomb += "sweeps:\n  - type: memory\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const ConfigError e = expect_error([&] { rb::parse_config_text(bomb, "bomb.yaml"); });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(seconds < 1.0);
+  const std::string what = e.what();
+  CAPTURE(what);
+  CHECK(what.find("expands to more than 1000000 YAML nodes") != std::string::npos);
+  CHECK(e.where().file == "bomb.yaml");
+  CHECK(e.where().line == 6);  // a5's 10^6 nodes take the count past the limit
+  // The count is of the expansion: map, key a, [1, 2, 3] (4), key b, list (1), *a (4), *a (4).
+  const std::string two = "a: &a [1, 2, 3]\nb: [*a, *a]\n";
+  CHECK_NOTHROW(rb::cfg::check_yaml_expansion(two, "t.yaml", 16));
+  CHECK_THROWS_AS(rb::cfg::check_yaml_expansion(two, "t.yaml", 15), ConfigError);
 }
 
 // ---- the malformed-config table ----

@@ -1,0 +1,20 @@
+#pragma once
+// Limits checked on a config's text before yaml-cpp builds its tree: the tree of a few lines of
+// nested aliases (`&a [..]`, `*a` repeated) holds billions of nodes, and building or walking it
+// would keep every rank busy for minutes before any check could run.
+#include <cstdint>
+#include <string>
+
+namespace rb::cfg {
+
+// Nodes the expanded document may hold (every scalar, null, sequence and map, each alias counted
+// as the size of what its anchor holds). Real configs have a few thousand.
+inline constexpr std::uint64_t kMaxYamlNodes = 1'000'000;
+
+// Streams the text's YAML events (no tree is built; an alias costs O(1)) and throws a
+// ConfigError naming the file and the line where the expansion passes `max_nodes`. Syntax
+// errors are left to the parser that follows (this returns on them).
+void check_yaml_expansion(const std::string& text, const std::string& file,
+                          std::uint64_t max_nodes = kMaxYamlNodes);
+
+}  // namespace rb::cfg
