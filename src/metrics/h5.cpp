@@ -5,9 +5,12 @@
 // reduction BEFORE any HDF5 call, so every rank throws instead of some ranks hanging.
 #include "metrics/h5.hpp"
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
@@ -606,33 +609,97 @@ Id parallel_fapl(MPI_Comm comm, const std::string& path) {
 
 }  // namespace
 
-File File::create(const std::string& path, MPI_Comm comm, bool force) {
+// The longest path handed to MPI-IO: Open MPI 4.1's shared-file-pointer component copies the
+// name into a fixed buffer and aborts the process ("buffer overflow detected") at about 245
+// characters (measured: 243 worked, 253 aborted), so longer paths are refused up front.
+constexpr std::size_t kMaxMpiioPath = 240;
+
+namespace {
+
+// Rank 0's checks and claim of the output path. Returns the path HDF5 will create (the output
+// itself, claimed with O_EXCL so that of two runs racing for it exactly one gets it; or, when
+// an existing file or link is replaced, a temporary name beside it) or throws the message.
+std::string claim_output(const std::string& path, bool force, const std::string& protect) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  const fs::file_status st = fs::symlink_status(p, ec);
+  const bool exists = fs::exists(st);
+  if (!protect.empty() && fs::equivalent(p, fs::path(protect), ec))
+    throw std::runtime_error("output file '" + path + "' is the config file '" + protect +
+                             "'; choose another --output");
+  if (exists && fs::is_directory(st))
+    throw std::runtime_error("output '" + path + "' is a directory; --output names a file");
+  if (exists && fs::is_symlink(st) && !force)
+    throw std::runtime_error("output '" + path + "' is a symbolic link (to '" +
+                             fs::read_symlink(p, ec).string() + "'); ringbench does not write "
+                             "through links: choose another --output, or pass --force to "
+                             "replace the link itself (never its target)");
+  if (exists && !force)
+    throw std::runtime_error("output file '" + path + "' already exists; pass --force to overwrite it or choose another --output");
+  if (p.has_parent_path()) {
+    fs::create_directories(p.parent_path(), ec);
+    if (ec)
+      throw std::runtime_error("cannot create the directory '" + p.parent_path().string() +
+                               "' for output file '" + path + "': " + ec.message());
+  }
+  const std::string target =
+      exists ? (p.parent_path() / (".rb" + std::to_string(::getpid()) + ".h5.partial")).string()
+             : path;
+  if (target.size() > kMaxMpiioPath)
+    throw std::runtime_error("output path '" + path + "' is too long for MPI-IO (" +
+                             std::to_string(target.size()) + " characters" +
+                             (exists ? " for its temporary name" : "") + "; Open MPI aborts "
+                             "above about 245): use a shorter --output, e.g. a relative path");
+  const int fd = ::open(target.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error(
+        errno == EEXIST
+            ? "output file '" + path + "' appeared while this run was starting (another run "
+              "with the same --output?); choose another --output"
+            : "cannot create output file '" + target + "': " + std::strerror(errno));
+  ::close(fd);
+  return target;
+}
+
+}  // namespace
+
+File File::create(const std::string& path, MPI_Comm comm, bool force, const std::string& protect) {
   silence_hdf5();
   // Rank 0 alone looks at the file system (ranks on other nodes might see a stale view);
-  // its verdict, as a message, is everyone's.
-  std::string error;
+  // its verdict, as a message, is everyone's, and so is the name to create.
+  std::string error, target;
   if (mpi::rank_of(comm) == 0) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const fs::path p(path);
-    if (fs::exists(p, ec) && !force) {
-      error = "output file '" + path + "' already exists; pass --force to overwrite it or choose another --output";
-    } else if (p.has_parent_path()) {
-      fs::create_directories(p.parent_path(), ec);
-      if (ec)
-        error = "cannot create the directory '" + p.parent_path().string() + "' for output file '" + path +
-                "': " + ec.message();
+    try {
+      target = claim_output(path, force, protect);
+    } catch (const std::exception& e) {
+      error = e.what();
     }
   }
   mpi::broadcast_string(error, comm);
   if (!error.empty()) throw std::runtime_error(error);
+  mpi::broadcast_string(target, comm);
 
-  Id fapl = parallel_fapl(comm, path);
   File f;
-  f.file_ = shared(check_id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, *fapl), "H5Fcreate", path),
-                   H5Fclose);
+  try {
+    Id fapl = parallel_fapl(comm, target);
+    f.file_ = shared(check_id(H5Fcreate(target.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, *fapl),
+                              "H5Fcreate", path),
+                     H5Fclose);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  // Agreed: a rank that could not create the file must not leave the others inside HDF5.
+  const std::vector<std::string> errors = mpi::gather_strings(error, comm);
+  const auto bad = std::find_if(errors.begin(), errors.end(), [](const auto& e) { return !e.empty(); });
+  if (bad != errors.end()) {
+    f.file_.reset();
+    if (mpi::rank_of(comm) == 0) ::unlink(target.c_str());
+    throw std::runtime_error(*bad);
+  }
   f.comm_ = comm;
   f.path_ = path;
+  if (target != path) f.pending_ = target;
   return f;
 }
 
@@ -654,8 +721,11 @@ File::~File() {
   }
 }
 
-File::File(File&& o) noexcept : file_(std::move(o.file_)), comm_(o.comm_), path_(std::move(o.path_)) {
+File::File(File&& o) noexcept
+    : file_(std::move(o.file_)), comm_(o.comm_), path_(std::move(o.path_)),
+      pending_(std::move(o.pending_)) {
   o.comm_ = MPI_COMM_NULL;
+  o.pending_.clear();
 }
 
 File& File::operator=(File&& o) noexcept {
@@ -667,7 +737,9 @@ File& File::operator=(File&& o) noexcept {
     file_ = std::move(o.file_);
     comm_ = o.comm_;
     path_ = std::move(o.path_);
+    pending_ = std::move(o.pending_);
     o.comm_ = MPI_COMM_NULL;
+    o.pending_.clear();
   }
   return *this;
 }
@@ -681,10 +753,26 @@ Group File::root() {
 void File::flush() {
   if (!file_) throw std::runtime_error("HDF5 file '" + path_ + "' is not open");
   check(H5Fflush(file_->id(), H5F_SCOPE_GLOBAL), "H5Fflush", path_);
+  if (!pending_.empty()) replace_old();
+}
+
+// --force: the old file (or link) gives way only now that the new one holds its first flushed
+// data, in one rename(2): a run that dies before leaves the old file whole, and a link is
+// replaced itself, never its target. Collective.
+void File::replace_old() {
+  std::string error;
+  MPI_Barrier(comm_);  // every rank's part of the flush is done
+  if (mpi::rank_of(comm_) == 0 && ::rename(pending_.c_str(), path_.c_str()) != 0)
+    error = "cannot move the new output file '" + pending_ + "' over '" + path_ + "': " +
+            std::strerror(errno);
+  mpi::broadcast_string(error, comm_);
+  pending_.clear();
+  if (!error.empty()) throw std::runtime_error(error);
 }
 
 void File::close() {
   if (!file_) return;
+  if (!pending_.empty()) flush();
   auto h = std::move(file_);
   file_.reset();
   check(h->reset(), "H5Fclose", path_);

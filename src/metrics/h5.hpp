@@ -83,9 +83,16 @@ class Group {
 
 class File {
  public:
-  // Collective. Creates `path` (parent directories too) through MPI-IO. An existing file is an
-  // error (std::runtime_error naming the path and --force) unless `force`; all ranks agree.
-  static File create(const std::string& path, MPI_Comm comm, bool force);
+  // Collective. Creates `path` (parent directories too) through MPI-IO; all ranks agree on
+  // every refusal (std::runtime_error with the message):
+  // - an existing file, or a symbolic link (dangling or not), unless `force`; a directory;
+  //   `path` being the file `protect` names (the config); a path MPI-IO cannot take;
+  // - a new `path` is claimed with O_EXCL: of two runs racing for it, one is refused;
+  // - with `force` over an existing file or link the data goes to a temporary name beside it,
+  //   renamed over `path` at the first flush() (or close()), so a run that dies before leaves
+  //   the old file whole; a link is replaced itself, never its target.
+  static File create(const std::string& path, MPI_Comm comm, bool force,
+                     const std::string& protect = "");
   // Read-only open (collective), used by tests and by readers in C++.
   static File open_read(const std::string& path, MPI_Comm comm);
 
@@ -95,14 +102,17 @@ class File {
   File& operator=(File&&) noexcept;
 
   Group root();
-  void flush();  // H5Fflush: everything written so far survives a crash after this
+  void flush();  // H5Fflush (collective): everything written so far survives a crash after this
   void close();
   const std::string& path() const { return path_; }
 
  private:
+  void replace_old();
+
   std::shared_ptr<Handle> file_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::string path_;
+  std::string pending_;  // the temporary name the data is written to until replace_old()
 };
 
 // Read helpers for tests and small tools (collective open not needed: serial read on the caller).

@@ -237,6 +237,88 @@ TEST_CASE("an existing file is refused on every rank unless --force") {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// A fresh, empty directory for one test case (collective).
+static std::string fresh_dir(const std::string& name) {
+  const std::string dir = rb::test::test_path("metrics", name, "");
+  if (rank() == 0) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return dir;
+}
+
+TEST_CASE("--force replaces an old file only at the first flush, and a link only as a link") {
+  const std::string dir = fresh_dir("replace");
+  const std::string path = dir + "/out.h5";
+  {
+    File f = File::create(path, MPI_COMM_WORLD, false);
+    f.root().attr("generation", "old");
+    f.close();
+  }
+  std::string old_bytes;
+  if (rank() == 0) old_bytes = file_bytes(path);
+  {
+    File f = File::create(path, MPI_COMM_WORLD, true);
+    f.root().attr("generation", "new");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank() == 0) CHECK(file_bytes(path) == old_bytes);  // a crash now keeps the old file
+    MPI_Barrier(MPI_COMM_WORLD);
+    f.flush();
+    if (rank() == 0) CHECK(rb::h5::read_string_attr(path, "/", "generation") == "new");
+    f.close();
+  }
+  if (rank() == 0) {  // no temporary file is left beside it
+    int others = 0;
+    for (const auto& e : fs::directory_iterator(fs::path(path).parent_path()))
+      others += e.path() != fs::path(path);
+    CHECK(others == 0);
+    // A link to another file: refused without --force; with it the link is replaced, the
+    // file it pointed to is untouched. A dangling link is refused too (never followed).
+    fs::remove(path);
+    { std::ofstream(dir + "/target.txt") << "keep me"; }
+    fs::create_symlink("target.txt", path);
+    fs::create_symlink("nowhere.h5", dir + "/dangling.h5");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (const std::string link : {path, dir + "/dangling.h5"}) {
+    const std::string msg = error_of([&] { File::create(link, MPI_COMM_WORLD, false); });
+    CHECK(msg.find("is a symbolic link") != std::string::npos);
+    CHECK(msg.find("replace the link itself (never its target)") != std::string::npos);
+  }
+  if (rank() == 0) CHECK(!fs::exists(dir + "/nowhere.h5"));
+  {
+    File f = File::create(path, MPI_COMM_WORLD, true);
+    f.root().attr("generation", "through --force");
+    f.close();
+  }
+  if (rank() == 0) {
+    CHECK(!fs::is_symlink(fs::symlink_status(path)));
+    CHECK(rb::h5::read_string_attr(path, "/", "generation") == "through --force");
+    CHECK(file_bytes(dir + "/target.txt") == "keep me");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("refused outputs: a directory, the config file, a path too long for MPI-IO") {
+  const std::string dir = fresh_dir("refused");
+  if (rank() == 0) {
+    fs::create_directories(dir + "/sub");
+    std::ofstream(dir + "/config.yaml") << "sweeps: []\n";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(error_of([&] { File::create(dir + "/sub", MPI_COMM_WORLD, true); })
+            .find("is a directory") != std::string::npos);
+  CHECK(error_of([&] { File::create(dir + "/config.yaml", MPI_COMM_WORLD, true, dir + "/config.yaml"); })
+            .find("is the config file") != std::string::npos);
+  // Open MPI aborts inside MPI-IO on such a path; the check must come first (and agree).
+  const std::string long_path = dir + "/" + std::string(250, 'x') + ".h5";
+  const std::string msg = error_of([&] { File::create(long_path, MPI_COMM_WORLD, false); });
+  CHECK(msg.find("too long for MPI-IO") != std::string::npos);
+  if (rank() == 0) CHECK(!fs::exists(long_path));
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST_CASE("opening a missing file throws on every rank, naming the call and the path") {
   const std::string path = test_path("missing");
   const std::string msg = error_of([&] { File::open_read(path, MPI_COMM_WORLD); });
