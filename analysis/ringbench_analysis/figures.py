@@ -16,23 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from .plots import NoData  # noqa: E402
-
-_PALETTE = list(plt.get_cmap("tab10").colors) + list(plt.get_cmap("Dark2").colors)
-_COLOURS = {}
-
-
-def reset_colours():
-    """Forget the colour of every series (a new report)."""
-    _COLOURS.clear()
-
-
-def series_colour(label):
-    """The same colour for a series label in every plot of one report."""
-    if label not in _COLOURS:
-        _COLOURS[label] = _PALETTE[len(_COLOURS) % len(_PALETTE)]
-    return _COLOURS[label]
-
+from .plots import NoData, series_colour  # noqa: E402
 
 def _bytes_text(x, _pos=None):
     for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -57,6 +41,7 @@ def bytes_axis(ax, sizes):
 
 
 def eng_axis(ax, unit, log=True):
+    """Engineering-notation ticks (10 GB/s, 200 ns); log: 1-2-5 ticks under two decades."""
     if log:
         ax.set_yscale("log")
         lo, hi = ax.get_ylim()
@@ -237,7 +222,7 @@ def p2p_heatmaps(runs, out_dir):
             size = s.attrs.get("bandwidth_bytes" if name == "bandwidth" else "latency_bytes", 0)
             what = ("bandwidth (slower rank of the pair)" if name == "bandwidth"
                     else "one-way latency (slower rank)")
-            _heat(ax, fig, m, f"{title}\n{what}, {_bytes_text(float(size))} messages",
+            _heat(ax, fig, m, f"{title}\n{what}" + (f", {_bytes_text(float(size))} messages" if size else ""),
                   "B/s" if name == "bandwidth" else "s", "viridis" if name == "bandwidth" else "viridis_r")
         for ax in row[len(mats):]:
             ax.set_visible(False)
@@ -300,9 +285,18 @@ def memory_rates(frame, out_dir):
             drew = True
     ax.set_xticks(x)
     ax.set_xticklabels(labels, fontsize=8)
-    eng_axis(ax, "B/s", log=True)
+    values = np.concatenate([frame["bandwidth"].to_numpy(), frame["b_p75"].to_numpy(), frame["peak"].to_numpy()])
+    values = values[np.isfinite(values) & (values > 0)]
+    wide = values.size and values.max() / values.min() > 20  # HBM next to PCIe: a log axis
+    if not wide:
+        ax.set_ylim(0, values.max() * 1.1 if values.size else 1)
+    eng_axis(ax, "B/s", log=bool(wide))
     ax.set_ylabel("bandwidth (slowest rank)")
-    ax.set_title("Memory: host triad, device and host<->device copies", fontsize=10)
+    kinds = set(frame["kind"])
+    ax.set_title("Memory: " + ", ".join(x for x, want in (("host triad", "triad" in kinds),
+                                                          ("device copies", "d2d" in kinds),
+                                                          ("host<->device copies", len(kinds - {"triad", "d2d"}) > 0))
+                                        if want), fontsize=10)
     ax.grid(True, axis="y", which="major", alpha=0.3)
     if drew:
         ax.legend(fontsize=8)
@@ -320,6 +314,8 @@ def _timeline_points(ring, limit=4):
     m = ring[ring["measured"]] if len(ring) else ring
     if m.empty:
         return m
+    if (m["ring_size"] > 1).any():  # a ring of one has one step and nothing to wait for
+        m = m[m["ring_size"] > 1]
     m = m.sort_values(["ring_size", "seq_len", "total_ms"], ascending=[False, False, False])
     return m.drop_duplicates(["sweep", "file"]).head(limit)
 
@@ -345,11 +341,11 @@ def ring_timeline(runs, ring, out_dir):
             _timeline_panel(ax, s.metrics[cm][:, pt.point], s.metrics[wm][:, pt.point])
             ax.set_title(f"{pt.sweep} S={pt.seq_len} R={pt.ring_size} {pt.layout}: {name}", fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in RING_STEP_COLOURS.values()]
-    fig.legend(handles, list(RING_STEP_COLOURS), loc="lower center", ncol=2, fontsize=8)
+    fig.legend(handles, list(RING_STEP_COLOURS), loc="upper right", ncol=2, fontsize=8)
     note = (f"r0, r1, ...: the ranks (the first {MAX_TIMELINE_RANKS} at most); times are each "
             "rank's median over iterations")
     fig.text(0.01, 0.005, note, fontsize=7, color="#444444")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1 - 0.3 / fig.get_figheight()))
     path = os.path.join(out_dir, "ring_timeline.png")
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -368,6 +364,7 @@ def _timeline_panel(ax, comp, wait):
         c, w = np.nan_to_num(comp[r, :steps]) * scale, np.nan_to_num(wait[r, :steps]) * scale
         ax.bar(x, c, width * 0.9, color=RING_STEP_COLOURS["compute"])
         ax.bar(x, w, width * 0.9, bottom=c, color=RING_STEP_COLOURS["exposed wait"])
+    ax.margins(y=0.08)
     ax.set_xticks(range(steps))
     if ranks * steps <= 32:  # say which bar is which rank
         xs = [s - 0.4 + width * (r + 0.5) for s in range(steps) for r in range(ranks)]

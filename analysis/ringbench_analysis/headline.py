@@ -18,7 +18,7 @@ def what_ran(runs, peaks, gpu_names):
     lines = []
     for run in runs[:4]:
         gpus = run.gpu_names()
-        sweeps = ", ".join(f"{s.name} ({s.type}, {s.npoints} points)" for s in run.sweeps.values())
+        sweeps = ", ".join(f"{s.name} ({s.type}, {_n(s.npoints, 'point')})" for s in run.sweeps.values())
         hosts = run.hosts()
         lines.append(f"- `{os.path.basename(run.path)}`: **{_n(run.world_size, 'rank')} on "
                      f"{_n(run.node_count, 'node')}** ({', '.join(hosts[:2])}{' ...' if len(hosts) > 2 else ''}), "

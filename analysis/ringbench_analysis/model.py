@@ -357,39 +357,7 @@ def predictions(points, comm, extra_sizes=(8, 64, 512)):
     return out
 
 
-# ---- bandwidth per message size (report table and plot) --------------------------------
-
-BANDWIDTH_METRICS = ("busbw_Bps", "algbw_Bps", "bandwidth_Bps")  # first present is drawn
-
-
-def _key_text(name, value):
-    """A key value for a legend: text as it is, numbers with their key's name (in_place=1)."""
-    if name == "in_place":
-        return "in-place" if int(value) else "out-of-place"
-    return str(value) if isinstance(value, str) else f"{name}={value}"
-
-
-def bandwidth_curves(sweep):
-    """[(label, sizes, bandwidths)]: the slowest rank's bandwidth against message size, one
-    curve per combination of the sweep's other keys (operation, group, dtype, ...). Groups of
-    one rank (inter_node on one node) are left out: their operations are local copies."""
-    size_key = sweep.key_with_units("B")
-    metric = next((m for m in BANDWIDTH_METRICS if m in sweep.metrics), None)
-    if size_key is None or metric is None or not sweep.npoints:
-        return []
-    others = [k for k in sweep.keys if k != size_key and sweep.points[k].nunique() > 1]
-    curves = {}
-    for p in range(sweep.npoints):
-        keys = sweep.points.iloc[p]
-        if one_rank_groups([group_size(sweep, p) or 2]):
-            continue
-        v = sweep.rank_values(metric, p)
-        v = v[v > 0]
-        if v.size:
-            label = " ".join(_key_text(k, keys[k]) for k in others) or sweep.name
-            curves.setdefault(label, []).append((float(keys[size_key]), float(v.min())))
-    return [(label, [x for x, _ in sorted(c)], [y for _, y in sorted(c)]) for label, c in curves.items()]
-
+# ---- p2p matrix and host_pingpong (report tables) ------------------------------------------
 
 def p2p_bandwidth(sweep):
     """(matrix [sender, receiver] in B/s, message size) of a p2p_matrix sweep's pair points

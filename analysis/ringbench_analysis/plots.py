@@ -12,11 +12,28 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from . import model, reader  # noqa: E402
+from . import model  # noqa: E402
 
 
 class NoData(Exception):
     pass
+
+
+_PALETTE = list(plt.get_cmap("tab10").colors) + list(plt.get_cmap("Dark2").colors)
+_COLOURS = {}
+
+
+def reset_colours():
+    """Forget the colour of every series (a new report)."""
+    _COLOURS.clear()
+
+
+def series_colour(label):
+    """The same colour for a series label in every plot of one report (S=1024 is the same
+    blue in the throughput, scaling, exposed-communication and cost-model plots)."""
+    if label not in _COLOURS:
+        _COLOURS[label] = _PALETTE[len(_COLOURS) % len(_PALETTE)]
+    return _COLOURS[label]
 
 
 def _save(fig, out_dir, name):
@@ -25,6 +42,25 @@ def _save(fig, out_dir, name):
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _eng_log(ax, unit, binary=False):
+    """Log y axis read as 300 ktok/s, 2 ms or 512 MiB (not 3x10^5): 1-2-5 ticks when the data
+    span under two decades, labels on the major ticks only."""
+    from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter
+    lo, hi = ax.get_ylim()
+    subs = (1.0, 2.0, 5.0) if hi / max(lo, 1e-300) < 100 else (1.0,)
+    ax.yaxis.set_major_locator(LogLocator(base=2, numticks=12) if binary
+                               else LogLocator(base=10, subs=subs, numticks=12))
+    ax.yaxis.set_major_formatter(FuncFormatter(_binary_bytes) if binary else EngFormatter(unit=unit))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _binary_bytes(x, _pos=None):
+    for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if x >= f:
+            return f"{x / f:.3g} {unit}"
+    return f"{x:.3g} B"
 
 
 def _ring_axis(ax, sizes):
@@ -63,13 +99,15 @@ def throughput(points, out_dir):
         r = [p["ring_size"] for p in pts]
         y = [p["throughput"] for p in pts]
         sizes += r
-        line, = ax.plot(r, y, "o-", label=_label(cfg, n_cfg, f"S={seq}"))
+        lab = _label(cfg, n_cfg, f"S={seq}")
+        line, = ax.plot(r, y, "o-", label=lab, color=series_colour(lab))
         if len(r) > 1:  # ideal: throughput grows linearly from the smallest ring size
             ax.plot(r, [y[0] * ri / r[0] for ri in r], ":", color=line.get_color(), alpha=0.6)
     sizes += [p["ring_size"] for p in points]
     _ring_axis(ax, sizes)
     ax.set_yscale("log")
-    ax.set_ylabel("throughput (tokens/s, whole ring)")
+    _eng_log(ax, "tok/s")
+    ax.set_ylabel("throughput (whole ring)")
     ax.set_title("Ring attention throughput (dotted: ideal linear scaling)")
     _flag_unmeasured(ax, points)
     ax.legend(fontsize=7)
@@ -90,9 +128,9 @@ def _scaling_plot(points, out_dir, kind):
         sc = model.scaling(pts, kind)
         r = [x[0] for x in sc]
         sizes += r
-        txt = f"S={s}" if kind == "strong" else f"S/R={s}"
-        a1.plot(r, [x[1] for x in sc], "o-", label=_label(cfg, n_cfg, txt))
-        a2.plot(r, [x[2] for x in sc], "o-", label=_label(cfg, n_cfg, txt))
+        txt = _label(cfg, n_cfg, f"S={s}" if kind == "strong" else f"S/R={s}")
+        a1.plot(r, [x[1] for x in sc], "o-", label=txt, color=series_colour(txt))
+        a2.plot(r, [x[2] for x in sc], "o-", label=txt, color=series_colour(txt))
     lo, hi = min(sizes), max(sizes)
     a1.plot([lo, hi], [lo, hi], "k--", label="ideal")
     a2.plot([lo, hi], [1, 1], "k--", label="ideal")
@@ -117,7 +155,7 @@ def weak_scaling(points, out_dir):
     return _scaling_plot(points, out_dir, "weak")
 
 
-def _point_curves(points, out_dir, field, scale, ylabel, title, name, why, logy=False):
+def _point_curves(points, out_dir, field, scale, ylabel, title, name, why, logy=False, unit=""):
     """One line per strong-scaling series of p[field] * scale against ring size."""
     have = {k: [p for p in v if p[field] is not None] for k, v in model.series(points, "strong").items()}
     have = {k: v for k, v in have.items() if v}
@@ -129,10 +167,12 @@ def _point_curves(points, out_dir, field, scale, ylabel, title, name, why, logy=
     for (cfg, seq), pts in sorted(have.items()):
         r = [p["ring_size"] for p in pts]
         sizes += r
-        ax.plot(r, [p[field] * scale for p in pts], "o-", label=_label(cfg, n_cfg, f"S={seq}"))
+        lab = _label(cfg, n_cfg, f"S={seq}")
+        ax.plot(r, [p[field] * scale for p in pts], "o-", label=lab, color=series_colour(lab))
     _ring_axis(ax, sizes + [p["ring_size"] for p in points])
     if logy:
         ax.set_yscale("log")
+        _eng_log(ax, unit, binary=unit == "B")
     else:
         ax.set_ylim(0, 100)
     ax.set_ylabel(ylabel)
@@ -150,9 +190,9 @@ def exposed_comm(points, out_dir):
 
 
 def memory(points, out_dir):
-    return _point_curves(points, out_dir, "memory", 1 / 2**20, "peak memory per rank (MiB, largest rank)",
+    return _point_curves(points, out_dir, "memory", 1, "peak memory per rank (largest rank)",
                          "Memory per rank", "memory.png", "no peak memory in the ring attention points",
-                         logy=True)
+                         logy=True, unit="B")
 
 
 def efficiency_heatmap(points, out_dir):
@@ -216,53 +256,6 @@ def rank_spread(points, out_dir):
     return _save(fig, out_dir, "rank_spread.png")
 
 
-def bandwidth_curves(runs, out_dir):
-    """Bandwidth against message size per (collective, group, ...); host_pingpong's too."""
-    curves = []
-    # A one-rank collective is a local copy (bus factor 0 for most operations): in a series,
-    # only the runs with links are drawn.
-    linked = [r for r in runs if r.world_size > 1] or runs
-    for run in linked:
-        tag = f" ({run.world_size} ranks)" if len(runs) > 1 else ""
-        for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES + reader.PINGPONG_TYPES):
-            for label, xs, ys in model.bandwidth_curves(s):
-                curves.append((f"{label} ({s.type}){tag}" if label == s.name else f"{label}{tag}", xs, ys))
-    if not curves:
-        raise NoData("no collectives or host_pingpong sweep")
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for label, xs, ys in curves:
-        ax.plot(xs, np.array(ys) / 1e9, "o-", label=label, markersize=3)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("message size (B)")
-    ax.set_ylabel("bus bandwidth (GB/s, slowest rank)")
-    ax.set_title("Bandwidth per collective and group")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
-    return _save(fig, out_dir, "bandwidth.png")
-
-
-def p2p_matrix(runs, out_dir):
-    """The p2p sweep's [sender, receiver] bandwidth as a heatmap."""
-    mats = []
-    for run in runs:
-        for s in run.sweeps_of_type(reader.P2P_TYPES):
-            m = model.p2p_bandwidth(s)
-            if m is not None:
-                mats.append((f"{s.name} ({run.world_size} ranks)", m))
-    if not mats:
-        raise NoData("no p2p_matrix sweep")
-    mats = mats[-2:]  # the largest runs of a series
-    fig, axes = plt.subplots(1, len(mats), figsize=(6 * len(mats), 5), squeeze=False)
-    for ax, (title, (m, size)) in zip(axes[0], mats):
-        im = ax.imshow(m / 1e9, cmap="magma")
-        ax.set_xlabel("receiving rank")
-        ax.set_ylabel("sending rank")
-        ax.set_title(f"{title}\nbandwidth at {int(size)} B", fontsize=9)
-        fig.colorbar(im, ax=ax, label="GB/s")
-    return _save(fig, out_dir, "p2p_matrix.png")
-
-
 def cost_model(preds, out_dir):
     if not preds:
         raise NoData("no prediction (needs step times in ring points and a communication model)")
@@ -274,10 +267,11 @@ def cost_model(preds, out_dir):
         r_m = [x["ring_size"] for x in pr["measured"]]
         r_e = [x["ring_size"] for x in pr["extrapolated"]]
         sizes += r_m + r_e
-        line, = a1.plot(r_m, [x["measured_time"] * 1e3 for x in pr["measured"]], "o", label=f"{lab} measured")
+        line, = a1.plot(r_m, [x["measured_time"] for x in pr["measured"]], "o", label=f"{lab} measured",
+                        color=series_colour(lab))
         rr = r_m + r_e
-        tt = [x["predicted_time"] * 1e3 for x in pr["measured"]] + \
-             [x["predicted_time"] * 1e3 for x in pr["extrapolated"]]
+        tt = [x["predicted_time"] for x in pr["measured"]] + \
+             [x["predicted_time"] for x in pr["extrapolated"]]
         order = np.argsort(rr)
         a1.plot(np.array(rr)[order], np.array(tt)[order], "--", color=line.get_color(),
                 label=f"{lab} predicted")
@@ -289,7 +283,8 @@ def cost_model(preds, out_dir):
         a.grid(True, which="both", alpha=0.3)
         a.legend(fontsize=6)
     a1.set_yscale("log")
-    a1.set_ylabel("ring attention forward time (ms)")
+    _eng_log(a1, "s")
+    a1.set_ylabel("ring attention forward time")
     a1.set_title("Cost model: prediction vs measurement")
     a2.set_ylabel("predicted strong-scaling efficiency")
     a2.set_ylim(0, 1.05)

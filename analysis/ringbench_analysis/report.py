@@ -93,7 +93,7 @@ def _draw(runs, points, preds, fr, out_dir, summary):
     args = {"points": (points,), "runs": (runs,), "preds": (preds,), "runs_ring": (runs, fr["ring"]),
             "coll": (fr["cpoints"], fr["variants"]), "coll_pp": (fr["cpoints"], fr["pingpong"]),
             "compute": (fr["compute"],), "memory_frame": (fr["memory"],)}
-    figures.reset_colours()
+    plots.reset_colours()
     shown = {}
     for name, title, fn, what in EXPECTED_PLOTS + PROFILE_PLOTS:
         try:
