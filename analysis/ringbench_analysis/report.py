@@ -231,15 +231,18 @@ def _ring_section(runs, points, ring, summary):
         extra = ring_by.get((p["run"], p["sweep"], p["point"]), {})
         summary["points"].append({k: v for k, v in p.items() if k != "config"} | extra |
                                  {"config": {k: str(v) for k, v in p["config"].items()}})
-    return md + _weak_table(points)
+    return md + _weak_table(points, summary)
 
 
-def _weak_table(points):
+def _weak_table(points, summary):
     weak = {k: v for k, v in model.series(points, "weak").items() if len(v) >= 2}
+    summary["weak_scaling"] = [{"seq_len_per_rank": spr, "ring_size": r, "config": cfg, "scaled_speedup": sp,
+                                "efficiency": e} for (cfg, spr), pts in sorted(weak.items())
+                               for r, sp, e in model.scaling(pts, "weak")]
     if not weak:
         return []
-    rows = [[spr, r, cfg, fmt.num(sp), fmt.num(e)] for (cfg, spr), pts in sorted(weak.items())
-            for r, sp, e in model.scaling(pts, "weak")]
+    rows = [[x["seq_len_per_rank"], x["ring_size"], x["config"], fmt.num(x["scaled_speedup"]),
+             fmt.num(x["efficiency"])] for x in summary["weak_scaling"]]
     return (["Weak scaling (same sequence length per rank; ideal efficiency 1):", ""]
             + _table(["seq len per rank", "ring size", "config", "scaled speedup", "efficiency"], rows) + [""])
 

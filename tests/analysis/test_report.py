@@ -17,7 +17,7 @@ import matplotlib.figure  # noqa: E402
 import numpy as np  # noqa: E402
 
 import synthetic  # noqa: E402
-from ringbench_analysis import peaks, report  # noqa: E402
+from ringbench_analysis import fmt, peaks, report  # noqa: E402
 from ringbench_analysis.__main__ import main as cli  # noqa: E402
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -179,6 +179,48 @@ class ReportNumbersTest(Base):
             if per_file is not None:
                 self.assertEqual(n, per_file, name)
             self.assertIn(f"points_{name}.csv", js["csv"])
+
+
+def md_rows(md, heading):
+    """{header: cell} per row of the first table under `heading`."""
+    lines = md[md.index(heading):].splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("| "))
+    head = [c.strip() for c in lines[start].strip("|").split("|")]
+    rows = []
+    for ln in lines[start + 2:]:
+        if not ln.startswith("| "):
+            break
+        rows.append(dict(zip(head, [c.strip() for c in ln.strip("|").split("|")])))
+    return rows
+
+
+class TablesMatchJsonTest(Base):
+    def test_tables_show_the_json_numbers(self):
+        one, two = self.gpu_pair()
+        md, js, _ = self.build([one, two])
+        ring = {(p["run"], p["seq_len"], p["ring_size"]): p for p in js["points"]}
+        rows = md_rows(md, "## Ring attention")
+        self.assertEqual(len(rows), len(ring))
+        for r in rows:
+            p = ring[(r["file"], int(r["S"]), int(r["R"]))]
+            self.assertEqual(r["total"], fmt.tflops(p["tflops_total"]))
+            self.assertEqual(r["TFLOP/s/GPU fwd"], fmt.tflops(p["tflops_fwd"]))
+            self.assertEqual(r["total ms"], fmt.ms(p["total_ms"]))
+            self.assertEqual(r["% of peak"], fmt.pct(p["pct_of_peak"]))
+        gemm = {(r["dtype"], r["size"]): r for r in js["compute"]}
+        for r in md_rows(md, "## Compute"):
+            g = gemm[(r["dtype"], int(r["n / rows"]))]
+            self.assertEqual((r["TFLOP/s"], r["% of peak"]), (fmt.tflops(g["tflops"]), fmt.pct(g["pct_of_peak"])))
+        mem = {r["kind"]: r for r in js["memory"]}
+        for r in md_rows(md, "## Memory"):
+            self.assertEqual(r["bandwidth"], fmt.si(mem[r["kind"]]["bandwidth"], "B/s"))
+        coll = {(r["operation"], r["group"], r["dtype"], "in-place" if r["in_place"] else "out-of-place"): r
+                for r in js["collectives"]}
+        rows = md_rows(md, "## Collectives")
+        self.assertEqual(len(rows), len(coll))
+        for r in rows:
+            c = coll[(r["operation"], r["group"], r["dtype"], r["variant"])]
+            self.assertEqual((r["peak busbw"], r["at size"]), (fmt.si(c["peak_busbw"], "B/s"), fmt.size(c["at_size"])))
 
 
 class TrustTest(Base):
