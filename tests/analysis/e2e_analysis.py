@@ -502,6 +502,30 @@ def check_readme(args):
     for name in ("compute", "memory_bandwidth", "bandwidth", "latency", "p2p_matrix", "ring_timeline"):
         check(name in js["plots"], f"{name}.png drawn from the main job's file")
     check_points_csv(out, (out_h5,), js)
+    check_plots_have_data(args, out_h5, os.path.join(args.workdir, "report_spy"))
+
+
+def check_plots_have_data(args, h5, out):
+    """report.build on a real file with Figure.savefig watched: every panel of every plot it
+    writes holds data (lines with finite points, bars, boxes, images), none is empty."""
+    sys.path.insert(0, os.path.join(args.source, "analysis"))
+    import contextlib
+    import io
+    from unittest import mock
+    import matplotlib.figure
+    from ringbench_analysis import report
+    from test_report import axes_with_data
+    drawn, real = {}, matplotlib.figure.Figure.savefig
+
+    def spy(fig, path, *a, **kw):
+        drawn[os.path.basename(str(path))] = axes_with_data(fig)
+        return real(fig, path, *a, **kw)
+    shutil.rmtree(out, ignore_errors=True)
+    with mock.patch.object(matplotlib.figure.Figure, "savefig", spy), contextlib.redirect_stdout(io.StringIO()):
+        summary = report.build([h5], out)
+    for name, png in summary["plots"].items():
+        check(drawn.get(png) and all(n > 0 for n in drawn[png]),
+              f"{png}: every panel drawn from the file's data ({drawn.get(png)})")
 
 
 # ---- contention: launch/contention.sh on inputs/contention_host.yaml (2 host ranks, ~20 s) ----
