@@ -377,6 +377,9 @@ def _timeline_panel(ax, comp, wait):
     ax.grid(True, axis="y", alpha=0.3)
 
 
+MAX_VARIANCE_PANELS = 8
+
+
 def ring_variance(runs, ring, out_dir):
     """Box plots of the per-iteration total time (slowest rank) of every measured point, one
     panel per ring sweep; the CV above each box, red where it exceeds the limit."""
@@ -386,6 +389,11 @@ def ring_variance(runs, ring, out_dir):
     groups = [(k, g) for k, g in m.groupby(["file", "sweep"], sort=False)] if len(m) else []
     if not groups:
         raise NoData("no measured ring attention point")
+    note = ""
+    if len(groups) > MAX_VARIANCE_PANELS:  # the sweeps with the most flagged points
+        note = (f"; {MAX_VARIANCE_PANELS} of {len(groups)} sweeps, those with the most points above "
+                "the CV limit (every CV is in the ring table)")
+        groups = sorted(groups, key=lambda kg: -(kg[1]["cv"] > CV_LIMIT).sum())[:MAX_VARIANCE_PANELS]
     fig, axes = _grid(len(groups), width=max(4.5, 0.9 * max(len(g) for _, g in groups) + 1.5),
                       ncols=min(len(groups), 2))
     for ax, ((file, sweep), g) in zip(axes, groups):
@@ -412,4 +420,4 @@ def ring_variance(runs, ring, out_dir):
         ax.grid(True, axis="y", alpha=0.3)
     return _save(fig, out_dir, "ring_variance.png",
                  "fwd+bwd time of each iteration of the slowest rank, relative to its median (written "
-                 f"above the box); box: quartiles; red: CV above {100 * CV_LIMIT:.0f} %")
+                 f"above the box); box: quartiles; red: CV above {100 * CV_LIMIT:.0f} %{note}")

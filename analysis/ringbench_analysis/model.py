@@ -27,7 +27,8 @@ DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8, "fp8": 1}
 
 # Sweep parameters (attributes of a ring_attention sweep, docs/sweeps/ring_attention.md) that
 # change a point's work, so points differing in them are not one scaling series.
-RING_CONFIG_ATTRS = ("batch", "num_heads", "head_dim", "causal", "backward")
+RING_CONFIG_ATTRS = ("batch", "num_heads", "head_dim", "causal", "backward", "segment_lengths",
+                     "dilation_rates")
 # Keys of a ring_attention point that are not its configuration: where it sits in a series
 # (seq_len, ring_size, num_rings) or derived from the others (label, tolerance).
 NOT_CONFIG_KEYS = ("seq_len", "ring_size", "num_rings", "label", "tolerance")

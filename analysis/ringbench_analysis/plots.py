@@ -84,8 +84,26 @@ def _flag_unmeasured(ax, points, ymin_frac=0.02):
                     xytext=(4, 6), color="red", fontsize=7)
 
 
-def _label(cfg, n_cfg, seq_txt):
-    return seq_txt if n_cfg <= 1 else f"{seq_txt} [{cfg}]"
+MAX_SERIES = 8  # more lines than this in one panel cannot be told apart
+
+
+def _label(cfg, n_cfg, seq_txt, pts=()):
+    """'S=1024', with the configuration when several are drawn: its varying keys, or where
+    those are long (a policy file's sha256) the sweep names of the series."""
+    if n_cfg <= 1:
+        return seq_txt
+    if len(cfg) > 40 and pts:
+        cfg = ", ".join(sorted({p["sweep"] for p in pts}))
+    return f"{seq_txt} [{cfg if len(cfg) <= 48 else cfg[:45] + '...'}]"
+
+
+def _few(series, title):
+    """At most MAX_SERIES series (the longest, then the longest sequences), and the title
+    saying how many were left out (the report's table has every point)."""
+    if len(series) <= MAX_SERIES:
+        return series, title
+    keep = sorted(series, key=lambda k: (-len(series[k]), -(k[1] or 0), str(k[0])))[:MAX_SERIES]
+    return {k: series[k] for k in keep}, f"{title}\n({MAX_SERIES} of {len(series)} series: the longest; all in the table)"
 
 
 def throughput(points, out_dir):
@@ -93,13 +111,14 @@ def throughput(points, out_dir):
     if not strong:
         raise NoData("no measured ring attention point")
     n_cfg = len({k[0] for k in strong})
+    strong, title = _few(strong, "Ring attention throughput (dotted: ideal linear scaling)")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sizes = []
     for (cfg, seq), pts in sorted(strong.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         r = [p["ring_size"] for p in pts]
         y = [p["throughput"] for p in pts]
         sizes += r
-        lab = _label(cfg, n_cfg, f"S={seq}")
+        lab = _label(cfg, n_cfg, f"S={seq}", pts)
         line, = ax.plot(r, y, "o-", label=lab, color=series_colour(lab))
         if len(r) > 1:  # ideal: throughput grows linearly from the smallest ring size
             ax.plot(r, [y[0] * ri / r[0] for ri in r], ":", color=line.get_color(), alpha=0.6)
@@ -108,7 +127,7 @@ def throughput(points, out_dir):
     ax.set_yscale("log")
     _eng_log(ax, "tok/s")
     ax.set_ylabel("throughput (whole ring)")
-    ax.set_title("Ring attention throughput (dotted: ideal linear scaling)")
+    ax.set_title(title, fontsize=10)
     _flag_unmeasured(ax, points)
     ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
@@ -122,13 +141,16 @@ def _scaling_plot(points, out_dir, kind):
                      f"(run the same {'sequence length' if kind == 'strong' else 'sequence length per rank'} "
                      "at two or more ring sizes)")
     n_cfg = len({k[0] for k in ser})
+    title = ("Strong scaling: same global sequence length" if kind == "strong"
+             else "Weak scaling: same sequence length per rank")
+    ser, title = _few(ser, title)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
     sizes = []
     for (cfg, s), pts in sorted(ser.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         sc = model.scaling(pts, kind)
         r = [x[0] for x in sc]
         sizes += r
-        txt = _label(cfg, n_cfg, f"S={s}" if kind == "strong" else f"S/R={s}")
+        txt = _label(cfg, n_cfg, f"S={s}" if kind == "strong" else f"S/R={s}", pts)
         a1.plot(r, [x[1] for x in sc], "o-", label=txt, color=series_colour(txt))
         a2.plot(r, [x[2] for x in sc], "o-", label=txt, color=series_colour(txt))
     lo, hi = min(sizes), max(sizes)
@@ -141,9 +163,7 @@ def _scaling_plot(points, out_dir, kind):
     a1.set_ylabel("speedup (ideal = ring size)" if kind == "strong" else "scaled speedup")
     a2.set_ylabel("scaling efficiency")
     a2.set_ylim(0, max(1.1, a2.get_ylim()[1]))
-    title = ("Strong scaling: same global sequence length" if kind == "strong"
-             else "Weak scaling: same sequence length per rank")
-    fig.suptitle(title)
+    fig.suptitle(title, fontsize=11)
     return _save(fig, out_dir, f"{kind}_scaling.png")
 
 
@@ -162,12 +182,13 @@ def _point_curves(points, out_dir, field, scale, ylabel, title, name, why, logy=
     if not have:
         raise NoData(why)
     n_cfg = len({k[0] for k in have})
+    have, title = _few(have, title)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sizes = []
     for (cfg, seq), pts in sorted(have.items()):
         r = [p["ring_size"] for p in pts]
         sizes += r
-        lab = _label(cfg, n_cfg, f"S={seq}")
+        lab = _label(cfg, n_cfg, f"S={seq}", pts)
         ax.plot(r, [p[field] * scale for p in pts], "o-", label=lab, color=series_colour(lab))
     _ring_axis(ax, sizes + [p["ring_size"] for p in points])
     if logy:
@@ -176,7 +197,7 @@ def _point_curves(points, out_dir, field, scale, ylabel, title, name, why, logy=
     else:
         ax.set_ylim(0, 100)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     _flag_unmeasured(ax, points)
     ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
@@ -262,6 +283,8 @@ def cost_model(preds, out_dir):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
     n_cfg = len({p["config"] for p in preds})
     sizes = []
+    if len(preds) > MAX_SERIES:  # the longest measured series; the report's tables have all
+        preds = sorted(preds, key=lambda pr: (-len(pr["measured"]), -pr["seq_len"]))[:MAX_SERIES]
     for pr in preds:
         lab = _label(pr["config"], n_cfg, f"S={pr['seq_len']}")
         r_m = [x["ring_size"] for x in pr["measured"]]

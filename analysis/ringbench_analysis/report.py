@@ -188,7 +188,8 @@ def _first_screen(runs, fr, summary, peaks, gpu_names):
 
 
 RING_COLUMNS = [
-    ("seq_len", "S", None), ("ring_size", "R", None), ("mask", "mask", None), ("layout", "layout", None),
+    ("sweep", "sweep", None), ("seq_len", "S", None), ("ring_size", "R", None), ("mask", "mask", None),
+    ("layout", "layout", None),
     ("kernel", "kernel", None), ("dtype", "dtype", None), ("status_md", "status", None),
     ("forward_ms", "fwd ms", fmt.ms), ("backward_ms", "bwd ms", fmt.ms),
     ("total_ms", "total ms", fmt.ms), ("tflops_fwd", "TFLOP/s/GPU fwd", fmt.tflops),
@@ -205,7 +206,7 @@ def _ring_section(runs, points, ring, summary):
     if not points:
         return md + ["No ring attention sweep in the input files.", ""]
     by = {(p["run"], p["sweep"], p["point"]): p for p in points}
-    view = ring.sort_values(["config", "seq_len", "ring_size", "file", "sweep", "point"]).copy()
+    view = ring.sort_values(["sweep", "config", "seq_len", "ring_size", "file", "point"]).copy()
     pts = [by[(r.file, r.sweep, r.point)] for r in view.itertuples()]
     view["status_md"] = [p["status"] if p["measured"] else f"**{p['status']}**" for p in pts]
     view["throughput_md"] = [fmt.si(p["throughput"], "tok/s") for p in pts]

@@ -122,10 +122,12 @@ def ring_frame(runs, points, peaks):
 
 
 def _pct_of_single(df):
-    """Per-GPU total TFLOP/s as % of the same kernel's (same config, same S) ring-size-1 rate."""
-    base = df[(df["ring_size"] == 1) & df["measured"]].groupby(["config", "seq_len"])["tflops_total"].max()
-    return [100 * r.tflops_total / base[(r.config, r.seq_len)]
-            if (r.config, r.seq_len) in base.index and r.measured else float("nan")
+    """Per-GPU total TFLOP/s as % of the ring-size-1 rate of the same sweep (a scaling series
+    keeps its sweep name across files), configuration and S: the same kernel on one GPU."""
+    key = ["sweep", "config", "seq_len"]
+    base = df[(df["ring_size"] == 1) & df["measured"]].groupby(key)["tflops_total"].max()
+    return [100 * r.tflops_total / base[(r.sweep, r.config, r.seq_len)]
+            if (r.sweep, r.config, r.seq_len) in base.index and r.measured else float("nan")
             for r in df.itertuples()]
 
 

@@ -173,7 +173,7 @@ def check_report(args):
         check(abs(p["memory"] - v["memory"]) <= 0.5, f"S={key[0]} R={key[1]}: memory = largest rank's peak_memory_bytes")
         frac = v["wait"] / (v["wait"] + v["compute"])
         check(abs(p["exposed_comm"] - frac) <= 1e-9, f"S={key[0]} R={key[1]}: exposed comm = wait/(wait+compute)")
-        row = [ln for ln in md.splitlines() if ln.startswith(f"| {key[0]} | {key[1]} | causal |") and "| ok |" in ln]
+        row = [ln for ln in md.splitlines() if ln.startswith(f"| ring | {key[0]} | {key[1]} | causal |") and "| ok |" in ln]
         check(len(row) == 1 and f"| {v['time'] * 1e3:.3g} |" in row[0],
               f"report.md row S={key[0]} R={key[1]} shows the total time {v['time'] * 1e3:.3g} ms")
         check(abs(p["tflops_total"] - v["tflops_total"]) <= 1e-9 * v["tflops_total"],
