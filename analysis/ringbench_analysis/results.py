@@ -75,6 +75,11 @@ def _ring_extra(sweep, p):
             "iterations": int(samples.size)}
 
 
+# The columns _ring_extra adds (missing, NaN, for a point that was not measured).
+RING_EXTRA = ("forward_ms", "backward_ms", "total_ms", "forward_flop_per_rank", "tflops_fwd", "tflops_bwd",
+              "tflops_total", "cv", "iterations")
+
+
 def _kernel_text(sweep, keys):
     kernel = str(keys.get("kernel", sweep.attrs.get("kernel", "")))
     backend = str(sweep.attrs.get("attention_backend", ""))
@@ -109,7 +114,7 @@ def ring_frame(runs, points, peaks):
                "tokens_per_s": pt["throughput"] or float("nan"),
                "strong_efficiency": eff.get((pt["config_label"], pt["seq_len"], pt["ring_size"]), float("nan"))
                if pt["measured"] else float("nan")}
-        row.update(_ring_extra(s, pt["point"]) if pt["measured"] else {})
+        row.update(_ring_extra(s, pt["point"]) if pt["measured"] else dict.fromkeys(RING_EXTRA, float("nan")))
         peak = peaks_mod.tflops(peaks, row["dtype"])
         row["pct_of_peak"] = 100 * row.get("tflops_total", float("nan")) / peak if peak else float("nan")
         rows.append(row)

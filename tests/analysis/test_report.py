@@ -236,6 +236,17 @@ class TrustTest(Base):
         self.assertIn("CV 15 % > 5 %", first)
         self.assertTrue(any("efficiency 2.00 > 1" in x for x in js["untrustworthy"]))
 
+    def test_no_point_measured(self):
+        # every ring point failed: the report still says so first, and has no ring numbers
+        f = synthetic.make_run(self.path("bad.h5"), 2, seq_lens=(1024,), bad_points={(1024, 2): "parity_failed"},
+                               collectives=False, pingpong=False, p2p=False)
+        md, js, _ = self.build([f])
+        first = md[:md.index("## Ring attention")]
+        self.assertIn("**FAILED: ", first)
+        self.assertIn("ring point 0 (S=1024, ring size 2): status parity_failed", first)
+        self.assertIn("**parity_failed**", md)
+        self.assertIsNone(js["points"][0]["tflops_total"])
+
     def test_unknown_gpu_and_peaks_file(self):
         one, two = self.gpu_pair(gpu="Acme Tensor 9000")
         md, js, _ = self.build([one, two])
