@@ -123,7 +123,7 @@ def compute_memory_rows(compute, memory):
 def table(rows):
     df = pd.DataFrame(rows)
     if df.empty:
-        return ["No result to show: the files hold no ring, collective, p2p, compute or memory point."]
+        return ["No ring attention, collective, p2p, compute or memory result in the files."]
     df["flag"] = df["flag"].map(lambda f: f"**untrustworthy: {f}**" if f else "")
     return fmt.md_table(df, [("result", "result", None), ("value", "value", None),
                              ("pct_of_peak", "% of peak", fmt.pct), ("where", "where", None),
@@ -158,4 +158,18 @@ def verdicts(problems, bad, parity_rows, skipped_groups):
     if skipped_groups:
         out.append(f"- Left out of every bandwidth number: {skipped_groups} collective variant(s) of "
                    "one-rank groups (local copies, no link measured).")
+    return out
+
+
+def contention_lines(found, limit=4):
+    """The contention sweeps' verdicts where a binding changed something beyond noise."""
+    if not found:
+        return []
+    verdicts = [v for c in found for v in c.get("verdicts", [])]
+    changed = [v["sentence"] for v in verdicts if v.get("time") != "same" or v.get("cv") != "same"]
+    out = [f"- Contention: {len(verdicts)} verdict(s) (binding policy x workload); "
+           + (f"{len(changed)} beyond noise:" if changed else "no binding changed time or CV beyond noise.")]
+    out += [f"  - {x}" for x in changed[:limit]]
+    if len(changed) > limit:
+        out.append(f"  - ... {len(changed) - limit} more under \"Contention\"")
     return out

@@ -132,6 +132,7 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None):
                "comm_model": comm, "plots": {}, "not_plotted": {}, "peaks": peaks,
                "gpu_names": gpu_names, "problems": _problems(runs, points)}
     shown = _draw(runs, points, preds, fr, out_dir, summary)
+    contention_md = contention.report_section(runs, out_dir, summary)
     md = ["# ringbench report", ""]
     md += _first_screen(runs, fr, summary, peaks, gpu_names)
     md += _ring_section(runs, points, fr["ring"], summary) + _section_plots(shown, summary, "ring")
@@ -144,7 +145,7 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None):
     md += part + _section_plots(shown, summary, "compute", bool(part))
     part = _memory_section(fr, summary)
     md += part + _section_plots(shown, summary, "mem", bool(part))
-    md += contention.report_section(runs, out_dir, summary)
+    md += contention_md
     md += _plot_index(summary)
     md += _status_section(runs, points, summary)
     md += _appendix(runs)
@@ -181,6 +182,7 @@ def _first_screen(runs, fr, summary, peaks, gpu_names):
     md += ["", "Verdicts:", ""]
     summary["untrustworthy"] = headline.untrustworthy(fr["ring"], rows)
     md += headline.verdicts(summary["problems"], summary["untrustworthy"], parity, len(fr["skipped"]))
+    md += headline.contention_lines(summary.get("contention", []))
     md += ["", "Details: ring attention, cost model, collectives, point-to-point, compute, memory, "
            "status and parity below; the machine, placement and configuration in the appendix.", ""]
     summary["headline"] = rows

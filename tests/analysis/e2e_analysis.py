@@ -717,6 +717,16 @@ def check_contention_core_cpusets(d):
     check(whole, "each core cpuset holds whole cores (every hyperthread sibling the process may use)")
 
 
+def check_contention_first_screen(report):
+    """The summary counts the contention verdicts and names those beyond noise."""
+    md = open(os.path.join(report, "report.md")).read()
+    first = md[:md.index("## Ring attention")]
+    verdicts = json.load(open(os.path.join(report, "report.json")))["contention"][0]["verdicts"]
+    changed = [v["sentence"] for v in verdicts if v["time"] != "same" or v["cv"] != "same"]
+    check(f"- Contention: {len(verdicts)} verdict(s)" in first, "the first screen counts the contention verdicts")
+    check(all(x in first for x in changed[:4]), "the first screen names the verdicts beyond noise")
+
+
 def check_contention(args):
     """launch/contention.sh on inputs/contention_host.yaml as it is (20 iterations of a 64 MiB
     triad and small host attention blocks: 10-20 s on 2 cores, short enough not to override),
@@ -741,6 +751,7 @@ def check_contention(args):
     d = contention_from_file(h5)
     check_contention_file(d)
     check_contention_report(d, report)
+    check_contention_first_screen(report)
     check_contention_monitor(d)
     check_contention_core_cpusets(d)
 
