@@ -32,6 +32,18 @@ KNOWN = [
                "tflops": {"bfloat16": 989.4, "float16": 989.4, "tf32": 494.7,
                           "float32": 66.9, "float64": 66.9},
                "hbm_GBps": 3350, "nvlink_GBps": 450, "pcie_GBps": 64}),
+    # NVIDIA GH200 Grace Hopper Superchip datasheet (nvidia.com/en-us/data-center/grace-hopper-
+    # superchip, 2024): the H100 SXM's tensor rates (FP8 3958 sparse -> BF16 989 dense); 96 GB
+    # HBM3 at 4 TB/s or 144 GB HBM3e at 4.9 TB/s; NVLink 900 GB/s; CPU<->GPU over NVLink-C2C,
+    # 900 GB/s (both directions), in place of PCIe. Before H200: "GH200" contains "H200".
+    (r"GH200.*(144|HBM3e)", {"model": "NVIDIA GH200 144GB HBM3e",
+                             "tflops": {"bfloat16": 989.4, "float16": 989.4, "tf32": 494.7,
+                                        "float32": 66.9, "float64": 66.9},
+                             "hbm_GBps": 4900, "nvlink_GBps": 450, "pcie_GBps": 450}),
+    (r"GH200", {"model": "NVIDIA GH200 96GB HBM3",
+                "tflops": {"bfloat16": 989.4, "float16": 989.4, "tf32": 494.7,
+                           "float32": 66.9, "float64": 66.9},
+                "hbm_GBps": 4000, "nvlink_GBps": 450, "pcie_GBps": 450}),
     # NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200, 2024), H200 SXM:
     # the H100 SXM's tensor rates, HBM3e 4.8 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s.
     (r"H200.*NVL", {"model": "NVIDIA H200 NVL",

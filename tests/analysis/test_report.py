@@ -71,7 +71,9 @@ class PeaksTest(tempdir_case.TempDirCase):
                             ("NVIDIA H100 NVL", "NVIDIA H100 NVL"), ("NVIDIA H200", "NVIDIA H200 SXM"),
                             ("NVIDIA A100-SXM4-40GB", "NVIDIA A100 SXM4 40GB"),
                             ("NVIDIA A100 80GB PCIe", "NVIDIA A100 PCIe"),
-                            ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 SXM4 80GB"), ("NVIDIA B200", "NVIDIA B200")):
+                            ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 SXM4 80GB"), ("NVIDIA B200", "NVIDIA B200"),
+                            ("NVIDIA GH200 480GB", "NVIDIA GH200 96GB HBM3"),
+                            ("NVIDIA GH200 144G HBM3e", "NVIDIA GH200 144GB HBM3e")):
             self.assertEqual(peaks.lookup(name)["model"], model, name)
         self.assertIsNone(peaks.lookup("Acme Tensor 9000"))
         self.assertEqual(peaks.tflops(peaks.lookup(H100), "bf16"), 989.4)  # ring's name for bfloat16
