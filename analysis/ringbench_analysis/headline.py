@@ -78,7 +78,8 @@ def collective_rows(variants):
         return rows
     for op, g in variants.groupby("operation", sort=False):
         b = g.loc[g["peak_busbw"].idxmax()]
-        where = (f"{b['group']} ({int(b['group_size'])} ranks) {b['dtype']} "
+        ranks = "" if fmt.missing(b["group_size"]) else f" ({int(b['group_size'])} ranks)"
+        where = (f"{b['group']}{ranks} {b['dtype']} "
                  f"{'in-place' if b['in_place'] else 'out-of-place'} at {fmt.size(b['at_size'])}")
         flag = f"CV {100 * b['cv_at_peak']:.0f} %" if b["cv_at_peak"] > CV_LIMIT else ""
         if b["wrong"]:
