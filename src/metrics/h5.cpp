@@ -7,10 +7,14 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
@@ -33,6 +37,9 @@ class Handle {
   Handle& operator=(const Handle&) = delete;
 
   hid_t id() const { return id_; }
+  // Forgets the id without closing it: for a file whose I/O failed, where a collective close
+  // would wait forever on the ranks that already gave up.
+  void abandon() { id_ = -1; }
   // Returns the close call's status; a stale id (the file was closed with H5F_CLOSE_STRONG,
   // which closes every object in it) is skipped rather than closed twice.
   herr_t reset() {
@@ -80,10 +87,58 @@ std::string hdf5_reason() {
   return out;
 }
 
+// The output file this process writes (set by File::create), for the OS's side of a failure.
+std::string& written_file() {
+  static std::string path;
+  return path;
+}
+
+// Set once a write or flush of that file failed on any rank: the file is then left open
+// (File::close abandons it) rather than closed collectively.
+bool& io_failed() {
+  static bool failed = false;
+  return failed;
+}
+
+// The end (in bytes) of the last dataset written to that file, for File::check_on_disk.
+std::uint64_t& written_end() {
+  static std::uint64_t end = 0;
+  return end;
+}
+
+// HDF5's MPI-IO driver says only "file write failed" and errno is gone by the time it returns,
+// so a failure is explained from the file system: a full disk or the file size limit
+// (ulimit -f) is named with its numbers; otherwise "".
+std::string os_reason() {
+  namespace fs = std::filesystem;
+  const std::string& file = written_file();
+  if (file.empty()) return "";
+  const fs::path dir = fs::path(file).has_parent_path() ? fs::path(file).parent_path() : fs::path(".");
+  struct statvfs vfs {};
+  constexpr unsigned long long kNearlyFull = 1ull << 20;
+  if (::statvfs(dir.c_str(), &vfs) == 0) {
+    const unsigned long long free_bytes =
+        static_cast<unsigned long long>(vfs.f_bavail) * static_cast<unsigned long long>(vfs.f_frsize);
+    if (free_bytes < kNearlyFull)
+      return "No space left on device (" + std::to_string(free_bytes) +
+             " bytes free on the file system of '" + dir.string() + "')";
+  }
+  struct rlimit limit {};
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && !ec &&
+      size + kNearlyFull >= limit.rlim_cur)
+    return "File too large: the file size limit (ulimit -f) is " + std::to_string(limit.rlim_cur) +
+           " bytes and the file has " + std::to_string(size);
+  return "";
+}
+
 [[noreturn]] void fail(const std::string& call, const std::string& object) {
   const std::string reason = hdf5_reason();
+  const std::string os = os_reason();
   throw std::runtime_error("HDF5 " + call + " failed for '" + object + "'" +
-                           (reason.empty() ? "" : ": " + reason));
+                           (os.empty() ? "" : ": " + os) +
+                           (reason.empty() ? "" : (os.empty() ? ": " : "; ") + reason));
 }
 
 hid_t check_id(hid_t id, const char* call, const std::string& object) {
@@ -288,17 +343,68 @@ void check_same_row_shape(const std::string& dataset, std::size_t elements,
   }
 }
 
+// How long a rank whose collective HDF5 call failed waits for the others to report theirs.
+constexpr double kAgreeSeconds = 5.0;
+
+// Waits for `req` up to kAgreeSeconds; false if it did not complete.
+bool wait_for(MPI_Request& req) {
+  const double until = MPI_Wtime() + kAgreeSeconds;
+  int done = 0;
+  while (MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
+    if (MPI_Wtime() > until) return false;
+    ::usleep(1000);
+  }
+  return true;
+}
+
+// Runs `f` on every rank and agrees on the outcome: with collective I/O only the aggregator
+// ranks write, so a full disk fails on some ranks and not on others, and a rank that went on
+// would wait forever in the next collective call. Every rank throws the lowest failing rank's
+// message. A rank that failed while the others still sit inside the same HDF5 call (its
+// internal barrier, which the failed rank left early) cannot be agreed with: after
+// kAgreeSeconds it prints its message and ends the run (MPI_Abort) instead of spinning.
+template <class F>
+void agreed(MPI_Comm comm, F&& f) {
+  std::string error;
+  try {
+    f();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  int mine = error.empty() ? 0 : 1, any = 0;
+  MPI_Request req;
+  MPI_Iallreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm, &req);
+  if (!error.empty() && !wait_for(req)) {
+    std::fprintf(stderr,
+                 "ringbench: rank %d: %s; the other ranks are still inside the same HDF5 call "
+                 "and cannot be told: ending the run (MPI_Abort)\n",
+                 mpi::rank_of(comm), error.c_str());
+    std::fflush(stderr);
+    MPI_Abort(comm, 1);
+  }
+  if (error.empty()) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  if (!any) return;
+  io_failed() = true;
+  for (const std::string& e : mpi::gather_strings(error, comm))
+    if (!e.empty()) throw std::runtime_error(e);
+}
+
 void collective_write(hid_t dset, hid_t mem_type, hid_t mspace, hid_t fspace, const void* buf,
-                      const std::string& dataset) {
+                      const std::string& dataset, MPI_Comm comm) {
   Id dxpl = collective_dxpl(dataset);
-  check(H5Dwrite(dset, mem_type, mspace, fspace, *dxpl, buf), "H5Dwrite", dataset);
+  agreed(comm, [&] {
+    check(H5Dwrite(dset, mem_type, mspace, fspace, *dxpl, buf), "H5Dwrite", dataset);
+  });
+  const haddr_t offset = H5Dget_offset(dset);  // HADDR_UNDEF unless contiguous and allocated
+  if (offset != HADDR_UNDEF)
+    written_end() = std::max<std::uint64_t>(written_end(), offset + H5Dget_storage_size(dset));
 }
 
 // Collective: rank `rank` writes its `count` values (the row [rank, ...] of a dataset of
 // shape `dims`). Every rank has the same count (checked by the caller); a zero-sized dataset
 // has nothing to write.
 void write_rank_row(hid_t dset, hid_t mem_type, const std::vector<std::uint64_t>& dims, int rank,
-                    std::size_t count, const void* buf, const std::string& dataset) {
+                    std::size_t count, const void* buf, const std::string& dataset, MPI_Comm comm) {
   if (count == 0) return;
   Id fspace(check_id(H5Dget_space(dset), "H5Dget_space", dataset), H5Sclose);
   std::vector<hsize_t> start(dims.size(), 0), extent(dims.begin(), dims.end());
@@ -307,7 +413,7 @@ void write_rank_row(hid_t dset, hid_t mem_type, const std::vector<std::uint64_t>
   check(H5Sselect_hyperslab(*fspace, H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
         "H5Sselect_hyperslab", dataset);
   Id mspace = simple_space({count}, dataset);
-  collective_write(dset, mem_type, *mspace, *fspace, buf, dataset);
+  collective_write(dset, mem_type, *mspace, *fspace, buf, dataset, comm);
 }
 
 // A [world, row_dims...] dataset of `type` holding each rank's `count` values at its row.
@@ -319,7 +425,7 @@ void per_rank_rows(hid_t parent, const std::string& name, const std::string& dat
   std::vector<std::uint64_t> dims{static_cast<std::uint64_t>(mpi::size_of(comm))};
   dims.insert(dims.end(), row_dims.begin(), row_dims.end());
   auto dset = create_dataset(parent, name, dataset, type, dims);
-  write_rank_row(dset->id(), type, dims, mpi::rank_of(comm), count, buf, dataset);
+  write_rank_row(dset->id(), type, dims, mpi::rank_of(comm), count, buf, dataset, comm);
   write_meta(dset->id(), dataset, meta, comm);
 }
 
@@ -343,7 +449,7 @@ void write_from_rank0(hid_t dset, hid_t mem_type, const void* buf, const std::st
     check(H5Sselect_none(*fspace), "H5Sselect_none", dataset);
     check(H5Sselect_none(*mspace), "H5Sselect_none", dataset);
   }
-  collective_write(dset, mem_type, *mspace, *fspace, buf, dataset);
+  collective_write(dset, mem_type, *mspace, *fspace, buf, dataset, comm);
 }
 
 template <class T>
@@ -700,6 +806,9 @@ File File::create(const std::string& path, MPI_Comm comm, bool force, const std:
   f.comm_ = comm;
   f.path_ = path;
   if (target != path) f.pending_ = target;
+  written_file() = target;
+  written_end() = 0;
+  io_failed() = false;
   return f;
 }
 
@@ -752,8 +861,29 @@ Group File::root() {
 
 void File::flush() {
   if (!file_) throw std::runtime_error("HDF5 file '" + path_ + "' is not open");
-  check(H5Fflush(file_->id(), H5F_SCOPE_GLOBAL), "H5Fflush", path_);
+  agreed(comm_, [&] {
+    check(H5Fflush(file_->id(), H5F_SCOPE_GLOBAL), "H5Fflush", path_);
+    check_on_disk();
+  });
   if (!pending_.empty()) replace_old();
+}
+
+// Open MPI's two-phase collective writes (fcoll vulcan) can lose a write error: the write
+// "succeeds" and the data is missing (seen here with the file size limit at 4 ranks). After a
+// flush the file must reach the end of every dataset written (collective_write notes it), so a
+// file shorter on disk lost data: said here, with the OS's reason, instead of a sweep marked
+// complete that cannot be read.
+void File::check_on_disk() const {
+  const std::uint64_t end = written_end();
+  struct stat st {};
+  const std::string& on_disk = pending_.empty() ? path_ : pending_;
+  if (end == 0 || ::stat(on_disk.c_str(), &st) != 0) return;
+  if (static_cast<std::uint64_t>(st.st_size) >= end) return;
+  const std::string os = os_reason();
+  throw std::runtime_error("HDF5 file '" + path_ + "' is " + std::to_string(st.st_size) +
+                           " bytes on disk but its datasets reach byte " + std::to_string(end) +
+                           ": the file system did not take the rest" +
+                           (os.empty() ? "" : " (" + os + ")"));
 }
 
 // --force: the old file (or link) gives way only now that the new one holds its first flushed
@@ -766,12 +896,18 @@ void File::replace_old() {
     error = "cannot move the new output file '" + pending_ + "' over '" + path_ + "': " +
             std::strerror(errno);
   mpi::broadcast_string(error, comm_);
+  if (error.empty()) written_file() = path_;
   pending_.clear();
   if (!error.empty()) throw std::runtime_error(error);
 }
 
 void File::close() {
   if (!file_) return;
+  if (io_failed()) {  // what the last good flush wrote stays readable; H5Fclose could hang
+    file_->abandon();
+    file_.reset();
+    return;
+  }
   if (!pending_.empty()) flush();
   auto h = std::move(file_);
   file_.reset();

@@ -108,6 +108,7 @@ class File {
 
  private:
   void replace_old();
+  void check_on_disk() const;
 
   std::shared_ptr<Handle> file_;
   MPI_Comm comm_ = MPI_COMM_NULL;

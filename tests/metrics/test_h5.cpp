@@ -2,9 +2,11 @@
 // reads the closed (or flushed) file back with the serial helpers and checks every value.
 #include <doctest/doctest.h>
 #include <mpi.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -316,6 +318,41 @@ TEST_CASE("refused outputs: a directory, the config file, a path too long for MP
   const std::string msg = error_of([&] { File::create(long_path, MPI_COMM_WORLD, false); });
   CHECK(msg.find("too long for MPI-IO") != std::string::npos);
   if (rank() == 0) CHECK(!fs::exists(long_path));
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("a write past the file size limit names the OS reason, on every rank") {
+  // From 3 ranks on, Open MPI's two-phase write loses the error on the writing rank and one
+  // rank's flush fails inside HDF5 while the others wait in its barrier: that rank ends the run
+  // (MPI_Abort, within h5.cpp's 5 s), which a unit test cannot survive. To see it by hand:
+  // RB_TEST_ABORT_PATH=1 mpirun -np 3 -x RB_TEST_ABORT_PATH test_metrics -tc="a write past*"
+  if (world() > 2 && !std::getenv("RB_TEST_ABORT_PATH")) return;
+  const std::string path = test_path("fsize");
+  File f = File::create(path, MPI_COMM_WORLD, false);
+  f.flush();
+  // ulimit -f: the kernel refuses writes past the limit (EFBIG; SIGXFSZ ignored so the process
+  // lives), as a full disk refuses them with ENOSPC. HDF5's MPI-IO driver says only "file write
+  // failed"; the message must say why.
+  struct rlimit old {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 1 << 20;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const std::vector<double> row(1 << 20, 1.0);  // 8 MiB per rank
+  // With one or two ranks the write itself fails; with more, Open MPI's two-phase write loses
+  // the error and the flush's check of the file on disk must find the missing bytes.
+  const std::string msg = error_of([&] {
+    f.root().write_per_rank("big", row, {row.size()}, Meta{"1", "too big", "metric"});
+    f.flush();
+  });
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  CAPTURE(msg);
+  CHECK((msg.find("HDF5 H5Dwrite failed for '/big'") != std::string::npos ||
+         msg.find("the file system did not take the rest") != std::string::npos));
+  CHECK(msg.find("File too large: the file size limit (ulimit -f) is 1048576 bytes") !=
+        std::string::npos);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
