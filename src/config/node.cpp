@@ -19,11 +19,38 @@
 namespace rb::cfg {
 namespace {
 
-// The message is a single line: the driver prints one error per line and tools grep them.
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  return s;
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if there is none.
+std::size_t utf8_length(const std::string& s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || (n == 2 && c < 0xC2) || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((byte(i + k) >> 6) != 0x2) return 0;
+  return n;
+}
+
+// The message is a single line a terminal shows as it is (the driver prints one error per line
+// and tools grep them): newlines become spaces, and bytes that are not UTF-8 (a name in
+// Latin-1, a binary file) or control characters are written \xNN.
+std::string one_line(const std::string& s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = utf8_length(s, i);
+    if (c == '\n' || c == '\r') {
+      out += ' ';
+      ++i;
+    } else if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F) && c != '\t')) {
+      out += std::string("\\x") + hex[c >> 4] + hex[c & 0xF];
+      ++i;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
 }
 
 std::string format_what(const Location& where, const std::string& key,

@@ -358,6 +358,10 @@ TEST_CASE("ConfigError formats one line: FILE:LINE:COL: key 'KEY': MESSAGE") {
   CHECK(std::string(ConfigError({"a.yaml", 0, 0}, "", "cannot read").what()) ==
         "a.yaml: cannot read");
   CHECK(std::string(ConfigError({"a.yaml", 2, 1}, "", "x").what()) == "a.yaml:2:1: x");
+  // Bytes that are not UTF-8 and control characters are shown escaped; UTF-8 stays as it is.
+  CHECK(std::string(ConfigError({"a.yaml", 2, 9}, "run.name", "got 'a\xff\xfe\x01" "b' \xe2\x86\x92 na\xc3\xafve").what()) ==
+        "a.yaml:2:9: key 'run.name': got 'a\\xFF\\xFE\\x01b' \xe2\x86\x92 na\xc3\xafve");
+  CHECK(std::string(ConfigError({"a.yaml", 0, 0}, "", "cut \xe2\x86").what()) == "a.yaml: cut \\xE2\\x86");
   ConfigError e({"f", 1, 2}, "k", "m");
   CHECK(e.key() == "k");
   CHECK(e.message() == "m");
