@@ -109,7 +109,9 @@ def point_table(runs):
     names = sorted({k for p in points for k in p["config"]})
     varying = [k for k in names if len({str(p["config"].get(k)) for p in points}) > 1]
     for p in points:
-        p["config_label"] = ", ".join(f"{k}={p['config'].get(k)}" for k in varying)
+        # an empty list or text (no dilation, no segments) says nothing: left out of the label
+        p["config_label"] = ", ".join(f"{k}={p['config'].get(k)}" for k in varying
+                                      if p["config"].get(k) not in ([], "", None))
     return points
 
 

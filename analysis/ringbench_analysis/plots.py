@@ -5,6 +5,7 @@ Every function writes one file and returns its path, or returns None (with the r
 on the ring-size axis with their status, so a missing measurement is visible, not hidden.
 """
 import os
+import re
 
 import matplotlib
 
@@ -88,13 +89,20 @@ MAX_SERIES = 8  # more lines than this in one panel cannot be told apart
 
 
 def _label(cfg, n_cfg, seq_txt, pts=()):
-    """'S=1024', with the configuration when several are drawn: its varying keys, or where
-    those are long (a policy file's sha256) the sweep names of the series."""
+    """'S=1024', with the configuration when several are drawn: its varying keys, each value
+    cut to 20 characters (a policy file's sha256 would fill the legend), and the sweep name
+    (series of different sweeps can share their keys); at most ~60 characters."""
     if n_cfg <= 1:
         return seq_txt
-    if len(cfg) > 40 and pts:
-        cfg = ", ".join(sorted({p["sweep"] for p in pts}))
-    return f"{seq_txt} [{cfg if len(cfg) <= 48 else cfg[:45] + '...'}]"
+    parts = []
+    for part in filter(None, re.split(r", (?=[A-Za-z_]\w*=)", cfg)):  # lists hold ", " too
+        k, _, v = part.partition("=")
+        parts.append(f"{k}={v if len(v) <= 20 else v[:17] + '...'}")
+    sweeps = sorted({p["sweep"] for p in pts})
+    tail = [f"sweep {sweeps[0]}"] if len(sweeps) == 1 else []
+    while parts and len(", ".join(parts + tail)) > 60:  # the longest keys go first: the sweep
+        parts.remove(max(parts, key=len))               # name still tells the series apart
+    return f"{seq_txt} [{', '.join(parts + tail)}]"
 
 
 def _few(series, title):
