@@ -1,0 +1,15 @@
+# Hostile inputs and faults (issue #18) on the real ringbench, host path, 2 ranks: config files
+# that are bombs, FIFOs or devices; --output through links or too long; two runs
+# racing for one --output (10 races); a full disk (a tmpfs mounted by the test: skipped with 77
+# where it cannot mount).
+if(RINGBENCH_PYTHON)
+  foreach(check config output race diskfull)
+    add_test(NAME hostile_${check}
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/hostile/hostile_checks.py ${check}
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/hostile_${check})
+    set_tests_properties(hostile_${check} PROPERTIES TIMEOUT 600 LABELS "mpi;e2e"
+      SKIP_RETURN_CODE 77 PROCESSORS 2
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+  endforeach()
+endif()
