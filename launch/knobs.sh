@@ -55,12 +55,62 @@ rb_yaml_string() {
   printf '"%s"' "$s"
 }
 
-# rb_write_config FILE PRESET: writes a config from the knobs. PRESET (quick|sweep|large)
+# rb_lcm N...: the least common multiple of positive integers.
+rb_lcm() {
+  local l=1 n a b t
+  for n in "$@"; do
+    a=$l b=$n
+    while [ "$b" -ne 0 ]; do t=$((a % b)); a=$b; b=$t; done
+    l=$((l / a * n))
+  done
+  printf '%s' "$l"
+}
+
+# rb_seq_lens PRESET_DEFAULT COUNTS: the total sequence lengths of the ring sweep. Without
+# ring_sizes one config serves every rank count R of COUNTS (a scaling series, the full
+# allocation), and a ring of R ranks needs the length divisible by 2 R (zigzag halves): so by
+# unit = 2 x lcm(COUNTS). RB_SEQ_PER_RANK=L (weak scaling, one count) gives L x R; RB_SEQ_LENS
+# must already be multiples of unit (an error says the nearest); the preset's defaults are
+# rounded up to multiples of unit, with a note. COUNTS empty: no check (ring_sizes decide).
+rb_seq_lens() {
+  local d_seq="$1" counts="$2" unit item out="" per
+  unit=$(( 2 * $(rb_lcm $counts) ))
+  if [ -n "${RB_SEQ_PER_RANK:-}" ]; then
+    per=$(rb_knob_int RB_SEQ_PER_RANK "$RB_SEQ_PER_RANK") || return 1
+    [ $((per % 2)) -eq 0 ] || { echo "ringbench: RB_SEQ_PER_RANK=$per must be even (a zigzag rank holds two halves)" >&2; return 1; }
+    set -- $counts
+    [ $# -eq 1 ] || { echo "ringbench: RB_SEQ_PER_RANK gives one length per rank count; this config serves counts $counts (write one config per count)" >&2; return 1; }
+    printf '%s' "$((per * $1))"
+    return 0
+  fi
+  if [ -n "${RB_SEQ_LENS:-}" ]; then
+    out=$(rb_knob_list RB_SEQ_LENS "$RB_SEQ_LENS") || return 1
+    [ -z "$counts" ] && { printf '%s' "$out"; return 0; }
+    for item in ${out//,/ }; do
+      if [ $((item % unit)) -ne 0 ]; then
+        echo "ringbench: RB_SEQ_LENS: $item is not a multiple of $unit (2 x the least common multiple of the rank counts $counts: a ring of R ranks splits the sequence into 2 R halves); nearest: $((item / unit * unit)) or $(((item / unit + 1) * unit))" >&2
+        return 1
+      fi
+    done
+    printf '%s' "$out"
+    return 0
+  fi
+  for item in $d_seq; do
+    [ -n "$counts" ] && item=$(( (item + unit - 1) / unit * unit ))
+    out+="${out:+, }$item"
+  done
+  [ -n "$counts" ] && [ "$out" != "${d_seq// /, }" ] && echo "ringbench: note: the preset's sequence lengths rounded up to multiples of $unit (2 x lcm of the rank counts $counts): $out" >&2
+  printf '%s' "$out"
+}
+
+# rb_write_config FILE PRESET [COUNTS]: writes a config from the knobs. PRESET (quick|sweep|large)
 # only changes the defaults; every knob overrides it:
-#   RB_NAME RB_OUT_DIR RB_BACKEND RB_BINDING RB_BATCH RB_SEQ_LENS RB_HEADS RB_HEAD_DIM
-#   RB_DTYPE RB_CAUSAL RB_LAYOUT RB_RING_SIZES RB_ITERS RB_WARMUP RB_BACKWARD RB_PROFILE
+#   RB_NAME RB_OUT_DIR RB_BACKEND RB_BINDING RB_BATCH RB_SEQ_LENS RB_SEQ_PER_RANK RB_HEADS
+#   RB_HEAD_DIM RB_DTYPE RB_CAUSAL RB_LAYOUT RB_RING_SIZES RB_ITERS RB_WARMUP RB_BACKWARD RB_PROFILE
+# COUNTS: the rank counts the config will run at (space separated), so that its sequence
+# lengths fit every one of them (rb_seq_lens); empty with RB_RING_SIZES or when unknown.
 rb_write_config() {
-  local file="$1" preset="$2"
+  local file="$1" preset="$2" counts="${3:-}"
   local d_seq d_batch d_heads d_hd d_iters d_warm d_profile
   case "$preset" in
     quick) d_seq="256 512"; d_batch=1; d_heads=2; d_hd=32; d_iters=3; d_warm=1; d_profile=1 ;;
@@ -78,7 +128,8 @@ rb_write_config() {
   backend=$(rb_knob_word RB_BACKEND "${RB_BACKEND:-auto}" auto host cuda) || return 1
   binding=$(rb_knob_word RB_BINDING "${RB_BINDING:-none}" none core numa gpu-near) || return 1
   batch=$(rb_knob_int RB_BATCH "${RB_BATCH:-$d_batch}") || return 1
-  seqs=$(rb_knob_list RB_SEQ_LENS "${RB_SEQ_LENS:-$d_seq}") || return 1
+  [ -n "${RB_RING_SIZES:-}" ] && counts=""
+  seqs=$(rb_seq_lens "$d_seq" "$counts") || return 1
   heads=$(rb_knob_int RB_HEADS "${RB_HEADS:-$d_heads}") || return 1
   hd=$(rb_knob_int RB_HEAD_DIM "${RB_HEAD_DIM:-$d_hd}") || return 1
   iters=$(rb_knob_int RB_ITERS "${RB_ITERS:-$d_iters}") || return 1

@@ -18,20 +18,21 @@ if [ "$RB_GPUS" -gt 0 ]; then
   : "${RB_BINDING:=gpu-near}"
   : "${RB_MPI_BIND:=none}"
 fi
-# rb_job_dir NAME: the output directory ($RB_OUT_DIR, else results/NAME_<UTC time>/), created,
-# in $dir; and the config in $config: $RB_CONFIG, else $dir/config.yaml written from PRESET.
-rb_job_dir() {  # NAME PRESET
+# rb_job_dir NAME PRESET [COUNTS]: the output directory ($RB_OUT_DIR, else results/NAME_<UTC
+# time>/), created, in $dir; and the config in $config: $RB_CONFIG, else $dir/config.yaml
+# written from PRESET with sequence lengths that fit every rank count of COUNTS.
+rb_job_dir() {
   dir="${RB_OUT_DIR:-$RB_ROOT/results/$1_$(rb_stamp)}"
   mkdir -p "$dir"
   config="${RB_CONFIG:-$dir/config.yaml}"
-  [ -n "${RB_CONFIG:-}" ] || RB_OUT_DIR="$dir" rb_write_config "$config" "$2"
+  [ -n "${RB_CONFIG:-}" ] || RB_OUT_DIR="$dir" rb_write_config "$config" "$2" "${3:-}"
 }
 # rb_job NAME PRESET NP [ringbench args]: one run on NP ranks into $dir/NAME.h5, then its
 # report in $dir/report. A failed run (a parity failure, an oom point) still gets its report,
 # which says what failed; returns the run's exit code.
 rb_job() {
   local name="$1" np="$3" status=0
-  rb_job_dir "$1" "$2"
+  rb_job_dir "$1" "$2" "$np"
   shift 3
   rb_mpirun_cmd "$np"
   rb_run "${RB_CMD[@]}" "$(rb_ringbench_bin)" "$config" --output "$dir/$name.h5" "$@" || status=$?

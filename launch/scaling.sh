@@ -13,7 +13,7 @@ max=$(rb_knob_int RB_MAX_NP "${RB_MAX_NP:-$default_max}")
 counts="${RB_RANK_COUNTS:-$(rb_series "$max")}"
 counts=$(rb_knob_list RB_RANK_COUNTS "$counts")
 default_preset=$([ "$RB_GPUS" -gt 0 ] && echo sweep || echo quick)
-rb_job_dir scaling "${RB_PRESET:-$default_preset}"
+rb_job_dir scaling "${RB_PRESET:-$default_preset}" "${counts//,/}"
 status=0
 files=()
 for np in ${counts//,/ }; do

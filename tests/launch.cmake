@@ -1,0 +1,8 @@
+# The launch scripts' generated configs (launch/knobs.sh): every preset fits every allocation of
+# 1-32 nodes x 8 GPUs and its scaling series (sequence lengths a ring of each count can split),
+# checked by arithmetic and, where ringbench has the login-node dry-run, by ringbench itself.
+add_test(NAME launch_presets
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/launch/presets_check.sh ${PROJECT_SOURCE_DIR}
+                 $<TARGET_FILE:ringbench>)
+set_tests_properties(launch_presets PROPERTIES TIMEOUT 300 LABELS "unit"
+  ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
