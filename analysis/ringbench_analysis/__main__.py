@@ -33,6 +33,12 @@ def _run(argv):
     r.add_argument("--peaks", metavar="PEAKS.yaml",
                    help="device peaks for an unknown GPU (model, tflops per dtype, hbm_GBps, "
                         "nvlink_GBps, pcie_GBps); known GPUs need none (docs/analysis.md)")
+    r.add_argument("--link", action="append", default=[], metavar="CLASS=ALPHA,BETA",
+                   help="a link for the cost model's projections, replacing the measured one: "
+                        "intra or inter (node), latency and bandwidth, e.g. inter=5us,25GB/s "
+                        "(repeatable; docs/cost-model.md)")
+    r.add_argument("--ranks-per-node", type=int, metavar="K",
+                   help="ranks per node of the projected rings (default: the files' own)")
 
     c = sub.add_parser("compare", help="compare two runs point by point; exit 1 on a regression",
                        description="Judges each matched point's headline metric with a bootstrap "
@@ -93,8 +99,17 @@ def _run(argv):
             except ValueError:
                 p.error(f"--predict: '{args.predict}' is not a comma-separated list of ring sizes")
             from .peaks import PeaksError
+            from .links import LinkError, parse_link
             try:
-                summary = report.build(args.files, args.out, sizes, peaks_file=args.peaks)
+                given = [parse_link(x) for x in args.link]
+            except LinkError as e:
+                print(f"rb-analysis report: {e}", file=sys.stderr)
+                return 2
+            if args.ranks_per_node is not None and args.ranks_per_node < 1:
+                p.error("--ranks-per-node must be at least 1")
+            try:
+                summary = report.build(args.files, args.out, sizes, peaks_file=args.peaks,
+                                       given_links=given, ranks_per_node=args.ranks_per_node)
             except PeaksError as e:
                 print(f"rb-analysis report: --peaks {e}", file=sys.stderr)
                 return 2
@@ -102,6 +117,8 @@ def _run(argv):
                   f"({len(summary['plots'])} plots, {len(summary['points'])} ring attention points)")
             for line in summary["problems"]:
                 print(f"warning: {line}", file=sys.stderr)
+            for line in sorted({w for pr in summary["predictions"] for w in pr["warnings"]}):
+                print(f"warning: cost model: {line}", file=sys.stderr)
             return 1 if (args.strict and summary["problems"]) else 0
         if args.command == "compare":
             from . import compare

@@ -302,11 +302,18 @@ def ring_comm_model(runs):
     return None
 
 
-def predict(base, ring_size, comm):
-    """Predicted ring time and efficiency at `ring_size` from one measured point `base`."""
+def predict(base, ring_size, lk, per_node=None):
+    """Predicted forward and backward ring times at `ring_size` from one measured point `base`,
+    with the link its transfers take (links.ring_link). lk: {intra, inter} link models, or one
+    model for every ring (the old single-link form). per_node: ranks per node (default: the
+    whole ring on one node)."""
+    from . import links  # links imports this module
     if base.get("step_compute") is None or base.get("steps") is None or base.get("kv_bytes") is None:
         return None
+    if not isinstance(lk, dict) or "alpha_s" in lk:
+        lk = {"intra": lk, "inter": lk}
     r0, r = base["ring_size"], ring_size
+    nodes, crossing, cls, comm, note = links.ring_link(r, per_node or r, lk)
     c = base["step_compute"] * (r0 / r) ** 2
     steps = base["steps"] * r / r0
     nbytes = base["kv_bytes"] * r0 / r
@@ -314,49 +321,88 @@ def predict(base, ring_size, comm):
     if t_comm is None:
         return None
     step = max(c, t_comm)
-    return {"ring_size": r, "step_compute": c, "step_comm": t_comm, "step_time": step,
-            "time": steps * step, "efficiency": c / step if step > 0 else None,
-            "comm_bound": t_comm > c}
+    out = {"ring_size": r, "nodes": nodes, "crossing_hops": crossing, "link": cls,
+           "link_note": note, "step_compute": c, "step_comm": t_comm, "step_time": step,
+           "time": steps * step, "efficiency": c / step if step > 0 else None,
+           "comm_bound": t_comm > c, "bwd_time": None, "total_efficiency": None}
+    # Backward: the same ring steps, its compute the measured backward/forward ratio of the
+    # base point times the forward's, and K, V with dK, dV travelling (twice the bytes).
+    ratio = base.get("bwd_ratio")
+    if ratio:
+        cb = c * ratio
+        tb = comm_time(comm, 2 * nbytes) if r > 1 else 0.0
+        stepb = max(cb, tb)
+        out.update(bwd_time=steps * stepb, bwd_comm_bound=tb > cb,
+                   total_efficiency=(c + cb) / (step + stepb) if step + stepb > 0 else None)
+    return out
 
 
-def predictions(points, comm, extra_sizes=(8, 64, 512)):
-    """For each strong-scaling series with step data: predicted vs measured at the measured
-    ring sizes (with relative error) and predictions at extra_sizes."""
+def _bwd_ratio(p):
+    if p.get("forward_time") and p.get("time") and p["time"] > p["forward_time"]:
+        return (p["time"] - p["forward_time"]) / p["forward_time"]
+    return None
+
+
+def _series_prediction(pts, lk, extra_sizes, per_node):
+    """One strong-scaling series: predicted vs measured at the measured ring sizes and the
+    predictions at extra_sizes, or None without step data."""
+    base = dict(pts[0], bwd_ratio=_bwd_ratio(pts[0]))
+    base_pred = predict(base, base["ring_size"], lk, per_node)
+    if base_pred is None:
+        return None
+    # The step data is the forward pass's; the measured times also hold work outside the
+    # steps (the final normalisation, launch overheads): each pass is calibrated by its ratio
+    # of measured to modelled time at the base ring size, so the errors at the other sizes
+    # measure how well the model's scaling holds.
+    def fwd(p):
+        return p["forward_time"] if p.get("forward_time") else p["time"]
+    calib = fwd(base) / base_pred["time"] if base_pred["time"] > 0 else 1.0
+    bwd_base = base["time"] - fwd(base) if base.get("bwd_ratio") else None
+    calib_b = bwd_base / base_pred["bwd_time"] if bwd_base and base_pred["bwd_time"] else None
+
+    def row(pr):
+        d = {k: pr[k] for k in ("ring_size", "nodes", "crossing_hops", "link", "link_note",
+                                "comm_bound")}
+        d.update(predicted_time=pr["time"] * calib, predicted_step_time=pr["step_time"] * calib,
+                 predicted_efficiency=pr["efficiency"], predicted_total_efficiency=pr["total_efficiency"],
+                 predicted_total_time=(pr["time"] * calib + pr["bwd_time"] * calib_b)
+                 if calib_b and pr["bwd_time"] is not None else None)
+        return d
+
+    rows = []
+    for p in pts:
+        pr = predict(base, p["ring_size"], lk, per_node)
+        if pr is None or not fwd(p):
+            continue
+        d = row(pr)
+        d.update(measured_time=fwd(p), error=(d["predicted_time"] - fwd(p)) / fwd(p),
+                 measured_total_time=p["time"],
+                 total_error=(d["predicted_total_time"] - p["time"]) / p["time"]
+                 if d["predicted_total_time"] and p.get("time") else None)
+        rows.append(d)
+    extra = [row(predict(base, r, lk, per_node))
+             for r in sorted(set(extra_sizes) - {p["ring_size"] for p in pts}) if r <= base["seq_len"]]
+    others = [x for x in rows if x["ring_size"] != base["ring_size"]]
+    errs = [abs(x["error"]) for x in others]
+    terrs = [abs(x["total_error"]) for x in others if x["total_error"] is not None]
+    return {"base_ring_size": base["ring_size"], "calibration": calib, "measured": rows,
+            "extrapolated": extra, "model_error": max(errs) if errs else None,
+            "model_total_error": max(terrs) if terrs else None,
+            "warnings": sorted({x["link_note"] for x in extra + rows if x["link_note"]})}
+
+
+def predictions(points, lk, extra_sizes=(8, 64, 512), per_node=None):
+    """For each strong-scaling series with step data: predicted vs measured (forward, and
+    forward + backward where measured) at the measured ring sizes with relative errors (the
+    model's own error: the largest at the sizes other than the base), and predictions at
+    extra_sizes over the link each ring's placement gives (links.py)."""
     out = []
-    if comm is None:
+    if lk is None:
         return out
     for (label, seq), pts in series(points, "strong").items():
-        base = pts[0]
-        if predict(base, base["ring_size"], comm) is None:
-            continue
-        # The step data (step_compute_time) is the forward pass's, so the model predicts the
-        # forward time. The measured forward time also holds work outside the steps (the
-        # final normalisation, launch overheads): the prediction is calibrated by the ratio of
-        # measured to modelled time at the base ring size, so the errors at the other sizes
-        # measure how well the model's scaling holds.
-        def fwd(p):
-            return p["forward_time"] if p.get("forward_time") else p["time"]
-        base_pred = predict(base, base["ring_size"], comm)
-        calib = fwd(base) / base_pred["time"] if base_pred["time"] > 0 else 1.0
-        rows = []
-        for p in pts:
-            pr = predict(base, p["ring_size"], comm)
-            if pr is None or not fwd(p):
-                continue
-            t_pred = pr["time"] * calib
-            rows.append({"ring_size": p["ring_size"], "measured_time": fwd(p),
-                         "predicted_time": t_pred, "error": (t_pred - fwd(p)) / fwd(p),
-                         "predicted_efficiency": pr["efficiency"], "comm_bound": pr["comm_bound"]})
-        extra = []
-        for r in sorted(set(extra_sizes) - {p["ring_size"] for p in pts}):
-            if r > seq:  # fewer than one position per rank
-                continue
-            pr = predict(base, r, comm)
-            extra.append({"ring_size": r, "predicted_time": pr["time"] * calib,
-                          "predicted_step_time": pr["step_time"] * calib,
-                          "predicted_efficiency": pr["efficiency"], "comm_bound": pr["comm_bound"]})
-        out.append({"config": label, "seq_len": seq, "base_ring_size": base["ring_size"],
-                    "calibration": calib, "measured": rows, "extrapolated": extra})
+        pr = _series_prediction(pts, lk, extra_sizes, per_node)
+        if pr is not None:
+            out.append(dict(pr, config=label, seq_len=seq))
     return out
 
 

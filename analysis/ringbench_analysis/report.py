@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from . import contention, figures, fmt, headline, model, peaks as peaks_mod, plots, reader, results
+from . import links, contention, figures, fmt, headline, model, peaks as peaks_mod, plots, reader, results
 
 # Drawn whenever the files have ring attention, collectives, p2p or ping-pong points.
 EXPECTED_PLOTS = [
@@ -119,24 +119,28 @@ def _section_plots(shown, summary, key, section=True):
     return md
 
 
-def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None):
+def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None, given_links=(),
+          ranks_per_node=None):
+    """given_links: (class, model) pairs from --link; ranks_per_node: for the projections
+    (default: the files' own)."""
     runs = reader.load_many(paths)
     os.makedirs(out_dir, exist_ok=True)
     override = peaks_mod.load_override(peaks_file) if peaks_file else None
     peaks, gpu_names = peaks_mod.for_runs(runs, override)
     points = model.point_table(runs)
-    comm = model.ring_comm_model(runs)
-    preds = model.predictions(points, comm, predict_sizes)
+    lk = links.links(runs, given_links)
+    per_node = ranks_per_node or links.ranks_per_node(runs)
+    preds = model.predictions(points, lk if any(lk.values()) else None, predict_sizes, per_node)
     fr = _frames(runs, points, peaks)
     summary = {"files": [_file_json(r) for r in runs], "points": [], "predictions": preds,
-               "comm_model": comm, "plots": {}, "not_plotted": {}, "peaks": peaks,
+               "links": lk, "ranks_per_node": per_node, "plots": {}, "not_plotted": {}, "peaks": peaks,
                "gpu_names": gpu_names, "problems": _problems(runs, points)}
     shown = _draw(runs, points, preds, fr, out_dir, summary)
     contention_md = contention.report_section(runs, out_dir, summary)
     md = ["# ringbench report", ""]
     md += _first_screen(runs, fr, summary, peaks, gpu_names)
     md += _ring_section(runs, points, fr["ring"], summary) + _section_plots(shown, summary, "ring")
-    md += _cost_section(comm, preds) + _section_plots(shown, summary, "cost")
+    md += _cost_section(lk, preds, per_node) + _section_plots(shown, summary, "cost")
     part = _collectives_section(fr, summary)
     md += part + _section_plots(shown, summary, "coll", bool(part))
     part = _p2p_section(fr, summary)
@@ -250,33 +254,58 @@ def _weak_table(points, summary):
             + _table(["seq len per rank", "ring size", "config", "scaled speedup", "efficiency"], rows) + [""])
 
 
-def _cost_section(comm, preds):
+def _link_line(cls, m):
+    if m is None:
+        return f"- {cls}-node: not measured (give one with --link {cls}=ALPHA,BETA)"
+    fit = f", relative RMS error of the fit {m['rel_rms_error']:.2g}" if "rel_rms_error" in m else ""
+    return (f"- {cls}-node: alpha = {fmt.time(m['alpha_s'])}, beta = {fmt.si(m['beta_Bps'], 'B/s')} "
+            f"({m['source']}{fit})")
+
+
+def _prediction_rows(pr):
+    def pct(v):
+        return f"{100 * v:+.1f}%" if v is not None else "-"
+    rows = []
+    for x in pr["measured"] + pr["extrapolated"]:
+        measured = "measured_time" in x
+        rows.append([x["ring_size"], x["nodes"], f"{x['link']}" + (" (stand-in)" if x["link_note"] else ""),
+                     fmt.time(x["measured_time"]) if measured else "(not run)",
+                     fmt.time(x["predicted_time"]), pct(x.get("error")),
+                     fmt.time(x.get("measured_total_time")) if measured else "-",
+                     fmt.time(x["predicted_total_time"]) if x["predicted_total_time"] else "-",
+                     pct(x.get("total_error")), fmt.num(x["predicted_efficiency"]),
+                     "comm" if x["comm_bound"] else "compute"])
+    return rows
+
+
+def _cost_section(lk, preds, per_node):
     md = ["## Cost-model prediction", ""]
-    if comm is None:
+    if not any(lk.values()):
         return md + ["No communication model: the files have no collectives sweep (sendrecv) and no "
-                     "host_pingpong sweep to fit one from.", ""]
-    md.append(f"Ring-neighbour transfer model t(m) = alpha + m/beta from the {comm['source']}: "
-              f"alpha = {fmt.time(comm['alpha_s'])}, beta = {fmt.si(comm['beta_Bps'], 'B/s')}"
-              + (f" (relative RMS error of the fit {comm['rel_rms_error']:.2g})" if "rel_rms_error" in comm else "")
-              + ".")
-    md += ["", "Per ring step: step(R) = max(c(R), alpha + bytes(R)/beta) with c(R) = c(R0)(R0/R)^2 "
-           "from the measured per-step compute time at the smallest measured ring size R0 and "
-           "bytes(R) = the key/value block passed per step; the time is n(R) steps of that, "
-           "scaled by the ratio of measured to modelled time at R0. See docs/analysis.md.", ""]
+                     "host_pingpong sweep to fit one from, and no --link was given.", ""]
+    md += ["Ring-neighbour transfer t(m) = alpha + m/beta per link class (docs/cost-model.md):",
+           _link_line("intra", lk.get("intra")), _link_line("inter", lk.get("inter")), "",
+           f"Projected rings are placed node by node with {per_node} ranks per node "
+           "(--ranks-per-node): a ring spanning n > 1 nodes crosses n node boundaries and "
+           "its transfers take the inter-node link. Per ring step: step(R) = max(c(R), "
+           "alpha + bytes(R)/beta) with c(R) = c(R0)(R0/R)^2 from the measured per-step compute "
+           "at the smallest ring size R0; the backward is the same with its measured compute "
+           "ratio and twice the bytes (K, V with dK, dV). Each pass is scaled by its measured "
+           "to modelled ratio at R0; the errors at the other measured sizes are the model's own.", ""]
     if not preds:
         md += ["No prediction: the ring attention points lack per-step compute times or the "
                "sizes needed for the key/value block (batch, heads, head_dim, dtype).", ""]
     for pr in preds:
+        err = (f"; the model's own error at the other measured sizes: forward "
+               f"{100 * pr['model_error']:.1f}%" if pr["model_error"] is not None else "")
+        if pr["model_total_error"] is not None:
+            err += f", forward + backward {100 * pr['model_total_error']:.1f}%"
         md += [f"**S={pr['seq_len']}** ({pr['config'] or 'default config'}), base ring size "
-               f"{pr['base_ring_size']}:", ""]
-        rows = [[x["ring_size"], fmt.time(x["measured_time"]), fmt.time(x["predicted_time"]),
-                 f"{100 * x['error']:+.1f}%", fmt.num(x["predicted_efficiency"]),
-                 "comm" if x["comm_bound"] else "compute"] for x in pr["measured"]]
-        rows += [[x["ring_size"], "(not run)", fmt.time(x["predicted_time"]), "-",
-                  fmt.num(x["predicted_efficiency"]), "comm" if x["comm_bound"] else "compute"]
-                 for x in pr["extrapolated"]]
-        md += _table(["ring size", "measured forward", "predicted forward", "error",
-                      "predicted efficiency", "bound by"], rows) + [""]
+               f"{pr['base_ring_size']}{err}:", ""]
+        md += [f"**Warning**: {w}." for w in pr["warnings"]] + ([""] if pr["warnings"] else [])
+        md += _table(["ring size", "nodes", "link", "measured fwd", "predicted fwd", "error",
+                      "measured fwd+bwd", "predicted fwd+bwd", "error", "predicted efficiency",
+                      "bound by"], _prediction_rows(pr)) + [""]
     return md
 
 
