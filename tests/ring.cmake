@@ -63,3 +63,8 @@ ringbench_add_doctest(TARGET test_kernel_policy_backend
                       SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_kernel_policy_backend.cpp LIBS rb_app)
 ringbench_add_test(NAME kernel_policy_backend RANKS 1 COMMAND $<TARGET_FILE:test_kernel_policy_backend>
                    LABELS "ring;unit" TIMEOUT 120)
+# Ring membership and order (ring_order: node_aware | rank): node-crossing hops under block
+# and cyclic placement (pure functions, one rank).
+ringbench_add_doctest(TARGET test_ring_order SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_order.cpp
+                      LIBS rb_ring)
+ringbench_add_test(NAME ring_order RANKS 1 COMMAND $<TARGET_FILE:test_ring_order> LABELS unit TIMEOUT 60)
