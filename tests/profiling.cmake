@@ -36,3 +36,6 @@ ringbench_add_doctest(TARGET test_contention_gpu GPU SOURCES profiling/test_cont
                       LIBS ${RB_PROFILING_TEST_LIBS})
 ringbench_add_test(NAME contention_gpu_np2 RANKS 2 LABELS gpu TIMEOUT 600
                    COMMAND $<TARGET_FILE:test_contention_gpu>)
+# p2p pair sets and their schedule in rounds of disjoint pairs (pure functions, one rank).
+ringbench_add_doctest(TARGET test_pair_schedule SOURCES profiling/test_pair_schedule.cpp LIBS rb_profiling)
+ringbench_add_test(NAME pair_schedule RANKS 1 COMMAND $<TARGET_FILE:test_pair_schedule> LABELS unit TIMEOUT 60)

@@ -1,0 +1,168 @@
+#include "profiling/pair_schedule.hpp"
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <stdexcept>
+
+namespace rb::prof {
+namespace {
+
+// Node leaders: the lowest rank of each node, in node order.
+std::vector<int> leaders(const std::vector<int>& node_of) {
+  std::vector<int> first;
+  std::set<int> seen;
+  for (int r = 0; r < static_cast<int>(node_of.size()); ++r)
+    if (seen.insert(node_of[r]).second) first.push_back(r);
+  return first;
+}
+
+void all_ordered(const std::vector<int>& ranks, std::vector<Pair>& out) {
+  for (int a : ranks)
+    for (int b : ranks)
+      if (a != b) out.push_back({a, b});
+}
+
+std::vector<Pair> sample_pairs(std::int64_t n, std::uint64_t seed, int world) {
+  const std::uint64_t total = static_cast<std::uint64_t>(world) * (world - 1);
+  std::vector<Pair> out;
+  if (static_cast<std::uint64_t>(n) >= total) {
+    std::vector<int> all(world);
+    for (int r = 0; r < world; ++r) all[r] = r;
+    all_ordered(all, out);
+    return out;
+  }
+  std::mt19937_64 gen(seed);
+  std::uniform_int_distribution<int> pick(0, world - 1);
+  std::set<std::pair<int, int>> drawn;
+  while (static_cast<std::int64_t>(drawn.size()) < n) {
+    const int a = pick(gen), b = pick(gen);
+    if (a != b) drawn.insert({a, b});
+  }
+  for (const auto& [a, b] : drawn) out.push_back({a, b});
+  return out;
+}
+
+}  // namespace
+
+PairSpec parse_pair_spec(const std::string& text) {
+  if (text == "all") return {PairSet::All};
+  if (text == "intra_node") return {PairSet::IntraNode};
+  if (text == "node_leaders") return {PairSet::NodeLeaders};
+  if (text == "per_node_pair") return {PairSet::PerNodePair};
+  if (text.rfind("sample:", 0) == 0) {
+    const std::string n = text.substr(7);
+    if (!n.empty() && n.size() <= 9 && std::all_of(n.begin(), n.end(), ::isdigit) && std::stoll(n) > 0)
+      return {PairSet::Sample, std::stoll(n)};
+  }
+  throw std::invalid_argument("expected all | intra_node | node_leaders | per_node_pair | "
+                              "sample:N (N pairs, 1 to 999999999), got '" + text + "'");
+}
+
+std::string to_string(const PairSpec& spec) {
+  switch (spec.set) {
+    case PairSet::All: return "all";
+    case PairSet::IntraNode: return "intra_node";
+    case PairSet::NodeLeaders: return "node_leaders";
+    case PairSet::PerNodePair: return "per_node_pair";
+    case PairSet::Sample: return "sample:" + std::to_string(spec.sample);
+  }
+  return "?";
+}
+
+PairSpec default_pairs(int world, int nodes) {
+  if (world <= 64) return {PairSet::All};
+  if (nodes <= 64) return {PairSet::PerNodePair};
+  return {PairSet::Sample, 4096};
+}
+
+std::vector<Pair> select_pairs(const PairSpec& spec, const std::vector<int>& node_of) {
+  const int world = static_cast<int>(node_of.size());
+  std::vector<Pair> out;
+  switch (spec.set) {
+    case PairSet::All: {
+      std::vector<int> all(world);
+      for (int r = 0; r < world; ++r) all[r] = r;
+      all_ordered(all, out);
+      break;
+    }
+    case PairSet::IntraNode:
+      for (int a = 0; a < world; ++a)
+        for (int b = 0; b < world; ++b)
+          if (a != b && node_of[a] == node_of[b]) out.push_back({a, b});
+      break;
+    case PairSet::NodeLeaders:
+      all_ordered(leaders(node_of), out);
+      break;
+    case PairSet::PerNodePair: {  // the links inside one node, and every node pair once
+      const std::vector<int> lead = leaders(node_of);
+      for (int a = 0; a < world; ++a)
+        for (int b = 0; b < world; ++b)
+          if (a != b && node_of[a] == node_of[b] && node_of[a] == node_of[lead.front()])
+            out.push_back({a, b});
+      all_ordered(lead, out);
+      break;
+    }
+    case PairSet::Sample:
+      out = sample_pairs(spec.sample, spec.seed, world);
+      break;
+  }
+  return out;
+}
+
+std::uint64_t count_pairs(const PairSpec& spec, int nodes, int per_node) {
+  const std::uint64_t n = nodes, k = per_node, w = n * k;
+  switch (spec.set) {
+    case PairSet::All: return w * (w - 1);
+    case PairSet::IntraNode: return n * k * (k - 1);
+    case PairSet::NodeLeaders: return n * (n - 1);
+    case PairSet::PerNodePair: return k * (k - 1) + n * (n - 1);
+    case PairSet::Sample: return std::min<std::uint64_t>(spec.sample, w * (w - 1));
+  }
+  return 0;
+}
+
+std::vector<std::vector<Pair>> schedule_rounds(const std::vector<Pair>& pairs, int world) {
+  // First fit: each pair goes to the first round where neither rank is busy. On all ordered
+  // pairs listed sender-major this stays near the 2(W-1) rounds of a tournament.
+  std::vector<std::vector<Pair>> rounds;
+  std::vector<std::vector<char>> busy;  // busy[round][rank]
+  for (const Pair& p : pairs) {
+    std::size_t r = 0;
+    while (r < rounds.size() && (busy[r][p.sender] || busy[r][p.receiver])) ++r;
+    if (r == rounds.size()) {
+      rounds.emplace_back();
+      busy.emplace_back(static_cast<std::size_t>(world), 0);
+    }
+    rounds[r].push_back(p);
+    busy[r][p.sender] = busy[r][p.receiver] = 1;
+  }
+  return rounds;
+}
+
+std::vector<std::vector<Pair>> tournament_rounds(int world) {
+  const int n = world % 2 == 0 ? world : world + 1;  // odd: a dummy rank n-1 sits out a round
+  std::vector<std::vector<Pair>> there, back;
+  for (int k = 0; k + 1 < n; ++k) {
+    std::vector<Pair> round;
+    const auto add = [&](int a, int b) {
+      if (a < world && b < world) round.push_back({a, b});
+    };
+    add(k, n - 1);
+    for (int i = 1; i < n / 2; ++i) add((k + i) % (n - 1), (k - i + n - 1) % (n - 1));
+    std::vector<Pair> reversed;
+    for (const Pair& p : round) reversed.push_back({p.receiver, p.sender});
+    there.push_back(std::move(round));
+    back.push_back(std::move(reversed));
+  }
+  there.insert(there.end(), back.begin(), back.end());
+  return there;
+}
+
+std::vector<std::vector<Pair>> rounds_for(const PairSpec& spec, const std::vector<int>& node_of) {
+  const int world = static_cast<int>(node_of.size());
+  if (spec.set == PairSet::All) return tournament_rounds(world);
+  return schedule_rounds(select_pairs(spec, node_of), world);
+}
+
+}  // namespace rb::prof
