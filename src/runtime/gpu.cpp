@@ -119,9 +119,31 @@ NcclComm::NcclComm(MPI_Comm comm) {
   if (rank_ == 0) RB_NCCL_CHECK(ncclGetUniqueId(&id));
   RB_MPI_CHECK(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, comm));
   ncclComm_t c = nullptr;
+  const double t0 = MPI_Wtime();
   RB_NCCL_CHECK(ncclCommInitRank(&c, size_, id, rank_));
+  creation_s_ = MPI_Wtime() - t0;
   comm_ = c;
   register_comm(comm_);
+}
+
+NcclComm NcclComm::split(const NcclComm& parent, int color, int key) {
+  if (parent.comm_ == nullptr)
+    throw std::runtime_error("NCCL communicator split: the parent communicator is empty");
+  ncclComm_t c = nullptr;
+  const double t0 = MPI_Wtime();
+  RB_NCCL_CHECK(ncclCommSplit(static_cast<ncclComm_t>(parent.comm_), color < 0 ? NCCL_SPLIT_NOCOLOR : color,
+                              key, &c, nullptr));
+  NcclComm out;
+  out.creation_s_ = MPI_Wtime() - t0;
+  if (c == nullptr) return out;  // this rank is in no group
+  out.comm_ = c;
+  int n = 0, r = 0;
+  RB_NCCL_CHECK(ncclCommCount(c, &n));
+  RB_NCCL_CHECK(ncclCommUserRank(c, &r));
+  out.size_ = n;
+  out.rank_ = r;
+  register_comm(out.comm_);
+  return out;
 }
 
 NcclComm::~NcclComm() {
@@ -190,6 +212,12 @@ NcclComm::NcclComm(MPI_Comm) {
       "-DRINGBENCH_ENABLE_CUDA=ON, or use backend: host)");
 }
 
+NcclComm NcclComm::split(const NcclComm&, int, int) {
+  throw std::runtime_error(
+      "ringbench was built without CUDA/NCCL; NCCL communicators are unavailable (rebuild with "
+      "-DRINGBENCH_ENABLE_CUDA=ON, or use backend: host)");
+}
+
 NcclComm::~NcclComm() = default;
 
 int abort_live_nccl_comms() noexcept { return 0; }
@@ -205,7 +233,8 @@ NcclCommHealth nccl_comm_health(void*) {
 
 #endif
 
-NcclComm::NcclComm(NcclComm&& o) noexcept : comm_(o.comm_), rank_(o.rank_), size_(o.size_) {
+NcclComm::NcclComm(NcclComm&& o) noexcept
+    : comm_(o.comm_), rank_(o.rank_), size_(o.size_), creation_s_(o.creation_s_) {
   o.comm_ = nullptr;
   o.rank_ = 0;
   o.size_ = 0;
@@ -217,6 +246,7 @@ NcclComm& NcclComm::operator=(NcclComm&& o) noexcept {
     comm_ = o.comm_;
     rank_ = o.rank_;
     size_ = o.size_;
+    creation_s_ = o.creation_s_;
     o.comm_ = nullptr;
     o.rank_ = 0;
     o.size_ = 0;

@@ -56,6 +56,13 @@ class NcclComm {
  public:
   NcclComm();
   explicit NcclComm(MPI_Comm comm);
+  // The ranks of `parent` with the same color, ordered by key, as one communicator, by
+  // ncclCommSplit (NCCL >= 2.18): no unique id to broadcast and no bootstrap of its own, so a
+  // ring of any size comes from the world communicator in far less time than an InitRank.
+  // Collective over parent. A negative color takes this rank out (an empty NcclComm).
+  static NcclComm split(const NcclComm& parent, int color, int key);
+  // Seconds the creation took on this rank (InitRank or split), for the run's records.
+  double creation_seconds() const { return creation_s_; }
   ~NcclComm();
   NcclComm(NcclComm&&) noexcept;
   NcclComm& operator=(NcclComm&&) noexcept;
@@ -67,6 +74,7 @@ class NcclComm {
   void* comm_ = nullptr;
   int rank_ = 0;
   int size_ = 0;
+  double creation_s_ = 0.0;
 };
 
 }  // namespace rb

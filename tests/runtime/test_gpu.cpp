@@ -63,6 +63,26 @@ TEST_CASE("NcclComm from MPI: one all-reduce gives the sum of ranks") {
 #endif
 }
 
+TEST_CASE("NcclComm::split: rings of the world communicator by color, ordered by key") {
+  Comm node;
+  const RankLayout layout = discover_rank_layout(MPI_COMM_WORLD, &node);
+  select_gpu(layout.local_rank);
+  NcclComm world(MPI_COMM_WORLD);
+  CHECK(world.creation_seconds() > 0.0);
+  // Rings of one rank each (color = rank), then one ring of all in reverse order (key = -rank).
+  NcclComm alone = NcclComm::split(world, layout.rank, 0);
+  CHECK(alone.size() == 1);
+  CHECK(alone.rank() == 0);
+  NcclComm reversed = NcclComm::split(world, 0, layout.world_size - 1 - layout.rank);
+  CHECK(reversed.size() == layout.world_size);
+  CHECK(reversed.rank() == layout.world_size - 1 - layout.rank);
+  CHECK(reversed.creation_seconds() >= 0.0);
+  // A negative color leaves the rank out.
+  NcclComm none = NcclComm::split(world, layout.rank == 0 ? -1 : 1, 0);
+  CHECK((none.raw() == nullptr) == (layout.rank == 0));
+  if (layout.rank != 0) CHECK(none.size() == layout.world_size - 1);
+}
+
 #ifdef RINGBENCH_HAVE_CUDA
 // One error family with the kernels (kernels/cuda/check.hpp); the driver adds the rank when
 // it reports the error.
