@@ -19,7 +19,33 @@ def _run(argv):
         prog="rb-analysis",
         description="Post-process ringbench HDF5 files (docs/analysis.md).")
     sub = p.add_subparsers(dest="command", required=True)
+    _report_parser(sub)
+    _compare_parser(sub)
+    t = sub.add_parser("table", help="print one sweep's table (one row per point and rank) as CSV")
+    t.add_argument("file", metavar="RUN.h5")
+    t.add_argument("--sweep", help="sweep name (default: list the sweeps)")
+    _tuning_parsers(sub)
+    _baseline_parser(sub)
+    args = p.parse_args(argv)
+    if args.command == "baseline":
+        from . import baseline  # imports h5py and yaml lazily: --help works without them
+        return baseline.command(args)
+    if args.command in ("tune", "compare-tuning"):
+        from . import tune  # imports h5py: after parsing, so --help works without it
+        return (tune.tune_command(args) if args.command == "tune"
+                else tune.compare_tuning_command(args))
+    from . import reader  # imported here so --help works without h5py
+    try:
+        return {"report": _report, "compare": _compare, "table": _table}[args.command](args, p)
+    except reader.RingbenchFileError as e:
+        print(f"rb-analysis {args.command}: {e}", file=sys.stderr)
+        return 2
+    except KeyError as e:
+        print(f"rb-analysis {args.command}: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
 
+
+def _report_parser(sub):
     r = sub.add_parser("report", help="write DIR/report.md with PNG plots from one or more runs",
                        description="Writes report.md, report.json, points.csv and PNG plots. Several "
                                    "files (or directories of .h5 files) from runs at different rank "
@@ -40,14 +66,46 @@ def _run(argv):
     r.add_argument("--ranks-per-node", type=int, metavar="K",
                    help="ranks per node of the projected rings (default: the files' own)")
 
+
+def _report(args, p):
+    from . import report
+    from .links import LinkError, parse_link
+    from .peaks import PeaksError
+    try:
+        sizes = tuple(int(x) for x in args.predict.split(",") if x.strip())
+    except ValueError:
+        p.error(f"--predict: '{args.predict}' is not a comma-separated list of ring sizes")
+    if args.ranks_per_node is not None and args.ranks_per_node < 1:
+        p.error("--ranks-per-node must be at least 1")
+    try:
+        given = [parse_link(x) for x in args.link]
+        summary = report.build(args.files, args.out, sizes, peaks_file=args.peaks,
+                               given_links=given, ranks_per_node=args.ranks_per_node)
+    except LinkError as e:
+        print(f"rb-analysis report: {e}", file=sys.stderr)
+        return 2
+    except PeaksError as e:
+        print(f"rb-analysis report: --peaks {e}", file=sys.stderr)
+        return 2
+    print(f"report: {os.path.join(args.out, 'report.md')} "
+          f"({len(summary['plots'])} plots, {len(summary['points'])} ring attention points)")
+    for line in summary["problems"]:
+        print(f"warning: {line}", file=sys.stderr)
+    for line in sorted({w for pr in summary["predictions"] for w in pr["warnings"]}):
+        print(f"warning: cost model: {line}", file=sys.stderr)
+    return 1 if (args.strict and summary["problems"]) else 0
+
+
+def _compare_parser(sub):
     c = sub.add_parser("compare", help="compare two runs point by point; exit 1 on a regression",
                        description="Judges each matched point's headline metric with a bootstrap "
                                    "interval of the change NEW/BASE of a low quantile of its "
                                    "per-iteration samples, and with --history the point's "
-                                   "night-to-night noise (docs/analysis.md); prints a summary. Exit 0: no regression; 1: a regression (the "
-                                   "whole interval beyond the tolerance, or a point/run failed in NEW "
-                                   "only); 2: the files could not be compared or measure different "
-                                   "work (config, world size, nodes, GPU model).")
+                                   "night-to-night noise (docs/analysis.md); prints a summary. "
+                                   "Exit 0: no regression; 1: a regression (the whole interval "
+                                   "beyond the limit, or a point/run failed in NEW only); 2: the "
+                                   "files could not be compared or measure different work "
+                                   "(config, world size, nodes, GPU model).")
     c.add_argument("base", metavar="BASE.h5")
     c.add_argument("new", metavar="NEW.h5")
     c.add_argument("--tolerance", default="5%", help="allowed worsening, e.g. 5%% or 0.05 (default 5%%)")
@@ -76,80 +134,33 @@ def _run(argv):
                    help="print the history, BASE and NEW of the judged points whose "
                         "'sweep point metric' contains TEXT")
 
-    t = sub.add_parser("table", help="print one sweep's table (one row per point and rank) as CSV")
-    t.add_argument("file", metavar="RUN.h5")
-    t.add_argument("--sweep", help="sweep name (default: list the sweeps)")
 
-    _tuning_parsers(sub)
-    _baseline_parser(sub)
-    args = p.parse_args(argv)
-    if args.command == "baseline":
-        from . import baseline  # imports h5py and yaml lazily: --help works without them
-        return baseline.command(args)
-    if args.command in ("tune", "compare-tuning"):
-        from . import tune  # imports h5py: after parsing, so --help works without it
-        return (tune.tune_command(args) if args.command == "tune"
-                else tune.compare_tuning_command(args))
-    from . import reader  # imported here so --help works without h5py
+def _compare(args, _p):
+    from . import compare
+    metrics = [m for arg in args.metric for m in arg.split(",") if m]
     try:
-        if args.command == "report":
-            from . import report
-            try:
-                sizes = tuple(int(x) for x in args.predict.split(",") if x.strip())
-            except ValueError:
-                p.error(f"--predict: '{args.predict}' is not a comma-separated list of ring sizes")
-            from .peaks import PeaksError
-            from .links import LinkError, parse_link
-            try:
-                given = [parse_link(x) for x in args.link]
-            except LinkError as e:
-                print(f"rb-analysis report: {e}", file=sys.stderr)
-                return 2
-            if args.ranks_per_node is not None and args.ranks_per_node < 1:
-                p.error("--ranks-per-node must be at least 1")
-            try:
-                summary = report.build(args.files, args.out, sizes, peaks_file=args.peaks,
-                                       given_links=given, ranks_per_node=args.ranks_per_node)
-            except PeaksError as e:
-                print(f"rb-analysis report: --peaks {e}", file=sys.stderr)
-                return 2
-            print(f"report: {os.path.join(args.out, 'report.md')} "
-                  f"({len(summary['plots'])} plots, {len(summary['points'])} ring attention points)")
-            for line in summary["problems"]:
-                print(f"warning: {line}", file=sys.stderr)
-            for line in sorted({w for pr in summary["predictions"] for w in pr["warnings"]}):
-                print(f"warning: cost model: {line}", file=sys.stderr)
-            return 1 if (args.strict and summary["problems"]) else 0
-        if args.command == "compare":
-            from . import compare
-            metrics = [m for arg in args.metric for m in arg.split(",") if m]
-            try:
-                tol = compare.parse_tolerance(args.tolerance)
-                return compare.compare(args.base, args.new, tol, metrics,
-                                       min_bytes=compare.parse_bytes(args.min_bytes),
-                                       allow_different=args.allow_different,
-                                       show_all=args.show_all, json_to=args.json,
-                                       quantile=args.quantile, history=args.history,
-                                       nights=args.nights, trend=args.trend)
-            except compare.CompareError as e:
-                print(f"rb-analysis compare: {e}", file=sys.stderr)
-                return compare.EXIT_ERROR
-        if args.command == "table":
-            run = reader.load(args.file)
-            if not args.sweep:
-                for s in run.sweeps.values():
-                    print(f"{s.name}\t{s.type}\t{s.status}\t{s.npoints} points x {s.world} ranks")
-                return 0
-            t = run.table(args.sweep)
-            t.to_csv(sys.stdout, columns=reader.csv_columns(t), index=False)
-            return 0
-    except reader.RingbenchFileError as e:
-        print(f"rb-analysis {args.command}: {e}", file=sys.stderr)
-        return 2
-    except KeyError as e:
-        print(f"rb-analysis {args.command}: {e.args[0] if e.args else e}", file=sys.stderr)
-        return 2
-    return 2
+        tol = compare.parse_tolerance(args.tolerance)
+        return compare.compare(args.base, args.new, tol, metrics,
+                               min_bytes=compare.parse_bytes(args.min_bytes),
+                               allow_different=args.allow_different,
+                               show_all=args.show_all, json_to=args.json,
+                               quantile=args.quantile, history=args.history,
+                               nights=args.nights, trend=args.trend)
+    except compare.CompareError as e:
+        print(f"rb-analysis compare: {e}", file=sys.stderr)
+        return compare.EXIT_ERROR
+
+
+def _table(args, _p):
+    from . import reader
+    run = reader.load(args.file)
+    if not args.sweep:
+        for s in run.sweeps.values():
+            print(f"{s.name}\t{s.type}\t{s.status}\t{s.npoints} points x {s.world} ranks")
+        return 0
+    t = run.table(args.sweep)
+    t.to_csv(sys.stdout, columns=reader.csv_columns(t), index=False)
+    return 0
 
 
 def _tuning_parsers(sub):
