@@ -61,6 +61,22 @@ void describe_options(CLI::App& app, CommandLine& cli, Options& o) {
       ->type_name("SWEEP[,SWEEP]");
   app.add_flag("--dry-run", cli.dry_run, "validate the config and print the plan; run nothing");
   app.add_flag("--force", cli.force, "overwrite an existing --output file");
+  app.add_flag("-q,--quiet", cli.quiet,
+               "print only errors, warnings and the final line (no progress, no tables)");
+  app.add_flag("-v,--verbose", cli.verbose, "with --dry-run: list every point");
+  app.add_option("--json", cli.json,
+                 "also write the results as JSON: a header and one record per point "
+                 "(rank 0; written at the end, and on failure)")
+      ->type_name("FILE");
+  app.add_option("--world-size", cli.world_size,
+                 "with --dry-run: plan for N ranks without mpirun (a login node); "
+                 "--ranks-per-node gives the node layout")
+      ->check(CLI::Range(1, 1 << 24).description(""))
+      ->type_name("N");
+  app.add_option("--estimate-from", cli.estimate_from,
+                 "with --dry-run: take each point's time from this earlier output file where "
+                 "the points match (the cost model elsewhere)")
+      ->type_name("PREVIOUS.h5");
   app.add_option("--timeout", cli.timeout_s,
                  "stop every rank with exit code 124 when the whole run takes longer "
                  "(overrides run.timeout_s)")
@@ -129,6 +145,15 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   if (cli.config_path.empty()) return usage_error("no config file given");
   cli.only.erase(std::remove(cli.only.begin(), cli.only.end(), std::string()), cli.only.end());
   if (!cli.output.empty() && cli.output.size() < 3) return usage_error("--output needs a file name");
+  if (cli.world_size > 0 && !cli.dry_run)
+    return usage_error("--world-size plans a --dry-run; a real run takes its size from the launcher");
+  if (!cli.estimate_from.empty() && !cli.dry_run)
+    return usage_error("--estimate-from goes with --dry-run");
+  if (cli.quiet && cli.verbose) return usage_error("--quiet and --verbose contradict each other");
+  if (cli.world_size > 0 && o.ranks_per_node > 0 && cli.world_size % o.ranks_per_node != 0)
+    return usage_error(fmt::format("--world-size {} is not a multiple of --ranks-per-node {}: "
+                                   "every node of the planned job runs the same number of ranks",
+                                   cli.world_size, o.ranks_per_node));
   if (o.ranks_per_node > 0) {
     cli.simulated.ranks_per_node = o.ranks_per_node;
     cli.simulated.placement = o.placement == "cyclic" ? Placement::Cyclic : Placement::Block;

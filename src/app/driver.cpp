@@ -15,7 +15,10 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include "app/estimate.hpp"
+#include "app/json_report.hpp"
 #include "app/paths.hpp"
+#include "app/plan.hpp"
 #include "app/progress.hpp"
 #include "app/provenance.hpp"
 #include "app/registry.hpp"
@@ -29,6 +32,8 @@
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
 #include "runtime/mpi_util.hpp"
+
+extern char** environ;
 
 namespace rb {
 namespace {
@@ -165,23 +170,43 @@ std::string layout_text(const RankLayout& layout) {
   return s;
 }
 
-void print_plan(const Validated& v, const CommandLine& cli, const RankLayout& layout) {
-  fmt::print("ringbench {}: {} is valid\n", kVersion, cli.config_path);
-  fmt::print("{}, backend {}, binding {}\n", layout_text(layout), to_string(v.backend),
-             to_string(v.config.binding.policy));
-  if (!v.plan_note.empty()) fmt::print("note: {}\n", v.plan_note);
-  std::uint64_t total_bytes = 0;
-  std::size_t total_points = 0;
-  for (const auto& s : v.sweeps) {
-    const auto lines = s->plan();
-    fmt::print("sweep {} ({}): {} points, about {} of output\n", s->name(), s->type(),
-               lines.size(), format_bytes(static_cast<double>(s->estimated_output_bytes())));
-    for (const auto& l : lines) fmt::print("  {}\n", l);
-    total_bytes += s->estimated_output_bytes();
-    total_points += lines.size();
+int print_validated_plan(const Validated& v, const CommandLine& cli, const RankLayout& layout,
+                         std::string where = "") {
+  if (where.empty()) where = layout_text(layout);
+  return print_plan({v.sweeps, where, layout.world_size, v.backend,
+                     to_string(v.config.binding.policy), v.plan_note},
+                    cli);
+}
+
+// --world-size N: the layout a job of N ranks would have (K per node, --ranks-per-node; one
+// node without it), for a dry-run on a machine that is not the job's (a login node).
+RankLayout planned_layout(const CommandLine& cli) {
+  RankLayout l;
+  l.world_size = cli.world_size;
+  const int k = cli.simulated.active() ? cli.simulated.ranks_per_node : cli.world_size;
+  l.node_count = (cli.world_size + k - 1) / k;
+  l.local_size = std::min(k, cli.world_size);
+  l.simulated = cli.simulated;
+  l.hostname = "(planned)";
+  return l;
+}
+
+// Rank 0's plan for --world-size without a launcher: no collective beyond this process.
+int plan_without_launcher(const CommandLine& cli, const std::string& text, MPI_Comm world) {
+  if (mpi::size_of(world) > 1) {
+    if (mpi::rank_of(world) == 0)
+      fmt::print(stderr, "ringbench: --world-size plans a job without a launcher, but this one "
+                         "already has {} ranks: drop --world-size, or run without mpirun\n",
+                 mpi::size_of(world));
+    return 2;
   }
-  fmt::print("total: {} sweeps, {} points, about {} of output; nothing was run\n",
-             v.sweeps.size(), total_points, format_bytes(static_cast<double>(total_bytes)));
+  const RankLayout layout = planned_layout(cli);
+  std::optional<Validated> v = validate_everywhere(text, cli, layout, visible_gpu_count(), world);
+  if (!v) return 1;
+  std::string where = layout_text(layout);
+  const auto simulated = where.find("(simulated: ");
+  if (simulated != std::string::npos) where.replace(simulated + 1, 10, "planned:");
+  return print_validated_plan(*v, cli, layout, where);
 }
 
 // ---------------------------------------------------------------- 2. binding and GPU
@@ -267,14 +292,15 @@ std::string policy_reason(const KernelPolicyUse& use, const RankSetup& s, Backen
 // Decides, on every rank alike, what `kernel: auto` follows for each kernel_policy key: the
 // file where it was tuned on this kind of machine, else the built-in rule with a warning, or
 // (strict) an error before any work. Returns false after an error.
-bool decide_policies(const Validated& v, const RankSetup& s, MPI_Comm world) {
+bool decide_policies(const Validated& v, const RankSetup& s, bool quiet, MPI_Comm world) {
   const bool root = mpi::rank_of(world) == 0;
   for (const auto& use : policy_uses(v)) {
     const std::string why = policy_reason(*use, s, v.backend, world);
     const std::string where = fmt::format("{}:{}: key '{}': tuned policy {}", use->where.file,
                                           use->where.line, use->key, use->file);
     if (why.empty()) {
-      if (root) fmt::print("kernel policy: {} is followed by kernel: auto\n", use->source.description);
+      if (root && !quiet)
+        fmt::print("kernel policy: {} is followed by kernel: auto\n", use->source.description);
       continue;
     }
     if (use->strict) {
@@ -292,6 +318,12 @@ bool decide_policies(const Validated& v, const RankSetup& s, MPI_Comm world) {
 
 // ---------------------------------------------------------------- 3. header
 
+void print_rank_warnings(const std::vector<std::string>& warnings) {
+  for (std::size_t i = 0; i < warnings.size(); ++i)
+    if (!warnings[i].empty()) fmt::print("  warning: rank {}: {}\n", i, warnings[i]);
+  std::fflush(stdout);
+}
+
 void print_header(const Validated& v, const CommandLine& cli, const RankLayout& layout,
                   const RankSetup& s, int min_gpus, int mpi_thread_level, MPI_Comm world) {
   std::string line = fmt::format("rank {} on {} (node {}, local {}): cpus {}, NUMA {}",
@@ -301,6 +333,10 @@ void print_header(const Validated& v, const CommandLine& cli, const RankLayout& 
   const auto lines = mpi::gather_strings(line, world);
   const auto warnings = mpi::gather_strings(s.warning, world);
   if (layout.rank != 0) return;
+  if (cli.quiet) {
+    print_rank_warnings(warnings);
+    return;
+  }
   fmt::print("ringbench {} (commit {}): {}\n", kVersion, kGitCommit, cli.config_path);
   fmt::print("{}, backend {}, {} GPU(s) per rank visible, binding {}, MPI thread level {}\n",
              layout_text(layout), to_string(v.backend), min_gpus,
@@ -313,9 +349,7 @@ void print_header(const Validated& v, const CommandLine& cli, const RankLayout& 
   for (std::size_t i = 0; i < shown; ++i) fmt::print("  {}\n", lines[i]);
   if (lines.size() > shown)
     fmt::print("  ... {} more ranks (see /ranks in the output)\n", lines.size() - shown);
-  for (std::size_t i = 0; i < warnings.size(); ++i)
-    if (!warnings[i].empty()) fmt::print("  warning: rank {}: {}\n", i, warnings[i]);
-  std::fflush(stdout);
+  print_rank_warnings(warnings);
 }
 
 // ---------------------------------------------------------------- 4. the output file
@@ -395,8 +429,41 @@ void write_ranks_table(h5::Group& root, const RankLayout& layout, const RankSetu
 
 // ---------------------------------------------------------------- 5. sweeps
 
+// A --json file that cannot be written costs the run nothing but a warning.
+void write_json(const JsonReport& json, const std::string& status, const std::string& failure) {
+  try {
+    json.write(status, failure);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ringbench: warning: {}\n", e.what());
+  }
+}
+
+// Rank 0's --json report (null elsewhere or without --json): the header is what /run records.
+std::unique_ptr<JsonReport> make_json_report(const CommandLine& cli, const Validated& v,
+                                             const RankLayout& layout, const std::string& out_path) {
+  if (cli.json.empty() || layout.rank != 0) return nullptr;
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> h = {
+      {"format", json_string("ringbench-results-1")},
+      {"ringbench_version", json_string(kVersion)},
+      {"git_commit", json_string(kGitCommit)},
+      {"command_line", json_string(cli.command_line)},
+      {"config_file", json_string(cli.config_path)},
+      {"output_file", json_string(out_path)},
+      {"start_time", json_string(utc_now_iso8601())},
+      {"world_size", std::to_string(layout.world_size)},
+      {"node_count", std::to_string(layout.node_count)},
+      {"backend", json_string(to_string(v.backend))},
+      {"libraries", json_object(library_versions())},
+      {"environment", json_object(result_environment(environ))}};
+  auto json = std::make_unique<JsonReport>(cli.json, std::move(h));
+  write_json(*json, "running", "");
+  return json;
+}
+
 // Runs one sweep on every rank; returns "" or the failure text (the same on every rank).
-std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File& file) {
+std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File& file, bool quiet,
+                      JsonReport* json) {
   const MPI_Comm world = ctx.world;
   h5::Group out = sweeps.group(sweep.name());
   out.attr("type", sweep.type());
@@ -411,6 +478,7 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
     fmt::print(stderr, "ringbench: rank {}: sweep '{}' failed: {}; aborting the run (completed "
                        "sweeps are in {})\n", ctx.layout.rank, sweep.name(), e.what(), file.path());
     std::fflush(stderr);
+    if (json != nullptr) write_json(*json, "failed", sweep.name() + ": " + e.what());
     MPI_Abort(world, 1);
   }
   const double seconds =
@@ -426,10 +494,14 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
   out.set_attr("failure", failure);
   out.attr("wall_time_s", seconds);
   file.flush();
-  if (ctx.layout.rank == 0) {
-    fmt::print("[{}] {} in {:.1f} s{}\n", sweep.name(), failed ? "FAILED" : "done", seconds,
-               failed ? ": " + failure : "");
+  if (ctx.layout.rank == 0 && (failed || !quiet)) {
+    fmt::print("{} [{}] {} in {}{}\n", utc_clock(), sweep.name(), failed ? "FAILED" : "done",
+               duration_text(seconds), failed ? ": " + failure : "");
     std::fflush(stdout);
+  }
+  if (json != nullptr) {
+    json->sweep_done(failed ? "failed" : "complete", failure, seconds);
+    write_json(*json, "running", "");
   }
   return failed ? failure : "";
 }
@@ -438,18 +510,27 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
 // The hang guard watches every point (Progress tells it); time between sweeps counts only
 // toward the run's limit.
 std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5::Group& root,
-                       h5::File& file, Watchdog* watchdog, MPI_Comm world) {
+                       h5::File& file, Watchdog* watchdog, const CommandLine& cli,
+                       JsonReport* json, MPI_Comm world) {
   const PathFactories paths = make_path_factories(v.backend);
   h5::Group sweeps = root.group("sweeps");
+  // The run's ETA weighs the sweeps by the dry-run's cost model.
+  const RunProgress run(model_estimates(v.sweeps, cost_assumptions(v.backend)), cli.quiet,
+                        [&](std::size_t i, std::vector<h5::PointRecord> r) {
+                          if (json != nullptr)
+                            json->add_sweep(v.sweeps[i]->name(), v.sweeps[i]->type(), std::move(r));
+                        });
   std::string failures;
-  for (auto& sweep : v.sweeps) {
-    Progress progress(layout.rank, sweep->name(), sweep->plan().size());
+  for (std::size_t i = 0; i < v.sweeps.size(); ++i) {
+    Sweep& sweep = *v.sweeps[i];
+    Progress progress(layout.rank, sweep.name(), sweep.point_count());
     progress.watch(watchdog);
+    progress.in_run(&run, i);
     const RunContext ctx{v.config, world, layout, v.backend, s.gpu_ctx.get(), paths, progress};
-    const std::string failure = run_sweep(*sweep, ctx, sweeps, file);
+    const std::string failure = run_sweep(sweep, ctx, sweeps, file, cli.quiet, json);
     if (watchdog != nullptr) watchdog->idle();
     if (!failure.empty())
-      failures += (failures.empty() ? "" : "; ") + sweep->name() + ": " + failure;
+      failures += (failures.empty() ? "" : "; ") + sweep.name() + ": " + failure;
   }
   return failures;
 }
@@ -472,6 +553,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   const MPI_Comm world = MPI_COMM_WORLD;
   const std::optional<std::string> text = read_config(cli.config_path, world);
   if (!text) return 1;
+  if (cli.world_size > 0) return plan_without_launcher(cli, *text, world);
 
   Comm node_comm;
   const RankLayout layout = cli.simulated.active()
@@ -483,8 +565,8 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   std::optional<Validated> v = validate_everywhere(*text, cli, layout, min_gpus, world);
   if (!v) return 1;
   if (cli.dry_run) {
-    if (layout.rank == 0) print_plan(*v, cli, layout);
-    return 0;
+    const int code = layout.rank == 0 ? print_validated_plan(*v, cli, layout) : 0;
+    return mpi::any_rank(code != 0, world) ? 2 : 0;
   }
 
   // Started before the GPU setup: a hung NCCL initialisation counts toward the run's limit.
@@ -495,7 +577,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   std::optional<RankSetup> setup = set_up_rank(*v, layout, world);
   if (!setup) return 1;
   print_header(*v, cli, layout, *setup, min_gpus, mpi_thread_level, world);
-  if (!decide_policies(*v, *setup, world)) return 1;
+  if (!decide_policies(*v, *setup, cli.quiet, world)) return 1;
 
   const std::string out_path = output_path(cli, v->config, world);
   std::optional<h5::File> file = open_output(out_path, cli.force, world);
@@ -505,16 +587,19 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   write_run_group(run, *v, cli, *text, layout, mpi_thread_level);
   write_ranks_table(root, layout, *setup);
   file->flush();
-  if (layout.rank == 0) {
+  if (layout.rank == 0 && !cli.quiet) {
     fmt::print("writing {}\n", out_path);
     std::fflush(stdout);
   }
 
-  const std::string failures = run_sweeps(*v, layout, *setup, root, *file, watchdog.get(), world);
+  const std::unique_ptr<JsonReport> json = make_json_report(cli, *v, layout, out_path);
+  const std::string failures =
+      run_sweeps(*v, layout, *setup, root, *file, watchdog.get(), cli, json.get(), world);
   run.set_attr("end_time", utc_now_iso8601());
   run.set_attr("status", failures.empty() ? "complete" : "failed");
   run.set_attr("failure", failures);
   file->close();
+  if (json != nullptr) write_json(*json, failures.empty() ? "complete" : "failed", failures);
   if (layout.rank == 0) {
     fmt::print("{}: {}\n", failures.empty() ? "complete" : "FAILED", out_path);
     std::fflush(stdout);

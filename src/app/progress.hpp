@@ -1,16 +1,46 @@
 #pragma once
-// Rank-0-only progress lines with elapsed time and ETA; silent elsewhere. Every rank's sweep
-// calls point_started, so it also tells this rank's hang guard (if any) which point runs, and
-// holds the test-only hang hook (RINGBENCH_TEST_HANG_POINT, app/watchdog.hpp).
+// Rank-0-only progress lines with a UTC timestamp, elapsed time and ETA; silent elsewhere and
+// with --quiet. Every rank's sweep calls point_started, so it also tells this rank's hang
+// guard (if any) which point runs, and holds the test-only hang hook
+// (RINGBENCH_TEST_HANG_POINT, app/watchdog.hpp).
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "sweeps/sweep.hpp"
 
 namespace rb {
 
 class Watchdog;
+
+// The whole run as the progress lines see it: sweep k of N, the run's clock, each sweep's
+// estimated seconds (the cost model's; they weight the run's ETA), --quiet, and where the
+// sweeps' results go besides the terminal (--json).
+class RunProgress {
+ public:
+  using RecordsSink = std::function<void(std::size_t sweep, std::vector<h5::PointRecord>)>;
+  RunProgress(std::vector<double> estimated_s, bool quiet, RecordsSink sink = {});
+  std::size_t sweeps() const { return estimated_s_.size(); }
+  bool quiet() const { return quiet_; }
+  double elapsed_s() const;
+  // Seconds left in the run when sweep `index` is `fraction` done: the estimates still to go,
+  // scaled by how the time so far compares with the estimates of the work done; < 0: unknown.
+  double eta_s(std::size_t index, double fraction) const;
+  void records(std::size_t sweep, std::vector<h5::PointRecord> r) const;
+
+ private:
+  std::vector<double> estimated_s_;
+  bool quiet_;
+  RecordsSink sink_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// "02:13:07": the UTC time of day that starts every progress line.
+std::string utc_clock();
+// "45 s", "12 min 3 s", "2 h 05 min".
+std::string duration_text(double seconds);
 
 class Progress final : public ProgressReporter {
  public:
@@ -19,11 +49,19 @@ class Progress final : public ProgressReporter {
   // Prints the first and last point and any point at least min_interval_s after the last line.
   void point_started(std::size_t index, const std::string& label) override;
   void note(const std::string& line) override;
+  void results(const std::string& table, std::vector<h5::PointRecord> records) override;
   // The hang guard told of each point (not owned; null: none).
   void watch(Watchdog* watchdog) { watchdog_ = watchdog; }
+  // This sweep is number `index` of `run` (not owned; null: a lone sweep, no run-level line).
+  void in_run(const RunProgress* run, std::size_t index) {
+    run_ = run;
+    index_ = index;
+  }
 
  private:
   void print_point(std::size_t index, const std::string& label);
+  bool silent() const { return rank_ != 0 || (run_ != nullptr && run_->quiet()); }
+  std::string prefix() const;  // "02:13:07 sweep 3/7 [name]"
 
   int rank_;
   std::string sweep_;
@@ -33,6 +71,8 @@ class Progress final : public ProgressReporter {
   std::FILE* out_;
   double last_printed_ = -1e300;
   Watchdog* watchdog_ = nullptr;
+  const RunProgress* run_ = nullptr;
+  std::size_t index_ = 0;
 };
 
 }  // namespace rb

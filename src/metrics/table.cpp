@@ -5,8 +5,12 @@
 #include <limits>
 #include <stdexcept>
 #include <utility>
+#include <algorithm>
+#include <cstdio>
 
 #include <mpi.h>
+
+#include "metrics/stats.hpp"
 
 namespace rb::h5 {
 namespace {
@@ -189,6 +193,238 @@ void PointsTable::write(Group& sweep) const {
     if (c.kind == 'i') sweep.write_per_rank(name, c.i, dims, c.meta);
     if (c.kind == 't') sweep.write_per_rank_strings(name, c.t, c.meta);
   }
+}
+
+}  // namespace rb::h5
+
+// ---- headline records ---------------------------------------------------------------------
+
+namespace rb::h5 {
+namespace {
+
+constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
+
+double over_ranks(const std::vector<double>& v, OverRanks how) {
+  switch (how) {
+    case OverRanks::Max: return stats::max(v);
+    case OverRanks::Min: return stats::min(v);
+    case OverRanks::Mean: return stats::mean(v);
+    case OverRanks::Rank0: return v.empty() ? kMissing : v[0];
+    case OverRanks::Sum: break;
+  }
+  const auto f = stats::finite(v);
+  if (f.empty()) return kMissing;
+  double s = 0;
+  for (double x : f) s += x;
+  return s;
+}
+
+double over_inner(const std::vector<double>& v, OverInner how) {
+  switch (how) {
+    case OverInner::Median: return stats::median(v);
+    case OverInner::Max: return stats::max(v);
+    case OverInner::Sum: return over_ranks(v, OverRanks::Sum);
+    case OverInner::None: break;
+  }
+  return v.empty() ? kMissing : v[0];
+}
+
+}  // namespace
+
+std::string to_string(OverInner o) {
+  switch (o) {
+    case OverInner::Median: return "median";
+    case OverInner::Sum: return "sum";
+    case OverInner::Max: return "max";
+    case OverInner::None: break;
+  }
+  return "none";
+}
+
+std::string to_string(OverRanks o) {
+  switch (o) {
+    case OverRanks::Max: return "max";
+    case OverRanks::Min: return "min";
+    case OverRanks::Mean: return "mean";
+    case OverRanks::Sum: return "sum";
+    case OverRanks::Rank0: break;
+  }
+  return "rank0";
+}
+
+std::string statistic_text(const Headline& h) {
+  const std::string ranks =
+      h.ranks == OverRanks::Rank0 ? "rank 0's value" : to_string(h.ranks) + " over ranks";
+  if (h.inner == OverInner::None) return ranks;
+  return to_string(h.inner) + " over " + h.inner_name + ", " + ranks;
+}
+
+double PointRecord::num(const std::string& name) const {
+  for (const auto* fields : {&keys, &metrics})
+    for (const Field& f : *fields)
+      if (f.name == name) return f.is_text ? kMissing : f.number;
+  return kMissing;
+}
+
+std::string PointRecord::text(const std::string& name) const {
+  for (const auto* fields : {&keys, &metrics})
+    for (const Field& f : *fields)
+      if (f.name == name) return f.is_text ? f.text : "";
+  return "";
+}
+
+std::vector<double> PointsTable::inner_reduced(const Column& c, OverInner how) const {
+  const std::size_t k = std::max<std::size_t>(inner_size(c), 1);
+  std::vector<double> out(points_, kMissing);
+  std::vector<double> one(k);
+  for (std::size_t p = 0; p < points_; ++p) {
+    for (std::size_t j = 0; j < k; ++j) {
+      if (c.kind == 'd') one[j] = c.d[p * k + j];
+      // -1 is the integer metrics' missing marker.
+      else one[j] = c.i[p * k + j] == -1 ? kMissing : static_cast<double>(c.i[p * k + j]);
+    }
+    out[p] = over_inner(one, how);
+  }
+  return out;
+}
+
+PointRecord::Field PointsTable::key_field(const std::string& name, const Key& k,
+                                          std::size_t point) const {
+  PointRecord::Field f;
+  f.name = name;
+  f.units = k.meta.units;
+  f.is_text = k.kind == 't';
+  if (k.kind == 't') f.text = k.t[point];
+  if (k.kind == 'd') f.number = k.d[point];
+  if (k.kind == 'i') f.number = static_cast<double>(k.i[point]);
+  return f;
+}
+
+std::vector<PointRecord> PointsTable::records(const std::vector<Headline>& headlines,
+                                              MPI_Comm comm) const {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<PointRecord> out(rank == 0 ? points_ : 0);
+  for (std::size_t p = 0; p < out.size(); ++p)
+    for (const auto& [name, k] : keys_) out[p].keys.push_back(key_field(name, k, p));
+  for (const Headline& h : headlines) {
+    const auto it = metrics_.find(h.metric);
+    if (it == metrics_.end())
+      throw std::logic_error("points table: headline metric '" + h.metric + "' was not declared");
+    const Column& c = it->second;
+    PointRecord::Field f;
+    f.name = h.metric;
+    f.units = c.meta.units;
+    f.how = h;
+    f.statistic = statistic_text(h);
+    f.is_text = c.kind == 't';
+    if (f.is_text) {  // text metrics: rank 0's (the sweeps keep them equal where shown)
+      for (std::size_t p = 0; p < out.size(); ++p) {
+        f.text = c.t[p];
+        out[p].metrics.push_back(f);
+      }
+      continue;
+    }
+    const std::vector<double> mine = inner_reduced(c, h.inner);
+    std::vector<double> all(rank == 0 ? points_ * static_cast<std::size_t>(size) : 1);
+    MPI_Gather(mine.data(), static_cast<int>(points_), MPI_DOUBLE, all.data(),
+               static_cast<int>(points_), MPI_DOUBLE, 0, comm);
+    std::vector<double> per_rank(static_cast<std::size_t>(size));
+    for (std::size_t p = 0; p < out.size(); ++p) {
+      for (std::size_t r = 0; r < per_rank.size(); ++r) per_rank[r] = all[r * points_ + p];
+      f.number = over_ranks(per_rank, h.ranks);
+      out[p].metrics.push_back(f);
+    }
+  }
+  return out;
+}
+
+// ---- text tables ---------------------------------------------------------------------------
+
+std::string fixed(double value, int decimals) {
+  if (std::isnan(value)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  return buf;
+}
+
+std::string sig3(double value) {
+  if (std::isnan(value)) return "-";
+  const double a = std::fabs(value);
+  if (a > 0 && a < 1e-3) {  // errors and tiny rates: 7.75e-07, not 0.000000775
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2e", value);
+    return buf;
+  }
+  const int decimals = a >= 100 || a == 0 ? 0 : a >= 10 ? 1 : a >= 1 ? 2
+                       : std::min(9, 2 - static_cast<int>(std::floor(std::log10(a))));
+  return fixed(value, decimals);
+}
+
+void TextTable::span(std::size_t first, std::size_t count, std::string label) {
+  spans_.push_back({first, count, std::move(label)});
+}
+
+void TextTable::row(std::vector<std::string> cells) {
+  cells.resize(columns_.size());
+  rows_.push_back(std::move(cells));
+}
+
+namespace {
+
+std::string pad(const std::string& s, std::size_t width, bool left) {
+  if (s.size() >= width) return s;
+  const std::string fill(width - s.size(), ' ');
+  return left ? s + fill : fill + s;
+}
+
+std::string centred(const std::string& s, std::size_t width, char fill) {
+  if (s.size() + 2 >= width) return pad(s, width, false);
+  const std::size_t before = (width - s.size() - 2) / 2;
+  return std::string(before, fill) + " " + s + " " +
+         std::string(width - s.size() - 2 - before, fill);
+}
+
+}  // namespace
+
+std::string TextTable::render(const std::string& title, const std::vector<std::string>& notes) const {
+  std::vector<std::size_t> w(columns_.size());
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    w[c] = std::max(columns_[c].header.size(), columns_[c].units.size());
+    for (const auto& r : rows_) w[c] = std::max(w[c], r[c].size());
+  }
+  // A span wider than its columns widens its last column.
+  for (const Span& s : spans_) {
+    std::size_t have = 2 * (s.count - 1);
+    for (std::size_t c = s.first; c < s.first + s.count; ++c) have += w[c];
+    if (have < s.label.size() + 6) w[s.first + s.count - 1] += s.label.size() + 6 - have;
+  }
+  auto line = [&](auto cell) {
+    std::string out = " ";
+    for (std::size_t c = 0; c < columns_.size(); ++c) out += "  " + cell(c);
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = title + "\n";
+  if (!spans_.empty()) {
+    std::string s = " ";
+    std::size_t c = 0;
+    for (const Span& sp : spans_) {
+      for (; c < sp.first; ++c) s += "  " + std::string(w[c], ' ');
+      std::size_t width = 0;
+      for (; c < sp.first + sp.count; ++c) width += w[c] + 2;
+      s += "  " + centred(sp.label, width - 2, '-');
+    }
+    out += s + "\n";
+  }
+  out += line([&](std::size_t c) { return pad(columns_[c].header, w[c], columns_[c].left); });
+  bool units = false;
+  for (const auto& col : columns_) units = units || !col.units.empty();
+  if (units) out += line([&](std::size_t c) { return pad(columns_[c].units, w[c], columns_[c].left); });
+  for (const auto& r : rows_) out += line([&](std::size_t c) { return pad(r[c], w[c], columns_[c].left); });
+  for (const auto& n : notes) out += "  " + n + "\n";
+  return out;
 }
 
 }  // namespace rb::h5

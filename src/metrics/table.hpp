@@ -26,6 +26,75 @@ std::string unit_suffix(const std::string& units);
 // Throws std::invalid_argument naming the dataset when `name` breaks the unit-naming rule.
 void check_unit_name(const std::string& name, const std::string& units);
 
+// ---- What the terminal and --json show of a points table ----------------------------------
+// One headline number per point and metric: a statistic over each rank's inner values
+// (iterations, ring steps), then one over ranks. Both are named in the output, so the same
+// number can be recomputed from the file (NaN, and -1 in integer metrics, count as missing).
+enum class OverInner { None, Median, Sum, Max };
+enum class OverRanks { Max, Min, Mean, Sum, Rank0 };
+struct Headline {
+  std::string metric;
+  OverInner inner = OverInner::None;
+  OverRanks ranks = OverRanks::Max;
+  std::string inner_name = "iterations";  // what the inner axis holds, for statistic_text
+};
+// "median over iterations, max over ranks" (inner dimension named as the metric's units imply).
+std::string statistic_text(const Headline& h);
+std::string to_string(OverInner o);   // "none" | "median" | "sum" | "max"
+std::string to_string(OverRanks o);   // "max" | "min" | "mean" | "sum" | "rank0"
+
+// One point as rank 0 shows it: every key and the sweep's headline metrics.
+struct PointRecord {
+  struct Field {
+    std::string name;
+    std::string units;        // metrics only
+    std::string statistic;    // metrics only
+    Headline how;             // metrics only
+    bool is_text = false;
+    double number = 0;        // NaN: missing
+    std::string text;
+  };
+  std::vector<Field> keys;
+  std::vector<Field> metrics;
+  // A key's or metric's value by name (NaN / "" when absent).
+  double num(const std::string& name) const;
+  std::string text(const std::string& name) const;
+};
+
+// ---- Aligned text tables for the terminal: the one place that formats them ------------------
+class TextTable {
+ public:
+  struct Column {
+    Column(std::string h, std::string u = "", bool l = false)
+        : header(std::move(h)), units(std::move(u)), left(l) {}
+    std::string header;
+    std::string units;   // second header line, e.g. "(GB/s)"; empty: none
+    bool left = false;   // text columns align left, numbers right
+  };
+  explicit TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  // A label centred over columns [first, first + count) above the headers ("out-of-place").
+  void span(std::size_t first, std::size_t count, std::string label);
+  void row(std::vector<std::string> cells);  // fewer cells than columns: the rest empty
+  std::size_t rows() const { return rows_.size(); }
+  // "title", the header lines, the rows, then one line per note; every line but the title
+  // indented by two spaces; ends with a newline.
+  std::string render(const std::string& title, const std::vector<std::string>& notes = {}) const;
+
+ private:
+  struct Span {
+    std::size_t first, count;
+    std::string label;
+  };
+  std::vector<Column> columns_;
+  std::vector<Span> spans_;
+  std::vector<std::vector<std::string>> rows_;
+};
+// Fixed-point with `decimals` digits; "-" for NaN (a missing value, never 0).
+std::string fixed(double value, int decimals);
+// Three significant digits at least ("0.00123", "12.3", "4567", "7.75e-07" below 0.001);
+// "-" for NaN.
+std::string sig3(double value);
+
 class PointsTable {
  public:
   explicit PointsTable(std::size_t points) : points_(points) {}
@@ -54,6 +123,10 @@ class PointsTable {
   // Every rank must have declared the same metrics (checked; a mismatch throws everywhere).
   void write(Group& sweep) const;
 
+  // Collective over `comm` (each rank passes its own values): every point with its keys and
+  // the headline metrics reduced as each Headline says; filled on rank 0, empty elsewhere.
+  std::vector<PointRecord> records(const std::vector<Headline>& headlines, MPI_Comm comm) const;
+
  private:
   struct Column {
     Meta meta;
@@ -76,6 +149,9 @@ class PointsTable {
   std::size_t inner_size(const Column& c) const;
   // Checks that `values` (the key's length) is the number of points and the name is new.
   void add_key(const std::string& name, Key k, std::size_t values);
+  // This rank's value of a numeric metric at each point after the inner statistic.
+  std::vector<double> inner_reduced(const Column& c, OverInner how) const;
+  PointRecord::Field key_field(const std::string& name, const Key& k, std::size_t point) const;
 
   std::size_t points_;
   std::vector<std::pair<std::string, Key>> keys_;   // in declaration order

@@ -71,6 +71,18 @@ class Collectives final : public Sweep {
               if (!ip || coll::supports_in_place(op)) points_.push_back({op, g, t, s, ip});
   }
   std::string type() const override { return "collectives"; }
+  std::size_t point_count() const override { return points_.size(); }
+  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  // Per call: a latency plus twice the size at the link rate (an all-reduce's 2(n-1)/n);
+  // the iterations run twice (batch and per-call timing), the check once more.
+  double estimated_seconds(const CostAssumptions& a) const override {
+    double total = 0;
+    for (const auto& d : points_) {
+      const double call = a.latency_s + 2.0 * static_cast<double>(d.requested) / a.link_Bps;
+      total += static_cast<double>(2 * p_.iterations + p_.warmup + 1) * call + a.light_point_s;
+    }
+    return total;
+  }
 
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
@@ -95,7 +107,13 @@ class Collectives final : public Sweep {
   h5::PointsTable point_table() const;
   void record(h5::PointsTable& t, std::size_t pi, const groups::Group& g, const Measured& m) const;
   void write_attributes(h5::Group& out, Transport transport) const;
-  void fit_model(RunContext& ctx, h5::Group& out, Transport transport,
+  std::string screen_table(const std::vector<h5::PointRecord>& records) const;
+  bool has_world_group() const {
+    return std::any_of(p_.groups.begin(), p_.groups.end(),
+                       [](const groups::Spec& g) { return g.kind == groups::Kind::World; });
+  }
+  // Returns the fit's terminal table (rank 0).
+  std::string fit_model(RunContext& ctx, h5::Group& out, Transport transport,
                  const std::vector<double>& time, const std::vector<std::int64_t>& bytes,
                  const std::vector<std::int64_t>& group_size) const;
 
@@ -198,6 +216,76 @@ void Collectives::write_attributes(h5::Group& out, Transport transport) const {
            "max over ranks. iteration_time_s comes from a second loop timed per call.");
 }
 
+// The nccl-tests columns of each point: the slowest group's time and bandwidths, the wrong
+// elements over all ranks, size and count at the largest group.
+std::vector<h5::Headline> screen_headlines() {
+  using h5::OverInner, h5::OverRanks;
+  return {{"group_time_s", OverInner::None, OverRanks::Max},
+          {"algbw_Bps", OverInner::None, OverRanks::Min},
+          {"busbw_Bps", OverInner::None, OverRanks::Min},
+          {"wrong_elements", OverInner::None, OverRanks::Sum},
+          {"size_bytes", OverInner::None, OverRanks::Max},
+          {"count", OverInner::None, OverRanks::Max},
+          {"group_size", OverInner::None, OverRanks::Max}};
+}
+
+std::string redop_of(const std::string& op) {
+  return op == "all_reduce" || op == "reduce" || op == "reduce_scatter" ? "sum" : "none";
+}
+
+// One row per operation, group, dtype and size; out-of-place and in-place side by side.
+std::string Collectives::screen_table(const std::vector<h5::PointRecord>& records) const {
+  h5::TextTable t({{"operation", "", true}, {"group", "", true}, {"type", "", true},
+                   {"redop", "", true}, {"root"}, {"size", "(B)"}, {"count", "(elements)"},
+                   {"time", "(us)"}, {"algbw", "(GB/s)"}, {"busbw", "(GB/s)"}, {"#wrong"},
+                   {"time", "(us)"}, {"algbw", "(GB/s)"}, {"busbw", "(GB/s)"}, {"#wrong"}});
+  t.span(7, 4, "out-of-place");
+  t.span(11, 4, "in-place");
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row_key, omitted;
+  for (const auto& r : records) {
+    const std::string op = r.text("operation"), group = r.text("group");
+    // On one node intra_node is the world again: its rows would repeat the world's.
+    const bool same_as_world = group != "world" && r.num("group_size") == world_ && has_world_group();
+    if (r.num("group_size") < 2 || same_as_world) {
+      const std::string why = same_as_world ? "all ranks in one group: the world's rows again"
+                                            : "one rank per group: local copies, no link";
+      if (std::find(omitted.begin(), omitted.end(), group + " (" + why) == omitted.end())
+        omitted.push_back(group + " (" + why);
+      continue;
+    }
+    const std::string key = op + "|" + group + "|" + r.text("dtype") + "|" +
+                            h5::fixed(r.num("message_size_bytes"), 0);
+    auto it = std::find(row_key.begin(), row_key.end(), key);
+    if (it == row_key.end()) {
+      if (!rows.empty() && rows.back()[0] != op) {  // a blank line between operations
+        rows.emplace_back();
+        row_key.emplace_back();
+      }
+      row_key.push_back(key);
+      const bool rooted = op == "broadcast" || op == "reduce";
+      rows.push_back({op, group, r.text("dtype"), redop_of(op), rooted ? std::to_string(p_.root) : "-1",
+                      h5::fixed(r.num("size_bytes"), 0), h5::fixed(r.num("count"), 0),
+                      "-", "-", "-", "-", "-", "-", "-", "-"});
+      it = row_key.end() - 1;
+    }
+    auto& row = rows[static_cast<std::size_t>(it - row_key.begin())];
+    const std::size_t c = r.num("in_place") == 1 ? 11 : 7;
+    row[c] = h5::sig3(r.num("group_time_s") * 1e6);
+    row[c + 1] = h5::sig3(r.num("algbw_Bps") / 1e9);
+    row[c + 2] = h5::sig3(r.num("busbw_Bps") / 1e9);
+    row[c + 3] = h5::fixed(r.num("wrong_elements"), 0);
+  }
+  for (auto& row : rows) t.row(std::move(row));
+  std::vector<std::string> notes = {
+      "time: the slowest rank of the slowest group (batch average per call); algbw = size / "
+      "time, busbw = algbw x the nccl-tests bus factor, slowest group; #wrong: summed over "
+      "ranks (- : not checked or not run)"};
+  for (const auto& g : omitted)
+    notes.push_back("omitted: group " + g + "; its points are in the file and --json)");
+  return t.render(results_title(*this) + " collectives like nccl-tests", notes);
+}
+
 SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   // Groups of every requested kind; each rank is in one group per kind.
   std::vector<groups::Group> gs;
@@ -236,7 +324,9 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes.data(), n, MPI_INT64_T, MPI_MAX, ctx.world));
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, group_size.data(), n, MPI_INT64_T, MPI_MAX, ctx.world));
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wrong.data(), n, MPI_INT64_T, MPI_SUM, ctx.world));
-  fit_model(ctx, out, e.transport(), time, bytes, group_size);
+  const std::string fit_text = fit_model(ctx, out, e.transport(), time, bytes, group_size);
+  report_results(ctx, table, screen_headlines(),
+                 [&](const auto& r) { return screen_table(r) + fit_text; });
 
   SweepOutcome outcome;
   for (std::size_t pi = 0; pi < P && outcome.ok; ++pi)
@@ -250,7 +340,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
 
 // The alpha-beta model, one series per (operation, group, dtype, in_place), fitted to the
 // points' slowest-rank times; every rank fits the same numbers and writes them in its row.
-void Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport,
+std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport,
                             const std::vector<double>& time, const std::vector<std::int64_t>& bytes,
                             const std::vector<std::int64_t>& group_size) const {
   std::vector<std::vector<std::size_t>> series;  // point indices, sizes ascending
@@ -288,6 +378,9 @@ void Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport
   model.int_metric("fit_points", {"1", "points of the series the fit used (size > 0)"});
 
   std::set<std::size_t> single_rank_groups_noted;
+  h5::TextTable fits({{"operation", "", true}, {"group", "", true}, {"type", "", true},
+                      {"variant", "", true}, {"alpha", "(us)"}, {"beta", "(GB/s)"},
+                      {"bus beta", "(GB/s)"}, {"fit error", "(%)"}});
   for (std::size_t si = 0; si < S; ++si) {
     std::vector<cost::Point> pts;
     for (std::size_t pi : series[si])
@@ -301,10 +394,9 @@ void Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport
       model.set("bus_beta_Bps", si, f.beta_Bps * coll::busbw_factor(d.op, static_cast<int>(gsize[si])));
       model.set("fit_rel_error", si, f.rel_rms_error);
     }
-    // One line per series on rank 0, like nccl-tests' summary: the largest size's figures.
-    // Groups of one rank (inter_node on a single node) only copy locally: one line says so
-    // instead of bandwidths that describe no link.
-    const std::size_t last = series[si].back();
+    // One fit row per series under the results table. Groups of one rank (inter_node on a
+    // single node) only copy locally: one line says so instead of bandwidths that describe
+    // no link.
     if (gsize[si] < 2) {
       if (single_rank_groups_noted.insert(d.group).second)
         ctx.progress.note("group " + p_.groups[d.group].label() +
@@ -312,17 +404,17 @@ void Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport
                           "measure no link (its points are kept in the file)");
       continue;
     }
-    const double busbw = coll::busbw(d.op, static_cast<int>(gsize[si]), static_cast<std::size_t>(bytes[last]), time[last]);
-    char line[256];
-    std::snprintf(line, sizeof line, "%s group %s %s %s: %s busbw %.2f GB/s (time %.1f us); fit alpha %.2f us, beta %.2f GB/s, error %.0f%%",
-                  coll::op_name(d.op), group[si].c_str(), dtype[si].c_str(),
-                  d.in_place ? "in-place" : "out-of-place", format_bytes(static_cast<double>(points_[last].requested)).c_str(),
-                  busbw / 1e9, time[last] * 1e6, f.alpha_s * 1e6, f.beta_Bps / 1e9, f.rel_rms_error * 100);
-    ctx.progress.note(line);
+    // As in the results table: on one node intra_node repeats the world's series.
+    if (group[si] != "world" && gsize[si] == world_ && has_world_group()) continue;
+    fits.row({coll::op_name(d.op), group[si], dtype[si], d.in_place ? "in-place" : "out-of-place",
+              h5::sig3(f.alpha_s * 1e6), h5::sig3(f.beta_Bps / 1e9),
+              h5::sig3(f.beta_Bps * coll::busbw_factor(d.op, static_cast<int>(gsize[si])) / 1e9),
+              h5::fixed(f.rel_rms_error * 100, 0)});
   }
   h5::Group g = out.group("model");
   g.attr("formula", "t(m) = alpha_s + m / beta_Bps; m = the points' size_bytes (largest over ranks), t = their time_s (slowest rank); fit: least squares on relative error (weights 1/t^2)");
   model.write(g);
+  return fits.render("  alpha-beta fit per series, t(m) = alpha + m / beta (model/ in the file):");
 }
 
 }  // namespace

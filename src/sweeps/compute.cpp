@@ -57,13 +57,31 @@ class ComputeSweep final : public Sweep {
                         " rows " + std::to_string(r) + ", every rank at once");
     return lines;
   }
+  std::size_t point_count() const override {
+    return p_.dtypes.size() * p_.sizes.size() + (p_.attention.enabled ? p_.attention.rows.size() : 0);
+  }
+  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  // GEMM: 2 n^3 FLOPs per call; attention: 4 b h rows^2 d (half when causal); at the device rate.
+  double estimated_seconds(const CostAssumptions& a) const override {
+    double flop = 0;
+    for (std::size_t t = 0; t < p_.dtypes.size(); ++t)
+      for (auto n : p_.sizes) flop += 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+    const AttentionParams& at = p_.attention;
+    if (at.enabled)
+      for (auto r : at.rows)
+        flop += 4.0 * static_cast<double>(at.batch * at.heads * at.head_dim) * static_cast<double>(r) *
+                static_cast<double>(r) * (at.causal ? 0.5 : 1.0);
+    return static_cast<double>(p_.iterations + p_.warmup) * flop / (a.device_tflops * 1e12) +
+           static_cast<double>(point_count()) * a.point_overhead_s;
+  }
   std::uint64_t estimated_output_bytes() const override {
-    return plan().size() * static_cast<std::uint64_t>(p_.iterations + 2) * 8u * 64u + 4096;
+    return point_count() * static_cast<std::uint64_t>(p_.iterations + 2) * 8u * 64u + 4096;
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
 
  private:
   h5::PointsTable point_table(const std::string& gemm_engine) const;
+  std::string screen_table(const std::vector<h5::PointRecord>& records) const;
   ComputeParams p_;
 };
 
@@ -167,6 +185,29 @@ h5::PointsTable ComputeSweep::point_table(const std::string& gemm_engine) const 
   return t;
 }
 
+std::vector<h5::Headline> compute_headlines() {
+  using h5::OverInner, h5::OverRanks;
+  return {{"rate_tflops", OverInner::None, OverRanks::Min},
+          {"rate_tflops", OverInner::None, OverRanks::Max},
+          {"iteration_time_s", OverInner::Median, OverRanks::Max}};
+}
+
+std::string ComputeSweep::screen_table(const std::vector<h5::PointRecord>& records) const {
+  h5::TextTable t({{"operation", "", true}, {"engine", "", true}, {"dtype", "", true},
+                   {"size", "(n)"}, {"min rank", "(TFLOP/s)"}, {"max rank", "(TFLOP/s)"},
+                   {"median time", "(ms)"}});
+  for (const auto& r : records) {
+    double lo = NAN, hi = NAN;  // the two rate_tflops headlines: min, then max over ranks
+    for (const auto& f : r.metrics)
+      if (f.name == "rate_tflops") (std::isnan(lo) ? lo : hi) = f.number;
+    t.row({r.text("operation"), r.text("engine"), r.text("dtype"), h5::fixed(r.num("size"), 0),
+           h5::sig3(lo), h5::sig3(hi), h5::sig3(r.num("iteration_time_s") * 1e3)});
+  }
+  return t.render(results_title(*this) + " GEMM (n x n x n) and attention block rate per rank",
+                  {"TFLOP/s: FLOPs / mean call time of each rank (slowest and fastest rank); "
+                   "time: median over iterations, slowest rank"});
+}
+
 SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
   const int rank = ctx.layout.rank;
   const auto pts = compute_points(p_);
@@ -217,6 +258,7 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
     out.attr("attention", "skipped: the attention block rate is measured on the cuda backend only");
   }
   table.write(out);
+  report_results(ctx, table, compute_headlines(), [&](const auto& r) { return screen_table(r); });
   return outcome;
 }
 

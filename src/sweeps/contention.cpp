@@ -423,10 +423,34 @@ void write_tuning_mismatch(h5::Group& out, const Params& p, const Runner& r, MPI
   g.write_shared_strings("changes", changes, {"1", "'workload, rows: reference path -> this phase's fastest', joined with '; '"});
 }
 
+std::vector<h5::Headline> contention_headlines() {
+  using h5::OverInner, h5::OverRanks;
+  return {{"median_s", OverInner::None, OverRanks::Max},
+          {"slowdown", OverInner::None, OverRanks::Max},
+          {"cv", OverInner::None, OverRanks::Max},
+          {"p99_s", OverInner::None, OverRanks::Max}};
+}
+
+std::string contention_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
+  h5::TextTable t({{"phase", "", true}, {"workload", "", true}, {"rows"}, {"binding", "", true},
+                   {"median", "(ms)"}, {"p99", "(ms)"}, {"cv", "(%)"}, {"slowdown", "(x alone)"}});
+  for (const auto& r : records)
+    t.row({r.text("phase"), r.text("workload"), h5::fixed(r.num("rows"), 0), r.text("binding"),
+           h5::sig3(r.num("median_s") * 1e3), h5::sig3(r.num("p99_s") * 1e3),
+           h5::fixed(r.num("cv") * 100, 1), h5::fixed(r.num("slowdown"), 2)});
+  return t.render(title + " the same work alone, concurrent unbound and bound",
+                  {"each column: the measuring rank with the largest value (feeders do not measure)"});
+}
+
 class ContentionSweep final : public Sweep {
  public:
   explicit ContentionSweep(Params p) : p_(std::move(p)), points_(make_points(p_)) {}
   std::string type() const override { return "contention"; }
+  std::size_t point_count() const override { return points_.size(); }
+  std::string iterations_text() const override {
+    return p_.duration_s > 0 ? "about " + std::to_string(p_.duration_s) + " s each"
+                             : rb::iterations_text(p_.iterations, p_.warmup);
+  }
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
     for (const Point& pt : points_) lines.push_back(pt.label);
@@ -445,6 +469,8 @@ class ContentionSweep final : public Sweep {
     h5::PointsTable t = make_table(p_, points_, r.iterations);
     fill_table(t, p_, points_, r, ctx.layout.rank);
     t.write(out);
+    report_results(ctx, t, contention_headlines(),
+                   [&](const auto& recs) { return contention_table(results_title(*this), recs); });
     r.write_monitor_table(out);
     write_restore(out, r);
     write_tuning_mismatch(out, p_, r, ctx.world);

@@ -18,12 +18,24 @@ struct PingpongParams {
   std::vector<std::int64_t> message_sizes;
   std::int64_t warmup = 5;
   std::int64_t iterations = 50;
+  int world_size = 1;  // every rank pings its neighbour in turn
 };
 
 class HostPingpong final : public Sweep {
  public:
   explicit HostPingpong(PingpongParams p) : p_(std::move(p)) {}
   std::string type() const override { return "host_pingpong"; }
+  std::size_t point_count() const override { return p_.message_sizes.size(); }
+  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  // Each rank in turn: round trips of two latencies and twice the size at the link rate.
+  double estimated_seconds(const CostAssumptions& a) const override {
+    double total = 0;
+    for (auto s : p_.message_sizes)
+      total += a.light_point_s + static_cast<double>(p_.world_size) *
+                                        static_cast<double>(p_.iterations + p_.warmup) * 2 *
+                                        (a.latency_s + static_cast<double>(s) / a.link_Bps);
+    return total;
+  }
 
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
@@ -70,6 +82,7 @@ class HostPingpong final : public Sweep {
     out.attr("warmup", p_.warmup);
     out.attr("iterations", p_.iterations);
     table.write(out);
+    report_results(ctx, table, headlines(), [&](const auto& r) { return screen_table(r); });
     SweepOutcome outcome;
     if (corrupt > 0) {
       outcome.ok = false;
@@ -86,6 +99,24 @@ class HostPingpong final : public Sweep {
     }
     std::vector<char> send, recv;
   };
+
+  static std::vector<h5::Headline> headlines() {
+    using h5::OverInner, h5::OverRanks;
+    return {{"one_way_time_s", OverInner::Median, OverRanks::Max},
+            {"bandwidth_Bps", OverInner::None, OverRanks::Min},
+            {"corrupt_echo", OverInner::None, OverRanks::Sum}};
+  }
+
+  std::string screen_table(const std::vector<h5::PointRecord>& records) const {
+    h5::TextTable t({{"size", "(B)"}, {"one-way", "(us)"}, {"bandwidth", "(GB/s)"},
+                     {"corrupt", "(echoes)"}});
+    for (const auto& r : records)
+      t.row({h5::fixed(r.num("message_size_bytes"), 0), h5::fixed(r.num("one_way_time_s") * 1e6, 2),
+             h5::sig3(r.num("bandwidth_Bps") / 1e9), h5::fixed(r.num("corrupt_echo"), 0)});
+    return t.render(results_title(*this) + " MPI ping-pong, each rank with rank + 1, one pair at a time",
+                    {"one-way: half the round trip, median over iterations, slowest rank; "
+                     "bandwidth: size / that rank's median, slowest rank"});
+  }
 
   h5::PointsTable point_table() const {
     h5::PointsTable t(p_.message_sizes.size());
@@ -128,13 +159,14 @@ class HostPingpong final : public Sweep {
 
 }  // namespace
 
-std::unique_ptr<Sweep> parse_host_pingpong(const SweepSpec& spec, const ParseContext&) {
+std::unique_ptr<Sweep> parse_host_pingpong(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::Node& n = spec.node;
   n.allow_only({"type", "name", "message_sizes", "warmup", "iterations"});
   PingpongParams p;
   p.message_sizes = n.get_int_list("message_sizes", {8, 1024, 65536, 1048576}, 1, 1ll << 30);
   p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
   p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
+  p.world_size = ctx.world_size;
   return std::make_unique<HostPingpong>(std::move(p));
 }
 

@@ -68,6 +68,8 @@ class KernelTuningSweep final : public Sweep {
   KernelTuningSweep(TuningParams p, std::vector<Point> points)
       : p_(std::move(p)), points_(std::move(points)) {}
   std::string type() const override { return "kernel_tuning"; }
+  std::size_t point_count() const override { return points_.size(); }
+  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
 
   std::vector<std::string> plan() const override {
     return timed_plan(points_, p_.iterations, p_.warmup);
@@ -177,6 +179,27 @@ bool on_any_rank(MPI_Comm world, bool mine) {
   return any != 0;
 }
 
+std::vector<h5::Headline> tuning_headlines() {
+  using h5::OverInner, h5::OverRanks;
+  return {{"forward_time_s", OverInner::Median, OverRanks::Max},
+          {"backward_time_s", OverInner::Median, OverRanks::Max},
+          {"max_rel_error", OverInner::None, OverRanks::Max},
+          {"status", OverInner::None, OverRanks::Rank0}};
+}
+
+std::string tuning_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
+  h5::TextTable t({{"rows"}, {"head_dim"}, {"dtype", "", true}, {"causal"}, {"path", "", true},
+                   {"auto", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"}, {"max rel err"},
+                   {"status", "(rank 0)", true}});
+  for (const auto& r : records)
+    t.row({h5::fixed(r.num("block_rows"), 0), h5::fixed(r.num("head_dim"), 0), r.text("dtype"),
+           h5::fixed(r.num("causal"), 0), r.text("path"), r.text("auto_path"),
+           h5::sig3(r.num("forward_time_s") * 1e3), h5::sig3(r.num("backward_time_s") * 1e3),
+           h5::sig3(r.num("max_rel_error")), r.text("status")});
+  return t.render(title + " every kernel path per block shape",
+                  {"times: median over iterations, slowest rank; max rel err: largest over ranks"});
+}
+
 SweepOutcome KernelTuningSweep::run(RunContext& ctx, h5::Group& out) {
   write_attributes(out);
   h5::PointsTable table = make_table();
@@ -206,6 +229,8 @@ SweepOutcome KernelTuningSweep::run(RunContext& ctx, h5::Group& out) {
     }
   }
   table.write(out);
+  report_results(ctx, table, tuning_headlines(),
+                 [&](const auto& r) { return tuning_table(results_title(*this), r); });
   return outcome;
 }
 

@@ -1,6 +1,7 @@
 #include "sweeps/memory.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,14 @@ class MemorySweep final : public Sweep {
  public:
   explicit MemorySweep(MemoryParams p) : p_(std::move(p)) {}
   std::string type() const override { return "memory"; }
+  std::size_t point_count() const override { return (p_.triad ? 1 : 0) + p_.copies.size(); }
+  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  // The triad moves 3 arrays, a copy its size, per iteration, at the memory rate.
+  double estimated_seconds(const CostAssumptions& a) const override {
+    const double arrays = (p_.triad ? 3.0 : 0.0) + static_cast<double>(p_.copies.size());
+    return static_cast<double>(p_.iterations + p_.warmup) * arrays * static_cast<double>(p_.bytes) / a.memory_Bps +
+           static_cast<double>(point_count()) * a.point_overhead_s;
+  }
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
     const std::string size = format_bytes(static_cast<double>(p_.bytes));
@@ -48,6 +57,8 @@ class MemorySweep final : public Sweep {
     std::int64_t wrong = -1;
   };
   h5::PointsTable point_table() const;
+  static std::vector<h5::Headline> headlines();
+  std::string screen_table(const std::vector<h5::PointRecord>& records) const;
   Timing measure(const std::string& kind, prof::ComputeEngine& engine) const;
   MemoryParams p_;
 };
@@ -71,6 +82,31 @@ h5::PointsTable MemorySweep::point_table() const {
   t.metric("iteration_time_s", {"s", "time of each timed iteration"}, {static_cast<std::uint64_t>(p_.iterations)});
   t.int_metric("wrong_elements", {"1", "triad: elements of a[] not equal to b + 3c after the runs; -1 for copies (not checked)"});
   return t;
+}
+
+std::vector<h5::Headline> MemorySweep::headlines() {
+  using h5::OverInner, h5::OverRanks;
+  return {{"bandwidth_Bps", OverInner::None, OverRanks::Min},
+          {"bandwidth_Bps", OverInner::None, OverRanks::Max},
+          {"iteration_time_s", OverInner::Median, OverRanks::Max},
+          {"wrong_elements", OverInner::None, OverRanks::Sum}};
+}
+
+std::string MemorySweep::screen_table(const std::vector<h5::PointRecord>& records) const {
+  h5::TextTable t({{"kind", "", true}, {"size", "(B)"}, {"min rank", "(GB/s)"},
+                   {"max rank", "(GB/s)"}, {"median time", "(ms)"}, {"#wrong"}});
+  for (const auto& r : records) {
+    // Two headlines share the metric: the first is the min over ranks, the second the max.
+    double lo = NAN, hi = NAN;
+    for (const auto& f : r.metrics)
+      if (f.name == "bandwidth_Bps") (std::isnan(lo) ? lo : hi) = f.number;
+    t.row({r.text("kind"), h5::fixed(r.num("size_bytes"), 0), h5::sig3(lo / 1e9), h5::sig3(hi / 1e9),
+           h5::sig3(r.num("iteration_time_s") * 1e3), h5::fixed(r.num("wrong_elements"), 0)});
+  }
+  return t.render(results_title(*this) + " memory bandwidth per rank",
+                  {"GB/s: moved bytes / mean iteration time of each rank (slowest and fastest "
+                   "rank); time: median over iterations, slowest rank; #wrong: triad check "
+                   "summed over ranks (- : not checked)"});
 }
 
 SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
@@ -99,6 +135,7 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   out.attr("iterations", p_.iterations);
   if (p_.copies.empty()) out.attr("copies", "skipped: the host backend has no device");
   table.write(out);
+  report_results(ctx, table, headlines(), [&](const auto& r) { return screen_table(r); });
   return outcome;
 }
 

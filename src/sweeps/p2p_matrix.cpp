@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/bytes.hpp"
+#include "metrics/stats.hpp"
 #include "metrics/table.hpp"
 #include "profiling/engine.hpp"
 #include "profiling/timing.hpp"
@@ -45,6 +46,22 @@ class P2pMatrix final : public Sweep {
       for (int s = 1; s < world_; ++s) points_.push_back({false, -1, -1, s});
   }
   std::string type() const override { return "p2p_matrix"; }
+  std::size_t point_count() const override { return points_.size(); }
+  std::string iterations_text() const override {
+    return rb::iterations_text(p_.iterations, p_.warmup) + ", latency " +
+           std::to_string(p_.latency_iterations);
+  }
+  // A pair: the ping-pong's round trips, then the messages at the link rate, twice when both
+  // directions are measured too; a shift: the messages at the link rate.
+  double estimated_seconds(const CostAssumptions& a) const override {
+    const double msgs = static_cast<double>(p_.iterations + p_.warmup);
+    const double stream = msgs * static_cast<double>(p_.bandwidth_bytes) / a.link_Bps;
+    const double pingpong = static_cast<double>(p_.latency_iterations + p_.warmup) * 2 * a.latency_s;
+    double total = 0;
+    for (const auto& pt : points_)
+      total += a.light_point_s + (pt.pair ? (pingpong + stream) * (p_.bidirectional ? 2 : 1) : stream);
+    return total;
+  }
 
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
@@ -67,6 +84,7 @@ class P2pMatrix final : public Sweep {
            (p_.bidirectional && pt.sender < pt.receiver ? ", one way and both ways" : ", one way");
   }
   h5::PointsTable point_table() const;
+  std::string screen_tables(const std::vector<h5::PointRecord>& records) const;
   void measure_pair(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
   void measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
 
@@ -167,6 +185,75 @@ void P2pMatrix::measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoin
   t.set("concurrent_bandwidth_Bps", pi, static_cast<double>(bw) * static_cast<double>(p_.iterations) / mine);
 }
 
+// A pair's figure as its slower end measured it (both ranks of a pair time it).
+std::vector<h5::Headline> screen_headlines() {
+  using h5::OverInner, h5::OverRanks;
+  return {{"latency_s", OverInner::None, OverRanks::Max},
+          {"bandwidth_Bps", OverInner::None, OverRanks::Min},
+          {"latency_bidir_s", OverInner::None, OverRanks::Max},
+          {"bandwidth_bidir_Bps", OverInner::None, OverRanks::Min},
+          {"concurrent_bandwidth_Bps", OverInner::None, OverRanks::Min}};
+}
+
+constexpr int kFullMatrixRanks = 16;  // above: one summary row per sender
+
+// Sender x receiver matrix of one metric, or for many ranks each sender's min / median / max.
+std::string matrix_text(const std::vector<h5::PointRecord>& records, int world,
+                        const std::string& metric, double scale, const std::string& title) {
+  std::vector<std::vector<double>> m(static_cast<std::size_t>(world),
+                                     std::vector<double>(static_cast<std::size_t>(world), NAN));
+  for (const auto& r : records)
+    if (r.text("pattern") == "pair")
+      m[static_cast<std::size_t>(r.num("sender"))][static_cast<std::size_t>(r.num("receiver"))] =
+          r.num(metric) * scale;
+  if (world <= kFullMatrixRanks) {
+    std::vector<h5::TextTable::Column> cols{{"from \\ to", "", true}};
+    for (int b = 0; b < world; ++b) cols.push_back({std::to_string(b)});
+    h5::TextTable t(cols);
+    for (int a = 0; a < world; ++a) {
+      std::vector<std::string> row{std::to_string(a)};
+      for (int b = 0; b < world; ++b) row.push_back(a == b ? "." : h5::sig3(m[a][b]));
+      t.row(row);
+    }
+    return t.render(title);
+  }
+  h5::TextTable t({{"from"}, {"min"}, {"to"}, {"median"}, {"max"}, {"to"}});
+  for (int a = 0; a < world; ++a) {
+    const auto& row = m[static_cast<std::size_t>(a)];
+    int lo = -1, hi = -1;  // receivers of the smallest and largest finite value
+    for (int b = 0; b < world; ++b) {
+      if (std::isnan(row[b])) continue;
+      if (lo < 0 || row[b] < row[lo]) lo = b;
+      if (hi < 0 || row[b] > row[hi]) hi = b;
+    }
+    const auto at = [&](int b) { return b < 0 ? NAN : row[b]; };
+    t.row({std::to_string(a), h5::sig3(at(lo)), std::to_string(lo), h5::sig3(stats::median(row)),
+           h5::sig3(at(hi)), std::to_string(hi)});
+  }
+  return t.render(title, {"the " + std::to_string(world) + " x " + std::to_string(world) +
+                          " matrix is omitted (over " + std::to_string(kFullMatrixRanks) +
+                          " ranks): each sender's min, median and max over receivers; every pair "
+                          "is in the file and in --json"});
+}
+
+std::string P2pMatrix::screen_tables(const std::vector<h5::PointRecord>& records) const {
+  std::string s = results_title(*this) + " point to point, one ordered pair at a time\n";
+  s += matrix_text(records, world_, "bandwidth_Bps", 1e-9,
+                   "  bandwidth (GB/s), " + format_bytes(static_cast<double>(p_.bandwidth_bytes)) +
+                       " messages, the slower rank of each pair:");
+  s += matrix_text(records, world_, "latency_s", 1e6,
+                   "  latency (us), " + format_bytes(static_cast<double>(p_.latency_bytes)) +
+                       " messages, half the round trip, the slower rank of each pair:");
+  h5::TextTable t({{"shift"}, {"GB/s per rank"}});
+  for (const auto& r : records)
+    if (r.text("pattern") == "concurrent")
+      t.row({h5::fixed(r.num("shift"), 0), h5::sig3(r.num("concurrent_bandwidth_Bps") / 1e9)});
+  if (t.rows() > 0)
+    s += t.render("  concurrent: every rank r sends to r + shift at once, slowest rank:");
+  s += "  bidirectional figures (sender < receiver): in the file and in --json\n";
+  return s;
+}
+
 SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   prof::EngineSetup setup;
   setup.backend = ctx.backend;
@@ -188,6 +275,7 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   out.attr("iterations", p_.iterations);
   out.attr("latency_iterations", p_.latency_iterations);
   table.write(out);
+  report_results(ctx, table, screen_headlines(), [&](const auto& r) { return screen_tables(r); });
   return {};
 }
 

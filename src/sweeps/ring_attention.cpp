@@ -278,6 +278,56 @@ void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   record_parity(t, pi, r);
 }
 
+std::vector<h5::Headline> ring_headlines() {
+  using h5::OverInner, h5::OverRanks;
+  std::vector<h5::Headline> h = {{"forward_time_s", OverInner::Median, OverRanks::Max},
+                                 {"backward_time_s", OverInner::Median, OverRanks::Max},
+                                 {"forward_tflops", OverInner::None, OverRanks::Mean},
+                                 {"total_tflops", OverInner::None, OverRanks::Mean},
+                                 {"step_wait_s", OverInner::Sum, OverRanks::Max, "ring steps"},
+                                 {"status", OverInner::None, OverRanks::Rank0},
+                                 {"kernel_path", OverInner::None, OverRanks::Rank0}};
+  for (const char* tensor : {"out", "dq", "dk", "dv"})
+    h.push_back({std::string(tensor) + "_max_rel", OverInner::None, OverRanks::Max});
+  return h;
+}
+
+// The largest relative error of the four checked tensors; NaN when none was checked.
+double worst_rel_error(const h5::PointRecord& r) {
+  double worst = NAN;
+  for (const char* tensor : {"out", "dq", "dk", "dv"}) {
+    const double e = r.num(std::string(tensor) + "_max_rel");
+    if (!std::isnan(e) && !(e <= worst)) worst = e;
+  }
+  return worst;
+}
+
+std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
+  h5::TextTable t({{"S"}, {"R"}, {"rings"}, {"layout", "", true}, {"dtype", "", true},
+                   {"kernel", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"},
+                   {"fwd", "(TFLOP/s/GPU)"}, {"fwd+bwd", "(TFLOP/s/GPU)"}, {"wait", "(% fwd)"},
+                   {"parity", "", true}, {"max rel err"}});
+  for (const auto& r : records) {
+    // The mask is the sweep's, not a key: the point's label says it.
+    const std::string label = r.text("label");
+    std::string layout = r.text("layout");
+    if (label.find(" causal ") != std::string::npos) layout += " causal";
+    if (label.find(" dilated") != std::string::npos) layout += " dilated";
+    const double fwd_ms = r.num("forward_time_s") * 1e3;
+    t.row({h5::fixed(r.num("seq_len"), 0), h5::fixed(r.num("ring_size"), 0),
+           h5::fixed(r.num("num_rings"), 0), layout, r.text("dtype"), r.text("kernel_path"),
+           h5::sig3(fwd_ms), h5::sig3(r.num("backward_time_s") * 1e3),
+           h5::sig3(r.num("forward_tflops")), h5::sig3(r.num("total_tflops")),
+           h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1), r.text("status"),
+           h5::sig3(worst_rel_error(r))});
+  }
+  return t.render(title + " ring attention, forward and backward",
+                  {"ms: median over iterations, slowest rank; TFLOP/s/GPU: each rank's FLOPs / its "
+                   "median time, mean over ranks (FlashAttention convention); wait: exposed "
+                   "forward communication summed over ring steps, slowest rank, as % of fwd; "
+                   "parity: rank 0's verdict, max rel err: largest over ranks and O, dQ, dK, dV"});
+}
+
 const char* const kFlopConvention =
     "FlashAttention: forward 4*d per attending (query, key) pair actually computed "
     "(summed over batch, heads and dilation branches; masked pairs not counted); "
@@ -291,6 +341,29 @@ class RingAttentionSweep final : public Sweep {
 
   std::vector<std::string> plan() const override {
     return timed_plan(points_, p_.iterations, p_.warmup);
+  }
+  std::size_t point_count() const override { return points_.size(); }
+  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  // Per point and iteration: this rank's attention FLOPs at the device rate plus R - 1 ring
+  // steps of its K and V shards at the link rate (backward: 2.5x the FLOPs, K, V, dK, dV hops).
+  double estimated_seconds(const CostAssumptions& a) const override {
+    double total = 0;
+    for (const Point& pt : points_) {
+      const ring::Problem& pr = pt.problem;
+      const double rows = static_cast<double>(pr.local_rows());
+      double flop = 4.0 * pr.batch * pr.heads * pr.head_dim * rows * static_cast<double>(pr.seq_len);
+      if (pr.causal) flop /= 2;
+      const double shard = static_cast<double>(pr.shard_elements()) * attn::dtype_size(pr.dtype);
+      double step_bytes = 2 * shard * (pr.ring_size - 1);
+      if (p_.backward) {
+        flop *= 3.5;
+        step_bytes *= 3;
+      }
+      const double iteration = flop / (a.device_tflops * 1e12) + step_bytes / a.link_Bps +
+                               (pr.ring_size - 1) * a.latency_s;
+      total += static_cast<double>(p_.iterations + p_.warmup) * iteration + a.point_overhead_s;
+    }
+    return total;
   }
   std::vector<std::shared_ptr<KernelPolicyUse>> kernel_policies() const override {
     if (p_.policy && p_.kernel == "auto") return {p_.policy};
@@ -426,6 +499,8 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
     }
   }
   table.write(out);
+  report_results(ctx, table, ring_headlines(),
+                 [&](const auto& r) { return ring_table(results_title(*this), r); });
   return outcome;
 }
 

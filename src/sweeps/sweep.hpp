@@ -17,6 +17,7 @@
 
 #include "config/config.hpp"
 #include "metrics/h5.hpp"
+#include "metrics/table.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
 #include "backend.hpp"
@@ -40,6 +41,23 @@ class ProgressReporter {
   virtual ~ProgressReporter() = default;
   virtual void point_started(std::size_t index, const std::string& label) = 0;
   virtual void note(const std::string& line) = 0;  // shown once (rank 0)
+  // The sweep's results once it ends: `table` is the terminal's text (TextTable::render),
+  // `records` every point with its headline metrics (PointsTable::records; rank 0's are full).
+  virtual void results(const std::string& table, std::vector<h5::PointRecord> records) {
+    (void)table;
+    (void)records;
+  }
+};
+
+// The cost model of the dry-run's time estimate (docs/user-guide.md): assumed rates, printed
+// with every estimate. Each sweep turns its plan into seconds with them.
+struct CostAssumptions {
+  double device_tflops = 0;    // attention and GEMM rate of one rank
+  double memory_Bps = 0;       // memory copies and STREAM triad of one rank
+  double link_Bps = 0;         // bandwidth of one rank's link (ring steps, collectives, p2p)
+  double latency_s = 0;        // per message or collective call
+  double point_overhead_s = 0; // per point: communicators, allocation, set-up, parity checks
+  double light_point_s = 0;    // per point of collectives, p2p and ping-pong: barriers only
 };
 
 // How a sweep gets the kernels and transports of this run's path: the driver fills these in
@@ -91,6 +109,14 @@ class Sweep {
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
   virtual std::vector<std::string> plan() const = 0;          // one line per point
+  // How many points plan() has; sweeps with many points count them without building labels.
+  virtual std::size_t point_count() const { return plan().size(); }
+  // "20 (+3 warmup)": the timed iterations of each point, for the dry-run's summary.
+  virtual std::string iterations_text() const { return "-"; }
+  // Seconds the sweep should take at the assumed rates (dry-run estimate, the run's ETA).
+  virtual double estimated_seconds(const CostAssumptions& a) const {
+    return static_cast<double>(point_count()) * a.point_overhead_s;
+  }
   // The tuned policies this sweep's `kernel: auto` would follow: the driver decides, once the
   // GPU is known, whether each applies (a warning, or an error with `strict`).
   virtual std::vector<std::shared_ptr<KernelPolicyUse>> kernel_policies() const { return {}; }
@@ -101,6 +127,10 @@ class Sweep {
   std::string name_;
 };
 
+inline std::string iterations_text(std::int64_t iterations, std::int64_t warmup) {
+  return std::to_string(iterations) + " (+" + std::to_string(warmup) + " warmup)";
+}
+
 // Plan lines "<label>, N iterations (+W warmup)" of sweeps whose points carry a label.
 template <class Points>
 std::vector<std::string> timed_plan(const Points& points, std::int64_t iterations,
@@ -110,6 +140,22 @@ std::vector<std::string> timed_plan(const Points& points, std::int64_t iteration
     lines.push_back(pt.label + ", " + std::to_string(iterations) + " iterations (+" +
                     std::to_string(warmup) + " warmup)");
   return lines;
+}
+
+// Collective: the headline records of `table` (every rank), and on rank 0 the terminal table
+// `render(records)` makes of them, handed to the progress reporter. Sweeps supply the rows only;
+// h5::TextTable formats them.
+template <class Render>
+void report_results(RunContext& ctx, const h5::PointsTable& table,
+                    const std::vector<h5::Headline>& headlines, Render&& render) {
+  std::vector<h5::PointRecord> records = table.records(headlines, ctx.world);
+  std::string text = ctx.layout.rank == 0 ? render(records) : std::string();
+  ctx.progress.results(text, std::move(records));
+}
+
+// "== name (type) ==" ("== type ==" when unnamed): the start of the first line of a sweep's results table.
+inline std::string results_title(const Sweep& s) {
+  return "== " + s.name() + (s.name() == s.type() ? "" : " (" + s.type() + ")") + " ==";
 }
 
 using SweepParser = std::unique_ptr<Sweep> (*)(const SweepSpec& spec, const ParseContext& ctx);

@@ -34,7 +34,11 @@ TEST_CASE("progress: many fast points print the first and the last only") {
   }
   const std::string out = printed(f);
   CHECK(count(out, "\n") == 2);
-  CHECK(out.find("[coll] point 1/500 x (elapsed") == 0);
+  // "HH:MM:SS [coll] point ...": the UTC time first.
+  REQUIRE(out.size() > 9);
+  CHECK(out[2] == ':');
+  CHECK(out[5] == ':');
+  CHECK(out.find(" [coll] point 1/500 x (elapsed") == 8);
   CHECK(out.find("[coll] point 500/500 x") != std::string::npos);
   CHECK(out.find("ETA >= ") != std::string::npos);
   std::fclose(f);
@@ -57,4 +61,40 @@ TEST_CASE("progress: a slow sweep prints every point, other ranks print nothing"
   CHECK(out.find("[ring] summary\n") != std::string::npos);
   CHECK(out.find("hidden") == std::string::npos);
   std::fclose(f);
+}
+
+TEST_CASE("progress: in a run, lines say the sweep number and the run's ETA; --quiet prints none") {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f);
+  std::vector<rb::h5::PointRecord> got;
+  // Sweep 1 estimated 1 s, sweep 2 3 s: half of sweep 2 done leaves 1.5 of 4 estimated seconds.
+  rb::RunProgress run({1.0, 3.0}, false, [&](std::size_t, std::vector<rb::h5::PointRecord> r) { got = r; });
+  CHECK(run.eta_s(1, 0.5) == doctest::Approx(run.elapsed_s() * 1.5 / 2.5).epsilon(0.5));
+  CHECK(run.eta_s(0, 0.0) < 0);  // nothing done yet: unknown
+  rb::Progress p(0, "coll", 2, 0.0, f);
+  p.in_run(&run, 1);
+  p.point_started(0, "x");
+  p.results("TABLE\n", std::vector<rb::h5::PointRecord>(3));
+  rb::RunProgress quiet_run({1.0}, true);
+  rb::Progress q(0, "hidden", 2, 0.0, f);
+  q.in_run(&quiet_run, 0);
+  q.point_started(0, "hidden");
+  q.note("hidden");
+  q.results("hidden", {});
+  const std::string out = printed(f);
+  CHECK(out.find(" sweep 2/2 [coll] point 1/2 x (elapsed") != std::string::npos);
+  CHECK(out.find("run ETA ~") != std::string::npos);
+  CHECK(out.find("\nTABLE\n") != std::string::npos);
+  CHECK(got.size() == 3);
+  CHECK(out.find("hidden") == std::string::npos);
+  std::fclose(f);
+}
+
+TEST_CASE("durations read as people say them") {
+  CHECK(rb::duration_text(0.25) == "0.25 s");
+  CHECK(rb::duration_text(2.25) == "2.2 s");
+  CHECK(rb::duration_text(42) == "42 s");
+  CHECK(rb::duration_text(125) == "2 min 5 s");
+  CHECK(rb::duration_text(7260) == "2 h 01 min");
+  CHECK(rb::duration_text(-1) == "--");
 }

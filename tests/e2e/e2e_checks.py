@@ -266,7 +266,7 @@ def check_dry_run(args):
     version = subprocess.run([args.ringbench, "--version"], capture_output=True, text=True).stdout
     if "CUDA path built" in version:
         large = os.path.join(args.source, "inputs", "large.yaml")
-        r = mpirun(args, 4, [args.ringbench, large, "--dry-run"])
+        r = mpirun(args, 4, [args.ringbench, large, "--dry-run", "--verbose"])
         check(r.returncode == 0 and "nothing was run" in r.stdout,
               f"large.yaml plans on 4 ranks: {r.stdout[-300:]} {r.stderr[-600:]}")
         check("R=4 (1 ring)" in r.stdout, "ring_sizes: powers_of_two reaches the world size")

@@ -1,0 +1,42 @@
+#pragma once
+// --json FILE: the run's results for CI systems and dashboards, no HDF5 needed (the format is
+// in docs/user-guide.md). Rank 0 keeps a header (version, commit, arguments, libraries,
+// environment, ranks) and each finished sweep's records, and rewrites the whole file after
+// every sweep and at the end (write then rename), so the file is valid JSON whenever the run
+// stops: "status": "running" there means it stopped before its end.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "metrics/table.hpp"
+
+namespace rb {
+
+class JsonReport {
+ public:
+  // header: (name, JSON value text) pairs, in order, written before "sweeps".
+  JsonReport(std::string path, std::vector<std::pair<std::string, std::string>> header);
+  void add_sweep(const std::string& name, const std::string& type, std::vector<h5::PointRecord> records);
+  // Marks the last added sweep complete or failed.
+  void sweep_done(const std::string& status, const std::string& failure, double seconds);
+  // Rewrites the file; throws std::runtime_error naming the path when it cannot.
+  void write(const std::string& run_status, const std::string& failure) const;
+
+ private:
+  struct Sweep {
+    std::string name, type, status = "running", failure;
+    double seconds = 0;
+    std::vector<h5::PointRecord> records;
+  };
+  std::string path_;
+  std::vector<std::pair<std::string, std::string>> header_;
+  std::vector<Sweep> sweeps_;
+};
+
+// JSON text of a string (quoted, escaped) and of a number (null for NaN and infinities).
+std::string json_string(const std::string& s);
+std::string json_number(double v);
+// {"k": "v", ...} of string pairs.
+std::string json_object(const std::vector<std::pair<std::string, std::string>>& strings);
+
+}  // namespace rb

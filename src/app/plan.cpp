@@ -1,0 +1,111 @@
+#include "app/plan.hpp"
+
+#include <cmath>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "app/estimate.hpp"
+#include "app/progress.hpp"
+#include "config/bytes.hpp"
+#include "metrics/h5.hpp"
+#include "metrics/table.hpp"
+#include "ringbench/version.hpp"
+
+namespace rb {
+
+std::string slurm_time(double estimated_s) {
+  const auto minutes = static_cast<long long>(std::ceil((estimated_s * 1.5 + 300.0) / 60.0));
+  return fmt::format("{:02}:{:02}:00", minutes / 60, minutes % 60);
+}
+
+namespace {
+
+// Each sweep's seconds and where they came from: the earlier file's measured time where its
+// points match, else the cost model.
+struct Estimates {
+  std::vector<double> seconds;
+  std::vector<std::string> source;
+  std::size_t measured = 0;
+};
+
+// A missing or unreadable file is an error of the command line, said once before the plan.
+bool readable_h5(const std::string& path) {
+  try {
+    (void)h5::read_string_attr(path, "/run", "ringbench_version");
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+Estimates estimates(const PlanView& plan, const CommandLine& cli) {
+  Estimates e;
+  e.seconds = model_estimates(plan.sweeps, cost_assumptions(plan.backend));
+  e.source.assign(e.seconds.size(), "model");
+  if (cli.estimate_from.empty()) return e;
+  const std::vector<Measured> m = measured_times(cli.estimate_from, plan.sweeps, plan.world_size);
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i].found) {
+      e.seconds[i] = m[i].seconds;
+      e.source[i] = "measured";
+      ++e.measured;
+    } else {
+      e.source[i] = "model (" + m[i].why_not + ")";
+    }
+  }
+  return e;
+}
+
+void print_points(const PlanView& plan) {
+  for (const auto& s : plan.sweeps) {
+    fmt::print("\nsweep {} ({}):\n", s->name(), s->type());
+    for (const auto& line : s->plan()) fmt::print("  {}\n", line);
+  }
+}
+
+}  // namespace
+
+int print_plan(const PlanView& plan, const CommandLine& cli) {
+  if (!cli.estimate_from.empty() && !readable_h5(cli.estimate_from)) {
+    fmt::print(stderr, "ringbench: --estimate-from {}: not a readable ringbench output file\n",
+               cli.estimate_from);
+    return 2;
+  }
+  fmt::print("ringbench {}: {} is valid\n", kVersion, cli.config_path);
+  fmt::print("{}, backend {}, binding {}\n", plan.layout, to_string(plan.backend), plan.binding);
+  if (!plan.note.empty()) fmt::print("note: {}\n", plan.note);
+  const Estimates e = estimates(plan, cli);
+  h5::TextTable t({{"sweep", "", true}, {"type", "", true}, {"points"}, {"iterations", "", true},
+                   {"output"}, {"estimate"}, {"from", "", true}});
+  std::uint64_t bytes = 0;
+  std::size_t points = 0;
+  double seconds = 0;
+  for (std::size_t i = 0; i < plan.sweeps.size(); ++i) {
+    const Sweep& s = *plan.sweeps[i];
+    const std::size_t n = s.point_count();
+    t.row({s.name(), s.type(), std::to_string(n), s.iterations_text(),
+           format_bytes(static_cast<double>(s.estimated_output_bytes())), duration_text(e.seconds[i]),
+           e.source[i]});
+    bytes += s.estimated_output_bytes();
+    points += n;
+    seconds += e.seconds[i];
+  }
+  fmt::print("{}", t.render(""));
+  fmt::print("total: {} sweeps, {} points, about {} of output; estimated run time {}\n",
+             plan.sweeps.size(), points, format_bytes(static_cast<double>(bytes)),
+             duration_text(seconds));
+  if (e.measured < plan.sweeps.size())
+    fmt::print("  cost model ({}): {}\n", to_string(plan.backend),
+               assumptions_text(cost_assumptions(plan.backend)));
+  if (!cli.estimate_from.empty())
+    fmt::print("  {} of {} sweeps from the measured times in {}\n", e.measured, plan.sweeps.size(),
+               cli.estimate_from);
+  fmt::print("suggested: #SBATCH --time={} (the estimate x 1.5 + 5 min for start-up)\n",
+             slurm_time(seconds));
+  if (cli.verbose) print_points(plan);
+  fmt::print("nothing was run{}\n", cli.verbose ? "" : "; --verbose lists every point");
+  return 0;
+}
+
+}  // namespace rb
