@@ -250,7 +250,7 @@ std::string P2pMatrix::screen_tables(const std::vector<h5::PointRecord>& records
       t.row({h5::fixed(r.num("shift"), 0), h5::sig3(r.num("concurrent_bandwidth_Bps") / 1e9)});
   if (t.rows() > 0)
     s += t.render("  concurrent: every rank r sends to r + shift at once, slowest rank:");
-  s += "  bidirectional figures (sender < receiver): in the file and in --json\n";
+  if (p_.bidirectional) s += "  bidirectional figures (sender < receiver): in the file and in --json\n";
   return s;
 }
 
