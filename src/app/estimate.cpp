@@ -1,6 +1,9 @@
 #include "app/estimate.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <exception>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -46,7 +49,69 @@ std::vector<double> model_estimates(const std::vector<std::unique_ptr<Sweep>>& s
 
 namespace {
 
-Measured measured_one(const std::string& file, const Sweep& s, int world_size) {
+// Each point's share of the sweep's wall time: in proportion to its timed iterations
+// (total_time_s, slowest rank) where the sweep records them, else an equal share.
+std::vector<double> point_shares(const std::string& file, const std::string& g, std::size_t n,
+                                 double wall_s) {
+  std::vector<double> cost(n, 1.0);
+  try {
+    std::vector<std::uint64_t> dims;
+    const std::vector<double> t = h5::read_doubles(file, g + "/total_time_s", &dims);
+    const std::size_t per = dims.size() == 3 ? dims[2] : 1;
+    std::fill(cost.begin(), cost.end(), 0.0);
+    for (std::size_t r = 0; dims.size() == 3 && r < dims[0]; ++r)
+      for (std::size_t p = 0; p < n; ++p) {
+        double sum = 0;
+        for (std::size_t i = 0; i < per; ++i) {
+          const double x = t[(r * n + p) * per + i];
+          sum += std::isnan(x) ? 0.0 : x;
+        }
+        cost[p] = std::max(cost[p], sum);
+      }
+  } catch (const std::exception&) {
+  }
+  double total = 0;
+  for (double c : cost) total += c;
+  if (!(total > 0)) {
+    cost.assign(n, 1.0);
+    total = static_cast<double>(n);
+  }
+  for (double& c : cost) c *= wall_s / total;
+  return cost;
+}
+
+// The file's share for a plan line: the point whose label the line starts with.
+const double* share_of(const std::string& line, const std::map<std::string, double>& by_label) {
+  std::size_t cut = line.size();
+  for (;;) {
+    const auto it = by_label.find(line.substr(0, cut));
+    if (it != by_label.end()) return &it->second;
+    if (cut == 0) return nullptr;
+    cut = line.rfind(", ", cut - 1);
+    if (cut == std::string::npos) return nullptr;
+  }
+}
+
+// Labelled sweeps: per point, the file's share where the label matches, the model elsewhere.
+void measure_by_label(const std::string& file, const std::string& g, const Sweep& s,
+                      const std::vector<std::string>& labels, double wall_s, double model_s,
+                      Measured& m) {
+  const std::vector<double> shares = point_shares(file, g, labels.size(), wall_s);
+  std::map<std::string, double> by_label;
+  for (std::size_t i = 0; i < labels.size(); ++i) by_label.emplace(labels[i], shares[i]);
+  const std::vector<std::string> lines = s.plan();
+  const double model_per_point = lines.empty() ? 0 : model_s / static_cast<double>(lines.size());
+  for (const auto& line : lines) {
+    const double* share = share_of(line, by_label);
+    m.seconds += share ? *share : model_per_point;
+    m.matched_points += share ? 1 : 0;
+  }
+  m.points = lines.size();
+  m.found = m.matched_points > 0;
+  if (!m.found) m.why_not = "no point of the file matches";
+}
+
+Measured measured_one(const std::string& file, const Sweep& s, int world_size, double model_s) {
   const std::string g = "/sweeps/" + s.name();
   Measured m;
   try {
@@ -58,30 +123,26 @@ Measured measured_one(const std::string& file, const Sweep& s, int world_size) {
       m.why_not = "not complete in the file";
       return m;
     }
-    const auto points = h5::read_int_attr(file, g, "points");
-    if (points.empty() || static_cast<std::size_t>(points[0]) != s.point_count()) {
-      m.why_not = "another number of points in the file";
-      return m;
-    }
+    const double wall = h5::read_double_attr(file, g, "wall_time_s").at(0);
     std::vector<std::string> labels;
     try {
       labels = h5::read_strings(file, g + "/points/label");
     } catch (const std::exception&) {
     }
-    // Labels, where the sweep keeps them, start its plan lines (which add the iterations);
-    // without labels the points depend on the world size, so the file's must be the plan's.
-    const std::vector<std::string> lines = s.plan();
-    for (std::size_t i = 0; i < labels.size(); ++i)
-      if (lines[i].rfind(labels[i], 0) != 0) {
-        m.why_not = "other points in the file";
-        return m;
-      }
+    if (!labels.empty()) {
+      measure_by_label(file, g, s, labels, wall, model_s, m);
+      return m;
+    }
+    // Without labels the points depend on the world size: the whole sweep, at the same size.
+    const auto points = h5::read_int_attr(file, g, "points");
     const auto ranks = h5::read_int_attr(file, "/run", "world_size");
-    if (labels.empty() && (ranks.empty() || ranks[0] != world_size)) {
+    if (ranks.empty() || ranks[0] != world_size || points.empty() ||
+        static_cast<std::size_t>(points[0]) != s.point_count()) {
       m.why_not = "a run of " + std::to_string(ranks.empty() ? 0 : ranks[0]) + " ranks in the file";
       return m;
     }
-    m.seconds = h5::read_double_attr(file, g, "wall_time_s").at(0);
+    m.seconds = wall;
+    m.points = m.matched_points = s.point_count();
     m.found = true;
   } catch (const std::exception&) {
     m.why_not = "not in the file";
@@ -93,9 +154,10 @@ Measured measured_one(const std::string& file, const Sweep& s, int world_size) {
 
 std::vector<Measured> measured_times(const std::string& file,
                                      const std::vector<std::unique_ptr<Sweep>>& sweeps,
-                                     int world_size) {
+                                     int world_size, const std::vector<double>& model_s) {
   std::vector<Measured> out;
-  for (const auto& s : sweeps) out.push_back(measured_one(file, *s, world_size));
+  for (std::size_t i = 0; i < sweeps.size(); ++i)
+    out.push_back(measured_one(file, *sweeps[i], world_size, model_s[i]));
   return out;
 }
 

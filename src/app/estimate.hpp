@@ -23,15 +23,20 @@ std::vector<double> model_estimates(const std::vector<std::unique_ptr<Sweep>>& s
 
 // What an earlier file says a sweep took.
 struct Measured {
-  bool found = false;          // a sweep of this name and type, complete, with the same points
-  double seconds = 0;          // its wall_time_s
+  bool found = false;          // some or all of the sweep's points matched
+  double seconds = 0;          // the matched points' measured time plus the model's for the rest
+  std::size_t points = 0, matched_points = 0;
   std::string why_not;         // when not found: why the model is used instead
 };
-// Reads `file` with the h5 layer (serially, on the caller); a sweep matches when the file has
-// a complete sweep of the same name and type with as many points, whose points/label keys
-// start the plan's lines or, for sweeps without labels, from a run of `world_size` ranks.
+// Reads `file` with the h5 layer (serially, on the caller). The file's sweep must have the
+// same name and type and be complete. Sweeps with point labels (ring_attention,
+// kernel_tuning, contention) match point by point: a point whose label starts a plan line
+// costs its share of the sweep's wall_time_s (in proportion to its timed iterations,
+// total_time_s, where recorded; else an equal share), the other points the model's average
+// (`model_s` of the sweep / its points). Sweeps without labels match whole, when the file's
+// run had `world_size` ranks and as many points.
 std::vector<Measured> measured_times(const std::string& file,
                                      const std::vector<std::unique_ptr<Sweep>>& sweeps,
-                                     int world_size);
+                                     int world_size, const std::vector<double>& model_s);
 
 }  // namespace rb

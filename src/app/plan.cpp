@@ -44,11 +44,15 @@ Estimates estimates(const PlanView& plan, const CommandLine& cli) {
   e.seconds = model_estimates(plan.sweeps, cost_assumptions(plan.backend));
   e.source.assign(e.seconds.size(), "model");
   if (cli.estimate_from.empty()) return e;
-  const std::vector<Measured> m = measured_times(cli.estimate_from, plan.sweeps, plan.world_size);
+  const std::vector<Measured> m =
+      measured_times(cli.estimate_from, plan.sweeps, plan.world_size, e.seconds);
   for (std::size_t i = 0; i < m.size(); ++i) {
     if (m[i].found) {
       e.seconds[i] = m[i].seconds;
-      e.source[i] = "measured";
+      e.source[i] = m[i].matched_points == m[i].points
+                        ? "measured"
+                        : fmt::format("measured {} of {} points, model the rest", m[i].matched_points,
+                                      m[i].points);
       ++e.measured;
     } else {
       e.source[i] = "model (" + m[i].why_not + ")";

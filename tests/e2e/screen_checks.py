@@ -227,6 +227,14 @@ def estimate_from(args):
           "at the same size every sweep's time comes from the file")
     r = run([args.ringbench, config, "--dry-run", "--world-size", "4", "--estimate-from", out])
     check(r.returncode == 0 and "model (" in r.stdout, f"at 4 ranks some sweeps use the model: {r.stdout}")
+    # More sequence lengths in the first ring sweep: its old points measured, the new modelled.
+    text = open(config).read()
+    more = os.path.join(args.workdir, "more.yaml")
+    open(more, "w").write(re.sub(r"seq_lengths: \[(\d+)\]", r"seq_lengths: [\1, 512]", text, count=1))
+    r = run([args.ringbench, more, "--dry-run", "--world-size", "2", "--estimate-from", out])
+    print(r.stdout, r.stderr)
+    check(r.returncode == 0 and re.search(r"measured (\d+) of (\d+) points, model the rest", r.stdout),
+          "a sweep with new points: the matching ones measured, the rest modelled")
     r = run([args.ringbench, config, "--dry-run", "--world-size", "2", "--estimate-from",
              os.path.join(args.workdir, "missing.h5")])
     check(r.returncode == 2 and "--estimate-from" in r.stderr, "a missing file is a usage error")
