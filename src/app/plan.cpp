@@ -96,8 +96,8 @@ int print_plan(const PlanView& plan, const CommandLine& cli) {
     seconds += e.seconds[i];
   }
   fmt::print("{}", t.render(""));
-  fmt::print("total: {} sweeps, {} points, about {} of output; estimated run time {}\n",
-             plan.sweeps.size(), points, format_bytes(static_cast<double>(bytes)),
+  fmt::print("total: {} sweep{}, {} points, about {} of output; estimated run time {}\n",
+             plan.sweeps.size(), plan.sweeps.size() == 1 ? "" : "s", points, format_bytes(static_cast<double>(bytes)),
              duration_text(seconds));
   if (e.measured < plan.sweeps.size())
     fmt::print("  cost model ({}): {}\n", to_string(plan.backend),

@@ -70,6 +70,19 @@ class KernelTuningSweep final : public Sweep {
   std::string type() const override { return "kernel_tuning"; }
   std::size_t point_count() const override { return points_.size(); }
   std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  // Each point: one block of rows x rows forward and backward (3.5x the forward's 4 d per
+  // pair, half when causal) at the device rate, plus the per-point set-up and parity check.
+  double estimated_seconds(const CostAssumptions& a) const override {
+    double total = 0;
+    for (const Point& pt : points_) {
+      const ring::Problem& pr = pt.problem;
+      const double rows = static_cast<double>(pr.seq_len);
+      const double flop = 3.5 * 4.0 * pr.batch * pr.heads * pr.head_dim * rows * rows * (pr.causal ? 0.5 : 1.0);
+      total += static_cast<double>(p_.iterations + p_.warmup) * flop / (a.device_tflops * 1e12) +
+               a.point_overhead_s;
+    }
+    return total;
+  }
 
   std::vector<std::string> plan() const override {
     return timed_plan(points_, p_.iterations, p_.warmup);
