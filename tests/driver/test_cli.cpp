@@ -125,3 +125,29 @@ TEST_CASE("the recorded environment keeps only the variables that change results
                                           "RINGBENCH_PLACEMENT", "SLURM_JOB_ID", "UCX_TLS"});
   CHECK(kept[0].second == "0,1");
 }
+
+TEST_CASE("--quiet, --json, and the dry-run options; --world-size only plans") {
+  rb::ParsedCommandLine p = parse({"run.yaml", "--quiet", "--json", "r.json"});
+  CHECK(p.exit_code == -1);
+  CHECK(p.cli.quiet);
+  CHECK(p.cli.json == "r.json");
+  p = parse({"run.yaml", "--dry-run", "--world-size", "64", "--ranks-per-node", "8", "--verbose",
+             "--estimate-from", "old.h5"});
+  CHECK(p.exit_code == -1);
+  CHECK(p.cli.world_size == 64);
+  CHECK(p.cli.simulated.ranks_per_node == 8);
+  CHECK(p.cli.verbose);
+  CHECK(p.cli.estimate_from == "old.h5");
+  for (const auto& bad : std::vector<std::vector<const char*>>{
+           {"run.yaml", "--world-size", "4"},                 // a real run takes the launcher's size
+           {"run.yaml", "--dry-run", "--world-size", "0"},
+           {"run.yaml", "--dry-run", "--world-size", "6", "--ranks-per-node", "4"},
+           {"run.yaml", "--estimate-from", "old.h5"},
+           {"run.yaml", "--quiet", "--verbose"}}) {
+    p = parse(bad);
+    CHECK(p.exit_code == 2);
+    CHECK(p.message.rfind("ringbench: ", 0) == 0);
+  }
+  CHECK(parse({"run.yaml", "--dry-run", "--world-size", "6", "--ranks-per-node", "4"})
+            .message.find("not a multiple of --ranks-per-node 4") != std::string::npos);
+}
