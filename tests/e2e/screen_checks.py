@@ -193,6 +193,29 @@ def json_values(args):
     check(n > 100, f"many values compared ({n})")
 
 
+def json_on_timeout(args):
+    """A run stopped by the hang guard in its collectives sweep: the --json file is valid, says
+    'running', and holds the sweeps that finished with their records."""
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    js = os.path.join(args.workdir, "stopped.json")
+    config = os.path.join(args.source, "inputs", "small.yaml")
+    cmd = ["-x", "RINGBENCH_TEST_HANG_POINT", args.ringbench, config, "--output",
+           os.path.join(args.workdir, "stopped.h5"), "--json", js, "--timeout", "20", "--quiet"]
+    r = mpirun(args, 2, cmd, timeout=120, env={"RINGBENCH_TEST_HANG_POINT": "collectives:0"})
+    check(r.returncode == 124, f"the hang guard stops the run (exit {r.returncode})")
+    with open(js) as fh:
+        doc = json.load(fh)
+    check(doc["status"] == "running", "the file says the run did not reach its end")
+    import yaml
+    with open(config) as fh:
+        names = [sw.get("name", sw["type"]) for sw in yaml.safe_load(fh)["sweeps"]]
+    before = names[:names.index("collectives")]
+    done = [s["name"] for s in doc["sweeps"] if s["status"] == "complete"]
+    check(done == before, f"the sweeps before the hang, complete: {done} (expected {before})")
+    check({rec["sweep"] for rec in doc["records"]} == set(done), "their records")
+
+
 def dry_run_64(args):
     """inputs/large.yaml (backend cuda) plans in a CUDA build; a host-only build cannot
     validate it and skips."""
@@ -260,6 +283,7 @@ def main():
     ap.add_argument("check")
     args = ap.parse_args()
     checks = {"tables": tables, "quiet": quiet, "json": json_values, "dry_run_64x8": dry_run_64, "estimate_from": estimate_from,
+              "json_on_timeout": json_on_timeout,
               "bad_world_size": bad_world_size}
     checks[args.check](args)
     return harness.exit_code()
