@@ -386,6 +386,24 @@ std::string centred(const std::string& s, std::size_t width, char fill) {
          std::string(width - s.size() - 2 - before, fill);
 }
 
+// `text` in lines of at most `width` characters (words kept whole), each starting with `indent`.
+std::string wrapped(const std::string& text, const std::string& indent, std::size_t width) {
+  std::string out, line = indent;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = indent;
+    }
+    line += (line.size() > indent.size() ? " " : "") + word;
+    start = end + 1;
+  }
+  return out + line + "\n";
+}
+
 }  // namespace
 
 std::string TextTable::render(const std::string& title, const std::vector<std::string>& notes) const {
@@ -423,7 +441,7 @@ std::string TextTable::render(const std::string& title, const std::vector<std::s
   for (const auto& col : columns_) units = units || !col.units.empty();
   if (units) out += line([&](std::size_t c) { return pad(columns_[c].units, w[c], columns_[c].left); });
   for (const auto& r : rows_) out += line([&](std::size_t c) { return pad(r[c], w[c], columns_[c].left); });
-  for (const auto& n : notes) out += "  " + n + "\n";
+  for (const auto& n : notes) out += wrapped(n, "  ", 100);
   return out;
 }
 

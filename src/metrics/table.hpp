@@ -76,8 +76,8 @@ class TextTable {
   void span(std::size_t first, std::size_t count, std::string label);
   void row(std::vector<std::string> cells);  // fewer cells than columns: the rest empty
   std::size_t rows() const { return rows_.size(); }
-  // "title", the header lines, the rows, then one line per note; every line but the title
-  // indented by two spaces; ends with a newline.
+  // "title", the header lines, the rows, then the notes (wrapped at 100 columns); every line
+  // but the title indented by two spaces; ends with a newline.
   std::string render(const std::string& title, const std::vector<std::string>& notes = {}) const;
 
  private:

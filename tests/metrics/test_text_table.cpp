@@ -25,6 +25,21 @@ TEST_CASE("text table: columns aligned, text left, numbers right, spans centred"
         "  note\n");
 }
 
+TEST_CASE("text table: long notes wrap at 100 columns, words whole") {
+  rb::h5::TextTable t({{"x"}});
+  std::string note;
+  for (int i = 0; i < 40; ++i) note += "word" + std::to_string(i) + " ";
+  note.pop_back();
+  const std::string s = t.render("t", {note});
+  std::size_t lines = 0, start = 0;
+  for (std::size_t nl = s.find('\n'); nl != std::string::npos; nl = s.find('\n', start = nl + 1)) {
+    CHECK(nl - start <= 100);
+    ++lines;
+  }
+  CHECK(lines == 2 + 3);  // title, header, and the note (269 characters) in 3 lines
+  CHECK(s.find(" word39\n") != std::string::npos);
+}
+
 TEST_CASE("numbers: missing reads '-', three significant digits at least") {
   CHECK(rb::h5::fixed(NAN, 2) == "-");
   CHECK(rb::h5::fixed(1.005, 1) == "1.0");
