@@ -1,5 +1,5 @@
 # Hostile inputs and faults (issue #18) on the real ringbench, host path, 2 ranks: config files
-# that are bombs, FIFOs or devices; --output through links or too long; two runs
+# that are bombs, FIFOs or devices; --output through links, onto the config, too long; two runs
 # racing for one --output (10 races); a full disk (a tmpfs mounted by the test: skipped with 77
 # where it cannot mount).
 if(RINGBENCH_PYTHON)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <memory>
@@ -363,11 +364,13 @@ std::string output_path(const CommandLine& cli, const Config& c, MPI_Comm world)
                      c.run.name, stamp);
 }
 
-std::optional<h5::File> open_output(const std::string& path, bool force, MPI_Comm world) {
+// The config file is passed so that an --output naming it is refused (even with --force).
+std::optional<h5::File> open_output(const std::string& path, bool force,
+                                    const std::string& config_path, MPI_Comm world) {
   std::string error;
   h5::File file;
   try {
-    file = h5::File::create(path, world, force);
+    file = h5::File::create(path, world, force, config_path);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -438,6 +441,20 @@ void write_json(const JsonReport& json, const std::string& status, const std::st
   }
 }
 
+// A write or flush of the output failed: metrics/h5 agreed on it over the ranks, so every rank
+// holds the same message (with the OS's reason) and stops here; the file keeps what its last good
+// flush wrote. MPI_Abort, not a return: the ranks may be at different points of a sweep.
+[[noreturn]] void stop_on_output_error(const std::exception& e, const std::string& where,
+                                       const std::string& path, int rank, JsonReport* json,
+                                       MPI_Comm world) {
+  fmt::print(stderr, "ringbench: rank {}: writing {} to {} failed: {}; stopping the run\n", rank,
+             where, path, e.what());
+  std::fflush(stderr);
+  if (json != nullptr) write_json(*json, "failed", where + ": " + e.what());
+  MPI_Abort(world, 1);
+  std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest
+}
+
 // Rank 0's --json report (null elsewhere or without --json): the header is what /run records.
 std::unique_ptr<JsonReport> make_json_report(const CommandLine& cli, const Validated& v,
                                              const RankLayout& layout, const std::string& out_path) {
@@ -490,10 +507,17 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
     if (!reason.empty() && failure.find(reason) == std::string::npos)
       failure += (failure.empty() ? "" : "; ") + reason;
   if (failed && failure.empty()) failure = "failed";
-  out.set_attr("status", failed ? "failed" : "complete");
-  out.set_attr("failure", failure);
-  out.attr("wall_time_s", seconds);
-  file.flush();
+  // The sweep's data reaches the disk before its status says complete: a flush that fails
+  // leaves it 'running' in the file.
+  try {
+    file.flush();
+    out.set_attr("status", failed ? "failed" : "complete");
+    out.set_attr("failure", failure);
+    out.attr("wall_time_s", seconds);
+    file.flush();
+  } catch (const std::exception& e) {
+    stop_on_output_error(e, "sweep '" + sweep.name() + "'", file.path(), ctx.layout.rank, json, world);
+  }
   if (ctx.layout.rank == 0 && (failed || !quiet)) {
     fmt::print("{} [{}] {} in {}{}\n", utc_clock(), sweep.name(), failed ? "FAILED" : "done",
                duration_text(seconds), failed ? ": " + failure : "");
@@ -580,13 +604,17 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   if (!decide_policies(*v, *setup, cli.quiet, world)) return 1;
 
   const std::string out_path = output_path(cli, v->config, world);
-  std::optional<h5::File> file = open_output(out_path, cli.force, world);
+  std::optional<h5::File> file = open_output(out_path, cli.force, cli.config_path, world);
   if (!file) return 1;
   h5::Group root = file->root();
   h5::Group run = root.group("run");
-  write_run_group(run, *v, cli, *text, layout, mpi_thread_level);
-  write_ranks_table(root, layout, *setup);
-  file->flush();
+  try {
+    write_run_group(run, *v, cli, *text, layout, mpi_thread_level);
+    write_ranks_table(root, layout, *setup);
+    file->flush();
+  } catch (const std::exception& e) {
+    stop_on_output_error(e, "the run and ranks groups", out_path, layout.rank, nullptr, world);
+  }
   if (layout.rank == 0 && !cli.quiet) {
     fmt::print("writing {}\n", out_path);
     std::fflush(stdout);
@@ -595,10 +623,14 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   const std::unique_ptr<JsonReport> json = make_json_report(cli, *v, layout, out_path);
   const std::string failures =
       run_sweeps(*v, layout, *setup, root, *file, watchdog.get(), cli, json.get(), world);
-  run.set_attr("end_time", utc_now_iso8601());
-  run.set_attr("status", failures.empty() ? "complete" : "failed");
-  run.set_attr("failure", failures);
-  file->close();
+  try {
+    run.set_attr("end_time", utc_now_iso8601());
+    run.set_attr("status", failures.empty() ? "complete" : "failed");
+    run.set_attr("failure", failures);
+    file->close();
+  } catch (const std::exception& e) {
+    stop_on_output_error(e, "the run's end status", out_path, layout.rank, json.get(), world);
+  }
   if (json != nullptr) write_json(*json, failures.empty() ? "complete" : "failed", failures);
   if (layout.rank == 0) {
     fmt::print("{}: {}\n", failures.empty() ? "complete" : "FAILED", out_path);

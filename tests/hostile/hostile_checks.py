@@ -83,7 +83,7 @@ def run_job(args, out, *extra, ranks=2, timeout=120, cfg=None):
 
 
 def check_output(args):
-    """Links and a path too long for MPI-IO."""
+    """Links, the config as output, a path too long for MPI-IO."""
     w = args.workdir
     target = write(os.path.join(w, "target.txt"), "keep me")
     link = os.path.join(w, "link.h5")
@@ -104,6 +104,10 @@ def check_output(args):
     r, _ = run_job(args, dangling)
     check(r.returncode != 0 and not os.path.exists(os.path.join(w, "nowhere.h5")),
           "a dangling link is refused, never followed")
+    cfg = write(os.path.join(w, "self.yaml"), JOB)
+    r, _ = run_job(args, cfg, "--force", cfg=cfg)
+    check(r.returncode != 0 and "is the config file" in r.stderr and open(cfg).read() == JOB,
+          "--output equal to the config is refused, even with --force; the config is intact")
     deep = os.path.join(w, "d" * 120, "e" * 120)
     os.makedirs(deep, exist_ok=True)
     out = os.path.join(deep, "run.h5")
@@ -161,9 +165,9 @@ def check_diskfull(args):
             out = os.path.join(mnt, "run.h5")
             r, s = run_job(args, out, cfg=cfg, timeout=90)
             said = "No space left on device" in r.stderr
-            check(r.returncode != 0 and said and s < 30,
+            check(r.returncode != 0 and said and s < 30 and "terminate called" not in r.stderr,
                   f"disk full at {where} ({size} tmpfs): exit {r.returncode} in {s:.1f} s with "
-                  f"'No space left on device'")
+                  f"'No space left on device', no uncaught exception")
             if not said:
                 print(r.stderr[-2000:])
     finally:
