@@ -9,6 +9,7 @@ back to back, then for each of the last N consecutive pairs (run i-1 as BASE, ru
     is a `regression`.
 With --history K > 0 each pair is also compared as the nightly job does, with the K runs
 before BASE as history nights (compare --history: each point's night-to-night noise).
+--reuse judges runs already in WORKDIR (run00.h5 ...; e.g. a series made on a GPU machine).
 Prints the counts (and the warnings) and writes every compare's JSON under WORKDIR.
 
     /usr/bin/python3 launch/compare_pairs.py [-n 20] [--history K] [--build build] [--workdir DIR]
@@ -59,7 +60,8 @@ def compare(args, base, new, tag, history=()):
     js = os.path.join(args.workdir, f"{tag}.json")
     extra = [a for h in history for a in ("--history", h)]
     r = subprocess.run([sys.executable, "-m", "ringbench_analysis", "compare", base, new,
-                        "--tolerance", args.tolerance, "--json", js] + extra,
+                        "--tolerance", args.tolerance, "--json", js] + extra
+                       + (["--run-noise", args.run_noise] if args.run_noise else []),
                        env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "analysis")),
                        capture_output=True, text=True)
     if r.returncode not in (0, 1):
@@ -128,6 +130,8 @@ def main():
     ap.add_argument("--mpiexec", default="mpirun")
     ap.add_argument("--factor", type=float, default=1.10, help="injected ring slowdown")
     ap.add_argument("--tolerance", default="5%")
+    ap.add_argument("--run-noise", metavar="SIGMA",
+                    help="compare --run-noise (default: compare's, by the files' backend)")
     ap.add_argument("--workdir", default=os.path.join(ROOT, "results", "compare_pairs"))
     ap.add_argument("--reuse", action="store_true",
                     help="judge the runs already in WORKDIR (run??.h5) instead of running the job")

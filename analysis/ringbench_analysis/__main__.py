@@ -130,6 +130,11 @@ def _compare_parser(sub):
                         "noise, which a regression must also clear")
     c.add_argument("--nights", type=int, default=10, metavar="N",
                    help="use the last N history runs (default 10)")
+    c.add_argument("--run-noise", metavar="SIGMA",
+                   help="run-to-run noise a regression must clear by 3 sigma, as the standard "
+                        "deviation of the log change, e.g. 2%% or 0.02 (default by BASE's backend: "
+                        "host 45%%, measured on a shared 2-core VM; cuda 1%%; 'default' names it; "
+                        "0: the within-run interval alone); --history raises it per point where a point moves more")
     c.add_argument("--trend", metavar="TEXT",
                    help="print the history, BASE and NEW of the judged points whose "
                         "'sweep point metric' contains TEXT")
@@ -145,7 +150,9 @@ def _compare(args, _p):
                                allow_different=args.allow_different,
                                show_all=args.show_all, json_to=args.json,
                                quantile=args.quantile, history=args.history,
-                               nights=args.nights, trend=args.trend)
+                               nights=args.nights, trend=args.trend,
+                               run_noise=None if args.run_noise in (None, "default")
+                               else compare.parse_tolerance(args.run_noise, "--run-noise"))
     except compare.CompareError as e:
         print(f"rb-analysis compare: {e}", file=sys.stderr)
         return compare.EXIT_ERROR

@@ -49,7 +49,7 @@ class CompareError(Exception):
     pass
 
 
-def parse_tolerance(text):
+def parse_tolerance(text, option="--tolerance"):
     """'5%' -> 0.05, '0.05' -> 0.05, '5' -> 0.05 (a bare number above 1 is a percentage)."""
     s = str(text).strip()
     try:
@@ -60,9 +60,9 @@ def parse_tolerance(text):
             if v >= 1.0:
                 v /= 100.0
     except ValueError:
-        raise CompareError(f"--tolerance: '{text}' is not a number or percentage (e.g. 5%)")
+        raise CompareError(f"{option}: '{text}' is not a number or percentage (e.g. 5%)")
     if not (v >= 0 and math.isfinite(v)):
-        raise CompareError(f"--tolerance: '{text}' must be a non-negative percentage")
+        raise CompareError(f"{option}: '{text}' must be a non-negative percentage")
     return v
 
 
@@ -198,6 +198,7 @@ def _points(run, metrics, min_bytes=0):
                 skipped[why] = skipped.get(why, 0) + 1
                 continue
             rec = {"status": s.point_status(p), "sweep": s.name, "metrics": {},
+                   "host_transfer": s.type == "memory" and str(keys.get("kind", ""))[:3] in ("h2d", "d2h"),
                    "label": ", ".join(f"{k}={keys[k]}" for k in shown) or f"point {p}"}
             for m in names:
                 units[m] = s.units.get(m, "")
@@ -282,7 +283,8 @@ def _judge_point(key, b, n, units, opts, hist):
         ns = n["metrics"].get(m)
         row = dict(base_row, metric=m, units=units.get(m, ""))
         hib = direction(units.get(m), m) > 0
-        noise = hist["noise"].get(key, {}).get(m)
+        # The point's own night-to-night noise, never below the backend's run-to-run noise.
+        noise = max(hist["noise"].get(key, {}).get(m) or 0.0, opts["run_noise"](b)) or None
         j = V.judge(bs, ns, opts["tolerance"], hib, opts["quantile"], noise) \
             if bs is not None and ns is not None else None
         if j is None:
@@ -323,10 +325,12 @@ def _history(paths, last, base_path, base_run, bp, units, quantile, notes):
 
 def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
             min_bytes=DEFAULT_MIN_BYTES, allow_different=False, show_all=False, json_to=None,
-            quantile=V.QUANTILE, history=(), nights=10, trend=None):
+            quantile=V.QUANTILE, history=(), nights=10, trend=None, run_noise=None):
     """Prints the summary (and with show_all every row); json_to: "-" prints only the JSON
     document to stdout, a path writes it there. history: store dirs or earlier runs of BASE's
     work (the last `nights` of them); trend: print those nights for points matching it.
+    run_noise: the run-to-run noise (sd of log) a regression must clear by NOISE_SIGMAS where
+    history does not give more; None: verdict.RUN_NOISE of BASE's backend.
     Returns the exit code."""
     base, new = reader.load(base_path), reader.load(new_path)
     metrics = list(metrics or [])
@@ -346,7 +350,16 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
         raise CompareError("no point of the two files matched (different sweeps or configs?); "
                            f"base has {len(bp)} point(s), new has {len(np_)}")
     hist = _history(history, nights, base_path, base, bp, units, quantile, notes)
-    opts = {"tolerance": tolerance, "quantile": quantile}
+    given = run_noise is not None
+    if not given:
+        run_noise = V.RUN_NOISE.get(str(base.attrs.get("backend", "")), 0.0)
+    if run_noise < 0:
+        raise CompareError(f"--run-noise {run_noise}: must be >= 0 (0: within-run noise only)")
+    # By default a GPU run's host<->device copies keep the host's share of noise (PCIe and host
+    # memory): verdict.HOST_TRANSFER_NOISE; --run-noise sets one value for every point.
+    noise_of = (lambda rec: run_noise) if given else \
+        (lambda rec: max(run_noise, V.HOST_TRANSFER_NOISE) if rec["host_transfer"] else run_noise)
+    opts = {"tolerance": tolerance, "quantile": quantile, "run_noise": noise_of}
     rows = [r for k in matched for r in _judge_point(k, bp[k], np_[k], units, opts, hist)]
     run_regression = ""
     if base.status == "complete" and new.status != "complete":
@@ -358,6 +371,8 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
         else EXIT_OK
     doc = {"base": str(base_path), "new": str(new_path), "tolerance": tolerance,
            "quantile": quantile, "min_bytes": min_bytes, "history": hist["dates"],
+           "run_noise": run_noise, "run_noise_default": not given,
+           "backend": str(base.attrs.get("backend", "")),
            "exit_code": code, "counts": _counts(rows), "skipped": skipped,
            "run_regression": run_regression, "notes": notes, "rows": rows}
     _print_text(doc, base, new, text, show_all, bp, np_)
@@ -411,6 +426,17 @@ def _print_text(doc, base, new, out, show_all, bp, np_):
     out(f"tolerance {tol:.1%}; {V.LEVEL:.0%} bootstrap interval ({V.RESAMPLES} resamples) of the "
         f"change of {stat} NEW/BASE; times: slowest rank per iteration, rates: slowest rank "
         "(compute, memory: every rank)")
+    rn = doc["run_noise"]
+    if rn:
+        known = "set by --run-noise"
+        if doc["run_noise_default"]:
+            known = "assumed for the " + (f"{doc['backend']} path" if doc["backend"] else "run")
+            if V.HOST_TRANSFER_NOISE > rn:
+                known += f"; host<->device copies {V.HOST_TRANSFER_NOISE:.0%}"
+        out(f"run-to-run noise {rn:.0%} ({known}): a regression must be beyond "
+            f"{(1 + tol) * V.noise_margin(rn) - 1:+.0%}"
+            + (", or the point's own night-to-night noise where larger" if doc["history"] else "")
+            + "; docs/analysis.md#run-to-run-noise")
     if doc["history"]:
         out(f"history: {len(doc['history'])} earlier night(s) ({doc['history'][0]} .. "
             f"{doc['history'][-1]}); a regression must also clear {V.NOISE_SIGMAS:g} x the "

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Two real runs of one host job, back to back, compared with `rb-analysis compare`'s defaults
-(issue #15's CI check, where timing noise is high): no regression; the second run with every
-per-iteration ring time x 1.2 is a regression, x 1.03 (within noise) is not.
+(issue #15's CI check, where timing noise is high: whole runs move 40 % on CI's 2 cores):
+  - the two runs: no regression (the host path's run-to-run noise, 45 %, is the margin);
+  - the second run with every per-iteration ring time x 10 (a debug build): a regression;
+  - the first run against a copy of itself with the ring times x 1.2, judged as on a steady
+    machine (--run-noise 0): every ring point a regression; with the defaults: a warning;
+  - x 1.03 (within the 5 % tolerance): no regression, steady or not.
 
     compare_runs_e2e.py --ringbench BIN --mpiexec MPIEXEC --source SRC --workdir DIR
 Exit 0 = pass, 1 = fail.
@@ -40,10 +44,11 @@ def job(args, name):
     return out
 
 
-def compare(args, base, new, tag):
-    """(exit code, JSON document) of compare with its defaults."""
+def compare(args, base, new, tag, *extra):
+    """(exit code, JSON document) of compare with its defaults (and `extra` options)."""
     js = os.path.join(args.workdir, f"{tag}.json")
-    r = run([os.path.join(args.source, "analysis", "rb-analysis"), "compare", base, new, "--json", js])
+    r = run([os.path.join(args.source, "analysis", "rb-analysis"), "compare", base, new,
+             "--json", js, *extra])
     print(r.stdout[-4000:], r.stderr[-2000:])
     doc = {}
     if os.path.isfile(js):
@@ -66,14 +71,31 @@ def main():
     check(code == 0 and not bad and len(ring_verdicts(doc)) == 4,
           f"two runs of one job: no regression among {len(doc.get('rows', []))} judged metrics "
           f"(exit {code}; {bad})")
-    slow = h5edit.scale_ring_times(b, os.path.join(args.workdir, "second_x1.2.h5"), 1.2)
-    code, doc = compare(args, a, slow, "slow")
+    gross = h5edit.scale_ring_times(b, os.path.join(args.workdir, "second_x10.h5"), 10.0)
+    code, doc = compare(args, a, gross, "gross")
     check(code == 1 and ring_verdicts(doc) == ["regression"] * 4,
-          f"every ring time x 1.2: each ring point a regression, exit 1 ({ring_verdicts(doc)}, exit {code})")
-    slight = h5edit.scale_ring_times(b, os.path.join(args.workdir, "second_x1.03.h5"), 1.03)
-    code, doc = compare(args, a, slight, "slight")
-    check("regression" not in ring_verdicts(doc),
-          f"every ring time x 1.03 (within the 5 % tolerance): no ring regression ({ring_verdicts(doc)})")
+          f"second run, every ring time x 10: each ring point a regression, exit 1 "
+          f"({ring_verdicts(doc)}, exit {code})")
+    slow = h5edit.scale_ring_times(a, os.path.join(args.workdir, "first_x1.2.h5"), 1.2)
+    code, doc = compare(args, a, slow, "slow", "--run-noise", "0")
+    # Each ratio is exactly 1.2; the interval's width is the point's own spread (a host point
+    # with outlier iterations can reach below 1.05), so each verdict must agree with it.
+    ring = [r for r in doc.get("rows", []) if r["sweep"] == "ring"]
+    check(code == 1 and len(ring) == 4 and all(abs(r["worse"] - 1.2) < 1e-6 for r in ring)
+          and all(r["verdict"] == ("regression" if r["worse_lo"] > 1.05 else "warn") for r in ring)
+          and ring_verdicts(doc).count("regression") >= 2,
+          f"every ring time x 1.2, --run-noise 0: a regression wherever the interval clears 5 %, "
+          f"exit 1 ({ring_verdicts(doc)}, exit {code})")
+    code, doc = compare(args, a, slow, "slow_default")
+    check(code == 0 and ring_verdicts(doc) == ["warn"] * 4,
+          f"every ring time x 1.2 with the host path's noise: a warning each, exit 0 "
+          f"({ring_verdicts(doc)}, exit {code})")
+    for src, tag, extra in ((a, "first", ("--run-noise", "0")), (b, "second", ())):
+        slight = h5edit.scale_ring_times(src, os.path.join(args.workdir, f"{tag}_x1.03.h5"), 1.03)
+        code, doc = compare(args, a, slight, f"slight_{tag}", *extra)
+        check("regression" not in ring_verdicts(doc),
+              f"{tag} run, every ring time x 1.03 (within the 5 % tolerance) {' '.join(extra)}: "
+              f"no ring regression ({ring_verdicts(doc)})")
     return harness.exit_code()
 
 

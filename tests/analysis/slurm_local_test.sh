@@ -377,8 +377,11 @@ scaled_baseline() {  # FACTOR OUT
 }
 scaled_baseline 1000.0 "$work/slow_baseline.h5"
 scaled_baseline 0.001 "$work/fast_baseline.h5"
+# RB_BASELINE_STORE in the work dir: a passing night is recorded there as history, never in
+# the checkout's results/ (where earlier test runs' scaled nights would become the history).
 common=(RB_LAUNCHER=mpirun RINGBENCH_BUILD_DIR="$(dirname "$bin")" RB_SCRATCH="$work/results"
-        RB_METRICS=total_time_s,forward_time_s,total_tflops)
+        RB_METRICS=total_time_s,forward_time_s,total_tflops RB_BASELINE_STORE="$work/scaled_store")
+rm -rf "$work/scaled_store"
 # The binary must be the checkout's HEAD. A developer's build directory may be older than the
 # checkout: then the other jobs run with RB_COMMIT_CHECK=0, and the refusal is tested below.
 bin_commit="$("$bin" --version | sed -n 's/.*(commit \([0-9a-f]*\).*/\1/p' | head -n1)"

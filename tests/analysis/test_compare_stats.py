@@ -24,9 +24,13 @@ from ringbench_analysis.__main__ import main as cli  # noqa: E402
 
 
 def run_cli(*argv):
+    # The synthetic files model a steady machine: no run-to-run noise unless a test says.
+    argv = [str(a) for a in argv]
+    if "--run-noise" not in argv:
+        argv += ["--run-noise", "0"]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli(["compare"] + [str(a) for a in argv])
+        rc = cli(["compare"] + argv)
     return rc, out.getvalue(), err.getvalue()
 
 
@@ -179,6 +183,35 @@ class CompareStatsTest(TempDirCase):
         other = self.noisy("other.h5", seed=3, config_text="backend: host\nsweeps: []\n")
         rc, out, _ = run_cli(base, new, "--history", other)
         self.assertIn("left out (other work", out)
+
+    def test_run_noise_of_the_backend(self):
+        base = self.noisy("base.h5", seed=1, noise=0.005)
+        new = self.noisy("new.h5", seed=2, noise=0.005, factor=1.10)
+        gross = self.noisy("gross.h5", seed=3, noise=0.005, factor=5.0)
+        # A host file's default: 45 % run-to-run noise, so 10 % is a warning, 5x a regression.
+        rc, out, _ = run_cli(base, new, "--run-noise", "default", "--json", self.path("d.json"))
+        self.assertEqual(rc, 0, out)
+        self.assertIn("run-to-run noise 45% (assumed for the host path)", out)
+        with open(self.path("d.json")) as f:
+            doc = json.load(f)
+        ring = [r for r in doc["rows"] if r["sweep"] == "ring"]
+        self.assertTrue(ring and all(r["verdict"] == "warn" and r["noise"] == 0.45 for r in ring), out)
+        self.assertEqual(doc["run_noise"], 0.45)
+        self.assertEqual(run_cli(base, gross, "--run-noise", "default")[0], 1)
+        # --run-noise 1%: the margin is exp(3 x 0.01), the 10 % change clears it; 2 % does not
+        rc, out, _ = run_cli(base, new, "--run-noise", "1%")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("run-to-run noise 1% (set by --run-noise): a regression must be beyond +8%", out)
+        self.assertEqual(run_cli(base, new, "--run-noise", "2%")[0], 0)
+        # history nights that moved +-12 % raise a point's noise above a smaller --run-noise
+        loud = [self.noisy(f"l{i}.h5", seed=20 + i, noise=0.005, factor=f)
+                for i, f in enumerate((0.88, 1.12, 0.9, 1.1))]
+        rc, out, _ = run_cli(base, new, "--run-noise", "1%", "--json", self.path("h.json"),
+                             *[a for q in loud for a in ("--history", q)])
+        self.assertEqual(rc, 0, out)
+        rc, _, err = run_cli(base, new, "--run-noise", "lots")
+        self.assertEqual(rc, 2)
+        self.assertIn("--run-noise: 'lots' is not a number", err)
 
     def with_compute(self, name, rank_factors, seed):
         """A noisy run plus a compute sweep of one point whose rank r's 20 iterations take
