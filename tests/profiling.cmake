@@ -39,3 +39,17 @@ ringbench_add_test(NAME contention_gpu_np2 RANKS 2 LABELS gpu TIMEOUT 600
 # p2p pair sets and their schedule in rounds of disjoint pairs (pure functions, one rank).
 ringbench_add_doctest(TARGET test_pair_schedule SOURCES profiling/test_pair_schedule.cpp LIBS rb_profiling)
 ringbench_add_test(NAME pair_schedule RANKS 1 COMMAND $<TARGET_FILE:test_pair_schedule> LABELS unit TIMEOUT 60)
+# The p2p_matrix sweep's pairs and rounds on simulated nodes (2 nodes of 1 rank; 2 nodes of 2,
+# block and cyclic; 3 ranks on nodes of unequal size): every requested pair measured once, no
+# rank in two pairs of a round; and its plan at 1,024 ranks.
+ringbench_add_doctest(TARGET test_p2p_schedule SOURCES profiling/test_p2p_schedule.cpp
+                      LIBS ${RB_PROFILING_TEST_LIBS})
+ringbench_add_test(NAME p2p_schedule_1pernode_np2 RANKS 2 LABELS mpi TIMEOUT 300
+                   ENVIRONMENT RINGBENCH_RANKS_PER_NODE=1 COMMAND $<TARGET_FILE:test_p2p_schedule>)
+ringbench_add_test(NAME p2p_schedule_2pernode_np3 RANKS 3 LABELS mpi TIMEOUT 300
+                   ENVIRONMENT RINGBENCH_RANKS_PER_NODE=2 COMMAND $<TARGET_FILE:test_p2p_schedule>)
+foreach(placement block cyclic)
+  ringbench_add_test(NAME p2p_schedule_2pernode_${placement}_np4 RANKS 4 LABELS mpi TIMEOUT 300
+                     ENVIRONMENT RINGBENCH_RANKS_PER_NODE=2 RINGBENCH_PLACEMENT=${placement}
+                     COMMAND $<TARGET_FILE:test_p2p_schedule>)
+endforeach()

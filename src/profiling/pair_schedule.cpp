@@ -122,13 +122,69 @@ std::uint64_t count_pairs(const PairSpec& spec, int nodes, int per_node) {
   return 0;
 }
 
+std::uint64_t count_pairs(const PairSpec& spec, const std::vector<int>& node_sizes) {
+  if (node_sizes.empty()) return 0;
+  const auto ordered = [](std::uint64_t k) { return k * (k > 0 ? k - 1 : 0); };
+  std::uint64_t w = 0, within = 0;
+  for (int k : node_sizes) {
+    w += static_cast<std::uint64_t>(k);
+    within += ordered(static_cast<std::uint64_t>(k));
+  }
+  switch (spec.set) {
+    case PairSet::All: return ordered(w);
+    case PairSet::IntraNode: return within;
+    case PairSet::NodeLeaders: return ordered(node_sizes.size());
+    case PairSet::PerNodePair:
+      return ordered(static_cast<std::uint64_t>(node_sizes.front())) + ordered(node_sizes.size());
+    case PairSet::Sample: return std::min<std::uint64_t>(spec.sample, ordered(w));
+  }
+  return 0;
+}
+
+std::vector<int> block_layout(int world, int nodes) {
+  const int per_node = (world + std::max(nodes, 1) - 1) / std::max(nodes, 1);
+  std::vector<int> node_of(static_cast<std::size_t>(std::max(world, 0)));
+  for (int r = 0; r < world; ++r) node_of[r] = r / std::max(per_node, 1);
+  return node_of;
+}
+
+std::vector<int> node_sizes(const std::vector<int>& node_of) {
+  // Nodes in the order of their lowest rank, as leaders() lists them (node 0 first).
+  std::vector<int> order, size_of;
+  for (int n : node_of) {
+    if (n >= static_cast<int>(size_of.size())) size_of.resize(static_cast<std::size_t>(n) + 1, 0);
+    if (size_of[n]++ == 0) order.push_back(n);
+  }
+  std::vector<int> sizes;
+  for (int n : order) sizes.push_back(size_of[n]);
+  return sizes;
+}
+
+bool covers_all_pairs(const PairSpec& spec, int world) {
+  const std::uint64_t w = static_cast<std::uint64_t>(std::max(world, 0));
+  return spec.set == PairSet::All ||
+         (spec.set == PairSet::Sample && static_cast<std::uint64_t>(spec.sample) >= w * (w > 0 ? w - 1 : 0));
+}
+
+std::uint64_t tournament_round_count(int world) {
+  if (world < 2) return 0;
+  return world % 2 == 0 ? 2u * static_cast<std::uint64_t>(world - 1) : 2u * static_cast<std::uint64_t>(world);
+}
+
 std::vector<std::vector<Pair>> schedule_rounds(const std::vector<Pair>& pairs, int world) {
   // First fit: each pair goes to the first round where neither rank is busy. On all ordered
   // pairs listed sender-major this stays near the 2(W-1) rounds of a tournament.
+  // first_free[rank]: every round before it has the rank busy, so the search starts there
+  // (the same first fit, without rescanning full rounds: thousands of pairs stay fast).
   std::vector<std::vector<Pair>> rounds;
   std::vector<std::vector<char>> busy;  // busy[round][rank]
+  std::vector<std::size_t> first_free(static_cast<std::size_t>(world), 0);
+  const auto advance = [&](int rank) {
+    std::size_t& f = first_free[rank];
+    while (f < busy.size() && busy[f][rank]) ++f;
+  };
   for (const Pair& p : pairs) {
-    std::size_t r = 0;
+    std::size_t r = std::max(first_free[p.sender], first_free[p.receiver]);
     while (r < rounds.size() && (busy[r][p.sender] || busy[r][p.receiver])) ++r;
     if (r == rounds.size()) {
       rounds.emplace_back();
@@ -136,11 +192,14 @@ std::vector<std::vector<Pair>> schedule_rounds(const std::vector<Pair>& pairs, i
     }
     rounds[r].push_back(p);
     busy[r][p.sender] = busy[r][p.receiver] = 1;
+    advance(p.sender);
+    advance(p.receiver);
   }
   return rounds;
 }
 
 std::vector<std::vector<Pair>> tournament_rounds(int world) {
+  if (world < 2) return {};
   const int n = world % 2 == 0 ? world : world + 1;  // odd: a dummy rank n-1 sits out a round
   std::vector<std::vector<Pair>> there, back;
   for (int k = 0; k + 1 < n; ++k) {
@@ -161,7 +220,7 @@ std::vector<std::vector<Pair>> tournament_rounds(int world) {
 
 std::vector<std::vector<Pair>> rounds_for(const PairSpec& spec, const std::vector<int>& node_of) {
   const int world = static_cast<int>(node_of.size());
-  if (spec.set == PairSet::All) return tournament_rounds(world);
+  if (covers_all_pairs(spec, world)) return tournament_rounds(world);
   return schedule_rounds(select_pairs(spec, node_of), world);
 }
 

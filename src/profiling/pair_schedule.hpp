@@ -41,6 +41,19 @@ std::vector<Pair> select_pairs(const PairSpec& spec, const std::vector<int>& nod
 // Their number from the layout alone (block placement, per_node ranks on each of nodes nodes),
 // for plans and dry-runs of thousands of ranks without listing them.
 std::uint64_t count_pairs(const PairSpec& spec, int nodes, int per_node);
+// The same from the size of each node (nodes of unequal size; node 0 first).
+std::uint64_t count_pairs(const PairSpec& spec, const std::vector<int>& node_sizes);
+
+// The layout a plan assumes when it knows only the job's size: `world` ranks in blocks over
+// `nodes` nodes, ceil(world / nodes) per node, the last node holding the rest.
+std::vector<int> block_layout(int world, int nodes);
+std::vector<int> node_sizes(const std::vector<int>& node_of);
+
+// Whether a pair set is every ordered pair (the tournament's case): `all`, or a sample at least
+// as large as the W(W-1) pairs there are.
+bool covers_all_pairs(const PairSpec& spec, int world);
+// The tournament's number of rounds, 2(W-1) for even W and 2W for odd (0 for one rank).
+std::uint64_t tournament_round_count(int world);
 
 // Rounds of disjoint pairs (no rank twice in a round) covering `pairs` once each (first fit).
 std::vector<std::vector<Pair>> schedule_rounds(const std::vector<Pair>& pairs, int world);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
 #include "profiling/engine.hpp"
+#include "profiling/pair_schedule.hpp"
 #include "profiling/timing.hpp"
 
 
@@ -26,71 +28,114 @@ struct P2pParams {
   std::int64_t latency_iterations = 100;
   bool bidirectional = true;
   bool concurrent = true;
+  prof::PairSpec pairs;   // which ordered pairs (pairs:, seed:)
+  bool rounds = true;     // schedule: rounds (disjoint pairs at once) | serial (one pair at a time)
 };
 
-// The points: every ordered pair (sender, receiver), one at a time, then (when `concurrent`)
-// every shift s, all ranks r -> r + s at once.
+// The points: the pairs round by round (a round's pairs are measured at the same time, each rank
+// in at most one of them), then (when `concurrent`) every shift s, all ranks r -> r + s at once.
 struct P2pPoint {
   bool pair = true;
   int sender = -1, receiver = -1;  // -1 for shift points
   int shift = 0;                   // receiver - sender mod world
+  int round = -1;                  // -1 for shift points
 };
+
+using Rounds = std::vector<std::vector<prof::Pair>>;
+
+// The rounds a run measures on `node_of`: disjoint pairs together, or (serial) one pair each.
+Rounds measured_rounds(const P2pParams& p, const std::vector<int>& node_of) {
+  if (p.rounds) return prof::rounds_for(p.pairs, node_of);
+  Rounds one_each;
+  for (const prof::Pair& pair : prof::select_pairs(p.pairs, node_of)) one_each.push_back({pair});
+  return one_each;
+}
+
+std::vector<P2pPoint> points_of(const Rounds& rounds, int world, bool concurrent) {
+  std::vector<P2pPoint> points;
+  for (std::size_t r = 0; r < rounds.size(); ++r)
+    for (const prof::Pair& p : rounds[r])
+      points.push_back({true, p.sender, p.receiver, (p.receiver - p.sender + world) % world,
+                        static_cast<int>(r)});
+  if (concurrent)
+    for (int s = 1; s < world; ++s) points.push_back({false, -1, -1, s, -1});
+  return points;
+}
 
 class P2pMatrix final : public Sweep {
  public:
-  P2pMatrix(P2pParams p, int world) : p_(p), world_(world) {
-    for (int a = 0; a < world_; ++a)
-      for (int b = 0; b < world_; ++b)
-        if (a != b) points_.push_back({true, a, b, (b - a + world_) % world_});
-    if (p_.concurrent)
-      for (int s = 1; s < world_; ++s) points_.push_back({false, -1, -1, s});
-  }
+  // The plan knows the job's size only: it assumes `nodes` equal blocks of ranks (the run
+  // measures the pairs of the real layout; docs/sweeps/p2p_matrix.md).
+  P2pMatrix(P2pParams p, int world, int nodes)
+      : p_(p), world_(world), planned_layout_(prof::block_layout(world, nodes)) {}
   std::string type() const override { return "p2p_matrix"; }
-  std::size_t point_count() const override { return points_.size(); }
+  // By arithmetic: 1,024 ranks would otherwise list a million pairs to count them.
+  std::size_t point_count() const override {
+    return static_cast<std::size_t>(planned_pairs()) + shift_count();
+  }
   std::string iterations_text() const override {
     return rb::iterations_text(p_.iterations, p_.warmup) + ", latency " +
-           std::to_string(p_.latency_iterations);
+           std::to_string(p_.latency_iterations) + "; pairs " + prof::to_string(p_.pairs) + ": " +
+           std::to_string(planned_pairs()) + " in " + std::to_string(planned_rounds()) +
+           (p_.rounds ? " rounds" : " (serial)");
   }
-  // A pair: the ping-pong's round trips, then the messages at the link rate, twice when both
-  // directions are measured too; a shift: the messages at the link rate.
+  // A round: the ping-pong's round trips, then the messages at the link rate, twice when both
+  // directions are measured too (its pairs run side by side, each on its own link); a shift:
+  // the messages at the link rate.
   double estimated_seconds(const CostAssumptions& a) const override {
     const double msgs = static_cast<double>(p_.iterations + p_.warmup);
     const double stream = msgs * static_cast<double>(p_.bandwidth_bytes) / a.link_Bps;
     const double pingpong = static_cast<double>(p_.latency_iterations + p_.warmup) * 2 * a.latency_s;
-    double total = 0;
-    for (const auto& pt : points_)
-      total += a.light_point_s + (pt.pair ? (pingpong + stream) * (p_.bidirectional ? 2 : 1) : stream);
-    return total;
+    const double round = a.light_point_s + (pingpong + stream) * (p_.bidirectional ? 2 : 1);
+    return static_cast<double>(planned_rounds()) * round +
+           static_cast<double>(shift_count()) * (a.light_point_s + stream);
   }
 
   std::vector<std::string> plan() const override {
+    const Rounds rounds = measured_rounds(p_, planned_layout_);
     std::vector<std::string> lines;
-    for (const auto& pt : points_) lines.push_back(label(pt));
+    for (const auto& pt : points_of(rounds, world_, p_.concurrent))
+      lines.push_back(label(pt, pt.pair ? rounds[pt.round].size() : 0, rounds.size()));
     return lines;
   }
   std::uint64_t estimated_output_bytes() const override {
-    return 8u * 8u * static_cast<std::uint64_t>(world_) * (points_.size() + 1) + 4096;
+    // 7 metrics of [world, P] doubles, and the keys
+    return 8u * (7u * static_cast<std::uint64_t>(world_) + 8u) * (point_count() + 1) + 4096;
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
 
  private:
-  std::string label(const P2pPoint& pt) const {
+  std::uint64_t planned_pairs() const {
+    return prof::count_pairs(p_.pairs, prof::node_sizes(planned_layout_));
+  }
+  std::uint64_t planned_rounds() const {
+    if (!p_.rounds) return planned_pairs();
+    if (prof::covers_all_pairs(p_.pairs, world_)) return prof::tournament_round_count(world_);
+    return measured_rounds(p_, planned_layout_).size();  // first fit over the listed pairs
+  }
+  std::size_t shift_count() const {
+    return p_.concurrent && world_ > 1 ? static_cast<std::size_t>(world_ - 1) : 0;
+  }
+  std::string label(const P2pPoint& pt, std::size_t round_pairs, std::size_t rounds) const {
     if (!pt.pair)
       return "concurrent: every rank r -> r+" + std::to_string(pt.shift) + ", " +
              format_bytes(static_cast<double>(p_.bandwidth_bytes));
     return "pair " + std::to_string(pt.sender) + " -> " + std::to_string(pt.receiver) + ": latency " +
            format_bytes(static_cast<double>(p_.latency_bytes)) + ", bandwidth " +
            format_bytes(static_cast<double>(p_.bandwidth_bytes)) +
-           (p_.bidirectional && pt.sender < pt.receiver ? ", one way and both ways" : ", one way");
+           (p_.bidirectional && pt.sender < pt.receiver ? ", one way and both ways" : ", one way") +
+           "; round " + std::to_string(pt.round + 1) + "/" + std::to_string(rounds) +
+           (round_pairs > 1 ? " with " + std::to_string(round_pairs) + " pairs at once" : "");
   }
-  h5::PointsTable point_table() const;
-  std::string screen_tables(const std::vector<h5::PointRecord>& records) const;
-  void measure_pair(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
+  h5::PointsTable point_table(const std::vector<P2pPoint>& points) const;
+  std::string screen_tables(const std::vector<h5::PointRecord>& records, std::size_t rounds) const;
+  void measure_round(RunContext& ctx, prof::Engine& link, const std::vector<prof::Pair>& round,
+                     std::size_t first, int round_index, h5::PointsTable& t) const;
   void measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
 
   P2pParams p_;
   int world_;
-  std::vector<P2pPoint> points_;
+  std::vector<int> planned_layout_;
 };
 
 // Seconds from a world barrier to this rank's completion of `body`.
@@ -102,27 +147,35 @@ double timed(MPI_Comm world, F&& body) {
   return prof::now_s() - t0;
 }
 
-h5::PointsTable P2pMatrix::point_table() const {
-  h5::PointsTable t(points_.size());
-  t.key("pattern", prof::column<std::string>(points_, [](const P2pPoint& p) { return p.pair ? "pair" : "concurrent"; }),
-        {"1", "pair: one ordered pair alone; concurrent: every rank r sends to r + shift at once"});
-  t.key("sender", prof::column<std::int64_t>(points_, [](const P2pPoint& p) { return p.sender; }),
+h5::PointsTable P2pMatrix::point_table(const std::vector<P2pPoint>& points) const {
+  h5::PointsTable t(points.size());
+  t.key("pattern", prof::column<std::string>(points, [](const P2pPoint& p) { return p.pair ? "pair" : "concurrent"; }),
+        {"1", "pair: one ordered pair (with the other pairs of its round); concurrent: every rank r sends to r + shift at once"});
+  t.key("sender", prof::column<std::int64_t>(points, [](const P2pPoint& p) { return p.sender; }),
         {"1", "sending rank of a pair point; -1 for concurrent points"});
-  t.key("receiver", prof::column<std::int64_t>(points_, [](const P2pPoint& p) { return p.receiver; }),
+  t.key("receiver", prof::column<std::int64_t>(points, [](const P2pPoint& p) { return p.receiver; }),
         {"1", "receiving rank of a pair point; -1 for concurrent points"});
-  t.key("shift", prof::column<std::int64_t>(points_, [](const P2pPoint& p) { return p.shift; }),
+  t.key("shift", prof::column<std::int64_t>(points, [](const P2pPoint& p) { return p.shift; }),
         {"1", "receiver - sender modulo the world size"});
   t.metric("latency_s", {"s", "one-way latency of latency_bytes messages on this rank of the pair: ping-pong round trip / 2"});
   t.metric("bandwidth_Bps", {"B/s", "one-way bandwidth of bandwidth_bytes messages, iterations in flight, as this rank of the pair completed them"});
   t.metric("latency_bidir_s", {"s", "time per exchange when both ranks of the pair send latency_bytes to each other at once (points with sender < receiver)"});
   t.metric("bandwidth_bidir_Bps", {"B/s", "both directions at once: bytes the pair moved (both ways) per second of this rank (points with sender < receiver)"});
   t.metric("concurrent_bandwidth_Bps", {"B/s", "bandwidth_bytes x iterations / this rank's time while every rank r sent to r + shift and received from r - shift"});
+  t.metric("round", {"1", "the round (0-based) in which this rank of the pair measured it; the pairs of a round run at the same time, no rank in two of them"});
+  t.metric("pairs_in_round", {"1", "pairs measured at the same time as this one, itself included (1: alone)"});
   return t;
 }
 
-void P2pMatrix::measure_pair(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi,
-                             h5::PointsTable& t) const {
-  const int me = ctx.layout.rank, a = pt.sender, b = pt.receiver;
+// The pairs of one round at the same time; ranks outside them only join the barriers. Its
+// points are first .. first + round.size() - 1, in the round's order.
+void P2pMatrix::measure_round(RunContext& ctx, prof::Engine& link, const std::vector<prof::Pair>& round,
+                              std::size_t first, int round_index, h5::PointsTable& t) const {
+  const int me = ctx.layout.rank;
+  std::size_t pi = round.size();  // this rank's pair in the round, if any
+  for (std::size_t i = 0; i < round.size(); ++i)
+    if (round[i].sender == me || round[i].receiver == me) pi = i;
+  const int a = pi < round.size() ? round[pi].sender : -1, b = pi < round.size() ? round[pi].receiver : -1;
   const bool is_a = me == a, is_b = me == b;
   const int peer = is_a ? b : a;
   const std::size_t lat = static_cast<std::size_t>(p_.latency_bytes);
@@ -144,9 +197,11 @@ void P2pMatrix::measure_pair(RunContext& ctx, prof::Engine& link, const P2pPoint
     for (std::int64_t i = 0; i < n && (is_a || is_b); ++i) link.post(bw, a_to, a_from);
     link.sync();
   };
-  // Both ways: each step sends and receives `bytes`; latency steps finish one by one.
+  // Both ways, by the pairs with sender < receiver: each step sends and receives `bytes`;
+  // latency steps finish one by one.
+  const bool both_ways = (is_a || is_b) && a < b;
   auto exchange = [&](std::size_t bytes, std::int64_t n, bool each_step) {
-    for (std::int64_t i = 0; i < n && (is_a || is_b); ++i) {
+    for (std::int64_t i = 0; i < n && both_ways; ++i) {
       if (each_step) link.step(bytes, peer, peer);
       else link.post(bytes, peer, peer);
     }
@@ -157,17 +212,23 @@ void P2pMatrix::measure_pair(RunContext& ctx, prof::Engine& link, const P2pPoint
   one_way(p_.warmup);
   const double t_uni = timed(ctx.world, [&] { one_way(p_.iterations); });
   if (is_a || is_b) {
-    t.set("latency_s", pi, t_lat / (2.0 * lat_iters));
-    t.set("bandwidth_Bps", pi, static_cast<double>(bw) * iters / t_uni);
+    const std::size_t point = first + pi;
+    t.set("latency_s", point, t_lat / (2.0 * lat_iters));
+    t.set("bandwidth_Bps", point, static_cast<double>(bw) * iters / t_uni);
+    t.set("round", point, static_cast<double>(round_index));
+    t.set("pairs_in_round", point, static_cast<double>(round.size()));
   }
-  if (!p_.bidirectional || a > b) return;
+  // Every rank knows the round, so all skip the both-ways barriers together when none needs them.
+  const bool any_both_ways = std::any_of(round.begin(), round.end(),
+                                         [](const prof::Pair& p) { return p.sender < p.receiver; });
+  if (!p_.bidirectional || !any_both_ways) return;
   exchange(lat, p_.warmup, true);
   const double t_lat_bi = timed(ctx.world, [&] { exchange(lat, p_.latency_iterations, true); });
   exchange(bw, p_.warmup, false);
   const double t_bi = timed(ctx.world, [&] { exchange(bw, p_.iterations, false); });
-  if (is_a || is_b) {
-    t.set("latency_bidir_s", pi, t_lat_bi / lat_iters);
-    t.set("bandwidth_bidir_Bps", pi, 2.0 * static_cast<double>(bw) * iters / t_bi);
+  if (both_ways) {
+    t.set("latency_bidir_s", first + pi, t_lat_bi / lat_iters);
+    t.set("bandwidth_bidir_Bps", first + pi, 2.0 * static_cast<double>(bw) * iters / t_bi);
   }
 }
 
@@ -236,8 +297,14 @@ std::string matrix_text(const std::vector<h5::PointRecord>& records, int world,
                           "is in the file and in --json"});
 }
 
-std::string P2pMatrix::screen_tables(const std::vector<h5::PointRecord>& records) const {
-  std::string s = results_title(*this) + " point to point, one ordered pair at a time\n";
+std::string P2pMatrix::screen_tables(const std::vector<h5::PointRecord>& records,
+                                     std::size_t rounds) const {
+  std::size_t pairs = 0;
+  for (const auto& r : records) pairs += r.text("pattern") == "pair" ? 1 : 0;
+  std::string s = results_title(*this) + " point to point, pairs " + prof::to_string(p_.pairs) + ": " +
+                  std::to_string(pairs) + " ordered pairs " +
+                  (p_.rounds ? "in " + std::to_string(rounds) + " rounds of disjoint pairs at once\n"
+                             : "one at a time\n");
   s += matrix_text(records, world_, "bandwidth_Bps", 1e-9,
                    "  bandwidth (GB/s), " + format_bytes(static_cast<double>(p_.bandwidth_bytes)) +
                        " messages, the slower rank of each pair:");
@@ -254,6 +321,13 @@ std::string P2pMatrix::screen_tables(const std::vector<h5::PointRecord>& records
   return s;
 }
 
+// Collective: world rank r's node, on every rank.
+std::vector<int> gather_node_of(MPI_Comm world, int node_index, int world_size) {
+  std::vector<int> node_of(static_cast<std::size_t>(world_size));
+  RB_MPI_CHECK(MPI_Allgather(&node_index, 1, MPI_INT, node_of.data(), 1, MPI_INT, world));
+  return node_of;
+}
+
 SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   prof::EngineSetup setup;
   setup.backend = ctx.backend;
@@ -261,12 +335,25 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   setup.nccl_world = ctx.gpu ? &ctx.gpu->world_nccl() : nullptr;
   setup.bytes = static_cast<std::size_t>(std::max(p_.latency_bytes, p_.bandwidth_bytes));
   const std::unique_ptr<prof::Engine> link = prof::make_engine(setup);
-  h5::PointsTable table = point_table();
-  for (std::size_t pi = 0; pi < points_.size(); ++pi) {
-    const P2pPoint& pt = points_[pi];
-    ctx.progress.point_started(pi, label(pt));
-    if (pt.pair) measure_pair(ctx, *link, pt, pi, table);
-    else measure_shift(ctx, *link, pt, pi, table);
+  const Rounds rounds = measured_rounds(p_, gather_node_of(ctx.world, ctx.layout.node_index, world_));
+  const std::vector<P2pPoint> points = points_of(rounds, world_, p_.concurrent);
+  // Progress counts the plan's points; nodes of unequal size can make the run's differ.
+  const std::size_t planned = point_count();
+  if (points.size() != planned)
+    ctx.progress.note("the nodes differ in size: " + std::to_string(points.size()) +
+                      " points measured where the plan counted " + std::to_string(planned));
+  const auto progress_index = [&](std::size_t i) {
+    return points.size() == planned || planned == 0 ? i : std::min(planned - 1, i * planned / points.size());
+  };
+  h5::PointsTable table = point_table(points);
+  std::size_t pi = 0;
+  for (std::size_t r = 0; r < rounds.size(); pi += rounds[r].size(), ++r) {
+    ctx.progress.point_started(progress_index(pi), label(points[pi], rounds[r].size(), rounds.size()));
+    measure_round(ctx, *link, rounds[r], pi, static_cast<int>(r), table);
+  }
+  for (; pi < points.size(); ++pi) {
+    ctx.progress.point_started(progress_index(pi), label(points[pi], 0, rounds.size()));
+    measure_shift(ctx, *link, points[pi], pi, table);
   }
   out.attr("transport", coll::transport_name(link->transport()));
   out.attr("latency_bytes", static_cast<std::int64_t>(p_.latency_bytes));
@@ -274,8 +361,13 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   out.attr("warmup", p_.warmup);
   out.attr("iterations", p_.iterations);
   out.attr("latency_iterations", p_.latency_iterations);
+  out.attr("pairs", prof::to_string(p_.pairs));
+  out.attr("seed", static_cast<std::int64_t>(p_.pairs.seed));
+  out.attr("schedule", p_.rounds ? "rounds" : "serial");
+  out.attr("rounds", static_cast<std::int64_t>(rounds.size()));
   table.write(out);
-  report_results(ctx, table, screen_headlines(), [&](const auto& r) { return screen_tables(r); });
+  report_results(ctx, table, screen_headlines(),
+                 [&](const auto& r) { return screen_tables(r, rounds.size()); });
   return {};
 }
 
@@ -284,7 +376,7 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
 std::unique_ptr<Sweep> parse_p2p_matrix(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::Node& n = spec.node;
   n.allow_only({"type", "name", "latency_bytes", "bandwidth_bytes", "warmup", "iterations",
-                "latency_iterations", "bidirectional", "concurrent"});
+                "latency_iterations", "bidirectional", "concurrent", "pairs", "seed", "schedule"});
   P2pParams p;
   const bool host = ctx.backend == Backend::Host;
   p.latency_bytes = n.get_bytes("latency_bytes", 8, 1);
@@ -297,9 +389,24 @@ std::unique_ptr<Sweep> parse_p2p_matrix(const SweepSpec& spec, const ParseContex
   p.latency_iterations = n.get_int("latency_iterations", p.latency_iterations, 1, 10000000);
   p.bidirectional = n.get_bool("bidirectional", true);
   p.concurrent = n.get_bool("concurrent", true);
-  // One rank has no pairs: the run writes 1x1 NaN matrices rather than failing, so a config
-  // stays valid at every rank count.
-  return std::make_unique<P2pMatrix>(p, ctx.world_size);
+  // Without `pairs:` the job's size decides (prof::default_pairs): every pair up to 64 ranks.
+  p.pairs = prof::default_pairs(ctx.world_size, ctx.node_count);
+  if (n.has("pairs")) {
+    try {
+      p.pairs = prof::parse_pair_spec(n.get_string("pairs", ""));
+    } catch (const std::invalid_argument& e) {
+      n.fail("pairs", e.what());
+    }
+  }
+  p.pairs.seed = static_cast<std::uint64_t>(n.get_int("seed", 1, 0, INT64_MAX));
+  // A seed with the default pairs is kept: the same file samples at 1,024 ranks and not at 8.
+  if (n.has("seed") && n.has("pairs") && p.pairs.set != prof::PairSet::Sample)
+    n.fail("seed", "draws the pairs of 'pairs: sample:N' only; this sweep measures pairs: " +
+                       prof::to_string(p.pairs));
+  p.rounds = n.get_choice("schedule", "rounds", {"rounds", "serial"}) == "rounds";
+  // One rank has no pairs and no shifts: the run writes a table of 0 points rather than
+  // failing, so a config stays valid at every rank count.
+  return std::make_unique<P2pMatrix>(p, ctx.world_size, ctx.node_count);
 }
 
 }  // namespace rb

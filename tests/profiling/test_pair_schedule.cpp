@@ -89,3 +89,38 @@ TEST_CASE("the default pair set by job size") {
   CHECK(big.set == PairSet::Sample);
   CHECK(rb::prof::count_pairs(big, 128, 8) == 4096);
 }
+
+TEST_CASE("counts from node sizes (unequal nodes, cyclic placement) equal the listed pairs") {
+  // cyclic: rank r on node r % nodes; the last nodes hold one rank fewer
+  for (int world : {3, 5, 10, 13})
+    for (int nodes : {1, 2, 3, 4}) {
+      std::vector<int> node_of;
+      for (int r = 0; r < world; ++r) node_of.push_back(r % nodes);
+      for (const auto& layout : {node_of, rb::prof::block_layout(world, nodes)})
+        for (const char* s : {"all", "intra_node", "node_leaders", "per_node_pair", "sample:9"}) {
+          CAPTURE(s);
+          CAPTURE(world);
+          CAPTURE(nodes);
+          const PairSpec spec = rb::prof::parse_pair_spec(s);
+          CHECK(rb::prof::select_pairs(spec, layout).size() ==
+                rb::prof::count_pairs(spec, rb::prof::node_sizes(layout)));
+        }
+    }
+  CHECK(rb::prof::block_layout(10, 3) == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2});
+  CHECK(rb::prof::node_sizes({1, 0, 1, 0, 1}) == std::vector<int>{3, 2});  // node of rank 0 first
+}
+
+TEST_CASE("the tournament's round count by arithmetic; a sample of every pair is the tournament") {
+  for (int world = 1; world <= 17; ++world) {
+    CAPTURE(world);
+    CHECK(rb::prof::tournament_rounds(world).size() == rb::prof::tournament_round_count(world));
+  }
+  CHECK(rb::prof::tournament_round_count(1024) == 2046);
+  CHECK(rb::prof::covers_all_pairs({PairSet::Sample, 12}, 4));
+  CHECK_FALSE(rb::prof::covers_all_pairs({PairSet::Sample, 11}, 4));
+  CHECK(rb::prof::rounds_for({PairSet::Sample, 12}, block(4, 1)).size() == 6);
+  // first fit stays fast at a job's scale: 4096 sampled pairs of 1,024 ranks in few rounds
+  const auto rounds = rb::prof::rounds_for({PairSet::Sample, 4096}, block(128, 8));
+  check_rounds(rounds, rb::prof::select_pairs({PairSet::Sample, 4096}, block(128, 8)));
+  CHECK(rounds.size() < 40);
+}
