@@ -48,6 +48,15 @@ if(RINGBENCH_PYTHON)
     set_tests_properties(ring_e2e_${mode} PROPERTIES TIMEOUT 300 LABELS ring SKIP_RETURN_CODE 77
       PROCESSORS 2 ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endforeach()
+  # Ring placement and communicator reuse at 8 ranks on simulated nodes of 4, block and cyclic:
+  # node_aware rings cross nodes the fewest times, rank order under cyclic more (and warns);
+  # communicators created once per ring size.
+  add_test(NAME ring_placement_np8
+           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/ring/check_ring_placement.py
+                   --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                   --workdir ${RINGBENCH_TEST_OUTPUT}/ring_placement_np8)
+  set_tests_properties(ring_placement_np8 PROPERTIES TIMEOUT 600 LABELS "ring;mpi" SKIP_RETURN_CODE 77
+    PROCESSORS 8 ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 endif()
 # The kernel_tuning sweep (every host kernel path at ring size 1): parser, and the sweep run
 # into a file and read back at 1 and 2 ranks.

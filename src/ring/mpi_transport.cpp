@@ -1,6 +1,7 @@
 // RingTransport over MPI point-to-point on host buffers: Irecv from the previous ring rank and
 // Isend to the next one, on a private duplicate of the ring communicator so ring traffic never
-// matches another component's messages.
+// matches another component's messages: the one RingComms made once per ring size when it is
+// attached to the ring communicator, else one of its own.
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ring/ring_comms.hpp"
 #include "ring/transport.hpp"
 
 namespace rb::ring {
@@ -28,7 +30,9 @@ constexpr std::size_t kMaxPiece = std::size_t{1} << 30;
 class MpiTransport final : public RingTransport {
  public:
   explicit MpiTransport(MPI_Comm ring_comm) {
-    check(MPI_Comm_dup(ring_comm, &comm_), "MPI_Comm_dup");
+    comm_ = attached_transport_comm(ring_comm);
+    owned_ = comm_ == MPI_COMM_NULL;
+    if (owned_) check(MPI_Comm_dup(ring_comm, &comm_), "MPI_Comm_dup");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     next_ = (rank_ + 1) % size_;
@@ -36,7 +40,7 @@ class MpiTransport final : public RingTransport {
   }
   ~MpiTransport() override {
     if (!requests_.empty()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   }
   MpiTransport(const MpiTransport&) = delete;
   MpiTransport& operator=(const MpiTransport&) = delete;
@@ -73,6 +77,7 @@ class MpiTransport final : public RingTransport {
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owned_ = true;  // false: borrowed from RingComms, which frees it
   int rank_ = 0, size_ = 1, next_ = 0, prev_ = 0;
   std::vector<MPI_Request> requests_;
 };

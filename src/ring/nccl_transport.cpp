@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ring/ring_comms.hpp"
 #include "ring/transport.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/gpu.hpp"
@@ -15,7 +16,8 @@
 namespace rb::ring {
 
 struct NcclTransport::Impl {
-  NcclComm comm;
+  NcclComm own;                   // made here when the ring communicator has none attached
+  const NcclComm* comm = nullptr; // `own`, or the one attached by RingComms (borrowed)
   cudaStream_t compute = nullptr;
   cudaStream_t comm_stream = nullptr;
   cudaEvent_t ready = nullptr;  // compute stream: the send buffer is produced
@@ -29,7 +31,7 @@ struct NcclTransport::Impl {
   std::unique_ptr<NcclErrorWatch> watch;
 
   std::vector<NcclCommRef> comms() const {
-    return {{comm.raw(), nccl_comm_name("ring", comm.size(), comm.rank())}};
+    return {{comm->raw(), nccl_comm_name("ring", comm->size(), comm->rank())}};
   }
 };
 
@@ -43,7 +45,13 @@ NcclTransport::NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend)
     throw std::invalid_argument("NCCL transport needs a GPU attention backend (got '" +
                                 backend.name() + "')");
   impl_->compute = static_cast<cudaStream_t>(backend.stream());
-  impl_->comm = NcclComm(ring_comm);
+  // A sweep that keeps its ring communicators across points (RingComms) attaches the NCCL
+  // one; otherwise (tests, kernel_tuning) this transport makes and owns its own.
+  impl_->comm = attached_nccl_comm(ring_comm);
+  if (impl_->comm == nullptr) {
+    impl_->own = NcclComm(ring_comm);
+    impl_->comm = &impl_->own;
+  }
   RB_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->comm_stream, cudaStreamNonBlocking));
   RB_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->ready, cudaEventDisableTiming));
   RB_CUDA_CHECK(cudaEventCreate(&impl_->start));
@@ -69,8 +77,8 @@ NcclTransport::~NcclTransport() {
   if (impl_->comm_stream) cudaStreamDestroy(impl_->comm_stream);
 }
 
-int NcclTransport::ring_size() const { return impl_->comm.size(); }
-int NcclTransport::ring_rank() const { return impl_->comm.rank(); }
+int NcclTransport::ring_size() const { return impl_->comm->size(); }
+int NcclTransport::ring_rank() const { return impl_->comm->rank(); }
 
 void NcclTransport::post(const void* send, void* recv, std::size_t bytes) {
   Impl& m = *impl_;
@@ -79,12 +87,12 @@ void NcclTransport::post(const void* send, void* recv, std::size_t bytes) {
   RB_CUDA_CHECK(cudaEventRecord(m.ready, m.compute));
   RB_CUDA_CHECK(cudaStreamWaitEvent(m.comm_stream, m.ready, 0));
   RB_CUDA_CHECK(cudaEventRecord(m.start, m.comm_stream));
-  const int size = m.comm.size(), rank = m.comm.rank();
+  const int size = m.comm->size(), rank = m.comm->rank();
   if (size == 1) {
     // A ring of one passes the block to itself.
     if (bytes) RB_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, m.comm_stream));
   } else if (bytes) {
-    auto c = static_cast<ncclComm_t>(m.comm.raw());
+    auto c = static_cast<ncclComm_t>(m.comm->raw());
     try {
       RB_NCCL_CHECK(ncclGroupStart());
       RB_NCCL_CHECK(ncclSend(send, bytes, ncclUint8, (rank + 1) % size, c, m.comm_stream));

@@ -25,7 +25,8 @@ namespace rb::ring {
 
 class NcclTransport final : public RingTransport {
  public:
-  // Collective over ring_comm: builds the ring's own NCCL communicator from MPI.
+  // Collective over ring_comm: borrows the NCCL communicator attached to ring_comm
+  // (ring/ring_comms.hpp), or builds the ring's own from MPI when none is.
   NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend);
   ~NcclTransport() override;
   NcclTransport(const NcclTransport&) = delete;

@@ -35,8 +35,9 @@ class RingTransport {
 
 // The host transport: MPI_Isend/Irecv over ring_comm.
 std::unique_ptr<RingTransport> make_mpi_transport(MPI_Comm ring_comm);
-// The GPU transport (CUDA builds; nccl_transport.cpp): collective over ring_comm, builds the
-// ring's own NCCL communicator from MPI and orders its transfers on backend's stream.
+// The GPU transport (CUDA builds; nccl_transport.cpp): collective over ring_comm, borrows the
+// NCCL communicator attached to ring_comm (ring/ring_comms.hpp) or builds the ring's own from
+// MPI, and orders its transfers on backend's stream.
 std::unique_ptr<RingTransport> make_nccl_transport(MPI_Comm ring_comm, AttentionBackend& backend);
 
 }  // namespace rb::ring

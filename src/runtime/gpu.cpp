@@ -126,6 +126,12 @@ NcclComm::NcclComm(MPI_Comm comm) {
   register_comm(comm_);
 }
 
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
+bool NcclComm::split_supported() {
+  int version = 0;
+  return ncclGetVersion(&version) == ncclSuccess && version >= NCCL_VERSION(2, 18, 0);
+}
+
 NcclComm NcclComm::split(const NcclComm& parent, int color, int key) {
   if (parent.comm_ == nullptr)
     throw std::runtime_error("NCCL communicator split: the parent communicator is empty");
@@ -145,6 +151,14 @@ NcclComm NcclComm::split(const NcclComm& parent, int color, int key) {
   register_comm(out.comm_);
   return out;
 }
+#else  // NCCL older than 2.18: no ncclCommSplit
+bool NcclComm::split_supported() { return false; }
+
+NcclComm NcclComm::split(const NcclComm&, int, int) {
+  throw std::runtime_error("NCCL communicator split needs NCCL >= 2.18 (built against " +
+                           std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + ")");
+}
+#endif
 
 NcclComm::~NcclComm() {
   // Destroy, not abort: every rank reaches here after its collectives completed. An aborted
@@ -211,6 +225,8 @@ NcclComm::NcclComm(MPI_Comm) {
       "ringbench was built without CUDA/NCCL; NCCL communicators are unavailable (rebuild with "
       "-DRINGBENCH_ENABLE_CUDA=ON, or use backend: host)");
 }
+
+bool NcclComm::split_supported() { return false; }
 
 NcclComm NcclComm::split(const NcclComm&, int, int) {
   throw std::runtime_error(

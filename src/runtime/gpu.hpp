@@ -61,6 +61,9 @@ class NcclComm {
   // ring of any size comes from the world communicator in far less time than an InitRank.
   // Collective over parent. A negative color takes this rank out (an empty NcclComm).
   static NcclComm split(const NcclComm& parent, int color, int key);
+  // Whether split() works here: built against NCCL >= 2.18 and running on it (false without
+  // CUDA). Otherwise ring communicators fall back to the InitRank constructor.
+  static bool split_supported();
   // Seconds the creation took on this rank (InitRank or split), for the run's records.
   double creation_seconds() const { return creation_s_; }
   ~NcclComm();

@@ -20,6 +20,8 @@
 #include "ring/problem.hpp"
 #include "ring/reference.hpp"
 #include "ring/ring_attention.hpp"
+#include "ring/ring_comms.hpp"
+#include "ring/ring_order.hpp"
 
 namespace rb {
 namespace {
@@ -48,6 +50,9 @@ struct RingParams {
   double tolerance = 0.0;  // 0: the dtype's default
   int world_size = 1;
   Backend backend = Backend::Host;
+  // node_aware: rings cut from the ranks grouped node by node, so they cross nodes as few
+  // times as the layout allows; rank: world order (rank r in ring r / R).
+  ring::RingOrder ring_order = ring::RingOrder::NodeAware;
 };
 
 struct Point {
@@ -131,6 +136,10 @@ struct PointResult {
   std::string status = "ok";  // ok | oom | parity_failed, the same on every rank
   std::string failure;        // parity_failed: which tensor and by how much
   std::int64_t ring_id = -1, ring_rank = -1;
+  std::vector<std::int64_t> ring_members;
+  std::int64_t ring_nodes = -1, crossing_hops = -1;
+  bool comm_created = false;  // this point created its ring size's communicators
+  double comm_create_s = 0.0;
   std::string kernel_path;
   attn::BlockCalls block_calls;  // per iteration (forward + backward)
   std::string oom_message;  // empty: this rank did not run out (another one did)
@@ -157,8 +166,13 @@ struct MetricColumn {
 };
 
 const MetricColumn kMetricColumns[] = {
-  {"ring_id", "1", "which ring this rank belongs to (world rank / ring size)", 'i', '-'},
-  {"ring_rank", "1", "this rank's position in its ring (world rank % ring size)", 'i', '-'},
+  {"ring_id", "1", "which ring this rank belongs to (ring_order: rank gives world rank / ring size)", 'i', '-'},
+  {"ring_rank", "1", "this rank's position in its ring (ring_order: rank gives world rank % ring size)", 'i', '-'},
+  {"ring_members", "1", "world ranks of this rank's ring in ring order (member i sends to member i+1); -1 pads rings smaller than the largest", 'i', 'R'},
+  {"ring_nodes", "1", "distinct nodes among this rank's ring members", 'i', '-'},
+  {"ring_crossing_hops", "1", "hops of this rank's ring (including the last back to the first) whose two ranks are on different nodes", 'i', '-'},
+  {"comm_created", "1", "1: this point created its ring size's MPI (and NCCL) ring communicators; 0: it reused those of an earlier point of the same ring size", 'i', '-'},
+  {"comm_create_time_s", "s", "seconds this rank spent creating the ring communicators at this point (0 when reused)", 'd', '-'},
   {"status", "1", "ok | oom | parity_failed (the same on every rank)", 't', '-'},
   {"kernel_path", "1", "the kernel path that ran the blocks (the backend's name)", 't', '-'},
   {"forward_time_s", "s", "wall time of each timed forward pass (after a world barrier)", 'd', 'I'},
@@ -250,6 +264,11 @@ void record_parity(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
 void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   t.set_int("ring_id", pi, r.ring_id);
   t.set_int("ring_rank", pi, r.ring_rank);
+  t.set_int("ring_members", pi, r.ring_members);
+  t.set_int("ring_nodes", pi, r.ring_nodes);
+  t.set_int("ring_crossing_hops", pi, r.crossing_hops);
+  t.set_int("comm_created", pi, r.comm_created ? 1 : 0);
+  t.set("comm_create_time_s", pi, r.comm_create_s);
   t.set_text("status", pi, r.status);
   t.set_text("kernel_path", pi, r.kernel_path);
   if (r.status == "oom") {
@@ -397,8 +416,9 @@ class RingAttentionSweep final : public Sweep {
                         ProgressReporter& progress) const;
   h5::PointsTable make_table(bool host) const;
   std::uint64_t max_ring_size() const;
-  PointResult run_point(RunContext& ctx, attn::AttentionBackend& backend, std::size_t pi,
-                        h5::Group& out) const;
+  PointResult run_point(RunContext& ctx, attn::AttentionBackend& backend, ring::RingComms& comms,
+                        std::size_t pi, h5::Group& out) const;
+  void warn_spread_rings(RunContext& ctx, const std::vector<int>& node_of) const;
   void time_iterations(MPI_Comm world, ring::RingAttention& ra, PointResult& r) const;
   void check_point(MPI_Comm world, MPI_Comm ring_comm, const ring::RingResult& res,
                    const ring::Problem& prob, PointResult& r) const;
@@ -428,6 +448,7 @@ void RingAttentionSweep::write_attributes(h5::Group& out, const attn::AttentionB
   out.attr("kernel_tile", p_.kernel_tile);
   out.attr("attention_backend", backend.name());
   out.attr("transport", host ? "mpi" : "nccl");
+  out.attr("ring_order", ring::to_string(p_.ring_order));
   out.attr("flop_convention", kFlopConvention);
   if (!host) return;
   const std::string note = "host path: Q/K/V/dO stored as " + cfg::join(p_.dtypes, ", ") +
@@ -479,16 +500,51 @@ std::uint64_t RingAttentionSweep::max_ring_size() const {
   return static_cast<std::uint64_t>(R);
 }
 
+// Every world rank's node (collective): ring membership is decided from it, the same on every rank.
+std::vector<int> nodes_of_world(const RunContext& ctx) {
+  std::vector<int> node_of(static_cast<std::size_t>(ctx.layout.world_size));
+  int mine = ctx.layout.node_index;
+  RB_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, node_of.data(), 1, MPI_INT, ctx.world));
+  return node_of;
+}
+
+// Once per run (rank 0): the first ring that would fit in one node yet spans several, and how
+// many more do.
+void RingAttentionSweep::warn_spread_rings(RunContext& ctx, const std::vector<int>& node_of) const {
+  if (ctx.layout.rank != 0) return;
+  std::string first;
+  int more = 0;
+  for (const auto R : p_.ring_sizes)
+    for (const auto& members : ring::form_rings(node_of, static_cast<int>(R), p_.ring_order)) {
+      const std::string w = ring::spread_warning(ring::place_in_ring(members.front(), node_of,
+                                                                     static_cast<int>(R), p_.ring_order),
+                                                 node_of);
+      if (w.empty()) continue;
+      if (first.empty()) first = w;
+      else ++more;
+    }
+  if (first.empty()) return;
+  ctx.progress.note("warning: " + first +
+                    (more > 0 ? " (" + std::to_string(more) + " more rings likewise)" : ""));
+}
+
 SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
   auto backend =
       ctx.paths.attention_backend({p_.kernel, p_.kernel_tile, policy_source().policy});
   write_attributes(out, *backend, ctx.progress);
   h5::PointsTable table = make_table(!backend->on_device());
+  const std::vector<int> node_of = nodes_of_world(ctx);
+  warn_spread_rings(ctx, node_of);
+  // The ring communicators of this run, one set per ring size, freed when the run ends.
+  std::function<NcclComm&()> world_nccl;
+  if (ctx.gpu != nullptr) world_nccl = [&ctx]() -> NcclComm& { return ctx.gpu->world_nccl(); };
+  ring::RingComms comms(ctx.world, node_of, p_.ring_order, world_nccl);
+  out.attr("ring_comm_method", comms.method());
   SweepOutcome outcome;
   for (std::size_t pi = 0; pi < points_.size(); ++pi) {
     const std::string where = "point " + std::to_string(pi) + " (" + points_[pi].label + ")";
     ctx.progress.point_started(pi, points_[pi].label);
-    const PointResult r = run_point(ctx, *backend, pi, out);
+    const PointResult r = run_point(ctx, *backend, comms, pi, out);
     record(table, pi, r);
     if (r.status == "oom") ctx.progress.note(where + ": out of memory, skipped");
     if (r.status != "parity_failed") continue;
@@ -498,6 +554,9 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
       outcome.failure = where + ": " + r.failure;
     }
   }
+  out.attr("ring_comm_creations", static_cast<std::int64_t>(comms.creations()));
+  if (ctx.gpu != nullptr && ctx.gpu->has_world_nccl())
+    out.attr("world_nccl_create_time_s", ctx.gpu->world_nccl().creation_seconds());
   table.write(out);
   report_results(ctx, table, ring_headlines(),
                  [&](const auto& r) { return ring_table(results_title(*this), r); });
@@ -505,22 +564,26 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
 }
 
 PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBackend& backend,
-                                          std::size_t pi, h5::Group& out) const {
+                                          ring::RingComms& comms, std::size_t pi,
+                                          h5::Group& out) const {
   const ring::Problem& prob = points_[pi].problem;
   PointResult r;
-  r.ring_id = ctx.layout.rank / prob.ring_size;
-  r.ring_rank = ctx.layout.rank % prob.ring_size;
+  const ring::RingComm& ring_comm = comms.get(prob.ring_size, r.comm_created);
+  const ring::RingPlacement& place = ring_comm.placement;
+  r.ring_id = place.ring_id;
+  r.ring_rank = place.ring_rank;
+  r.ring_members.assign(place.members.begin(), place.members.end());
+  r.ring_nodes = place.nodes_spanned;
+  r.crossing_hops = place.crossing_hops;
+  r.comm_create_s = r.comm_created ? ring_comm.create_s : 0.0;
   r.kernel_path = backend.name();
-  MPI_Comm split = MPI_COMM_NULL;
-  RB_MPI_CHECK(MPI_Comm_split(ctx.world, static_cast<int>(r.ring_id), static_cast<int>(r.ring_rank), &split));
-  const Comm ring_comm(split);
 
   // Construction allocates every buffer: an out-of-memory on any rank skips the point on all.
   backend.reset_peak();
   std::unique_ptr<ring::RingTransport> transport;
   std::unique_ptr<ring::RingAttention> ra;
   try {
-    transport = ctx.paths.ring_transport(ring_comm.get(), backend);
+    transport = ctx.paths.ring_transport(ring_comm.mpi.get(), backend);
     ra = std::make_unique<ring::RingAttention>(prob, backend, *transport, p_.backward);
   } catch (const attn::OutOfMemory& e) {
     r.oom_message = e.what();
@@ -549,7 +612,7 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
 
   // Parity on the last iteration's results.
   const ring::RingResult res = ra->result();
-  check_point(ctx.world, ring_comm.get(), res, prob, r);
+  check_point(ctx.world, ring_comm.mpi.get(), res, prob, r);
   // The first point's tensors, so anyone can re-check the numbers offline.
   if (p_.dump && pi == 0) write_dump(out, prob, ring_rank, in, res);
   return r;
@@ -770,8 +833,8 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
   const cfg::Node& n = spec.node;
   n.allow_only({"type", "name", "batch", "seq_lengths", "num_heads", "head_dim", "embed_dim",
                 "dtype", "causal", "layout", "segment_lengths", "dilation_rates", "ring_sizes",
-                "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile", "kernel_policy",
-                "validate"});
+                "ring_order", "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile",
+                "kernel_policy", "validate"});
   RingParams p;
   p.world_size = ctx.world_size;
   p.backend = ctx.backend;
@@ -787,6 +850,7 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
   parse_kernel(n, p);
   parse_policy(n, ctx, p);
   p.ring_sizes = parse_ring_sizes(n, ctx.world_size);
+  p.ring_order = ring::parse_ring_order(n.get_choice("ring_order", "node_aware", {"node_aware", "rank"}));
   p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
   p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
   p.backward = n.get_bool("backward", true);

@@ -82,6 +82,8 @@ struct GpuContext {
     if (!world_) world_ = std::make_unique<NcclComm>(comm);
     return *world_;
   }
+  // Whether a sweep has made it yet (its creation time is then world_nccl().creation_seconds()).
+  bool has_world_nccl() const { return world_ != nullptr; }
 
  private:
   std::unique_ptr<NcclComm> world_;

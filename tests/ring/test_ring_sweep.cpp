@@ -67,6 +67,16 @@ TEST_CASE("ring_attention config: ring_sizes: powers_of_two follows the world si
   CHECK(rejection("{seq_lengths: [64], ring_sizes: power_of_two}", "ring_sizes") != "");
 }
 
+TEST_CASE("ring_attention config: ring_order is node_aware (default) or rank") {
+  CHECK(rejection("{seq_lengths: [64]}", "").empty());
+  CHECK(rejection("{seq_lengths: [64], ring_order: rank}", "").empty());
+  CHECK(rejection("{seq_lengths: [64], ring_order: node_aware}", "").empty());
+  const std::string bad = rejection("{seq_lengths: [64], ring_order: nodes}", "ring_order");
+  CHECK(bad.find("nodes") != std::string::npos);
+  CHECK(bad.find("node_aware") != std::string::npos);
+  CHECK(bad.find("rank") != std::string::npos);
+}
+
 TEST_CASE("ring_attention config: kernel and kernel_tile come from the kernel path table") {
   rb::ParseContext cuda = world4();
   cuda.backend = rb::Backend::Cuda;
@@ -175,6 +185,24 @@ TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, padd
   const auto rel = rb::h5::read_doubles(path, "/sweeps/ra/dv_max_rel", &dims);
   CHECK(dims == std::vector<std::uint64_t>{W, P});
   for (double e : rel) CHECK(e < 2e-4);
+  // One node: the ring of the world is in world order. Communicators are created once per ring
+  // size, here sizes 1 and world (one size when the world is 1).
+  const auto members = rb::h5::read_ints(path, "/sweeps/ra/ring_members", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{W, P, W});
+  const auto created = rb::h5::read_ints(path, "/sweeps/ra/comm_created", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{W, P});
+  const auto hops = rb::h5::read_ints(path, "/sweeps/ra/ring_crossing_hops");
+  for (std::uint64_t r = 0; r < W; ++r) {
+    CHECK(members[(r * P + 0) * W] == static_cast<std::int64_t>(r));
+    for (std::uint64_t s = 0; s < W; ++s) CHECK(members[(r * P + 1) * W + s] == static_cast<std::int64_t>(s));
+    CHECK(created[r * P + 0] == 1);
+    CHECK(created[r * P + 1] == (world > 1 ? 1 : 0));
+    CHECK(hops[r * P + 0] == 0);
+    CHECK(hops[r * P + 1] == 0);
+  }
+  CHECK(rb::h5::read_int_attr(path, "/sweeps/ra", "ring_comm_creations") ==
+        std::vector<std::int64_t>{world > 1 ? 2 : 1});
+  CHECK(rb::h5::read_string_attr(path, "/sweeps/ra", "ring_order") == "node_aware");
   const auto oom = rb::h5::read_ints(path, "/sweeps/ra/oom_requested_bytes");
   for (auto b : oom) CHECK(b == -1);
   CHECK(rb::h5::read_string_attr(path, "/sweeps/ra/forward_tflops", "units") == "TFLOP/s");
