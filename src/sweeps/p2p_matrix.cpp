@@ -337,10 +337,10 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   const std::unique_ptr<prof::Engine> link = prof::make_engine(setup);
   const Rounds rounds = measured_rounds(p_, gather_node_of(ctx.world, ctx.layout.node_index, world_));
   const std::vector<P2pPoint> points = points_of(rounds, world_, p_.concurrent);
-  // Progress counts the plan's points; nodes of unequal size can make the run's differ.
+  // Progress counts the plan's points, made for equal nodes; the real nodes can differ.
   const std::size_t planned = point_count();
   if (points.size() != planned)
-    ctx.progress.note("the nodes differ in size: " + std::to_string(points.size()) +
+    ctx.progress.note("the ranks' nodes are not the plan's equal blocks: " + std::to_string(points.size()) +
                       " points measured where the plan counted " + std::to_string(planned));
   const auto progress_index = [&](std::size_t i) {
     return points.size() == planned || planned == 0 ? i : std::min(planned - 1, i * planned / points.size());

@@ -38,10 +38,12 @@ std::unique_ptr<rb::Sweep> parse(const std::string& keys, int world, int nodes) 
 }
 
 // Runs a p2p_matrix sweep with `keys` (small messages) on every rank; returns the file.
-std::string run_p2p(const std::string& stem, const std::string& keys, const rb::RankLayout& layout) {
+// `planned_nodes` (0: the layout's) is the node count the plan is made for.
+std::string run_p2p(const std::string& stem, const std::string& keys, const rb::RankLayout& layout,
+                    int planned_nodes = 0) {
   const std::string yaml = "    bandwidth_bytes: 16KiB\n    iterations: 2\n    latency_iterations: 4\n"
                            "    warmup: 1\n    concurrent: false\n" + keys;
-  auto sweep = parse(yaml, layout.world_size, layout.node_count);
+  auto sweep = parse(yaml, layout.world_size, planned_nodes > 0 ? planned_nodes : layout.node_count);
   sweep->set_name("p2p_matrix");
   const rb::Config cfg = rb::parse_config_text("sweeps:\n  - type: p2p_matrix\n", "p2p_schedule.yaml");
   const std::string path = rb::test::test_path("profiling", stem);
@@ -166,6 +168,15 @@ TEST_CASE("p2p_matrix pairs: every requested pair once, no rank twice in a round
   const Measured s2 = read_back(run_p2p("p2p_sample2", "    pairs: sample:3\n    seed: 7\n", layout), w);
   CHECK(s1.pairs.size() == std::min<std::size_t>(3, static_cast<std::size_t>(w * (w - 1))));
   CHECK(s1.pairs == s2.pairs);
+}
+
+TEST_CASE("p2p_matrix on a layout the plan did not assume: the real layout's pairs") {
+  // Planned for one node (intra_node: every pair), run on the simulated nodes: the run gathers
+  // the ranks' nodes and measures their pairs; progress stays within the plan's count.
+  const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
+  const std::vector<int> node_of = gather_nodes(layout);
+  const Measured m = read_back(run_p2p("p2p_other_plan", "    pairs: intra_node\n", layout, 1), layout.world_size);
+  CHECK(m.pairs == expected("intra_node", node_of));
 }
 
 TEST_CASE("p2p_matrix config: pairs, seed and schedule errors name the key") {
