@@ -57,6 +57,15 @@ if(RINGBENCH_PYTHON)
                    --workdir ${RINGBENCH_TEST_OUTPUT}/ring_placement_np8)
   set_tests_properties(ring_placement_np8 PROPERTIES TIMEOUT 600 LABELS "ring;mpi" SKIP_RETURN_CODE 77
     PROCESSORS 8 ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  # The CUDA path's NCCL ring communicators, once per ring size (2 ranks, 2 GPUs; else 77).
+  if(RINGBENCH_HAVE_CUDA)
+    add_test(NAME ring_placement_gpu
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/ring/check_ring_placement.py --gpu
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --workdir ${RINGBENCH_TEST_OUTPUT}/ring_placement_gpu)
+    set_tests_properties(ring_placement_gpu PROPERTIES TIMEOUT 600 LABELS gpu SKIP_RETURN_CODE 77
+      PROCESSORS 2 ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  endif()
 endif()
 # The kernel_tuning sweep (every host kernel path at ring size 1): parser, and the sweep run
 # into a file and read back at 1 and 2 ranks.

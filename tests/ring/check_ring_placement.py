@@ -9,10 +9,15 @@ and rank. From the HDF5 file it checks
     under both placements, rank order under cyclic crosses more (and warns once);
   * the communicators: each ring size's are created once, at its first point, and reused:
     creations == distinct ring sizes.
-Exit 0 = pass, 1 = fail, 77 = skipped (no h5py/numpy).
+With --gpu: the CUDA path at 2 ranks on 2 GPUs of one node (ring sizes 1 and 2, two sequence
+lengths): every point ok, the NCCL ring communicators created once per ring size, by
+ncclCommSplit of the world communicator where NCCL has it.
+Exit 0 = pass, 1 = fail, 77 = skipped (no h5py/numpy; --gpu: fewer than 2 GPUs).
 """
 import math
 import os
+import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -119,10 +124,72 @@ def check_file(path, placement, order, stdout):
     return per_ring, warned
 
 
+GPU_CONFIG = """
+run: {{name: ring_gpu, output_dir: {out}}}
+backend: cuda
+sweeps:
+  - type: ring_attention
+    name: ra
+    seq_lengths: [4096, 8192]
+    ring_sizes: [1, 2]
+    num_heads: 4
+    head_dim: 64
+    dtype: bf16
+    causal: true
+    warmup: 1
+    iterations: 3
+"""
+
+
+def gpu_count():
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return sum(line.startswith("GPU ") for line in r.stdout.splitlines()) if r.returncode == 0 else 0
+
+
+def check_gpu(args):
+    """The CUDA path: NCCL ring communicators once per ring size, points ok."""
+    if gpu_count() < 2:
+        print("SKIPPED: needs 2 GPUs")
+        return harness.SKIPPED
+    cfg = os.path.join(args.workdir, "ring_gpu.yaml")
+    out = os.path.join(args.workdir, "ring_gpu.h5")
+    with open(cfg, "w") as fh:
+        fh.write(GPU_CONFIG.format(out=args.workdir))
+    if os.path.exists(out):
+        os.remove(out)
+    res = harness.mpirun(args, 2, [args.ringbench, cfg, "--output", out], timeout=600)
+    print(res.stdout[-3000:])
+    print(res.stderr[-3000:], file=sys.stderr)
+    if not check(res.returncode == 0, f"exit code {res.returncode}"):
+        return harness.exit_code()
+    with h5py.File(out, "r") as f:
+        g = f["/sweeps/ra"]
+        status = [[s.decode() if isinstance(s, bytes) else str(s) for s in row] for row in g["status"][()]]
+        check(all(s == "ok" for row in status for s in row), f"every point ok: {status}")
+        check(str(g.attrs["transport"]) == "nccl", f"transport {g.attrs['transport']}")
+        method = str(g.attrs["ring_comm_method"])
+        check("ncclComm" in method, f"ring_comm_method {method}")
+        if "ncclCommSplit" in method:
+            check("world_nccl_create_time_s" in g.attrs, "the world NCCL communicator's creation time recorded")
+        check([int(x) for x in g["points/ring_size"][()]] == [1, 2, 1, 2], "points: R = 1, 2, 1, 2")
+        check(g["comm_created"][()].tolist() == [[1, 1, 0, 0]] * 2,
+              f"comm_created per rank {g['comm_created'][()].tolist()}: once per ring size")
+        check(int(g.attrs["ring_comm_creations"]) == 2, "ring_comm_creations == 2 ring sizes")
+        t = g["comm_create_time_s"][()]
+        check(np.all(t[:, :2] > 0) and np.all(t[:, 2:] == 0), f"comm_create_time_s {t.tolist()}")
+        check(np.all(g["ring_crossing_hops"][()] == 0), "one node: no crossing hops")
+    return harness.exit_code()
+
+
 def main():
     ap = harness.arg_parser(source=False)
+    ap.add_argument("--gpu", action="store_true", help="the CUDA path at 2 ranks (needs 2 GPUs)")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
+    if args.gpu:
+        return check_gpu(args)
     found = {}
     for placement in ("block", "cyclic"):
         for order in (None, "rank"):  # None: the default, which must be node_aware
