@@ -6,3 +6,13 @@ foreach(n 1 2 3 4)
   ringbench_add_test(NAME metrics_np${n} RANKS ${n} LABELS unit TIMEOUT 120
                      COMMAND $<TARGET_FILE:test_metrics>)
 endforeach()
+# Every rank must see the one output file: rank 1 under a private tmpfs over the output
+# directory (a node-local /tmp elsewhere) is refused by name before any sweep (issue #17).
+if(RINGBENCH_PYTHON)
+  add_test(NAME metrics_same_output_file
+           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/metrics/same_output_file.py
+                   --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                   --workdir ${RINGBENCH_TEST_OUTPUT}/metrics_same_output_file)
+  set_tests_properties(metrics_same_output_file PROPERTIES TIMEOUT 300 LABELS "mpi;e2e"
+    SKIP_RETURN_CODE 77 PROCESSORS 2)
+endif()

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -702,9 +703,31 @@ void Group::write_shared_strings(const std::string& name, const std::vector<std:
 
 namespace {
 
-Id parallel_fapl(MPI_Comm comm, const std::string& path) {
+// An MPI_Info of the run's MPI-IO hints, freed on every path out.
+class MpiInfo {
+ public:
+  explicit MpiInfo(const std::vector<std::pair<std::string, std::string>>& hints) {
+    if (hints.empty()) return;
+    MPI_Info_create(&info_);
+    for (const auto& [key, value] : hints) MPI_Info_set(info_, key.c_str(), value.c_str());
+  }
+  ~MpiInfo() {
+    if (info_ != MPI_INFO_NULL) MPI_Info_free(&info_);
+  }
+  MpiInfo(const MpiInfo&) = delete;
+  MpiInfo& operator=(const MpiInfo&) = delete;
+  MPI_Info get() const { return info_; }
+
+ private:
+  MPI_Info info_ = MPI_INFO_NULL;
+};
+
+Id parallel_fapl(MPI_Comm comm, const std::string& path, const IoHints& hints = {}) {
   Id fapl(check_id(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", path), H5Pclose);
-  check(H5Pset_fapl_mpio(*fapl, comm, MPI_INFO_NULL), "H5Pset_fapl_mpio", path);
+  const MpiInfo info(hints.mpiio);  // HDF5 keeps its own copy
+  check(H5Pset_fapl_mpio(*fapl, comm, info.get()), "H5Pset_fapl_mpio", path);
+  if (hints.alignment_bytes > 0)
+    check(H5Pset_alignment(*fapl, hints.alignment_bytes, hints.alignment_bytes), "H5Pset_alignment", path);
   check(H5Pset_all_coll_metadata_ops(*fapl, true), "H5Pset_all_coll_metadata_ops", path);
   check(H5Pset_coll_metadata_write(*fapl, true), "H5Pset_coll_metadata_write", path);
   // Closing the file closes every group and dataset still open in it (Groups handed out
@@ -722,10 +745,25 @@ constexpr std::size_t kMaxMpiioPath = 240;
 
 namespace {
 
+std::string this_host() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+// What rank 0 writes into the claimed file for every rank to read back: this run's own text,
+// so a file of the same name on another node's local disk cannot pass for it.
+std::string claim_token() {
+  return "ringbench output claim: host " + this_host() + " pid " + std::to_string(::getpid()) +
+         " t " + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
+}
+
 // Rank 0's checks and claim of the output path. Returns the path HDF5 will create (the output
 // itself, claimed with O_EXCL so that of two runs racing for it exactly one gets it; or, when
 // an existing file or link is replaced, a temporary name beside it) or throws the message.
-std::string claim_output(const std::string& path, bool force, const std::string& protect) {
+// The claimed file holds `token` until HDF5 truncates it.
+std::string claim_output(const std::string& path, bool force, const std::string& protect,
+                         const std::string& token) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path p(path);
@@ -764,20 +802,53 @@ std::string claim_output(const std::string& path, bool force, const std::string&
             ? "output file '" + path + "' appeared while this run was starting (another run "
               "with the same --output?); choose another --output"
             : "cannot create output file '" + target + "': " + std::strerror(errno));
+  const bool wrote = ::write(fd, token.data(), token.size()) == static_cast<ssize_t>(token.size());
+  const int write_errno = errno;
   ::close(fd);
+  if (!wrote) {
+    ::unlink(target.c_str());
+    throw std::runtime_error("cannot write output file '" + target + "': " + std::strerror(write_errno));
+  }
   return target;
+}
+
+// "" when this rank reads rank 0's claim token from `target`, else why not. A rank on another
+// node whose --output directory is node-local (/tmp, local scratch) finds no file or another
+// run's; MPI-IO would then write one rank's data to each node's disk without an error.
+std::string check_same_file(const std::string& path, const std::string& target,
+                            const std::string& token, int rank, const std::string& host0) {
+  std::string seen(token.size(), '\0');
+  const int fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string why;
+  if (fd < 0) {
+    why = std::strerror(errno);
+  } else {
+    const ssize_t n = ::read(fd, seen.data(), seen.size());
+    ::close(fd);
+    if (n != static_cast<ssize_t>(token.size()) || seen != token)
+      why = "it holds another run's or another node's file";
+  }
+  if (why.empty()) return "";
+  return "rank " + std::to_string(rank) + " (host " + this_host() + ") does not see the output "
+         "file '" + path + "' that rank 0 (host " + host0 + ") created (" + why + "): every rank "
+         "must see one file, so --output must be on a file system all nodes share, not /tmp or "
+         "node-local scratch";
 }
 
 }  // namespace
 
-File File::create(const std::string& path, MPI_Comm comm, bool force, const std::string& protect) {
+File File::create(const std::string& path, MPI_Comm comm, bool force, const std::string& protect,
+                  const IoHints& hints) {
   silence_hdf5();
   // Rank 0 alone looks at the file system (ranks on other nodes might see a stale view);
   // its verdict, as a message, is everyone's, and so is the name to create.
-  std::string error, target;
-  if (mpi::rank_of(comm) == 0) {
+  std::string error, target, token, host0;
+  const int rank = mpi::rank_of(comm);
+  if (rank == 0) {
     try {
-      target = claim_output(path, force, protect);
+      token = claim_token();
+      host0 = this_host();
+      target = claim_output(path, force, protect, token);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -785,24 +856,29 @@ File File::create(const std::string& path, MPI_Comm comm, bool force, const std:
   mpi::broadcast_string(error, comm);
   if (!error.empty()) throw std::runtime_error(error);
   mpi::broadcast_string(target, comm);
-
+  mpi::broadcast_string(token, comm);
+  mpi::broadcast_string(host0, comm);
   File f;
+  // Agreed at each step: a rank that cannot go on must not leave the others inside HDF5's
+  // collective create; the first rank's reason is everyone's.
+  const auto agree = [&](const std::string& mine) {
+    const std::vector<std::string> errors = mpi::gather_strings(mine, comm);
+    const auto bad = std::find_if(errors.begin(), errors.end(), [](const auto& e) { return !e.empty(); });
+    if (bad == errors.end()) return;
+    f.file_.reset();
+    if (rank == 0) ::unlink(target.c_str());
+    throw std::runtime_error(*bad);
+  };
+  agree(check_same_file(path, target, token, rank, host0));
   try {
-    Id fapl = parallel_fapl(comm, target);
+    Id fapl = parallel_fapl(comm, target, hints);
     f.file_ = shared(check_id(H5Fcreate(target.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, *fapl),
                               "H5Fcreate", path),
                      H5Fclose);
   } catch (const std::exception& e) {
     error = e.what();
   }
-  // Agreed: a rank that could not create the file must not leave the others inside HDF5.
-  const std::vector<std::string> errors = mpi::gather_strings(error, comm);
-  const auto bad = std::find_if(errors.begin(), errors.end(), [](const auto& e) { return !e.empty(); });
-  if (bad != errors.end()) {
-    f.file_.reset();
-    if (mpi::rank_of(comm) == 0) ::unlink(target.c_str());
-    throw std::runtime_error(*bad);
-  }
+  agree(error);
   f.comm_ = comm;
   f.path_ = path;
   if (target != path) f.pending_ = target;
@@ -940,6 +1016,16 @@ std::vector<std::string> read_strings(const std::string& file, const std::string
   return read_string_values(*type, static_cast<std::size_t>(n), what, [&](hid_t mem, void* buf) {
     return H5Dread(*d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
   });
+}
+
+std::uint64_t dataset_offset(const std::string& file, const std::string& dataset) {
+  auto f = open_serial(file);
+  const std::string what = file + ":" + dataset;
+  Id d(check_id(H5Dopen2(f->id(), dataset.c_str(), H5P_DEFAULT), "H5Dopen2", what), H5Dclose);
+  const haddr_t at = H5Dget_offset(*d);
+  if (at == HADDR_UNDEF)
+    throw std::runtime_error("dataset '" + what + "' has no single offset (chunked or empty)");
+  return static_cast<std::uint64_t>(at);
 }
 
 namespace {

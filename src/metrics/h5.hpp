@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -81,6 +82,16 @@ class Group {
   std::string path_;
 };
 
+// How the output file meets the parallel file system (run.mpiio_hints, run.alignment_bytes in
+// the config; docs/multi-node.md): MPI-IO hints passed to MPI_File_open through HDF5
+// (striping_factor, striping_unit, cb_nodes, romio_cb_write, ...; an MPI library ignores the
+// ones it does not know), and the alignment of every object of at least that size (0: HDF5's
+// default, packed), e.g. the stripe size so that no rank's block straddles two stripes.
+struct IoHints {
+  std::vector<std::pair<std::string, std::string>> mpiio;
+  std::uint64_t alignment_bytes = 0;
+};
+
 class File {
  public:
   // Collective. Creates `path` (parent directories too) through MPI-IO; all ranks agree on
@@ -90,9 +101,11 @@ class File {
   // - a new `path` is claimed with O_EXCL: of two runs racing for it, one is refused;
   // - with `force` over an existing file or link the data goes to a temporary name beside it,
   //   renamed over `path` at the first flush() (or close()), so a run that dies before leaves
-  //   the old file whole; a link is replaced itself, never its target.
+  //   the old file whole; a link is replaced itself, never its target;
+  // - every rank must read back what rank 0 wrote into the claimed file (one file system
+  //   shared by all nodes), else the rank and host that cannot are named.
   static File create(const std::string& path, MPI_Comm comm, bool force,
-                     const std::string& protect = "");
+                     const std::string& protect = "", const IoHints& hints = {});
   // Read-only open (collective), used by tests and by readers in C++.
   static File open_read(const std::string& path, MPI_Comm comm);
 
@@ -129,6 +142,9 @@ std::vector<std::int64_t> read_int_attr(const std::string& file, const std::stri
                                         const std::string& attr);
 std::vector<double> read_double_attr(const std::string& file, const std::string& object,
                                      const std::string& attr);
+
+// Where a contiguous dataset's data starts in the file (bytes), to check the alignment.
+std::uint64_t dataset_offset(const std::string& file, const std::string& dataset);
 
 // The HDF5 library this process runs with ("1.10.8"), for the run's provenance.
 std::string library_version();

@@ -151,6 +151,36 @@ TEST_CASE("every write_* function round-trips, with shapes, units and descriptio
   r.close();
 }
 
+TEST_CASE("MPI-IO hints are accepted and large datasets start on the alignment") {
+  const std::string path = test_path("aligned");
+  rb::h5::IoHints hints;
+  hints.mpiio = {{"romio_cb_write", "enable"}, {"striping_unit", "1048576"}, {"no_such_hint", "1"}};
+  hints.alignment_bytes = 65536;
+  {
+    File f = File::create(path, MPI_COMM_WORLD, true, "", hints);
+    Group g = f.root().group("data");
+    g.write_per_rank("small", std::vector<double>(3, 1.0), {3}, {"1", "below the threshold"});
+    g.write_per_rank("large", std::vector<double>(10000, 2.0), {10000}, {"1", "80 KB per rank"});
+    f.close();
+  }
+  if (rank() == 0) {
+    CHECK(rb::h5::dataset_offset(path, "/data/large") % 65536 == 0);
+    CHECK(rb::h5::read_doubles(path, "/data/large").size() == 10000u * static_cast<std::size_t>(rb::test::world()));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // Without the alignment the same layout packs the large dataset after the small one.
+  const std::string packed = test_path("packed");
+  {
+    File f = File::create(packed, MPI_COMM_WORLD, true);
+    Group g = f.root().group("data");
+    g.write_per_rank("small", std::vector<double>(3, 1.0), {3}, {"1", "below the threshold"});
+    g.write_per_rank("large", std::vector<double>(10000, 2.0), {10000}, {"1", "80 KB per rank"});
+    f.close();
+  }
+  if (rank() == 0) CHECK(rb::h5::dataset_offset(packed, "/data/large") % 65536 != 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST_CASE("attributes round-trip; set_attr overwrites; attr refuses duplicates") {
   const std::string path = test_path("attrs");
   {
