@@ -250,6 +250,7 @@ Config parse_config_text(const std::string& text, const std::string& file) {
   }
   if (root.has("kernel_policy")) config.kernel_policy = parse_kernel_policy(root, "kernel_policy");
   config.sweeps = parse_sweep_list(root);
+  config.root = root;
   return config;
 }
 

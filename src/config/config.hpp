@@ -47,6 +47,10 @@ struct Config {
   // without its own (null: the built-in rule).
   std::shared_ptr<KernelPolicyUse> kernel_policy;
   std::vector<SweepSpec> sweeps;
+  // The whole document, kept so later checks of top-level keys (the backend against this
+  // machine) point at their line without parsing the text again (a 16 MiB file costs seconds
+  // and gigabytes per parse on every rank).
+  cfg::Node root;
 };
 
 // Parses and validates the top-level schema. Sweep bodies are validated later by

@@ -2,6 +2,7 @@
 // Limits checked on a config's text before yaml-cpp builds its tree: the tree of a few lines of
 // nested aliases (`&a [..]`, `*a` repeated) holds billions of nodes, and building or walking it
 // would keep every rank busy for minutes before any check could run.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -12,9 +13,15 @@ namespace rb::cfg {
 inline constexpr std::uint64_t kMaxYamlNodes = 1'000'000;
 
 // Streams the text's YAML events (no tree is built; an alias costs O(1)) and throws a
-// ConfigError naming the file and the line where the expansion passes `max_nodes`. Syntax
-// errors are left to the parser that follows (this returns on them).
+// ConfigError naming the file and the line where the expansion passes `max_nodes`, or the line
+// where a quoted scalar opens whose quote is never closed (yaml-cpp ends such a scalar at the
+// end of the file without an error, or reports a later line). Other syntax errors are left to
+// the parser that follows (this returns on them).
 void check_yaml_expansion(const std::string& text, const std::string& file,
                           std::uint64_t max_nodes = kMaxYamlNodes);
+
+// Whether the quoted scalar whose opening quote (' or ") is at text[open] has a closing quote
+// (YAML's rules: \" escapes in double quotes, '' in single quotes).
+bool quote_is_closed(const std::string& text, std::size_t open);
 
 }  // namespace rb::cfg

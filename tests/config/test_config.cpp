@@ -224,6 +224,14 @@ TEST_CASE("malformed configs fail with the line and an actionable message") {
        {"YAML syntax error"}},
       {"syntax: tab indentation", "run:\n\tname: a\nsweeps: [{type: t}]\n", 2,
        {"YAML syntax error"}},
+      // yaml-cpp lets an unclosed quote run to the end of the file (no error, or one at the
+      // last line): the message names the line and column where the quote opens.
+      {"syntax: unterminated double quote", S + "    mode: \"exact\n    causal: true\n  - type: t\n", 3,
+       {"test.yaml:3:11:", "unterminated quoted string", "add the closing \""}},
+      {"syntax: unterminated single quote", "run:\n  name: 'it''s\n" + S, 2,
+       {"test.yaml:2:9:", "unterminated quoted string", "the ' opened here"}},
+      {"syntax: unterminated quote in a flow map", "run: {name: \"abc}\n" + S + "    causal: true\n", 1,
+       {"test.yaml:1:13:", "unterminated quoted string"}},
       {"wrong type: string for int", S + "    iterations: abc\n", 3,
        {"key 'sweeps[0].iterations'", "expected an integer between 1 and 1000000", "got 'abc'"}},
       {"wrong type: map for list", S + "    ring_sizes: {a: 1}\n", 3,
@@ -348,6 +356,27 @@ TEST_CASE("malformed configs fail with the line and an actionable message") {
     }
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("quoted strings: closed ones parse, the opening of an unclosed one is found") {
+  using rb::cfg::quote_is_closed;
+  CHECK(quote_is_closed("\"a\"", 0));
+  CHECK(quote_is_closed("\"a\\\"b\" x", 0));       // \" is escaped, the last " closes
+  CHECK_FALSE(quote_is_closed("\"a\\\"", 0));       // only an escaped quote
+  CHECK(quote_is_closed("'it''s' x", 0));
+  CHECK_FALSE(quote_is_closed("'it''s", 0));
+  CHECK(quote_is_closed("'a\\'", 0));                // no escapes in single quotes
+  CHECK_FALSE(quote_is_closed("\"multi\nline", 0));
+  // Quotes that close on a later line, quotes inside plain scalars and anchored quoted
+  // scalars are fine.
+  const std::string ok = "run:\n  name: \"a\"\n  output_dir: \"two\n    lines\"\n"
+                         "sweeps:\n  - {type: t, x: don't, y: &q 'a''b', z: *q, w: !!str \"v\"}\n";
+  CHECK_NOTHROW(rb::parse_config_text(ok, "ok.yaml"));
+  const ConfigError e = expect_error([] {
+    rb::parse_config_text("sweeps:\n  - {type: t, y: &q 'open}\n", "t.yaml");
+  });
+  CHECK(e.where().line == 2);
+  CHECK(e.where().column == 21);  // the quote, after the anchor
 }
 
 // ---- accessors on their own ----
