@@ -1,9 +1,10 @@
 # Hostile inputs and faults (issue #18) on the real ringbench, host path, 2 ranks: config files
 # that are bombs, FIFOs or devices; --output through links, onto the config, too long; two runs
 # racing for one --output (10 races); a full disk (a tmpfs mounted by the test: skipped with 77
-# where it cannot mount).
+# where it cannot mount); host out-of-memory points under prlimit --as and sizes beyond the
+# node's memory refused at validation; a rank stopped with SIGSTOP named by the hang guard.
 if(RINGBENCH_PYTHON)
-  foreach(check config output race diskfull)
+  foreach(check config output race diskfull oom oom_validation stopped)
     add_test(NAME hostile_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/hostile/hostile_checks.py ${check}
                      --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}

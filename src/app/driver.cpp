@@ -4,9 +4,14 @@
 // rank goes on alone into a collective.
 #include "app/driver.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <memory>
@@ -33,6 +38,10 @@
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
 #include "runtime/mpi_util.hpp"
+#include "sweeps/collectives.hpp"
+#include "sweeps/compute.hpp"
+#include "sweeps/memory.hpp"
+#include "sweeps/oom_point.hpp"
 
 extern char** environ;
 
@@ -127,14 +136,30 @@ void check_only_names(const CommandLine& cli, const Config& config) {
   }
 }
 
+// Host buffers that cannot fit in this node's physical memory are refused before any work (the
+// sweeps that have them say which key). Each rank checks its own node; `planned`: the layout is
+// another machine's (--world-size), whose memory is not known here.
+void check_node_memory(const Validated& v, const CommandLine& cli, const RankLayout& layout,
+                       bool planned) {
+  const std::uint64_t node_memory = planned ? 0 : oom::meminfo_bytes("MemTotal");
+  std::size_t i = 0;
+  for (const auto& spec : v.config.sweeps) {
+    if (!selected(cli, spec.name)) continue;
+    const Sweep& sweep = *v.sweeps[i++];
+    check_memory_fits(sweep, spec.node, layout.local_size, node_memory);
+    check_compute_fits(sweep, spec.node, layout.local_size, node_memory);
+    check_collectives_fits(sweep, spec.node, layout.local_size, node_memory);
+  }
+}
+
 // Parses and validates everything a run needs, on every rank, from the text rank 0 read.
-// Throws cfg::ConfigError; every rank sees the same text and context, so the same verdict.
+// Throws cfg::ConfigError; every rank sees the same text and context, so the same verdict
+// (but for the node's memory, which each rank checks for its own node).
 Validated validate(const std::string& text, const CommandLine& cli, const RankLayout& layout,
-                   int min_gpus) {
+                   int min_gpus, bool planned) {
   Validated v;
-  v.config = parse_config_text(text, cli.config_path);
-  const cfg::Node root(YAML::Load(text), cli.config_path, "");
-  v.backend = resolve_backend(v.config, root, cli.dry_run, min_gpus, &v.plan_note);
+  v.config = parse_config_text(text, cli.config_path);  // the one parse of the text
+  v.backend = resolve_backend(v.config, v.config.root, cli.dry_run, min_gpus, &v.plan_note);
   check_only_names(cli, v.config);
   const ParseContext pctx{layout.world_size, layout.node_count, v.backend,
                           v.config.kernel_policy};
@@ -144,16 +169,17 @@ Validated validate(const std::string& text, const CommandLine& cli, const RankLa
     sweep->set_name(spec.name);
     v.sweeps.push_back(std::move(sweep));
   }
+  check_node_memory(v, cli, layout, planned);
   return v;
 }
 
 std::optional<Validated> validate_everywhere(const std::string& text, const CommandLine& cli,
                                              const RankLayout& layout, int min_gpus,
-                                             MPI_Comm world) {
+                                             MPI_Comm world, bool planned = false) {
   std::optional<Validated> v;
   std::string error;
   try {
-    v = validate(text, cli, layout, min_gpus);
+    v = validate(text, cli, layout, min_gpus, planned);
   } catch (const cfg::ConfigError& e) {
     error = e.what();
   } catch (const std::exception& e) {
@@ -202,7 +228,8 @@ int plan_without_launcher(const CommandLine& cli, const std::string& text, MPI_C
     return 2;
   }
   const RankLayout layout = planned_layout(cli);
-  std::optional<Validated> v = validate_everywhere(text, cli, layout, visible_gpu_count(), world);
+  std::optional<Validated> v =
+      validate_everywhere(text, cli, layout, visible_gpu_count(), world, /*planned=*/true);
   if (!v) return 1;
   std::string where = layout_text(layout);
   const auto simulated = where.find("(simulated: ");
@@ -559,6 +586,25 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
   return failures;
 }
 
+// The hang guard's heartbeat file beside the output (app/watchdog.hpp says why): rank 0
+// creates it, then every rank starts writing its slot. Without it the guard still stops the
+// run, it only cannot name a silent rank, so a failure is a warning.
+std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, int world_size,
+                             MPI_Comm world) {
+  const std::string path = out_path + ".heartbeat";
+  std::string error;
+  if (mpi::rank_of(world) == 0) {
+    const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) error = std::string("cannot create ") + path + ": " + std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+  }
+  if (!mpi::any_rank(!error.empty(), world)) error = watchdog.start_heartbeat(path, world_size);
+  if (!error.empty())
+    fmt::print(stderr, "ringbench: warning: rank {}: the hang guard cannot name a stopped rank: "
+                       "{}\n", mpi::rank_of(world), error);
+  return path;
+}
+
 // run.timeout_s and run.point_timeout_s; --timeout overrides the run's limit.
 WatchdogLimits watchdog_limits(const CommandLine& cli, const Config& config) {
   WatchdogLimits limits;
@@ -619,6 +665,8 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
     fmt::print("writing {}\n", out_path);
     std::fflush(stdout);
   }
+  const std::string heartbeat =
+      watchdog ? start_heartbeats(*watchdog, out_path, layout.world_size, world) : "";
 
   const std::unique_ptr<JsonReport> json = make_json_report(cli, *v, layout, out_path);
   const std::string failures =
@@ -631,6 +679,8 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   } catch (const std::exception& e) {
     stop_on_output_error(e, "the run's end status", out_path, layout.rank, json.get(), world);
   }
+  if (watchdog) watchdog->stop_heartbeat();
+  if (!heartbeat.empty() && layout.rank == 0) ::unlink(heartbeat.c_str());
   if (json != nullptr) write_json(*json, failures.empty() ? "complete" : "failed", failures);
   if (layout.rank == 0) {
     fmt::print("{}: {}\n", failures.empty() ? "complete" : "FAILED", out_path);

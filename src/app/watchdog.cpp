@@ -1,9 +1,15 @@
 #include "app/watchdog.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -16,13 +22,159 @@ Watchdog::Watchdog(int rank, WatchdogLimits limits, double poll_s)
   thread_ = std::thread([this] { loop(); });
 }
 
+namespace {
+
+constexpr double kBeatS = 1.0;     // one heartbeat a second
+constexpr double kSilenceS = 3.5;  // a rank whose counter does not move in this long is silent
+constexpr std::size_t kMaxNamed = 16;
+
+std::vector<Watchdog::Beat> read_beats(const std::string& path, int world_size) {
+  std::vector<Watchdog::Beat> beats(static_cast<std::size_t>(world_size));
+  // Opened anew for each read: on NFS, open is what revalidates the cached pages.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return beats;
+  std::string slot(Watchdog::kSlotBytes, '\0');
+  for (int r = 0; r < world_size; ++r) {
+    const off_t at = static_cast<off_t>(r) * static_cast<off_t>(Watchdog::kSlotBytes);
+    if (::pread(fd, slot.data(), slot.size(), at) == static_cast<ssize_t>(slot.size()))
+      beats[static_cast<std::size_t>(r)] = Watchdog::parse_slot(slot);
+  }
+  ::close(fd);
+  return beats;
+}
+
+}  // namespace
+
 Watchdog::~Watchdog() {
+  stop_heartbeat();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   wake_.notify_all();
   thread_.join();
+}
+
+std::string Watchdog::start_heartbeat(const std::string& path, int world_size) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return "cannot open the heartbeat file " + path + ": " + std::strerror(errno);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    heartbeat_path_ = path;
+    heartbeat_fd_ = fd;
+    world_size_ = world_size;
+  }
+  beat_thread_ = std::thread([this] { beat_loop(); });
+  return "";
+}
+
+void Watchdog::stop_heartbeat() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    beat_stop_ = true;
+  }
+  wake_.notify_all();
+  if (beat_thread_.joinable()) beat_thread_.join();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (heartbeat_fd_ >= 0) ::close(heartbeat_fd_);
+  heartbeat_fd_ = -1;
+}
+
+std::string Watchdog::slot_text(unsigned long long beat, const std::string& sweep,
+                                std::size_t index, bool in_point, bool fired) {
+  // "COUNT FIRED IN_POINT INDEX SWEEP": 12 + 1 + 1 + 1 + 1 + 1 + 8 + 1 + 37 + newline = 64 B.
+  std::string s = fmt::format("{:>12} {} {} {:>8} {:<37.37}", beat % 1000000000000ULL,
+                              fired ? 'F' : '-', in_point ? 'P' : '-', in_point ? index : 0,
+                              in_point && !sweep.empty() ? sweep : std::string("-"));
+  s.resize(kSlotBytes - 1, ' ');
+  s.push_back('\n');
+  return s;
+}
+
+Watchdog::Beat Watchdog::parse_slot(const std::string& slot) {
+  Beat b;
+  std::istringstream in(slot);
+  char fired = 0, in_point = 0;
+  std::size_t index = 0;
+  std::string sweep;
+  if (!(in >> b.count >> fired >> in_point >> index >> sweep)) return b;
+  b.seen = true;
+  b.fired = fired == 'F';
+  b.where = in_point == 'P' ? fmt::format("sweep {} point {}", sweep, index)
+                            : std::string("between points");
+  return b;
+}
+
+std::string Watchdog::silent_ranks_text(int self, const std::vector<Beat>& before,
+                                        const std::vector<Beat>& after, double silence_s) {
+  std::string silent, elsewhere;
+  std::size_t n_silent = 0, n_elsewhere = 0;
+  const std::string here = self >= 0 && static_cast<std::size_t>(self) < after.size()
+                               ? after[static_cast<std::size_t>(self)].where : "";
+  for (std::size_t r = 0; r < after.size() && r < before.size(); ++r) {
+    if (static_cast<int>(r) == self || after[r].fired) continue;
+    const Beat& b = after[r];
+    if (!b.seen || b.count == before[r].count) {
+      if (n_silent++ < kMaxNamed)
+        silent += fmt::format("{}rank {} ({})", silent.empty() ? "" : ", ", r,
+                              b.seen ? "last at " + b.where : "no heartbeat yet");
+    } else if (b.where != here && n_elsewhere++ < kMaxNamed) {
+      elsewhere += fmt::format("{}rank {} at {}", elsewhere.empty() ? "" : ", ", r, b.where);
+    }
+  }
+  const auto more = [](std::size_t n) {
+    return n > kMaxNamed ? fmt::format(" and {} more", n - kMaxNamed) : std::string();
+  };
+  if (n_silent > 0)
+    return fmt::format("ringbench: rank {}: the rank(s) the others wait for: {}{} sent no "
+                       "heartbeat for {:g} s: the process is stopped (SIGSTOP, a debugger), "
+                       "frozen, or its node is gone\n", self, silent, more(n_silent), silence_s);
+  if (n_elsewhere > 0)
+    return fmt::format("ringbench: rank {}: ranks at another point than this one: {}{}\n", self,
+                       elsewhere, more(n_elsewhere));
+  return "";
+}
+
+// Rewrites this rank's slot once a second until stopped. A write that blocks (a stuck file
+// system) stops the beats, and the other ranks then name this one.
+void Watchdog::beat_loop() {
+  unsigned long long beat = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!beat_stop_ && !stop_) {
+    const std::string slot = slot_text(++beat, sweep_, index_, in_point_, fired_);
+    const int fd = heartbeat_fd_;
+    const off_t at = static_cast<off_t>(rank_) * static_cast<off_t>(kSlotBytes);
+    lock.unlock();
+    if (::pwrite(fd, slot.data(), slot.size(), at) == static_cast<ssize_t>(slot.size()))
+      ::fdatasync(fd);  // other nodes see it (NFS writes back at sync or close)
+    lock.lock();
+    wake_.wait_for(lock, std::chrono::duration<double>(kBeatS),
+                   [this] { return beat_stop_ || stop_; });
+  }
+}
+
+// Writes this rank's fired slot at once (the beat thread may be a second away), then compares
+// every rank's counter over kSilenceS. Runs on a thread of its own; fire() bounds its time.
+std::string Watchdog::silent_ranks() const {
+  std::string path;
+  int fd = -1, world = 0;
+  std::string slot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (heartbeat_path_.empty()) return "";
+    path = heartbeat_path_;
+    fd = heartbeat_fd_;
+    world = world_size_;
+    slot = slot_text(0, sweep_, index_, in_point_, true);
+  }
+  if (fd >= 0) {
+    const off_t at = static_cast<off_t>(rank_) * static_cast<off_t>(kSlotBytes);
+    if (::pwrite(fd, slot.data(), slot.size(), at) == static_cast<ssize_t>(slot.size()))
+      ::fdatasync(fd);
+  }
+  const std::vector<Beat> before = read_beats(path, world);
+  std::this_thread::sleep_for(std::chrono::duration<double>(kSilenceS));
+  return silent_ranks_text(rank_, before, read_beats(path, world), kSilenceS);
 }
 
 void Watchdog::point_started(const std::string& sweep, std::size_t index,
@@ -87,6 +239,23 @@ void Watchdog::loop() {
 void Watchdog::fire(const std::string& text) {
   std::fputs(text.c_str(), stderr);
   std::fflush(stderr);
+  {
+    // From now on this rank's slot says it fired, so no other guard names it silent.
+    std::lock_guard<std::mutex> lock(mutex_);
+    fired_ = true;
+  }
+  auto names = std::make_shared<std::string>();
+  auto named = std::make_shared<std::atomic<bool>>(false);
+  std::thread([this, names, named] {
+    *names = silent_ranks();
+    named->store(true);
+  }).detach();
+  for (int i = 0; i < static_cast<int>((kSilenceS + 3) * 10) && !named->load(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (named->load() && !names->empty()) {
+    std::fputs(names->c_str(), stderr);
+    std::fflush(stderr);
+  }
   auto done = std::make_shared<std::atomic<bool>>(false);
   std::thread([done] {
     abort_live_nccl_comms();

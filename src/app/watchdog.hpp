@@ -7,12 +7,24 @@
 // for MPI_THREAD_FUNNELED, so this thread may not call MPI_Abort; the launcher (mpirun, srun)
 // ends the other ranks when one exits non-zero. Every sweep finished before is already
 // flushed to the HDF5 file (the driver flushes after each sweep).
+//
+// Which rank the others wait for (a rank stopped with SIGSTOP, frozen, or on a node that is
+// gone): its guard cannot speak, and the others cannot ask MPI (their main threads are blocked
+// inside a collective, and this thread may not call MPI). So each rank's guard keeps a
+// heartbeat: a 64-byte slot of its own in one small file beside the output (OUTPUT.heartbeat,
+// which every rank can reach: the output is checked to be one shared file), rewritten every
+// second with a counter and the point the rank is in. A guard that fires reads the slots
+// twice, kSilenceS apart, and names the ranks whose counter did not move (or that are at
+// another point). Counters, not clocks: nodes' clocks need not agree. The writes are on a thread
+// of their own so that a stuck file system stops the heartbeat (and so names that rank), never
+// the guard itself; the reads at firing are bounded in time for the same reason.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace rb {
 
@@ -37,6 +49,29 @@ class Watchdog {
   void point_started(const std::string& sweep, std::size_t index, const std::string& label);
   // Between sweeps: no point is running (the run's limit still applies).
   void idle();
+  // Starts this rank's heartbeat in `path` (created empty by the driver before any rank
+  // calls this) for a world of `world_size` ranks. Returns "" or why not (the guard still
+  // works, it only cannot name a silent rank).
+  std::string start_heartbeat(const std::string& path, int world_size);
+  // Stops writing (the run ended normally); the driver removes the file.
+  void stop_heartbeat();
+
+  // The heartbeat slot's text (exactly kSlotBytes, newline-terminated) and its reading back;
+  // exposed for tests.
+  static constexpr std::size_t kSlotBytes = 64;
+  static std::string slot_text(unsigned long long beat, const std::string& sweep,
+                               std::size_t index, bool in_point, bool fired);
+  struct Beat {
+    bool seen = false;   // the slot was ever written
+    bool fired = false;  // its guard fired (it is not silent, it is stopping)
+    unsigned long long count = 0;
+    std::string where;   // "sweep S point N" or "between points"
+  };
+  static Beat parse_slot(const std::string& slot);
+  // The line naming silent ranks (counter unchanged between `before` and `after`), else the
+  // ranks at another point than `self`'s; "" when every rank beats at the same point.
+  static std::string silent_ranks_text(int self, const std::vector<Beat>& before,
+                                       const std::vector<Beat>& after, double silence_s);
 
   // The stderr line for a limit passed (exposed for tests).
   static std::string message(int rank, const std::string& sweep, std::size_t index,
@@ -46,6 +81,9 @@ class Watchdog {
  private:
   using Clock = std::chrono::steady_clock;
   void loop();
+  void beat_loop();
+  // The names line for fire(): reads the heartbeats twice (bounded in time); "" without them.
+  std::string silent_ranks() const;
   // "" while within the limits, else the message to print.
   std::string check(Clock::time_point now) const;
   [[noreturn]] void fire(const std::string& text);
@@ -61,6 +99,12 @@ class Watchdog {
   std::string sweep_, label_;
   std::size_t index_ = 0;
   Clock::time_point point_start_;
+  bool beat_stop_ = false;
+  bool fired_ = false;
+  std::string heartbeat_path_;
+  int heartbeat_fd_ = -1;
+  int world_size_ = 0;
+  std::thread beat_thread_;
   std::thread thread_;
 };
 

@@ -17,6 +17,7 @@
 #include "profiling/groups.hpp"
 #include "profiling/engine.hpp"
 #include "profiling/timing.hpp"
+#include "sweeps/oom_point.hpp"
 
 namespace rb {
 namespace {
@@ -35,6 +36,7 @@ struct CollParams {
   std::int64_t iterations = 20;
   bool check = true;
   int root = 0;
+  bool host = true;  // the host backend: buffers in host memory
 };
 
 struct PointDef {
@@ -101,8 +103,21 @@ class Collectives final : public Sweep {
   }
 
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
+  // Host bytes of an engine whose buffers hold `bytes` (send and receive; 0 on the cuda
+  // backend, whose buffers are on the device).
+  static std::uint64_t engine_host_bytes(Backend backend, std::size_t bytes) {
+    return backend == Backend::Host ? 2 * static_cast<std::uint64_t>(bytes) : 0;
+  }
+  std::size_t largest_buffer() const { return std::max<std::size_t>(static_cast<std::size_t>(p_.max_bytes), 64); }
+  std::uint64_t max_host_bytes() const {
+    return engine_host_bytes(p_.host ? Backend::Host : Backend::Cuda, largest_buffer());
+  }
 
  private:
+  // The engine, with buffers of at least `bytes` (replaced when smaller); a Record when that
+  // ran out on this rank. Not collective: the caller agrees over the ranks.
+  oom::Record ensure_engine(RunContext& ctx, prof::EngineSetup setup, std::size_t bytes,
+                            std::unique_ptr<prof::Engine>& engine, std::size_t& capacity) const;
   Measured measure(RunContext& ctx, prof::Engine& e, const groups::Group& g, const PointDef& d) const;
   h5::PointsTable point_table() const;
   void record(h5::PointsTable& t, std::size_t pi, const groups::Group& g, const Measured& m) const;
@@ -121,6 +136,20 @@ class Collectives final : public Sweep {
   int world_;
   std::vector<PointDef> points_;
 };
+
+oom::Record Collectives::ensure_engine(RunContext& ctx, prof::EngineSetup setup, std::size_t bytes,
+                                      std::unique_ptr<prof::Engine>& engine,
+                                      std::size_t& capacity) const {
+  if (engine && capacity >= bytes) return {};
+  engine.reset();  // the smaller buffers go first
+  capacity = 0;
+  setup.bytes = bytes;
+  return oom::attempt("collectives buffers", engine_host_bytes(ctx.backend, bytes),
+                      ctx.layout.local_size, [&] {
+                        engine = prof::make_engine(setup);
+                        capacity = bytes;
+                      });
+}
 
 // One point: warmup, nccl-tests' batch timing, a per-iteration timing loop and the data check.
 Measured Collectives::measure(RunContext& ctx, prof::Engine& e, const groups::Group& g,
@@ -185,6 +214,7 @@ h5::PointsTable Collectives::point_table() const {
   t.int_metric("wrong_elements", {"1", "output elements of this rank that failed the data check; -1 when not checked"});
   t.metric("iteration_time_s", {"s", "per-call time of each iteration of the second timed loop"},
            {static_cast<std::uint64_t>(p_.iterations)});
+  oom::declare_columns(t);
   return t;
 }
 
@@ -226,7 +256,8 @@ std::vector<h5::Headline> screen_headlines() {
           {"wrong_elements", OverInner::None, OverRanks::Sum},
           {"size_bytes", OverInner::None, OverRanks::Max},
           {"count", OverInner::None, OverRanks::Max},
-          {"group_size", OverInner::None, OverRanks::Max}};
+          {"group_size", OverInner::None, OverRanks::Max},
+          {"status", OverInner::None, OverRanks::Rank0}};
 }
 
 std::string redop_of(const std::string& op) {
@@ -271,6 +302,10 @@ std::string Collectives::screen_table(const std::vector<h5::PointRecord>& record
     }
     auto& row = rows[static_cast<std::size_t>(it - row_key.begin())];
     const std::size_t c = r.num("in_place") == 1 ? 11 : 7;
+    if (r.text("status") == "oom") {
+      row[c] = "oom";
+      continue;
+    }
     row[c] = h5::sig3(r.num("group_time_s") * 1e6);
     row[c + 1] = h5::sig3(r.num("algbw_Bps") / 1e9);
     row[c + 2] = h5::sig3(r.num("busbw_Bps") / 1e9);
@@ -280,7 +315,8 @@ std::string Collectives::screen_table(const std::vector<h5::PointRecord>& record
   std::vector<std::string> notes = {
       "time: the slowest rank of the slowest group (batch average per call); algbw = size / "
       "time, busbw = algbw x the nccl-tests bus factor, slowest group; #wrong: summed over "
-      "ranks (- : not checked or not run)"};
+      "ranks (- : not checked or not run); oom: a buffer could not be allocated on some rank "
+      "(oom_* in the file)"};
   for (const auto& g : omitted)
     notes.push_back("omitted: group " + g + "; its points are in the file and --json)");
   return t.render(results_title(*this) + " collectives like nccl-tests", notes);
@@ -295,9 +331,11 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   setup.world = ctx.world;
   setup.nccl_world = ctx.gpu ? &ctx.gpu->world_nccl() : nullptr;
   setup.groups = &gs;
-  setup.bytes = std::max<std::size_t>(static_cast<std::size_t>(p_.max_bytes), 64);
-  const std::unique_ptr<prof::Engine> engine = prof::make_engine(setup);
-  prof::Engine& e = *engine;
+  // Buffers for the largest message once; if they cannot be had, each point tries buffers of
+  // its own size, so the sizes that fit are still measured.
+  std::unique_ptr<prof::Engine> engine;
+  std::size_t capacity = 0;
+  oom::on_any_rank(ensure_engine(ctx, setup, largest_buffer(), engine, capacity), ctx.world);
 
   const std::size_t P = points_.size();
   h5::PointsTable table = point_table();
@@ -307,14 +345,24 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     const PointDef& d = points_[pi];
     const groups::Group& g = gs[d.group];
     ctx.progress.point_started(pi, point_label(p_, d));
-    const Measured m = measure(ctx, e, g, d);
+    const std::size_t need = std::max<std::size_t>(static_cast<std::size_t>(d.requested), 64);
+    const oom::Record ran_out = ensure_engine(ctx, setup, need, engine, capacity);
+    const bool oom_point = oom::on_any_rank(ran_out, ctx.world);
+    oom::record_status(table, pi, oom_point, ran_out);
+    group_size[pi] = g.size;
+    if (oom_point) {  // time and bytes 0: left out of the fit
+      ctx.progress.note("point " + std::to_string(pi) + " (" + point_label(p_, d) +
+                        "): out of memory, skipped");
+      continue;
+    }
+    const Measured m = measure(ctx, *engine, g, d);
     record(table, pi, g, m);
     time[pi] = m.time;
     bytes[pi] = static_cast<std::int64_t>(m.sizes.bytes);
-    group_size[pi] = g.size;
     wrong[pi] = std::max<std::int64_t>(m.wrong, 0);
   }
-  write_attributes(out, e.transport());
+  const coll::Transport transport = ctx.backend == Backend::Cuda ? Transport::Nccl : Transport::Mpi;
+  write_attributes(out, transport);
   table.write(out);
 
   // The point's figures over all ranks: the slowest rank's time, the largest size and group
@@ -324,7 +372,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes.data(), n, MPI_INT64_T, MPI_MAX, ctx.world));
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, group_size.data(), n, MPI_INT64_T, MPI_MAX, ctx.world));
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wrong.data(), n, MPI_INT64_T, MPI_SUM, ctx.world));
-  const std::string fit_text = fit_model(ctx, out, e.transport(), time, bytes, group_size);
+  const std::string fit_text = fit_model(ctx, out, transport, time, bytes, group_size);
   report_results(ctx, table, screen_headlines(),
                  [&](const auto& r) { return screen_table(r) + fit_text; });
 
@@ -419,6 +467,14 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
 
 }  // namespace
 
+void check_collectives_fits(const Sweep& sweep, const cfg::Node& node, int ranks_on_node,
+                            std::uint64_t node_memory) {
+  const auto* c = dynamic_cast<const Collectives*>(&sweep);
+  if (c == nullptr) return;
+  oom::check_host_memory_fits(node, "max_bytes",
+                              c->max_host_bytes(), ranks_on_node, node_memory,
+                              "the collectives sweep (send and receive buffers of max_bytes)");
+}
 
 // ---- parsing --------------------------------------------------------------------------------
 std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseContext& ctx) {
@@ -429,6 +485,7 @@ std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseConte
   for (const auto& s : n.get_choice_list("operations", coll::op_names(), coll::op_names()))
     p.ops.push_back(coll::op_from_name(s));
   const bool host = ctx.backend == Backend::Host;
+  p.host = host;
   const std::uint64_t min_bytes = n.get_bytes("min_bytes", 8, 1);
   const std::uint64_t max_bytes = n.get_bytes("max_bytes", host ? (1u << 20) : (64u << 20), 1);
   if (min_bytes > max_bytes)

@@ -11,6 +11,7 @@
 #include "profiling/engine.hpp"
 #include "profiling/timing.hpp"
 #include "runtime/mpi_util.hpp"
+#include "sweeps/oom_point.hpp"
 
 
 namespace rb {
@@ -78,6 +79,8 @@ class ComputeSweep final : public Sweep {
     return point_count() * static_cast<std::uint64_t>(p_.iterations + 2) * 8u * 64u + 4096;
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
+  // The most host bytes one rank's GEMM takes (0 on the cuda backend: device memory).
+  std::uint64_t max_host_bytes() const;
 
  private:
   h5::PointsTable point_table(const std::string& gemm_engine) const;
@@ -159,6 +162,12 @@ struct ComputePoint {
   std::int64_t size = 0;  // M = N = K of a GEMM; rows of an attention block
 };
 
+// Host bytes of a host-path GEMM: A, B and C, n x n each.
+std::uint64_t gemm_host_bytes(const std::string& dtype, std::int64_t n) {
+  const std::uint64_t elem = dtype == "float64" ? 8 : 4;
+  return 3 * elem * static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(n);
+}
+
 std::vector<ComputePoint> compute_points(const ComputeParams& p) {
   std::vector<ComputePoint> pts;
   for (const auto& t : p.dtypes)
@@ -182,6 +191,7 @@ h5::PointsTable ComputeSweep::point_table(const std::string& gemm_engine) const 
   t.metric("rate_tflops", {"TFLOP/s", "GEMM: 2 n^3 / mean call time; attention: 4 b h rows^2 d (halved when causal) / mean forward time"});
   t.metric("iteration_time_s", {"s", "time of each timed call"}, {static_cast<std::uint64_t>(p_.iterations)});
   t.metric("max_abs_error", {"1", "largest |C - exact| of the Kokkos GEMM's result (host path; NaN elsewhere)"});
+  oom::declare_columns(t);
   return t;
 }
 
@@ -189,23 +199,33 @@ std::vector<h5::Headline> compute_headlines() {
   using h5::OverInner, h5::OverRanks;
   return {{"rate_tflops", OverInner::None, OverRanks::Min},
           {"rate_tflops", OverInner::None, OverRanks::Max},
-          {"iteration_time_s", OverInner::Median, OverRanks::Max}};
+          {"iteration_time_s", OverInner::Median, OverRanks::Max},
+          {"status", OverInner::None, OverRanks::Rank0}};
 }
 
 std::string ComputeSweep::screen_table(const std::vector<h5::PointRecord>& records) const {
   h5::TextTable t({{"operation", "", true}, {"engine", "", true}, {"dtype", "", true},
                    {"size", "(n)"}, {"min rank", "(TFLOP/s)"}, {"max rank", "(TFLOP/s)"},
-                   {"median time", "(ms)"}});
+                   {"median time", "(ms)"}, {"status", "", true}});
   for (const auto& r : records) {
     double lo = NAN, hi = NAN;  // the two rate_tflops headlines: min, then max over ranks
     for (const auto& f : r.metrics)
       if (f.name == "rate_tflops") (std::isnan(lo) ? lo : hi) = f.number;
     t.row({r.text("operation"), r.text("engine"), r.text("dtype"), h5::fixed(r.num("size"), 0),
-           h5::sig3(lo), h5::sig3(hi), h5::sig3(r.num("iteration_time_s") * 1e3)});
+           h5::sig3(lo), h5::sig3(hi), h5::sig3(r.num("iteration_time_s") * 1e3), r.text("status")});
   }
   return t.render(results_title(*this) + " GEMM (n x n x n) and attention block rate per rank",
                   {"TFLOP/s: FLOPs / mean call time of each rank (slowest and fastest rank); "
-                   "time: median over iterations, slowest rank"});
+                   "time: median over iterations, slowest rank; status oom: an allocation "
+                   "failed on some rank (oom_* in the file)"});
+}
+
+std::uint64_t ComputeSweep::max_host_bytes() const {
+  std::uint64_t most = 0;
+  if (p_.gpu) return 0;
+  for (const auto& t : p_.dtypes)
+    for (auto n : p_.sizes) most = std::max(most, gemm_host_bytes(t, n));
+  return most;
 }
 
 SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
@@ -221,24 +241,41 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
     ctx.progress.point_started(pi, labels[pi]);
     RB_MPI_CHECK(MPI_Barrier(ctx.world));
     Timing r;
+    std::string error;  // an attention kernel path that cannot run here (not memory)
+    const oom::Record ran_out = oom::attempt(
+        "compute " + labels[pi], pt.attention || p_.gpu ? 0 : gemm_host_bytes(pt.dtype, pt.size),
+        ctx.layout.local_size, [&] {
+          if (!pt.attention) {
+            r = engine->gemm(pt.dtype, static_cast<int>(pt.size), static_cast<int>(p_.warmup),
+                             static_cast<int>(p_.iterations));
+            return;
+          }
+          if (!note.empty()) return;
+          try {
+            r = attention_timing(ctx.paths, p_.attention, pt.size, p_.warmup, p_.iterations);
+          } catch (const attn::OutOfMemory&) {
+            throw;  // an oom point, not a path that cannot run
+          } catch (const std::exception& e) {
+            error = std::string("failed: ") + e.what();
+          }
+        });
+    const bool oom_point = oom::on_any_rank(ran_out, ctx.world);
+    oom::record_status(table, pi, oom_point, ran_out);
     if (pt.attention) {
       // A kernel path that cannot run (e.g. cudnn for this shape) is a note, not a failed run;
       // ranks agree after every point so none waits in a barrier the others left.
-      try {
-        if (note.empty()) r = attention_timing(ctx.paths, p_.attention, pt.size, p_.warmup, p_.iterations);
-      } catch (const std::exception& e) {
-        note = std::string("failed: ") + e.what();
-      }
+      if (note.empty()) note = error;
       if (mpi::any_rank(!note.empty(), ctx.world) && note.empty()) note = "failed on another rank";
       if (!note.empty()) continue;
-    } else {
-      r = engine->gemm(pt.dtype, static_cast<int>(pt.size), static_cast<int>(p_.warmup),
-                       static_cast<int>(p_.iterations));
-      if (r.max_abs_error > 0.5 && outcome.ok) {
-        outcome.ok = false;
-        outcome.failure = "compute: rank " + std::to_string(rank) + ": Kokkos GEMM " + pt.dtype + " " +
-                          std::to_string(pt.size) + " is off by " + std::to_string(r.max_abs_error);
-      }
+    }
+    if (oom_point) {
+      ctx.progress.note("point " + std::to_string(pi) + " (" + labels[pi] + "): out of memory, skipped");
+      continue;
+    }
+    if (!pt.attention && r.max_abs_error > 0.5 && outcome.ok) {
+      outcome.ok = false;
+      outcome.failure = "compute: rank " + std::to_string(rank) + ": Kokkos GEMM " + pt.dtype + " " +
+                        std::to_string(pt.size) + " is off by " + std::to_string(r.max_abs_error);
     }
     table.set("rate_tflops", pi, r.flop / stats::mean(r.seconds) / 1e12);
     table.set("iteration_time_s", pi, r.seconds);
@@ -263,6 +300,14 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
 }
 
 }  // namespace
+
+void check_compute_fits(const Sweep& sweep, const cfg::Node& node, int ranks_on_node,
+                        std::uint64_t node_memory) {
+  const auto* c = dynamic_cast<const ComputeSweep*>(&sweep);
+  if (c == nullptr) return;
+  oom::check_host_memory_fits(node, "sizes", c->max_host_bytes(), ranks_on_node, node_memory,
+                              "the compute sweep's largest GEMM (3 matrices of n x n)");
+}
 
 std::unique_ptr<Sweep> parse_compute(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::Node& n = spec.node;

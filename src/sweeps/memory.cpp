@@ -10,6 +10,7 @@
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
 #include "profiling/engine.hpp"
+#include "sweeps/oom_point.hpp"
 
 
 namespace rb {
@@ -49,6 +50,10 @@ class MemorySweep final : public Sweep {
     return (1 + p_.copies.size()) * static_cast<std::uint64_t>(p_.iterations + 2) * 8u * 64u + 4096;
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
+  // Host bytes one rank allocates at a point of this kind.
+  std::uint64_t host_bytes(const std::string& kind) const;
+  // The most host bytes one rank allocates at any point.
+  std::uint64_t max_host_bytes() const;
 
  private:
   struct Timing {
@@ -81,6 +86,7 @@ h5::PointsTable MemorySweep::point_table() const {
   t.int_metric("moved_bytes", {"B", "bytes counted per iteration: 3 arrays x size for the triad (STREAM's count: 2 reads, 1 write), size for a copy (d2d: HBM traffic is twice this)"});
   t.metric("iteration_time_s", {"s", "time of each timed iteration"}, {static_cast<std::uint64_t>(p_.iterations)});
   t.int_metric("wrong_elements", {"1", "triad: elements of a[] not equal to b + 3c after the runs; -1 for copies (not checked)"});
+  oom::declare_columns(t);
   return t;
 }
 
@@ -89,24 +95,27 @@ std::vector<h5::Headline> MemorySweep::headlines() {
   return {{"bandwidth_Bps", OverInner::None, OverRanks::Min},
           {"bandwidth_Bps", OverInner::None, OverRanks::Max},
           {"iteration_time_s", OverInner::Median, OverRanks::Max},
-          {"wrong_elements", OverInner::None, OverRanks::Sum}};
+          {"wrong_elements", OverInner::None, OverRanks::Sum},
+          {"status", OverInner::None, OverRanks::Rank0}};
 }
 
 std::string MemorySweep::screen_table(const std::vector<h5::PointRecord>& records) const {
   h5::TextTable t({{"kind", "", true}, {"size", "(B)"}, {"min rank", "(GB/s)"},
-                   {"max rank", "(GB/s)"}, {"median time", "(ms)"}, {"#wrong"}});
+                   {"max rank", "(GB/s)"}, {"median time", "(ms)"}, {"#wrong"}, {"status", "", true}});
   for (const auto& r : records) {
     // Two headlines share the metric: the first is the min over ranks, the second the max.
     double lo = NAN, hi = NAN;
     for (const auto& f : r.metrics)
       if (f.name == "bandwidth_Bps") (std::isnan(lo) ? lo : hi) = f.number;
     t.row({r.text("kind"), h5::fixed(r.num("size_bytes"), 0), h5::sig3(lo / 1e9), h5::sig3(hi / 1e9),
-           h5::sig3(r.num("iteration_time_s") * 1e3), h5::fixed(r.num("wrong_elements"), 0)});
+           h5::sig3(r.num("iteration_time_s") * 1e3), h5::fixed(r.num("wrong_elements"), 0),
+           r.text("status")});
   }
   return t.render(results_title(*this) + " memory bandwidth per rank",
                   {"GB/s: moved bytes / mean iteration time of each rank (slowest and fastest "
                    "rank); time: median over iterations, slowest rank; #wrong: triad check "
-                   "summed over ranks (- : not checked)"});
+                   "summed over ranks (- : not checked); status oom: an allocation failed on "
+                   "some rank (oom_* in the file)"});
 }
 
 SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
@@ -119,7 +128,16 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   for (std::size_t pi = 0; pi < kinds.size(); ++pi) {
     ctx.progress.point_started(pi, labels[pi]);
     RB_MPI_CHECK(MPI_Barrier(ctx.world));
-    const Timing r = measure(kinds[pi], *engine);
+    Timing r;
+    const oom::Record ran_out = oom::attempt("memory " + kinds[pi], host_bytes(kinds[pi]),
+                                             ctx.layout.local_size,
+                                             [&] { r = measure(kinds[pi], *engine); });
+    const bool oom_point = oom::on_any_rank(ran_out, ctx.world);
+    oom::record_status(table, pi, oom_point, ran_out);
+    if (oom_point) {
+      ctx.progress.note("point " + std::to_string(pi) + " (" + labels[pi] + "): out of memory, skipped");
+      continue;
+    }
     table.set("bandwidth_Bps", pi, static_cast<double>(r.moved_bytes) / stats::mean(r.seconds));
     table.set_int("moved_bytes", pi, static_cast<std::int64_t>(r.moved_bytes));
     table.set("iteration_time_s", pi, r.seconds);
@@ -139,6 +157,19 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   return outcome;
 }
 
+// The triad's three arrays; a copy's pageable or pinned host buffer (device memory is not
+// host memory).
+std::uint64_t MemorySweep::host_bytes(const std::string& kind) const {
+  if (kind == "triad") return 3 * (p_.bytes / 8) * 8;
+  return kind == "d2d" ? 0 : p_.bytes;
+}
+
+std::uint64_t MemorySweep::max_host_bytes() const {
+  std::uint64_t most = 0;
+  for (const auto& kind : memory_points(p_)) most = std::max(most, host_bytes(kind));
+  return most;
+}
+
 // The triad runs on the host (Kokkos) on every backend; the copies on the device.
 MemorySweep::Timing MemorySweep::measure(const std::string& kind, prof::ComputeEngine& engine) const {
   const int warmup = static_cast<int>(p_.warmup), iterations = static_cast<int>(p_.iterations);
@@ -151,6 +182,14 @@ MemorySweep::Timing MemorySweep::measure(const std::string& kind, prof::ComputeE
 }
 
 }  // namespace
+
+void check_memory_fits(const Sweep& sweep, const cfg::Node& node, int ranks_on_node,
+                       std::uint64_t node_memory) {
+  const auto* m = dynamic_cast<const MemorySweep*>(&sweep);
+  if (m == nullptr) return;
+  oom::check_host_memory_fits(node, "bytes", m->max_host_bytes(), ranks_on_node, node_memory,
+                              "the memory sweep (3 arrays of 'bytes' for the triad, 1 for a host copy)");
+}
 
 std::unique_ptr<Sweep> parse_memory(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::Node& n = spec.node;

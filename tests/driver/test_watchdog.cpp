@@ -1,5 +1,6 @@
 // The hang guard's pieces that can run inside one process: its message, the test hook's
-// variable, and a guard that starts and stops without firing. Firing ends the process
+// variable, a guard that starts and stops without firing, and its heartbeat slots (what a
+// firing guard reads to name a silent rank). Firing ends the process
 // (exit code 124), so that is checked end to end by tests/driver/hang_guard.py.
 #include <doctest/doctest.h>
 
@@ -8,6 +9,9 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <unistd.h>
 
 #include "app/progress.hpp"
 #include "app/watchdog.hpp"
@@ -69,4 +73,75 @@ TEST_CASE("watchdog: points within their limit run on, and the guard stops with 
 TEST_CASE("watchdog: no NCCL communicator is live here, aborting none is harmless") {
   CHECK(rb::live_nccl_comm_count() == 0);
   CHECK(rb::abort_live_nccl_comms() == 0);
+}
+
+TEST_CASE("watchdog heartbeat: a slot is 64 bytes and reads back") {
+  using W = rb::Watchdog;
+  const std::string s = W::slot_text(42, "coll", 7, true, false);
+  CHECK(s.size() == W::kSlotBytes);
+  CHECK(s.back() == '\n');
+  const W::Beat b = W::parse_slot(s);
+  CHECK(b.seen);
+  CHECK_FALSE(b.fired);
+  CHECK(b.count == 42);
+  CHECK(b.where == "sweep coll point 7");
+  const std::string long_name(80, 'x');  // cut to fit the slot
+  CHECK(W::slot_text(1, long_name, 123456, true, false).size() == W::kSlotBytes);
+  CHECK(W::parse_slot(W::slot_text(3, "", 0, false, true)).fired);
+  CHECK(W::parse_slot(W::slot_text(3, "", 0, false, false)).where == "between points");
+  CHECK_FALSE(W::parse_slot(std::string(W::kSlotBytes, '\0')).seen);  // never written
+}
+
+TEST_CASE("watchdog heartbeat: the silent rank is named, firing and beating ranks are not") {
+  using W = rb::Watchdog;
+  auto beat = [](unsigned long long n, std::size_t point, bool fired = false) {
+    return W::parse_slot(W::slot_text(n, "coll", point, true, fired));
+  };
+  // Rank 0 fires; rank 1 beats on at the same point; rank 2 is silent; rank 3 fired too.
+  const std::vector<W::Beat> before = {beat(5, 3, true), beat(5, 3), beat(9, 2), beat(1, 3, true)};
+  const std::vector<W::Beat> after = {beat(5, 3, true), beat(8, 3), beat(9, 2), beat(1, 3, true)};
+  const std::string text = W::silent_ranks_text(0, before, after, 3.5);
+  CAPTURE(text);
+  CHECK(text.rfind("ringbench: rank 0: the rank(s) the others wait for: rank 2 (last at sweep coll "
+                   "point 2) sent no heartbeat for 3.5 s", 0) == 0);
+  CHECK(contains(text, "stopped (SIGSTOP"));
+  CHECK_FALSE(contains(text, "rank 1 ("));
+  CHECK_FALSE(contains(text, "rank 3"));
+  // All beating: those at another point are listed; at the same point, nothing to say.
+  const std::vector<W::Beat> moved = {beat(5, 3, true), beat(8, 3), beat(12, 2), beat(1, 3, true)};
+  CHECK(W::silent_ranks_text(0, before, moved, 3.5) ==
+        "ringbench: rank 0: ranks at another point than this one: rank 2 at sweep coll point 2\n");
+  const std::vector<W::Beat> same = {beat(5, 3, true), beat(8, 3)};
+  CHECK(W::silent_ranks_text(0, {beat(5, 3, true), beat(5, 3)}, same, 3.5).empty());
+  // A rank that never wrote its slot is silent too.
+  const std::vector<W::Beat> none = {beat(5, 3, true), W::Beat{}};
+  CHECK(contains(W::silent_ranks_text(0, none, none, 3.5), "rank 1 (no heartbeat yet)"));
+}
+
+TEST_CASE("watchdog heartbeat: the beat thread writes this rank's slot") {
+  char name[] = "/tmp/rb-heartbeat-XXXXXX";
+  const int fd = ::mkstemp(name);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  {
+    rb::WatchdogLimits limits;
+    limits.run_s = 60;
+    rb::Watchdog guard(1, limits, 0.01);
+    guard.point_started("mem", 4, "triad");
+    CHECK(guard.start_heartbeat(name, 2) == "");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    guard.stop_heartbeat();
+  }
+  std::FILE* f = std::fopen(name, "rb");
+  REQUIRE(f != nullptr);
+  std::string all(2 * rb::Watchdog::kSlotBytes, '\0');
+  const std::size_t got = std::fread(all.data(), 1, all.size(), f);
+  std::fclose(f);
+  ::unlink(name);
+  CHECK(got == all.size());  // rank 1's slot is the second
+  const auto b = rb::Watchdog::parse_slot(all.substr(rb::Watchdog::kSlotBytes));
+  CHECK(b.seen);
+  CHECK(b.count >= 1);
+  CHECK(b.where == "sweep mem point 4");
+  CHECK(rb::Watchdog(0, rb::WatchdogLimits{1, 0}).start_heartbeat("/nonexistent/dir/x", 1) != "");
 }

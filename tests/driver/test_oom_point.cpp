@@ -1,0 +1,84 @@
+// The out-of-memory points of the compute, memory and collectives sweeps (sweeps/oom_point.hpp):
+// what fits, how each kind of failure becomes a record, and the validation message. The sweeps
+// themselves under a real memory limit are checked end to end by tests/hostile (oom).
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "expect_error.hpp"
+#include "sweeps/oom_point.hpp"
+
+namespace {
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+}  // namespace
+
+TEST_CASE("oom: /proc/meminfo gives the node's memory and what is available") {
+  const std::uint64_t total = rb::oom::meminfo_bytes("MemTotal");
+  const std::uint64_t available = rb::oom::meminfo_bytes("MemAvailable");
+  CHECK(total > 0);
+  CHECK(available > 0);
+  CHECK(available <= total);
+  CHECK(rb::oom::meminfo_bytes("NoSuchField") == 0);
+}
+
+TEST_CASE("oom: fits divides what is there by the ranks on the node") {
+  using rb::oom::fits;
+  CHECK(fits(10, 2, 20));
+  CHECK_FALSE(fits(11, 2, 20));
+  CHECK(fits(20, 0, 20));                  // no rank count: one rank
+  CHECK(fits(1ull << 62, 8, 0));           // unknown memory: the allocator decides
+}
+
+TEST_CASE("oom: attempt turns each kind of failure into a record, success into none") {
+  int runs = 0;
+  const auto ok = rb::oom::attempt("t", 1024, 1, [&] { ++runs; });
+  CHECK_FALSE(ok.ran_out());
+  CHECK(runs == 1);
+
+  const auto bad_alloc = rb::oom::attempt("memory triad", 4096, 1, [] { throw std::bad_alloc(); });
+  CHECK(bad_alloc.ran_out());
+  CHECK(bad_alloc.requested == 4096);
+  CHECK(bad_alloc.free > 0);
+  CHECK(contains(bad_alloc.message, "memory triad: out of memory allocating 4096 B"));
+
+  const auto backend = rb::oom::attempt("x", 0, 1, [] {
+    throw rb::attn::OutOfMemory(123, 45, "kokkos-host allocate");
+  });
+  CHECK(backend.requested == 123);
+  CHECK(backend.free == 45);
+  CHECK(contains(backend.message, "kokkos-host allocate: out of memory"));
+
+  // More than the node has now: not tried (the OOM killer would end the rank instead).
+  runs = 0;
+  const auto huge = rb::oom::attempt("gemm", std::numeric_limits<std::uint64_t>::max() / 4, 2,
+                                     [&] { ++runs; });
+  CHECK(runs == 0);
+  CHECK(huge.ran_out());
+  CHECK(contains(huge.message, "not tried: the 2 ranks on this node need"));
+
+  // Other errors are not out-of-memory: they pass through.
+  CHECK_THROWS_AS(rb::oom::attempt("x", 0, 1, [] { throw std::runtime_error("other"); }),
+                  std::runtime_error);
+}
+
+TEST_CASE("oom: validation names the file, line and key of a size beyond the node") {
+  const rb::cfg::Node n(YAML::Load("type: memory\nbytes: 1TiB\n"), "job.yaml", "sweeps[0]");
+  CHECK_NOTHROW(rb::oom::check_host_memory_fits(n, "bytes", 3ull << 40, 1, 0, "memory"));  // unknown
+  CHECK_NOTHROW(rb::oom::check_host_memory_fits(n, "bytes", 1 << 20, 4, 1ull << 30, "memory"));
+  const rb::cfg::ConfigError e = rb::test::expect_error([&] {
+    rb::oom::check_host_memory_fits(n, "bytes", 3ull << 40, 2, 64ull << 30, "the memory sweep");
+  });
+  const std::string what = e.what();
+  CAPTURE(what);
+  CHECK(what.rfind("job.yaml:2:8: key 'sweeps[0].bytes': the memory sweep needs 3 TiB", 0) == 0);
+  CHECK(contains(what, "2 rank(s) on this node"));
+  CHECK(contains(what, "64 GiB of physical memory"));
+}
