@@ -144,8 +144,11 @@ oom::Record Collectives::ensure_engine(RunContext& ctx, prof::EngineSetup setup,
   engine.reset();  // the smaller buffers go first
   capacity = 0;
   setup.bytes = bytes;
+  // Read before any rank allocates: every rank comes here straight from the previous point's
+  // agreement (or the sweep's start), and the buffers are touched only inside make_engine.
+  const std::uint64_t available = oom::meminfo_bytes("MemAvailable");
   return oom::attempt("collectives buffers", engine_host_bytes(ctx.backend, bytes),
-                      ctx.layout.local_size, [&] {
+                      ctx.layout.local_size, available, [&] {
                         engine = prof::make_engine(setup);
                         capacity = bytes;
                       });

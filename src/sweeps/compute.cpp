@@ -239,12 +239,13 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
   for (std::size_t pi = 0; pi < pts.size(); ++pi) {
     const ComputePoint& pt = pts[pi];
     ctx.progress.point_started(pi, labels[pi]);
+    const std::uint64_t available = oom::meminfo_bytes("MemAvailable");
     RB_MPI_CHECK(MPI_Barrier(ctx.world));
     Timing r;
     std::string error;  // an attention kernel path that cannot run here (not memory)
     const oom::Record ran_out = oom::attempt(
         "compute " + labels[pi], pt.attention || p_.gpu ? 0 : gemm_host_bytes(pt.dtype, pt.size),
-        ctx.layout.local_size, [&] {
+        ctx.layout.local_size, available, [&] {
           if (!pt.attention) {
             r = engine->gemm(pt.dtype, static_cast<int>(pt.size), static_cast<int>(p_.warmup),
                              static_cast<int>(p_.iterations));

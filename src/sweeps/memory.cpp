@@ -127,10 +127,11 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   SweepOutcome outcome;
   for (std::size_t pi = 0; pi < kinds.size(); ++pi) {
     ctx.progress.point_started(pi, labels[pi]);
+    const std::uint64_t available = oom::meminfo_bytes("MemAvailable");
     RB_MPI_CHECK(MPI_Barrier(ctx.world));
     Timing r;
     const oom::Record ran_out = oom::attempt("memory " + kinds[pi], host_bytes(kinds[pi]),
-                                             ctx.layout.local_size,
+                                             ctx.layout.local_size, available,
                                              [&] { r = measure(kinds[pi], *engine); });
     const bool oom_point = oom::on_any_rank(ran_out, ctx.world);
     oom::record_status(table, pi, oom_point, ran_out);

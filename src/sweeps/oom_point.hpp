@@ -65,12 +65,14 @@ inline bool fits(std::uint64_t need, int ranks_on_node, std::uint64_t available)
 }
 
 // Runs `f` (allocate, measure) unless this rank's `need` host bytes cannot be had now; an
-// allocation failure inside `f` becomes the returned Record. Not collective: the caller agrees
-// with on_any_rank() before the next collective call of the point.
+// allocation failure inside `f` becomes the returned Record. `available` is MemAvailable read
+// before the point's barrier, so that no rank of the node has taken its share yet (read after,
+// a late rank would see the others' buffers and refuse a point that fits). Not collective: the
+// caller agrees with on_any_rank() before the next collective call of the point.
 template <class F>
-Record attempt(const std::string& what, std::uint64_t need, int ranks_on_node, F&& f) {
+Record attempt(const std::string& what, std::uint64_t need, int ranks_on_node,
+               std::uint64_t available, F&& f) {
   if (need > 0) {
-    const std::uint64_t available = meminfo_bytes("MemAvailable");
     if (!fits(need, ranks_on_node, available))
       return record_of(what, need, available,
                        "not tried: the " + std::to_string(ranks_on_node) +

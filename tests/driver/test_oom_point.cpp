@@ -38,18 +38,19 @@ TEST_CASE("oom: fits divides what is there by the ranks on the node") {
 }
 
 TEST_CASE("oom: attempt turns each kind of failure into a record, success into none") {
+  const std::uint64_t now = rb::oom::meminfo_bytes("MemAvailable");
   int runs = 0;
-  const auto ok = rb::oom::attempt("t", 1024, 1, [&] { ++runs; });
+  const auto ok = rb::oom::attempt("t", 1024, 1, now, [&] { ++runs; });
   CHECK_FALSE(ok.ran_out());
   CHECK(runs == 1);
 
-  const auto bad_alloc = rb::oom::attempt("memory triad", 4096, 1, [] { throw std::bad_alloc(); });
+  const auto bad_alloc = rb::oom::attempt("memory triad", 4096, 1, now, [] { throw std::bad_alloc(); });
   CHECK(bad_alloc.ran_out());
   CHECK(bad_alloc.requested == 4096);
   CHECK(bad_alloc.free > 0);
   CHECK(contains(bad_alloc.message, "memory triad: out of memory allocating 4096 B"));
 
-  const auto backend = rb::oom::attempt("x", 0, 1, [] {
+  const auto backend = rb::oom::attempt("x", 0, 1, now, [] {
     throw rb::attn::OutOfMemory(123, 45, "kokkos-host allocate");
   });
   CHECK(backend.requested == 123);
@@ -58,14 +59,20 @@ TEST_CASE("oom: attempt turns each kind of failure into a record, success into n
 
   // More than the node has now: not tried (the OOM killer would end the rank instead).
   runs = 0;
-  const auto huge = rb::oom::attempt("gemm", std::numeric_limits<std::uint64_t>::max() / 4, 2,
-                                     [&] { ++runs; });
+  const auto huge = rb::oom::attempt("gemm", 600, 2, 1000, [&] { ++runs; });
   CHECK(runs == 0);
   CHECK(huge.ran_out());
-  CHECK(contains(huge.message, "not tried: the 2 ranks on this node need"));
+  CHECK(huge.requested == 600);
+  CHECK(huge.free == 1000);
+  CHECK(contains(huge.message, "not tried: the 2 ranks on this node need 600 B each"));
+  // More than the address space allows: the untouched reservation fails first.
+  const auto reserve = rb::oom::attempt("gemm", std::numeric_limits<std::uint64_t>::max() / 4, 1,
+                                        0, [&] { ++runs; });
+  CHECK(runs == 0);
+  CHECK(contains(reserve.message, "the allocation failed"));
 
   // Other errors are not out-of-memory: they pass through.
-  CHECK_THROWS_AS(rb::oom::attempt("x", 0, 1, [] { throw std::runtime_error("other"); }),
+  CHECK_THROWS_AS(rb::oom::attempt("x", 0, 1, now, [] { throw std::runtime_error("other"); }),
                   std::runtime_error);
 }
 
