@@ -11,7 +11,7 @@ if(RINGBENCH_PYTHON)
     add_test(NAME ${name}
              COMMAND ${RINGBENCH_PYTHON} -m unittest discover -s ${CMAKE_CURRENT_SOURCE_DIR}/analysis
                      -p "${pattern}" -v)
-    set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS "analysis;unit"
+    set_tests_properties(${name} PROPERTIES TIMEOUT 600 LABELS "analysis;unit"
       SKIP_RETURN_CODE 77 ENVIRONMENT "PYTHONPATH=${PROJECT_SOURCE_DIR}/analysis;MPLBACKEND=Agg")
   endforeach()
   # pip install into a fresh venv (docs/analysis.md), then the installed rb-analysis.

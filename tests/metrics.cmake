@@ -16,3 +16,13 @@ if(RINGBENCH_PYTHON)
   set_tests_properties(metrics_same_output_file PROPERTIES TIMEOUT 300 LABELS "mpi;e2e"
     SKIP_RETURN_CODE 77 PROCESSORS 2)
 endif()
+# run.mpiio_hints and run.alignment_bytes reach the file: /run/mpiio_hints, aligned datasets.
+if(RINGBENCH_PYTHON)
+  add_test(NAME metrics_output_hints
+           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/metrics/output_hints.py
+                   --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                   --workdir ${RINGBENCH_TEST_OUTPUT}/metrics_output_hints)
+  set_tests_properties(metrics_output_hints PROPERTIES TIMEOUT 300 LABELS "mpi;e2e"
+    SKIP_RETURN_CODE 77 PROCESSORS 2
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+endif()

@@ -393,16 +393,35 @@ std::string output_path(const CommandLine& cli, const Config& c, MPI_Comm world)
 
 // The config file is passed so that an --output naming it is refused (even with --force).
 std::optional<h5::File> open_output(const std::string& path, bool force,
-                                    const std::string& config_path, MPI_Comm world) {
+                                    const std::string& config_path, const RunSection& run,
+                                    MPI_Comm world) {
   std::string error;
   h5::File file;
   try {
-    file = h5::File::create(path, world, force, config_path);
+    h5::IoHints hints;
+    hints.mpiio = run.mpiio_hints;
+    hints.alignment_bytes = run.alignment_bytes;
+    file = h5::File::create(path, world, force, config_path, hints);
   } catch (const std::exception& e) {
     error = e.what();
   }
   if (first_error_reported(error, "", world)) return std::nullopt;
   return file;
+}
+
+// /run/mpiio_hints: the hints MPI-IO reports in effect on the output file (the config's
+// run.mpiio_hints it kept, and its own defaults), one string attribute each.
+void write_mpiio_hints(h5::Group& run, const h5::File& file, MPI_Comm world) {
+  // Rank 0's list for everyone: attr() is collective, so every rank writes the same keys.
+  std::string text;
+  for (const auto& [key, value] : file.mpiio_hints_in_effect()) text += key + '\n' + value + '\n';
+  mpi::broadcast_string(text, world);
+  h5::Group g = run.group("mpiio_hints");
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t k = text.find('\n', at), e = text.find('\n', k + 1);
+    g.attr(text.substr(at, k - at), text.substr(k + 1, e - k - 1));
+    at = e + 1;
+  }
 }
 
 void write_run_group(h5::Group& run, const Validated& v, const CommandLine& cli,
@@ -650,12 +669,13 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   if (!decide_policies(*v, *setup, cli.quiet, world)) return 1;
 
   const std::string out_path = output_path(cli, v->config, world);
-  std::optional<h5::File> file = open_output(out_path, cli.force, cli.config_path, world);
+  std::optional<h5::File> file = open_output(out_path, cli.force, cli.config_path, v->config.run, world);
   if (!file) return 1;
   h5::Group root = file->root();
   h5::Group run = root.group("run");
   try {
     write_run_group(run, *v, cli, *text, layout, mpi_thread_level);
+    write_mpiio_hints(run, *file, world);
     write_ranks_table(root, layout, *setup);
     file->flush();
   } catch (const std::exception& e) {

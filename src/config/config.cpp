@@ -160,9 +160,34 @@ double positive_seconds(const cfg::Node& run, const std::string& key) {
   return value;
 }
 
+// run.mpiio_hints: a map of hint name to a scalar value, passed to MPI-IO as text. Names are
+// not checked against a list (each MPI library knows its own and ignores the rest), only for
+// being names an MPI_Info accepts.
+std::vector<std::pair<std::string, std::string>> parse_mpiio_hints(const cfg::Node& run) {
+  std::vector<std::pair<std::string, std::string>> hints;
+  if (!run.has("mpiio_hints")) return hints;
+  const cfg::Node map = run.child("mpiio_hints");
+  if (!map.is_map())
+    map.fail("", "expected a map of MPI-IO hint names to values (e.g. {striping_factor: 8}), got " +
+                     describe_shape(map.yaml()));
+  for (const std::string& key : map.keys()) {
+    const cfg::Node value = map.child(key);
+    if (!value.yaml().IsScalar() || value.yaml().Scalar().empty())
+      value.fail("", "expected a value (a number or a word) for MPI-IO hint '" + key + "', got " +
+                         describe_shape(value.yaml()));
+    // Open MPI's MPI_MAX_INFO_KEY is 36 (35 characters and the NUL); MPICH's is larger.
+    constexpr std::size_t kMaxHintName = 35;
+    if (key.empty() || key.size() > kMaxHintName)
+      map.fail(key, "MPI-IO hint names are 1 to " + std::to_string(kMaxHintName) + " characters");
+    hints.emplace_back(key, value.yaml().Scalar());
+  }
+  return hints;
+}
+
 RunSection parse_run(const cfg::Node& run) {
   RunSection section;
-  run.allow_only({"name", "output_dir", "timeout_s", "point_timeout_s"});
+  run.allow_only({"name", "output_dir", "timeout_s", "point_timeout_s", "mpiio_hints",
+                  "alignment_bytes"});
   section.name = run.get_string("name", section.name);
   check_name(run, "name", section.name);
   section.output_dir = run.get_string("output_dir", section.output_dir);
@@ -170,6 +195,8 @@ RunSection parse_run(const cfg::Node& run) {
     run.fail("output_dir", "expected a directory path, got an empty string");
   section.timeout_s = positive_seconds(run, "timeout_s");
   section.point_timeout_s = positive_seconds(run, "point_timeout_s");
+  section.mpiio_hints = parse_mpiio_hints(run);
+  section.alignment_bytes = run.get_bytes("alignment_bytes", 0);
   return section;
 }
 

@@ -23,6 +23,11 @@ struct RunSection {
   // rank stops with exit code 124; 0 = no limit (the keys are optional and must be > 0).
   double timeout_s = 0;
   double point_timeout_s = 0;
+  // The output file on a parallel file system (docs/multi-node.md): MPI-IO hints in file order
+  // (striping_factor, striping_unit, cb_nodes, romio_cb_write, ...) and the alignment of every
+  // HDF5 object of at least that many bytes (0: packed, HDF5's default).
+  std::vector<std::pair<std::string, std::string>> mpiio_hints;
+  std::uint64_t alignment_bytes = 0;
 };
 
 struct BindingSection {

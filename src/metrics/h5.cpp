@@ -888,6 +888,31 @@ File File::create(const std::string& path, MPI_Comm comm, bool force, const std:
   return f;
 }
 
+std::vector<std::pair<std::string, std::string>> File::mpiio_hints_in_effect() const {
+  std::vector<std::pair<std::string, std::string>> hints;
+  if (!file_) return hints;
+  void* handle = nullptr;
+  Id fapl(check_id(H5Fget_access_plist(file_->id()), "H5Fget_access_plist", path_), H5Pclose);
+  if (H5Fget_vfd_handle(file_->id(), *fapl, &handle) < 0 || handle == nullptr) return hints;
+  MPI_Info info = MPI_INFO_NULL;
+  if (MPI_File_get_info(*static_cast<MPI_File*>(handle), &info) != MPI_SUCCESS) return hints;
+  int n = 0;
+  MPI_Info_get_nkeys(info, &n);
+  for (int i = 0; i < n; ++i) {
+    char key[MPI_MAX_INFO_KEY + 1] = {};
+    MPI_Info_get_nthkey(info, i, key);
+    int len = 0, found = 0;
+    MPI_Info_get_valuelen(info, key, &len, &found);
+    if (!found) continue;
+    std::string value(static_cast<std::size_t>(len) + 1, '\0');
+    MPI_Info_get(info, key, len + 1, value.data(), &found);
+    value.resize(static_cast<std::size_t>(len));
+    hints.emplace_back(key, value);
+  }
+  MPI_Info_free(&info);
+  return hints;
+}
+
 File File::open_read(const std::string& path, MPI_Comm comm) {
   silence_hdf5();
   Id fapl = parallel_fapl(comm, path);

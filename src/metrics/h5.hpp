@@ -118,6 +118,9 @@ class File {
   void flush();  // H5Fflush (collective): everything written so far survives a crash after this
   void close();
   const std::string& path() const { return path_; }
+  // The MPI-IO hints in effect on the open file, as the MPI library reports them
+  // (MPI_File_get_info): the run's requested hints it kept and its own defaults.
+  std::vector<std::pair<std::string, std::string>> mpiio_hints_in_effect() const;
 
  private:
   void replace_old();

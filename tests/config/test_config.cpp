@@ -108,6 +108,18 @@ TEST_CASE("run time limits: optional, seconds > 0") {
   CHECK(d.run.point_timeout_s == 0.0);
 }
 
+TEST_CASE("run.mpiio_hints and run.alignment_bytes: in file order, as text") {
+  rb::Config c = rb::parse_config_text(
+      "run:\n  mpiio_hints: {striping_factor: 8, romio_cb_write: enable}\n"
+      "  alignment_bytes: 4MiB\nsweeps: [{type: memory}]\n", "t.yaml");
+  using Hints = std::vector<std::pair<std::string, std::string>>;
+  CHECK(c.run.mpiio_hints == Hints{{"striping_factor", "8"}, {"romio_cb_write", "enable"}});
+  CHECK(c.run.alignment_bytes == 4u << 20);
+  rb::Config d = rb::parse_config_text("sweeps: [{type: memory}]\n", "t.yaml");
+  CHECK(d.run.mpiio_hints.empty());
+  CHECK(d.run.alignment_bytes == 0u);
+}
+
 TEST_CASE("omitted sections take their defaults") {
   rb::Config c = rb::parse_config_text("sweeps:\n  - type: memory\n", "min.yaml");
   CHECK(c.run.name == rb::RunSection{}.name);
@@ -269,6 +281,15 @@ TEST_CASE("malformed configs fail with the line and an actionable message") {
         "sweeps[1] (line 5)"}},
       {"duplicate default sweep names", "sweeps:\n  - type: memory\n  - type: memory\n", 3,
        {"key 'sweeps[1]'", "duplicate sweep name 'memory'", "line 2", "line 3"}},
+      {"run.mpiio_hints a list", "run:\n  mpiio_hints: [cb_nodes]\n" + S, 2,
+       {"key 'run.mpiio_hints'", "expected a map of MPI-IO hint names", "got a list"}},
+      {"run.mpiio_hints value a map", "run:\n  mpiio_hints:\n    cb_nodes: {a: 1}\n" + S, 3,
+       {"key 'run.mpiio_hints.cb_nodes'", "expected a value", "got a map"}},
+      {"run.mpiio_hints name too long",
+       "run:\n  mpiio_hints:\n    a_hint_name_longer_than_open_mpi_takes: 1\n" + S, 3,
+       {"key 'run.mpiio_hints.a_hint_name_longer_than_open_mpi_takes'", "1 to 35 characters"}},
+      {"run.alignment_bytes not a size", "run:\n  alignment_bytes: lots\n" + S, 2,
+       {"key 'run.alignment_bytes'"}},
       {"zero run.point_timeout_s", "run:\n  point_timeout_s: 0\n" + S, 2,
        {"key 'run.point_timeout_s'", "expected a number of seconds > 0, got 0"}},
       {"negative run.timeout_s", "run:\n  name: a\n  timeout_s: -5\n" + S, 3,
