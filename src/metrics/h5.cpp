@@ -960,9 +960,35 @@ Group File::root() {
   return Group(shared(g, H5Gclose), comm_, "/");
 }
 
+namespace {
+
+// HDF5 cannot take back a metadata write that fails on one rank during a flush: its internal
+// collectives go out of step (one rank in a barrier, another in the truncate's broadcast) and
+// every rank waits forever (seen with 24-56 KiB left on a tmpfs). So a flush starts only with
+// room for its metadata; otherwise the run stops here, every rank agreeing, with the reason.
+constexpr unsigned long long kFlushReserve = 64ull << 10;
+
+void check_room_for_flush(const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string& file = written_file();
+  const fs::path dir = fs::path(file).has_parent_path() ? fs::path(file).parent_path() : fs::path(".");
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) != 0) return;
+  const unsigned long long free_bytes =
+      static_cast<unsigned long long>(vfs.f_bavail) * static_cast<unsigned long long>(vfs.f_frsize);
+  if (free_bytes >= kFlushReserve) return;
+  throw std::runtime_error("HDF5 file '" + path + "' cannot be flushed: No space left on device (" +
+                           std::to_string(free_bytes) + " bytes free on the file system of '" +
+                           dir.string() + "'; a flush needs " + std::to_string(kFlushReserve) +
+                           " for its metadata)");
+}
+
+}  // namespace
+
 void File::flush() {
   if (!file_) throw std::runtime_error("HDF5 file '" + path_ + "' is not open");
   agreed(comm_, [&] {
+    check_room_for_flush(path_);
     check(H5Fflush(file_->id(), H5F_SCOPE_GLOBAL), "H5Fflush", path_);
     check_on_disk();
   });

@@ -163,10 +163,13 @@ def check_diskfull(args):
         # A second sweep whose samples alone (40000 iterations x 2 ranks x 8 B) outgrow the disk.
         big = JOB + "  - {type: memory, name: mem2, bytes: 4KiB, iterations: 40000}\n"
         cfg = write(os.path.join(args.workdir, "full.yaml"), big)
-        # Sizes where the disk fills at the first sweep's flush and at a later one. Known gap
-        # (reported with #18, in metrics/h5): on a 24k-32k tmpfs rank 0 fails a metadata write
-        # inside H5Fflush's sync point while rank 1 waits in its truncate, and both hang.
-        for size, where in (("40k", "the first sweep's flush"), ("256k", "a later sweep")):
+        # Sizes where the disk fills at the first sweep's flush and at a later one. At 24k-56k
+        # a metadata write failed inside H5Fflush on one rank while the other waited in its
+        # truncate, and both hung: metrics/h5 now refuses a flush without 64 KiB of room.
+        for size, where in (("24k", "the first flush (HDF5 hung there before)"),
+                            ("40k", "the first sweep's flush"),
+                            ("56k", "the first flush (HDF5 hung there before)"),
+                            ("256k", "a later sweep")):
             mount_tmpfs(mnt, size)
             out = os.path.join(mnt, "run.h5")
             r, s = run_job(args, out, cfg=cfg, timeout=90)
