@@ -25,6 +25,9 @@
 #include "profiling/timing.hpp"
 
 #ifdef RINGBENCH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "backend.hpp"
 #include "cuda/profiling/profiling_cuda.hpp"
 
 namespace {
@@ -66,6 +69,26 @@ std::size_t nccl_run_and_check(rb::NcclComm& comm, Op op, DType t, bool in_place
 }
 
 }  // namespace
+
+TEST_CASE("device memory that cannot be had is attn::OutOfMemory, and the device still works") {
+  (void)layout();  // selects this rank's GPU
+  std::size_t free_bytes = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free_bytes, &total) == cudaSuccess);
+  const std::size_t too_much = total + (std::size_t{1} << 30);
+  bool thrown = false;
+  try {
+    rb::prof::cuda::DeviceBuffer huge(too_much);
+  } catch (const rb::attn::OutOfMemory& e) {
+    thrown = true;
+    CHECK(e.requested() == too_much);
+    CHECK(e.free_bytes() > 0);
+    CHECK(e.free_bytes() <= total);
+  }
+  CHECK(thrown);
+  CHECK(cudaGetLastError() == cudaSuccess);  // not left behind for the next check
+  rb::prof::cuda::DeviceBuffer small(1 << 20);  // the device goes on
+  CHECK(small.get() != nullptr);
+}
 
 TEST_CASE("every NCCL collective delivers the expected data") {
   if (!enough_gpus()) return;
