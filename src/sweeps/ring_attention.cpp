@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "ring/ring_attention.hpp"
 #include "ring/ring_comms.hpp"
 #include "ring/ring_order.hpp"
+#include "sweeps/oom_point.hpp"
 
 namespace rb {
 namespace {
@@ -582,22 +584,29 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   backend.reset_peak();
   std::unique_ptr<ring::RingTransport> transport;
   std::unique_ptr<ring::RingAttention> ra;
+  const std::uint64_t seed = static_cast<std::uint64_t>(p_.seed);
+  const int ring_rank = static_cast<int>(r.ring_rank);
+  Shards in;
   try {
     transport = ctx.paths.ring_transport(ring_comm.mpi.get(), backend);
     ra = std::make_unique<ring::RingAttention>(prob, backend, *transport, p_.backward);
+    in = make_shards(prob, ring_rank, seed, p_.backward);
   } catch (const attn::OutOfMemory& e) {
     r.oom_message = e.what();
     r.oom_requested = static_cast<std::int64_t>(e.requested());
     r.oom_free = static_cast<std::int64_t>(e.free_bytes());
+  } catch (const std::bad_alloc& e) {  // the host input shards (Q, K, V, dO of this rank)
+    const std::int64_t elem = prob.dtype == attn::DType::F32 ? 4 : 2;
+    r.oom_requested = (p_.backward ? 4 : 3) * prob.shard_elements() * elem;
+    r.oom_free = static_cast<std::int64_t>(oom::meminfo_bytes("MemAvailable"));
+    r.oom_message = "host input shards: out of memory allocating " + std::to_string(r.oom_requested) +
+                    " B (" + std::to_string(r.oom_free) + " B available; " + e.what() + ")";
   }
   if (on_any_rank(ctx.world, !r.oom_message.empty())) {
     r.status = "oom";
     return r;
   }
 
-  const std::uint64_t seed = static_cast<std::uint64_t>(p_.seed);
-  const int ring_rank = static_cast<int>(r.ring_rank);
-  const Shards in = make_shards(prob, ring_rank, seed, p_.backward);
   ra->load_inputs(in.q.data(), in.k.data(), in.v.data(), p_.backward ? in.dO.data() : nullptr);
   backend.reset_block_calls();
   time_iterations(ctx.world, *ra, r);
