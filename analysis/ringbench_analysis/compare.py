@@ -284,7 +284,7 @@ def _judge_point(key, b, n, units, opts, hist):
         row = dict(base_row, metric=m, units=units.get(m, ""))
         hib = direction(units.get(m), m) > 0
         # The point's own night-to-night noise, never below the backend's run-to-run noise.
-        noise = max(hist["noise"].get(key, {}).get(m) or 0.0, opts["run_noise"](b)) or None
+        noise = max(hist["noise"].get(key, {}).get(m) or 0.0, opts["run_noise_of"](b)) or None
         j = V.judge(bs, ns, opts["tolerance"], hib, opts["quantile"], noise) \
             if bs is not None and ns is not None else None
         if j is None:
@@ -359,7 +359,7 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
     # memory): verdict.HOST_TRANSFER_NOISE; --run-noise sets one value for every point.
     noise_of = (lambda rec: run_noise) if given else \
         (lambda rec: max(run_noise, V.HOST_TRANSFER_NOISE) if rec["host_transfer"] else run_noise)
-    opts = {"tolerance": tolerance, "quantile": quantile, "run_noise": noise_of}
+    opts = {"tolerance": tolerance, "quantile": quantile, "run_noise_of": noise_of}
     rows = [r for k in matched for r in _judge_point(k, bp[k], np_[k], units, opts, hist)]
     run_regression = ""
     if base.status == "complete" and new.status != "complete":

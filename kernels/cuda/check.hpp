@@ -1,5 +1,6 @@
 #pragma once
-// Error checks for the CUDA kernel library: the one CUDA error-check family of the program
+// Error checks for the CUDA kernel library: the one CUDA error-check family of the program,
+// allocation failures included (check_allocation)
 // (src/runtime/cuda_check.hpp builds on it). Self-contained (no MPI, no src/runtime) so the
 // kernels and their benchmark build with plain nvcc on a GPU machine; the message names the
 // call, the file and line, and the library's error string. throw_kernel_error is public for
@@ -7,8 +8,11 @@
 #include <cuda_runtime_api.h>
 #include <cublas_v2.h>
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+
+#include "backend.hpp"  // attn::OutOfMemory
 
 namespace rb::attn::gpu {
 
@@ -42,6 +46,21 @@ inline const char* cublas_status_name(cublasStatus_t s) {
     case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
     default: return "unknown cuBLAS status";
   }
+}
+
+// The result `err` of a cudaMalloc (`device`) or cudaMallocHost of `bytes`: running out is
+// attn::OutOfMemory (what was asked; for the device, what it had free), with the error cleared
+// so no later check reports it, because the caller records an `oom` point and goes on; any
+// other error is thrown as every CUDA error. `where` names the allocation in the message.
+inline void check_allocation(cudaError_t err, std::size_t bytes, const std::string& where,
+                             const char* call, bool device = true) {
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    std::size_t free_bytes = 0, total = 0;
+    if (!device || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) free_bytes = 0;
+    throw OutOfMemory(bytes, free_bytes, where);
+  }
+  if (err != cudaSuccess) throw_kernel_error("CUDA", call, __FILE__, __LINE__, cudaGetErrorString(err));
 }
 
 }  // namespace rb::attn::gpu

@@ -119,16 +119,10 @@ const CudaBackend::Entry& CudaBackend::entry_of_row(const KernelPath* row) {
 void* CudaBackend::allocate(std::size_t bytes) {
   if (bytes == 0) bytes = 1;  // distinct, releasable pointers for empty buffers
   void* p = nullptr;
-  const cudaError_t err = cudaMalloc(&p, bytes);
-  if (err == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // clear the error so later calls do not report it
-    std::size_t free_b = 0, total_b = 0;
-    RBK_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    throw OutOfMemory(bytes, free_b,
-                            "cudaMalloc on GPU " + std::to_string(device_) + " (" + name() +
-                                " backend, " + std::to_string(current_) + " bytes already held)");
-  }
-  RBK_CUDA_CHECK(err);
+  gpu::check_allocation(cudaMalloc(&p, bytes), bytes,
+                        "cudaMalloc on GPU " + std::to_string(device_) + " (" + name() +
+                            " backend, " + std::to_string(current_) + " bytes already held)",
+                        "cudaMalloc");
   sizes_[p] = bytes;
   current_ += bytes;
   if (current_ > peak_) peak_ = current_;

@@ -16,6 +16,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -417,11 +418,9 @@ void write_mpiio_hints(h5::Group& run, const h5::File& file, MPI_Comm world) {
   for (const auto& [key, value] : file.mpiio_hints_in_effect()) text += key + '\n' + value + '\n';
   mpi::broadcast_string(text, world);
   h5::Group g = run.group("mpiio_hints");
-  for (std::size_t at = 0; at < text.size();) {
-    const std::size_t k = text.find('\n', at), e = text.find('\n', k + 1);
-    g.attr(text.substr(at, k - at), text.substr(k + 1, e - k - 1));
-    at = e + 1;
-  }
+  std::istringstream lines(text);
+  std::string key, value;
+  while (std::getline(lines, key) && std::getline(lines, value)) g.attr(key, value);
 }
 
 void write_run_group(h5::Group& run, const Validated& v, const CommandLine& cli,

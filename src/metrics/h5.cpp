@@ -110,20 +110,28 @@ std::uint64_t& written_end() {
 // HDF5's MPI-IO driver says only "file write failed" and errno is gone by the time it returns,
 // so a failure is explained from the file system: a full disk or the file size limit
 // (ulimit -f) is named with its numbers; otherwise "".
+// Bytes free (for this user) on the file system of the file being written, and its directory;
+// false when unknown.
+bool output_free_bytes(unsigned long long& free_bytes, std::string& dir) {
+  namespace fs = std::filesystem;
+  const std::string& file = written_file();
+  dir = fs::path(file).has_parent_path() ? fs::path(file).parent_path().string() : ".";
+  struct statvfs vfs {};
+  if (file.empty() || ::statvfs(dir.c_str(), &vfs) != 0) return false;
+  free_bytes = static_cast<unsigned long long>(vfs.f_bavail) * static_cast<unsigned long long>(vfs.f_frsize);
+  return true;
+}
+
 std::string os_reason() {
   namespace fs = std::filesystem;
   const std::string& file = written_file();
   if (file.empty()) return "";
-  const fs::path dir = fs::path(file).has_parent_path() ? fs::path(file).parent_path() : fs::path(".");
-  struct statvfs vfs {};
   constexpr unsigned long long kNearlyFull = 1ull << 20;
-  if (::statvfs(dir.c_str(), &vfs) == 0) {
-    const unsigned long long free_bytes =
-        static_cast<unsigned long long>(vfs.f_bavail) * static_cast<unsigned long long>(vfs.f_frsize);
-    if (free_bytes < kNearlyFull)
-      return "No space left on device (" + std::to_string(free_bytes) +
-             " bytes free on the file system of '" + dir.string() + "')";
-  }
+  unsigned long long free_bytes = 0;
+  std::string dir;
+  if (output_free_bytes(free_bytes, dir) && free_bytes < kNearlyFull)
+    return "No space left on device (" + std::to_string(free_bytes) +
+           " bytes free on the file system of '" + dir + "')";
   struct rlimit limit {};
   std::error_code ec;
   const auto size = fs::file_size(file, ec);
@@ -711,6 +719,7 @@ class MpiInfo {
     MPI_Info_create(&info_);
     for (const auto& [key, value] : hints) MPI_Info_set(info_, key.c_str(), value.c_str());
   }
+  explicit MpiInfo(MPI_Info owned) : info_(owned) {}  // takes `owned` (MPI_File_get_info's)
   ~MpiInfo() {
     if (info_ != MPI_INFO_NULL) MPI_Info_free(&info_);
   }
@@ -753,8 +762,8 @@ std::string this_host() {
 
 // What rank 0 writes into the claimed file for every rank to read back: this run's own text,
 // so a file of the same name on another node's local disk cannot pass for it.
-std::string claim_token() {
-  return "ringbench output claim: host " + this_host() + " pid " + std::to_string(::getpid()) +
+std::string claim_token(const std::string& host) {
+  return "ringbench output claim: host " + host + " pid " + std::to_string(::getpid()) +
          " t " + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
 }
 
@@ -846,8 +855,8 @@ File File::create(const std::string& path, MPI_Comm comm, bool force, const std:
   const int rank = mpi::rank_of(comm);
   if (rank == 0) {
     try {
-      token = claim_token();
       host0 = this_host();
+      token = claim_token(host0);
       target = claim_output(path, force, protect, token);
     } catch (const std::exception& e) {
       error = e.what();
@@ -894,8 +903,10 @@ std::vector<std::pair<std::string, std::string>> File::mpiio_hints_in_effect() c
   void* handle = nullptr;
   Id fapl(check_id(H5Fget_access_plist(file_->id()), "H5Fget_access_plist", path_), H5Pclose);
   if (H5Fget_vfd_handle(file_->id(), *fapl, &handle) < 0 || handle == nullptr) return hints;
-  MPI_Info info = MPI_INFO_NULL;
-  if (MPI_File_get_info(*static_cast<MPI_File*>(handle), &info) != MPI_SUCCESS) return hints;
+  MPI_Info got = MPI_INFO_NULL;
+  if (MPI_File_get_info(*static_cast<MPI_File*>(handle), &got) != MPI_SUCCESS) return hints;
+  const MpiInfo owned(got);
+  const MPI_Info info = owned.get();
   int n = 0;
   MPI_Info_get_nkeys(info, &n);
   for (int i = 0; i < n; ++i) {
@@ -909,7 +920,6 @@ std::vector<std::pair<std::string, std::string>> File::mpiio_hints_in_effect() c
     value.resize(static_cast<std::size_t>(len));
     hints.emplace_back(key, value);
   }
-  MPI_Info_free(&info);
   return hints;
 }
 
@@ -969,17 +979,12 @@ namespace {
 constexpr unsigned long long kFlushReserve = 64ull << 10;
 
 void check_room_for_flush(const std::string& path) {
-  namespace fs = std::filesystem;
-  const std::string& file = written_file();
-  const fs::path dir = fs::path(file).has_parent_path() ? fs::path(file).parent_path() : fs::path(".");
-  struct statvfs vfs {};
-  if (::statvfs(dir.c_str(), &vfs) != 0) return;
-  const unsigned long long free_bytes =
-      static_cast<unsigned long long>(vfs.f_bavail) * static_cast<unsigned long long>(vfs.f_frsize);
-  if (free_bytes >= kFlushReserve) return;
+  unsigned long long free_bytes = 0;
+  std::string dir;
+  if (!output_free_bytes(free_bytes, dir) || free_bytes >= kFlushReserve) return;
   throw std::runtime_error("HDF5 file '" + path + "' cannot be flushed: No space left on device (" +
                            std::to_string(free_bytes) + " bytes free on the file system of '" +
-                           dir.string() + "'; a flush needs " + std::to_string(kFlushReserve) +
+                           dir + "'; a flush needs " + std::to_string(kFlushReserve) +
                            " for its metadata)");
 }
 

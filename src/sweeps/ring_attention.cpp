@@ -596,8 +596,8 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
     r.oom_requested = static_cast<std::int64_t>(e.requested());
     r.oom_free = static_cast<std::int64_t>(e.free_bytes());
   } catch (const std::bad_alloc& e) {  // the host input shards (Q, K, V, dO of this rank)
-    const std::int64_t elem = prob.dtype == attn::DType::F32 ? 4 : 2;
-    r.oom_requested = (p_.backward ? 4 : 3) * prob.shard_elements() * elem;
+    r.oom_requested = (p_.backward ? 4 : 3) * prob.shard_elements() *
+                      static_cast<std::int64_t>(attn::dtype_size(prob.dtype));
     r.oom_free = static_cast<std::int64_t>(oom::meminfo_bytes("MemAvailable"));
     r.oom_message = "host input shards: out of memory allocating " + std::to_string(r.oom_requested) +
                     " B (" + std::to_string(r.oom_free) + " B available; " + e.what() + ")";

@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "check.hpp"
 #include "cuda/profiling/profiling_cuda.hpp"
-#include "backend.hpp"
 
 namespace rb::prof::cuda {
 namespace {
@@ -48,21 +48,10 @@ int grid_for(std::size_t count) {
 
 }  // namespace
 
-// Device memory that cannot be had is an out-of-memory point of the sweep (sweeps/oom_point.hpp),
-// not a failed run: attn::OutOfMemory with what was asked and what the device had free.
-static void allocate_or_oom(void** p, std::size_t bytes, bool pinned_host) {
-  const cudaError_t e = pinned_host ? cudaMallocHost(p, bytes) : cudaMalloc(p, bytes);
-  if (e == cudaErrorMemoryAllocation) {
-    (void)cudaGetLastError();  // not sticky, but the next check must not see it
-    std::size_t free_bytes = 0, total = 0;
-    if (!pinned_host) (void)cudaMemGetInfo(&free_bytes, &total);
-    throw attn::OutOfMemory(bytes, free_bytes, pinned_host ? "cudaMallocHost" : "cudaMalloc");
-  }
-  PROF_CUDA(e);
-}
-
+// Memory that cannot be had is an out-of-memory point of the sweep (sweeps/oom_point.hpp), not a
+// failed run: attn::OutOfMemory with what was asked and what the device had free.
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  if (bytes) allocate_or_oom(&p_, bytes, false);
+  if (bytes) attn::gpu::check_allocation(cudaMalloc(&p_, bytes), bytes, "cudaMalloc", "cudaMalloc");
 }
 DeviceBuffer::~DeviceBuffer() {
   if (p_) cudaFree(p_);
@@ -139,7 +128,10 @@ namespace {
 // Pinned host memory (cudaMallocHost), freed on destruction.
 struct PinnedHost {
   void* p = nullptr;
-  explicit PinnedHost(std::size_t bytes) { allocate_or_oom(&p, bytes, true); }
+  explicit PinnedHost(std::size_t bytes) {
+    attn::gpu::check_allocation(cudaMallocHost(&p, bytes), bytes, "cudaMallocHost", "cudaMallocHost",
+                                false);
+  }
   ~PinnedHost() {
     if (p) cudaFreeHost(p);
   }
