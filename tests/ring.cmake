@@ -86,3 +86,11 @@ ringbench_add_test(NAME kernel_policy_backend RANKS 1 COMMAND $<TARGET_FILE:test
 ringbench_add_doctest(TARGET test_ring_order SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_order.cpp
                       LIBS rb_ring)
 ringbench_add_test(NAME ring_order RANKS 1 COMMAND $<TARGET_FILE:test_ring_order> LABELS unit TIMEOUT 60)
+# The parity check's references (streamed vs full-sequence, memory, validate.reference modes)
+# at 1-4 ranks.
+ringbench_add_doctest(TARGET test_parity_reference
+                      SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_parity_reference.cpp LIBS rb_app)
+foreach(n 1 2 3 4)
+  ringbench_add_test(NAME parity_reference_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_parity_reference>
+                     LABELS "ring;mpi" TIMEOUT 120)
+endforeach()

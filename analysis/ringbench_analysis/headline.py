@@ -138,9 +138,12 @@ def untrustworthy(ring, rows):
     return bad + [f"{r['result']}: {r['flag']}" for r in rows if r["flag"] and not r["result"].startswith("ring")]
 
 
-def verdicts(problems, bad, parity_rows, skipped_groups):
+def verdicts(problems, bad, parity_rows, skipped_groups, parity_off=0):
     """Bullets: failures first, then untrustworthy numbers, then what was left out."""
     out = []
+    if parity_off:
+        out.append(f"- **Parity off for {parity_off} ring point(s)** (validate.reference: off): "
+                   "their results were not checked against the reference.")
     if problems:
         out.append(f"- **FAILED: {len(problems)} problem(s)** (all under \"Status and parity\"):")
         out += [f"  - {p}" for p in problems[:5]]
@@ -148,8 +151,8 @@ def verdicts(problems, bad, parity_rows, skipped_groups):
             out.append(f"  - ... {len(problems) - 5} more")
     else:
         out.append("- Every run, sweep and point completed" +
-                   (f"; parity passed on every ring point ({len(parity_rows)} error metrics checked)."
-                    if parity_rows else "."))
+                   (f"; parity passed on every {'checked ' if parity_off else ''}ring point "
+                    f"({len(parity_rows)} error metrics checked)." if parity_rows else "."))
     if bad:
         out.append(f"- **Untrustworthy ({len(bad)})**: CV above {100 * CV_LIMIT:.0f} % between iterations, "
                    "efficiency above 1 or above the device peak:")

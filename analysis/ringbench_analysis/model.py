@@ -75,7 +75,7 @@ def _one_point(run, sweep, p):
     pt = {"run": os.path.basename(run.path), "sweep": sweep.name, "point": p,
           "world_size": run.world_size, "seq_len": int(keys["seq_len"]),
           "ring_size": int(keys["ring_size"]), "config": cfg,
-          "status": sweep.point_status(p), "failure": ""}
+          "status": sweep.point_status(p), "failure": "", "parity_mode": sweep.parity_mode(p)}
     total, fwd = _ranks(sweep, "total_time_s", p), _ranks(sweep, "forward_time_s", p)
     if total is None:
         total = fwd

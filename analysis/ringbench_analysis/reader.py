@@ -211,6 +211,18 @@ class Sweep(PointsTable):
         said = [str(x) for x in self.metrics["status"][:, point] if str(x) and str(x) != "ok"]
         return said[0] if said else "ok"
 
+    def parity_mode(self, point):
+        """full | sampled | off: how the point's parity was checked (validate.reference);
+        files from before the key: sampled or full from parity_sampled, "" when unknown."""
+        if "parity_mode" in self.metrics:
+            said = {str(x) for x in self.metrics["parity_mode"][:, point] if str(x)}
+            for mode in ("off", "sampled", "full"):  # the least checked first
+                if mode in said:
+                    return mode
+        if "parity_sampled" in self.metrics:
+            return "sampled" if (self.metrics["parity_sampled"][:, point] == 1).any() else "full"
+        return ""
+
     def iteration_samples(self):
         """The metrics of this sweep that hold per-iteration samples (ITERATION_SAMPLES)."""
         return [m for m in ITERATION_SAMPLES.get(self.type, ()) if m in self.metrics]

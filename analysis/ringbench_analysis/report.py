@@ -185,7 +185,10 @@ def _first_screen(runs, fr, summary, peaks, gpu_names):
     parity = _parity_rows(runs)
     md += ["", "Verdicts:", ""]
     summary["untrustworthy"] = headline.untrustworthy(fr["ring"], rows)
-    md += headline.verdicts(summary["problems"], summary["untrustworthy"], parity, len(fr["skipped"]))
+    ring = fr["ring"]
+    parity_off = int((ring["parity_mode"] == "off").sum()) if len(ring) and "parity_mode" in ring else 0
+    md += headline.verdicts(summary["problems"], summary["untrustworthy"], parity, len(fr["skipped"]),
+                            parity_off)
     md += headline.contention_lines(summary.get("contention", []))
     md += ["", "Details: ring attention, cost model, collectives, point-to-point, compute, memory, "
            "status and parity below; the machine, placement and configuration in the appendix.", ""]
@@ -436,6 +439,27 @@ def _status_section(runs, points, summary):
             by_status[p["status"]] = by_status.get(p["status"], 0) + 1
         md += ["Ring attention points by status: "
                + ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())) + ".", ""]
+        md += _parity_modes(points, summary)
+    return md
+
+
+def _parity_modes(points, summary):
+    """How the ring points were checked: off is said in bold (never silent), sampled counted."""
+    modes = {}
+    for p in points:
+        modes.setdefault(p.get("parity_mode") or "unknown", []).append(p)
+    summary["parity_modes"] = {k: len(v) for k, v in modes.items()}
+    md = ["Parity checked: " + ", ".join(f"{k}: {len(v)}" for k, v in sorted(modes.items()))
+          + " point(s) (full: every element against the full-sequence reference; sampled: two heads "
+          "and sampled rows per rank against the streamed reference).", ""]
+    off = modes.get("off", [])
+    if off:
+        md += [f"**Parity off for {len(off)} ring point(s)** (validate.reference: off): their outputs "
+               "and gradients were not checked against the reference:", ""]
+        md += [f"- {p['run']} [{p['sweep']}] S={p['seq_len']} R={p['ring_size']}" for p in off[:10]]
+        if len(off) > 10:
+            md.append(f"- ... {len(off) - 10} more")
+        md.append("")
     return md
 
 

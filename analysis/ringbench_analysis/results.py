@@ -109,7 +109,7 @@ def ring_frame(runs, points, peaks):
                "layout": str(keys.get("layout", "")), "kernel": _kernel_text(s, keys),
                "dtype": str(keys.get("dtype", "")), "causal": bool(s.attrs.get("causal", 0)),
                "mask": _mask_text(s),
-               "status": pt["status"], "measured": pt["measured"],
+               "status": pt["status"], "measured": pt["measured"], "parity_mode": pt.get("parity_mode", ""),
                "exposed_wait_pct": 100 * pt["exposed_comm"] if pt["exposed_comm"] is not None else float("nan"),
                "tokens_per_s": pt["throughput"] or float("nan"),
                "strong_efficiency": eff.get((pt["config_label"], pt["seq_len"], pt["ring_size"]), float("nan"))

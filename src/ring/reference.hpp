@@ -1,16 +1,14 @@
 #pragma once
 // Independent double-precision reference: single-rank full attention over the global
 // sequence with the same masking (Pattern::allows over every key, no span arithmetic) and
-// the same branch merge, for any row, from the generated inputs.
+// the same branch merge, for any row, from the generated inputs. It holds the whole head
+// (O(S) memory per rank): validate.reference: full, and the oracle the streamed reference
+// (ring/streamed_reference.cpp) is tested against. make_full_reference
+// (ring/head_reference.hpp) puts it behind the parity check's interface.
 #include <cstdint>
-#include <limits>
-#include <string>
 #include <vector>
 
-#include <mpi.h>
-
 #include "ring/problem.hpp"
-#include "ring/ring_attention.hpp"  // RingResult
 
 namespace rb::ring {
 
@@ -26,6 +24,9 @@ class Reference {
   // lse/delta of every query position of the loaded head.
   void dkv_row(std::int64_t k, const std::vector<double>& lse, const std::vector<double>& delta,
                double* dk, double* dv) const;
+  std::int64_t bytes() const {
+    return static_cast<std::int64_t>((q_.capacity() + k_.capacity() + v_.capacity() + do_.capacity()) * sizeof(float));
+  }
 
  private:
   // Inputs are stored as float: they are exactly the storage dtype's values (fp32 at most),
@@ -41,40 +42,5 @@ class Reference {
   int head_ = 0;
   std::vector<float> q_, k_, v_, do_;
 };
-
-// Max errors of one tensor against the reference on the compared elements.
-struct ErrorStats {
-  double max_abs = std::numeric_limits<double>::quiet_NaN();
-  double max_rel = std::numeric_limits<double>::quiet_NaN();  // max_abs / max |reference|
-  std::int64_t compared = 0;                                   // elements compared
-};
-
-struct ParityOptions {
-  double full_budget = 2e8;   // per-rank S*S*d*b*h*branches/R at or below: every head and row
-  int sample_rows = 32;       // rows per rank otherwise (evenly spaced, first and last included)
-  // Measured on a GPU node's host core (H100 VM): 1.7e10 took 43 s (S = 8192, 2 heads,
-  // d = 128), so 2e9 keeps the check to a few seconds per point.
-  double dkv_budget = 2e9;    // per-rank cost of the sampled heads' full reference forward;
-                              // above it dK/dV use the ring's own lse/delta as normaliser
-};
-
-struct ParityReport {
-  ErrorStats out, dq, dk, dv;
-  ErrorStats lse;             // log-sum-exp of the forward rows checked (max_rel vs max |lse_ref|)
-  bool sampled = false;       // true: sampled heads and rows
-  std::string note;           // how it was sampled, or why dK/dV were not checked
-};
-
-// The largest max_rel a dtype's kernels are allowed (computed in that dtype with fp32
-// accumulation on the GPU): fp32 2e-4, fp16 5e-3 (10-bit mantissa), bf16 2e-2 (7-bit).
-double default_tolerance(attn::DType t);
-// The tolerance a sweep checks with: the configured one (> 0), else the dtype's default.
-inline double tolerance_for(attn::DType t, double configured) {
-  return configured > 0 ? configured : default_tolerance(t);
-}
-
-// Collective over ring_comm (gathers the reference log-sum-exp for dK/dV).
-ParityReport check_parity(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm,
-                          const RingResult& r, bool backward, const ParityOptions& opt = {});
 
 }  // namespace rb::ring

@@ -12,7 +12,7 @@
 #include "metrics/table.hpp"
 #include "ring/inputs.hpp"
 #include "ring/problem.hpp"
-#include "ring/reference.hpp"
+#include "ring/parity.hpp"
 #include "ring/ring_attention.hpp"
 
 namespace rb {

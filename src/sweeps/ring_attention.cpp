@@ -19,7 +19,7 @@
 #include "metrics/table.hpp"
 #include "ring/inputs.hpp"
 #include "ring/problem.hpp"
-#include "ring/reference.hpp"
+#include "ring/parity.hpp"
 #include "ring/ring_attention.hpp"
 #include "ring/ring_comms.hpp"
 #include "ring/ring_order.hpp"
@@ -49,6 +49,7 @@ struct RingParams {
   std::shared_ptr<KernelPolicyUse> policy;
   bool dump = false;
   int sample_rows = 32;
+  ring::ParityMode parity_mode = ring::ParityMode::Auto;  // validate.reference
   double tolerance = 0.0;  // 0: the dtype's default
   int world_size = 1;
   Backend backend = Backend::Host;
@@ -193,7 +194,9 @@ const MetricColumn kMetricColumns[] = {
   {"total_tflops", "TFLOP/s", "(forward + backward FLOPs) / median total_time_s", 'd', '-'},
   {"lse_max_abs", "1", "max |lse - lse_ref| (natural log) over this rank's checked query rows", 'd', '-'},
   {"parity_elements", "1", "elements compared with the reference for O, dQ, dK, dV", 'i', '4'},
+  {"parity_mode", "1", "full | sampled | off: the reference that checked the point (validate.reference, auto resolved); off: not checked", 't', '-'},
   {"parity_sampled", "1", "1: sampled heads and rows were checked, 0: every element", 'i', '-'},
+  {"parity_reference_bytes", "B", "host bytes this rank's parity reference held at its largest (full: O(S), sampled: O(S/R))", 'i', '-'},
   {"parity_note", "1", "which heads and rows were compared, and where the dK/dV normaliser came from", 't', '-'},
   {"parity_time_s", "s", "host time of this rank's reference computation and comparison (outside the timed regions)", 'd', '-'},
   {"oom_requested_bytes", "B", "allocation that failed on this rank (-1: this rank did not run out)", 'i', '-'},
@@ -250,6 +253,11 @@ void record_block_calls(h5::PointsTable& t, std::size_t pi, const attn::BlockCal
 
 void record_parity(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   const ring::ParityReport& par = r.parity;
+  t.set_text("parity_mode", pi, ring::to_string(par.mode));
+  if (par.mode == ring::ParityMode::Off) {
+    t.set_text("parity_note", pi, "not checked: validate.reference is off");
+    return;
+  }
   const std::pair<const char*, const ring::ErrorStats*> errors[] = {
       {"out", &par.out}, {"dq", &par.dq}, {"dk", &par.dk}, {"dv", &par.dv}};
   for (const auto& [name, e] : errors) {
@@ -259,6 +267,7 @@ void record_parity(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   t.set("lse_max_abs", pi, par.lse.max_abs);
   t.set_int("parity_elements", pi, {par.out.compared, par.dq.compared, par.dk.compared, par.dv.compared});
   t.set_int("parity_sampled", pi, par.sampled ? 1 : 0);
+  t.set_int("parity_reference_bytes", pi, par.reference_bytes);
   t.set_text("parity_note", pi, par.note.empty() ? std::string("every element of every head checked") : par.note);
   t.set("parity_time_s", pi, r.parity_s);
 }
@@ -307,6 +316,7 @@ std::vector<h5::Headline> ring_headlines() {
                                  {"total_tflops", OverInner::None, OverRanks::Mean},
                                  {"step_wait_s", OverInner::Sum, OverRanks::Max, "ring steps"},
                                  {"status", OverInner::None, OverRanks::Rank0},
+                                 {"parity_mode", OverInner::None, OverRanks::Rank0},
                                  {"kernel_path", OverInner::None, OverRanks::Rank0}};
   for (const char* tensor : {"out", "dq", "dk", "dv"})
     h.push_back({std::string(tensor) + "_max_rel", OverInner::None, OverRanks::Max});
@@ -321,6 +331,14 @@ double worst_rel_error(const h5::PointRecord& r) {
     if (!std::isnan(e) && !(e <= worst)) worst = e;
   }
   return worst;
+}
+
+// The parity column: the status, and how the point was checked when not every element was.
+std::string parity_cell(const h5::PointRecord& r) {
+  const std::string status = r.text("status"), mode = r.text("parity_mode");
+  if (status != "ok") return status;
+  if (mode == "off") return "off";
+  return mode == "sampled" ? "ok (sampled)" : "ok";
 }
 
 std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
@@ -339,14 +357,16 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
            h5::fixed(r.num("num_rings"), 0), layout, r.text("dtype"), r.text("kernel_path"),
            h5::sig3(fwd_ms), h5::sig3(r.num("backward_time_s") * 1e3),
            h5::sig3(r.num("forward_tflops")), h5::sig3(r.num("total_tflops")),
-           h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1), r.text("status"),
+           h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1), parity_cell(r),
            h5::sig3(worst_rel_error(r))});
   }
   return t.render(title + " ring attention, forward and backward",
                   {"ms: median over iterations, slowest rank; TFLOP/s/GPU: each rank's FLOPs / its "
                    "median time, mean over ranks (FlashAttention convention); wait: exposed "
                    "forward communication summed over ring steps, slowest rank, as % of fwd; "
-                   "parity: rank 0's verdict, max rel err: largest over ranks and O, dQ, dK, dV"});
+                   "parity: rank 0's verdict (sampled: sampled heads and rows against the streamed "
+                   "reference; off: not checked, validate.reference: off), max rel err: largest over "
+                   "ranks and O, dQ, dK, dV"});
 }
 
 const char* const kFlopConvention =
@@ -667,6 +687,11 @@ void RingAttentionSweep::check_point(MPI_Comm world, MPI_Comm ring_comm, const r
                                      const ring::Problem& prob, PointResult& r) const {
   ring::ParityOptions opt;
   opt.sample_rows = p_.sample_rows;
+  opt.mode = p_.parity_mode;
+  if (opt.mode == ring::ParityMode::Off) {
+    r.parity.mode = ring::ParityMode::Off;
+    return;
+  }
   const auto start = std::chrono::steady_clock::now();
   r.parity = ring::check_parity(prob, static_cast<std::uint64_t>(p_.seed), static_cast<int>(r.ring_rank),
                                 ring_comm, res, p_.backward, opt);
@@ -794,8 +819,9 @@ void parse_validate(const cfg::Node& n, RingParams& p) {
   if (!n.has("validate")) return;
   const cfg::Node v = n.child("validate");
   v.require_map();
-  v.allow_only({"dump", "sample_rows", "tolerance"});
+  v.allow_only({"dump", "reference", "sample_rows", "tolerance"});
   p.dump = v.get_bool("dump", false);
+  p.parity_mode = ring::parity_mode_from_string(v.get_choice("reference", "auto", ring::parity_mode_names()));
   p.sample_rows = static_cast<int>(v.get_int("sample_rows", 32, 2, 1 << 20));
   p.tolerance = v.get_double("tolerance", 0.0, 0.0, 1.0);
 }

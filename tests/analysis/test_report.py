@@ -249,6 +249,22 @@ class TrustTest(Base):
         self.assertIn("**parity_failed**", md)
         self.assertIsNone(js["points"][0]["tflops_total"])
 
+    def test_parity_off_is_said_first(self):
+        # validate.reference: off on one point: the summary and the status section say so in
+        # bold; sampled points are counted; "parity passed on every ring point" is not claimed
+        f = synthetic.make_run(self.path("off.h5"), 2, seq_lens=(1024, 2048), ring_sizes=[2],
+                               collectives=False, pingpong=False, p2p=False)
+        with h5py.File(f, "r+") as h:
+            modes = np.array([["off", "sampled"]] * 2, dtype=object)
+            synthetic.dataset(h["sweeps/ring"], "parity_mode", modes, "1", "full | sampled | off", "metric")
+        md, js, _ = self.build([f])
+        first = md[:md.index("## Ring attention")]
+        self.assertIn("**Parity off for 1 ring point(s)**", first)
+        self.assertNotIn("parity passed on every ring point", first)
+        self.assertIn("Parity checked: off: 1, sampled: 1 point(s)", md)
+        self.assertIn("S=1024 R=2", md[md.index("## Status and parity"):])
+        self.assertEqual(js["parity_modes"], {"off": 1, "sampled": 1})
+
     def test_unknown_gpu_and_peaks_file(self):
         one, two = self.gpu_pair(gpu="Acme Tensor 9000")
         md, js, _ = self.build([one, two])

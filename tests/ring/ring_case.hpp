@@ -13,7 +13,7 @@
 
 #include "app/paths.hpp"
 #include "ring/inputs.hpp"
-#include "ring/reference.hpp"
+#include "ring/parity.hpp"
 #include "ring/ring_attention.hpp"
 #include "ring/transport.hpp"
 #include "runtime/gpu.hpp"

@@ -208,3 +208,36 @@ TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, padd
   CHECK(rb::h5::read_string_attr(path, "/sweeps/ra/forward_tflops", "units") == "TFLOP/s");
   CHECK(rb::h5::read_string_attr(path, "/sweeps/ra/points/seq_len", "role") == "key");
 }
+
+TEST_CASE("ring_attention sweep: validate.reference full | sampled | off is recorded, off never silently") {
+  const int world = rb::test::world();
+  const std::string R = std::to_string(world);
+  CHECK(rejection("{seq_lengths: [64], validate: {reference: partial}}", "validate.reference")
+            .find("partial") != std::string::npos);
+  for (const std::string mode : {"full", "sampled", "off"}) {
+    CAPTURE(mode);
+    const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [64], ring_sizes: [" + R +
+                             "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 1, validate: {reference: " +
+                             mode + ", sample_rows: 4}}\n";
+    const rbtest::HostSweepRun run = rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "parity_" + mode);
+    CHECK(run.outcome.ok);
+    for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/parity_mode")) CHECK(s == mode);
+    for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/status")) CHECK(s == "ok");
+    const auto rel = rb::h5::read_doubles(run.path, "/sweeps/ra/out_max_rel");
+    const auto bytes = rb::h5::read_ints(run.path, "/sweeps/ra/parity_reference_bytes");
+    const auto elements = rb::h5::read_ints(run.path, "/sweeps/ra/parity_elements");
+    const std::int64_t shard = 2 * (64 / world) * 8;  // heads x local rows x d
+    for (std::size_t r = 0; r < rel.size(); ++r) {
+      if (mode == "off") {
+        CHECK(std::isnan(rel[r]));
+        CHECK(bytes[r] == -1);
+        CHECK(rb::h5::read_strings(run.path, "/sweeps/ra/parity_note")[r].find("not checked") == 0);
+      } else {
+        CHECK(rel[r] < 2e-4);
+        CHECK(bytes[r] > 0);
+        // [world, P, 4] as O, dQ, dK, dV: sampled compares dQ on 4 rows of two heads.
+        CHECK(elements[r * 4 + 1] == (mode == "full" ? shard : 2 * 4 * 8));
+      }
+    }
+  }
+}

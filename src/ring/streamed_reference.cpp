@@ -1,0 +1,221 @@
+// The streamed reference (ring/head_reference.hpp): each rank generates its own block of a
+// head (the inputs are counter-based, ring/inputs.hpp) and the blocks travel around the ring
+// over MPI, as the K/V blocks of ring attention do, so no rank ever holds more than two blocks
+// of two tensors: O(S/R) memory, and each rank generates S/R rows instead of S. The softmax of
+// the sampled rows is accumulated online in double over the (branch, key) terms, which is
+// the full reference's two-pass sum in another order.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <limits>
+
+#include "ring/head_reference.hpp"
+#include "ring/inputs.hpp"
+#include "runtime/mpi.hpp"
+
+namespace rb::ring {
+namespace {
+
+// One rank's rows of two tensors (A, B) and two per-row values (x, y) as they travel:
+// forward and dQ carry K, V; dK/dV carry Q, dO and the queries' lse and delta.
+struct Block {
+  std::vector<float> a, b;
+  std::vector<double> x, y;
+  std::int64_t bytes() const {
+    return static_cast<std::int64_t>((a.capacity() + b.capacity()) * sizeof(float) +
+                                     (x.capacity() + y.capacity()) * sizeof(double));
+  }
+};
+
+// Large blocks go in pieces: MPI counts are ints.
+template <class T>
+void shift(std::vector<T>& send, std::vector<T>& recv, MPI_Datatype type, int to, int from, MPI_Comm comm) {
+  recv.resize(send.size());
+  constexpr std::size_t kPiece = std::size_t{1} << 28;
+  for (std::size_t off = 0; off < send.size(); off += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, send.size() - off));
+    RB_MPI_CHECK(MPI_Sendrecv(send.data() + off, n, type, to, 71, recv.data() + off, n, type, from, 71,
+                              comm, MPI_STATUS_IGNORE));
+  }
+}
+
+class StreamedReference final : public HeadReference {
+ public:
+  StreamedReference(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm)
+      : p_(p), seed_(seed), rank_(ring_rank), comm_(ring_comm), patterns_(p.patterns()),
+        pos_(local_positions(p, ring_rank)), d_(static_cast<std::size_t>(p.head_dim)),
+        scale_(1.0 / std::sqrt(static_cast<double>(p.head_dim))) {}
+
+  void load_head(int b, int h) override {
+    batch_ = b;
+    head_ = h;
+  }
+
+  void forward(const std::vector<std::int64_t>& rows, std::vector<double>& out,
+               std::vector<double>& lse) override {
+    const std::vector<float> q = local_rows(Tensor::Q, rows);
+    const std::size_t m = rows.size();
+    std::vector<double> mx(m, -std::numeric_limits<double>::infinity()), l(m, 0.0);
+    out.assign(m * d_, 0.0);
+    start(Tensor::K, Tensor::V);
+    around_ring([&](const Block& blk, const std::vector<std::int64_t>& kpos) {
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::int64_t qp = at(rows[i]);
+        double* acc = &out[i * d_];
+        for (std::size_t j = 0; j < kpos.size(); ++j) {
+          const int w = terms(qp, kpos[j]);
+          if (w == 0) continue;
+          const double s = dot(&q[i * d_], &blk.a[j * d_]) * scale_;
+          if (s > mx[i]) {  // online softmax: rescale what was summed under the old maximum
+            const double r = std::exp(mx[i] - s);
+            l[i] *= r;
+            for (std::size_t c = 0; c < d_; ++c) acc[c] *= r;
+            mx[i] = s;
+          }
+          const double e = w * std::exp(s - mx[i]);
+          l[i] += e;
+          const float* v = &blk.b[j * d_];
+          for (std::size_t c = 0; c < d_; ++c) acc[c] += e * v[c];
+        }
+      }
+    });
+    lse.assign(m, -std::numeric_limits<double>::infinity());
+    for (std::size_t i = 0; i < m; ++i) {
+      if (l[i] == 0.0) continue;  // no key: out stays 0
+      for (std::size_t c = 0; c < d_; ++c) out[i * d_ + c] /= l[i];
+      lse[i] = mx[i] + std::log(l[i]);
+    }
+  }
+
+  double delta(std::int64_t row, const double* o) const override {
+    double s = 0.0;
+    for (std::size_t c = 0; c < d_; ++c) s += value(Tensor::dO, at(row), c) * o[c];
+    return s;
+  }
+
+  void dq(const std::vector<std::int64_t>& rows, const std::vector<double>& lse,
+          const std::vector<double>& delta, std::vector<double>& dq) override {
+    const std::vector<float> q = local_rows(Tensor::Q, rows), g = local_rows(Tensor::dO, rows);
+    dq.assign(rows.size() * d_, 0.0);
+    start(Tensor::K, Tensor::V);
+    around_ring([&](const Block& blk, const std::vector<std::int64_t>& kpos) {
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::int64_t qp = at(rows[i]);
+        for (std::size_t j = 0; j < kpos.size(); ++j) {
+          const int w = terms(qp, kpos[j]);
+          if (w == 0) continue;
+          const float* k = &blk.a[j * d_];
+          const double P = std::exp(dot(&q[i * d_], k) * scale_ - lse[i]);
+          const double ds = w * P * (dot(&g[i * d_], &blk.b[j * d_]) - delta[i]) * scale_;
+          for (std::size_t c = 0; c < d_; ++c) dq[i * d_ + c] += ds * k[c];
+        }
+      }
+    });
+  }
+
+  void dkv(const std::vector<std::int64_t>& rows, const std::vector<double>& lse_local,
+           const std::vector<double>& delta_local, std::vector<double>& dk, std::vector<double>& dv) override {
+    const std::vector<float> k = local_rows(Tensor::K, rows), v = local_rows(Tensor::V, rows);
+    dk.assign(rows.size() * d_, 0.0);
+    dv.assign(rows.size() * d_, 0.0);
+    start(Tensor::Q, Tensor::dO);
+    cur_.x = lse_local;
+    cur_.y = delta_local;
+    around_ring([&](const Block& blk, const std::vector<std::int64_t>& qpos) {
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::int64_t kp = at(rows[i]);
+        for (std::size_t j = 0; j < qpos.size(); ++j) {
+          const int w = terms(qpos[j], kp);
+          if (w == 0) continue;
+          const float* q = &blk.a[j * d_];
+          const float* g = &blk.b[j * d_];
+          const double P = w * std::exp(dot(q, &k[i * d_]) * scale_ - blk.x[j]);
+          const double ds = P * (dot(g, &v[i * d_]) - blk.y[j]) * scale_;
+          for (std::size_t c = 0; c < d_; ++c) {
+            dv[i * d_ + c] += P * g[c];
+            dk[i * d_ + c] += ds * q[c];
+          }
+        }
+      }
+    });
+  }
+
+  std::int64_t peak_bytes() const override { return peak_; }
+
+ private:
+  std::int64_t at(std::int64_t row) const { return pos_[static_cast<std::size_t>(row)]; }
+  double value(Tensor t, std::int64_t pos, std::size_t c) const {
+    return input_value(seed_, t, p_.dtype, batch_, head_, pos, static_cast<int>(c));
+  }
+  // The (branch, key) terms of query position qp and key position kp: a key two branches
+  // allow counts twice in LongNet's merged softmax, as in the full reference.
+  int terms(std::int64_t qp, std::int64_t kp) const {
+    int w = 0;
+    for (const attn::Pattern& pat : patterns_) w += pat.allows(qp, kp, head_) ? 1 : 0;
+    return w;
+  }
+  double dot(const float* a, const float* b) const {
+    double s = 0.0;
+    for (std::size_t c = 0; c < d_; ++c) s += static_cast<double>(a[c]) * b[c];
+    return s;
+  }
+  // Tensor t of some local rows, generated (rows x d floats).
+  std::vector<float> local_rows(Tensor t, const std::vector<std::int64_t>& rows) const {
+    std::vector<float> out(rows.size() * d_);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      for (std::size_t c = 0; c < d_; ++c) out[i * d_ + c] = static_cast<float>(value(t, at(rows[i]), c));
+    return out;
+  }
+  // This rank's block of tensors a and b, as the first to visit.
+  void start(Tensor a, Tensor b) {
+    std::vector<std::int64_t> all(pos_.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+    cur_.a = local_rows(a, all);
+    cur_.b = local_rows(b, all);
+    cur_.x.clear();
+    cur_.y.clear();
+  }
+  // visit(block, its global positions) for every rank's block, own first, then the blocks of
+  // ranks r-1, r-2, ... (the order of ring attention's K/V steps, kv_owner).
+  template <class Visit>
+  void around_ring(Visit visit) {
+    const int R = p_.ring_size, to = (rank_ + 1) % R, from = (rank_ + R - 1) % R;
+    for (int s = 0; s < R; ++s) {
+      visit(static_cast<const Block&>(cur_), local_positions(p_, kv_owner(rank_, s, R)));
+      if (s + 1 == R) break;
+      shift(cur_.a, next_.a, MPI_FLOAT, to, from, comm_);
+      shift(cur_.b, next_.b, MPI_FLOAT, to, from, comm_);
+      shift(cur_.x, next_.x, MPI_DOUBLE, to, from, comm_);
+      shift(cur_.y, next_.y, MPI_DOUBLE, to, from, comm_);
+      note_peak();
+      std::swap(cur_, next_);
+    }
+    note_peak();
+  }
+  // The two blocks, this rank's positions and the visiting block's.
+  void note_peak() {
+    const auto positions = static_cast<std::int64_t>(2 * pos_.size() * sizeof(std::int64_t));
+    peak_ = std::max(peak_, cur_.bytes() + next_.bytes() + positions);
+  }
+
+  Problem p_;
+  std::uint64_t seed_;
+  int rank_;
+  MPI_Comm comm_;
+  std::vector<attn::Pattern> patterns_;
+  std::vector<std::int64_t> pos_;
+  std::size_t d_;
+  double scale_;
+  int batch_ = 0, head_ = 0;
+  Block cur_, next_;
+  std::int64_t peak_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<HeadReference> make_streamed_reference(const Problem& p, std::uint64_t seed,
+                                                       int ring_rank, MPI_Comm ring_comm) {
+  return std::make_unique<StreamedReference>(p, seed, ring_rank, ring_comm);
+}
+
+}  // namespace rb::ring
