@@ -41,11 +41,13 @@ std::string kokkos_version() {
                      KOKKOS_VERSION % 100);
 }
 
+#ifdef RINGBENCH_HAVE_CUDA
 // "CUDA runtime" -> "cuda_runtime": attribute names without spaces read well in h5py.
 std::string attribute_name(std::string s) {
   for (char& c : s) c = c == ' ' || c == '-' ? '_' : static_cast<char>(std::tolower(c));
   return s;
 }
+#endif
 
 bool changes_results(const std::string& name) {
   static const char* const prefixes[] = {"NCCL_", "CUDA_", "RINGBENCH_", "OMPI_",

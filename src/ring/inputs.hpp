@@ -15,6 +15,10 @@ enum class Tensor : std::uint64_t { Q = 1, K = 2, V = 3, dO = 4 };
 float input_value(std::uint64_t seed, Tensor t, attn::DType dtype, int b, int h,
                   std::int64_t position, int dim);
 
+// input_value of one row: out[c] for c = 0..d-1 (the hash of the row's prefix computed once).
+void input_row(std::uint64_t seed, Tensor t, attn::DType dtype, int b, int h, std::int64_t position,
+               int d, float* out);
+
 // This ring rank's shard in storage bytes, [batch][heads][local_rows][head_dim].
 std::vector<unsigned char> make_shard(const Problem& p, int ring_rank, std::uint64_t seed, Tensor t);
 
