@@ -37,6 +37,7 @@
 #include "ringbench/version.hpp"
 #include "runtime/binding.hpp"
 #include "runtime/gpu.hpp"
+#include "runtime/host_load.hpp"
 #include "runtime/mpi.hpp"
 #include "runtime/mpi_util.hpp"
 #include "sweeps/collectives.hpp"
@@ -688,9 +689,12 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
       watchdog ? start_heartbeats(*watchdog, out_path, layout.world_size, world) : "";
 
   const std::unique_ptr<JsonReport> json = make_json_report(cli, *v, layout, out_path);
+  const CpuUsage cpu_at_start = cpu_usage_now();
   const std::string failures =
       run_sweeps(*v, layout, *setup, root, *file, watchdog.get(), cli, json.get(), world);
+  const double foreign_cpu = foreign_cpu_fraction(cpu_at_start, world);
   try {
+    run.attr("foreign_cpu_fraction", foreign_cpu);
     run.set_attr("end_time", utc_now_iso8601());
     run.set_attr("status", failures.empty() ? "complete" : "failed");
     run.set_attr("failure", failures);

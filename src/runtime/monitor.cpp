@@ -331,6 +331,16 @@ GpuSample GpuReader::read() {
 
 }  // namespace
 
+NodeCpuJiffies node_cpu_jiffies() {
+  NodeCpuJiffies sum;
+  for (const CpuTimes& cpu : read_cpu_times()) {
+    sum.busy += cpu.busy;
+    sum.total += cpu.total;
+    ++sum.cpus;
+  }
+  return sum;
+}
+
 // ---- the monitor ----
 
 struct Monitor::Impl {

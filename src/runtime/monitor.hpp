@@ -11,6 +11,14 @@
 
 namespace rb {
 
+// The node's CPU time so far from /proc/stat (jiffies, every CPU): busy = all but idle and
+// iowait (steal, the hypervisor's, counts as busy). cpus == 0 when /proc/stat is unreadable.
+struct NodeCpuJiffies {
+  double busy = 0, total = 0;
+  int cpus = 0;
+};
+NodeCpuJiffies node_cpu_jiffies();
+
 // One GPU reading. Rates (PCIe) as NVML reports them (a ~20 ms window); energy is the
 // driver's counter since it loaded, so differences between samples are what count.
 // Every field defaults to NaN (not read).

@@ -336,11 +336,19 @@ def check_compare(args):
           "exit 1 exactly when a regression; the summary shows the verdicts")
     r = analysis(args, "compare", base, slow, "--tolerance", "25%", "--run-noise", "0")
     check(r.returncode == 0, "compare exits 0 when 20% slower is within a 25% tolerance")
-    # compare's defaults on host files: the host path's run-to-run noise (45 %) hides 20 %,
-    # not a 10x slowdown (a debug build, an accidentally quadratic loop).
+    # compare's defaults on host files from a quiet node: ring points have 1 % run-to-run
+    # noise, so 20 % slower is a regression; where the run shared its node (other processes
+    # took > 5 % of the CPU: CI running other tests), the shared-machine noise (45 %) makes it
+    # a warning. With --run-noise 0.45 (shared by hand) a warning, not a 10x slowdown.
     r = analysis(args, "compare", base, slow)
-    check(r.returncode == 0 and "run-to-run noise 45% (assumed for the host path)" in r.stdout
-          and "WARN" in r.stdout, "defaults on host files: 20% slower is a warning (exit 0)")
+    shared = "shared machine: other processes took" in r.stdout
+    check((r.returncode == 0 and "WARN" in r.stdout) if shared else
+          (r.returncode == 1 and "ring 1% (+8%)" in r.stdout and "REGRESSION" in r.stdout),
+          f"defaults on host files ({'a shared' if shared else 'a quiet'} node): 20% slower is a "
+          f"{'warning (exit 0)' if shared else 'regression (exit 1)'}")
+    r = analysis(args, "compare", base, slow, "--run-noise", "0.45")
+    check(r.returncode == 0 and "run-to-run noise 45% (set by --run-noise)" in r.stdout
+          and "WARN" in r.stdout, "--run-noise 0.45 on host files: 20% slower is a warning (exit 0)")
     gross = os.path.join(args.workdir, "gross.h5")
     h5edit.scale_times(base, gross, 10.0)
     r = analysis(args, "compare", base, gross)

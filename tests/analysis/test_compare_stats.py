@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import sys
 import unittest
 
@@ -188,16 +189,40 @@ class CompareStatsTest(TempDirCase):
         base = self.noisy("base.h5", seed=1, noise=0.005)
         new = self.noisy("new.h5", seed=2, noise=0.005, factor=1.10)
         gross = self.noisy("gross.h5", seed=3, noise=0.005, factor=5.0)
-        # A host file's default: 45 % run-to-run noise, so 10 % is a warning, 5x a regression.
+        # A host file's default on a quiet machine: ring points 1 % run-to-run noise, so a
+        # 10 % slower ring is a regression (limit 1.05 x exp(0.03) = +8 %).
         rc, out, _ = run_cli(base, new, "--run-noise", "default", "--json", self.path("d.json"))
-        self.assertEqual(rc, 0, out)
-        self.assertIn("run-to-run noise 45% (assumed for the host path)", out)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("run-to-run noise assumed for the host path on a quiet machine", out)
+        self.assertIn("ring 1% (+8%)", out)
         with open(self.path("d.json")) as f:
             doc = json.load(f)
         ring = [r for r in doc["rows"] if r["sweep"] == "ring"]
+        self.assertTrue(ring and all(r["verdict"] == "regression" and r["noise"] == 0.01 for r in ring), out)
+        self.assertEqual(doc["run_noise_source"], "default")
+        self.assertEqual(doc["run_noise_by_kind"]["ring"], 0.01)
+        # The same files where the new run shared its node (30 % of the CPU went to other
+        # processes): judged with the shared-machine noise, 45 %: a warning; 5x still fails.
+        shared = self.path("shared.h5")
+        shutil.copyfile(new, shared)
+        with h5py.File(shared, "r+") as f:
+            f["run"].attrs["foreign_cpu_fraction"] = 0.3
+        rc, out, _ = run_cli(base, shared, "--run-noise", "default", "--json", self.path("s.json"))
+        self.assertEqual(rc, 0, out)
+        self.assertIn("shared machine: other processes took new 30% of the nodes' CPU time", out)
+        with open(self.path("s.json")) as f:
+            doc = json.load(f)
+        ring = [r for r in doc["rows"] if r["sweep"] == "ring"]
         self.assertTrue(ring and all(r["verdict"] == "warn" and r["noise"] == 0.45 for r in ring), out)
-        self.assertEqual(doc["run_noise"], 0.45)
+        self.assertEqual((doc["run_noise"], doc["run_noise_source"]), (0.45, "shared machine"))
+        self.assertEqual(doc["foreign_cpu_fraction"]["new"], 0.3)
         self.assertEqual(run_cli(base, gross, "--run-noise", "default")[0], 1)
+        # 4 % is a quiet node: the defaults stay
+        with h5py.File(shared, "r+") as f:
+            f["run"].attrs["foreign_cpu_fraction"] = 0.04
+        self.assertEqual(run_cli(base, shared, "--run-noise", "default")[0], 1)
+        # --run-noise 0.45 says "shared" by hand
+        self.assertEqual(run_cli(base, new, "--run-noise", "0.45")[0], 0)
         # --run-noise 1%: the margin is exp(3 x 0.01), the 10 % change clears it; 2 % does not
         rc, out, _ = run_cli(base, new, "--run-noise", "1%")
         self.assertEqual(rc, 1, out)
