@@ -201,6 +201,25 @@ ParityMode resolve_parity_mode(const Problem& p, const ParityOptions& opt) {
   return full_cost(p) <= opt.full_budget ? ParityMode::Full : ParityMode::Sampled;
 }
 
+double parity_seconds(const Problem& p, const ParityOptions& opt, bool backward) {
+  // Fitted to the measurements in the header: per (compared row x key x dim) over the three
+  // passes, and per (local row x dim) for the values each rank generates (about 7 per row and
+  // dim: two tensors in each pass, dO for the normalisers); a forward-only check does one
+  // pass of each. The full reference generates Q, K, V, dO of every position per head.
+  constexpr double kPerPairDim = 2.2e-9, kPerLocalRowDim = 77e-9, kPerFullValue = 20e-9;
+  const ParityMode mode = resolve_parity_mode(p, opt);
+  if (mode == ParityMode::Off) return 0;
+  const double S = static_cast<double>(p.seq_len), n = static_cast<double>(p.local_rows()),
+               d = p.head_dim, branches = static_cast<double>(p.patterns().size());
+  const double passes = backward ? 1.0 : 1.0 / 3.0;
+  if (mode == ParityMode::Full)
+    return static_cast<double>(p.batch) * p.heads *
+           (kPerPairDim * passes * n * S * d * branches + kPerFullValue * 4 * S * d);
+  const double heads = p.batch * p.heads > 1 ? 2 : 1;
+  const double rows = std::min<double>(n, opt.sample_rows);
+  return heads * (kPerPairDim * passes * rows * S * d * branches + kPerLocalRowDim * passes * n * d);
+}
+
 double default_tolerance(attn::DType t) {
   switch (t) {
     case attn::DType::F32: return 2e-4;

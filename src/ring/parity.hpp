@@ -55,6 +55,11 @@ struct ParityReport {
 // auto resolved for this problem: Full or Sampled (Off stays Off).
 ParityMode resolve_parity_mode(const Problem& p, const ParityOptions& opt);
 
+// Seconds of one rank's parity check, for --dry-run's estimate: measured on the host cores
+// of a 2 x H200 node (sampled, 2 heads, d = 128, causal, backward: 8 s at S = 256K and
+// 38-42 s at 1M with R = 1, 7 s and 31 s with R = 2). 0 when off.
+double parity_seconds(const Problem& p, const ParityOptions& opt, bool backward);
+
 // The largest max_rel a dtype's kernels are allowed (computed in that dtype with fp32
 // accumulation on the GPU): fp32 2e-4, fp16 5e-3 (10-bit mantissa), bf16 2e-2 (7-bit).
 double default_tolerance(attn::DType t);

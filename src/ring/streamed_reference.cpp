@@ -58,25 +58,20 @@ class StreamedReference final : public HeadReference {
     out.assign(m * d_, 0.0);
     start(Tensor::K, Tensor::V);
     around_ring([&](const Block& blk, const std::vector<std::int64_t>& kpos) {
-      for (std::size_t i = 0; i < m; ++i) {
-        const std::int64_t qp = at(rows[i]);
+      each_pair(rows, kpos, [&](std::size_t i, std::size_t j, int w) {
         double* acc = &out[i * d_];
-        for (std::size_t j = 0; j < kpos.size(); ++j) {
-          const int w = terms(qp, kpos[j]);
-          if (w == 0) continue;
-          const double s = dot(&q[i * d_], &blk.a[j * d_]) * scale_;
-          if (s > mx[i]) {  // online softmax: rescale what was summed under the old maximum
-            const double r = std::exp(mx[i] - s);
-            l[i] *= r;
-            for (std::size_t c = 0; c < d_; ++c) acc[c] *= r;
-            mx[i] = s;
-          }
-          const double e = w * std::exp(s - mx[i]);
-          l[i] += e;
-          const float* v = &blk.b[j * d_];
-          for (std::size_t c = 0; c < d_; ++c) acc[c] += e * v[c];
+        const double s = dot(&q[i * d_], &blk.a[j * d_]) * scale_;
+        if (s > mx[i]) {  // online softmax: rescale what was summed under the old maximum
+          const double r = std::exp(mx[i] - s);
+          l[i] *= r;
+          for (std::size_t c = 0; c < d_; ++c) acc[c] *= r;
+          mx[i] = s;
         }
-      }
+        const double e = w * std::exp(s - mx[i]);
+        l[i] += e;
+        const float* v = &blk.b[j * d_];
+        for (std::size_t c = 0; c < d_; ++c) acc[c] += e * v[c];
+      });
     });
     lse.assign(m, -std::numeric_limits<double>::infinity());
     for (std::size_t i = 0; i < m; ++i) {
@@ -101,17 +96,12 @@ class StreamedReference final : public HeadReference {
     dq.assign(rows.size() * d_, 0.0);
     start(Tensor::K, Tensor::V);
     around_ring([&](const Block& blk, const std::vector<std::int64_t>& kpos) {
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        const std::int64_t qp = at(rows[i]);
-        for (std::size_t j = 0; j < kpos.size(); ++j) {
-          const int w = terms(qp, kpos[j]);
-          if (w == 0) continue;
-          const float* k = &blk.a[j * d_];
-          const double P = std::exp(dot(&q[i * d_], k) * scale_ - lse[i]);
-          const double ds = w * P * (dot(&g[i * d_], &blk.b[j * d_]) - delta[i]) * scale_;
-          for (std::size_t c = 0; c < d_; ++c) dq[i * d_ + c] += ds * k[c];
-        }
-      }
+      each_pair(rows, kpos, [&](std::size_t i, std::size_t j, int w) {
+        const float* k = &blk.a[j * d_];
+        const double P = std::exp(dot(&q[i * d_], k) * scale_ - lse[i]);
+        const double ds = w * P * (dot(&g[i * d_], &blk.b[j * d_]) - delta[i]) * scale_;
+        for (std::size_t c = 0; c < d_; ++c) dq[i * d_ + c] += ds * k[c];
+      });
     });
   }
 
@@ -124,21 +114,17 @@ class StreamedReference final : public HeadReference {
     cur_.x = lse_local;
     cur_.y = delta_local;
     around_ring([&](const Block& blk, const std::vector<std::int64_t>& qpos) {
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        const std::int64_t kp = at(rows[i]);
-        for (std::size_t j = 0; j < qpos.size(); ++j) {
-          const int w = terms(qpos[j], kp);
-          if (w == 0) continue;
-          const float* q = &blk.a[j * d_];
-          const float* g = &blk.b[j * d_];
-          const double P = w * std::exp(dot(q, &k[i * d_]) * scale_ - blk.x[j]);
-          const double ds = P * (dot(g, &v[i * d_]) - blk.y[j]) * scale_;
-          for (std::size_t c = 0; c < d_; ++c) {
-            dv[i * d_ + c] += P * g[c];
-            dk[i * d_ + c] += ds * q[c];
-          }
+      // Here the local rows are keys and the visiting block's rows queries.
+      each_pair(rows, qpos, [&](std::size_t i, std::size_t j, int w) {
+        const float* q = &blk.a[j * d_];
+        const float* g = &blk.b[j * d_];
+        const double P = w * std::exp(dot(q, &k[i * d_]) * scale_ - blk.x[j]);
+        const double ds = P * (dot(g, &v[i * d_]) - blk.y[j]) * scale_;
+        for (std::size_t c = 0; c < d_; ++c) {
+          dv[i * d_ + c] += P * g[c];
+          dk[i * d_ + c] += ds * q[c];
         }
-      }
+      }, true);
     });
   }
 
@@ -146,6 +132,24 @@ class StreamedReference final : public HeadReference {
 
  private:
   std::int64_t at(std::int64_t row) const { return pos_[static_cast<std::size_t>(row)]; }
+  // f(i, j, terms) for every local row i of `rows` and visiting row j with terms > 0, in
+  // tiles of local rows so that a visiting row is read from memory once per tile, not once
+  // per local row (the block is far larger than the cache; the tile's rows are not).
+  // local_is_key: the local rows are keys (dK/dV), else queries.
+  template <class F>
+  void each_pair(const std::vector<std::int64_t>& rows, const std::vector<std::int64_t>& visiting, F f,
+                 bool local_is_key = false) const {
+    constexpr std::size_t kTile = 32;
+    for (std::size_t i0 = 0; i0 < rows.size(); i0 += kTile) {
+      const std::size_t i1 = std::min(rows.size(), i0 + kTile);
+      for (std::size_t j = 0; j < visiting.size(); ++j)
+        for (std::size_t i = i0; i < i1; ++i) {
+          const std::int64_t mine = at(rows[i]);
+          const int w = local_is_key ? terms(visiting[j], mine) : terms(mine, visiting[j]);
+          if (w != 0) f(i, j, w);
+        }
+    }
+  }
   // The (branch, key) terms of query position qp and key position kp: a key two branches
   // allow counts twice in LongNet's merged softmax, as in the full reference.
   int terms(std::int64_t qp, std::int64_t kp) const {

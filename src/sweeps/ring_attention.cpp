@@ -402,7 +402,8 @@ class RingAttentionSweep final : public Sweep {
       }
       const double iteration = flop / (a.device_tflops * 1e12) + step_bytes / a.link_Bps +
                                (pr.ring_size - 1) * a.latency_s;
-      total += static_cast<double>(p_.iterations + p_.warmup) * iteration + a.point_overhead_s;
+      total += static_cast<double>(p_.iterations + p_.warmup) * iteration + a.point_overhead_s +
+               ring::parity_seconds(pr, parity_options(), p_.backward);
     }
     return total;
   }
@@ -442,6 +443,7 @@ class RingAttentionSweep final : public Sweep {
                         std::size_t pi, h5::Group& out) const;
   void warn_spread_rings(RunContext& ctx, const std::vector<int>& node_of) const;
   void time_iterations(MPI_Comm world, ring::RingAttention& ra, PointResult& r) const;
+  ring::ParityOptions parity_options() const;
   void check_point(MPI_Comm world, MPI_Comm ring_comm, const ring::RingResult& res,
                    const ring::Problem& prob, PointResult& r) const;
   void write_dump(h5::Group& out, const ring::Problem& prob, int ring_rank, const Shards& in,
@@ -683,11 +685,16 @@ void RingAttentionSweep::time_iterations(MPI_Comm world, ring::RingAttention& ra
   r.bytes_sent = static_cast<std::int64_t>(ra.bytes_sent() / static_cast<std::uint64_t>(p_.iterations));
 }
 
-void RingAttentionSweep::check_point(MPI_Comm world, MPI_Comm ring_comm, const ring::RingResult& res,
-                                     const ring::Problem& prob, PointResult& r) const {
+ring::ParityOptions RingAttentionSweep::parity_options() const {
   ring::ParityOptions opt;
   opt.sample_rows = p_.sample_rows;
   opt.mode = p_.parity_mode;
+  return opt;
+}
+
+void RingAttentionSweep::check_point(MPI_Comm world, MPI_Comm ring_comm, const ring::RingResult& res,
+                                     const ring::Problem& prob, PointResult& r) const {
+  const ring::ParityOptions opt = parity_options();
   if (opt.mode == ring::ParityMode::Off) {
     r.parity.mode = ring::ParityMode::Off;
     return;
