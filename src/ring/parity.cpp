@@ -84,7 +84,7 @@ ParityPlan plan_parity(const Problem& p, bool backward, const ParityOptions& opt
                                static_cast<double>(p.seq_len) * p.head_dim *
                                static_cast<double>(p.patterns().size());
   plan.all_rows = all_rows_cost <= opt.dkv_budget;
-  const std::vector<std::int64_t> sample = sample_rows(n, opt.sample_rows);
+  const std::vector<std::int64_t> sample = sample_rows(n, sampled_rows_per_rank(p, opt));
   plan.fwd_rows = plan.all_rows ? every : sample;
   plan.grad_rows = sample;
   rep.note = sampled_note(p, plan, sample.size(), backward);
@@ -196,6 +196,11 @@ ParityMode parity_mode_from_string(const std::string& s) {
   throw std::invalid_argument("unknown parity reference '" + s + "' (auto, full, sampled or off)");
 }
 
+int sampled_rows_per_rank(const Problem& p, const ParityOptions& opt) {
+  if (opt.sample_rows > 0) return opt.sample_rows;
+  return std::clamp((256 + p.ring_size - 1) / p.ring_size, 2, 32);
+}
+
 ParityMode resolve_parity_mode(const Problem& p, const ParityOptions& opt) {
   if (opt.mode != ParityMode::Auto) return opt.mode;
   return full_cost(p) <= opt.full_budget ? ParityMode::Full : ParityMode::Sampled;
@@ -216,7 +221,7 @@ double parity_seconds(const Problem& p, const ParityOptions& opt, bool backward)
     return static_cast<double>(p.batch) * p.heads *
            (kPerPairDim * passes * n * S * d * branches + kPerFullValue * 4 * S * d);
   const double heads = p.batch * p.heads > 1 ? 2 : 1;
-  const double rows = std::min<double>(n, opt.sample_rows);
+  const double rows = std::min<double>(n, sampled_rows_per_rank(p, opt));
   return heads * (kPerPairDim * passes * rows * S * d * branches + kPerLocalRowDim * passes * n * d);
 }
 

@@ -35,7 +35,10 @@ struct ParityOptions {
   // auto: full at or below this per-rank cost, batch x heads x S x S x d x branches / R
   // (S = 1,024 at d = 128, one head, R = 1); sampled above it.
   double full_budget = 2e8;
-  int sample_rows = 32;       // sampled: rows per rank (evenly spaced, first and last included)
+  // sampled: rows per rank (evenly spaced, first and last included); 0: auto, enough that a
+  // ring compares at least 256 rows: 32 per rank up to R = 8, down to 2 from R = 128. Each
+  // sampled row meets all S keys, so rows per rank, not the ring size, set the check's time.
+  int sample_rows = 0;
   // Measured on a GPU node's host core (H100 VM): 1.7e10 took 43 s (S = 8192, 2 heads,
   // d = 128), so 2e9 keeps the check to a few seconds per point.
   double dkv_budget = 2e9;    // sampled: per-rank cost of the sampled heads' reference forward
@@ -51,6 +54,9 @@ struct ParityReport {
   std::int64_t reference_bytes = 0;  // host bytes this rank's reference held at its largest
   std::string note;           // how it was sampled, or why dK/dV were not checked
 };
+
+// Rows per rank a sampled check compares (opt.sample_rows, or auto's choice for the ring).
+int sampled_rows_per_rank(const Problem& p, const ParityOptions& opt);
 
 // auto resolved for this problem: Full or Sampled (Off stays Off).
 ParityMode resolve_parity_mode(const Problem& p, const ParityOptions& opt);

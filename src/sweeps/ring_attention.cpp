@@ -48,7 +48,7 @@ struct RingParams {
   // level's); null: the built-in rule.
   std::shared_ptr<KernelPolicyUse> policy;
   bool dump = false;
-  int sample_rows = 32;
+  int sample_rows = 0;  // 0: auto (ring::sampled_rows_per_rank)
   ring::ParityMode parity_mode = ring::ParityMode::Auto;  // validate.reference
   double tolerance = 0.0;  // 0: the dtype's default
   int world_size = 1;
@@ -829,7 +829,8 @@ void parse_validate(const cfg::Node& n, RingParams& p) {
   v.allow_only({"dump", "reference", "sample_rows", "tolerance"});
   p.dump = v.get_bool("dump", false);
   p.parity_mode = ring::parity_mode_from_string(v.get_choice("reference", "auto", ring::parity_mode_names()));
-  p.sample_rows = static_cast<int>(v.get_int("sample_rows", 32, 2, 1 << 20));
+  if (v.get_string("sample_rows", "auto") != "auto")
+    p.sample_rows = static_cast<int>(v.get_int("sample_rows", 32, 2, 1 << 20));
   p.tolerance = v.get_double("tolerance", 0.0, 0.0, 1.0);
 }
 

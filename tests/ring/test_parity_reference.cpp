@@ -152,5 +152,14 @@ TEST_CASE("validate.reference modes: what each compares, and errors caught on an
   opt.mode = ParityMode::Off;
   CHECK_THROWS_AS(rb::ring::check_parity(p, 7, rank, MPI_COMM_WORLD, c.result, true, opt), std::invalid_argument);
   CHECK(rb::ring::parity_mode_from_string("sampled") == ParityMode::Sampled);
+  // sample_rows auto: at least 256 rows per ring, 2 to 32 per rank.
+  rb::ring::ParityOptions automatic;
+  for (auto [ring, rows] : {std::pair{1, 32}, {8, 32}, {16, 16}, {24, 11}, {128, 2}, {1024, 2}}) {
+    Problem q = p;
+    q.ring_size = ring;
+    CHECK(rb::ring::sampled_rows_per_rank(q, automatic) == rows);
+  }
+  automatic.sample_rows = 5;
+  CHECK(rb::ring::sampled_rows_per_rank(p, automatic) == 5);
   CHECK_THROWS_AS(rb::ring::parity_mode_from_string("partial"), std::invalid_argument);
 }

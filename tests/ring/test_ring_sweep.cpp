@@ -214,6 +214,9 @@ TEST_CASE("ring_attention sweep: validate.reference full | sampled | off is reco
   const std::string R = std::to_string(world);
   CHECK(rejection("{seq_lengths: [64], validate: {reference: partial}}", "validate.reference")
             .find("partial") != std::string::npos);
+  CHECK_FALSE(rejection("{seq_lengths: [64], validate: {sample_rows: many}}", "validate.sample_rows").empty());
+  CHECK_FALSE(rejection("{seq_lengths: [64], validate: {sample_rows: 1}}", "validate.sample_rows").empty());
+  CHECK(rejection("{seq_lengths: [64], validate: {sample_rows: auto}}", "").empty());
   for (const std::string mode : {"full", "sampled", "off"}) {
     CAPTURE(mode);
     const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [64], ring_sizes: [" + R +
