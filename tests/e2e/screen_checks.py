@@ -235,6 +235,22 @@ def dry_run_64(args):
     v = run([args.ringbench, config, "--dry-run", "--world-size", "64", "--ranks-per-node", "8",
              "--verbose"], timeout=120)
     check(v.returncode == 0 and len(v.stdout.splitlines()) > 200, "--verbose lists every point")
+    # #17: the same file at 1,024 ranks (128 nodes of 8) plans within 10 minutes, parity
+    # checks included (sampled pairs, fewer parity rows per rank on large rings).
+    r = run([args.ringbench, config, "--dry-run", "--world-size", "1024", "--ranks-per-node", "8"],
+            timeout=300)
+    print(r.stdout[-3000:])
+    m = re.search(r"^total: .* estimated run time (.*)$", r.stdout, re.M)
+    secs = plan_seconds(m.group(1)) if m else None
+    check(r.returncode == 0 and secs is not None and 0 < secs <= 600 and "pairs sample:4096" in r.stdout,
+          f"inputs/large.yaml at 1024 x 8 plans within 10 minutes ({m.group(1) if m else r.stderr[-500:]})")
+
+
+def plan_seconds(text):
+    """'6 min 24 s', '45 s', '1 h 2 min' -> seconds (None if unreadable)."""
+    units = {"h": 3600, "min": 60, "s": 1}
+    parts = re.findall(r"([0-9.]+)\s*(h|min|s)\b", text)
+    return sum(float(v) * units[u] for v, u in parts) if parts else None
 
 
 def estimate_from(args):
