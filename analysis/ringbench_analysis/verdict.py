@@ -32,7 +32,8 @@ NOISE_SIGMAS = 3.0   # night-to-night standard deviations a regression must clea
 #   host: 20 back-to-back pairs of the main job (inputs/small.yaml, 2 ranks) on this project's
 #   2-core VM with nothing else running: ring attention 0.5-2.8 % by point, compute GEMMs
 #   1.4-5 %, memory triad 23 %, p2p bandwidth 6-8 %, p2p latency (tiny messages) 40 %. Rounded
-#   so that the largest change of those 20 pairs stays inside 3 sigma (+ tolerance). Host
+#   so that the largest change of those 20 pairs stays inside 3 sigma (+ tolerance); later
+#   quiet series on the same VM moved more (ring up to 14 %: docs/analysis.md). Host
 #   collectives were not measured (small.yaml's sizes are under --min-bytes): the shared-
 #   machine value. A machine shared with other work moves whole sweeps 30-70 % between runs
 #   (81 pairs measured under load): --run-noise 0.45 (SHARED_MACHINE_NOISE) there.
