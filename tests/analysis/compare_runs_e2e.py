@@ -12,7 +12,8 @@ CI check, where timing noise is high: whole runs move 40 % on CI's 2 cores, a sh
   - the first run against a copy of itself with the ring times x 1.2, judged as on a steady
     machine (--run-noise 0): every ring point a regression where its interval clears 5 %; with
     the defaults: the same against +8 %, or a warning if the first run shared its node;
-  - x 1.03 (within the 5 % tolerance): no regression, steady or not.
+  - x 1.03 (within the 5 % tolerance): no regression, on the same run steady (--run-noise 0)
+    or against the other run with the shared-machine noise.
 
     compare_runs_e2e.py --ringbench BIN --mpiexec MPIEXEC --source SRC --workdir DIR
 Exit 0 = pass, 1 = fail.
@@ -137,7 +138,10 @@ def main():
     check(len(ring) == 4 and ring_verdicts(doc) == expect and code == (1 if "regression" in expect else 0),
           f"every ring time x 1.2 with the defaults ({'shared node: 45 %' if fa > 0.05 else 'quiet node: +8 %'}): "
           f"{ring_verdicts(doc)}, exit {code}")
-    for src, tag, extra in ((a, "first", ("--run-noise", "0")), (b, "second", ())):
+    # x 1.03 of the same run, steady: never a regression; of the second run against the first,
+    # judged as CI is (a shared machine): never either. (With the quiet defaults the two runs'
+    # own difference decides: compare_pairs.py measures that, CI does not assert it.)
+    for src, tag, extra in ((a, "first", ("--run-noise", "0")), (b, "second", ("--run-noise", "0.45"))):
         slight = h5edit.scale_ring_times(src, os.path.join(args.workdir, f"{tag}_x1.03.h5"), 1.03)
         code, doc = compare(args, a, slight, f"slight_{tag}", *extra)
         check("regression" not in ring_verdicts(doc),
