@@ -10,6 +10,8 @@ back to back, then for each of the last N consecutive pairs (run i-1 as BASE, ru
 With --history K > 0 each pair is also compared as the nightly job does, with the K runs
 before BASE as history nights (compare --history: each point's night-to-night noise).
 --reuse judges runs already in WORKDIR (run00.h5 ...; e.g. a series made on a GPU machine).
+--repeats K makes each night K back-to-back runs (pairs of nights, each point judged on each
+side's fastest run: compare --base-repeat/--new-repeat), (history + N + 1) x K runs in all.
 Prints the counts (and the warnings) and writes every compare's JSON under WORKDIR.
 
     /usr/bin/python3 launch/compare_pairs.py [-n 20] [--history K] [--build build] [--workdir DIR]
@@ -55,10 +57,13 @@ def inject(src, dst, factor):
 
 
 def compare(args, base, new, tag, history=()):
-    """(exit code, JSON document) of rb-analysis compare BASE NEW with its defaults (and the
-    history files, if any)."""
+    """(exit code, JSON document) of rb-analysis compare with its defaults (and the history
+    files, if any). base, new: a night's runs (the first, then its repeats)."""
     js = os.path.join(args.workdir, f"{tag}.json")
     extra = [a for h in history for a in ("--history", h)]
+    extra += [a for r in base[1:] for a in ("--base-repeat", r)]
+    extra += [a for r in new[1:] for a in ("--new-repeat", r)]
+    base, new = base[0], new[0]
     r = subprocess.run([sys.executable, "-m", "ringbench_analysis", "compare", base, new,
                         "--tolerance", args.tolerance, "--json", js] + extra
                        + (["--run-noise", args.run_noise] if args.run_noise else []),
@@ -83,23 +88,26 @@ def ring_sweeps(path):
                     else str(g.attrs.get("type", ""))) == "ring_attention"}
 
 
-def judge_pairs(args, runs, rings, first, history_k):
-    """Counts over pairs (runs[i-1], runs[i]) for i >= first: false alarms, detections of the
-    injected slowdown, pairs with a warning, pairs whose ring regressed without injection."""
+def judge_pairs(args, nights, rings, first, history_k):
+    """Counts over pairs of nights (nights[i-1], nights[i]) for i >= first (a night: K runs
+    back to back, --repeats): false alarms, detections of the injected slowdown, pairs with a
+    warning, pairs whose ring regressed without injection."""
     c = dict(alarms=0, detected=0, warned=0, ring_alarms=0, pairs=0)
     mode = f"history {history_k}" if history_k else "plain"
-    for i in range(first, len(runs)):
-        hist = runs[max(0, i - 1 - history_k):i - 1] if history_k else []
+    for i in range(first, len(nights)):
+        hist = [n[0] for n in nights[max(0, i - 1 - history_k):i - 1]] if history_k else []
         tag = f"pair{i:02d}" + (f"_h{history_k}" if history_k else "")
-        _, doc = compare(args, runs[i - 1], runs[i], tag, hist)
+        _, doc = compare(args, nights[i - 1], nights[i], tag, hist)
         reg, warn = summarise(doc)
         c["alarms"] += bool(reg)
         c["warned"] += bool(warn)
         c["ring_alarms"] += any(x["sweep"] in rings for x in reg)
-        slow = os.path.join(args.workdir, f"run{i:02d}_x{args.factor:g}.h5")
-        if not os.path.exists(slow):
-            inject(runs[i], slow, args.factor)
-        _, doc = compare(args, runs[i - 1], slow, tag + "_injected", hist)
+        slow = []
+        for run in nights[i]:
+            slow.append(run[:-3] + f"_x{args.factor:g}.h5")
+            if not os.path.exists(slow[-1]):
+                inject(run, slow[-1], args.factor)
+        _, doc = compare(args, nights[i - 1], slow, tag + "_injected", hist)
         ireg, iwarn = summarise(doc, rings)
         c["detected"] += bool(ireg)
         c["pairs"] += 1
@@ -133,14 +141,17 @@ def main():
     ap.add_argument("--run-noise", metavar="SIGMA",
                     help="compare --run-noise (default: compare's, by the files' backend)")
     ap.add_argument("--workdir", default=os.path.join(ROOT, "results", "compare_pairs"))
+    ap.add_argument("--repeats", type=int, default=1, metavar="K",
+                    help="runs per night (default 1): each side of a pair is K back-to-back runs, "
+                         "compared with --base-repeat/--new-repeat (each point's fastest run)")
     ap.add_argument("--reuse", action="store_true",
                     help="judge the runs already in WORKDIR (run??.h5) instead of running the job")
     args = ap.parse_args()
-    if args.pairs < 1 or args.history < 0:
-        ap.error("--pairs must be at least 1 and --history at least 0")
+    if args.pairs < 1 or args.history < 0 or args.repeats < 1:
+        ap.error("--pairs and --repeats must be at least 1 and --history at least 0")
     args.config, args.build = os.path.abspath(args.config), os.path.abspath(args.build)
     os.makedirs(args.workdir, exist_ok=True)
-    total = args.history + args.pairs + 1
+    total = (args.history + args.pairs + 1) * args.repeats
     if args.reuse:
         runs = [os.path.join(args.workdir, f"run{i:02d}.h5") for i in range(total)]
         missing = [r for r in runs if not os.path.isfile(r)]
@@ -149,10 +160,11 @@ def main():
     else:
         runs = [run_job(args, i) for i in range(total)]
     rings = ring_sweeps(runs[0])
+    nights = [runs[j:j + args.repeats] for j in range(0, total, args.repeats)]
     first = args.history + 1
-    ok = judge_pairs(args, runs, rings, first, 0)
+    ok = judge_pairs(args, nights, rings, first, 0)
     if args.history:
-        ok = judge_pairs(args, runs, rings, first, args.history) and ok
+        ok = judge_pairs(args, nights, rings, first, args.history) and ok
     return 0 if ok else 1
 
 

@@ -132,9 +132,15 @@ def _compare_parser(sub):
                    help="use the last N history runs (default 10)")
     c.add_argument("--run-noise", metavar="SIGMA",
                    help="run-to-run noise a regression must clear by 3 sigma, as the standard "
-                        "deviation of the log change, e.g. 2%% or 0.02 (default by BASE's backend: "
-                        "host 45%%, measured on a shared 2-core VM; cuda 1%%; 'default' names it; "
+                        "deviation of the log change, e.g. 2%% or 0.02 (default by BASE's backend and "
+                        "kind of point on a quiet machine: cuda 1%%, host ring 1%% ... latency 45%%, "
+                        "every host point 45%% when a run shared its node; 'default' names it; "
                         "0: the within-run interval alone); --history raises it per point where a point moves more")
+    c.add_argument("--base-repeat", action="append", default=[], metavar="FILE",
+                   help="another run of BASE's work (repeatable): each point is judged on the "
+                        "side's fastest run")
+    c.add_argument("--new-repeat", action="append", default=[], metavar="FILE",
+                   help="another run of NEW's work (repeatable), likewise")
     c.add_argument("--trend", metavar="TEXT",
                    help="print the history, BASE and NEW of the judged points whose "
                         "'sweep point metric' contains TEXT")
@@ -152,7 +158,8 @@ def _compare(args, _p):
                                quantile=args.quantile, history=args.history,
                                nights=args.nights, trend=args.trend,
                                run_noise=None if args.run_noise in (None, "default")
-                               else compare.parse_tolerance(args.run_noise, "--run-noise"))
+                               else compare.parse_tolerance(args.run_noise, "--run-noise"),
+                               base_repeats=args.base_repeat, new_repeats=args.new_repeat)
     except compare.CompareError as e:
         print(f"rb-analysis compare: {e}", file=sys.stderr)
         return compare.EXIT_ERROR

@@ -340,14 +340,53 @@ def _history(paths, last, base_path, base_run, bp, units, quantile, notes):
     return hist
 
 
+def _best_of(side, records, units, quantile, tag):
+    """Each point's samples from the repeat run where the point's statistic is best (the
+    fastest time, the highest rate): one slow run of several is the machine, not the code.
+    `records`: _points() of the first run, then of each repeat; `side`: the first run's."""
+    for other in records[1:]:
+        for key, rec in side.items():
+            o = other.get(key)
+            if o is None:
+                continue
+            for m, x in rec["metrics"].items():
+                y = o["metrics"].get(m)
+                if y is None or x is None:
+                    continue
+                hib = direction(units.get(m), m) > 0
+                sx, sy = V.statistic(x, quantile, hib), V.statistic(y, quantile, hib)
+                if (sy > sx) if hib else (sy < sx):
+                    rec["metrics"][m] = y
+                    rec.setdefault("from_repeat", {})[m] = tag
+    return side
+
+
+def _repeats(first, paths, metrics, min_bytes, units, quantile, tag):
+    """The first run's points with each metric's best repeat (paths: the same work again)."""
+    recs = []
+    for i, path in enumerate(paths):
+        run = reader.load(path)
+        diffs, _ = comparability(first, run)
+        if diffs:
+            raise CompareError(f"{tag} repeat {path} measures other work than the first {tag} "
+                               f"file: {diffs[0]}")
+        pts, u, _ = _points(run, metrics, min_bytes)
+        units.update(u)
+        recs.append(pts)
+    return recs
+
+
 def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
             min_bytes=DEFAULT_MIN_BYTES, allow_different=False, show_all=False, json_to=None,
-            quantile=V.QUANTILE, history=(), nights=10, trend=None, run_noise=None):
+            quantile=V.QUANTILE, history=(), nights=10, trend=None, run_noise=None,
+            base_repeats=(), new_repeats=()):
     """Prints the summary (and with show_all every row); json_to: "-" prints only the JSON
     document to stdout, a path writes it there. history: store dirs or earlier runs of BASE's
     work (the last `nights` of them); trend: print those nights for points matching it.
     run_noise: the run-to-run noise (sd of log) a regression must clear by NOISE_SIGMAS where
     history does not give more; None: verdict.RUN_NOISE of BASE's backend.
+    base_repeats, new_repeats: more runs of the same work on each side (run back to back in
+    the same night): each point is judged on the side's run where it was fastest.
     Returns the exit code."""
     base, new = reader.load(base_path), reader.load(new_path)
     metrics = list(metrics or [])
@@ -362,6 +401,15 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
     bp, units, skipped = _points(base, metrics, min_bytes)
     np_, units2, skipped_new = _points(new, metrics, min_bytes)
     units.update(units2)
+    if base_repeats:
+        bp = _best_of(bp, [bp] + _repeats(base, base_repeats, metrics, min_bytes, units, quantile, "base"),
+                      units, quantile, "base")
+    if new_repeats:
+        np_ = _best_of(np_, [np_] + _repeats(new, new_repeats, metrics, min_bytes, units, quantile, "new"),
+                       units, quantile, "new")
+    if base_repeats or new_repeats:
+        notes.append(f"repeats: base {1 + len(base_repeats)} run(s), new {1 + len(new_repeats)} run(s); "
+                     "each point judged on each side's fastest run")
     matched = [k for k in bp if k in np_]
     if not matched:
         raise CompareError("no point of the two files matched (different sweeps or configs?); "
@@ -400,6 +448,7 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
     doc = {"base": str(base_path), "new": str(new_path), "tolerance": tolerance,
            "quantile": quantile, "min_bytes": min_bytes, "history": hist["dates"],
            "run_noise": run_noise, "run_noise_default": not given, "run_noise_source": source,
+           "runs": {"base": 1 + len(base_repeats), "new": 1 + len(new_repeats)},
            "run_noise_by_kind": None if given else V.RUN_NOISE.get(backend, {}),
            "shared_machine": shared,
            "foreign_cpu_fraction": {t: _float_or_none(r.attrs.get("foreign_cpu_fraction"))

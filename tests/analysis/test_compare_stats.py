@@ -238,6 +238,28 @@ class CompareStatsTest(TempDirCase):
         self.assertEqual(rc, 2)
         self.assertIn("--run-noise: 'lots' is not a number", err)
 
+    def test_repeats_judge_each_sides_fastest_run(self):
+        base = self.noisy("base.h5", seed=1, noise=0.005)
+        slow_night = self.noisy("n1.h5", seed=2, noise=0.005, factor=1.3)  # one slow run
+        steady = self.noisy("n2.h5", seed=3, noise=0.005)
+        self.assertEqual(run_cli(base, slow_night)[0], 1)
+        rc, out, _ = run_cli(base, slow_night, "--new-repeat", steady, "--json", self.path("r.json"))
+        self.assertEqual(rc, 0, out)
+        self.assertIn("repeats: base 1 run(s), new 2 run(s)", out)
+        with open(self.path("r.json")) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["runs"], {"base": 1, "new": 2})
+        # a real slowdown in every repeat is still found
+        slow2 = self.noisy("n3.h5", seed=4, noise=0.005, factor=1.3)
+        self.assertEqual(run_cli(base, slow_night, "--new-repeat", slow2)[0], 1)
+        # and a fast base repeat cannot hide it either: the base side's fastest run is used
+        self.assertEqual(run_cli(slow_night, slow2, "--base-repeat", base)[0], 1)
+        # a repeat of other work is refused
+        other = self.noisy("other.h5", seed=5, config_text="backend: host\nsweeps: []\n")
+        rc, _, err = run_cli(base, steady, "--new-repeat", other)
+        self.assertEqual(rc, 2)
+        self.assertIn("new repeat", err)
+
     def with_compute(self, name, rank_factors, seed):
         """A noisy run plus a compute sweep of one point whose rank r's 20 iterations take
         rank_factors[r] x 1 ms (x 0.5 % noise); rate = 2 GFLOP / median time per rank."""
