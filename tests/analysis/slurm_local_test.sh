@@ -443,8 +443,10 @@ grep -q "baseline $store/${first_entry#* }" "$night_out" || fail "nightly (kept)
 [ "$(sha256sum < "$store/${first_entry#* }")" = "$sum_before" ] && [ "$(index_entries "$store")" = "$first_entry" ] \
   || fail "nightly (kept): a passing night without RB_PROMOTE changed the baseline"
 [ "$(index_entries "$store" night)" = "1 ${first_entry#* }" ] || fail "nightly (kept): the night was not recorded as history"
-nightly_job history 0 "${loose[@]}"
+nightly_job history 0 "${loose[@]}" RB_REPEATS=2
 grep -q "history: 1 earlier night" "$night_out" || fail "nightly (history): compare did not read the recorded night"
+grep -q "repeats: base 1 run(s), new 2 run(s)" "$night_out" && [ -f "$night_dir/nightly_r2.h5" ] \
+  || fail "nightly (history, RB_REPEATS=2): the repeat was not run or not compared"
 nightly_job promoted 0 "${loose[@]}" RB_PROMOTE=1
 after="$(index_entries "$store")" || fail "nightly (promoted): the store index is not valid"
 [ "${after%% *}" = 2 ] || fail "nightly (promoted): store has '$after', expected 2 entries"
