@@ -147,10 +147,9 @@ void check_node_memory(const Validated& v, const CommandLine& cli, const RankLay
   std::size_t i = 0;
   for (const auto& spec : v.config.sweeps) {
     if (!selected(cli, spec.name)) continue;
-    const Sweep& sweep = *v.sweeps[i++];
-    check_memory_fits(sweep, spec.node, layout.local_size, node_memory);
-    check_compute_fits(sweep, spec.node, layout.local_size, node_memory);
-    check_collectives_fits(sweep, spec.node, layout.local_size, node_memory);
+    if (const auto need = v.sweeps[i++]->host_memory_need())
+      oom::check_host_memory_fits(spec.node, need->key, need->bytes, layout.local_size, node_memory,
+                                  need->what);
   }
 }
 

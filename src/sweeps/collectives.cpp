@@ -109,8 +109,9 @@ class Collectives final : public Sweep {
     return backend == Backend::Host ? 2 * static_cast<std::uint64_t>(bytes) : 0;
   }
   std::size_t largest_buffer() const { return std::max<std::size_t>(static_cast<std::size_t>(p_.max_bytes), 64); }
-  std::uint64_t max_host_bytes() const {
-    return engine_host_bytes(p_.host ? Backend::Host : Backend::Cuda, largest_buffer());
+  std::optional<HostMemoryNeed> host_memory_need() const override {
+    return HostMemoryNeed{"max_bytes", engine_host_bytes(p_.host ? Backend::Host : Backend::Cuda, largest_buffer()),
+                          "the collectives sweep (send and receive buffers of max_bytes)"};
   }
 
  private:
@@ -469,15 +470,6 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
 }
 
 }  // namespace
-
-void check_collectives_fits(const Sweep& sweep, const cfg::Node& node, int ranks_on_node,
-                            std::uint64_t node_memory) {
-  const auto* c = dynamic_cast<const Collectives*>(&sweep);
-  if (c == nullptr) return;
-  oom::check_host_memory_fits(node, "max_bytes",
-                              c->max_host_bytes(), ranks_on_node, node_memory,
-                              "the collectives sweep (send and receive buffers of max_bytes)");
-}
 
 // ---- parsing --------------------------------------------------------------------------------
 std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseContext& ctx) {

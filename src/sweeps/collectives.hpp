@@ -14,10 +14,5 @@ namespace rb {
 
 std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseContext& ctx);
 
-// Validation on a real node (the driver calls it for every sweep; others are ignored): refuses,
-// at `max_bytes` in `node`, a host-path collectives sweep whose send and receive buffers on the
-// node's `ranks_on_node` ranks exceed its physical memory `node_memory` (0: unknown).
-void check_collectives_fits(const Sweep& sweep, const cfg::Node& node, int ranks_on_node,
-                            std::uint64_t node_memory);
 
 }  // namespace rb

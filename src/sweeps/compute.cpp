@@ -80,7 +80,7 @@ class ComputeSweep final : public Sweep {
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
   // The most host bytes one rank's GEMM takes (0 on the cuda backend: device memory).
-  std::uint64_t max_host_bytes() const;
+  std::optional<HostMemoryNeed> host_memory_need() const override;
 
  private:
   h5::PointsTable point_table(const std::string& gemm_engine) const;
@@ -220,12 +220,12 @@ std::string ComputeSweep::screen_table(const std::vector<h5::PointRecord>& recor
                    "failed on some rank (oom_* in the file)"});
 }
 
-std::uint64_t ComputeSweep::max_host_bytes() const {
+std::optional<Sweep::HostMemoryNeed> ComputeSweep::host_memory_need() const {
   std::uint64_t most = 0;
-  if (p_.gpu) return 0;
-  for (const auto& t : p_.dtypes)
-    for (auto n : p_.sizes) most = std::max(most, gemm_host_bytes(t, n));
-  return most;
+  if (!p_.gpu)
+    for (const auto& t : p_.dtypes)
+      for (auto n : p_.sizes) most = std::max(most, gemm_host_bytes(t, n));
+  return HostMemoryNeed{"sizes", most, "the compute sweep's largest GEMM (3 matrices of n x n)"};
 }
 
 SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
@@ -301,14 +301,6 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
 }
 
 }  // namespace
-
-void check_compute_fits(const Sweep& sweep, const cfg::Node& node, int ranks_on_node,
-                        std::uint64_t node_memory) {
-  const auto* c = dynamic_cast<const ComputeSweep*>(&sweep);
-  if (c == nullptr) return;
-  oom::check_host_memory_fits(node, "sizes", c->max_host_bytes(), ranks_on_node, node_memory,
-                              "the compute sweep's largest GEMM (3 matrices of n x n)");
-}
 
 std::unique_ptr<Sweep> parse_compute(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::Node& n = spec.node;

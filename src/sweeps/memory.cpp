@@ -53,7 +53,7 @@ class MemorySweep final : public Sweep {
   // Host bytes one rank allocates at a point of this kind.
   std::uint64_t host_bytes(const std::string& kind) const;
   // The most host bytes one rank allocates at any point.
-  std::uint64_t max_host_bytes() const;
+  std::optional<HostMemoryNeed> host_memory_need() const override;
 
  private:
   struct Timing {
@@ -165,10 +165,10 @@ std::uint64_t MemorySweep::host_bytes(const std::string& kind) const {
   return kind == "d2d" ? 0 : p_.bytes;
 }
 
-std::uint64_t MemorySweep::max_host_bytes() const {
+std::optional<Sweep::HostMemoryNeed> MemorySweep::host_memory_need() const {
   std::uint64_t most = 0;
   for (const auto& kind : memory_points(p_)) most = std::max(most, host_bytes(kind));
-  return most;
+  return HostMemoryNeed{"bytes", most, "the memory sweep (3 arrays of 'bytes' for the triad, 1 for a host copy)"};
 }
 
 // The triad runs on the host (Kokkos) on every backend; the copies on the device.
@@ -183,14 +183,6 @@ MemorySweep::Timing MemorySweep::measure(const std::string& kind, prof::ComputeE
 }
 
 }  // namespace
-
-void check_memory_fits(const Sweep& sweep, const cfg::Node& node, int ranks_on_node,
-                       std::uint64_t node_memory) {
-  const auto* m = dynamic_cast<const MemorySweep*>(&sweep);
-  if (m == nullptr) return;
-  oom::check_host_memory_fits(node, "bytes", m->max_host_bytes(), ranks_on_node, node_memory,
-                              "the memory sweep (3 arrays of 'bytes' for the triad, 1 for a host copy)");
-}
 
 std::unique_ptr<Sweep> parse_memory(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::Node& n = spec.node;

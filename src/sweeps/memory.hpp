@@ -12,10 +12,5 @@ namespace rb {
 
 std::unique_ptr<Sweep> parse_memory(const SweepSpec& spec, const ParseContext& ctx);
 
-// Validation on a real node (the driver calls it for every sweep; others are ignored): refuses,
-// at `bytes` in `node`, a memory sweep whose host arrays on the node's `ranks_on_node` ranks
-// exceed its physical memory `node_memory` (0: unknown, nothing checked).
-void check_memory_fits(const Sweep& sweep, const cfg::Node& node, int ranks_on_node,
-                       std::uint64_t node_memory);
 
 }  // namespace rb

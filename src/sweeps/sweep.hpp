@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,15 @@ class Sweep {
   virtual double estimated_seconds(const CostAssumptions& a) const {
     return static_cast<double>(point_count()) * a.point_overhead_s;
   }
+  // Host memory one rank's largest point allocates at once, the config key that sets it and
+  // what it is: the driver refuses, at that key, what cannot fit in the node's physical memory
+  // on every rank of the node (oom::check_host_memory_fits). Empty: nothing sizeable on the host.
+  struct HostMemoryNeed {
+    std::string key;
+    std::uint64_t bytes = 0;
+    std::string what;
+  };
+  virtual std::optional<HostMemoryNeed> host_memory_need() const { return std::nullopt; }
   // The tuned policies this sweep's `kernel: auto` would follow: the driver decides, once the
   // GPU is known, whether each applies (a warning, or an error with `strict`).
   virtual std::vector<std::shared_ptr<KernelPolicyUse>> kernel_policies() const { return {}; }
