@@ -340,11 +340,11 @@ def _history(paths, last, base_path, base_run, bp, units, quantile, notes):
     return hist
 
 
-def _best_of(side, records, units, quantile, tag):
-    """Each point's samples from the repeat run where the point's statistic is best (the
-    fastest time, the highest rate): one slow run of several is the machine, not the code.
-    `records`: _points() of the first run, then of each repeat; `side`: the first run's."""
-    for other in records[1:]:
+def _best_of(side, repeats, units, quantile):
+    """Each point's samples from the run where the point's statistic is best (the fastest
+    time, the highest rate): one slow run of several is the machine, not the code. `side`:
+    _points() of the side's first run, updated; `repeats`: _points() of its other runs."""
+    for other in repeats:
         for key, rec in side.items():
             o = other.get(key)
             if o is None:
@@ -357,14 +357,12 @@ def _best_of(side, records, units, quantile, tag):
                 sx, sy = V.statistic(x, quantile, hib), V.statistic(y, quantile, hib)
                 if (sy > sx) if hib else (sy < sx):
                     rec["metrics"][m] = y
-                    rec.setdefault("from_repeat", {})[m] = tag
-    return side
 
 
-def _repeats(first, paths, metrics, min_bytes, units, quantile, tag):
-    """The first run's points with each metric's best repeat (paths: the same work again)."""
+def _repeats(first, paths, metrics, min_bytes, units, tag):
+    """_points() of each repeat run (paths: the same work as `first`, else CompareError)."""
     recs = []
-    for i, path in enumerate(paths):
+    for path in paths:
         run = reader.load(path)
         diffs, _ = comparability(first, run)
         if diffs:
@@ -401,12 +399,8 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
     bp, units, skipped = _points(base, metrics, min_bytes)
     np_, units2, skipped_new = _points(new, metrics, min_bytes)
     units.update(units2)
-    if base_repeats:
-        bp = _best_of(bp, [bp] + _repeats(base, base_repeats, metrics, min_bytes, units, quantile, "base"),
-                      units, quantile, "base")
-    if new_repeats:
-        np_ = _best_of(np_, [np_] + _repeats(new, new_repeats, metrics, min_bytes, units, quantile, "new"),
-                       units, quantile, "new")
+    for side, run, paths, tag in ((bp, base, base_repeats, "base"), (np_, new, new_repeats, "new")):
+        _best_of(side, _repeats(run, paths, metrics, min_bytes, units, tag), units, quantile)
     if base_repeats or new_repeats:
         notes.append(f"repeats: base {1 + len(base_repeats)} run(s), new {1 + len(new_repeats)} run(s); "
                      "each point judged on each side's fastest run")

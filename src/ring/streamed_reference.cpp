@@ -171,19 +171,23 @@ class StreamedReference final : public HeadReference {
     for (; c < d_; ++c) s0 += static_cast<double>(a[c]) * b[c];
     return (s0 + s1) + (s2 + s3);
   }
-  // Tensor t of some local rows, generated (rows x d floats).
-  std::vector<float> local_rows(Tensor t, const std::vector<std::int64_t>& rows) const {
-    std::vector<float> out(rows.size() * d_);
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      input_row(seed_, t, p_.dtype, batch_, head_, at(rows[i]), p_.head_dim, &out[i * d_]);
+  // Tensor t at some global positions, generated (positions x d floats).
+  std::vector<float> generate(Tensor t, const std::vector<std::int64_t>& positions) const {
+    std::vector<float> out(positions.size() * d_);
+    for (std::size_t i = 0; i < positions.size(); ++i)
+      input_row(seed_, t, p_.dtype, batch_, head_, positions[i], p_.head_dim, &out[i * d_]);
     return out;
+  }
+  // Tensor t of some local rows.
+  std::vector<float> local_rows(Tensor t, const std::vector<std::int64_t>& rows) const {
+    std::vector<std::int64_t> positions(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) positions[i] = at(rows[i]);
+    return generate(t, positions);
   }
   // This rank's block of tensors a and b, as the first to visit.
   void start(Tensor a, Tensor b) {
-    std::vector<std::int64_t> all(pos_.size());
-    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
-    cur_.a = local_rows(a, all);
-    cur_.b = local_rows(b, all);
+    cur_.a = generate(a, pos_);
+    cur_.b = generate(b, pos_);
     cur_.x.clear();
     cur_.y.clear();
   }
