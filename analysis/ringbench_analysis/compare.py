@@ -271,9 +271,9 @@ def _shared_machine(base, new):
     other processes (/run foreign_cpu_fraction), else ""."""
     said = []
     for tag, r in (("base", base), ("new", new)):
-        f = r.attrs.get("foreign_cpu_fraction")
-        if f is not None and np.isfinite(float(f)) and float(f) > V.SHARED_CPU_FRACTION:
-            said.append(f"{tag} {float(f):.0%}")
+        f = _float_or_none(r.attrs.get("foreign_cpu_fraction"))
+        if f is not None and f > V.SHARED_CPU_FRACTION:
+            said.append(f"{tag} {f:.0%}")
     return ("shared machine: other processes took " + ", ".join(said) + " of the nodes' CPU time "
             "during the run") if said else ""
 
