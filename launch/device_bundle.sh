@@ -3,6 +3,8 @@
 # yaml-cpp, Kokkos and what they pull in, but not MPI, CUDA or the C/C++ runtime, which must
 # come from the node) into one folder, with RPATH=$ORIGIN/lib, for running a binary built on a
 # workstation on a node without those packages:  launch/device_bundle.sh [BUILD_DIR] [DEST]
+# RB_BUNDLE_TESTS=0 leaves the test binaries out (a measurement needs only the two programs,
+# and each test binary carries the same CUDA kernels: 18 MiB apiece).
 set -euo pipefail
 build="${1:-build}"
 dest="${2:-.device-bundle}"
@@ -10,7 +12,7 @@ rm -rf "$dest"; mkdir -p "$dest/lib"
 for exe in ringbench kernels/cuda/ringbench_kernel_bench; do
   [ -x "$build/$exe" ] && cp "$build/$exe" "$dest/"
 done
-for t in "$build"/tests/test_* "$build"/tests/ringbench_test_*; do
+[ "${RB_BUNDLE_TESTS:-1}" = 0 ] || for t in "$build"/tests/test_* "$build"/tests/ringbench_test_*; do
   [ -x "$t" ] && [ -f "$t" ] && cp "$t" "$dest/" || true
 done
 skip='linux-vdso|ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libpthread|libdl\.so|librt\.so|libcuda\.so|libcudart|libcublas|libcudnn|libnccl|libmpi|libopen-pal|libopen-rte|libhwloc|libevent|libpmix|libucx|libuc[pst]|libnvidia|libudev|libz\.so'

@@ -2,45 +2,71 @@
 # The measurement plan behind docs/performance.md, for one GPU node, from a bundle made by
 # launch/device_bundle.sh (or a build folder holding ringbench and ringbench_kernel_bench):
 #   launch/perf_node.sh BUNDLE OUT_DIR NGPUS [NCCL_TESTS_DIR]
-# 1. single-GPU block kernels (ringbench_kernel_bench, median of 10 after 3 warmups);
-# 2. ring weak scaling, 32K tokens per GPU (inputs/ring_weak_scaling.yaml cut to NGPUS);
-# 3. collectives at 64 MiB..1 GiB over all GPUs, and, with NCCL_TESTS_DIR, nccl-tests on the
-#    same sizes right after, compared by tests/profiling/compare_nccl_tests.py.
-# Logs and HDF5 files go to OUT_DIR; each step has its own time limit. RB_PERF_STEPS picks
-# steps (default "kernels,weak,coll"), e.g. to fit one step into a shorter allocation.
+# Steps (RB_PERF_STEPS picks them, default "topo,kernels,weak,coll"; each has its own time limit
+# so one hang cannot eat the allocation, and a line per step goes to OUT_DIR/summary.txt):
+#   topo        nvidia-smi topo -m, the GPUs, the CPUs and NUMA nodes, ringbench --version
+#   kernels     single-GPU block kernels (ringbench_kernel_bench, median of 10 after 3 warmups)
+#   weak        inputs/ring_weak_scaling.yaml cut to NGPUS (32K tokens per GPU, ring 1 -> NGPUS)
+#   large       inputs/large.yaml on NGPUS ranks (ring 1 -> NGPUS, the cluster profile)
+#   coll        collectives at 64 MiB..1 GiB over all GPUs, then, with NCCL_TESTS_DIR, nccl-tests
+#               on the same sizes right after (compare with tests/profiling/compare_nccl_tests.py)
+#   tuning      inputs/tuning.yaml on every GPU at once (the per-GPU spread of each path)
+#   contention  inputs/contention_node.yaml, one measuring and one feeder rank per GPU
+# RB_STEP_LIMIT_<STEP>=seconds overrides a step's limit.
 set -uo pipefail
 bundle="$1"; out="$2"; ngpus="$3"; nccl_tests="${4:-}"
 source "$(dirname "$0")/gpu_node.sh"
 rb_gpu_node_start "$out"
-limit() { local s="$1"; shift; timeout --kill-after=10 "$s" "$@"; }
-nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,memory.total --format=csv > "$out/gpus.csv" 2>&1
+steps=",${RB_PERF_STEPS:-topo,kernels,weak,coll},"
+mpi=(mpirun -np "$ngpus" --bind-to numa)
+rb=("$bundle/ringbench")
 
-steps=",${RB_PERF_STEPS:-kernels,weak,coll},"
-step() { case "$steps" in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+# run_step NAME DEFAULT_LIMIT_S: runs the step's function when NAME is in RB_PERF_STEPS, as a
+# fresh process of this script (timeout runs programs, not functions) so the limit ends it all.
+run_step() {
+  local name="$1" limit="$2"
+  case "$steps" in *",$name,"*) ;; *) return 0 ;; esac
+  local var="RB_STEP_LIMIT_${name^^}"; limit="${!var:-$limit}"
+  local t0=$SECONDS rc=0
+  timeout --kill-after=10 "$limit" bash "${BASH_SOURCE[0]}" "$bundle" "$out" "$ngpus" "$nccl_tests" \
+    --step "$name" > "$out/$name.log" 2>&1 || rc=$?
+  printf '%-11s rc=%-3d %5d s (limit %d s)\n' "$name" "$rc" $((SECONDS - t0)) "$limit" | tee -a "$out/summary.txt"
+}
 
-kb="$bundle/ringbench_kernel_bench"
-if step kernels && [ -x "$kb" ]; then
-  {
-    for c in "" "--causal"; do
-      echo "-- S=32768 h=16 d=128 bf16 $c"
-      limit 120 "$kb" --seq 32768 --heads 16 --head-dim 128 --dtype bf16 $c --repeats 10 --warmup 3
-    done
-    echo "-- S=32768 h=16 d=64 bf16"
-    limit 120 "$kb" --seq 32768 --heads 16 --head-dim 64 --dtype bf16 --repeats 10 --kernels flash,cudnn --no-check
-  } > "$out/kernels.txt" 2>&1
-fi
+topo() {
+  nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,clocks.max.sm,memory.total --format=csv
+  echo; nvidia-smi topo -m
+  echo; lscpu
+  echo; for n in /sys/devices/system/node/node[0-9]*; do
+    [ -d "$n" ] && echo "$(basename "$n"): cpus $(cat "$n/cpulist"), $(awk '/MemTotal/{print $4, $5}' "$n/meminfo")"
+  done
+  for g in /sys/bus/pci/devices/*; do
+    [ "$(cat "$g/vendor" 2>/dev/null)" = 0x10de ] && [ "$(cat "$g/class" 2>/dev/null)" = 0x030200 ] &&
+      echo "GPU $(basename "$g"): numa_node $(cat "$g/numa_node"), local_cpulist $(cat "$g/local_cpulist")"
+  done
+  echo; "${rb[@]}" --version
+}
 
-if step weak; then
-sizes=1; seqs=32768; r=2; s=65536
-while [ "$r" -le "$ngpus" ] && [ "$r" -le 4 ]; do sizes="$sizes, $r"; seqs="$seqs, $s"; r=$((r*2)); s=$((s*2)); done
-sed -e "s/ring_sizes: \[1, 2, 4\]/ring_sizes: [$sizes]/" -e "s/seq_lengths: \[32768, 65536, 131072\]/seq_lengths: [$seqs]/" \
-  "$RB_ROOT/inputs/ring_weak_scaling.yaml" > "$out/weak.yaml"
-limit 480 mpirun -np "$ngpus" --bind-to numa "$bundle/ringbench" "$out/weak.yaml" --output "$out/weak.h5" --force \
-  > "$out/weak.log" 2>&1
-fi
-step coll || exit 0
+kernels() {
+  local kb="$bundle/ringbench_kernel_bench"
+  for c in "" "--causal"; do
+    echo "-- S=32768 h=16 d=128 bf16 $c"
+    timeout 120 "$kb" --seq 32768 --heads 16 --head-dim 128 --dtype bf16 $c --repeats 10 --warmup 3
+  done
+  echo "-- S=32768 h=16 d=64 bf16"
+  timeout 120 "$kb" --seq 32768 --heads 16 --head-dim 64 --dtype bf16 --repeats 10 --kernels flash,cudnn --no-check
+}
 
-cat > "$out/coll.yaml" <<YAML
+weak() {
+  local sizes=1 seqs=32768 r=2 s=65536
+  while [ "$r" -le "$ngpus" ] && [ "$r" -le 4 ]; do sizes="$sizes, $r"; seqs="$seqs, $s"; r=$((r*2)); s=$((s*2)); done
+  sed -e "s/ring_sizes: \[1, 2, 4\]/ring_sizes: [$sizes]/" -e "s/seq_lengths: \[32768, 65536, 131072\]/seq_lengths: [$seqs]/" \
+    "$RB_ROOT/inputs/ring_weak_scaling.yaml" > "$out/weak.yaml"
+  "${mpi[@]}" "${rb[@]}" "$out/weak.yaml" --output "$out/weak.h5" --force
+}
+
+coll() {
+  cat > "$out/coll.yaml" <<YAML
 run: {name: coll_vs_nccl_tests}
 backend: cuda
 binding: {policy: gpu-near}
@@ -56,11 +82,36 @@ sweeps:
     warmup: 5
     iterations: 20
 YAML
-limit 180 mpirun -np "$ngpus" --bind-to numa "$bundle/ringbench" "$out/coll.yaml" --output "$out/coll.h5" --force \
-  > "$out/coll.log" 2>&1
-if [ -n "$nccl_tests" ]; then
+  "${mpi[@]}" "${rb[@]}" "$out/coll.yaml" --output "$out/coll.h5" --force || return
+  [ -n "$nccl_tests" ] || return 0
+  # -a 3: the slowest rank's time, as the collectives sweep reports (docs/sweeps/collectives.md)
   for op in all_reduce all_gather reduce_scatter alltoall sendrecv; do
-    limit 120 mpirun -np "$ngpus" --bind-to numa "$nccl_tests/${op}_perf" -b 64M -e 1G -f 2 -g 1 -w 5 -n 20 -c 1 \
-      > "$out/nccl_tests_$op.txt" 2>&1
+    timeout 120 "${mpi[@]}" "$nccl_tests/${op}_perf" -b 64M -e 1G -f 2 -g 1 -w 5 -n 20 -c 1 -a 3 \
+      > "$out/nccl_tests_$op.txt" 2>&1 || return
   done
-fi
+}
+
+# Twice as many ranks as GPUs: one measuring and one feeder rank per GPU, the feeders' threads
+# sharing about 3/4 of the cores; the sweep binds every rank itself, phase by phase.
+contention() {
+  local threads=$(( $(nproc) * 3 / 4 / ngpus )); [ "$threads" -ge 1 ] || threads=1
+  sed -e "s/feeders: 4/feeders: $ngpus/" -e "s/threads: 12}/threads: $threads}/" \
+    "$RB_ROOT/inputs/contention_node.yaml" > "$out/contention.yaml"
+  mpirun -np $((2 * ngpus)) --bind-to none "${rb[@]}" "$out/contention.yaml" --output "$out/contention.h5" --force
+}
+
+large() { "${mpi[@]}" "${rb[@]}" "$RB_ROOT/inputs/large.yaml" --output "$out/large.h5" --force; }
+tuning() { "${mpi[@]}" "${rb[@]}" "$RB_ROOT/inputs/tuning.yaml" --output "$out/tuning.h5" --force; }
+
+if [ "${5:-}" = --step ]; then "$6"; exit; fi
+for s in ${steps//,/ }; do
+  case "$s" in topo|kernels|weak|large|coll|tuning|contention) ;; *) echo "perf_node: unknown step '$s' in RB_PERF_STEPS" >&2; exit 2 ;; esac
+done
+run_step topo 60
+run_step kernels 300
+run_step weak 480
+run_step large 420
+run_step coll 300
+run_step tuning 420
+run_step contention 360
+exit 0
