@@ -9,7 +9,7 @@
 #   weak        inputs/ring_weak_scaling.yaml cut to NGPUS (32K tokens per GPU, ring 1 -> NGPUS)
 #   large       inputs/large.yaml on NGPUS ranks (ring 1 -> NGPUS, the cluster profile)
 #   coll        collectives at 64 MiB..1 GiB over all GPUs, then, with NCCL_TESTS_DIR, nccl-tests
-#               on the same sizes right after (compare with tests/profiling/compare_nccl_tests.py)
+#               on the same sizes right after (then: rb-analysis nccl-tests OUT/coll.h5 OUT/nccl_tests_*.txt)
 #   tuning      inputs/tuning.yaml on every GPU at once (the per-GPU spread of each path)
 #   contention  inputs/contention_node.yaml, one measuring and one feeder rank per GPU
 # RB_STEP_LIMIT_<STEP>=seconds overrides a step's limit.

@@ -1,4 +1,4 @@
-"""Command line: python3 -m ringbench_analysis {report,compare,table,tune,compare-tuning}
+"""Command line: python3 -m ringbench_analysis {report,compare,table,tune,compare-tuning,nccl-tests,...}
 (or analysis/rb-analysis)."""
 import argparse
 import os
@@ -26,7 +26,11 @@ def _run(argv):
     t.add_argument("--sweep", help="sweep name (default: list the sweeps)")
     _tuning_parsers(sub)
     _baseline_parser(sub)
+    _nccl_tests_parser(sub)
     args = p.parse_args(argv)
+    if args.command == "nccl-tests":
+        from . import nccl_tests
+        return nccl_tests.command(args)
     if args.command == "baseline":
         from . import baseline  # imports h5py and yaml lazily: --help works without them
         return baseline.command(args)
@@ -43,6 +47,26 @@ def _run(argv):
     except KeyError as e:
         print(f"rb-analysis {args.command}: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
+
+
+def _nccl_tests_parser(sub):
+    n = sub.add_parser(
+        "nccl-tests", help="a collectives sweep's busbw beside nccl-tests' output; exit 1 when they differ",
+        description="Matches each nccl-tests result line (size, out-of-place / in-place) with the "
+                    "collectives sweep's point of the same operation, size_bytes, group and dtype, and "
+                    "prints both busbw values and their ratio. Exit 0: within --tolerance at and above "
+                    "--min-bytes; 1: a point differs by more; 2: unusable input.")
+    n.add_argument("file", metavar="RUN.h5", help="ringbench output file with a collectives sweep")
+    n.add_argument("outputs", nargs="+", metavar="[OP=]NCCL_TESTS.txt",
+                   help="nccl-tests stdout (e.g. all_reduce_perf ... > all_reduce.txt); the operation "
+                        "is read from its header unless given as OP=")
+    n.add_argument("--sweep", help="the collectives sweep (default: the first)")
+    n.add_argument("--group", default="world", help="group kind of the points (default world)")
+    n.add_argument("--dtype", default="float32", help="element type of the points (default float32)")
+    n.add_argument("--min-bytes", type=int, default=64 << 20, metavar="B",
+                   help="compare sizes from this up (default 64 MiB: below, launch latency dominates)")
+    n.add_argument("--tolerance", type=float, default=0.03, help="allowed |ratio - 1| (default 0.03)")
+    n.add_argument("--json", metavar="FILE", help="also write the matched points as JSON")
 
 
 def _report_parser(sub):
