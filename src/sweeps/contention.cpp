@@ -423,6 +423,45 @@ void write_tuning_mismatch(h5::Group& out, const Params& p, const Runner& r, MPI
   g.write_shared_strings("changes", changes, {"1", "'workload, rows: reference path -> this phase's fastest', joined with '; '"});
 }
 
+// One iteration of an item at the assumed rates: attention 4 d per pair forward (half when
+// causal), 3.5x with the backward; GEMM 2 n^3; triad 3 arrays at the memory rate; device copies
+// at the memory rate, host<->device copies at the link rate (a PCIe or C2C link).
+double item_seconds(const Params& p, const Item& it, const CostAssumptions& a) {
+  const bool host = it.workload == "host_attention";
+  if (host || it.workload == "attention") {
+    const AttentionShape& s = host ? p.host_attention : p.attention;
+    const double rows = static_cast<double>(it.rows);
+    const double flop = 4.0 * s.batch * s.heads * s.head_dim * rows * rows * (s.causal ? 0.5 : 1.0) *
+                        (s.backward ? 3.5 : 1.0);
+    return flop / (a.device_tflops * 1e12);
+  }
+  if (it.workload == "gemm") return 2.0 * std::pow(static_cast<double>(p.gemm_size), 3) / (a.device_tflops * 1e12);
+  if (it.workload == "triad") return 3.0 * static_cast<double>(p.triad_bytes) / a.memory_Bps;
+  if (it.workload == "d2d_copy") return static_cast<double>(p.copy_bytes) / a.memory_Bps;
+  return static_cast<double>(p.copy_bytes) / a.link_Bps + a.latency_s;
+}
+
+// The whole sweep: every item per phase, once per measuring rank in `alone` (they take turns),
+// once in each concurrent phase; cooldowns after each alone turn and each phase; the probe of
+// duration_s. Assumes no slowdown: under contention a duration_s point runs longer, since its
+// count comes from the probe (measured: 241 s against 160 s planned on 4 x H200, where the
+// concurrent host-to-device copies ran 2-4x slower).
+double contention_seconds(const Params& p, const CostAssumptions& a) {
+  double per_phase = 0, probe = 0;
+  for (const Item& it : p.items) {
+    const double once = item_seconds(p, it, a);
+    per_phase += (p.duration_s > 0 ? p.duration_s : static_cast<double>(p.iterations) * once) +
+                 static_cast<double>(p.warmup) * once + a.light_point_s;
+    probe += 3 * once;
+  }
+  double total = p.duration_s > 0 ? probe : 0;
+  for (const Phase& ph : p.phases) {
+    const int turns = ph.kind == PhaseKind::Alone ? p.measuring_ranks() : 1;
+    total += turns * (per_phase + p.cooldown_s);
+  }
+  return total;
+}
+
 std::vector<h5::Headline> contention_headlines() {
   using h5::OverInner, h5::OverRanks;
   return {{"median_s", OverInner::None, OverRanks::Max},
@@ -432,10 +471,11 @@ std::vector<h5::Headline> contention_headlines() {
 }
 
 std::string contention_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
-  h5::TextTable t({{"phase", "", true}, {"workload", "", true}, {"rows"}, {"binding", "", true},
+  h5::TextTable t({{"phase", "", true}, {"workload", "", true}, {"path", "", true}, {"rows"}, {"binding", "", true},
                    {"median", "(ms)"}, {"p99", "(ms)"}, {"cv", "(%)"}, {"slowdown", "(x alone)"}});
   for (const auto& r : records)
-    t.row({r.text("phase"), r.text("workload"), h5::fixed(r.num("rows"), 0), r.text("binding"),
+    t.row({r.text("phase"), r.text("workload"), r.text("path").empty() ? "-" : r.text("path"),
+           r.num("rows") > 0 ? h5::fixed(r.num("rows"), 0) : "-", r.text("binding"),
            h5::sig3(r.num("median_s") * 1e3), h5::sig3(r.num("p99_s") * 1e3),
            h5::fixed(r.num("cv") * 100, 1), h5::fixed(r.num("slowdown"), 2)});
   return t.render(title + " the same work alone, concurrent unbound and bound",
@@ -448,9 +488,10 @@ class ContentionSweep final : public Sweep {
   std::string type() const override { return "contention"; }
   std::size_t point_count() const override { return points_.size(); }
   std::string iterations_text() const override {
-    return p_.duration_s > 0 ? "about " + std::to_string(p_.duration_s) + " s each"
+    return p_.duration_s > 0 ? "about " + number(p_.duration_s) + " s each"
                              : rb::iterations_text(p_.iterations, p_.warmup);
   }
+  double estimated_seconds(const CostAssumptions& a) const override { return contention_seconds(p_, a); }
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
     for (const Point& pt : points_) lines.push_back(pt.label);
@@ -459,8 +500,14 @@ class ContentionSweep final : public Sweep {
   std::uint64_t estimated_output_bytes() const override {
     const auto world = static_cast<std::uint64_t>(p_.world_size);
     const std::uint64_t per_point = world * (static_cast<std::uint64_t>(p_.iterations) + 16) * 8 + 1024;
-    // Monitor: ~1000 samples of ~200 numbers per rank (wider with many CPUs).
-    return 8192 + points_.size() * per_point + world * 1000 * 200 * 8;
+    // Monitor: ~200 numbers per sample and rank (wider with many CPUs), sampled for the whole
+    // sweep: with duration_s about its timed seconds x 1.5 (contention stretches them), else ~1000.
+    double seconds = 0;
+    for (const Phase& ph : p_.phases)
+      seconds += (ph.kind == PhaseKind::Alone ? p_.measuring_ranks() : 1) * p_.duration_s *
+                 static_cast<double>(p_.items.size());
+    const auto samples = p_.duration_s > 0 ? static_cast<std::uint64_t>(1.5 * seconds / p_.monitor_interval_s) : 1000u;
+    return 8192 + points_.size() * per_point + world * samples * 200 * 8;
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override {
     Runner r(p_, points_, ctx);

@@ -747,6 +747,20 @@ def check_contention_first_screen(report):
     check(all(x in first for x in changed[:4]), "the first screen names the verdicts beyond noise")
 
 
+def check_contention_screen(stdout, d):
+    """The results table on screen has one line per point, naming its phase, workload, kernel
+    path and rows ('-' where a workload has none): two paths at one rows value are two lines
+    a reader can tell apart (4 x H200: they were not)."""
+    lines = [ln.split() for ln in stdout.splitlines()]
+    missing = []
+    for phase, (workload, path, rows) in d["points"]:
+        want = [phase, workload, path or "-", str(rows) if int(rows) else "-"]
+        if sum(1 for t in lines if t[:4] == want) != 1:
+            missing.append(" ".join(want))
+    check(not missing, f"the screen's contention table has one line per point with its path and rows"
+                       f"{' (missing: ' + '; '.join(missing[:3]) + ')' if missing else ''}")
+
+
 def check_contention(args):
     """launch/contention.sh on inputs/contention_host.yaml as it is (20 iterations of a 64 MiB
     triad and small host attention blocks: 10-20 s on 2 cores, short enough not to override),
@@ -770,6 +784,7 @@ def check_contention(args):
         return
     d = contention_from_file(h5)
     check_contention_file(d)
+    check_contention_screen(r.stdout, d)
     check_contention_report(d, report)
     check_contention_first_screen(report)
     check_contention_monitor(d)

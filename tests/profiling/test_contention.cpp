@@ -354,3 +354,33 @@ TEST_CASE("contention sweep, 2 ranks: two host paths over two rows, and the tuni
   }
   MESSAGE("tuning mismatch per phase: " << fraction[0] << " " << fraction[1] << " " << fraction[2]);
 }
+
+TEST_CASE("contention plan: the estimate counts alone turns, phases, cooldowns and duration_s") {
+  rb::CostAssumptions a;
+  a.device_tflops = 100;
+  a.memory_Bps = 1e10;
+  a.link_Bps = 1e10;
+  a.latency_s = 0;
+  a.light_point_s = 0;
+  // 3 measuring ranks + 1 feeder; 2 workloads; alone (3 turns) + unbound + core = 5 runs of
+  // the phase's points, each followed by a 1 s cooldown.
+  const auto spec = rbtest::sweep_spec(
+      "contention", "c",
+      "type: contention\nphases: [alone, concurrent_unbound, concurrent_bound]\npolicies: [core]\n"
+      "workloads: [triad, host_attention]\nfeeders: 1\ncooldown_s: 1\n"
+      "duration_s: 2\nwarmup: 0\ntriad_bytes: 1MiB\n");
+  const auto timed = rb::parse_contention(spec, host_context(4));
+  CHECK(timed->iterations_text() == "about 2 s each");
+  // 5 x (2 items x 2 s + 1 s) = 25 s, plus a probe of 3 iterations per item (microseconds here)
+  CHECK(timed->estimated_seconds(a) == doctest::Approx(25.0).epsilon(0.001));
+  // With iterations: 10 triads of 3 x 1 MiB at 1e10 B/s, then 10 host attention blocks at the
+  // default shape (heads 4, head_dim 64, rows 256, forward + backward: 3.5 x 4 d per pair).
+  const auto counted = rb::parse_contention(
+      rbtest::sweep_spec("contention", "c",
+                         "type: contention\nphases: [alone, concurrent_unbound]\nworkloads: [triad, host_attention]\n"
+                         "cooldown_s: 0\niterations: 10\nwarmup: 0\ntriad_bytes: 1MiB\n"),
+      host_context(2));
+  const double triad = 3.0 * (1 << 20) / 1e10;
+  const double block = 3.5 * 4.0 * 4 * 64 * 256.0 * 256.0 / 100e12;
+  CHECK(counted->estimated_seconds(a) == doctest::Approx(3 * 10 * (triad + block)));  // 2 alone turns + unbound
+}
