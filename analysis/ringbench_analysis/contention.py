@@ -251,6 +251,30 @@ def _summary_row(p, keys, s):
     return row
 
 
+def per_rank(c, stats=None):
+    """One row per (shape, measuring rank), shapes in file order: the rank's GPU (index and
+    name from /ranks, "" on the host path) and, per phase, its median_s, cv and slowdown,
+    as columns '<phase> median_s', '<phase> cv', '<phase> slowdown'."""
+    stats = rank_stats(c) if stats is None else stats
+    shape = c.shape_keys
+    ranks = c.sweep.run.ranks
+    gpu = {r: (int(ranks["gpu_index"][r]) if "gpu_index" in ranks and int(ranks["gpu_index"][r]) >= 0 else None,
+               str(ranks["gpu_name"][r]) if "gpu_name" in ranks else "")
+           for r in range(len(ranks))}
+    rows = []
+    keyed = [tuple(k) for k in stats[shape].itertuples(index=False)]
+    for key in dict.fromkeys(keyed):  # shapes in file order
+        g = stats[[k == key for k in keyed]]
+        for r, mine in g.groupby("rank", sort=True):
+            row = dict(zip(shape, key), rank=int(r), gpu_index=gpu.get(r, (None, ""))[0],
+                       gpu_name=gpu.get(r, (None, ""))[1])
+            for _, x in mine.iterrows():
+                for m in ("median_s", "cv", "slowdown"):
+                    row[f"{x[KEYS['phase']]} {m}"] = float(x[m])
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def policy_of(phase):
     """'concurrent_bound:numa' -> 'numa'; other phases -> None."""
     return phase[len(BOUND_PREFIX):] if str(phase).startswith(BOUND_PREFIX) else None
@@ -630,7 +654,9 @@ def _json_rows(df):
 
 def section(c, out_dir, tag, backend="", heading="###"):
     """(markdown lines, json dict, {plot name: file}, {plot name: why not}) for one sweep."""
-    table = summary(c)
+    stats = rank_stats(c)
+    table = summary(c, stats)
+    by_rank = per_rank(c, stats)
     found = verdicts(table)
     mismatch = tuning_mismatch(c, table)
     disagree = mismatch_disagreement(mismatch, stored_tuning_mismatch(c))
@@ -641,12 +667,14 @@ def section(c, out_dir, tag, backend="", heading="###"):
              if feeders else "") + f"; phases {', '.join(c.phases)}.", ""]
     md += _verdict_lines(found, heading) + _error_lines(c)
     md += _table_lines(c, table, mismatch, heading)
+    md += _per_rank_lines(c, by_rank, heading)
     if disagree:
         md += ["**Warning:** the file's tuning_mismatch/ differs from the one computed here: "
                + "; ".join(disagree) + ".", ""]
     lines, drawn, why, gone = _plot_lines(c, table, out_dir, tag, backend, heading)
     md += lines
-    js = {"file": c.path, "sweep": c.name, "table": _json_rows(table), "verdicts": found,
+    js = {"file": c.path, "sweep": c.name, "table": _json_rows(table), "per_rank": _json_rows(by_rank),
+          "verdicts": found,
           "tuning_mismatch": _json_rows(mismatch),
           "tuning_mismatch_disagrees": disagree,
           "unavailable": {p["title"]: p["unavailable"] for p in gone}}
@@ -680,6 +708,29 @@ def _table_lines(c, table, mismatch, heading):
     md += [f"{heading} Bindings applied", "",
            "The cpuset (and memory policy) each rank ran under, per phase:", ""]
     return md + _md_table(["rank", "role"] + c.phases, _binding_rows(c)) + [""]
+
+
+def _per_rank_lines(c, by_rank, heading):
+    """Per GPU (measuring rank) and phase: the rank's own median, CV and slowdown, so one GPU
+    that suffers more than the others shows (the per-phase table gives medians over ranks)."""
+    if len(c.measuring_ranks()) < 2 or not len(by_rank):
+        return []
+    gpus = by_rank["gpu_index"].notna().any()
+    md = [f"{heading} Per {'GPU' if gpus else 'rank'}", "",
+          "Each measuring rank's own statistics of its per-iteration times: median (CV, slowdown "
+          "against its own `alone` median) per phase.", ""]
+    headers = ["workload", "GPU (rank)" if gpus else "rank"] + c.phases
+    rows = []
+    for _, r in by_rank.iterrows():
+        who = (f"GPU {int(r['gpu_index'])} (rank {r['rank']})" if gpus and pd.notna(r["gpu_index"])
+               else f"rank {r['rank']}")
+        cells = []
+        for ph in c.phases:
+            med, cv, slow = (r.get(f"{ph} {m}", math.nan) for m in ("median_s", "cv", "slowdown"))
+            cells.append("-" if not math.isfinite(med) else
+                         f"{fmt_time(med)} ({_num(cv, _cv)}" + ("" if ph == ALONE else f", {_num(slow, _pct)}") + ")")
+        rows.append([shape_label(r, c.shape_keys), who] + cells)
+    return md + _md_table(headers, rows) + [""]
 
 
 def _plot_lines(c, table, out_dir, tag, backend, heading):

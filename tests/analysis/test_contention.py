@@ -98,6 +98,25 @@ class StatsTest(Base):
                 self.assertAlmostEqual(r["worst_slowdown"], slow, places=9)
                 self.assertAlmostEqual(r["spread"], 1.02, places=9)  # ranks 1 % apart
 
+    def test_per_rank_keeps_each_gpu_apart(self):
+        """per_rank: one row per (shape, measuring rank), the rank's own median, CV and slowdown
+        per phase (the synthetic ranks are 1 % apart: rank r's median is base x (1 + r/100))."""
+        c = self.load(world=4, feeders=1)
+        t = contention.per_rank(c)
+        self.assertEqual(len(t), 2 * 3)  # 2 workloads x 3 measuring ranks, no feeder
+        self.assertEqual(sorted(set(t["rank"])), [0, 1, 2])
+        for _, r in t.iterrows():
+            for phase, (slow, cv) in MODEL.items():
+                self.assertAlmostEqual(r[f"{phase} median_s"],
+                                       synthetic.contention_median(phase, r["workload"], r["rank"]), places=12)
+                self.assertAlmostEqual(r[f"{phase} slowdown"], slow, places=9)
+                self.assertAlmostEqual(r[f"{phase} cv"], cv, places=9)
+        with h5py.File(self.path("c.h5"), "r+") as f:  # the ranks on GPUs 3, 2, 1, 0
+            f["ranks/gpu_index"][...] = np.array([3, 2, 1, 0])
+        c = contention.read(reader.load(self.path("c.h5")).sweeps["contention"])
+        t = contention.per_rank(c)
+        self.assertEqual(dict(zip(t["rank"], t["gpu_index"])), {0: 3, 1: 2, 2: 1})
+
     def test_agrees_with_the_files_own_per_rank_statistics(self):
         # the synthetic file stores per-rank median_s / cv / slowdown computed with numpy
         p = synthetic.make_contention_run(self.path("c.h5"), world=3, feeders=0)
@@ -270,8 +289,14 @@ class ReportTest(Base):
             self.assertEqual(summary["plots"][name], f"{name}.png")
             with open(os.path.join(out, f"{name}.png"), "rb") as f:
                 self.assertEqual(f.read(8), PNG)
+        # per rank: rank 1's triad, 1 % slower than rank 0 in every phase, its own slowdown
+        self.assertLess(sec.index("### Per phase"), sec.index("### Per rank"))
+        tri = synthetic.contention_median("alone", "triad", 1)
+        self.assertIn(f"| triad | rank 1 | {contention.fmt_time(tri)} (0.02) | "
+                      f"{contention.fmt_time(tri * 1.18)} (0.12, 18 %) |", sec)
         with open(os.path.join(out, "report.json")) as f:
             js = json.load(f)["contention"][0]
+        self.assertEqual(len(js["per_rank"]), 6)
         self.assertEqual(len(js["verdicts"]), 6)
         self.assertAlmostEqual(js["table"][2]["slowdown"], 1.18)
 
