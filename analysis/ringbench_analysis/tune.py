@@ -66,12 +66,14 @@ def _check_layout(sweep):
                         "(layout of docs/sweeps/kernel_tuning.md)")
 
 
-def _point_facts(sweep, p):
-    """Time, parity and per-rank spread of one point from every rank that measured it."""
+def _point_facts(sweep, p, ranks=None):
+    """Time, parity and per-rank spread of one point from every rank that measured it (of
+    `ranks`, default all)."""
     world = sweep.world
+    ranks = list(range(world)) if ranks is None else list(ranks)
     status = ([str(x) for x in sweep.metrics["status"][:, p]] if "status" in sweep.metrics
               else ["ok"] * world)
-    measured = [r for r in range(world) if status[r] != "oom"]  # oom: the rank did not measure
+    measured = [r for r in ranks if status[r] != "oom"]  # oom: the rank did not measure
     total = (np.asarray(sweep.metrics["forward_time_s"][:, p], dtype=float)
              + np.asarray(sweep.metrics["backward_time_s"][:, p], dtype=float))
     samples = total[measured].ravel()
@@ -85,18 +87,19 @@ def _point_facts(sweep, p):
     elif not passed:
         label = "FAILED"
     else:
-        label = "ok" if len(measured) == world else f"ok (oom on {world - len(measured)} of {world} ranks)"
+        label = "ok" if len(measured) == len(ranks) else f"ok (oom on {len(ranks) - len(measured)} of {len(ranks)} ranks)"
     return {"time_s": float(np.median(samples)) if samples.size else math.nan,
             "parity_ok": passed, "parity": label, "ranks_measured": len(measured),
             "rank_spread": (float(rank_medians.max() / rank_medians.min())
                             if rank_medians.size > 1 and rank_medians.min() > 0 else math.nan)}
 
 
-def measurements(sweep):
+def measurements(sweep, ranks=None):
     """The sweep as tuning.choose() wants it: one row per point (shape, block_rows, path,
     default_path), time_s = median of every measuring rank's forward + backward samples,
     parity_ok = every rank that measured the point passed; plus parity (ok | FAILED | oom) and
-    rank_spread (slowest / fastest rank median) for the report."""
+    rank_spread (slowest / fastest rank median) for the report. ranks: only these ranks'
+    samples (one GPU's own choice: tune_gpus.py)."""
     _check_layout(sweep)
     pts = sweep.points
     rows = []
@@ -105,7 +108,7 @@ def measurements(sweep):
         row["causal"] = bool(row["causal"])
         row.update(block_rows=int(pts["block_rows"].iloc[p]), path=str(pts["path"].iloc[p]),
                    default_path=str(pts["auto_path"].iloc[p]))
-        row.update(_point_facts(sweep, p))
+        row.update(_point_facts(sweep, p, ranks))
         rows.append(row)
     if not rows:
         raise TuneError(f"{sweep.where}: the sweep has no points")
@@ -180,13 +183,16 @@ def tune(path, sweep_name, margin, hysteresis, out, report_path=None):
     policy = tuning.policy_dict(choices, machine, margin, date=run_date(run),
                                 hysteresis=hysteresis, source=path, sweep=sweep.name)
     tuning.write_policy_yaml(policy, out)
+    from . import tune_gpus  # imports this module
     summary = {"policy": out, "report": report_path, "choices": choices, "plots": [],
-               "notes": run_notes(run, sweep)}
+               "notes": run_notes(run, sweep),
+               "per_gpu": tune_gpus.per_gpu(run, sweep, decisions, margin, hysteresis)}
     if report_path:
         from . import tune_report
         summary["plots"] = tune_report.write(report_path, run=run, sweep=sweep, frame=frame,
                                              decisions=decisions, choices=choices,
-                                             policy=policy, notes=summary["notes"])
+                                             policy=policy, notes=summary["notes"],
+                                             per_gpu=summary["per_gpu"])
     return summary
 
 
@@ -209,6 +215,9 @@ def print_summary(summary, stream=None):
     for shape, ranges in choices.items():
         print(f"  {tuning.shape_text(shape)} (default {ranges[0].default_path}): "
               + " | ".join(_range_text(r) for r in ranges), file=stream)
+    if summary.get("per_gpu"):
+        from . import tune_gpus
+        print(tune_gpus.summary_line(summary["per_gpu"]), file=stream)
     print(f"policy: {summary['policy']}", file=stream)
     if summary["report"]:
         print(f"report: {summary['report']} ({len(summary['plots'])} plot(s))", file=stream)

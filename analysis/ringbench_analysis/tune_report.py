@@ -220,7 +220,7 @@ def _mark_choices(ax, decisions, curves, default):
 
 # ------------------------------------------------------------------------------ write
 
-def write(report_path, *, run, sweep, frame, decisions, choices, policy, notes):
+def write(report_path, *, run, sweep, frame, decisions, choices, policy, notes, per_gpu=None):
     """Writes the report and its PNGs; returns the PNG paths."""
     out_dir = os.path.dirname(os.path.abspath(report_path))
     os.makedirs(out_dir, exist_ok=True)
@@ -239,6 +239,8 @@ def write(report_path, *, run, sweep, frame, decisions, choices, policy, notes):
         png = os.path.join(out_dir, f"{stem}_{shape_slug(shape)}.png")
         pngs.append(_plot_shape(shape, group, decisions[shape], policy["margin"], png))
         md += _shape_section(shape, group, decisions[shape], run.world_size, png)
+    from . import tune_gpus
+    md += tune_gpus.report_lines(per_gpu)
     if notes:
         md += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     with open(report_path, "w") as f:

@@ -60,7 +60,7 @@ def _run_group(f, world, gpu, backend, libraries):
         synthetic.dataset(ranks, name, v, "1", name, "key")
 
 
-def _points(table, world, parity_fail, oom, straggler):
+def _points(table, world, parity_fail, oom, straggler, path_factor=None):
     """The points table's keys and metrics for `table` (timings() layout)."""
     pts = [(shape, rows, path, t, default) for shape, (default, paths) in table.items()
            for i, rows in enumerate(GRID) for path, ts in paths.items()
@@ -76,7 +76,7 @@ def _points(table, world, parity_fail, oom, straggler):
             if (shape, path, rows, r) in oom:
                 m["status"][r, p], m["parity_ok"][r, p], m["max_rel_error"][r, p] = "oom", -1, np.nan
                 continue
-            scale = t * (1.3 if r == straggler else 1.0)
+            scale = t * (1.3 if r == straggler else 1.0) * (path_factor or {}).get((r, path), 1.0)
             m["forward_time_s"][r, p] = scale * SPREAD / 3  # forward + backward = t * SPREAD
             m["backward_time_s"][r, p] = scale * SPREAD * 2 / 3
             if (shape, path, rows, r) in parity_fail:
@@ -93,9 +93,10 @@ def _points(table, world, parity_fail, oom, straggler):
 
 def make_tuning_file(path, world=2, table=None, parity_fail=(), oom=(), straggler=None,
                      gpu="NVIDIA H200", backend="cuda", libraries=None, sweeps=("tuning",),
-                     drop_keys=(), other_sweep=False):
+                     drop_keys=(), other_sweep=False, path_factor=None):
     """A ringbench file with kernel_tuning sweep(s) of known timings (timings() by default).
-    parity_fail, oom: {(shape, path, block_rows, rank)}; straggler: a rank 30% slower."""
+    parity_fail, oom: {(shape, path, block_rows, rank)}; straggler: a rank 30% slower;
+    path_factor: {(rank, path): factor} on that rank's times of that path."""
     with h5py.File(path, "w") as f:
         _run_group(f, world, gpu if backend == "cuda" else "", backend,
                    LIBRARIES if libraries is None else libraries)
@@ -104,7 +105,8 @@ def make_tuning_file(path, world=2, table=None, parity_fail=(), oom=(), straggle
             g = synthetic._sweep(group, name, "kernel_tuning")
             for k, v in (("iterations", len(SPREAD)), ("warmup", 1), ("batch", 1), ("num_heads", 4)):
                 g.attrs[k] = np.int64(v)
-            keys, metrics = _points(table or timings(), world, set(parity_fail), set(oom), straggler)
+            keys, metrics = _points(table or timings(), world, set(parity_fail), set(oom), straggler,
+                                    path_factor)
             synthetic.points_table(g, {k: v for k, v in keys.items() if k not in drop_keys}, metrics)
         if other_sweep:
             synthetic._pingpong_sweep(group, world, 1.0)
@@ -135,6 +137,11 @@ class Base(TempDirCase):
         self.assertEqual(code, 0, err)
         with open(self.path(name)) as f:
             return yaml.safe_load(f), out
+
+    @staticmethod
+    def read(path):
+        with open(path) as f:
+            return f.read()
 
     def rules(self, policy):
         return {tuple(r[k] for k in tuning.SHAPE_KEYS): r for r in policy["rules"]}
@@ -216,6 +223,47 @@ class TunePolicy(Base):
         h5 = make_tuning_file(self.path("two.h5"), sweeps=("first", "second"))
         policy, _ = self.tune(h5, "--sweep", "second")
         self.assertEqual(policy["sweep"], "second")
+
+
+class TunePerGpu(Base):
+    def test_a_gpu_whose_flash_is_slower_would_choose_otherwise(self):
+        """3 GPUs; GPU 2's flash takes 2x. Dense shape (default cudnn 1.0, flash 0.7, 0.6, 0.6
+        from 2048 rows): the pooled policy keeps flash, GPU 2 alone would keep cudnn. Dilated
+        shape (default flash 1.0, cudnn 0.9): GPU 2's slow flash lifts the pooled flash median
+        to 1.1, so the pool switches to cudnn (1.22x >= 1.2), which GPUs 0 and 1 alone would
+        not (1.11x): pooling let one GPU flip a choice, and the table shows it."""
+        h5 = make_tuning_file(self.path("run.h5"), world=3, path_factor={(2, "flash"): 2.0})
+        report = self.path(os.path.join("out", "tuning.md"))
+        _, out = self.tune(h5, "--hysteresis", "1", "--report", report)
+        self.assertIn("per GPU (3 ranks): 4 of 10 grid point(s) get the same path on every GPU tuned alone; "
+                      "largest rank spread 2.000", out)
+        sec = self.read(report)
+        sec = sec[sec.index("## Per GPU"):]
+        self.assertIn("**4 of 10** grid points", sec)
+        self.assertIn("| flash | 10 | 2.000 | 2.000 |", sec)  # every flash point: GPU 2 twice as slow
+        for shape, pooled, gpus in ((DENSE, "flash (", ("flash (", "flash (", "cudnn")),
+                                    (DILATED, "cudnn (1.22x)", ("flash", "flash", "cudnn (2.22x)"))):
+            lines = [ln for ln in sec.splitlines() if ln.startswith(f"| {tune_report.shape_words(shape)} |")]
+            self.assertEqual([ln.split(" | ")[1] for ln in lines], ["2048", "4096", "8192"])
+            for ln in lines:
+                cells = [c.strip() for c in ln.strip(" |").split(" | ")]
+                self.assertTrue(cells[2].startswith(pooled), ln)
+                for cell, want in zip(cells[3:], gpus):  # "flash (": any speedup; else exact
+                    self.assertTrue(cell.startswith(want) if want.endswith("(") else cell == want, ln)
+
+    def test_the_same_choice_everywhere_lists_no_difference(self):
+        h5 = make_tuning_file(self.path("run.h5"), world=2, straggler=1)
+        report = self.path("tuning.md")
+        _, out = self.tune(h5, "--report", report)
+        self.assertIn("10 of 10 grid point(s) get the same path on every GPU", out)
+        self.assertNotIn("would choose otherwise", self.read(report))
+
+    def test_one_rank_has_no_per_gpu_section(self):
+        h5 = make_tuning_file(self.path("run.h5"), world=1)
+        report = self.path("tuning.md")
+        _, out = self.tune(h5, "--report", report)
+        self.assertNotIn("per GPU", out)
+        self.assertNotIn("## Per GPU", self.read(report))
 
 
 class TuneReport(Base):
