@@ -6,3 +6,10 @@ add_test(NAME launch_presets
                  $<TARGET_FILE:ringbench>)
 set_tests_properties(launch_presets PROPERTIES TIMEOUT 300 LABELS "unit"
   ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+# launch/perf_node.sh (the GPU node's measurement plan) with a stand-in mpirun: its configs for
+# 1-8 GPUs are valid plans, every step leaves a summary line, a hung step ends at its limit.
+add_test(NAME launch_perf_node
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/launch/perf_node_check.sh ${PROJECT_SOURCE_DIR}
+                 $<TARGET_FILE:ringbench>)
+set_tests_properties(launch_perf_node PROPERTIES TIMEOUT 300 LABELS "unit"
+  ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
