@@ -64,7 +64,7 @@ def per_gpu(run, sweep, decisions, margin, hysteresis):
                                     "default": d.default_path,
                                     "pooled_speedup": d.speedup_vs_default, "per_gpu": theirs})
     return {"gpus": labels, "spread": spreads(tune.measurements(sweep)), "points": points,
-            "differences": differences}
+            "differences": differences, "unit": "GPU" if labels[0].startswith("GPU") else "rank"}
 
 
 def summary_line(per):
@@ -72,8 +72,9 @@ def summary_line(per):
         return ""
     n = len(per["differences"])
     worst = max((s["max"] for s in per["spread"].values()), default=math.nan)
-    return (f"per GPU ({len(per['gpus'])} ranks): {per['points'] - n} of {per['points']} grid "
-            f"point(s) get the same path on every GPU tuned alone; largest rank spread {worst:.3f}")
+    u = per["unit"]
+    return (f"per {u} ({len(per['gpus'])} ranks): {per['points'] - n} of {per['points']} grid "
+            f"point(s) get the same path on every {u} tuned alone; largest rank spread {worst:.3f}")
 
 
 def _speed(path, speedup, default):
@@ -84,18 +85,19 @@ def report_lines(per):
     """The tuning report's "Per GPU" section (Markdown lines)."""
     if not per:
         return []
-    md = ["## Per GPU", "",
-          f"{len(per['gpus'])} ranks, one per GPU, timed every path at once. Rank spread = the "
+    u = per["unit"]
+    md = [f"## Per {u}", "",
+          f"{len(per['gpus'])} ranks" + (", one per GPU," if u == "GPU" else "") + " timed every path at once. Rank spread = the "
           "slowest rank's median / the fastest rank's, per point.", "",
           "| path | points | median rank spread | largest | where |", "|---|---|---|---|---|"]
     for path, s in per["spread"].items():
         md.append(f"| {path} | {s['points']} | {s['median']:.3f} | {s['max']:.3f} | {s['where']} |")
-    agree = (f"Each GPU tuned on its own samples alone, with the same margin and hysteresis: "
+    agree = (f"Each {u} tuned on its own samples alone, with the same margin and hysteresis: "
              f"**{per['points'] - len(per['differences'])} of {per['points']}** grid points get the "
-             "pooled policy's path on every GPU.")
+             f"pooled policy's path on every {u}.")
     if not per["differences"]:
         return md + ["", agree, ""]
-    md += ["", agree + " Where a GPU alone would choose otherwise (speedup against the shape's "
+    md += ["", agree + f" Where a {u} alone would choose otherwise (speedup against the shape's "
            "default in brackets):", "",
            "| shape | block rows | policy (pooled) | " + " | ".join(per["gpus"]) + " |",
            "|---|---|---|" + "---|" * len(per["gpus"])]

@@ -201,14 +201,19 @@ std::vector<h5::Headline> tuning_headlines() {
 }
 
 std::string tuning_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
-  h5::TextTable t({{"rows"}, {"head_dim"}, {"dtype", "", true}, {"causal"}, {"path", "", true},
-                   {"auto", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"}, {"max rel err"},
+  h5::TextTable t({{"rows"}, {"head_dim"}, {"dtype", "", true}, {"causal"}, {"dilation", "(w/r)", true},
+                   {"path", "", true}, {"auto", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"}, {"max rel err"},
                    {"status", "(rank 0)", true}});
-  for (const auto& r : records)
+  for (const auto& r : records) {
+    // Without the branch, the LongNet rows of one block size read as repeats of the dense row.
+    const std::string dilation = r.num("segment") > 0 ? h5::fixed(r.num("segment"), 0) + "/" +
+                                                            h5::fixed(r.num("rate"), 0)
+                                                      : "-";
     t.row({h5::fixed(r.num("block_rows"), 0), h5::fixed(r.num("head_dim"), 0), r.text("dtype"),
-           h5::fixed(r.num("causal"), 0), r.text("path"), r.text("auto_path"),
+           h5::fixed(r.num("causal"), 0), dilation, r.text("path"), r.text("auto_path"),
            h5::sig3(r.num("forward_time_s") * 1e3), h5::sig3(r.num("backward_time_s") * 1e3),
            h5::sig3(r.num("max_rel_error")), r.text("status")});
+  }
   return t.render(title + " every kernel path per block shape",
                   {"times: median over iterations, slowest rank; max rel err: largest over ranks"});
 }

@@ -50,6 +50,23 @@ def file_points(path):
     return points, auto
 
 
+def check_screen(stdout, points):
+    """The sweep's table on screen: one line per point (block rows, head dim, dtype, causal,
+    dilation as segment/rate or '-', path), so LongNet branches of one block size are told apart
+    (4 x H200: they were not)."""
+    lines = [ln.split() for ln in stdout.splitlines()]
+    missing = []
+    for (dtype, head_dim, causal, segment, rate), at in points.items():
+        for rows, paths in at.items():
+            for path in paths:
+                want = [str(rows), str(head_dim), dtype, str(int(causal)),
+                        f"{segment}/{rate}" if segment else "-", path]
+                if sum(1 for t in lines if t[:6] == want) != 1:
+                    missing.append(" ".join(want))
+    check(not missing, "the screen's tuning table has one line per point with its dilation"
+                       + (f" (missing: {'; '.join(missing[:3])})" if missing else ""))
+
+
 def check_policy(policy, points, auto):
     rules = {tuple(r[k] for k in SHAPE_KEYS): r for r in policy["rules"]}
     check(set(rules) == set(points), f"one rule per shape of the file ({len(points)} shapes): "
@@ -110,9 +127,12 @@ def main():
         print(r.stdout[-3000:], r.stderr[-3000:])
         return harness.exit_code()
 
+    check_screen(r.stdout, file_points(h5)[0])
     r = analysis(args, "tune", h5, "--safety-margin", "1.2", "--out", out, "--report", report)
     check(r.returncode == 0, f"rb-analysis tune exits 0 (got {r.returncode})")
     check("shape(s)" in r.stdout and "policy:" in r.stdout, "tune prints its summary")
+    check("per rank (2 ranks):" in r.stdout and "## Per rank" in open(report).read(),
+          "tune of a 2-rank file says per rank where its choice differs (screen and report)")
     sys.path.insert(0, os.path.join(args.source, "analysis"))
     from ringbench_analysis import tuning
     try:
