@@ -94,3 +94,8 @@ foreach(n 1 2 3 4)
   ringbench_add_test(NAME parity_reference_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_parity_reference>
                      LABELS "ring;mpi" TIMEOUT 120)
 endforeach()
+# The kernel calls of a ring step (block_calls: fully masked pairs skipped, dense ones merged):
+# every attending pair visited once, brute force over layouts, ring sizes, branches and heads.
+ringbench_add_doctest(TARGET test_block_calls SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_block_calls.cpp
+                      LIBS rb_ring)
+ringbench_add_test(NAME ring_block_calls RANKS 1 COMMAND $<TARGET_FILE:test_block_calls> LABELS "ring;unit" TIMEOUT 120)

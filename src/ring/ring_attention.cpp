@@ -4,7 +4,6 @@
 #include <string>
 #include <utility>
 
-#include "mask.hpp"
 
 namespace rb::ring {
 
@@ -27,8 +26,9 @@ RingAttention::RingAttention(const Problem& p, AttentionBackend& backend, RingTr
                                 std::to_string(tr_.ring_size()) + " ranks, problem ring size " +
                                 std::to_string(p_.ring_size));
   rank_ = tr_.ring_rank();
-  for (int r = 0; r < p_.ring_size; ++r) spans_.push_back(local_spans(p_, r));
-  patterns_ = p_.patterns();
+  const std::vector<attn::Span> mine = local_spans(p_, rank_);
+  for (int owner = 0; owner < p_.ring_size; ++owner)
+    calls_.push_back(block_calls(mine, local_spans(p_, owner), p_.patterns()));
   shard_floats_ = static_cast<std::size_t>(p_.shard_elements());
   shard_bytes_ = shard_floats_ * attn::dtype_size(p_.dtype);
   rows_ = static_cast<std::size_t>(p_.batch) * p_.heads * static_cast<std::size_t>(p_.local_rows());
@@ -78,15 +78,12 @@ void RingAttention::for_each_block(Block& block, const char* kv, int owner, Laun
   block.q_data = q_.ptr;
   block.k_data = kv;
   block.v_data = kv + shard_bytes_;
-  for (const attn::Pattern& pat : patterns_)
-    for (const attn::Span& q : spans_[static_cast<std::size_t>(rank_)])
-      for (const attn::Span& k : spans_[static_cast<std::size_t>(owner)]) {
-        if (!attn::may_interact(q, k, pat)) continue;  // fully masked block pair: skipped
-        block.q = q;
-        block.kv = k;
-        block.pattern = pat;
-        launch(block);
-      }
+  for (const BlockCall& call : calls_[static_cast<std::size_t>(owner)]) {
+    block.q = call.q;
+    block.kv = call.kv;
+    block.pattern = call.pattern;
+    launch(block);
+  }
 }
 
 void RingAttention::compute_forward(const char* kv, int owner) {

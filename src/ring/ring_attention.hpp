@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ring/block_calls.hpp"
 #include "ring/transport.hpp"
 #include "ring/problem.hpp"
 
@@ -76,8 +77,9 @@ class RingAttention {
   };
 
   void post(const void* send, void* recv, std::size_t bytes);
-  // Runs `launch` on every (query span, key span, branch) block of this rank's queries against
-  // the K/V of `owner` at `kv` that is not fully masked, with `block`'s shared fields set.
+  // Runs `launch` on every kernel call of this rank's queries against the K/V of `owner` at
+  // `kv` (block_calls.hpp: fully masked span pairs skipped, dense ones merged), with `block`'s
+  // shared fields set.
   template <class Block, class Launch>
   void for_each_block(Block& block, const char* kv, int owner, Launch launch);
   void compute_forward(const char* kv, int owner);
@@ -88,8 +90,7 @@ class RingAttention {
   RingTransport& tr_;
   bool with_backward_;
   int rank_ = 0;
-  std::vector<std::vector<attn::Span>> spans_;  // per ring rank
-  std::vector<attn::Pattern> patterns_;
+  std::vector<std::vector<BlockCall>> calls_;  // per owner ring rank: this rank's calls on its K/V
   std::size_t shard_bytes_ = 0;   // one of Q/K/V/dO in dtype
   std::size_t shard_floats_ = 0;  // elements of one shard
   std::size_t rows_ = 0;          // batch * heads * local_rows
