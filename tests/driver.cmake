@@ -5,10 +5,11 @@ ringbench_add_doctest(TARGET test_driver SOURCES driver/test_progress.cpp driver
                       LIBS rb_app)
 target_include_directories(test_driver PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/config)
 ringbench_add_test(NAME driver RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_driver>)
-# The hang guard (run.point_timeout_s, --timeout) on 2 ranks with the test-only hang hook: exit
-# code 124, the message, and the sweeps finished before the hang kept in the file.
+# The hang guard (run.point_timeout_s: a number, auto (the default) or off; --timeout) on 2
+# ranks with the test-only hang hook: exit code 124, the message, and the sweeps finished
+# before the hang kept in the file.
 if(RINGBENCH_PYTHON)
-  foreach(check point run no_hang)
+  foreach(check point run no_hang auto off)
     add_test(NAME driver_hang_guard_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/driver/hang_guard.py ${check}
                      --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}

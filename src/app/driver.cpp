@@ -202,7 +202,7 @@ int print_validated_plan(const Validated& v, const CommandLine& cli, const RankL
                          std::string where = "") {
   if (where.empty()) where = layout_text(layout);
   return print_plan({v.sweeps, where, layout.world_size, v.backend,
-                     to_string(v.config.binding.policy), v.plan_note},
+                     to_string(v.config.binding.policy), v.plan_note, &v.config.run},
                     cli);
 }
 
@@ -583,8 +583,10 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
                        JsonReport* json, MPI_Comm world) {
   const PathFactories paths = make_path_factories(v.backend);
   h5::Group sweeps = root.group("sweeps");
-  // The run's ETA weighs the sweeps by the dry-run's cost model.
-  const RunProgress run(model_estimates(v.sweeps, cost_assumptions(v.backend)), cli.quiet,
+  // The run's ETA weighs the sweeps by the dry-run's cost model, which also sets each sweep's
+  // point limit under run.point_timeout_s: auto.
+  const std::vector<double> estimates = model_estimates(v.sweeps, cost_assumptions(v.backend));
+  const RunProgress run(estimates, cli.quiet,
                         [&](std::size_t i, std::vector<h5::PointRecord> r) {
                           if (json != nullptr)
                             json->add_sweep(v.sweeps[i]->name(), v.sweeps[i]->type(), std::move(r));
@@ -592,6 +594,12 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
   std::string failures;
   for (std::size_t i = 0; i < v.sweeps.size(); ++i) {
     Sweep& sweep = *v.sweeps[i];
+    if (watchdog != nullptr && v.config.run.point_timeout_auto) {
+      const double limit = auto_point_timeout_s(estimates[i]);
+      watchdog->set_point_limit(limit, fmt::format("run.point_timeout_s: auto, {:g} x the sweep's estimate "
+                                                   "of {:.0f} s, at least {:g} s; set a number or off",
+                                                   kAutoPointFactor, estimates[i], kAutoPointFloorS));
+    }
     Progress progress(layout.rank, sweep.name(), sweep.point_count());
     progress.watch(watchdog);
     progress.in_run(&run, i);
@@ -628,6 +636,7 @@ WatchdogLimits watchdog_limits(const CommandLine& cli, const Config& config) {
   WatchdogLimits limits;
   limits.run_s = config.run.timeout_s;
   limits.point_s = config.run.point_timeout_s;
+  limits.point_auto = config.run.point_timeout_auto;
   if (cli.timeout_s > 0) {
     limits.run_s = cli.timeout_s;
     limits.run_source = "--timeout";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <map>
 
@@ -45,6 +46,13 @@ std::vector<double> model_estimates(const std::vector<std::unique_ptr<Sweep>>& s
   std::vector<double> out;
   for (const auto& s : sweeps) out.push_back(s->estimated_seconds(a));
   return out;
+}
+
+double auto_point_timeout_s(double sweep_estimate_s) {
+  double floor_s = kAutoPointFloorS;
+  if (const char* env = std::getenv("RINGBENCH_TEST_AUTO_POINT_FLOOR_S")) floor_s = std::atof(env);
+  const double scaled = std::isfinite(sweep_estimate_s) ? kAutoPointFactor * sweep_estimate_s : 0;
+  return std::max(floor_s, scaled);
 }
 
 namespace {

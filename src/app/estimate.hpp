@@ -21,6 +21,14 @@ std::string assumptions_text(const CostAssumptions& a);
 std::vector<double> model_estimates(const std::vector<std::unique_ptr<Sweep>>& sweeps,
                                     const CostAssumptions& a);
 
+// run.point_timeout_s: auto, the default: a point may take kAutoPointFactor times its whole
+// sweep's estimate, and at least kAutoPointFloorS. The model can be off by a few times (2.3x low
+// for ring sweeps on 2 H200s), never by ten on a whole sweep, so this stops a deadlock, not a
+// slow point. RINGBENCH_TEST_AUTO_POINT_FLOOR_S lowers the floor for tests.
+constexpr double kAutoPointFactor = 10;
+constexpr double kAutoPointFloorS = 600;
+double auto_point_timeout_s(double sweep_estimate_s);
+
 // What an earlier file says a sweep took.
 struct Measured {
   bool found = false;          // some or all of the sweep's points matched

@@ -1,5 +1,6 @@
 #include "app/plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -68,6 +69,25 @@ void print_points(const PlanView& plan) {
   }
 }
 
+// What the hang guard will allow a point (run.point_timeout_s) and the whole run.
+void print_hang_guard(const RunSection& run, const std::vector<double>& model_s) {
+  std::string point = "off (run.point_timeout_s: off): a point that deadlocks waits for the run's limit";
+  if (run.point_timeout_auto && !model_s.empty()) {
+    double lo = auto_point_timeout_s(model_s[0]), hi = lo;
+    for (double m : model_s) {
+      lo = std::min(lo, auto_point_timeout_s(m));
+      hi = std::max(hi, auto_point_timeout_s(m));
+    }
+    point = fmt::format("{}{}{} per point (run.point_timeout_s: auto, {:g} x its sweep's estimate, at "
+                        "least {})", duration_text(lo), hi > lo ? " to " : "", hi > lo ? duration_text(hi) : "",
+                        kAutoPointFactor, duration_text(kAutoPointFloorS));
+  } else if (run.point_timeout_s > 0) {
+    point = fmt::format("{} per point (run.point_timeout_s)", duration_text(run.point_timeout_s));
+  }
+  fmt::print("hang guard: {}{}\n", point,
+             run.timeout_s > 0 ? fmt::format("; {} for the run (run.timeout_s)", duration_text(run.timeout_s)) : "");
+}
+
 }  // namespace
 
 int print_plan(const PlanView& plan, const CommandLine& cli) {
@@ -107,6 +127,7 @@ int print_plan(const PlanView& plan, const CommandLine& cli) {
                cli.estimate_from);
   fmt::print("suggested: #SBATCH --time={} (the estimate x 1.5 + 5 min for start-up)\n",
              slurm_time(seconds));
+  if (plan.run != nullptr) print_hang_guard(*plan.run, model_estimates(plan.sweeps, cost_assumptions(plan.backend)));
   if (cli.verbose) print_points(plan);
   fmt::print("nothing was run{}\n", cli.verbose ? "" : "; --verbose lists every point");
   return 0;

@@ -19,6 +19,7 @@ struct PlanView {
   Backend backend = Backend::Host;
   std::string binding;
   std::string note;     // e.g. planned for GPUs on a machine without one
+  const RunSection* run = nullptr;  // the hang guard's limits, printed with the plan
 };
 
 // Returns the exit code: 0, or 2 when --estimate-from names no readable ringbench file.

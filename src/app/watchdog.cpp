@@ -187,6 +187,12 @@ void Watchdog::point_started(const std::string& sweep, std::size_t index,
   point_start_ = Clock::now();
 }
 
+void Watchdog::set_point_limit(double seconds, std::string source) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  limits_.point_s = seconds;
+  limits_.point_source = std::move(source);
+}
+
 void Watchdog::idle() {
   std::lock_guard<std::mutex> lock(mutex_);
   in_point_ = false;
@@ -209,7 +215,7 @@ std::string Watchdog::check(Clock::time_point now) const {
   if (in_point_ && limits_.point_s > 0) {
     const double s = std::chrono::duration<double>(now - point_start_).count();
     if (s > limits_.point_s)
-      return message(rank_, sweep, index_, label_, s, limits_.point_s, "run.point_timeout_s");
+      return message(rank_, sweep, index_, label_, s, limits_.point_s, limits_.point_source);
   }
   if (limits_.run_s > 0) {
     const double s = std::chrono::duration<double>(now - run_start_).count();

@@ -34,7 +34,9 @@ struct WatchdogLimits {
   double run_s = 0;    // 0: no limit on the whole run
   double point_s = 0;  // 0: no limit on one point
   std::string run_source = "run.timeout_s";  // or "--timeout": named in the message
-  bool any() const { return run_s > 0 || point_s > 0; }
+  std::string point_source = "run.point_timeout_s";
+  bool point_auto = false;  // the point limit is set per sweep (set_point_limit)
+  bool any() const { return run_s > 0 || point_s > 0 || point_auto; }
 };
 
 class Watchdog {
@@ -49,6 +51,9 @@ class Watchdog {
   void point_started(const std::string& sweep, std::size_t index, const std::string& label);
   // Between sweeps: no point is running (the run's limit still applies).
   void idle();
+  // The limit of the points from now on (0: none) and how the message names it (run.point_timeout_s
+  // auto: per sweep, from its estimate).
+  void set_point_limit(double seconds, std::string source);
   // Starts this rank's heartbeat in `path` (created empty by the driver before any rank
   // calls this) for a world of `world_size` ranks. Returns "" or why not (the guard still
   // works, it only cannot name a silent rank).

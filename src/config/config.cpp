@@ -194,7 +194,14 @@ RunSection parse_run(const cfg::Node& run) {
   if (section.output_dir.empty())
     run.fail("output_dir", "expected a directory path, got an empty string");
   section.timeout_s = positive_seconds(run, "timeout_s");
-  section.point_timeout_s = positive_seconds(run, "point_timeout_s");
+  const std::string point = run.has("point_timeout_s") ? run.child("point_timeout_s").yaml().Scalar() : "auto";
+  section.point_timeout_auto = point == "auto";
+  if (point != "auto" && point != "off") {
+    if (run.child("point_timeout_s").yaml().IsScalar() && !point.empty() &&
+        std::isalpha(static_cast<unsigned char>(point[0])))
+      run.child("point_timeout_s").fail("", "expected a number of seconds > 0, auto or off, got " + point);
+    section.point_timeout_s = positive_seconds(run, "point_timeout_s");
+  }
   section.mpiio_hints = parse_mpiio_hints(run);
   section.alignment_bytes = run.get_bytes("alignment_bytes", 0);
   return section;

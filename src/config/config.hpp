@@ -23,6 +23,10 @@ struct RunSection {
   // rank stops with exit code 124; 0 = no limit (the keys are optional and must be > 0).
   double timeout_s = 0;
   double point_timeout_s = 0;
+  // point_timeout_s: auto (the default) sets each sweep's point limit from its estimated time
+  // (app/estimate.hpp, auto_point_timeout_s) so that a deadlock ends with a message; `off`
+  // leaves points unbounded; a number is the limit for every point.
+  bool point_timeout_auto = true;
   // The output file on a parallel file system (docs/multi-node.md): MPI-IO hints in file order
   // (striping_factor, striping_unit, cb_nodes, romio_cb_write, ...) and the alignment of every
   // HDF5 object of at least that many bytes (0: packed, HDF5's default).

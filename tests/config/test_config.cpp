@@ -98,14 +98,21 @@ TEST_CASE("a full config parses into the expected structs") {
         std::vector<std::string>{"type", "name", "ring_sizes", "causal"});
 }
 
-TEST_CASE("run time limits: optional, seconds > 0") {
+TEST_CASE("run time limits: optional, seconds > 0; the point limit auto by default, or off") {
   rb::Config c = rb::parse_config_text(
       "run: {timeout_s: 3600, point_timeout_s: 2.5}\nsweeps: [{type: memory}]\n", "t.yaml");
   CHECK(c.run.timeout_s == 3600.0);
   CHECK(c.run.point_timeout_s == 2.5);
+  CHECK_FALSE(c.run.point_timeout_auto);
   rb::Config d = rb::parse_config_text("sweeps: [{type: memory}]\n", "t.yaml");
-  CHECK(d.run.timeout_s == 0.0);  // no limit
+  CHECK(d.run.timeout_s == 0.0);  // no limit on the run
   CHECK(d.run.point_timeout_s == 0.0);
+  CHECK(d.run.point_timeout_auto);  // points: from each sweep's estimate
+  rb::Config a = rb::parse_config_text("run: {point_timeout_s: auto}\nsweeps: [{type: memory}]\n", "t.yaml");
+  CHECK(a.run.point_timeout_auto);
+  rb::Config off = rb::parse_config_text("run: {point_timeout_s: off}\nsweeps: [{type: memory}]\n", "t.yaml");
+  CHECK_FALSE(off.run.point_timeout_auto);
+  CHECK(off.run.point_timeout_s == 0.0);
 }
 
 TEST_CASE("run.mpiio_hints and run.alignment_bytes: in file order, as text") {
@@ -292,6 +299,8 @@ TEST_CASE("malformed configs fail with the line and an actionable message") {
        {"key 'run.alignment_bytes'"}},
       {"zero run.point_timeout_s", "run:\n  point_timeout_s: 0\n" + S, 2,
        {"key 'run.point_timeout_s'", "expected a number of seconds > 0, got 0"}},
+      {"run.point_timeout_s a word", "run:\n  point_timeout_s: never\n" + S, 2,
+       {"key 'run.point_timeout_s'", "expected a number of seconds > 0, auto or off, got never"}},
       {"negative run.timeout_s", "run:\n  name: a\n  timeout_s: -5\n" + S, 3,
        {"key 'run.timeout_s'", "expected a number of seconds > 0, got -5"}},
       {"run.timeout_s not a number", "run:\n  timeout_s: 10min\n" + S, 2,

@@ -10,6 +10,9 @@ every rank).
     run      --timeout 5 (the whole run), no point limit: exit 124, the message names --timeout
     no_hang  the same point limit without the hook: the run completes (exit 0): the guard does
              not fire on points that end, and stops with the run
+    auto     no point_timeout_s (the default, auto: 10 x the sweep's estimate, at least a floor
+             that RINGBENCH_TEST_AUTO_POINT_FLOOR_S=3 lowers): exit 124, the message names auto
+    off      point_timeout_s: off with the same floor and --timeout 8: only the run's limit fires
 
     hang_guard.py CHECK --ringbench BIN --mpiexec MPIEXEC --source DIR --workdir DIR
 Exit 0 = pass, 1 = fail, 77 = skipped.
@@ -43,14 +46,16 @@ def write_config(args, point_timeout_s):
     return path
 
 
-def run(args, extra_args, point_timeout_s, hang, limit_s):
+def run(args, extra_args, point_timeout_s, hang, limit_s, env=None):
     """Runs ringbench; returns (completed process or None, seconds, output file)."""
     config = write_config(args, point_timeout_s)
     out = os.path.join(args.workdir, "hang.h5")
-    env = {"RINGBENCH_TEST_HANG_POINT": "collectives:0"} if hang else {}
+    env = dict(env or {})
+    if hang:
+        env["RINGBENCH_TEST_HANG_POINT"] = "collectives:0"
     cmd = [args.ringbench, config, "--output", out, "--force"] + extra_args
-    if hang:  # Open MPI passes only the variables it is told to
-        cmd = ["-x", "RINGBENCH_TEST_HANG_POINT"] + cmd
+    for name in env:  # Open MPI passes only the variables it is told to
+        cmd = ["-x", name] + cmd
     t0 = time.monotonic()
     try:
         p = mpirun(args, RANKS, cmd, timeout=limit_s + GRACE_S, env=env)
@@ -126,13 +131,43 @@ def check_no_hang(args):
         check(f["run"].attrs["status"] == "complete", "/run status is 'complete'")
 
 
+FLOOR = {"RINGBENCH_TEST_AUTO_POINT_FLOOR_S": "3"}
+
+
+def check_auto(args):
+    """The default limit (auto) ends a hung point with no point_timeout_s in the config."""
+    p, seconds, out = run(args, [], None, True, 3, env=FLOOR)
+    if p is None:
+        return
+    print(p.stderr[-3000:])
+    check(p.returncode == 124, f"mpirun's exit code is 124 (got {p.returncode})")
+    check("TIMEOUT: sweep collectives point 0 (" in p.stderr, "stderr names the hung point")
+    check("(run.point_timeout_s: auto, 10 x the sweep's estimate" in p.stderr,
+          "stderr says the limit came from auto and how")
+    check(seconds >= 3, f"the guard did not fire before the floor ({seconds:.1f} s)")
+    check_first_sweep_kept(out)
+
+
+def check_off(args):
+    """point_timeout_s: off: the same hang waits for the run's limit (8 s), not auto's 3 s."""
+    p, seconds, out = run(args, ["--timeout", "8"], "off", True, 8, env=FLOOR)
+    if p is None:
+        return
+    print(p.stderr[-3000:])
+    check(p.returncode == 124, f"mpirun's exit code is 124 (got {p.returncode})")
+    check("> limit 8 s (the run, --timeout)" in p.stderr and "auto" not in p.stderr,
+          "only the run's limit fired")
+    check(seconds >= 8, f"the run's limit, not a point limit, ended it ({seconds:.1f} s)")
+
+
 def main():
     ap = harness.arg_parser()
-    ap.add_argument("check", choices=["point", "run", "no_hang"])
+    ap.add_argument("check", choices=["point", "run", "no_hang", "auto", "off"])
     args = ap.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
-    {"point": check_point, "run": check_run, "no_hang": check_no_hang}[args.check](args)
+    {"point": check_point, "run": check_run, "no_hang": check_no_hang, "auto": check_auto,
+     "off": check_off}[args.check](args)
     return harness.exit_code()
 
 
