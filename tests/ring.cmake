@@ -99,3 +99,11 @@ endforeach()
 ringbench_add_doctest(TARGET test_block_calls SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_block_calls.cpp
                       LIBS rb_ring)
 ringbench_add_test(NAME ring_block_calls RANKS 1 COMMAND $<TARGET_FILE:test_block_calls> LABELS "ring;unit" TIMEOUT 120)
+# The all-gather and Ulysses schemes against the reference at 1-4 ranks (host path: their
+# collectives have no GPU transport yet), bytes sent, refusals.
+ringbench_add_doctest(TARGET test_cp_schemes SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_cp_schemes.cpp
+                      LIBS rb_app)
+foreach(n 1 2 3 4)
+  ringbench_add_test(NAME cp_schemes_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_cp_schemes>
+                     LABELS "ring;mpi" TIMEOUT 300)
+endforeach()

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "host/host_backend.hpp"
+#include "ring/group_transport.hpp"
 #include "ring/transport.hpp"
 #ifdef RINGBENCH_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -19,6 +20,9 @@ PathFactories host_factories() {
   f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend&) {
     return ring::make_mpi_transport(ring_comm);
   };
+  f.group_transport = [](MPI_Comm group_comm, attn::AttentionBackend&) {
+    return ring::make_mpi_group_transport(group_comm);
+  };
   return f;
 }
 
@@ -30,6 +34,10 @@ PathFactories cuda_factories() {
   };
   f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend& backend) {
     return ring::make_nccl_transport(ring_comm, backend);
+  };
+  // No NCCL collectives for the other schemes yet: the sweep refuses them at startup.
+  f.group_transport = [](MPI_Comm, attn::AttentionBackend&) -> std::unique_ptr<ring::GroupTransport> {
+    throw std::logic_error("the all-gather and Ulysses schemes have no GPU transport in this build");
   };
   return f;
 #else

@@ -7,16 +7,6 @@
 
 namespace rb::ring {
 
-RingAttention::Buffer& RingAttention::Buffer::operator=(Buffer&& o) noexcept {
-  if (this != &o) {
-    if (ptr) owner->release(ptr);
-    owner = o.owner;
-    ptr = o.ptr;
-    o.ptr = nullptr;
-  }
-  return *this;
-}
-
 RingAttention::RingAttention(const Problem& p, AttentionBackend& backend, RingTransport& transport,
                              bool with_backward)
     : p_(p), be_(backend), tr_(transport), with_backward_(with_backward) {
@@ -70,38 +60,18 @@ void RingAttention::post(const void* send, void* recv, std::size_t bytes) {
   bytes_sent_ += bytes;
 }
 
-template <class Block, class Launch>
-void RingAttention::for_each_block(Block& block, const char* kv, int owner, Launch launch) {
-  block.dims = attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()};
-  block.dtype = p_.dtype;
-  block.scale = p_.scale();
-  block.q_data = q_.ptr;
-  block.k_data = kv;
-  block.v_data = kv + shard_bytes_;
-  for (const BlockCall& call : calls_[static_cast<std::size_t>(owner)]) {
-    block.q = call.q;
-    block.kv = call.kv;
-    block.pattern = call.pattern;
-    launch(block);
-  }
-}
-
 void RingAttention::compute_forward(const char* kv, int owner) {
-  attn::ForwardBlock fb;
-  fb.out = out_.floats();
-  fb.lse = lse_.floats();
-  for_each_block(fb, kv, owner, [&](const attn::ForwardBlock& b) { be_.forward(b); });
+  kernels().forward(calls_[static_cast<std::size_t>(owner)], kv, out_.floats(), lse_.floats());
 }
 
 void RingAttention::compute_backward(const char* kv, int owner, float* dkdv) {
-  attn::BackwardBlock bb;
-  bb.dout = dout_.ptr;
-  bb.lse = lse_.floats();
-  bb.delta = delta_.floats();
-  bb.dq = dq_.floats();
-  bb.dk = dkdv;
-  bb.dv = dkdv + shard_floats_;
-  for_each_block(bb, kv, owner, [&](const attn::BackwardBlock& b) { be_.backward(b); });
+  kernels().backward(calls_[static_cast<std::size_t>(owner)], kv, dout_.ptr, lse_.floats(),
+                     delta_.floats(), dq_.floats(), dkdv);
+}
+
+StepKernels RingAttention::kernels() const {
+  return {be_, attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()},
+          p_.dtype, p_.scale(), q_.ptr, shard_bytes_};
 }
 
 void RingAttention::forward() {

@@ -13,25 +13,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "ring/backend_buffer.hpp"
 #include "ring/block_calls.hpp"
+#include "ring/cp_attention.hpp"
+#include "ring/step_kernels.hpp"
 #include "ring/transport.hpp"
 #include "ring/problem.hpp"
 
 namespace rb::ring {
 
-// Per ring step (R entries), seconds.
-struct StepTimes {
-  std::vector<double> compute;  // block kernels of the step (plus the dK/dV add in backward)
-  std::vector<double> wait;     // exposed communication: time blocked in RingTransport::wait
-};
-
-// This rank's ring results as host arrays: out, dq, dk, dv [batch][heads][local_rows][head_dim],
-// lse [batch][heads][local_rows]; the gradients stay empty without backward.
-struct RingResult {
-  std::vector<float> out, lse, dq, dk, dv;
-};
-
-class RingAttention {
+class RingAttention final : public ContextParallelAttention {
  public:
   // Allocates every persistent buffer up front (throws OutOfMemory). The transport's ring
   // size must equal p.ring_size.
@@ -43,47 +34,31 @@ class RingAttention {
 
   // Host arrays in p.dtype, [batch][heads][local_rows][head_dim]; dout may be null without
   // backward.
-  void load_inputs(const void* q, const void* k, const void* v, const void* dout);
-  void forward();
-  void backward();  // after forward()
+  void load_inputs(const void* q, const void* k, const void* v, const void* dout) override;
+  void forward() override;
+  void backward() override;  // after forward()
 
   // Host copies of this rank's results: out [shard] and lse [batch*heads*local_rows].
   void read_output(float* out, float* lse) const;
   void read_gradients(float* dq, float* dk, float* dv) const;
   // Both of the above into fresh arrays (the gradients when constructed with backward).
-  RingResult result() const;
+  RingResult result() const override;
 
-  const StepTimes& forward_steps() const { return fwd_; }
-  const StepTimes& backward_steps() const { return bwd_; }  // final dK/dV hop in the last wait
-  std::uint64_t bytes_sent() const { return bytes_sent_; }  // since construction / reset
-  void reset_bytes_sent() { bytes_sent_ = 0; }
-  const Problem& problem() const { return p_; }
+  const StepTimes& forward_steps() const override { return fwd_; }
+  const StepTimes& backward_steps() const override { return bwd_; }  // final dK/dV hop in the last wait
+  std::uint64_t bytes_sent() const override { return bytes_sent_; }  // since construction / reset
+  void reset_bytes_sent() override { bytes_sent_ = 0; }
+  const Problem& problem() const override { return p_; }
+  Scheme scheme() const override { return Scheme::Ring; }
 
  private:
-  struct Buffer {
-    AttentionBackend* owner = nullptr;
-    void* ptr = nullptr;
-    Buffer() = default;
-    Buffer(AttentionBackend& b, std::size_t bytes) : owner(&b), ptr(b.allocate(bytes)) {}
-    ~Buffer() {
-      if (ptr) owner->release(ptr);
-    }
-    Buffer(Buffer&& o) noexcept : owner(o.owner), ptr(o.ptr) { o.ptr = nullptr; }
-    Buffer& operator=(Buffer&& o) noexcept;
-    Buffer(const Buffer&) = delete;
-    Buffer& operator=(const Buffer&) = delete;
-    char* bytes() const { return static_cast<char*>(ptr); }
-    float* floats() const { return static_cast<float*>(ptr); }
-  };
+  using Buffer = BackendBuffer;
 
   void post(const void* send, void* recv, std::size_t bytes);
-  // Runs `launch` on every kernel call of this rank's queries against the K/V of `owner` at
-  // `kv` (block_calls.hpp: fully masked span pairs skipped, dense ones merged), with `block`'s
-  // shared fields set.
-  template <class Block, class Launch>
-  void for_each_block(Block& block, const char* kv, int owner, Launch launch);
   void compute_forward(const char* kv, int owner);
   void compute_backward(const char* kv, int owner, float* dkdv);
+  // This rank's queries on the kernels, against one K/V block (step_kernels.hpp).
+  StepKernels kernels() const;
 
   Problem p_;
   AttentionBackend& be_;

@@ -17,12 +17,14 @@
 #include "kernel_policy.hpp"
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
+#include "ring/allgather_attention.hpp"
 #include "ring/inputs.hpp"
-#include "ring/problem.hpp"
 #include "ring/parity.hpp"
+#include "ring/problem.hpp"
 #include "ring/ring_attention.hpp"
 #include "ring/ring_comms.hpp"
 #include "ring/ring_order.hpp"
+#include "ring/ulysses_attention.hpp"
 #include "sweeps/oom_point.hpp"
 
 namespace rb {
@@ -56,10 +58,13 @@ struct RingParams {
   // node_aware: rings cut from the ranks grouped node by node, so they cross nodes as few
   // times as the layout allows; rank: world order (rank r in ring r / R).
   ring::RingOrder ring_order = ring::RingOrder::NodeAware;
+  // How the context-parallel group meets every key (ring/cp_attention.hpp); one point each.
+  std::vector<ring::Scheme> schemes{ring::Scheme::Ring};
 };
 
 struct Point {
   ring::Problem problem;
+  ring::Scheme scheme = ring::Scheme::Ring;
   int num_rings = 1;
   std::string label;
 };
@@ -121,6 +126,20 @@ Shards make_shards(const ring::Problem& p, int ring_rank, std::uint64_t seed, bo
 
 // The worst relative error over the world (every ring) against the tolerance: empty when
 // within it, else which tensor and by how much (the same text on every rank).
+// The attending pairs this rank computes per step: the ring's and all-gather's split the work
+// by query rows (ring::step_pairs, per K/V owner); Ulysses gives every rank heads / group of the
+// heads over the whole sequence, i.e. an equal share of all pairs, in its one step.
+std::vector<std::int64_t> scheme_step_pairs(const Point& pt, int ring_rank) {
+  if (pt.scheme != ring::Scheme::Ulysses) return ring::step_pairs(pt.problem, ring_rank);
+  const int R = pt.problem.ring_size;
+  std::int64_t total = 0;
+  for (int r = 0; r < R; ++r)
+    for (std::int64_t x : ring::step_pairs(pt.problem, r)) total += x;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(R), 0);
+  out[0] = total / R;
+  return out;
+}
+
 std::string parity_verdict(MPI_Comm world, const ring::ParityReport& par, double tolerance) {
   const double mine[4] = {par.out.max_rel, par.dq.max_rel, par.dk.max_rel, par.dv.max_rel};
   double local[4], worst[4];
@@ -342,10 +361,17 @@ std::string parity_cell(const h5::PointRecord& r) {
 }
 
 std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
-  h5::TextTable t({{"S"}, {"R"}, {"rings"}, {"layout", "", true}, {"dtype", "", true},
+  // A scheme column only where a sweep compares schemes: a ring sweep reads as before.
+  bool schemes = false;
+  for (const auto& r : records) schemes = schemes || (!r.text("scheme").empty() && r.text("scheme") != "ring");
+  std::vector<h5::TextTable::Column> cols = {{"S"}, {"R"}, {"rings"}};
+  if (schemes) cols.emplace_back("scheme", "", true);
+  for (auto c : std::vector<h5::TextTable::Column>{{"layout", "", true}, {"dtype", "", true},
                    {"kernel", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"},
                    {"fwd", "(TFLOP/s/GPU)"}, {"fwd+bwd", "(TFLOP/s/GPU)"}, {"wait", "(% fwd)"},
-                   {"parity", "", true}, {"max rel err"}});
+                   {"parity", "", true}, {"max rel err"}})
+    cols.push_back(c);
+  h5::TextTable t(std::move(cols));
   for (const auto& r : records) {
     // The mask is the sweep's, not a key: the point's label says it.
     const std::string label = r.text("label");
@@ -353,17 +379,21 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
     if (label.find(" causal ") != std::string::npos) layout += " causal";
     if (label.find(" dilated") != std::string::npos) layout += " dilated";
     const double fwd_ms = r.num("forward_time_s") * 1e3;
-    t.row({h5::fixed(r.num("seq_len"), 0), h5::fixed(r.num("ring_size"), 0),
-           h5::fixed(r.num("num_rings"), 0), layout, r.text("dtype"), r.text("kernel_path"),
-           h5::sig3(fwd_ms), h5::sig3(r.num("backward_time_s") * 1e3),
-           h5::sig3(r.num("forward_tflops")), h5::sig3(r.num("total_tflops")),
-           h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1), parity_cell(r),
-           h5::sig3(worst_rel_error(r))});
+    std::vector<std::string> row = {h5::fixed(r.num("seq_len"), 0), h5::fixed(r.num("ring_size"), 0),
+                                    h5::fixed(r.num("num_rings"), 0)};
+    if (schemes) row.push_back(r.text("scheme"));
+    for (auto cell : {layout, r.text("dtype"), r.text("kernel_path"), h5::sig3(fwd_ms),
+                      h5::sig3(r.num("backward_time_s") * 1e3), h5::sig3(r.num("forward_tflops")),
+                      h5::sig3(r.num("total_tflops")), h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1),
+                      parity_cell(r), h5::sig3(worst_rel_error(r))})
+      row.push_back(cell);
+    t.row(std::move(row));
   }
   return t.render(title + " ring attention, forward and backward",
                   {"ms: median over iterations, slowest rank; TFLOP/s/GPU: each rank's FLOPs / its "
                    "median time, mean over ranks (FlashAttention convention); wait: exposed "
-                   "forward communication summed over ring steps, slowest rank, as % of fwd; "
+                   "forward communication summed over ring steps (allgather, ulysses: its "
+                   "collectives), slowest rank, as % of fwd; "
                    "parity: rank 0's verdict (sampled: sampled heads and rows against the streamed "
                    "reference; off: not checked, validate.reference: off), max rel err: largest over "
                    "ranks and O, dQ, dK, dV"});
@@ -385,8 +415,9 @@ class RingAttentionSweep final : public Sweep {
   }
   std::size_t point_count() const override { return points_.size(); }
   std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
-  // Per point and iteration: this rank's attention FLOPs at the device rate plus R - 1 ring
-  // steps of its K and V shards at the link rate (backward: 2.5x the FLOPs, K, V, dK, dV hops).
+  // Per point and iteration: this rank's attention FLOPs at the device rate plus the bytes its
+  // scheme sends at the link rate (ring: R - 1 hops of K and V; backward: 2.5x the FLOPs, K, V,
+  // dK, dV hops; the other schemes' collectives: ring::bytes_sent_per_iteration).
   double estimated_seconds(const CostAssumptions& a) const override {
     double total = 0;
     for (const Point& pt : points_) {
@@ -394,12 +425,8 @@ class RingAttentionSweep final : public Sweep {
       const double rows = static_cast<double>(pr.local_rows());
       double flop = 4.0 * pr.batch * pr.heads * pr.head_dim * rows * static_cast<double>(pr.seq_len);
       if (pr.causal) flop /= 2;
-      const double shard = static_cast<double>(pr.shard_elements()) * attn::dtype_size(pr.dtype);
-      double step_bytes = 2 * shard * (pr.ring_size - 1);
-      if (p_.backward) {
-        flop *= 3.5;
-        step_bytes *= 3;
-      }
+      if (p_.backward) flop *= 3.5;
+      const double step_bytes = static_cast<double>(ring::bytes_sent_per_iteration(pr, pt.scheme, p_.backward));
       const double iteration = flop / (a.device_tflops * 1e12) + step_bytes / a.link_Bps +
                                (pr.ring_size - 1) * a.latency_s;
       total += static_cast<double>(p_.iterations + p_.warmup) * iteration + a.point_overhead_s +
@@ -442,7 +469,11 @@ class RingAttentionSweep final : public Sweep {
   PointResult run_point(RunContext& ctx, attn::AttentionBackend& backend, ring::RingComms& comms,
                         std::size_t pi, h5::Group& out) const;
   void warn_spread_rings(RunContext& ctx, const std::vector<int>& node_of) const;
-  void time_iterations(MPI_Comm world, ring::RingAttention& ra, PointResult& r) const;
+  void time_iterations(MPI_Comm world, ring::ContextParallelAttention& ra, PointResult& r) const;
+  // The scheme's object for a point, with the transport it needs (kept in `keep`).
+  std::unique_ptr<ring::ContextParallelAttention> make_scheme(
+      const RunContext& ctx, const Point& pt, attn::AttentionBackend& backend, MPI_Comm group,
+      std::unique_ptr<ring::RingTransport>& ring_tr, std::unique_ptr<ring::GroupTransport>& group_tr) const;
   ring::ParityOptions parity_options() const;
   void check_point(MPI_Comm world, MPI_Comm ring_comm, const ring::RingResult& res,
                    const ring::Problem& prob, PointResult& r) const;
@@ -485,13 +516,14 @@ void RingAttentionSweep::write_attributes(h5::Group& out, const attn::AttentionB
 h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   h5::PointsTable t(points_.size());
   std::vector<std::int64_t> seq, rs, nr;
-  std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label;
+  std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label, scheme;
   std::vector<double> tol;
   for (const Point& pt : points_) {
     seq.push_back(pt.problem.seq_len);
     rs.push_back(pt.problem.ring_size);
     nr.push_back(pt.num_rings);
     layout.push_back(ring::to_string(pt.problem.layout));
+    scheme.push_back(ring::to_string(pt.scheme));
     dtype.push_back(ring::to_string(pt.problem.dtype));
     compute.push_back(host ? "fp32" : ring::to_string(pt.problem.dtype));
     kernel.push_back(p_.kernel);
@@ -504,6 +536,8 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   t.key("ring_size", std::move(rs), {"1", "ranks per ring R"});
   t.key("num_rings", std::move(nr), {"1", "concurrent rings (world / R)"});
   t.key("layout", std::move(layout), {"1", "sequence layout over the ring: contiguous, zigzag or striped"});
+  t.key("scheme", std::move(scheme),
+        {"1", "context-parallel scheme: ring, allgather or ulysses (docs/ring-attention.md, schemes)"});
   t.key("dtype", std::move(dtype), {"1", "storage dtype of Q, K, V, dO"});
   t.key("compute_dtype", std::move(compute), {"1", "dtype the block kernels compute in (fp32 on the host)"});
   t.key("kernel", std::move(kernel), {"1", "kernel path asked for (kernel: in the config)"});
@@ -605,13 +639,13 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   // Construction allocates every buffer: an out-of-memory on any rank skips the point on all.
   backend.reset_peak();
   std::unique_ptr<ring::RingTransport> transport;
-  std::unique_ptr<ring::RingAttention> ra;
+  std::unique_ptr<ring::GroupTransport> group_transport;
+  std::unique_ptr<ring::ContextParallelAttention> ra;
   const std::uint64_t seed = static_cast<std::uint64_t>(p_.seed);
   const int ring_rank = static_cast<int>(r.ring_rank);
   Shards in;
   try {
-    transport = ctx.paths.ring_transport(ring_comm.mpi.get(), backend);
-    ra = std::make_unique<ring::RingAttention>(prob, backend, *transport, p_.backward);
+    ra = make_scheme(ctx, points_[pi], backend, ring_comm.mpi.get(), transport, group_transport);
     in = make_shards(prob, ring_rank, seed, p_.backward);
   } catch (const attn::OutOfMemory& e) {
     r.oom_message = e.what();
@@ -636,7 +670,7 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   for (const std::string& path : device_paths(!backend.on_device()))  // measured: none ran
     if (r.block_calls.of(path) == 0) r.block_calls.by_path.emplace_back(path, 0);
   r.peak_memory = static_cast<std::int64_t>(backend.peak_bytes());
-  r.step_pairs = ring::step_pairs(prob, ring_rank);
+  r.step_pairs = scheme_step_pairs(points_[pi], ring_rank);
   std::int64_t pairs = 0;
   for (auto x : r.step_pairs) pairs += x;
   r.forward_flop = 4.0 * prob.head_dim * static_cast<double>(pairs);
@@ -649,7 +683,7 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   return r;
 }
 
-void RingAttentionSweep::time_iterations(MPI_Comm world, ring::RingAttention& ra, PointResult& r) const {
+void RingAttentionSweep::time_iterations(MPI_Comm world, ring::ContextParallelAttention& ra, PointResult& r) const {
   const std::size_t R = static_cast<std::size_t>(ra.problem().ring_size);
   std::vector<std::vector<double>> fc(R), fw(R), bc(R), bw(R);
   using clock = std::chrono::steady_clock;
@@ -683,6 +717,19 @@ void RingAttentionSweep::time_iterations(MPI_Comm world, ring::RingAttention& ra
     r.backward_step_wait = medians(bw);
   }
   r.bytes_sent = static_cast<std::int64_t>(ra.bytes_sent() / static_cast<std::uint64_t>(p_.iterations));
+}
+
+std::unique_ptr<ring::ContextParallelAttention> RingAttentionSweep::make_scheme(
+    const RunContext& ctx, const Point& pt, attn::AttentionBackend& backend, MPI_Comm group,
+    std::unique_ptr<ring::RingTransport>& ring_tr, std::unique_ptr<ring::GroupTransport>& group_tr) const {
+  if (pt.scheme == ring::Scheme::Ring) {
+    ring_tr = ctx.paths.ring_transport(group, backend);
+    return std::make_unique<ring::RingAttention>(pt.problem, backend, *ring_tr, p_.backward);
+  }
+  group_tr = ctx.paths.group_transport(group, backend);
+  if (pt.scheme == ring::Scheme::AllGather)
+    return std::make_unique<ring::AllGatherAttention>(pt.problem, backend, *group_tr, p_.backward);
+  return std::make_unique<ring::UlyssesAttention>(pt.problem, backend, *group_tr, p_.backward);
 }
 
 ring::ParityOptions RingAttentionSweep::parity_options() const {
@@ -834,8 +881,25 @@ void parse_validate(const cfg::Node& n, RingParams& p) {
   p.tolerance = v.get_double("tolerance", 0.0, 0.0, 1.0);
 }
 
-std::string point_label(const RingParams& p, const ring::Problem& pr, int num_rings) {
-  return "S=" + std::to_string(pr.seq_len) + " R=" + std::to_string(pr.ring_size) + " (" +
+// scheme: ring (default), allgather, ulysses, or a list of them (one point each). The other
+// schemes' collectives exist on the host path only (ring/group_transport.hpp).
+void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
+  const std::vector<std::string> names = n.get_choice_list("scheme", {"ring"}, ring::scheme_names());
+  p.schemes.clear();
+  for (const std::string& name : names) {
+    const ring::Scheme s = ring::scheme_from_string(name);
+    if (s != ring::Scheme::Ring && ctx.backend == Backend::Cuda)
+      n.fail("scheme", "scheme " + name + " runs on the host path only in this build: its NCCL "
+                       "collectives (all-gather, reduce-scatter, all-to-all) are not written yet; "
+                       "use scheme: ring on the cuda backend, or backend: host");
+    p.schemes.push_back(s);
+  }
+}
+
+std::string point_label(const RingParams& p, const ring::Problem& pr, int num_rings, ring::Scheme scheme) {
+  // The ring's labels carry no scheme, as before schemes existed (--estimate-from matches labels).
+  const std::string by = scheme == ring::Scheme::Ring ? "" : std::string(ring::to_string(scheme)) + " ";
+  return by + "S=" + std::to_string(pr.seq_len) + " R=" + std::to_string(pr.ring_size) + " (" +
          std::to_string(num_rings) + (num_rings == 1 ? " ring) " : " rings) ") +
          (p.causal ? "causal " : "") + ring::to_string(pr.layout) + " " + ring::to_string(pr.dtype) +
          " b=" + std::to_string(p.batch) + " h=" + std::to_string(p.num_heads) +
@@ -844,8 +908,9 @@ std::string point_label(const RingParams& p, const ring::Problem& pr, int num_ri
 }
 
 Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::int64_t R,
-                 const std::string& layout, const std::string& dtype) {
+                 const std::string& layout, const std::string& dtype, ring::Scheme scheme) {
   Point pt;
+  pt.scheme = scheme;
   ring::Problem& pr = pt.problem;
   pr.batch = p.batch;
   pr.heads = p.num_heads;
@@ -865,8 +930,13 @@ Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::i
     n.fail(seg ? "segment_lengths" : "seq_lengths", "point S=" + std::to_string(S) + ", ring size " +
                                                         std::to_string(R) + ", layout " + layout + ": " + e);
   }
+  if (scheme == ring::Scheme::Ulysses) {
+    const std::string why = ring::ulysses_problem_error(pr);
+    if (!why.empty())
+      n.fail("scheme", "ulysses at ring size " + std::to_string(R) + ": " + why);
+  }
   pt.num_rings = static_cast<int>(p.world_size / R);
-  pt.label = point_label(p, pr, pt.num_rings);
+  pt.label = point_label(p, pr, pt.num_rings, scheme);
   return pt;
 }
 
@@ -877,7 +947,7 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
   n.allow_only({"type", "name", "batch", "seq_lengths", "num_heads", "head_dim", "embed_dim",
                 "dtype", "causal", "layout", "segment_lengths", "dilation_rates", "ring_sizes",
                 "ring_order", "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile",
-                "kernel_policy", "validate"});
+                "kernel_policy", "validate", "scheme"});
   RingParams p;
   p.world_size = ctx.world_size;
   p.backend = ctx.backend;
@@ -899,12 +969,14 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
   p.backward = n.get_bool("backward", true);
   p.seed = n.get_int("seed", p.seed, 0);
   parse_validate(n, p);
+  parse_schemes(n, ctx, p);
 
   std::vector<Point> points;
   for (auto S : p.seq_lengths)
     for (auto R : p.ring_sizes)
       for (const auto& layout : p.layouts)
-        for (const auto& dtype : p.dtypes) points.push_back(make_point(n, p, S, R, layout, dtype));
+        for (const auto& dtype : p.dtypes)
+          for (ring::Scheme scheme : p.schemes) points.push_back(make_point(n, p, S, R, layout, dtype, scheme));
   return std::make_unique<RingAttentionSweep>(std::move(p), std::move(points));
 }
 

@@ -23,6 +23,7 @@
 #include "runtime/mpi.hpp"
 #include "backend.hpp"
 #include "kernel_paths.hpp"
+#include "ring/group_transport.hpp"
 #include "ring/transport.hpp"
 
 namespace rb {
@@ -68,6 +69,10 @@ struct PathFactories {
   std::function<std::unique_ptr<attn::AttentionBackend>(const attn::KernelChoice&)> attention_backend;
   std::function<std::unique_ptr<ring::RingTransport>(MPI_Comm ring_comm, attn::AttentionBackend&)>
       ring_transport;
+  // The collectives of the all-gather and Ulysses schemes (host: MPI; cuda: none yet, the
+  // schemes are refused at startup there).
+  std::function<std::unique_ptr<ring::GroupTransport>(MPI_Comm group_comm, attn::AttentionBackend&)>
+      group_transport;
 };
 
 // Resources of the GPU path, created once per run by the driver (null on the host path).

@@ -14,8 +14,11 @@
 #include "app/paths.hpp"
 #include "ring/inputs.hpp"
 #include "ring/parity.hpp"
+#include "ring/allgather_attention.hpp"
+#include "ring/group_transport.hpp"
 #include "ring/ring_attention.hpp"
 #include "ring/transport.hpp"
+#include "ring/ulysses_attention.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
 
@@ -55,15 +58,26 @@ inline double tolerance(rb::attn::DType dtype) {
   return kPath == rb::Backend::Host ? 2e-5 : rb::ring::default_tolerance(dtype);
 }
 
-// Backend, transport and ring of one problem on `ring_comm`, released in reverse order.
+// Backend, transport and scheme of one problem on `ring_comm`, released in reverse order.
 struct RingSetup {
   std::unique_ptr<rb::attn::AttentionBackend> backend;
   std::unique_ptr<rb::ring::RingTransport> transport;
-  std::unique_ptr<rb::ring::RingAttention> ring;
-  RingSetup(const rb::ring::Problem& p, MPI_Comm ring_comm, bool backward)
-      : backend(paths().attention_backend(rb::attn::KernelChoice{})),
-        transport(paths().ring_transport(ring_comm, *backend)),
-        ring(std::make_unique<rb::ring::RingAttention>(p, *backend, *transport, backward)) {}
+  std::unique_ptr<rb::ring::GroupTransport> group;
+  std::unique_ptr<rb::ring::ContextParallelAttention> ring;
+  RingSetup(const rb::ring::Problem& p, MPI_Comm ring_comm, bool backward,
+            rb::ring::Scheme scheme = rb::ring::Scheme::Ring)
+      : backend(paths().attention_backend(rb::attn::KernelChoice{})) {
+    if (scheme == rb::ring::Scheme::Ring) {
+      transport = paths().ring_transport(ring_comm, *backend);
+      ring = std::make_unique<rb::ring::RingAttention>(p, *backend, *transport, backward);
+      return;
+    }
+    group = paths().group_transport(ring_comm, *backend);
+    if (scheme == rb::ring::Scheme::AllGather)
+      ring = std::make_unique<rb::ring::AllGatherAttention>(p, *backend, *group, backward);
+    else
+      ring = std::make_unique<rb::ring::UlyssesAttention>(p, *backend, *group, backward);
+  }
 };
 
 // A problem of `heads` heads of `head_dim` over `seq_len` positions on a ring of `ring_size`.
@@ -95,11 +109,11 @@ inline std::string describe(const rb::ring::Problem& p) {
 }
 
 inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t seed, MPI_Comm ring,
-                                     bool backward) {
+                                     bool backward, rb::ring::Scheme scheme = rb::ring::Scheme::Ring) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
-  RingSetup setup(p, ring, backward);
-  rb::ring::RingAttention& ra = *setup.ring;
+  RingSetup setup(p, ring, backward, scheme);
+  rb::ring::ContextParallelAttention& ra = *setup.ring;
   using rb::ring::Tensor;
   const auto q = rb::ring::make_shard(p, rank, seed, Tensor::Q);
   const auto k = rb::ring::make_shard(p, rank, seed, Tensor::K);
@@ -112,11 +126,12 @@ inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t s
 }
 
 inline CaseResult run_case(const rb::ring::Problem& p, std::uint64_t seed, MPI_Comm ring,
-                           bool backward, const rb::ring::ParityOptions& opt = {}) {
+                           bool backward, const rb::ring::ParityOptions& opt = {},
+                           rb::ring::Scheme scheme = rb::ring::Scheme::Ring) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
   CaseResult c;
-  c.result = run_ring(p, seed, ring, backward);
+  c.result = run_ring(p, seed, ring, backward, scheme);
   c.parity = rb::ring::check_parity(p, seed, rank, ring, c.result, backward, opt);
   return c;
 }

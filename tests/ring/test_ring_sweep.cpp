@@ -244,3 +244,39 @@ TEST_CASE("ring_attention sweep: validate.reference full | sampled | off is reco
     }
   }
 }
+
+TEST_CASE("ring_attention config: scheme is ring (default), allgather or ulysses, one point each") {
+  const auto sweep = rb::parse_ring_attention(
+      spec_of("{seq_lengths: [64], ring_sizes: [2, 4], num_heads: 8, scheme: [ring, allgather, ulysses]}"), world4());
+  const auto plan = sweep->plan();
+  REQUIRE(plan.size() == 6);  // 2 ring sizes x 3 schemes, scheme innermost
+  CHECK(plan[0].rfind("S=64 R=2", 0) == 0);  // the ring's label carries no scheme
+  CHECK(plan[1].rfind("allgather S=64 R=2", 0) == 0);
+  CHECK(plan[2].rfind("ulysses S=64 R=2", 0) == 0);
+  CHECK(rejection("{seq_lengths: [64], scheme: ulyses}", "scheme").find("ulysses") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 6, scheme: ulysses}", "scheme")
+            .find("ulysses at ring size 4: num_heads 6 is not divisible by the group size 4") == 0);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, segment_lengths: [64], dilation_rates: [4], scheme: ulysses}",
+                  "scheme")
+            .find("dilation rate 4 does not divide the 2 heads per rank") != std::string::npos);
+  rb::ParseContext gpu = world4();
+  gpu.backend = rb::Backend::Cuda;
+  CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], scheme: allgather}"), gpu, "scheme")
+            .find("scheme allgather runs on the host path only in this build") == 0);
+}
+
+TEST_CASE("ring_attention sweep: every scheme into the file, keyed, parity ok") {
+  const int world = rb::test::world();
+  const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [" +
+                           std::to_string(world) + "], num_heads: 4, head_dim: 8, causal: true, warmup: 0, "
+                           "iterations: 1, scheme: [ring, allgather, ulysses]}\n";
+  if (4 % world != 0) return;  // Ulysses splits the 4 heads over the world
+  const rbtest::HostSweepRun run = rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "schemes");
+  CHECK(run.outcome.ok);
+  CHECK(rb::h5::read_strings(run.path, "/sweeps/ra/points/scheme") ==
+        std::vector<std::string>{"ring", "allgather", "ulysses"});
+  for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/status")) CHECK(s == "ok");
+  const auto bytes = rb::h5::read_ints(run.path, "/sweeps/ra/bytes_sent_bytes");
+  if (world > 1)
+    for (auto b : bytes) CHECK(b > 0);
+}

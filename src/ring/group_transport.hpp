@@ -1,0 +1,33 @@
+#pragma once
+// How the context-parallel schemes other than the ring move data: collectives over the whole
+// context-parallel group (ring/cp_attention.hpp). All-gather (K/V of every rank), reduce-scatter
+// (dK/dV back to their owners, summed) and all-to-all (sequence shards <-> head shards,
+// Ulysses). Each call returns when its result is usable by the compute stream (host: done;
+// GPU: ordered on the backend's stream) and says how long the host waited. MPI on the host path
+// (mpi_group_transport.cpp); the GPU path has none yet and refuses the schemes at startup.
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <mpi.h>
+
+namespace rb::ring {
+
+class GroupTransport {
+ public:
+  virtual ~GroupTransport() = default;
+  virtual std::string name() const = 0;  // "mpi"
+  virtual int group_size() const = 0;
+  virtual int group_rank() const = 0;
+  // recv[r * bytes, (r + 1) * bytes) = rank r's send, for every rank r of the group.
+  virtual double all_gather(const void* send, void* recv, std::size_t bytes) = 0;
+  // recv[i] = sum over ranks r of rank r's send[group_rank * count + i], i < count (fp32).
+  virtual double reduce_scatter_sum(const float* send, float* recv, std::size_t count) = 0;
+  // Rank r's send[j * bytes, (j + 1) * bytes) lands in rank j's recv[r * bytes, (r + 1) * bytes).
+  virtual double all_to_all(const void* send, void* recv, std::size_t bytes) = 0;
+};
+
+// The host transport: MPI collectives on a private duplicate of `group_comm`.
+std::unique_ptr<GroupTransport> make_mpi_group_transport(MPI_Comm group_comm);
+
+}  // namespace rb::ring

@@ -1,0 +1,111 @@
+// GroupTransport over MPI collectives on host buffers, on a private duplicate of the group's
+// communicator so its traffic never matches another component's. Counts above INT_MAX go as a
+// derived datatype of 1 MiB elements (every size the schemes use is a multiple of it, or small).
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ring/group_transport.hpp"
+
+namespace rb::ring {
+namespace {
+
+void check(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw std::runtime_error(std::string("MPI group transport: ") + call + " failed: " +
+                           std::string(text, static_cast<std::size_t>(len)));
+}
+
+// A (count, datatype) pair for `units` elements of `base`, counted in chunks when too many.
+class Count {
+ public:
+  Count(std::size_t units, MPI_Datatype base) : type_(base) {
+    constexpr std::size_t kChunk = std::size_t{1} << 20;
+    if (units <= static_cast<std::size_t>(INT_MAX)) {
+      count_ = static_cast<int>(units);
+      return;
+    }
+    if (units % kChunk != 0)
+      throw std::invalid_argument("MPI group transport: " + std::to_string(units) +
+                                  " elements is above INT_MAX and not a multiple of 1 Mi");
+    check(MPI_Type_contiguous(static_cast<int>(kChunk), base, &type_), "MPI_Type_contiguous");
+    check(MPI_Type_commit(&type_), "MPI_Type_commit");
+    owned_ = true;
+    count_ = static_cast<int>(units / kChunk);
+  }
+  ~Count() {
+    if (owned_) MPI_Type_free(&type_);
+  }
+  Count(const Count&) = delete;
+  Count& operator=(const Count&) = delete;
+  int count() const { return count_; }
+  MPI_Datatype type() const { return type_; }
+
+ private:
+  MPI_Datatype type_;
+  int count_ = 0;
+  bool owned_ = false;
+};
+
+class MpiGroupTransport final : public GroupTransport {
+ public:
+  explicit MpiGroupTransport(MPI_Comm group_comm) {
+    check(MPI_Comm_dup(group_comm, &comm_), "MPI_Comm_dup");
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  ~MpiGroupTransport() override {
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+  MpiGroupTransport(const MpiGroupTransport&) = delete;
+  MpiGroupTransport& operator=(const MpiGroupTransport&) = delete;
+
+  std::string name() const override { return "mpi"; }
+  int group_size() const override { return size_; }
+  int group_rank() const override { return rank_; }
+
+  double all_gather(const void* send, void* recv, std::size_t bytes) override {
+    const auto t0 = clock::now();
+    const Count n(bytes, MPI_BYTE);
+    check(MPI_Allgather(send, n.count(), n.type(), recv, n.count(), n.type(), comm_), "MPI_Allgather");
+    return since(t0);
+  }
+
+  double reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
+    const auto t0 = clock::now();
+    if (count > static_cast<std::size_t>(INT_MAX))  // MPI_SUM needs a predefined type
+      throw std::invalid_argument("MPI group transport: reduce-scatter of more than INT_MAX floats per rank");
+    check(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_),
+          "MPI_Reduce_scatter_block");
+    return since(t0);
+  }
+
+  double all_to_all(const void* send, void* recv, std::size_t bytes) override {
+    const auto t0 = clock::now();
+    const Count n(bytes, MPI_BYTE);
+    check(MPI_Alltoall(send, n.count(), n.type(), recv, n.count(), n.type(), comm_), "MPI_Alltoall");
+    return since(t0);
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  static double since(clock::time_point t0) {
+    return std::chrono::duration<double>(clock::now() - t0).count();
+  }
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<GroupTransport> make_mpi_group_transport(MPI_Comm group_comm) {
+  return std::make_unique<MpiGroupTransport>(group_comm);
+}
+
+}  // namespace rb::ring

@@ -1,0 +1,86 @@
+#pragma once
+// The Ulysses scheme (DeepSpeed-Ulysses): one all-to-all turns this rank's sequence shard of
+// every head into every rank's rows of heads / group of the heads; each rank then runs one local
+// attention over the whole sequence for its heads (rows put in position order, so one call with
+// the problem's own mask), and one all-to-all of O and LSE brings the sequence shards back. The
+// backward sends dO the same way, computes dQ, dK, dV locally for its heads over the whole
+// sequence, and sends them back. Needs heads divisible by the group size (and, with dilated
+// branches, heads / group divisible by every rate, so a head's branch offset is the same
+// locally); the sweep refuses other problems at startup.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ring/backend_buffer.hpp"
+#include "ring/block_calls.hpp"
+#include "ring/cp_attention.hpp"
+#include "ring/group_transport.hpp"
+#include "ring/step_kernels.hpp"
+
+namespace rb::ring {
+
+// Empty when the Ulysses scheme can run p; otherwise why not.
+std::string ulysses_problem_error(const Problem& p);
+
+// Rows of a rank's shard as runs of consecutive rows at consecutive positions (a zigzag chunk
+// is one run; a striped rank's rows are runs of one).
+struct RowRun {
+  std::int64_t row = 0, position = 0, count = 0;
+};
+std::vector<RowRun> position_runs(const Problem& p, int rank);
+
+class UlyssesAttention final : public ContextParallelAttention {
+ public:
+  // Allocates every buffer up front (throws attn::OutOfMemory); throws std::invalid_argument
+  // with ulysses_problem_error when p cannot run under Ulysses.
+  UlyssesAttention(const Problem& p, attn::AttentionBackend& backend, GroupTransport& transport,
+                   bool with_backward);
+
+  void load_inputs(const void* q, const void* k, const void* v, const void* dout) override;
+  void forward() override;
+  void backward() override;
+  RingResult result() const override;
+  const StepTimes& forward_steps() const override { return fwd_; }
+  const StepTimes& backward_steps() const override { return bwd_; }
+  std::uint64_t bytes_sent() const override { return bytes_sent_; }
+  void reset_bytes_sent() override { bytes_sent_ = 0; }
+  const Problem& problem() const override { return p_; }
+  Scheme scheme() const override { return Scheme::Ulysses; }
+
+ private:
+  // [batch][heads][rows][head_dim] tensors of `elem` bytes per element.
+  struct Shape {
+    std::int64_t heads = 0, rows = 0;
+    std::size_t elem = 0;
+  };
+  std::size_t offset(const Shape& s, int b, std::int64_t h, std::int64_t row) const;
+  // Sequence shards -> head shards: `count` tensors of this rank's shard (each [B][H][n][d])
+  // to send buffer chunks [dest][tensor][B][H/P][n][d]; and back from a receive buffer of
+  // [source][tensor][B][H/P][n][d] to `count` full-sequence tensors [B][H/P][S][d].
+  void pack_heads(const char* const* shards, int count, std::size_t elem, char* send) const;
+  void unpack_sequence(const char* recv, int count, std::size_t elem, char* const* full) const;
+  // And the way back: full-sequence [B][H/P][S][width] tensors to chunks for each position
+  // owner, then from every head owner's chunk into [B][H][n][width] shards.
+  void pack_rows(const char* const* full, int count, std::size_t elem, std::int64_t width, char* send) const;
+  void unpack_heads(const char* recv, int count, std::size_t elem, std::int64_t width, char* const* shards) const;
+  double exchange(const void* send, void* recv, std::size_t chunk_bytes);
+  StepKernels kernels() const;  // this rank's heads over the whole sequence
+
+  Problem p_;
+  attn::AttentionBackend& be_;
+  GroupTransport& tr_;
+  bool with_backward_;
+  int rank_ = 0, group_ = 1;
+  std::int64_t local_heads_ = 0, n_ = 0, S_ = 0;
+  std::vector<std::vector<RowRun>> runs_;  // per rank: where its rows sit in the sequence
+  std::vector<BlockCall> calls_;           // the local attention over the whole sequence
+  std::size_t shard_bytes_ = 0, shard_floats_ = 0;
+  BackendBuffer q_, k_, v_, dout_, out_, lse_, dq_, dk_, dv_;  // this rank's shards
+  BackendBuffer qf_, kvf_, doutf_, outf_, lsef_, deltaf_, dqf_, dkvf_;  // full sequence, local heads
+  BackendBuffer send_, recv_;
+  StepTimes fwd_, bwd_;
+  std::uint64_t bytes_sent_ = 0;
+  bool have_forward_ = false;
+};
+
+}  // namespace rb::ring

@@ -1,0 +1,110 @@
+// The all-gather and Ulysses schemes (ring/cp_attention.hpp) at the world's size (1-4 ranks,
+// host path) against the single-rank double-precision reference, on the same shards the ring
+// starts from and ends with: every layout, causal or not, dilated branches where the scheme
+// allows them, fp32 and bf16 storage, forward and backward; the bytes each rank sends; and
+// Ulysses' refusals.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "ring/cp_attention.hpp"
+#include "ring/ulysses_attention.hpp"
+#include "ring_case.hpp"
+#include "test_support.hpp"
+
+using rb::ring::Branch;
+using rb::ring::Layout;
+using rb::ring::Problem;
+using rb::ring::Scheme;
+
+namespace {
+
+double worst(double e) {
+  double w = 0;
+  MPI_Allreduce(&e, &w, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return w;
+}
+
+void check_scheme(const Problem& p, Scheme scheme) {
+  CAPTURE(rbtest::describe(p));
+  CAPTURE(rb::ring::to_string(scheme));
+  const rbtest::CaseResult c = rbtest::run_case(p, 77, MPI_COMM_WORLD, true, {}, scheme);
+  const double tol = rbtest::tolerance(p.dtype);
+  CHECK(worst(c.parity.out.max_rel) < tol);
+  CHECK(worst(c.parity.dq.max_rel) < tol);
+  CHECK(worst(c.parity.dk.max_rel) < tol);
+  CHECK(worst(c.parity.dv.max_rel) < tol);
+  CHECK(c.parity.out.compared == p.shard_elements());  // every element of this rank's rows
+  CHECK(c.parity.dv.compared == p.shard_elements());
+}
+
+// Heads divisible by every world size the test runs at (1-4) and, per rank, by rate 2.
+Problem base(Layout layout, bool causal) {
+  const int R = rb::test::world();
+  return rbtest::problem(R, R == 3 ? 48 : 64, 24, 8, layout, causal);  // 24 heads: 2 | 24 / R
+}
+
+}  // namespace
+
+TEST_CASE("all-gather and Ulysses equal the reference: every layout, causal or not, dilated") {
+  for (Layout layout : {Layout::Contiguous, Layout::Zigzag, Layout::Striped})
+    for (bool causal : {false, true})
+      for (const std::vector<Branch>& branches : std::vector<std::vector<Branch>>{{}, {{16, 2}, {32, 1}}}) {
+        Problem p = base(layout, causal);
+        p.branches = branches;
+        if (!rb::ring::problem_error(p).empty()) continue;
+        check_scheme(p, Scheme::AllGather);
+        REQUIRE(rb::ring::ulysses_problem_error(p).empty());
+        check_scheme(p, Scheme::Ulysses);
+      }
+}
+
+TEST_CASE("all-gather and Ulysses with bf16 storage, batch 2") {
+  Problem p = base(Layout::Zigzag, true);
+  p.batch = 2;
+  p.dtype = rb::attn::DType::BF16;
+  check_scheme(p, Scheme::AllGather);
+  check_scheme(p, Scheme::Ulysses);
+}
+
+TEST_CASE("every scheme sends the bytes bytes_sent_per_iteration says") {
+  const Problem p = base(Layout::Zigzag, true);
+  for (Scheme s : {Scheme::Ring, Scheme::AllGather, Scheme::Ulysses}) {
+    CAPTURE(rb::ring::to_string(s));
+    rbtest::RingSetup setup(p, MPI_COMM_WORLD, true, s);
+    const auto q = rb::ring::make_shard(p, rb::test::rank(), 5, rb::ring::Tensor::Q);
+    setup.ring->load_inputs(q.data(), q.data(), q.data(), q.data());
+    setup.ring->forward();
+    setup.ring->backward();
+    CHECK(setup.ring->bytes_sent() == rb::ring::bytes_sent_per_iteration(p, s, true));
+    CHECK(setup.ring->scheme() == s);
+  }
+}
+
+TEST_CASE("Ulysses refuses heads the group cannot split, and rates the local heads cannot keep") {
+  Problem p = rbtest::problem(4, 64, 6, 8, Layout::Contiguous, false);
+  CHECK(rb::ring::ulysses_problem_error(p).find("num_heads 6 is not divisible by the group size 4") == 0);
+  p.heads = 8;
+  p.branches = {{32, 4}};
+  CHECK(rb::ring::ulysses_problem_error(p).find("dilation rate 4 does not divide the 2 heads per rank") == 0);
+  p.branches = {{32, 2}};
+  CHECK(rb::ring::ulysses_problem_error(p).empty());
+}
+
+TEST_CASE("position runs: zigzag chunks whole, striped rows one by one") {
+  const Problem z = rbtest::problem(2, 16, 1, 4, Layout::Zigzag, true);
+  const auto runs = rb::ring::position_runs(z, 1);  // chunks 1 and 2 of 4: positions 4-7, 8-11
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].row == 0);
+  CHECK(runs[0].position == 4);
+  CHECK(runs[1].row == 4);
+  CHECK(runs[1].position == 8);
+  CHECK(runs[1].count == 4);
+  const Problem s = rbtest::problem(2, 16, 1, 4, Layout::Striped, true);
+  const auto rows = rb::ring::position_runs(s, 1);
+  REQUIRE(rows.size() == 8);
+  CHECK(rows[3].position == 7);
+  CHECK(rows[3].count == 1);
+}
