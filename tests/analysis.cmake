@@ -20,7 +20,7 @@ if(RINGBENCH_PYTHON)
                    ${PROJECT_SOURCE_DIR} ${RINGBENCH_TEST_OUTPUT}/analysis_install)
   set_tests_properties(analysis_install PROPERTIES TIMEOUT 300 LABELS "analysis;unit"
     SKIP_RETURN_CODE 77)
-  foreach(check report compare errors launch readme contention)
+  foreach(check report compare errors launch readme contention schemes)
     add_test(NAME analysis_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/e2e_analysis.py ${check}
                      --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}

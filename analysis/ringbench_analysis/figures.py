@@ -10,6 +10,8 @@ when its frame has nothing to draw.
 import os
 
 import matplotlib
+import matplotlib.patches
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -421,3 +423,51 @@ def ring_variance(runs, ring, out_dir):
     return _save(fig, out_dir, "ring_variance.png",
                  "fwd+bwd time of each iteration of the slowest rank, relative to its median (written "
                  f"above the box); box: quartiles; red: CV above {100 * CV_LIMIT:.0f} %{note}")
+
+
+MAX_SCHEME_PROBLEMS = 24
+
+
+def scheme_times(ring, out_dir):
+    """Per problem run under several context-parallel schemes (schemes.comparison): each
+    scheme's per-GPU TFLOP/s (fwd+bwd), the fastest one's bar outlined, its time over the
+    fastest's written above each bar. A failed or oom point has no bar."""
+    from . import schemes  # imports fmt only
+    table = schemes.comparison(ring)
+    if table.empty:
+        raise NoData("no sweep ran one problem under two or more schemes (scheme: [ring, allgather, ulysses])")
+    keys = list(dict.fromkeys(tuple(getattr(r, k) for k in schemes.SAME_PROBLEM) for r in table.itertuples()))
+    keys = keys[:MAX_SCHEME_PROBLEMS]
+    names = list(dict.fromkeys(table["scheme"]))
+    sweeps = {k[1] for k in keys}
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(keys) * len(names) / 2 + 2), 4.2))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        for j, key in enumerate(keys):
+            row = table[(table["scheme"] == name) & _same(table, key, schemes.SAME_PROBLEM)]
+            if row.empty or not np.isfinite(row.iloc[0]["tflops_total"]) or row.iloc[0]["status"] != "ok":
+                continue
+            r = row.iloc[0]
+            x = j + (i - (len(names) - 1) / 2) * width
+            ax.bar(x, r["tflops_total"], width, color=series_colour(f"scheme {name}"),
+                   edgecolor="black" if r["fastest"] else "none", linewidth=1.5)
+            ax.annotate(f"x{r['vs_fastest']:.2f}", (x, r["tflops_total"]), ha="center", va="bottom", fontsize=7)
+    labels = [(f"{k[1]}\n" if len(sweeps) > 1 else "") + f"S={k[2]} R={k[3]}\n{k[4]} {k[5]}" for k in keys]
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.tick_params(axis="x", which="both", length=0)
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_ylabel("TFLOP/s per GPU (fwd+bwd)")
+    ax.set_title("Context-parallel schemes: per-GPU rate (outlined: the fastest; xN: time / the fastest's)")
+    ax.yaxis.set_major_formatter(EngFormatter(places=0) if ax.get_ylim()[1] >= 1 else FuncFormatter(lambda v, _p: f"{v:.3g}"))
+    ax.grid(True, axis="y", alpha=0.3)
+    handles = [matplotlib.patches.Patch(color=series_colour(f"scheme {n}"), label=n) for n in names]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="scheme")
+    return _save(fig, out_dir, "schemes.png")
+
+
+def _same(table, key, columns):
+    mask = np.ones(len(table), dtype=bool)
+    for c, v in zip(columns, key):
+        mask &= (table[c] == v).to_numpy()
+    return mask

@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from . import links, contention, figures, fmt, headline, model, peaks as peaks_mod, plots, reader, results
+from . import links, contention, figures, fmt, headline, model, peaks as peaks_mod, plots, reader, results, schemes
 
 # Drawn whenever the files have ring attention, collectives, p2p or ping-pong points.
 EXPECTED_PLOTS = [
@@ -34,6 +34,10 @@ EXPECTED_PLOTS = [
     ("latency", "Small messages: time per operation", figures.latency_small, "coll_pp"),
     ("p2p_matrix", "Point-to-point bandwidth and latency", figures.p2p_heatmaps, "runs"),
     ("cost_model", "Cost model: prediction against measurement", plots.cost_model, "preds"),
+]
+# Drawn only when a sweep ran one problem under several schemes (no "not plotted" line else).
+COMPARISON_PLOTS = [
+    ("schemes", "Context-parallel schemes side by side", figures.scheme_times, "ring"),
 ]
 # Drawn when the files have compute or memory sweeps.
 PROFILE_PLOTS = [
@@ -91,15 +95,17 @@ def _frames(runs, points, peaks):
 def _draw(runs, points, preds, fr, out_dir, summary):
     """Every plot; {name: markdown lines} for the sections to place, reasons in not_plotted."""
     args = {"points": (points,), "runs": (runs,), "preds": (preds,), "runs_ring": (runs, fr["ring"]),
+            "ring": (fr["ring"],),
             "coll": (fr["cpoints"], fr["variants"]), "coll_pp": (fr["cpoints"], fr["pingpong"]),
             "compute": (fr["compute"],), "memory_frame": (fr["memory"],)}
     plots.reset_colours()
     shown = {}
-    for name, title, fn, what in EXPECTED_PLOTS + PROFILE_PLOTS:
+    for name, title, fn, what in EXPECTED_PLOTS + PROFILE_PLOTS + COMPARISON_PLOTS:
         try:
             path = fn(*args[what], out_dir)
         except plots.NoData as why:
-            summary["not_plotted"][name] = str(why)
+            if (name, title, fn, what) not in COMPARISON_PLOTS:
+                summary["not_plotted"][name] = str(why)
             continue
         summary["plots"][name] = os.path.basename(path)
         shown[name] = [f"![{title}]({os.path.basename(path)})", ""]
@@ -140,6 +146,7 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None, given_lin
     md = ["# ringbench report", ""]
     md += _first_screen(runs, fr, summary, peaks, gpu_names)
     md += _ring_section(runs, points, fr["ring"], summary) + _section_plots(shown, summary, "ring")
+    md += _schemes_section(fr["ring"], shown, summary)
     md += _cost_section(lk, preds, per_node) + _section_plots(shown, summary, "cost")
     part = _collectives_section(fr, summary)
     md += part + _section_plots(shown, summary, "coll", bool(part))
@@ -242,6 +249,14 @@ def _ring_section(runs, points, ring, summary):
         summary["points"].append({k: v for k, v in p.items() if k != "config"} | extra |
                                  {"config": {k: str(v) for k, v in p["config"].items()}})
     return md + _weak_table(points, summary)
+
+
+def _schemes_section(ring, shown, summary):
+    """Context-parallel schemes side by side, when a sweep ran one problem under several."""
+    table = schemes.comparison(ring)
+    summary["schemes"] = fmt.records(table)
+    summary["ring_vs_fastest_scheme"] = schemes.ring_cost(table) if not table.empty else []
+    return schemes.section_lines(table, shown.get("schemes", []))
 
 
 def _weak_table(points, summary):

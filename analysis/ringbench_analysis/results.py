@@ -80,6 +80,12 @@ RING_EXTRA = ("forward_ms", "backward_ms", "total_ms", "forward_flop_per_rank", 
               "tflops_total", "cv", "iterations")
 
 
+def _slowest_scalar(sweep, name, p):
+    """The largest rank value of a scalar metric at a point (NaN when absent)."""
+    v = sweep.rank_values(name, p) if name in sweep.metrics else np.array([])
+    return float(v.max()) if v.size else float("nan")
+
+
 def _kernel_text(sweep, keys):
     kernel = str(keys.get("kernel", sweep.attrs.get("kernel", "")))
     backend = str(sweep.attrs.get("attention_backend", ""))
@@ -108,7 +114,9 @@ def ring_frame(runs, points, peaks):
                "ring_size": pt["ring_size"], "ranks": pt["world_size"], "config": pt["config_label"],
                "layout": str(keys.get("layout", "")), "kernel": _kernel_text(s, keys),
                "dtype": str(keys.get("dtype", "")), "causal": bool(s.attrs.get("causal", 0)),
-               "mask": _mask_text(s),
+               "mask": _mask_text(s), "scheme": str(keys.get("scheme", "ring")),
+               "bytes_sent": _slowest_scalar(s, "bytes_sent_bytes", pt["point"]) if pt["measured"] else float("nan"),
+               "memory": pt.get("memory") if pt.get("memory") is not None else float("nan"),
                "status": pt["status"], "measured": pt["measured"], "parity_mode": pt.get("parity_mode", ""),
                "exposed_wait_pct": 100 * pt["exposed_comm"] if pt["exposed_comm"] is not None else float("nan"),
                "tokens_per_s": pt["throughput"] or float("nan"),

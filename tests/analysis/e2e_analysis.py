@@ -747,6 +747,44 @@ def check_contention_first_screen(report):
     check(all(x in first for x in changed[:4]), "the first screen names the verdicts beyond noise")
 
 
+def check_schemes(args):
+    """A host job that runs one problem under ring, allgather and ulysses at ring sizes 1 and 2
+    (2 ranks), then report: its "Context-parallel schemes" table has one row per (problem,
+    scheme), exactly one fastest (bold) per problem with "x fastest" 1 and the others >= 1, each
+    time the slowest rank's median total_time_s of the file, and schemes.png is drawn."""
+    cfg, out_h5 = host_job(args, "schemes", [
+        "{type: ring_attention, name: cp, seq_lengths: [128], num_heads: 4, head_dim: 8, causal: true, "
+        "layout: zigzag, ring_sizes: [1, 2], scheme: [ring, allgather, ulysses], warmup: 1, iterations: 3}"])
+    r = run([args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", out_h5, "--force"])
+    check(r.returncode == 0, f"the scheme job runs (exit {r.returncode}): {r.stderr[-1500:]}")
+    out = os.path.join(args.workdir, "schemes_report")
+    shutil.rmtree(out, ignore_errors=True)
+    r = analysis(args, "report", out_h5, "--out", out)
+    if not check(r.returncode == 0 and os.path.isfile(os.path.join(out, "report.md")), "report written"):
+        return
+    md = open(os.path.join(out, "report.md")).read()
+    rows = md_table(md.split("### Context-parallel schemes", 1)[-1].splitlines()[2:])
+    check(len(rows) == 6, f"6 rows: 2 ring sizes x 3 schemes ({len(rows)})")
+    with h5py.File(out_h5, "r") as f:
+        g = f["sweeps/cp"]
+        scheme, ring_size = g["points/scheme"].asstr()[()], g["points/ring_size"][()]
+        total = np.nanmax(np.nanmedian(g["total_time_s"][()], axis=2), axis=0)  # slowest rank's median
+    for R in (1, 2):
+        mine = [x for x in rows if x.get("R") == str(R)]
+        bold = [x for x in mine if x.get("scheme", "").startswith("**")]
+        check(len(mine) == 3 and len(bold) == 1 and bold[0].get("x fastest") == "1",
+              f"R={R}: three schemes, one fastest, x fastest 1 ({[x.get('scheme') for x in mine]})")
+        for x in mine:
+            name = x.get("scheme", "").strip("*")
+            p = [i for i in range(len(scheme)) if scheme[i] == name and ring_size[i] == R]
+            check(len(p) == 1 and x.get("time") == fmt_time(total[p[0]]) and float(x.get("x fastest", 0)) >= 1,
+                  f"R={R} {name}: time {x.get('time')} = the file's {fmt_time(total[p[0]]) if p else '?'}")
+    check(valid_png(os.path.join(out, "schemes.png")), "schemes.png is a valid PNG")
+    js = json.load(open(os.path.join(out, "report.json")))
+    check(len(js.get("schemes", [])) == 6 and len(js.get("ring_vs_fastest_scheme", [])) == 2,
+          "report.json has the comparison and the ring's cost per problem")
+
+
 def check_contention_screen(stdout, d):
     """The results table on screen has one line per point, naming its phase, workload, kernel
     path and rows ('-' where a workload has none): two paths at one rows value are two lines
@@ -793,13 +831,14 @@ def check_contention(args):
 
 def main():
     ap = harness.arg_parser()
-    ap.add_argument("check", choices=["report", "compare", "errors", "launch", "readme", "contention"])
+    ap.add_argument("check", choices=["report", "compare", "errors", "launch", "readme", "contention", "schemes"])
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     for k, v in harness.MPI_AS_ROOT.items():  # the launch scripts run mpirun too
         os.environ.setdefault(k, v)
     {"report": check_report, "compare": check_compare, "errors": check_errors,
-     "launch": check_launch, "readme": check_readme, "contention": check_contention}[args.check](args)
+     "launch": check_launch, "readme": check_readme, "contention": check_contention,
+     "schemes": check_schemes}[args.check](args)
     return harness.exit_code()
 
 
