@@ -19,24 +19,28 @@ AllGatherAttention::AllGatherAttention(const Problem& p, attn::AttentionBackend&
   shard_floats_ = static_cast<std::size_t>(p_.shard_elements());
   shard_bytes_ = shard_floats_ * attn::dtype_size(p_.dtype);
   rows_ = static_cast<std::size_t>(p_.batch) * p_.heads * static_cast<std::size_t>(p_.local_rows());
+  kv_shard_floats_ = static_cast<std::size_t>(p_.kv_shard_elements());
+  kv_shard_bytes_ = kv_shard_floats_ * attn::dtype_size(p_.dtype);
+  gqa_ = KvExpansion(be_, p_.batch, p_.heads, p_.num_kv_heads(), p_.local_rows(), p_.head_dim, p_.dtype,
+                     with_backward_);
   const std::size_t R = static_cast<std::size_t>(p_.ring_size);
   q_ = BackendBuffer(be_, shard_bytes_);
-  home_kv_ = BackendBuffer(be_, 2 * shard_bytes_);
-  kv_all_ = BackendBuffer(be_, R * 2 * shard_bytes_);
+  home_kv_ = BackendBuffer(be_, 2 * kv_shard_bytes_);
+  kv_all_ = BackendBuffer(be_, R * 2 * kv_shard_bytes_);
   out_ = BackendBuffer(be_, shard_floats_ * sizeof(float));
   lse_ = BackendBuffer(be_, rows_ * sizeof(float));
   if (!with_backward_) return;
   dout_ = BackendBuffer(be_, shard_bytes_);
   delta_ = BackendBuffer(be_, rows_ * sizeof(float));
   dq_ = BackendBuffer(be_, shard_floats_ * sizeof(float));
-  dkdv_all_ = BackendBuffer(be_, R * 2 * shard_floats_ * sizeof(float));
-  home_dkdv_ = BackendBuffer(be_, 2 * shard_floats_ * sizeof(float));
+  dkdv_all_ = BackendBuffer(be_, R * 2 * kv_shard_floats_ * sizeof(float));
+  home_dkdv_ = BackendBuffer(be_, 2 * kv_shard_floats_ * sizeof(float));
 }
 
 void AllGatherAttention::load_inputs(const void* q, const void* k, const void* v, const void* dout) {
   be_.copy_to_device(q_.ptr, q, shard_bytes_);
-  be_.copy_to_device(home_kv_.bytes(), k, shard_bytes_);
-  be_.copy_to_device(home_kv_.bytes() + shard_bytes_, v, shard_bytes_);
+  be_.copy_to_device(home_kv_.bytes(), k, kv_shard_bytes_);
+  be_.copy_to_device(home_kv_.bytes() + kv_shard_bytes_, v, kv_shard_bytes_);
   if (with_backward_) {
     if (dout == nullptr) throw std::invalid_argument("all-gather attention: backward needs dO");
     be_.copy_to_device(dout_.ptr, dout, shard_bytes_);
@@ -46,7 +50,7 @@ void AllGatherAttention::load_inputs(const void* q, const void* k, const void* v
 
 StepKernels AllGatherAttention::kernels() const {
   return {be_, attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()},
-          p_.dtype, p_.scale(), q_.ptr, shard_bytes_};
+          p_.dtype, p_.scale(), q_.ptr, gqa_.kernel_shard_bytes()};
 }
 
 double AllGatherAttention::collective_seconds(int before, int after, double host_wait) {
@@ -55,7 +59,7 @@ double AllGatherAttention::collective_seconds(int before, int after, double host
 
 void AllGatherAttention::forward() {
   const int R = p_.ring_size;
-  const std::size_t kv_bytes = 2 * shard_bytes_;
+  const std::size_t kv_bytes = 2 * kv_shard_bytes_;
   fwd_.compute.assign(static_cast<std::size_t>(R), 0.0);
   fwd_.wait.assign(static_cast<std::size_t>(R), 0.0);
   be_.reset_marks();
@@ -66,7 +70,7 @@ void AllGatherAttention::forward() {
   bytes_sent_ += static_cast<std::uint64_t>(R - 1) * kv_bytes;  // a ring all-gather's share
   std::vector<int> marks{g1};
   for (int owner = 0; owner < R; ++owner) {
-    kernels().forward(calls_[static_cast<std::size_t>(owner)], kv_all_.bytes() + owner * kv_bytes,
+    kernels().forward(calls_[static_cast<std::size_t>(owner)], gqa_.expand(kv_all_.bytes() + owner * kv_bytes),
                       out_.floats(), lse_.floats());
     marks.push_back(be_.mark());
   }
@@ -81,7 +85,7 @@ void AllGatherAttention::backward() {
   if (!with_backward_) throw std::logic_error("all-gather attention: constructed without backward");
   if (!have_forward_) throw std::logic_error("all-gather attention: backward() before forward()");
   const int R = p_.ring_size;
-  const std::size_t kv_bytes = 2 * shard_bytes_, dkdv_floats = 2 * shard_floats_;
+  const std::size_t kv_bytes = 2 * kv_shard_bytes_, dkdv_floats = 2 * kv_shard_floats_;
   bwd_.compute.assign(static_cast<std::size_t>(R), 0.0);
   bwd_.wait.assign(static_cast<std::size_t>(R), 0.0);
   be_.reset_marks();
@@ -91,9 +95,11 @@ void AllGatherAttention::backward() {
   be_.fill_zero(dkdv_all_.ptr, static_cast<std::size_t>(R) * dkdv_floats * sizeof(float));
   std::vector<int> marks{be_.mark()};
   for (int owner = 0; owner < R; ++owner) {
-    kernels().backward(calls_[static_cast<std::size_t>(owner)], kv_all_.bytes() + owner * kv_bytes,
-                       dout_.ptr, lse_.floats(), delta_.floats(), dq_.floats(),
-                       dkdv_all_.floats() + owner * dkdv_floats);
+    float* dkdv = dkdv_all_.floats() + owner * dkdv_floats;
+    float* grads = gqa_.grads(dkdv);
+    kernels().backward(calls_[static_cast<std::size_t>(owner)], gqa_.expand(kv_all_.bytes() + owner * kv_bytes),
+                       dout_.ptr, lse_.floats(), delta_.floats(), dq_.floats(), grads);
+    gqa_.fold(dkdv);
     marks.push_back(be_.mark());
   }
   const double host_wait = tr_.reduce_scatter_sum(dkdv_all_.floats(), home_dkdv_.floats(), dkdv_floats);
@@ -113,11 +119,12 @@ RingResult AllGatherAttention::result() const {
   be_.copy_to_host(r.lse.data(), lse_.ptr, rows_ * sizeof(float));
   if (!with_backward_) return r;
   r.dq.resize(shard_floats_);
-  r.dk.resize(shard_floats_);
-  r.dv.resize(shard_floats_);
+  r.dk.resize(kv_shard_floats_);
+  r.dv.resize(kv_shard_floats_);
   be_.copy_to_host(r.dq.data(), dq_.ptr, shard_floats_ * sizeof(float));
-  be_.copy_to_host(r.dk.data(), home_dkdv_.ptr, shard_floats_ * sizeof(float));
-  be_.copy_to_host(r.dv.data(), home_dkdv_.bytes() + shard_floats_ * sizeof(float), shard_floats_ * sizeof(float));
+  be_.copy_to_host(r.dk.data(), home_dkdv_.ptr, kv_shard_floats_ * sizeof(float));
+  be_.copy_to_host(r.dv.data(), home_dkdv_.bytes() + kv_shard_floats_ * sizeof(float),
+                   kv_shard_floats_ * sizeof(float));
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include "ring/block_calls.hpp"
 #include "ring/cp_attention.hpp"
 #include "ring/group_transport.hpp"
+#include "ring/kv_expansion.hpp"
 #include "ring/step_kernels.hpp"
 
 namespace rb::ring {
@@ -45,6 +46,8 @@ class AllGatherAttention final : public ContextParallelAttention {
   int rank_ = 0;
   std::vector<std::vector<BlockCall>> calls_;  // per owner: this rank's calls on its K/V
   std::size_t shard_bytes_ = 0, shard_floats_ = 0, rows_ = 0;
+  std::size_t kv_shard_bytes_ = 0, kv_shard_floats_ = 0;  // one of K/V (num_kv_heads heads)
+  KvExpansion gqa_;  // K/V heads -> query heads for the kernels (GQA)
   BackendBuffer q_, home_kv_, kv_all_, out_, lse_, dout_, delta_, dq_, dkdv_all_, home_dkdv_;
   StepTimes fwd_, bwd_;
   std::uint64_t bytes_sent_ = 0;

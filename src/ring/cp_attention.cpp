@@ -34,18 +34,19 @@ std::vector<std::string> scheme_names() {
 
 std::uint64_t bytes_sent_per_iteration(const Problem& p, Scheme s, bool backward) {
   const std::uint64_t R = static_cast<std::uint64_t>(p.ring_size);
-  const std::uint64_t shard = static_cast<std::uint64_t>(p.shard_elements()) * attn::dtype_size(p.dtype);
-  const std::uint64_t shard_f32 = static_cast<std::uint64_t>(p.shard_elements()) * sizeof(float);
+  const std::uint64_t elems = static_cast<std::uint64_t>(p.shard_elements());
+  const std::uint64_t kv_elems = static_cast<std::uint64_t>(p.kv_shard_elements());  // GQA: fewer
+  const std::uint64_t w = attn::dtype_size(p.dtype), f32 = sizeof(float);
   const std::uint64_t rows = static_cast<std::uint64_t>(p.batch) * p.heads * static_cast<std::uint64_t>(p.local_rows());
   if (R == 1) return 0;
   switch (s) {
     case Scheme::Ring:  // forward: R-1 hops of K|V; backward: K|V again with dK|dV, and one hop home
-      return 2 * shard * (R - 1) + (backward ? 2 * shard * (R - 1) + 2 * shard_f32 * R : 0);
+      return 2 * kv_elems * w * (R - 1) + (backward ? 2 * kv_elems * (w * (R - 1) + f32 * R) : 0);
     case Scheme::AllGather:
-      return 2 * shard * (R - 1) + (backward ? 2 * shard_f32 * (R - 1) : 0);
+      return 2 * kv_elems * w * (R - 1) + (backward ? 2 * kv_elems * f32 * (R - 1) : 0);
     case Scheme::Ulysses: {  // each all-to-all sends (R-1)/R of its buffer
-      const std::uint64_t fwd = 3 * shard + shard_f32 + rows * sizeof(float);
-      const std::uint64_t bwd = shard + 3 * shard_f32;
+      const std::uint64_t fwd = (elems + 2 * kv_elems) * w + (elems + rows) * f32;
+      const std::uint64_t bwd = elems * w + (elems + 2 * kv_elems) * f32;
       return (fwd + (backward ? bwd : 0)) * (R - 1) / R;
     }
   }

@@ -55,9 +55,11 @@ struct ParityPlan {
 };
 
 std::string sampled_note(const Problem& p, const ParityPlan& plan, std::size_t sampled, bool backward) {
+  const int g = p.group();
   std::string note = "sampled, streamed reference: heads (b,h)=(0,0)";
-  if (plan.heads.size() > 1)
+  if (plan.heads.size() > static_cast<std::size_t>(g))
     note += " and (" + std::to_string(p.batch - 1) + "," + std::to_string(p.heads - 1) + ")";
+  if (g > 1) note += ", each with the " + std::to_string(g) + " heads of its K/V group";
   note += plan.all_rows ? ", out on every local row" : ", out on " + std::to_string(sampled) + " rows per rank";
   if (backward) note += ", gradients on " + std::to_string(sampled) + " rows per rank";
   return note;
@@ -76,8 +78,12 @@ ParityPlan plan_parity(const Problem& p, bool backward, const ParityOptions& opt
     rep.note = "full: every element of every head against the full-sequence reference";
     return plan;
   }
-  plan.heads.emplace_back(0, 0);
-  if (p.batch > 1 || p.heads > 1) plan.heads.emplace_back(p.batch - 1, p.heads - 1);
+  // The first and last heads, each with every head of its K/V group (GQA): a K/V head's
+  // gradient is the sum over its group, so the whole group is checked together.
+  const int g = p.group();
+  for (int h = 0; h < g; ++h) plan.heads.emplace_back(0, h);
+  if (p.batch > 1 || p.heads > g)
+    for (int h = p.heads - g; h < p.heads; ++h) plan.heads.emplace_back(p.batch - 1, h);
   // dK/dV need the reference lse/delta of every query of a head: each rank computes its own
   // rows (cost per rank: heads x local rows x S x d x branches).
   const double all_rows_cost = static_cast<double>(plan.heads.size()) * static_cast<double>(n) *
@@ -106,6 +112,11 @@ class ParityCheck {
   void load_head(int b, int h) {
     ref_.load_head(b, h);
     base_ = (static_cast<std::size_t>(b) * static_cast<std::size_t>(p_.heads) + static_cast<std::size_t>(h)) * n_;
+    const int g = p_.group();
+    kv_base_ = (static_cast<std::size_t>(b) * static_cast<std::size_t>(p_.num_kv_heads()) +
+                static_cast<std::size_t>(h / g)) * n_;
+    first_of_group_ = h % g == 0;
+    last_of_group_ = h % g == g - 1;
   }
 
   // O and lse on `rows`; keeps the reference lse/delta of those rows for the gradients.
@@ -128,7 +139,7 @@ class ParityCheck {
       delta[k] = delta_loc_[static_cast<std::size_t>(rows[k])];
     }
     ref_.dq(rows, lse, delta, g_);
-    compare(rows, g_, r_.dq, dq_);
+    compare(rows, g_, r_.dq, dq_, base_);
   }
 
   // Past the budget the normaliser of every query comes from the ring itself (fp32 lse, and
@@ -143,10 +154,20 @@ class ParityCheck {
     }
   }
 
+  // A K/V head's dK/dV is the sum of its group's heads' (GQA): summed over the group's heads
+  // (checked in order), compared when the group's last head is done.
   void dkv(const std::vector<std::int64_t>& rows) {
     ref_.dkv(rows, lse_loc_, delta_loc_, g_, g2_);
-    compare(rows, g_, r_.dk, dk_);
-    compare(rows, g2_, r_.dv, dv_);
+    if (first_of_group_) {
+      dk_sum_ = g_;
+      dv_sum_ = g2_;
+    } else {
+      for (std::size_t i = 0; i < g_.size(); ++i) dk_sum_[i] += g_[i];
+      for (std::size_t i = 0; i < g2_.size(); ++i) dv_sum_[i] += g2_[i];
+    }
+    if (!last_of_group_) return;
+    compare(rows, dk_sum_, r_.dk, dk_, kv_base_);
+    compare(rows, dv_sum_, r_.dv, dv_, kv_base_);
   }
 
   void report(ParityReport& rep) const {
@@ -163,16 +184,17 @@ class ParityCheck {
 
  private:
   void compare(const std::vector<std::int64_t>& rows, const std::vector<double>& ref,
-               const std::vector<float>& got, Accum& acc) const {
+               const std::vector<float>& got, Accum& acc, std::size_t base) const {
     for (std::size_t k = 0; k < rows.size(); ++k)
       for (std::size_t c = 0; c < d_; ++c)
-        acc.add(got[(base_ + static_cast<std::size_t>(rows[k])) * d_ + c], ref[k * d_ + c]);
+        acc.add(got[(base + static_cast<std::size_t>(rows[k])) * d_ + c], ref[k * d_ + c]);
   }
   const Problem& p_;
   HeadReference& ref_;
   const RingResult& r_;
-  std::size_t d_, n_, base_ = 0;
-  std::vector<double> lse_loc_, delta_loc_, o_, lse_, g_, g2_;
+  std::size_t d_, n_, base_ = 0, kv_base_ = 0;
+  bool first_of_group_ = true, last_of_group_ = true;
+  std::vector<double> lse_loc_, delta_loc_, o_, lse_, g_, g2_, dk_sum_, dv_sum_;
   Accum out_, dq_, dk_, dv_, lse_err_;
 };
 
@@ -220,7 +242,7 @@ double parity_seconds(const Problem& p, const ParityOptions& opt, bool backward)
   if (mode == ParityMode::Full)
     return static_cast<double>(p.batch) * p.heads *
            (kPerPairDim * passes * n * S * d * branches + kPerFullValue * 4 * S * d);
-  const double heads = p.batch * p.heads > 1 ? 2 : 1;
+  const double heads = (p.batch * p.heads > p.group() ? 2.0 : 1.0) * p.group();
   const double rows = std::min<double>(n, sampled_rows_per_rank(p, opt));
   return heads * (kPerPairDim * passes * rows * S * d * branches + kPerLocalRowDim * passes * n * d);
 }

@@ -77,6 +77,9 @@ std::string problem_error(const Problem& p) {
     return "batch, heads and head_dim must be >= 1 (got " + std::to_string(p.batch) + ", " +
            std::to_string(p.heads) + ", " + std::to_string(p.head_dim) + ")";
   if (p.ring_size < 1) return "ring size must be >= 1 (got " + R + ")";
+  if (p.kv_heads < 0 || p.kv_heads > p.heads || (p.kv_heads > 0 && p.heads % p.kv_heads != 0))
+    return "num_kv_heads " + std::to_string(p.kv_heads) + " must divide num_heads " + std::to_string(p.heads) +
+           " (each K/V head serves num_heads / num_kv_heads query heads)";
   if (p.seq_len < 1) return "sequence length must be >= 1 (got " + S + ")";
   if (p.layout == Layout::Zigzag && p.seq_len % (2 * p.ring_size) != 0)
     return "zigzag layout needs the sequence length divisible by 2 x ring size: " + S + " % " +

@@ -32,6 +32,7 @@ struct Branch {
 struct Problem {
   int batch = 1;
   int heads = 1;
+  int kv_heads = 0;  // K/V heads (grouped-query attention); 0: one per query head
   int head_dim = 64;
   std::int64_t seq_len = 0;  // S, total over the ring
   int ring_size = 1;         // R
@@ -47,6 +48,13 @@ struct Problem {
   // Elements of one [batch][heads][local_rows][head_dim] shard.
   std::int64_t shard_elements() const {
     return static_cast<std::int64_t>(batch) * heads * local_rows() * head_dim;
+  }
+  // GQA/MQA: num_kv_heads() K/V heads, each shared by group() query heads (h -> h / group()).
+  int num_kv_heads() const { return kv_heads > 0 ? kv_heads : heads; }
+  int group() const { return heads / num_kv_heads(); }
+  // Elements of one [batch][kv heads][local_rows][head_dim] K or V shard.
+  std::int64_t kv_shard_elements() const {
+    return static_cast<std::int64_t>(batch) * num_kv_heads() * local_rows() * head_dim;
   }
 };
 

@@ -17,10 +17,12 @@ void Reference::load_head(int b, int h) {
   head_ = h;
   const std::int64_t S = p_.seq_len, d = p_.head_dim;
   auto fill = [&](std::vector<float>& t, Tensor which) {
+    // K and V of query head h: its group's K/V head (grouped-query attention).
+    const int head = which == Tensor::K || which == Tensor::V ? h / p_.group() : h;
     t.resize(static_cast<std::size_t>(S * d));
     for (std::int64_t pos = 0; pos < S; ++pos)
       for (int c = 0; c < d; ++c)
-        t[static_cast<std::size_t>(pos * d + c)] = input_value(seed_, which, p_.dtype, b, h, pos, c);
+        t[static_cast<std::size_t>(pos * d + c)] = input_value(seed_, which, p_.dtype, b, head, pos, c);
   };
   fill(q_, Tensor::Q);
   fill(k_, Tensor::K);

@@ -4,7 +4,6 @@
 #include <string>
 #include <utility>
 
-
 namespace rb::ring {
 
 RingAttention::RingAttention(const Problem& p, AttentionBackend& backend, RingTransport& transport,
@@ -22,7 +21,11 @@ RingAttention::RingAttention(const Problem& p, AttentionBackend& backend, RingTr
   shard_floats_ = static_cast<std::size_t>(p_.shard_elements());
   shard_bytes_ = shard_floats_ * attn::dtype_size(p_.dtype);
   rows_ = static_cast<std::size_t>(p_.batch) * p_.heads * static_cast<std::size_t>(p_.local_rows());
-  const std::size_t kv_bytes = 2 * shard_bytes_, dkdv_bytes = 2 * shard_floats_ * sizeof(float);
+  kv_shard_floats_ = static_cast<std::size_t>(p_.kv_shard_elements());
+  kv_shard_bytes_ = kv_shard_floats_ * attn::dtype_size(p_.dtype);
+  const std::size_t kv_bytes = 2 * kv_shard_bytes_, dkdv_bytes = 2 * kv_shard_floats_ * sizeof(float);
+  gqa_ = KvExpansion(be_, p_.batch, p_.heads, p_.num_kv_heads(), p_.local_rows(), p_.head_dim, p_.dtype,
+                     with_backward_);
 
   q_ = Buffer(be_, shard_bytes_);
   home_kv_ = Buffer(be_, kv_bytes);
@@ -46,8 +49,8 @@ RingAttention::~RingAttention() = default;
 
 void RingAttention::load_inputs(const void* q, const void* k, const void* v, const void* dout) {
   be_.copy_to_device(q_.ptr, q, shard_bytes_);
-  be_.copy_to_device(home_kv_.bytes(), k, shard_bytes_);
-  be_.copy_to_device(home_kv_.bytes() + shard_bytes_, v, shard_bytes_);
+  be_.copy_to_device(home_kv_.bytes(), k, kv_shard_bytes_);
+  be_.copy_to_device(home_kv_.bytes() + kv_shard_bytes_, v, kv_shard_bytes_);
   if (with_backward_) {
     if (dout == nullptr) throw std::invalid_argument("ring attention: backward needs dO");
     be_.copy_to_device(dout_.ptr, dout, shard_bytes_);
@@ -61,22 +64,24 @@ void RingAttention::post(const void* send, void* recv, std::size_t bytes) {
 }
 
 void RingAttention::compute_forward(const char* kv, int owner) {
-  kernels().forward(calls_[static_cast<std::size_t>(owner)], kv, out_.floats(), lse_.floats());
+  kernels().forward(calls_[static_cast<std::size_t>(owner)], gqa_.expand(kv), out_.floats(), lse_.floats());
 }
 
 void RingAttention::compute_backward(const char* kv, int owner, float* dkdv) {
-  kernels().backward(calls_[static_cast<std::size_t>(owner)], kv, dout_.ptr, lse_.floats(),
-                     delta_.floats(), dq_.floats(), dkdv);
+  float* grads = gqa_.grads(dkdv);
+  kernels().backward(calls_[static_cast<std::size_t>(owner)], gqa_.expand(kv), dout_.ptr, lse_.floats(),
+                     delta_.floats(), dq_.floats(), grads);
+  gqa_.fold(dkdv);
 }
 
 StepKernels RingAttention::kernels() const {
   return {be_, attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()},
-          p_.dtype, p_.scale(), q_.ptr, shard_bytes_};
+          p_.dtype, p_.scale(), q_.ptr, gqa_.kernel_shard_bytes()};
 }
 
 void RingAttention::forward() {
   const int R = p_.ring_size;
-  const std::size_t kv_bytes = 2 * shard_bytes_;
+  const std::size_t kv_bytes = 2 * kv_shard_bytes_;
   fwd_.compute.assign(static_cast<std::size_t>(R), 0.0);
   fwd_.wait.assign(static_cast<std::size_t>(R), 0.0);
   std::vector<int> marks(3 * static_cast<std::size_t>(R));
@@ -107,7 +112,7 @@ void RingAttention::backward() {
   if (!with_backward_) throw std::logic_error("ring attention: constructed without backward");
   if (!have_forward_) throw std::logic_error("ring attention: backward() before forward()");
   const int R = p_.ring_size;
-  const std::size_t kv_bytes = 2 * shard_bytes_, dkdv_floats = 2 * shard_floats_,
+  const std::size_t kv_bytes = 2 * kv_shard_bytes_, dkdv_floats = 2 * kv_shard_floats_,
                     dkdv_bytes = dkdv_floats * sizeof(float);
   bwd_.compute.assign(static_cast<std::size_t>(R), 0.0);
   bwd_.wait.assign(static_cast<std::size_t>(R), 0.0);
@@ -177,8 +182,8 @@ void RingAttention::read_output(float* out, float* lse) const {
 void RingAttention::read_gradients(float* dq, float* dk, float* dv) const {
   if (!with_backward_) throw std::logic_error("ring attention: constructed without backward");
   be_.copy_to_host(dq, dq_.ptr, shard_floats_ * sizeof(float));
-  be_.copy_to_host(dk, home_dkdv_.ptr, shard_floats_ * sizeof(float));
-  be_.copy_to_host(dv, home_dkdv_.bytes() + shard_floats_ * sizeof(float), shard_floats_ * sizeof(float));
+  be_.copy_to_host(dk, home_dkdv_.ptr, kv_shard_floats_ * sizeof(float));
+  be_.copy_to_host(dv, home_dkdv_.bytes() + kv_shard_floats_ * sizeof(float), kv_shard_floats_ * sizeof(float));
 }
 
 RingResult RingAttention::result() const {
@@ -188,8 +193,8 @@ RingResult RingAttention::result() const {
   read_output(r.out.data(), r.lse.data());
   if (!with_backward_) return r;
   r.dq.resize(shard_floats_);
-  r.dk.resize(shard_floats_);
-  r.dv.resize(shard_floats_);
+  r.dk.resize(kv_shard_floats_);
+  r.dv.resize(kv_shard_floats_);
   read_gradients(r.dq.data(), r.dk.data(), r.dv.data());
   return r;
 }

@@ -16,6 +16,7 @@
 #include "ring/backend_buffer.hpp"
 #include "ring/block_calls.hpp"
 #include "ring/cp_attention.hpp"
+#include "ring/kv_expansion.hpp"
 #include "ring/step_kernels.hpp"
 #include "ring/transport.hpp"
 #include "ring/problem.hpp"
@@ -38,7 +39,8 @@ class RingAttention final : public ContextParallelAttention {
   void forward() override;
   void backward() override;  // after forward()
 
-  // Host copies of this rank's results: out [shard] and lse [batch*heads*local_rows].
+  // Host copies of this rank's results: out [shard] and lse [batch*heads*local_rows]; dq
+  // [shard], dk and dv [batch][num_kv_heads][local_rows][head_dim].
   void read_output(float* out, float* lse) const;
   void read_gradients(float* dq, float* dk, float* dv) const;
   // Both of the above into fresh arrays (the gradients when constructed with backward).
@@ -69,6 +71,8 @@ class RingAttention final : public ContextParallelAttention {
   std::size_t shard_bytes_ = 0;   // one of Q/K/V/dO in dtype
   std::size_t shard_floats_ = 0;  // elements of one shard
   std::size_t rows_ = 0;          // batch * heads * local_rows
+  std::size_t kv_shard_bytes_ = 0, kv_shard_floats_ = 0;  // one of K/V (num_kv_heads heads)
+  KvExpansion gqa_;               // K/V heads -> query heads for the kernels (GQA)
   Buffer q_, dout_, home_kv_, out_, lse_, delta_, dq_, home_dkdv_, contrib_;
   Buffer pkt_[2];
   StepTimes fwd_, bwd_;

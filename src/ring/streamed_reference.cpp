@@ -171,11 +171,15 @@ class StreamedReference final : public HeadReference {
     for (; c < d_; ++c) s0 += static_cast<double>(a[c]) * b[c];
     return (s0 + s1) + (s2 + s3);
   }
+  // The input head of tensor t that query head head_ reads: K and V are shared by a group (GQA).
+  int input_head(Tensor t) const {
+    return t == Tensor::K || t == Tensor::V ? head_ / p_.group() : head_;
+  }
   // Tensor t at some global positions, generated (positions x d floats).
   std::vector<float> generate(Tensor t, const std::vector<std::int64_t>& positions) const {
     std::vector<float> out(positions.size() * d_);
     for (std::size_t i = 0; i < positions.size(); ++i)
-      input_row(seed_, t, p_.dtype, batch_, head_, positions[i], p_.head_dim, &out[i * d_]);
+      input_row(seed_, t, p_.dtype, batch_, input_head(t), positions[i], p_.head_dim, &out[i * d_]);
     return out;
   }
   // Tensor t of some local rows.

@@ -12,6 +12,10 @@ std::string ulysses_problem_error(const Problem& p) {
   if (p.heads % p.ring_size != 0)
     return "num_heads " + H + " is not divisible by the group size " + P +
            " (Ulysses gives each rank heads / group of the heads)";
+  if (p.num_kv_heads() % p.ring_size != 0)
+    return "num_kv_heads " + std::to_string(p.num_kv_heads()) + " is not divisible by the group size " + P +
+           " (Ulysses gives each rank num_kv_heads / group of the K/V heads, those of its query heads; "
+           "fewer or unevenly split K/V heads would need them replicated, which this build does not do)";
   const int local = p.heads / p.ring_size;
   for (const Branch& b : p.branches)
     if (b.rate > 1 && local % b.rate != 0)
@@ -44,7 +48,6 @@ UlyssesAttention::UlyssesAttention(const Problem& p, attn::AttentionBackend& bac
                                 " ranks, problem group size " + std::to_string(p_.ring_size));
   rank_ = tr_.group_rank();
   group_ = p_.ring_size;
-  local_heads_ = p_.heads / group_;
   n_ = p_.local_rows();
   S_ = p_.seq_len;
   for (int r = 0; r < group_; ++r) runs_.push_back(position_runs(p_, r));
@@ -52,25 +55,35 @@ UlyssesAttention::UlyssesAttention(const Problem& p, attn::AttentionBackend& bac
   calls_ = block_calls({whole}, {whole}, p_.patterns());
   shard_floats_ = static_cast<std::size_t>(p_.shard_elements());
   shard_bytes_ = shard_floats_ * attn::dtype_size(p_.dtype);
+  kv_shard_floats_ = static_cast<std::size_t>(p_.kv_shard_elements());
+  kv_shard_bytes_ = kv_shard_floats_ * attn::dtype_size(p_.dtype);
+  gqa_ = KvExpansion(be_, p_.batch, p_.heads / group_, p_.num_kv_heads() / group_, S_, p_.head_dim,
+                     p_.dtype, with_backward_);
+  allocate();
+}
+
+void UlyssesAttention::allocate() {
   const std::size_t rows = static_cast<std::size_t>(p_.batch) * p_.heads * static_cast<std::size_t>(n_);
   const std::size_t f32 = sizeof(float);
-  for (BackendBuffer* b : {&q_, &k_, &v_}) *b = BackendBuffer(be_, shard_bytes_);
+  q_ = BackendBuffer(be_, shard_bytes_);
+  for (BackendBuffer* b : {&k_, &v_}) *b = BackendBuffer(be_, kv_shard_bytes_);
   out_ = BackendBuffer(be_, shard_floats_ * f32);
   lse_ = BackendBuffer(be_, rows * f32);
-  // The full sequence for this rank's heads has as many elements as one shard.
+  // The whole sequence of this rank's heads has as many elements as one shard.
   qf_ = BackendBuffer(be_, shard_bytes_);
-  kvf_ = BackendBuffer(be_, 2 * shard_bytes_);
+  kvf_ = BackendBuffer(be_, 2 * kv_shard_bytes_);
   outf_ = BackendBuffer(be_, shard_floats_ * f32);
   lsef_ = BackendBuffer(be_, rows * f32);
-  std::size_t exchange = std::max(3 * shard_bytes_, (shard_floats_ + rows) * f32);
+  std::size_t exchange = std::max(shard_bytes_ + 2 * kv_shard_bytes_, (shard_floats_ + rows) * f32);
   if (with_backward_) {
-    for (BackendBuffer* b : {&dq_, &dk_, &dv_}) *b = BackendBuffer(be_, shard_floats_ * f32);
+    dq_ = BackendBuffer(be_, shard_floats_ * f32);
+    for (BackendBuffer* b : {&dk_, &dv_}) *b = BackendBuffer(be_, kv_shard_floats_ * f32);
     dout_ = BackendBuffer(be_, shard_bytes_);
     doutf_ = BackendBuffer(be_, shard_bytes_);
     deltaf_ = BackendBuffer(be_, rows * f32);
     dqf_ = BackendBuffer(be_, shard_floats_ * f32);
-    dkvf_ = BackendBuffer(be_, 2 * shard_floats_ * f32);
-    exchange = std::max(exchange, 3 * shard_floats_ * f32);
+    dkvf_ = BackendBuffer(be_, 2 * kv_shard_floats_ * f32);
+    exchange = std::max(exchange, (shard_floats_ + 2 * kv_shard_floats_) * f32);
   }
   send_ = BackendBuffer(be_, exchange);
   recv_ = BackendBuffer(be_, exchange);
@@ -78,8 +91,8 @@ UlyssesAttention::UlyssesAttention(const Problem& p, attn::AttentionBackend& bac
 
 void UlyssesAttention::load_inputs(const void* q, const void* k, const void* v, const void* dout) {
   be_.copy_to_device(q_.ptr, q, shard_bytes_);
-  be_.copy_to_device(k_.ptr, k, shard_bytes_);
-  be_.copy_to_device(v_.ptr, v, shard_bytes_);
+  be_.copy_to_device(k_.ptr, k, kv_shard_bytes_);
+  be_.copy_to_device(v_.ptr, v, kv_shard_bytes_);
   if (with_backward_) {
     if (dout == nullptr) throw std::invalid_argument("Ulysses attention: backward needs dO");
     be_.copy_to_device(dout_.ptr, dout, shard_bytes_);
@@ -87,99 +100,109 @@ void UlyssesAttention::load_inputs(const void* q, const void* k, const void* v, 
   be_.synchronize();
 }
 
-std::size_t UlyssesAttention::offset(const Shape& s, int b, std::int64_t h, std::int64_t row) const {
-  return static_cast<std::size_t>((b * s.heads + h) * s.rows + row) * static_cast<std::size_t>(p_.head_dim) * s.elem;
+// One rank's chunk of an all-to-all: every part's slice for it, one after another.
+std::size_t UlyssesAttention::slice_bytes(const Part& t) const {
+  return static_cast<std::size_t>(p_.batch) * static_cast<std::size_t>(t.heads / group_) *
+         static_cast<std::size_t>(n_) * row_bytes(t);
 }
 
-void UlyssesAttention::pack_heads(const char* const* shards, int count, std::size_t elem, char* send) const {
-  const Shape shard{p_.heads, n_, elem};
-  const std::size_t slice = static_cast<std::size_t>(local_heads_ * n_ * p_.head_dim) * elem;
-  for (int j = 0; j < group_; ++j)
-    for (int t = 0; t < count; ++t)
+std::size_t UlyssesAttention::chunk_bytes(const std::vector<Part>& parts) const {
+  std::size_t sum = 0;
+  for (const Part& t : parts) sum += slice_bytes(t);
+  return sum;
+}
+
+std::size_t UlyssesAttention::row_bytes(const Part& t) const {
+  return static_cast<std::size_t>(t.width) * t.elem;
+}
+
+void UlyssesAttention::pack_heads(const std::vector<Part>& shards, char* send) const {
+  const std::size_t chunk = chunk_bytes(shards);
+  for (int j = 0; j < group_; ++j) {
+    char* to = send + static_cast<std::size_t>(j) * chunk;
+    for (const Part& t : shards) {
+      const std::int64_t local = t.heads / group_;
+      const std::size_t heads_bytes = static_cast<std::size_t>(local * n_) * row_bytes(t);
+      for (int b = 0; b < p_.batch; ++b, to += heads_bytes)
+        be_.copy(to, t.data + static_cast<std::size_t>((b * t.heads + j * local) * n_) * row_bytes(t), heads_bytes);
+    }
+  }
+}
+
+void UlyssesAttention::unpack_sequence(const char* recv, const std::vector<Part>& full) const {
+  const std::size_t chunk = chunk_bytes(full);
+  for (int i = 0; i < group_; ++i) {
+    const char* from = recv + static_cast<std::size_t>(i) * chunk;
+    for (const Part& t : full) {
+      const std::int64_t local = t.heads / group_;
       for (int b = 0; b < p_.batch; ++b)
-        be_.copy(send + ((static_cast<std::size_t>(j) * count + t) * p_.batch + b) * slice,
-                 shards[t] + offset(shard, b, j * local_heads_, 0), slice);
-}
-
-void UlyssesAttention::unpack_sequence(const char* recv, int count, std::size_t elem, char* const* full) const {
-  const Shape chunk{local_heads_, n_, elem}, seq{local_heads_, S_, elem};
-  const std::size_t slice = static_cast<std::size_t>(local_heads_ * n_ * p_.head_dim) * elem;
-  const std::size_t row = static_cast<std::size_t>(p_.head_dim) * elem;
-  for (int i = 0; i < group_; ++i)
-    for (int t = 0; t < count; ++t)
-      for (int b = 0; b < p_.batch; ++b) {
-        const char* from = recv + ((static_cast<std::size_t>(i) * count + t) * p_.batch) * slice;
-        for (std::int64_t h = 0; h < local_heads_; ++h)
+        for (std::int64_t h = 0; h < local; ++h, from += static_cast<std::size_t>(n_) * row_bytes(t))
           for (const RowRun& run : runs_[static_cast<std::size_t>(i)])
-            be_.copy(full[t] + offset(seq, b, h, run.position), from + offset(chunk, b, h, run.row),
-                     static_cast<std::size_t>(run.count) * row);
-      }
+            be_.copy(t.data + static_cast<std::size_t>((b * local + h) * S_ + run.position) * row_bytes(t),
+                     from + static_cast<std::size_t>(run.row) * row_bytes(t),
+                     static_cast<std::size_t>(run.count) * row_bytes(t));
+    }
+  }
 }
 
-void UlyssesAttention::pack_rows(const char* const* full, int count, std::size_t elem, std::int64_t width,
-                                 char* send) const {
-  // width: elements per row (head_dim for O and gradients, 1 for LSE); offsets scale with it.
-  const std::size_t row = static_cast<std::size_t>(width) * elem;
-  const std::size_t slice = static_cast<std::size_t>(local_heads_ * n_) * row;
-  for (int i = 0; i < group_; ++i)
-    for (int t = 0; t < count; ++t)
+void UlyssesAttention::pack_rows(const std::vector<Part>& full, char* send) const {
+  const std::size_t chunk = chunk_bytes(full);
+  for (int i = 0; i < group_; ++i) {
+    char* to = send + static_cast<std::size_t>(i) * chunk;
+    for (const Part& t : full) {
+      const std::int64_t local = t.heads / group_;
       for (int b = 0; b < p_.batch; ++b)
-        for (std::int64_t h = 0; h < local_heads_; ++h)
-          for (const RowRun& run : runs_[static_cast<std::size_t>(i)]) {
-            const std::size_t dst = ((static_cast<std::size_t>(i) * count + t) * p_.batch + b) * slice +
-                                    static_cast<std::size_t>(h * n_ + run.row) * row;
-            const std::size_t src = static_cast<std::size_t>((b * local_heads_ + h) * S_ + run.position) * row;
-            be_.copy(send + dst, full[t] + src, static_cast<std::size_t>(run.count) * row);
-          }
+        for (std::int64_t h = 0; h < local; ++h, to += static_cast<std::size_t>(n_) * row_bytes(t))
+          for (const RowRun& run : runs_[static_cast<std::size_t>(i)])
+            be_.copy(to + static_cast<std::size_t>(run.row) * row_bytes(t),
+                     t.data + static_cast<std::size_t>((b * local + h) * S_ + run.position) * row_bytes(t),
+                     static_cast<std::size_t>(run.count) * row_bytes(t));
+    }
+  }
 }
 
-void UlyssesAttention::unpack_heads(const char* recv, int count, std::size_t elem, std::int64_t width,
-                                    char* const* shards) const {
-  const std::size_t row = static_cast<std::size_t>(width) * elem;
-  const std::size_t slice = static_cast<std::size_t>(local_heads_ * n_) * row;
-  for (int j = 0; j < group_; ++j)
-    for (int t = 0; t < count; ++t)
-      for (int b = 0; b < p_.batch; ++b)
-        be_.copy(shards[t] + static_cast<std::size_t>((b * p_.heads + j * local_heads_) * n_) * row,
-                 recv + ((static_cast<std::size_t>(j) * count + t) * p_.batch + b) * slice, slice);
+void UlyssesAttention::unpack_heads(const char* recv, const std::vector<Part>& shards) const {
+  const std::size_t chunk = chunk_bytes(shards);
+  for (int j = 0; j < group_; ++j) {
+    const char* from = recv + static_cast<std::size_t>(j) * chunk;
+    for (const Part& t : shards) {
+      const std::int64_t local = t.heads / group_;
+      const std::size_t heads_bytes = static_cast<std::size_t>(local * n_) * row_bytes(t);
+      for (int b = 0; b < p_.batch; ++b, from += heads_bytes)
+        be_.copy(t.data + static_cast<std::size_t>((b * t.heads + j * local) * n_) * row_bytes(t), from, heads_bytes);
+    }
+  }
 }
 
-double UlyssesAttention::exchange(const void* send, void* recv, std::size_t chunk_bytes) {
-  bytes_sent_ += static_cast<std::uint64_t>(group_ - 1) * chunk_bytes;
-  return tr_.all_to_all(send, recv, chunk_bytes);
+void UlyssesAttention::exchange(const std::vector<Part>& parts) {
+  const std::size_t chunk = chunk_bytes(parts);
+  bytes_sent_ += static_cast<std::uint64_t>(group_ - 1) * chunk;
+  tr_.all_to_all(send_.ptr, recv_.ptr, chunk);
 }
 
 void UlyssesAttention::forward() {
   const std::size_t w = attn::dtype_size(p_.dtype), f32 = sizeof(float);
-  const std::size_t per_rank = shard_bytes_ / static_cast<std::size_t>(group_);  // one tensor's chunk
+  const int H = p_.heads, Hkv = p_.num_kv_heads();
+  const std::int64_t d = p_.head_dim;
   fwd_.compute.assign(static_cast<std::size_t>(group_), 0.0);
   fwd_.wait.assign(static_cast<std::size_t>(group_), 0.0);
   be_.reset_marks();
   const int m0 = be_.mark();
-  const char* shards[] = {q_.bytes(), k_.bytes(), v_.bytes()};
-  pack_heads(shards, 3, w, send_.bytes());
-  exchange(send_.ptr, recv_.ptr, 3 * per_rank);
-  char* full[] = {qf_.bytes(), kvf_.bytes(), kvf_.bytes() + shard_bytes_};
-  unpack_sequence(recv_.bytes(), 3, w, full);
+  pack_heads({{q_.bytes(), H, d, w}, {k_.bytes(), Hkv, d, w}, {v_.bytes(), Hkv, d, w}}, send_.bytes());
+  const std::vector<Part> in = {{qf_.bytes(), H, d, w}, {kvf_.bytes(), Hkv, d, w},
+                                {kvf_.bytes() + kv_shard_bytes_, Hkv, d, w}};
+  exchange(in);
+  unpack_sequence(recv_.bytes(), in);
   const int m1 = be_.mark();
-  const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * local_heads_ * S_;
+  const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
   be_.init_forward(outf_.floats(), lsef_.floats(), rows, p_.head_dim);
-  kernels().forward(calls_, kvf_.bytes(), outf_.floats(), lsef_.floats());
+  kernels().forward(calls_, gqa_.expand(kvf_.bytes()), outf_.floats(), lsef_.floats());
   const int m2 = be_.mark();
-  // O (head_dim wide) and LSE (one wide) travel in one all-to-all: O's chunks, then LSE's.
-  const std::size_t o_part = shard_floats_ * f32, lse_part = static_cast<std::size_t>(rows) * f32;
-  const char* o_full[] = {outf_.bytes()};
-  const char* l_full[] = {lsef_.bytes()};
-  pack_rows(o_full, 1, f32, p_.head_dim, send_.bytes());
-  pack_rows(l_full, 1, f32, 1, send_.bytes() + o_part);
-  // Each rank's chunk: its O rows then its LSE rows; the two packed halves are laid out
-  // rank-major within themselves, so they travel as two all-to-alls.
-  exchange(send_.ptr, recv_.ptr, o_part / static_cast<std::size_t>(group_));
-  char* o_shard[] = {out_.bytes()};
-  unpack_heads(recv_.bytes(), 1, f32, p_.head_dim, o_shard);
-  exchange(send_.bytes() + o_part, recv_.bytes() + o_part, lse_part / static_cast<std::size_t>(group_));
-  char* l_shard[] = {lse_.bytes()};
-  unpack_heads(recv_.bytes() + o_part, 1, f32, 1, l_shard);
+  // O (head_dim per row) and LSE (one per row) back to the position owners in one all-to-all.
+  const std::vector<Part> back = {{outf_.bytes(), H, d, f32}, {lsef_.bytes(), H, 1, f32}};
+  pack_rows(back, send_.bytes());
+  exchange(back);
+  unpack_heads(recv_.bytes(), {{out_.bytes(), H, d, f32}, {lse_.bytes(), H, 1, f32}});
   const int m3 = be_.mark();
   be_.synchronize();
   fwd_.compute[0] = be_.seconds_between(m1, m2);
@@ -191,28 +214,30 @@ void UlyssesAttention::backward() {
   if (!with_backward_) throw std::logic_error("Ulysses attention: constructed without backward");
   if (!have_forward_) throw std::logic_error("Ulysses attention: backward() before forward()");
   const std::size_t w = attn::dtype_size(p_.dtype), f32 = sizeof(float);
+  const int H = p_.heads, Hkv = p_.num_kv_heads();
+  const std::int64_t d = p_.head_dim;
   bwd_.compute.assign(static_cast<std::size_t>(group_), 0.0);
   bwd_.wait.assign(static_cast<std::size_t>(group_), 0.0);
   be_.reset_marks();
   const int m0 = be_.mark();
-  const char* shard[] = {dout_.bytes()};
-  pack_heads(shard, 1, w, send_.bytes());
-  exchange(send_.ptr, recv_.ptr, shard_bytes_ / static_cast<std::size_t>(group_));
-  char* full[] = {doutf_.bytes()};
-  unpack_sequence(recv_.bytes(), 1, w, full);
+  pack_heads({{dout_.bytes(), H, d, w}}, send_.bytes());
+  exchange({{doutf_.bytes(), H, d, w}});
+  unpack_sequence(recv_.bytes(), {{doutf_.bytes(), H, d, w}});
   const int m1 = be_.mark();
-  const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * local_heads_ * S_;
+  const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
   be_.backward_prepare(doutf_.ptr, outf_.floats(), deltaf_.floats(), rows, p_.head_dim, p_.dtype);
   be_.fill_zero(dqf_.ptr, shard_floats_ * f32);
-  be_.fill_zero(dkvf_.ptr, 2 * shard_floats_ * f32);
-  kernels().backward(calls_, kvf_.bytes(), doutf_.ptr, lsef_.floats(), deltaf_.floats(), dqf_.floats(),
-                     dkvf_.floats());
+  be_.fill_zero(dkvf_.ptr, 2 * kv_shard_floats_ * f32);
+  float* grads = gqa_.grads(dkvf_.floats());
+  kernels().backward(calls_, gqa_.expand(kvf_.bytes()), doutf_.ptr, lsef_.floats(), deltaf_.floats(),
+                     dqf_.floats(), grads);
+  gqa_.fold(dkvf_.floats());
   const int m2 = be_.mark();
-  const char* grads[] = {dqf_.bytes(), dkvf_.bytes(), dkvf_.bytes() + shard_floats_ * f32};
-  pack_rows(grads, 3, f32, p_.head_dim, send_.bytes());
-  exchange(send_.ptr, recv_.ptr, 3 * shard_floats_ * f32 / static_cast<std::size_t>(group_));
-  char* shards[] = {dq_.bytes(), dk_.bytes(), dv_.bytes()};
-  unpack_heads(recv_.bytes(), 3, f32, p_.head_dim, shards);
+  const std::vector<Part> back = {{dqf_.bytes(), H, d, f32}, {dkvf_.bytes(), Hkv, d, f32},
+                                  {dkvf_.bytes() + kv_shard_floats_ * f32, Hkv, d, f32}};
+  pack_rows(back, send_.bytes());
+  exchange(back);
+  unpack_heads(recv_.bytes(), {{dq_.bytes(), H, d, f32}, {dk_.bytes(), Hkv, d, f32}, {dv_.bytes(), Hkv, d, f32}});
   const int m3 = be_.mark();
   be_.synchronize();
   bwd_.compute[0] = be_.seconds_between(m1, m2);
@@ -220,8 +245,8 @@ void UlyssesAttention::backward() {
 }
 
 StepKernels UlyssesAttention::kernels() const {
-  return {be_, attn::Dims{p_.batch, static_cast<int>(local_heads_), p_.head_dim, S_, S_}, p_.dtype,
-          p_.scale(), qf_.ptr, shard_bytes_};
+  return {be_, attn::Dims{p_.batch, p_.heads / group_, p_.head_dim, S_, S_}, p_.dtype, p_.scale(), qf_.ptr,
+          gqa_.kernel_shard_bytes()};
 }
 
 RingResult UlyssesAttention::result() const {
@@ -232,9 +257,10 @@ RingResult UlyssesAttention::result() const {
   be_.copy_to_host(r.out.data(), out_.ptr, shard_floats_ * sizeof(float));
   be_.copy_to_host(r.lse.data(), lse_.ptr, rows * sizeof(float));
   if (!with_backward_) return r;
-  for (auto [dst, src] : {std::pair{&r.dq, &dq_}, std::pair{&r.dk, &dk_}, std::pair{&r.dv, &dv_}}) {
-    dst->resize(shard_floats_);
-    be_.copy_to_host(dst->data(), src->ptr, shard_floats_ * sizeof(float));
+  const std::pair<std::vector<float>*, const BackendBuffer*> grads[] = {{&r.dq, &dq_}, {&r.dk, &dk_}, {&r.dv, &dv_}};
+  for (auto [dst, src] : grads) {
+    dst->resize(src == &dq_ ? shard_floats_ : kv_shard_floats_);
+    be_.copy_to_host(dst->data(), src->ptr, dst->size() * sizeof(float));
   }
   return r;
 }

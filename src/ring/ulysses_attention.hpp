@@ -15,6 +15,7 @@
 #include "ring/block_calls.hpp"
 #include "ring/cp_attention.hpp"
 #include "ring/group_transport.hpp"
+#include "ring/kv_expansion.hpp"
 #include "ring/step_kernels.hpp"
 
 namespace rb::ring {
@@ -48,22 +49,27 @@ class UlyssesAttention final : public ContextParallelAttention {
   Scheme scheme() const override { return Scheme::Ulysses; }
 
  private:
-  // [batch][heads][rows][head_dim] tensors of `elem` bytes per element.
-  struct Shape {
-    std::int64_t heads = 0, rows = 0;
-    std::size_t elem = 0;
+  // One tensor of an all-to-all: [batch][heads][rows][width] elements of `elem` bytes (shards:
+  // this rank's n rows of every head; full: the whole sequence of heads / group heads).
+  struct Part {
+    char* data;
+    int heads;           // over the whole group (num_heads or num_kv_heads)
+    std::int64_t width;  // elements per row: head_dim, or 1 for LSE
+    std::size_t elem;
   };
-  std::size_t offset(const Shape& s, int b, std::int64_t h, std::int64_t row) const;
-  // Sequence shards -> head shards: `count` tensors of this rank's shard (each [B][H][n][d])
-  // to send buffer chunks [dest][tensor][B][H/P][n][d]; and back from a receive buffer of
-  // [source][tensor][B][H/P][n][d] to `count` full-sequence tensors [B][H/P][S][d].
-  void pack_heads(const char* const* shards, int count, std::size_t elem, char* send) const;
-  void unpack_sequence(const char* recv, int count, std::size_t elem, char* const* full) const;
-  // And the way back: full-sequence [B][H/P][S][width] tensors to chunks for each position
-  // owner, then from every head owner's chunk into [B][H][n][width] shards.
-  void pack_rows(const char* const* full, int count, std::size_t elem, std::int64_t width, char* send) const;
-  void unpack_heads(const char* recv, int count, std::size_t elem, std::int64_t width, char* const* shards) const;
-  double exchange(const void* send, void* recv, std::size_t chunk_bytes);
+  void allocate();
+  std::size_t row_bytes(const Part& t) const;
+  std::size_t slice_bytes(const Part& t) const;  // one part's share of one rank's chunk
+  std::size_t chunk_bytes(const std::vector<Part>& parts) const;
+  // Sequence shards -> head shards: this rank's shards to send chunks [dest][part][B][heads/P][n]
+  // rows, and received chunks [source][part][...] to the whole sequence in position order.
+  void pack_heads(const std::vector<Part>& shards, char* send) const;
+  void unpack_sequence(const char* recv, const std::vector<Part>& full) const;
+  // And back: the whole sequence to chunks for each position owner, then every head owner's
+  // chunk into this rank's shards.
+  void pack_rows(const std::vector<Part>& full, char* send) const;
+  void unpack_heads(const char* recv, const std::vector<Part>& shards) const;
+  void exchange(const std::vector<Part>& parts);  // send_ -> recv_, one chunk per rank
   StepKernels kernels() const;  // this rank's heads over the whole sequence
 
   Problem p_;
@@ -71,10 +77,11 @@ class UlyssesAttention final : public ContextParallelAttention {
   GroupTransport& tr_;
   bool with_backward_;
   int rank_ = 0, group_ = 1;
-  std::int64_t local_heads_ = 0, n_ = 0, S_ = 0;
+  std::int64_t n_ = 0, S_ = 0;
   std::vector<std::vector<RowRun>> runs_;  // per rank: where its rows sit in the sequence
   std::vector<BlockCall> calls_;           // the local attention over the whole sequence
-  std::size_t shard_bytes_ = 0, shard_floats_ = 0;
+  std::size_t shard_bytes_ = 0, shard_floats_ = 0, kv_shard_bytes_ = 0, kv_shard_floats_ = 0;
+  KvExpansion gqa_;  // this rank's K/V heads -> its query heads for the kernels (GQA)
   BackendBuffer q_, k_, v_, dout_, out_, lse_, dq_, dk_, dv_;  // this rank's shards
   BackendBuffer qf_, kvf_, doutf_, outf_, lsef_, deltaf_, dqf_, dkvf_;  // full sequence, local heads
   BackendBuffer send_, recv_;

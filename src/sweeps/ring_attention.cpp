@@ -33,6 +33,7 @@ namespace {
 struct RingParams {
   int batch = 1;
   int num_heads = 8;
+  int num_kv_heads = 8;  // GQA/MQA: K/V heads, each shared by num_heads / num_kv_heads query heads
   int head_dim = 64;
   std::vector<std::int64_t> seq_lengths;
   std::vector<std::int64_t> ring_sizes;
@@ -82,7 +83,7 @@ double per_second(double amount, double seconds) { return seconds > 0 ? amount /
 std::vector<double> as_doubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 std::vector<double> shard_as_doubles(const std::vector<unsigned char>& bytes, const ring::Problem& p) {
-  std::vector<double> out(static_cast<std::size_t>(p.shard_elements()));
+  std::vector<double> out(bytes.size() / attn::dtype_size(p.dtype));  // Q/dO or (GQA) smaller K/V
   for (std::size_t i = 0; i < out.size(); ++i) {
     float f = 0;
     if (p.dtype == attn::DType::F32) {
@@ -489,6 +490,7 @@ void RingAttentionSweep::write_attributes(h5::Group& out, const attn::AttentionB
   const bool host = !backend.on_device();
   out.attr("batch", static_cast<std::int64_t>(p_.batch));
   out.attr("num_heads", static_cast<std::int64_t>(p_.num_heads));
+  out.attr("num_kv_heads", static_cast<std::int64_t>(p_.num_kv_heads));
   out.attr("head_dim", static_cast<std::int64_t>(p_.head_dim));
   out.attr("causal", static_cast<std::int64_t>(p_.causal));
   out.attr("seq_lengths", p_.seq_lengths);
@@ -764,18 +766,19 @@ void RingAttentionSweep::write_dump(h5::Group& out, const ring::Problem& prob, i
                                            static_cast<std::uint64_t>(prob.local_rows()),
                                            static_cast<std::uint64_t>(prob.head_dim)};
   const std::vector<std::uint64_t> rows = {dims[0], dims[1], dims[2]};
+  const std::vector<std::uint64_t> kv = {dims[0], static_cast<std::uint64_t>(prob.num_kv_heads()), dims[2], dims[3]};
   d.write_per_rank("positions", ring::local_positions(prob, ring_rank), {dims[2]},
                    {"1", "global sequence position of each local row"});
   d.write_per_rank("q", shard_as_doubles(in.q, prob), dims, {"1", "queries as stored (storage dtype values)"});
-  d.write_per_rank("k", shard_as_doubles(in.k, prob), dims, {"1", "keys as stored"});
-  d.write_per_rank("v", shard_as_doubles(in.v, prob), dims, {"1", "values as stored"});
+  d.write_per_rank("k", shard_as_doubles(in.k, prob), kv, {"1", "keys as stored ([..., num_kv_heads, ...])"});
+  d.write_per_rank("v", shard_as_doubles(in.v, prob), kv, {"1", "values as stored ([..., num_kv_heads, ...])"});
   d.write_per_rank("o", as_doubles(res.out), dims, {"1", "ring attention output (fp32)"});
   d.write_per_rank("lse", as_doubles(res.lse), rows, {"1", "log-sum-exp (natural log) of each query row"});
   if (!p_.backward) return;
   d.write_per_rank("do", shard_as_doubles(in.dO, prob), dims, {"1", "output gradient as stored"});
   d.write_per_rank("dq", as_doubles(res.dq), dims, {"1", "query gradient (fp32)"});
-  d.write_per_rank("dk", as_doubles(res.dk), dims, {"1", "key gradient (fp32), on the block's owner"});
-  d.write_per_rank("dv", as_doubles(res.dv), dims, {"1", "value gradient (fp32), on the block's owner"});
+  d.write_per_rank("dk", as_doubles(res.dk), kv, {"1", "key gradient (fp32), on the block's owner"});
+  d.write_per_rank("dv", as_doubles(res.dv), kv, {"1", "value gradient (fp32), on the block's owner"});
 }
 
 // head_dim, or embed_dim / num_heads (a head_dim given as well must agree).
@@ -881,6 +884,19 @@ void parse_validate(const cfg::Node& n, RingParams& p) {
   p.tolerance = v.get_double("tolerance", 0.0, 0.0, 1.0);
 }
 
+// num_kv_heads (GQA/MQA): default num_heads; must divide it. The kernels see expanded K/V
+// (ring/kv_expansion.hpp), measured on the host path only so far.
+void parse_kv_heads(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
+  p.num_kv_heads = static_cast<int>(n.get_int("num_kv_heads", p.num_heads, 1, 1 << 16));
+  const std::string kv = std::to_string(p.num_kv_heads), h = std::to_string(p.num_heads);
+  if (p.num_kv_heads > p.num_heads || p.num_heads % p.num_kv_heads != 0)
+    n.fail("num_kv_heads", "num_kv_heads " + kv + " must divide num_heads " + h +
+                               " (each K/V head serves num_heads / num_kv_heads query heads)");
+  if (p.num_kv_heads != p.num_heads && ctx.backend == Backend::Cuda)
+    n.fail("num_kv_heads", "num_kv_heads " + kv + " < num_heads " + h + " (grouped-query attention) runs on "
+                           "the host path only in this build (not yet measured on a GPU); use backend: host");
+}
+
 // scheme: ring (default), allgather, ulysses, or a list of them (one point each). The other
 // schemes' collectives exist on the host path only (ring/group_transport.hpp).
 void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
@@ -903,6 +919,7 @@ std::string point_label(const RingParams& p, const ring::Problem& pr, int num_ri
          std::to_string(num_rings) + (num_rings == 1 ? " ring) " : " rings) ") +
          (p.causal ? "causal " : "") + ring::to_string(pr.layout) + " " + ring::to_string(pr.dtype) +
          " b=" + std::to_string(p.batch) + " h=" + std::to_string(p.num_heads) +
+         (p.num_kv_heads == p.num_heads ? "" : " kvh=" + std::to_string(p.num_kv_heads)) +
          " d=" + std::to_string(p.head_dim) + (p.segment_lengths.empty() ? "" : " dilated") +
          (p.backward ? " fwd+bwd" : " fwd");
 }
@@ -914,6 +931,7 @@ Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::i
   ring::Problem& pr = pt.problem;
   pr.batch = p.batch;
   pr.heads = p.num_heads;
+  pr.kv_heads = p.num_kv_heads;
   pr.head_dim = p.head_dim;
   pr.seq_len = S;
   pr.ring_size = static_cast<int>(R);
@@ -944,7 +962,7 @@ Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::i
 
 std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::Node& n = spec.node;
-  n.allow_only({"type", "name", "batch", "seq_lengths", "num_heads", "head_dim", "embed_dim",
+  n.allow_only({"type", "name", "batch", "seq_lengths", "num_heads", "num_kv_heads", "head_dim", "embed_dim",
                 "dtype", "causal", "layout", "segment_lengths", "dilation_rates", "ring_sizes",
                 "ring_order", "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile",
                 "kernel_policy", "validate", "scheme"});
@@ -956,6 +974,7 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
   p.seq_lengths = n.get_int_list("seq_lengths", {}, 1, std::int64_t{1} << 40);
   p.num_heads = static_cast<int>(n.get_int("num_heads", 8, 1, 1 << 16));
   p.head_dim = parse_head_dim(n, p.num_heads);
+  parse_kv_heads(n, ctx, p);
   p.causal = n.get_bool("causal", false);
   p.layouts = n.get_choice_list("layout", {p.causal ? "zigzag" : "contiguous"}, ring::layout_names());
   p.dtypes = n.get_choice_list("dtype", {ctx.backend == Backend::Cuda ? "bf16" : "fp32"}, ring::dtype_names());

@@ -37,7 +37,7 @@ void check_scheme(const Problem& p, Scheme scheme) {
   CHECK(worst(c.parity.dk.max_rel) < tol);
   CHECK(worst(c.parity.dv.max_rel) < tol);
   CHECK(c.parity.out.compared == p.shard_elements());  // every element of this rank's rows
-  CHECK(c.parity.dv.compared == p.shard_elements());
+  CHECK(c.parity.dv.compared == p.kv_shard_elements());  // K/V heads: num_kv_heads
 }
 
 // Heads divisible by every world size the test runs at (1-4) and, per rank, by rate 2.
@@ -59,6 +59,51 @@ TEST_CASE("all-gather and Ulysses equal the reference: every layout, causal or n
         REQUIRE(rb::ring::ulysses_problem_error(p).empty());
         check_scheme(p, Scheme::Ulysses);
       }
+}
+
+TEST_CASE("grouped-query attention (num_kv_heads < num_heads) under every scheme, full and sampled") {
+  const int R = rb::test::world();
+  for (Layout layout : {Layout::Zigzag, Layout::Striped})
+    for (int kv : {12, 1}) {  // GQA (2 query heads per K/V head), MQA (one K/V head)
+      Problem p = base(layout, true);
+      p.kv_heads = kv;
+      p.branches = {{16, 2}, {p.seq_len, 1}};
+      check_scheme(p, Scheme::Ring);
+      check_scheme(p, Scheme::AllGather);
+      if (kv % R == 0) check_scheme(p, Scheme::Ulysses);
+      else CHECK(rb::ring::ulysses_problem_error(p).find("num_kv_heads 1 is not divisible by the group size") == 0);
+    }
+  // The sampled check compares each K/V head's gradient with its whole group's sum.
+  Problem p = base(Layout::Zigzag, true);
+  p.kv_heads = 12;  // 2 query heads per K/V head, 12 divisible by every world size 1-4
+  rb::ring::ParityOptions sampled;
+  sampled.mode = rb::ring::ParityMode::Sampled;
+  sampled.sample_rows = 4;
+  for (Scheme s : {Scheme::Ring, Scheme::AllGather, Scheme::Ulysses}) {
+    CAPTURE(rb::ring::to_string(s));
+    const rbtest::CaseResult c = rbtest::run_case(p, 3, MPI_COMM_WORLD, true, sampled, s);
+    CHECK(c.parity.sampled);
+    CHECK(c.parity.note.find("each with the 2 heads of its K/V group") != std::string::npos);
+    CHECK(worst(c.parity.dk.max_rel) < rbtest::tolerance(p.dtype));
+    CHECK(worst(c.parity.dv.max_rel) < rbtest::tolerance(p.dtype));
+    CHECK(c.parity.dk.compared > 0);
+  }
+}
+
+TEST_CASE("a K/V head's gradient is its group's sum: a wrong K/V head mapping fails parity") {
+  // Computing the problem as if every query head had its own K/V head (kv_heads = heads) while
+  // the reference groups them must fail: the check is sensitive to the grouping.
+  Problem gqa = base(Layout::Contiguous, false);
+  gqa.kv_heads = 12;
+  const rbtest::CaseResult c = rbtest::run_case(gqa, 9, MPI_COMM_WORLD, true, {}, Scheme::Ring);
+  Problem ungrouped = gqa;
+  ungrouped.kv_heads = 0;
+  const rb::ring::RingResult wrong = rbtest::run_ring(ungrouped, 9, MPI_COMM_WORLD, true, Scheme::Ring);
+  rb::ring::RingResult mixed = c.result;
+  mixed.out = wrong.out;  // O from K/V heads that are not the group's
+  const rb::ring::ParityReport bad = rb::ring::check_parity(gqa, 9, rb::test::rank(), MPI_COMM_WORLD, mixed, true, {});
+  CHECK(worst(c.parity.out.max_rel) < rbtest::tolerance(gqa.dtype));
+  CHECK(worst(bad.out.max_rel) > 0.01);
 }
 
 TEST_CASE("all-gather and Ulysses with bf16 storage, batch 2") {

@@ -280,3 +280,20 @@ TEST_CASE("ring_attention sweep: every scheme into the file, keyed, parity ok") 
   if (world > 1)
     for (auto b : bytes) CHECK(b > 0);
 }
+
+TEST_CASE("ring_attention config: num_kv_heads (GQA/MQA) divides num_heads; host path only for now") {
+  const auto sweep = rb::parse_ring_attention(spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 2}"), world4());
+  CHECK(sweep->plan()[0].find(" h=8 kvh=2 ") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, num_kv_heads: 3}", "num_kv_heads")
+            .find("num_kv_heads 3 must divide num_heads 8") == 0);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, num_kv_heads: 16}", "num_kv_heads") != "");
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, num_kv_heads: 2, scheme: ulysses}", "scheme")
+            .find("num_kv_heads 2 is not divisible by the group size 4") != std::string::npos);
+  rb::ParseContext gpu = world4();
+  gpu.backend = rb::Backend::Cuda;
+  CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 4}"),
+                          gpu, "num_kv_heads")
+            .find("runs on the host path only in this build") != std::string::npos);
+  CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 8}"),
+                          gpu, "num_kv_heads").empty());
+}
