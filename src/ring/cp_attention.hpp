@@ -9,7 +9,9 @@
 //              dK/dV reduce-scattered home (allgather_attention.hpp);
 //   ulysses    all-to-all from sequence shards to head shards, one local attention over the
 //              whole sequence for heads / group of the heads, all-to-all of O back; the
-//              backward mirrors it (ulysses_attention.hpp).
+//              backward mirrors it (ulysses_attention.hpp);
+//   hybrid     Ulysses inside subgroups of ulysses_degree consecutive ranks, the ring across
+//              them (hybrid_attention.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,7 +32,7 @@ struct RingResult {
   std::vector<float> out, lse, dq, dk, dv;
 };
 
-enum class Scheme { Ring, AllGather, Ulysses };
+enum class Scheme { Ring, AllGather, Ulysses, Hybrid };
 const char* to_string(Scheme s);
 Scheme scheme_from_string(const std::string& s);  // throws std::invalid_argument naming the known ones
 std::vector<std::string> scheme_names();
@@ -39,7 +41,8 @@ std::vector<std::string> scheme_names();
 // charges the link (ring: R - 1 hops of K and V, in the backward with dK/dV in fp32 and a final
 // hop; all-gather: its ring share of the gather and of the dK/dV reduce-scatter; Ulysses: the
 // other ranks' chunks of its all-to-alls).
-std::uint64_t bytes_sent_per_iteration(const Problem& p, Scheme s, bool backward);
+// ulysses_degree: hybrid's subgroup size (ignored by the other schemes).
+std::uint64_t bytes_sent_per_iteration(const Problem& p, Scheme s, bool backward, int ulysses_degree = 1);
 
 class ContextParallelAttention {
  public:

@@ -186,6 +186,13 @@ void RingAttention::read_gradients(float* dq, float* dk, float* dv) const {
   be_.copy_to_host(dv, home_dkdv_.bytes() + kv_shard_floats_ * sizeof(float), kv_shard_floats_ * sizeof(float));
 }
 
+RingAttention::DeviceTensors RingAttention::device_tensors() const {
+  DeviceTensors t{q_.bytes(), home_kv_.bytes(), home_kv_.bytes() + kv_shard_bytes_, dout_.bytes(),
+                  out_.floats(), lse_.floats(), dq_.floats(), home_dkdv_.floats(), nullptr};
+  if (t.dk != nullptr) t.dv = t.dk + kv_shard_floats_;
+  return t;
+}
+
 RingResult RingAttention::result() const {
   RingResult r;
   r.out.resize(shard_floats_);

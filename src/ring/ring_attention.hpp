@@ -53,6 +53,14 @@ class RingAttention final : public ContextParallelAttention {
   const Problem& problem() const override { return p_; }
   Scheme scheme() const override { return Scheme::Ring; }
 
+  // The ring's own buffers on the backend, for a scheme that fills and reads them there (hybrid):
+  // inputs as load_inputs() takes them, results as result() returns them.
+  struct DeviceTensors {
+    char *q, *k, *v, *dout;
+    float *out, *lse, *dq, *dk, *dv;
+  };
+  DeviceTensors device_tensors() const;
+
  private:
   using Buffer = BackendBuffer;
 

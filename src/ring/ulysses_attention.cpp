@@ -50,7 +50,9 @@ UlyssesAttention::UlyssesAttention(const Problem& p, attn::AttentionBackend& bac
   group_ = p_.ring_size;
   n_ = p_.local_rows();
   S_ = p_.seq_len;
-  for (int r = 0; r < group_; ++r) runs_.push_back(position_runs(p_, r));
+  std::vector<std::vector<RowRun>> runs;
+  for (int r = 0; r < group_; ++r) runs.push_back(position_runs(p_, r));  // joint rows: positions
+  heads_ = std::make_unique<HeadExchange>(be_, tr_, p_.batch, n_, S_, std::move(runs));
   const attn::Span whole{0, S_, 0, 1};  // the sequence in position order
   calls_ = block_calls({whole}, {whole}, p_.patterns());
   shard_floats_ = static_cast<std::size_t>(p_.shard_elements());
@@ -100,86 +102,6 @@ void UlyssesAttention::load_inputs(const void* q, const void* k, const void* v, 
   be_.synchronize();
 }
 
-// One rank's chunk of an all-to-all: every part's slice for it, one after another.
-std::size_t UlyssesAttention::slice_bytes(const Part& t) const {
-  return static_cast<std::size_t>(p_.batch) * static_cast<std::size_t>(t.heads / group_) *
-         static_cast<std::size_t>(n_) * row_bytes(t);
-}
-
-std::size_t UlyssesAttention::chunk_bytes(const std::vector<Part>& parts) const {
-  std::size_t sum = 0;
-  for (const Part& t : parts) sum += slice_bytes(t);
-  return sum;
-}
-
-std::size_t UlyssesAttention::row_bytes(const Part& t) const {
-  return static_cast<std::size_t>(t.width) * t.elem;
-}
-
-void UlyssesAttention::pack_heads(const std::vector<Part>& shards, char* send) const {
-  const std::size_t chunk = chunk_bytes(shards);
-  for (int j = 0; j < group_; ++j) {
-    char* to = send + static_cast<std::size_t>(j) * chunk;
-    for (const Part& t : shards) {
-      const std::int64_t local = t.heads / group_;
-      const std::size_t heads_bytes = static_cast<std::size_t>(local * n_) * row_bytes(t);
-      for (int b = 0; b < p_.batch; ++b, to += heads_bytes)
-        be_.copy(to, t.data + static_cast<std::size_t>((b * t.heads + j * local) * n_) * row_bytes(t), heads_bytes);
-    }
-  }
-}
-
-void UlyssesAttention::unpack_sequence(const char* recv, const std::vector<Part>& full) const {
-  const std::size_t chunk = chunk_bytes(full);
-  for (int i = 0; i < group_; ++i) {
-    const char* from = recv + static_cast<std::size_t>(i) * chunk;
-    for (const Part& t : full) {
-      const std::int64_t local = t.heads / group_;
-      for (int b = 0; b < p_.batch; ++b)
-        for (std::int64_t h = 0; h < local; ++h, from += static_cast<std::size_t>(n_) * row_bytes(t))
-          for (const RowRun& run : runs_[static_cast<std::size_t>(i)])
-            be_.copy(t.data + static_cast<std::size_t>((b * local + h) * S_ + run.position) * row_bytes(t),
-                     from + static_cast<std::size_t>(run.row) * row_bytes(t),
-                     static_cast<std::size_t>(run.count) * row_bytes(t));
-    }
-  }
-}
-
-void UlyssesAttention::pack_rows(const std::vector<Part>& full, char* send) const {
-  const std::size_t chunk = chunk_bytes(full);
-  for (int i = 0; i < group_; ++i) {
-    char* to = send + static_cast<std::size_t>(i) * chunk;
-    for (const Part& t : full) {
-      const std::int64_t local = t.heads / group_;
-      for (int b = 0; b < p_.batch; ++b)
-        for (std::int64_t h = 0; h < local; ++h, to += static_cast<std::size_t>(n_) * row_bytes(t))
-          for (const RowRun& run : runs_[static_cast<std::size_t>(i)])
-            be_.copy(to + static_cast<std::size_t>(run.row) * row_bytes(t),
-                     t.data + static_cast<std::size_t>((b * local + h) * S_ + run.position) * row_bytes(t),
-                     static_cast<std::size_t>(run.count) * row_bytes(t));
-    }
-  }
-}
-
-void UlyssesAttention::unpack_heads(const char* recv, const std::vector<Part>& shards) const {
-  const std::size_t chunk = chunk_bytes(shards);
-  for (int j = 0; j < group_; ++j) {
-    const char* from = recv + static_cast<std::size_t>(j) * chunk;
-    for (const Part& t : shards) {
-      const std::int64_t local = t.heads / group_;
-      const std::size_t heads_bytes = static_cast<std::size_t>(local * n_) * row_bytes(t);
-      for (int b = 0; b < p_.batch; ++b, from += heads_bytes)
-        be_.copy(t.data + static_cast<std::size_t>((b * t.heads + j * local) * n_) * row_bytes(t), from, heads_bytes);
-    }
-  }
-}
-
-void UlyssesAttention::exchange(const std::vector<Part>& parts) {
-  const std::size_t chunk = chunk_bytes(parts);
-  bytes_sent_ += static_cast<std::uint64_t>(group_ - 1) * chunk;
-  tr_.all_to_all(send_.ptr, recv_.ptr, chunk);
-}
-
 void UlyssesAttention::forward() {
   const std::size_t w = attn::dtype_size(p_.dtype), f32 = sizeof(float);
   const int H = p_.heads, Hkv = p_.num_kv_heads();
@@ -188,21 +110,17 @@ void UlyssesAttention::forward() {
   fwd_.wait.assign(static_cast<std::size_t>(group_), 0.0);
   be_.reset_marks();
   const int m0 = be_.mark();
-  pack_heads({{q_.bytes(), H, d, w}, {k_.bytes(), Hkv, d, w}, {v_.bytes(), Hkv, d, w}}, send_.bytes());
-  const std::vector<Part> in = {{qf_.bytes(), H, d, w}, {kvf_.bytes(), Hkv, d, w},
-                                {kvf_.bytes() + kv_shard_bytes_, Hkv, d, w}};
-  exchange(in);
-  unpack_sequence(recv_.bytes(), in);
+  heads_->to_heads({{q_.bytes(), H, d, w}, {k_.bytes(), Hkv, d, w}, {v_.bytes(), Hkv, d, w}},
+                   {{qf_.bytes(), H, d, w}, {kvf_.bytes(), Hkv, d, w}, {kvf_.bytes() + kv_shard_bytes_, Hkv, d, w}},
+                   send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
   be_.init_forward(outf_.floats(), lsef_.floats(), rows, p_.head_dim);
   kernels().forward(calls_, gqa_.expand(kvf_.bytes()), outf_.floats(), lsef_.floats());
   const int m2 = be_.mark();
   // O (head_dim per row) and LSE (one per row) back to the position owners in one all-to-all.
-  const std::vector<Part> back = {{outf_.bytes(), H, d, f32}, {lsef_.bytes(), H, 1, f32}};
-  pack_rows(back, send_.bytes());
-  exchange(back);
-  unpack_heads(recv_.bytes(), {{out_.bytes(), H, d, f32}, {lse_.bytes(), H, 1, f32}});
+  heads_->to_shards({{outf_.bytes(), H, d, f32}, {lsef_.bytes(), H, 1, f32}},
+                    {{out_.bytes(), H, d, f32}, {lse_.bytes(), H, 1, f32}}, send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
   fwd_.compute[0] = be_.seconds_between(m1, m2);
@@ -220,9 +138,7 @@ void UlyssesAttention::backward() {
   bwd_.wait.assign(static_cast<std::size_t>(group_), 0.0);
   be_.reset_marks();
   const int m0 = be_.mark();
-  pack_heads({{dout_.bytes(), H, d, w}}, send_.bytes());
-  exchange({{doutf_.bytes(), H, d, w}});
-  unpack_sequence(recv_.bytes(), {{doutf_.bytes(), H, d, w}});
+  heads_->to_heads({{dout_.bytes(), H, d, w}}, {{doutf_.bytes(), H, d, w}}, send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
   be_.backward_prepare(doutf_.ptr, outf_.floats(), deltaf_.floats(), rows, p_.head_dim, p_.dtype);
@@ -233,11 +149,10 @@ void UlyssesAttention::backward() {
                      dqf_.floats(), grads);
   gqa_.fold(dkvf_.floats());
   const int m2 = be_.mark();
-  const std::vector<Part> back = {{dqf_.bytes(), H, d, f32}, {dkvf_.bytes(), Hkv, d, f32},
-                                  {dkvf_.bytes() + kv_shard_floats_ * f32, Hkv, d, f32}};
-  pack_rows(back, send_.bytes());
-  exchange(back);
-  unpack_heads(recv_.bytes(), {{dq_.bytes(), H, d, f32}, {dk_.bytes(), Hkv, d, f32}, {dv_.bytes(), Hkv, d, f32}});
+  heads_->to_shards({{dqf_.bytes(), H, d, f32}, {dkvf_.bytes(), Hkv, d, f32},
+                     {dkvf_.bytes() + kv_shard_floats_ * f32, Hkv, d, f32}},
+                    {{dq_.bytes(), H, d, f32}, {dk_.bytes(), Hkv, d, f32}, {dv_.bytes(), Hkv, d, f32}},
+                    send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
   bwd_.compute[0] = be_.seconds_between(m1, m2);

@@ -8,6 +8,7 @@
 // branches, heads / group divisible by every rate, so a head's branch offset is the same
 // locally); the sweep refuses other problems at startup.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "ring/block_calls.hpp"
 #include "ring/cp_attention.hpp"
 #include "ring/group_transport.hpp"
+#include "ring/head_exchange.hpp"
 #include "ring/kv_expansion.hpp"
 #include "ring/step_kernels.hpp"
 
@@ -23,11 +25,8 @@ namespace rb::ring {
 // Empty when the Ulysses scheme can run p; otherwise why not.
 std::string ulysses_problem_error(const Problem& p);
 
-// Rows of a rank's shard as runs of consecutive rows at consecutive positions (a zigzag chunk
-// is one run; a striped rank's rows are runs of one).
-struct RowRun {
-  std::int64_t row = 0, position = 0, count = 0;
-};
+// Rows of a rank's shard as runs of consecutive rows at consecutive positions (joint = the
+// position: a zigzag chunk is one run; a striped rank's rows are runs of one).
 std::vector<RowRun> position_runs(const Problem& p, int rank);
 
 class UlyssesAttention final : public ContextParallelAttention {
@@ -43,33 +42,13 @@ class UlyssesAttention final : public ContextParallelAttention {
   RingResult result() const override;
   const StepTimes& forward_steps() const override { return fwd_; }
   const StepTimes& backward_steps() const override { return bwd_; }
-  std::uint64_t bytes_sent() const override { return bytes_sent_; }
-  void reset_bytes_sent() override { bytes_sent_ = 0; }
+  std::uint64_t bytes_sent() const override { return heads_->bytes_sent() - bytes_at_reset_; }
+  void reset_bytes_sent() override { bytes_at_reset_ = heads_->bytes_sent(); }
   const Problem& problem() const override { return p_; }
   Scheme scheme() const override { return Scheme::Ulysses; }
 
  private:
-  // One tensor of an all-to-all: [batch][heads][rows][width] elements of `elem` bytes (shards:
-  // this rank's n rows of every head; full: the whole sequence of heads / group heads).
-  struct Part {
-    char* data;
-    int heads;           // over the whole group (num_heads or num_kv_heads)
-    std::int64_t width;  // elements per row: head_dim, or 1 for LSE
-    std::size_t elem;
-  };
   void allocate();
-  std::size_t row_bytes(const Part& t) const;
-  std::size_t slice_bytes(const Part& t) const;  // one part's share of one rank's chunk
-  std::size_t chunk_bytes(const std::vector<Part>& parts) const;
-  // Sequence shards -> head shards: this rank's shards to send chunks [dest][part][B][heads/P][n]
-  // rows, and received chunks [source][part][...] to the whole sequence in position order.
-  void pack_heads(const std::vector<Part>& shards, char* send) const;
-  void unpack_sequence(const char* recv, const std::vector<Part>& full) const;
-  // And back: the whole sequence to chunks for each position owner, then every head owner's
-  // chunk into this rank's shards.
-  void pack_rows(const std::vector<Part>& full, char* send) const;
-  void unpack_heads(const char* recv, const std::vector<Part>& shards) const;
-  void exchange(const std::vector<Part>& parts);  // send_ -> recv_, one chunk per rank
   StepKernels kernels() const;  // this rank's heads over the whole sequence
 
   Problem p_;
@@ -78,7 +57,7 @@ class UlyssesAttention final : public ContextParallelAttention {
   bool with_backward_;
   int rank_ = 0, group_ = 1;
   std::int64_t n_ = 0, S_ = 0;
-  std::vector<std::vector<RowRun>> runs_;  // per rank: where its rows sit in the sequence
+  std::unique_ptr<HeadExchange> heads_;    // the all-to-alls (joint rows: positions)
   std::vector<BlockCall> calls_;           // the local attention over the whole sequence
   std::size_t shard_bytes_ = 0, shard_floats_ = 0, kv_shard_bytes_ = 0, kv_shard_floats_ = 0;
   KvExpansion gqa_;  // this rank's K/V heads -> its query heads for the kernels (GQA)
@@ -86,7 +65,7 @@ class UlyssesAttention final : public ContextParallelAttention {
   BackendBuffer qf_, kvf_, doutf_, outf_, lsef_, deltaf_, dqf_, dkvf_;  // full sequence, local heads
   BackendBuffer send_, recv_;
   StepTimes fwd_, bwd_;
-  std::uint64_t bytes_sent_ = 0;
+  std::uint64_t bytes_at_reset_ = 0;
   bool have_forward_ = false;
 };
 

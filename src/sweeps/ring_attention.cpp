@@ -18,6 +18,7 @@
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
 #include "ring/allgather_attention.hpp"
+#include "ring/hybrid_attention.hpp"
 #include "ring/inputs.hpp"
 #include "ring/parity.hpp"
 #include "ring/problem.hpp"
@@ -61,11 +62,13 @@ struct RingParams {
   ring::RingOrder ring_order = ring::RingOrder::NodeAware;
   // How the context-parallel group meets every key (ring/cp_attention.hpp); one point each.
   std::vector<ring::Scheme> schemes{ring::Scheme::Ring};
+  int ulysses_degree = 0;  // hybrid's Ulysses subgroup size (required with scheme hybrid)
 };
 
 struct Point {
   ring::Problem problem;
   ring::Scheme scheme = ring::Scheme::Ring;
+  int ulysses_degree = 1;  // ranks splitting heads: hybrid U, ulysses R, 1 otherwise
   int num_rings = 1;
   std::string label;
 };
@@ -131,6 +134,12 @@ Shards make_shards(const ring::Problem& p, int ring_rank, std::uint64_t seed, bo
 // by query rows (ring::step_pairs, per K/V owner); Ulysses gives every rank heads / group of the
 // heads over the whole sequence, i.e. an equal share of all pairs, in its one step.
 std::vector<std::int64_t> scheme_step_pairs(const Point& pt, int ring_rank) {
+  if (pt.scheme == ring::Scheme::Hybrid) {  // its inner ring's steps, padded to R
+    const ring::Problem inner = ring::hybrid_inner_problem(pt.problem, pt.ulysses_degree);
+    std::vector<std::int64_t> out = ring::step_pairs(inner, ring_rank / pt.ulysses_degree);
+    out.resize(static_cast<std::size_t>(pt.problem.ring_size), 0);
+    return out;
+  }
   if (pt.scheme != ring::Scheme::Ulysses) return ring::step_pairs(pt.problem, ring_rank);
   const int R = pt.problem.ring_size;
   std::int64_t total = 0;
@@ -427,7 +436,8 @@ class RingAttentionSweep final : public Sweep {
       double flop = 4.0 * pr.batch * pr.heads * pr.head_dim * rows * static_cast<double>(pr.seq_len);
       if (pr.causal) flop /= 2;
       if (p_.backward) flop *= 3.5;
-      const double step_bytes = static_cast<double>(ring::bytes_sent_per_iteration(pr, pt.scheme, p_.backward));
+      const double step_bytes =
+          static_cast<double>(ring::bytes_sent_per_iteration(pr, pt.scheme, p_.backward, pt.ulysses_degree));
       const double iteration = flop / (a.device_tflops * 1e12) + step_bytes / a.link_Bps +
                                (pr.ring_size - 1) * a.latency_s;
       total += static_cast<double>(p_.iterations + p_.warmup) * iteration + a.point_overhead_s +
@@ -519,6 +529,7 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   h5::PointsTable t(points_.size());
   std::vector<std::int64_t> seq, rs, nr;
   std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label, scheme;
+  std::vector<std::int64_t> ulysses;
   std::vector<double> tol;
   for (const Point& pt : points_) {
     seq.push_back(pt.problem.seq_len);
@@ -526,6 +537,7 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
     nr.push_back(pt.num_rings);
     layout.push_back(ring::to_string(pt.problem.layout));
     scheme.push_back(ring::to_string(pt.scheme));
+    ulysses.push_back(pt.ulysses_degree);
     dtype.push_back(ring::to_string(pt.problem.dtype));
     compute.push_back(host ? "fp32" : ring::to_string(pt.problem.dtype));
     kernel.push_back(p_.kernel);
@@ -539,7 +551,9 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   t.key("num_rings", std::move(nr), {"1", "concurrent rings (world / R)"});
   t.key("layout", std::move(layout), {"1", "sequence layout over the ring: contiguous, zigzag or striped"});
   t.key("scheme", std::move(scheme),
-        {"1", "context-parallel scheme: ring, allgather or ulysses (docs/ring-attention.md, schemes)"});
+        {"1", "context-parallel scheme: ring, allgather, ulysses or hybrid (docs/ring-attention.md, schemes)"});
+  t.key("ulysses_degree", std::move(ulysses),
+        {"1", "ranks that split the heads: hybrid's ulysses_degree, the ring size under ulysses, 1 otherwise"});
   t.key("dtype", std::move(dtype), {"1", "storage dtype of Q, K, V, dO"});
   t.key("compute_dtype", std::move(compute), {"1", "dtype the block kernels compute in (fp32 on the host)"});
   t.key("kernel", std::move(kernel), {"1", "kernel path asked for (kernel: in the config)"});
@@ -728,6 +742,21 @@ std::unique_ptr<ring::ContextParallelAttention> RingAttentionSweep::make_scheme(
     ring_tr = ctx.paths.ring_transport(group, backend);
     return std::make_unique<ring::RingAttention>(pt.problem, backend, *ring_tr, p_.backward);
   }
+  if (pt.scheme == ring::Scheme::Hybrid) {
+    // Ulysses inside subgroups of U consecutive group ranks, the ring across them; both
+    // transports keep a duplicate of their communicator, so the splits are freed here.
+    int rank = 0;
+    MPI_Comm_rank(group, &rank);
+    const int u = pt.ulysses_degree;
+    MPI_Comm heads = MPI_COMM_NULL, across = MPI_COMM_NULL;
+    RB_MPI_CHECK(MPI_Comm_split(group, rank / u, rank % u, &heads));
+    RB_MPI_CHECK(MPI_Comm_split(group, rank % u, rank / u, &across));
+    group_tr = ctx.paths.group_transport(heads, backend);
+    ring_tr = ctx.paths.ring_transport(across, backend);
+    MPI_Comm_free(&heads);
+    MPI_Comm_free(&across);
+    return std::make_unique<ring::HybridAttention>(pt.problem, u, backend, *ring_tr, *group_tr, p_.backward);
+  }
   group_tr = ctx.paths.group_transport(group, backend);
   if (pt.scheme == ring::Scheme::AllGather)
     return std::make_unique<ring::AllGatherAttention>(pt.problem, backend, *group_tr, p_.backward);
@@ -897,8 +926,9 @@ void parse_kv_heads(const cfg::Node& n, const ParseContext& ctx, RingParams& p) 
                            "the host path only in this build (not yet measured on a GPU); use backend: host");
 }
 
-// scheme: ring (default), allgather, ulysses, or a list of them (one point each). The other
-// schemes' collectives exist on the host path only (ring/group_transport.hpp).
+// scheme: ring (default), allgather, ulysses, hybrid, or a list of them (one point each); hybrid
+// with ulysses_degree. The other schemes' collectives exist on the host path only
+// (ring/group_transport.hpp).
 void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
   const std::vector<std::string> names = n.get_choice_list("scheme", {"ring"}, ring::scheme_names());
   p.schemes.clear();
@@ -910,11 +940,19 @@ void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
                        "use scheme: ring on the cuda backend, or backend: host");
     p.schemes.push_back(s);
   }
+  const bool hybrid = std::find(p.schemes.begin(), p.schemes.end(), ring::Scheme::Hybrid) != p.schemes.end();
+  if (hybrid && !n.has("ulysses_degree"))
+    n.fail("scheme", "scheme hybrid needs ulysses_degree: the ranks of each Ulysses subgroup (e.g. the GPUs of a node)");
+  if (!hybrid && n.has("ulysses_degree"))
+    n.fail("ulysses_degree", "ulysses_degree is hybrid's (scheme: hybrid, or a list with it)");
+  if (hybrid) p.ulysses_degree = static_cast<int>(n.get_int("ulysses_degree", 1, 1, 1 << 20));
 }
 
 std::string point_label(const RingParams& p, const ring::Problem& pr, int num_rings, ring::Scheme scheme) {
   // The ring's labels carry no scheme, as before schemes existed (--estimate-from matches labels).
-  const std::string by = scheme == ring::Scheme::Ring ? "" : std::string(ring::to_string(scheme)) + " ";
+  const std::string by = scheme == ring::Scheme::Ring     ? ""
+                         : scheme == ring::Scheme::Hybrid ? "hybrid(U=" + std::to_string(p.ulysses_degree) + ") "
+                                                          : std::string(ring::to_string(scheme)) + " ";
   return by + "S=" + std::to_string(pr.seq_len) + " R=" + std::to_string(pr.ring_size) + " (" +
          std::to_string(num_rings) + (num_rings == 1 ? " ring) " : " rings) ") +
          (p.causal ? "causal " : "") + ring::to_string(pr.layout) + " " + ring::to_string(pr.dtype) +
@@ -952,6 +990,13 @@ Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::i
     const std::string why = ring::ulysses_problem_error(pr);
     if (!why.empty())
       n.fail("scheme", "ulysses at ring size " + std::to_string(R) + ": " + why);
+    pt.ulysses_degree = static_cast<int>(R);
+  }
+  if (scheme == ring::Scheme::Hybrid) {
+    const std::string why = ring::hybrid_problem_error(pr, p.ulysses_degree);
+    if (!why.empty())
+      n.fail("ulysses_degree", "hybrid at ring size " + std::to_string(R) + ", layout " + layout + ": " + why);
+    pt.ulysses_degree = p.ulysses_degree;
   }
   pt.num_rings = static_cast<int>(p.world_size / R);
   pt.label = point_label(p, pr, pt.num_rings, scheme);
@@ -965,7 +1010,7 @@ std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseCo
   n.allow_only({"type", "name", "batch", "seq_lengths", "num_heads", "num_kv_heads", "head_dim", "embed_dim",
                 "dtype", "causal", "layout", "segment_lengths", "dilation_rates", "ring_sizes",
                 "ring_order", "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile",
-                "kernel_policy", "validate", "scheme"});
+                "kernel_policy", "validate", "scheme", "ulysses_degree"});
   RingParams p;
   p.world_size = ctx.world_size;
   p.backend = ctx.backend;

@@ -16,6 +16,7 @@
 #include "ring/parity.hpp"
 #include "ring/allgather_attention.hpp"
 #include "ring/group_transport.hpp"
+#include "ring/hybrid_attention.hpp"
 #include "ring/ring_attention.hpp"
 #include "ring/transport.hpp"
 #include "ring/ulysses_attention.hpp"
@@ -65,8 +66,21 @@ struct RingSetup {
   std::unique_ptr<rb::ring::GroupTransport> group;
   std::unique_ptr<rb::ring::ContextParallelAttention> ring;
   RingSetup(const rb::ring::Problem& p, MPI_Comm ring_comm, bool backward,
-            rb::ring::Scheme scheme = rb::ring::Scheme::Ring)
+            rb::ring::Scheme scheme = rb::ring::Scheme::Ring, int ulysses_degree = 1)
       : backend(paths().attention_backend(rb::attn::KernelChoice{})) {
+    if (scheme == rb::ring::Scheme::Hybrid) {  // as the sweep splits the group
+      int rank = 0;
+      MPI_Comm_rank(ring_comm, &rank);
+      MPI_Comm heads, across;
+      MPI_Comm_split(ring_comm, rank / ulysses_degree, rank % ulysses_degree, &heads);
+      MPI_Comm_split(ring_comm, rank % ulysses_degree, rank / ulysses_degree, &across);
+      group = paths().group_transport(heads, *backend);
+      transport = paths().ring_transport(across, *backend);
+      MPI_Comm_free(&heads);
+      MPI_Comm_free(&across);
+      ring = std::make_unique<rb::ring::HybridAttention>(p, ulysses_degree, *backend, *transport, *group, backward);
+      return;
+    }
     if (scheme == rb::ring::Scheme::Ring) {
       transport = paths().ring_transport(ring_comm, *backend);
       ring = std::make_unique<rb::ring::RingAttention>(p, *backend, *transport, backward);
@@ -109,10 +123,11 @@ inline std::string describe(const rb::ring::Problem& p) {
 }
 
 inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t seed, MPI_Comm ring,
-                                     bool backward, rb::ring::Scheme scheme = rb::ring::Scheme::Ring) {
+                                     bool backward, rb::ring::Scheme scheme = rb::ring::Scheme::Ring,
+                                     int ulysses_degree = 1) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
-  RingSetup setup(p, ring, backward, scheme);
+  RingSetup setup(p, ring, backward, scheme, ulysses_degree);
   rb::ring::ContextParallelAttention& ra = *setup.ring;
   using rb::ring::Tensor;
   const auto q = rb::ring::make_shard(p, rank, seed, Tensor::Q);
@@ -127,11 +142,11 @@ inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t s
 
 inline CaseResult run_case(const rb::ring::Problem& p, std::uint64_t seed, MPI_Comm ring,
                            bool backward, const rb::ring::ParityOptions& opt = {},
-                           rb::ring::Scheme scheme = rb::ring::Scheme::Ring) {
+                           rb::ring::Scheme scheme = rb::ring::Scheme::Ring, int ulysses_degree = 1) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
   CaseResult c;
-  c.result = run_ring(p, seed, ring, backward, scheme);
+  c.result = run_ring(p, seed, ring, backward, scheme, ulysses_degree);
   c.parity = rb::ring::check_parity(p, seed, rank, ring, c.result, backward, opt);
   return c;
 }

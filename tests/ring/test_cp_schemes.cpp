@@ -27,10 +27,11 @@ double worst(double e) {
   return w;
 }
 
-void check_scheme(const Problem& p, Scheme scheme) {
+void check_scheme(const Problem& p, Scheme scheme, int ulysses_degree = 1) {
   CAPTURE(rbtest::describe(p));
   CAPTURE(rb::ring::to_string(scheme));
-  const rbtest::CaseResult c = rbtest::run_case(p, 77, MPI_COMM_WORLD, true, {}, scheme);
+  CAPTURE(ulysses_degree);
+  const rbtest::CaseResult c = rbtest::run_case(p, 77, MPI_COMM_WORLD, true, {}, scheme, ulysses_degree);
   const double tol = rbtest::tolerance(p.dtype);
   CHECK(worst(c.parity.out.max_rel) < tol);
   CHECK(worst(c.parity.dq.max_rel) < tol);
@@ -106,6 +107,36 @@ TEST_CASE("a K/V head's gradient is its group's sum: a wrong K/V head mapping fa
   CHECK(worst(bad.out.max_rel) > 0.01);
 }
 
+TEST_CASE("hybrid: Ulysses inside subgroups, the ring across, at every degree that divides the group") {
+  const int R = rb::test::world();
+  for (int u = 1; u <= R; ++u) {
+    if (R % u != 0) continue;
+    for (Layout layout : {Layout::Contiguous, Layout::Zigzag})
+      for (bool causal : {false, true}) {
+        Problem p = base(layout, causal);
+        p.branches = {{16, 2}, {p.seq_len, 1}};
+        REQUIRE(rb::ring::hybrid_problem_error(p, u).empty());
+        check_scheme(p, Scheme::Hybrid, u);
+        p.kv_heads = 12;  // GQA: 12 K/V heads split like the 24 query heads
+        check_scheme(p, Scheme::Hybrid, u);
+      }
+  }
+}
+
+TEST_CASE("hybrid refuses what it cannot split") {
+  Problem p = rbtest::problem(4, 64, 8, 8, Layout::Striped, true);
+  CHECK(rb::ring::hybrid_problem_error(p, 2).find("the striped layout of 4 ranks does not split into 2 subgroups") == 0);
+  CHECK(rb::ring::hybrid_problem_error(p, 4).empty());  // one subgroup: it holds every row
+  CHECK(rb::ring::hybrid_problem_error(p, 1).empty());  // the ring itself
+  p.layout = Layout::Zigzag;
+  CHECK(rb::ring::hybrid_problem_error(p, 3).find("ulysses_degree 3 does not divide the ring size 4") == 0);
+  p.heads = 6;
+  CHECK(rb::ring::hybrid_problem_error(p, 4).find("num_heads 6 is not divisible by ulysses_degree 4") == 0);
+  p.heads = 8;
+  p.kv_heads = 2;
+  CHECK(rb::ring::hybrid_problem_error(p, 4).find("num_kv_heads 2 is not divisible") == 0);
+}
+
 TEST_CASE("all-gather and Ulysses with bf16 storage, batch 2") {
   Problem p = base(Layout::Zigzag, true);
   p.batch = 2;
@@ -116,14 +147,15 @@ TEST_CASE("all-gather and Ulysses with bf16 storage, batch 2") {
 
 TEST_CASE("every scheme sends the bytes bytes_sent_per_iteration says") {
   const Problem p = base(Layout::Zigzag, true);
-  for (Scheme s : {Scheme::Ring, Scheme::AllGather, Scheme::Ulysses}) {
+  const int u = rb::test::world() % 2 == 0 ? 2 : 1;  // hybrid: subgroups of 2 where the world splits so
+  for (Scheme s : {Scheme::Ring, Scheme::AllGather, Scheme::Ulysses, Scheme::Hybrid}) {
     CAPTURE(rb::ring::to_string(s));
-    rbtest::RingSetup setup(p, MPI_COMM_WORLD, true, s);
+    rbtest::RingSetup setup(p, MPI_COMM_WORLD, true, s, u);
     const auto q = rb::ring::make_shard(p, rb::test::rank(), 5, rb::ring::Tensor::Q);
     setup.ring->load_inputs(q.data(), q.data(), q.data(), q.data());
     setup.ring->forward();
     setup.ring->backward();
-    CHECK(setup.ring->bytes_sent() == rb::ring::bytes_sent_per_iteration(p, s, true));
+    CHECK(setup.ring->bytes_sent() == rb::ring::bytes_sent_per_iteration(p, s, true, u));
     CHECK(setup.ring->scheme() == s);
   }
 }
@@ -143,13 +175,13 @@ TEST_CASE("position runs: zigzag chunks whole, striped rows one by one") {
   const auto runs = rb::ring::position_runs(z, 1);  // chunks 1 and 2 of 4: positions 4-7, 8-11
   REQUIRE(runs.size() == 2);
   CHECK(runs[0].row == 0);
-  CHECK(runs[0].position == 4);
+  CHECK(runs[0].joint == 4);
   CHECK(runs[1].row == 4);
-  CHECK(runs[1].position == 8);
+  CHECK(runs[1].joint == 8);
   CHECK(runs[1].count == 4);
   const Problem s = rbtest::problem(2, 16, 1, 4, Layout::Striped, true);
   const auto rows = rb::ring::position_runs(s, 1);
   REQUIRE(rows.size() == 8);
-  CHECK(rows[3].position == 7);
+  CHECK(rows[3].joint == 7);
   CHECK(rows[3].count == 1);
 }

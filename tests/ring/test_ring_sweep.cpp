@@ -297,3 +297,16 @@ TEST_CASE("ring_attention config: num_kv_heads (GQA/MQA) divides num_heads; host
   CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 8}"),
                           gpu, "num_kv_heads").empty());
 }
+
+TEST_CASE("ring_attention config: scheme hybrid needs ulysses_degree dividing each ring size") {
+  const auto sweep = rb::parse_ring_attention(
+      spec_of("{seq_lengths: [64], ring_sizes: [2, 4], num_heads: 8, scheme: hybrid, ulysses_degree: 2}"), world4());
+  CHECK(sweep->plan()[0].rfind("hybrid(U=2) S=64 R=2", 0) == 0);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, scheme: hybrid}", "scheme").find("needs ulysses_degree") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, ulysses_degree: 2}", "ulysses_degree").find("hybrid's") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], ring_sizes: [1, 4], num_heads: 8, scheme: hybrid, ulysses_degree: 2}", "ulysses_degree")
+            .find("hybrid at ring size 1, layout contiguous: ulysses_degree 2 does not divide the ring size 1") == 0);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, causal: true, layout: striped, scheme: hybrid, ulysses_degree: 2}",
+                  "ulysses_degree")
+            .find("the striped layout of 4 ranks does not split") != std::string::npos);
+}

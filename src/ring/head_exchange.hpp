@@ -1,0 +1,61 @@
+#pragma once
+// The all-to-all of the head-splitting schemes (Ulysses, and the Ulysses stage of hybrid) over
+// a group of P members: sequence shards (each member's n rows of every head) <-> head shards
+// (heads / P of the heads, over the members' rows together, "joint" rows, in an order the scheme
+// chooses: Ulysses the sequence's position order, hybrid its ring layout's local order). A
+// tensor of an exchange is a HeadPart; several travel in one all-to-all, one after another in
+// each member's chunk.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backend.hpp"
+#include "ring/group_transport.hpp"
+
+namespace rb::ring {
+
+// Rows [row, row + count) of a member's shard are joint rows [joint, joint + count).
+struct RowRun {
+  std::int64_t row = 0, joint = 0, count = 0;
+};
+
+// [batch][heads][rows][width] elements of `elem` bytes: a shard has the member's rows of every
+// head, a joint tensor heads / P heads of the joint rows.
+struct HeadPart {
+  char* data;
+  int heads;           // over the whole group (num_heads or num_kv_heads)
+  std::int64_t width;  // elements per row: head_dim, or 1 for LSE
+  std::size_t elem;
+};
+
+class HeadExchange {
+ public:
+  // runs[m]: where member m's shard rows sit among the joint_rows joint rows.
+  HeadExchange(attn::AttentionBackend& backend, GroupTransport& transport, int batch,
+               std::int64_t shard_rows, std::int64_t joint_rows, std::vector<std::vector<RowRun>> runs);
+
+  // Bytes of one member's chunk of an exchange of these parts.
+  std::size_t chunk_bytes(const std::vector<HeadPart>& parts) const;
+  // Shards -> this member's heads of the joint rows (send, recv: scratch of P chunks each).
+  void to_heads(const std::vector<HeadPart>& shards, const std::vector<HeadPart>& joint, char* send, char* recv);
+  // This member's heads of the joint rows -> shards.
+  void to_shards(const std::vector<HeadPart>& joint, const std::vector<HeadPart>& shards, char* send, char* recv);
+  std::uint64_t bytes_sent() const { return bytes_sent_; }  // to the other members, so far
+
+ private:
+  std::size_t row_bytes(const HeadPart& t) const { return static_cast<std::size_t>(t.width) * t.elem; }
+  void pack_heads(const std::vector<HeadPart>& shards, char* send) const;
+  void unpack_joint(const char* recv, const std::vector<HeadPart>& joint) const;
+  void pack_joint(const std::vector<HeadPart>& joint, char* send) const;
+  void unpack_heads(const char* recv, const std::vector<HeadPart>& shards) const;
+  void exchange(const std::vector<HeadPart>& parts, const char* send, char* recv);
+
+  attn::AttentionBackend& be_;
+  GroupTransport& tr_;
+  int batch_, members_;
+  std::int64_t n_, joint_rows_;
+  std::vector<std::vector<RowRun>> runs_;
+  std::uint64_t bytes_sent_ = 0;
+};
+
+}  // namespace rb::ring
