@@ -14,9 +14,10 @@ if(RINGBENCH_PYTHON)
 endif()
 # Tuned kernel policy read-back (issue #13) on 2 ranks: an unknown path in the policy, a cuda
 # policy on the host (warning; strict: refused), and a host policy that applies (each block
-# where the policy's lookup rule says, counted as the policy's).
+# where the policy's lookup rule says, counted as the policy's, and named in paths_ran and on
+# screen) and one that splits a point's branches over two paths ("kokkos 4 / materialized 2").
 if(RINGBENCH_PYTHON)
-  foreach(check unknown_path other_machine strict applies)
+  foreach(check unknown_path other_machine strict applies mixed)
     add_test(NAME e2e_policy_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/policy_readback.py ${check}
                      --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}

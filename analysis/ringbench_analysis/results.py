@@ -86,10 +86,16 @@ def _slowest_scalar(sweep, name, p):
     return float(v.max()) if v.size else float("nan")
 
 
-def _kernel_text(sweep, keys):
+def _kernel_text(sweep, keys, p):
+    """The path asked for and, in brackets, the paths that ran its blocks (paths_ran, rank 0:
+    "flash" or "cudnn 6 / flash 2"); files from before paths_ran give the backend's name."""
     kernel = str(keys.get("kernel", sweep.attrs.get("kernel", "")))
-    backend = str(sweep.attrs.get("attention_backend", ""))
-    return f"{kernel} ({backend})" if backend and backend != kernel else kernel
+    ran = ""
+    if "paths_ran" in sweep.metrics:
+        ran = str(sweep.metrics["paths_ran"][0, p])
+    if not ran or ran == "-":
+        ran = str(sweep.attrs.get("attention_backend", ""))
+    return f"{kernel} ({ran})" if ran and ran != kernel else kernel
 
 
 def _mask_text(sweep):
@@ -112,7 +118,7 @@ def ring_frame(runs, points, peaks):
         keys = s.points.iloc[pt["point"]].to_dict()
         row = {"file": pt["run"], "sweep": pt["sweep"], "point": pt["point"], "seq_len": pt["seq_len"],
                "ring_size": pt["ring_size"], "ranks": pt["world_size"], "config": pt["config_label"],
-               "layout": str(keys.get("layout", "")), "kernel": _kernel_text(s, keys),
+               "layout": str(keys.get("layout", "")), "kernel": _kernel_text(s, keys, pt["point"]),
                "dtype": str(keys.get("dtype", "")), "causal": bool(s.attrs.get("causal", 0)),
                "mask": _mask_text(s), "scheme": str(keys.get("scheme", "ring")),
                "bytes_sent": _slowest_scalar(s, "bytes_sent_bytes", pt["point"]) if pt["measured"] else float("nan"),

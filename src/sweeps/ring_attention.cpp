@@ -206,7 +206,8 @@ const MetricColumn kMetricColumns[] = {
   {"comm_created", "1", "1: this point created its ring size's MPI (and NCCL) ring communicators; 0: it reused those of an earlier point of the same ring size", 'i', '-'},
   {"comm_create_time_s", "s", "seconds this rank spent creating the ring communicators at this point (0 when reused)", 'd', '-'},
   {"status", "1", "ok | oom | parity_failed (the same on every rank)", 't', '-'},
-  {"kernel_path", "1", "the kernel path that ran the blocks (the backend's name)", 't', '-'},
+  {"kernel_path", "1", "the attention backend's name (its headline path; what ran is paths_ran)", 't', '-'},
+  {"paths_ran", "1", "the kernel paths that ran this point's blocks: one name, or each with its block calls per iteration, most first (`cudnn 6 / flash 2`), from block_calls_*", 't', '-'},
   {"forward_time_s", "s", "wall time of each timed forward pass (after a world barrier)", 'd', 'I'},
   {"backward_time_s", "s", "wall time of each timed backward pass (NaN without backward)", 'd', 'I'},
   {"total_time_s", "s", "forward plus backward wall time of each timed iteration", 'd', 'I'},
@@ -268,6 +269,20 @@ void declare_block_calls(h5::PointsTable& t, bool host) {
                {"1", "of those, block calls whose path the tuned policy chose (kernel: auto)"});
 }
 
+// What ran, for the screen, the JSON and the report: "flash", or "cudnn 6 / flash 2" (calls per
+// iteration, most first) when several paths shared the blocks; "-" when no block ran.
+std::string paths_ran(const attn::BlockCalls& calls) {
+  std::vector<std::pair<std::string, std::int64_t>> ran;
+  for (const auto& entry : calls.by_path)
+    if (entry.second > 0) ran.push_back(entry);
+  if (ran.empty()) return "-";
+  if (ran.size() == 1) return ran[0].first;
+  std::stable_sort(ran.begin(), ran.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [name, n] : ran) out += (out.empty() ? "" : " / ") + name + " " + std::to_string(n);
+  return out;
+}
+
 // Every iteration runs the same blocks: the counts of one.
 attn::BlockCalls per_iteration(attn::BlockCalls calls, std::int64_t iterations) {
   for (auto& entry : calls.by_path) entry.second /= iterations;
@@ -318,6 +333,7 @@ void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
     return;
   }
   record_block_calls(t, pi, r.block_calls);
+  t.set_text("paths_ran", pi, paths_ran(r.block_calls));
   t.set("forward_time_s", pi, r.forward_s);
   t.set("backward_time_s", pi, r.backward_s);
   t.set("total_time_s", pi, r.total_s);
@@ -346,7 +362,8 @@ std::vector<h5::Headline> ring_headlines() {
                                  {"step_wait_s", OverInner::Sum, OverRanks::Max, "ring steps"},
                                  {"status", OverInner::None, OverRanks::Rank0},
                                  {"parity_mode", OverInner::None, OverRanks::Rank0},
-                                 {"kernel_path", OverInner::None, OverRanks::Rank0}};
+                                 {"kernel_path", OverInner::None, OverRanks::Rank0},
+                                 {"paths_ran", OverInner::None, OverRanks::Rank0}};
   for (const char* tensor : {"out", "dq", "dk", "dv"})
     h.push_back({std::string(tensor) + "_max_rel", OverInner::None, OverRanks::Max});
   return h;
@@ -392,7 +409,9 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
     std::vector<std::string> row = {h5::fixed(r.num("seq_len"), 0), h5::fixed(r.num("ring_size"), 0),
                                     h5::fixed(r.num("num_rings"), 0)};
     if (schemes) row.push_back(r.text("scheme"));
-    for (auto cell : {layout, r.text("dtype"), r.text("kernel_path"), h5::sig3(fwd_ms),
+    // What ran, never the backend's headline name (rank 0's blocks; every rank runs the same calls).
+    const std::string ran = r.text("paths_ran").empty() ? r.text("kernel_path") : r.text("paths_ran");
+    for (auto cell : {layout, r.text("dtype"), ran, h5::sig3(fwd_ms),
                       h5::sig3(r.num("backward_time_s") * 1e3), h5::sig3(r.num("forward_tflops")),
                       h5::sig3(r.num("total_tflops")), h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1),
                       parity_cell(r), h5::sig3(worst_rel_error(r))})

@@ -12,7 +12,10 @@ ranks with `kernel_policy:` in its config, on the host path.
                    printed once, no output file
     applies        a host policy: each point's blocks ran where the policy's lookup rule (done
                    here, independently of the C++ reader) puts its block rows, policy_block_calls
-                   counts exactly those, and points/kernel_policy names the file and its sha256
+                   counts exactly those, points/kernel_policy names the file and its sha256, and
+                   paths_ran and the screen's table name the path that ran, not the backend
+    mixed          a policy that sends one LongNet branch to materialized and two to kokkos:
+                   paths_ran is "kokkos 4 / materialized 2" on every rank, as on the screen
 
     policy_readback.py CHECK --ringbench BIN --mpiexec MPIEXEC --workdir DIR
 Exit 0 = pass, 1 = fail, 77 = skipped.
@@ -56,10 +59,10 @@ def policy_text(device, ranges, head_dim=16, dtype="fp32"):
     return "\n".join(lines) + "\n"
 
 
-def config_text(policy_value):
-    sweep = ("  - {type: ring_attention, name: ring, seq_lengths: %s, ring_sizes: %s, num_heads: 2,\n"
-             "     head_dim: 16, dtype: fp32, causal: false, layout: contiguous, warmup: 0,\n"
-             "     iterations: 1}\n" % (SEQ_LENGTHS, RING_SIZES))
+def config_text(policy_value, sweep=None):
+    sweep = sweep or ("  - {type: ring_attention, name: ring, seq_lengths: %s, ring_sizes: %s, num_heads: 2,\n"
+                      "     head_dim: 16, dtype: fp32, causal: false, layout: contiguous, warmup: 0,\n"
+                      "     iterations: 1}\n" % (SEQ_LENGTHS, RING_SIZES))
     return ("run: {name: readback, output_dir: results}\nbackend: host\n"
             f"kernel_policy: {policy_value}\nsweeps:\n" + sweep)
 
@@ -80,7 +83,7 @@ def lookup(ranges, rows):
 class Run:
     """One ringbench run on RANKS ranks in `work`, with a policy file and a config there."""
 
-    def __init__(self, args, work, policy, policy_value):
+    def __init__(self, args, work, policy, policy_value, sweep=None):
         self.work = work
         self.policy = os.path.join(work, "policies", "tuned.yaml")
         os.makedirs(os.path.dirname(self.policy), exist_ok=True)
@@ -88,7 +91,7 @@ class Run:
             f.write(policy)
         self.config = os.path.join(work, "run.yaml")
         with open(self.config, "w") as f:
-            f.write(config_text(policy_value))
+            f.write(config_text(policy_value, sweep))
         self.h5 = os.path.join(work, "out.h5")
         exits = os.path.join(work, "exits")
         os.makedirs(exits, exist_ok=True)
@@ -184,6 +187,8 @@ def check_point(g, p, rows, ring, digest_source):
               f"rows {rows} rank {rank}: policy_block_calls {policy_calls} (policy path: {want})")
     check(text(g["points/kernel_policy"])[p] == digest_source,
           f"rows {rows}: points/kernel_policy is {digest_source!r}")
+    check(set(str(x) for x in g["paths_ran"].asstr()[:, p]) == {ran},
+          f"rows {rows}: paths_ran is {ran!r} on every rank")
     return ran, int(g["block_calls_" + ran][0, p])
 
 
@@ -210,16 +215,48 @@ def check_applies(args, work):
                 placed[path] = placed.get(path, 0) + calls
     check(placed.get("materialized", 0) > 0 and placed.get("kokkos", 0) > 0,
           f"the policy placed blocks on both materialized and kokkos ({placed})")
+    table = [line.split() for line in run.r.stdout.splitlines()]
+    for S, R in ((64, 1), (128 * 2, 2)):  # rows 64 (materialized) and 128 (materialized)
+        hits = [t for t in table if t[:2] == [str(S), str(R)]]
+        check(len(hits) == 1 and "materialized" in hits[0] and "kokkos-host" not in hits[0],
+              f"the screen's row S={S} R={R} names materialized, not the backend ({hits})")
+
+
+def check_mixed(args, work):
+    """Three LongNet branches of one point, the policy sending (32, 1) to materialized and
+    (16, 2), (32, 4) to kokkos: each branch is one forward and one backward call at ring size 1."""
+    rules = []
+    for seg, rate, path in ((32, 1, "materialized"), (16, 2, "kokkos"), (32, 4, "kokkos")):
+        rules += [f"- dtype: fp32", "  head_dim: 16", "  causal: false", f"  segment: {seg}",
+                  f"  rate: {rate}", "  ranges:", "  - block_rows_min: 16", "    block_rows_max: 64",
+                  f"    path: {path}"]
+    head = policy_text("host", [(16, 32, "kokkos")]).split("rules:")[0]
+    policy = head + "rules:\n" + "\n".join(rules) + "\n"
+    run = Run(args, work, policy, "policies/tuned.yaml",
+              sweep=("  - {type: ring_attention, name: ring, seq_lengths: [32], ring_sizes: [1], num_heads: 4,\n"
+                     "     head_dim: 16, dtype: fp32, causal: false, segment_lengths: [32, 16, 32],\n"
+                     "     dilation_rates: [1, 2, 4], warmup: 0, iterations: 1}\n"))
+    check(run.codes == [0] * RANKS, f"mixed policy: every rank exits 0 ({run.codes})")
+    if not check(os.path.isfile(run.h5), "the output file is written"):
+        return
+    with h5py.File(run.h5, "r") as f:
+        g = f["sweeps/ring"]
+        ran = [str(x) for x in g["paths_ran"].asstr()[:, 0]]
+        calls = {k: [int(x) for x in g[k][:, 0]] for k in ("block_calls_kokkos", "block_calls_materialized")}
+    check(ran == ["kokkos 4 / materialized 2"] * RANKS, f"paths_ran {ran}, block calls {calls}")
+    rows = [line for line in run.r.stdout.splitlines() if line.split()[:2] == ["32", "1"]]
+    check(len(rows) == 1 and "kokkos 4 / materialized 2" in rows[0],
+          f"the screen's row says which paths ran ({rows})")
 
 
 def main():
     ap = harness.arg_parser(source=False)
-    ap.add_argument("check", choices=["unknown_path", "other_machine", "strict", "applies"])
+    ap.add_argument("check", choices=["unknown_path", "other_machine", "strict", "applies", "mixed"])
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     work = tempfile.mkdtemp(prefix=args.check + "_", dir=args.workdir)
     {"unknown_path": check_unknown_path, "other_machine": check_other_machine,
-     "strict": check_strict, "applies": check_applies}[args.check](args, work)
+     "strict": check_strict, "applies": check_applies, "mixed": check_mixed}[args.check](args, work)
     code = harness.exit_code()
     if code == 0:
         shutil.rmtree(work, ignore_errors=True)
