@@ -124,9 +124,11 @@ def _scalar(v):
 def machine_info(run):
     """The policy file's machine mapping: rank 0's GPU, /run/libraries, version and commit."""
     gpus = [str(g) for g in run.ranks["gpu_name"]] if "gpu_name" in run.ranks else []
+    archs = [str(a) for a in run.ranks["gpu_arch"]] if "gpu_arch" in run.ranks else []
     libs = run.libraries
     return {"device": run.attrs.get("backend") or None,
             "gpu": (gpus[0] or None) if gpus else None,
+            "gpu_arch": (archs[0] or None) if archs else None,
             "cuda_driver": libs.get("cuda_driver"), "cuda_runtime": libs.get("cuda_runtime"),
             "cudnn": libs.get("cudnn"),
             "ringbench_version": run.attrs.get("ringbench_version") or None,

@@ -57,7 +57,9 @@ from collections.abc import Mapping
 
 # In the order of the policy file's rule keys.
 SHAPE_KEYS = ("dtype", "head_dim", "causal", "segment", "rate")
-MACHINE_KEYS = ("device", "gpu", "cuda_driver", "cuda_runtime", "cudnn", "ringbench_version",
+# gpu_arch: compute capability ("9.0"): ringbench applies a policy to another GPU model of the
+# same architecture, with a warning ("ported from MODEL").
+MACHINE_KEYS = ("device", "gpu", "gpu_arch", "cuda_driver", "cuda_runtime", "cudnn", "ringbench_version",
                 "commit")
 # Machine facts that change which path is fastest: compare-tuning warns when they differ.
 MACHINE_IDENTITY = ("device", "gpu", "cudnn")

@@ -306,7 +306,7 @@ std::string library_version(const char* name) {
 std::string policy_reason(const KernelPolicyUse& use, const RankSetup& s, Backend backend,
                           MPI_Comm world) {
   const ThisMachine here{to_string(backend), s.gpu.name,
-                         backend == Backend::Cuda ? library_version("cudnn") : ""};
+                         backend == Backend::Cuda ? library_version("cudnn") : "", s.gpu.arch};
   std::string sha = use.policy->sha256;
   mpi::broadcast_string(sha, world);
   std::string mine = applicability(use, here);
@@ -318,16 +318,41 @@ std::string policy_reason(const KernelPolicyUse& use, const RankSetup& s, Backen
   return "";
 }
 
+// A policy tuned on another GPU model of this architecture applies (applicability() said so):
+// say it once and record "ported from MODEL" with the file, or (strict) refuse through `refusal`.
+void port_if_other_model(KernelPolicyUse& use, const RankSetup& s, Backend backend, std::string& refusal,
+                         MPI_Comm world) {
+  const ThisMachine here{to_string(backend), s.gpu.name, "", s.gpu.arch};
+  const std::string from = ported_from(use, here);
+  if (from.empty()) return;
+  const std::string why = "it was tuned on GPU '" + from + "', this rank has '" + s.gpu.name +
+                          "' of the same architecture (sm " + s.gpu.arch + ")";
+  if (use.strict) {
+    refusal = why;
+    return;
+  }
+  if (mpi::rank_of(world) == 0)
+    fmt::print("warning: {}:{}: key '{}': tuned policy {} ported: {}; kernel: auto follows it (strict: true "
+               "refuses instead)\n", use.where.file, use.where.line, use.key, use.file, why);
+  use.source.description += " ported from " + from;
+}
+
 // Decides, on every rank alike, what `kernel: auto` follows for each kernel_policy key: the
 // file where it was tuned on this kind of machine, else the built-in rule with a warning, or
 // (strict) an error before any work. Returns false after an error.
 bool decide_policies(const Validated& v, const RankSetup& s, bool quiet, MPI_Comm world) {
   const bool root = mpi::rank_of(world) == 0;
   for (const auto& use : policy_uses(v)) {
+    std::string strict_refusal;
     const std::string why = policy_reason(*use, s, v.backend, world);
     const std::string where = fmt::format("{}:{}: key '{}': tuned policy {}", use->where.file,
                                           use->where.line, use->key, use->file);
     if (why.empty()) {
+      port_if_other_model(*use, s, v.backend, strict_refusal, world);
+      if (!strict_refusal.empty()) {
+        if (root) fmt::print(stderr, "ringbench: invalid config: {} refused (strict): {}\n", where, strict_refusal);
+        return false;
+      }
       if (root && !quiet)
         fmt::print("kernel policy: {} is followed by kernel: auto\n", use->source.description);
       continue;
@@ -461,6 +486,8 @@ void write_ranks_table(h5::Group& root, const RankLayout& layout, const RankSetu
   ranks.write_per_rank("gpu_index", id(s.gpu.index),
                        key("1", "CUDA device ordinal the rank drove; -1 on the host path"));
   ranks.write_per_rank_string("gpu_name", s.gpu.name, key("1", "GPU product name; empty on host"));
+  ranks.write_per_rank_string("gpu_arch", s.gpu.arch,
+                              key("1", "GPU compute capability major.minor (9.0: Hopper); empty on host"));
   ranks.write_per_rank_string("gpu_uuid", s.gpu.uuid, key("1", "GPU UUID; empty on host"));
   ranks.write_per_rank_string("gpu_pci_bus_id", s.gpu.pci_bus_id,
                               key("1", "GPU PCI bus id; empty on host"));

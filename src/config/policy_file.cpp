@@ -24,7 +24,7 @@ PolicyMachine parse_machine(const cfg::Node& root) {
     root.fail("machine", "required: where the policy was tuned (device, gpu, cudnn, ...)");
   const cfg::Node m = root.child("machine");
   m.require_map();
-  m.allow_only({"device", "gpu", "cuda_driver", "cuda_runtime", "cudnn", "ringbench_version",
+  m.allow_only({"device", "gpu", "gpu_arch", "cuda_driver", "cuda_runtime", "cudnn", "ringbench_version",
                 "commit"});
   PolicyMachine out;
   if (!m.has("device")) m.fail("device", "required: host or cuda");
@@ -35,6 +35,8 @@ PolicyMachine parse_machine(const cfg::Node& root) {
   out.cudnn = text_or_empty(m, "cudnn");
   out.ringbench_version = text_or_empty(m, "ringbench_version");
   out.commit = text_or_empty(m, "commit");
+  out.gpu_arch = text_or_empty(m, "gpu_arch");
+  if (out.gpu_arch.empty()) out.gpu_arch = known_gpu_arch(out.gpu);
   return out;
 }
 
@@ -190,12 +192,31 @@ std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, con
   return use;
 }
 
+std::string known_gpu_arch(const std::string& gpu) {
+  // Longest names first: "GH200" before "H200".
+  static const std::pair<const char*, const char*> kModels[] = {
+      {"GH200", "9.0"}, {"H100", "9.0"}, {"H200", "9.0"}, {"H800", "9.0"}, {"H20", "9.0"},
+      {"A100", "8.0"}, {"A800", "8.0"}, {"A30", "8.0"}, {"L40S", "8.9"}, {"L40", "8.9"}, {"L4", "8.9"},
+      {"B200", "10.0"}, {"B100", "10.0"}, {"GB200", "10.0"}};
+  for (const auto& [name, arch] : kModels)
+    if (gpu.find(name) != std::string::npos) return arch;
+  return "";
+}
+
+std::string ported_from(const KernelPolicyUse& use, const ThisMachine& here) {
+  const PolicyMachine& m = use.machine;
+  const bool same_arch = !m.gpu_arch.empty() && m.gpu_arch == here.gpu_arch;
+  return here.device == "cuda" && m.device == "cuda" && m.gpu != here.gpu && same_arch ? m.gpu : "";
+}
+
 std::string applicability(const KernelPolicyUse& use, const ThisMachine& here) {
   const PolicyMachine& m = use.machine;
   if (m.device != here.device)
     return "it was tuned on the " + m.device + " path and this run is on the " + here.device + " path";
-  if (here.device == "cuda" && m.gpu != here.gpu)
-    return "it was tuned on GPU '" + m.gpu + "' and this rank has '" + here.gpu + "'";
+  if (here.device == "cuda" && m.gpu != here.gpu && (m.gpu_arch.empty() || m.gpu_arch != here.gpu_arch))
+    return "it was tuned on GPU '" + m.gpu + "' (sm " + (m.gpu_arch.empty() ? "unknown" : m.gpu_arch) +
+           ") and this rank has '" + here.gpu + "' (sm " + (here.gpu_arch.empty() ? "unknown" : here.gpu_arch) +
+           "), another architecture";
   if (here.device == "cuda" && m.cudnn != here.cudnn)
     return "it was tuned with cuDNN " + (m.cudnn.empty() ? "(none)" : m.cudnn) +
            " and this run has " + (here.cudnn.empty() ? "(none)" : here.cudnn);

@@ -17,6 +17,7 @@ namespace rb {
 struct PolicyMachine {
   std::string device;  // host | cuda
   std::string gpu, cuda_driver, cuda_runtime, cudnn, ringbench_version, commit;
+  std::string gpu_arch;  // compute capability "9.0"; files without it: known_gpu_arch(gpu)
 };
 
 // One `kernel_policy:` key of the config and the file it names.
@@ -45,10 +46,20 @@ struct ThisMachine {
   std::string device;  // host | cuda
   std::string gpu;     // GPU model ("" on the host)
   std::string cudnn;   // cuDNN version text as /run/libraries records it ("" on the host)
+  std::string gpu_arch;  // compute capability "9.0" ("" on the host)
 };
 
-// Empty when the policy was made on this kind of machine (same device, GPU model and cuDNN
-// version, every path it names built here); otherwise one sentence saying what differs.
+// The compute capability of a GPU model a policy names when the file does not say it (files
+// from before machine.gpu_arch): the data-centre models ringbench has been tuned on. "" unknown.
+std::string known_gpu_arch(const std::string& gpu);
+
+// Empty when the policy was made on this kind of machine (same device, cuDNN version, every
+// path it names built here, and the same GPU model or, ported, another of the same
+// architecture: port_if_other_model in the driver warns); otherwise one sentence saying what
+// differs.
 std::string applicability(const KernelPolicyUse& use, const ThisMachine& here);
+// When the policy applies only as a port (tuned on another GPU model of this architecture):
+// that model; else "".
+std::string ported_from(const KernelPolicyUse& use, const ThisMachine& here);
 
 }  // namespace rb

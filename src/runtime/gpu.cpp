@@ -99,6 +99,7 @@ GpuInfo select_gpu(int local_rank) {
   info.name = prop.name;
   info.uuid = format_uuid(prop.uuid);
   info.total_memory = prop.totalGlobalMem;
+  info.arch = std::to_string(prop.major) + "." + std::to_string(prop.minor);
   char bus[32] = {0};
   RB_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus - 1, info.index));
   info.pci_bus_id = bus;

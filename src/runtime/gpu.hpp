@@ -14,6 +14,7 @@ struct GpuInfo {
   std::string uuid;        // "GPU-xxxxxxxx-..."
   std::string pci_bus_id;  // "0000:18:00.0"
   std::size_t total_memory = 0;
+  std::string arch;        // compute capability "major.minor" ("9.0" on H100 and H200); "" on the host
 };
 
 bool built_with_cuda();

@@ -56,7 +56,7 @@ def _run_group(f, world, gpu, backend, libraries):
     for name, v in (("rank", np.arange(world, dtype=np.int64)), ("hostname", ["node0"] * world),
                     ("node_index", np.zeros(world, dtype=np.int64)),
                     ("gpu_index", np.arange(world, dtype=np.int64) if gpu else -np.ones(world, dtype=np.int64)),
-                    ("gpu_name", [gpu] * world)):
+                    ("gpu_name", [gpu] * world), ("gpu_arch", ["9.0" if gpu else ""] * world)):
         synthetic.dataset(ranks, name, v, "1", name, "key")
 
 
@@ -154,7 +154,7 @@ class TunePolicy(Base):
         self.assertEqual(tuning.validate_policy(policy), [])
         self.assertEqual((policy["version"], policy["kind"]), (1, "ringbench-kernel-policy"))
         self.assertEqual(policy["machine"], {
-            "device": "cuda", "gpu": "NVIDIA H200", "cuda_driver": LIBRARIES["cuda_driver"],
+            "device": "cuda", "gpu": "NVIDIA H200", "gpu_arch": "9.0", "cuda_driver": LIBRARIES["cuda_driver"],
             "cuda_runtime": LIBRARIES["cuda_runtime"], "cudnn": LIBRARIES["cudnn"],
             "ringbench_version": "0.1.0", "commit": "9c77d16fc404"})
         self.assertEqual((policy["source"], policy["sweep"], policy["date"]),

@@ -371,6 +371,41 @@ TEST_CASE("applicability: same machine applies; device, GPU or cuDNN differing i
   CHECK(no_cudnn.find("this run has (none)") != std::string::npos);
 }
 
+TEST_CASE("portability: another GPU model of the same architecture applies, ported; another architecture does not") {
+  const auto h200 = rb::parse_kernel_policy_text(cuda_policy(), kFile);  // no gpu_arch: known_gpu_arch
+  CHECK(h200->machine.gpu_arch == "9.0");
+  const rb::ThisMachine h100{"cuda", "NVIDIA H100 80GB HBM3", "9.14.0", "9.0"};
+  CHECK(rb::applicability(*h200, h100) == "");
+  CHECK(rb::ported_from(*h200, h100) == "NVIDIA H200");
+  const rb::ThisMachine same{"cuda", "NVIDIA H200", "9.14.0", "9.0"};
+  CHECK(rb::ported_from(*h200, same) == "");  // tuned here: nothing to port
+  const rb::ThisMachine a100{"cuda", "NVIDIA A100-SXM4-80GB", "9.14.0", "8.0"};
+  const std::string other = rb::applicability(*h200, a100);
+  CHECK(other.find("it was tuned on GPU 'NVIDIA H200' (sm 9.0) and this rank has 'NVIDIA A100-SXM4-80GB' (sm 8.0), "
+                   "another architecture") == 0);
+  CHECK(rb::ported_from(*h200, a100) == "");
+  // The file's own gpu_arch wins over the name table; cuDNN must still match.
+  const auto marked = rb::parse_kernel_policy_text(with(cuda_policy(), "gpu: NVIDIA H200,", "gpu: Some GPU, gpu_arch: '9.0',"), kFile);
+  CHECK(marked->machine.gpu_arch == "9.0");
+  CHECK(rb::applicability(*marked, h100) == "");
+  CHECK(rb::ported_from(*marked, h100) == "Some GPU");
+  CHECK(rb::applicability(*h200, {"cuda", "NVIDIA H100 80GB HBM3", "9.10.2", "9.0"}).find("tuned with cuDNN 9.14.0") !=
+        std::string::npos);
+  // An unknown model without gpu_arch ports nowhere.
+  const auto unknown = rb::parse_kernel_policy_text(with(cuda_policy(), "gpu: NVIDIA H200,", "gpu: Mystery X,"), kFile);
+  CHECK(unknown->machine.gpu_arch == "");
+  CHECK(rb::applicability(*unknown, h100).find("(sm unknown)") != std::string::npos);
+}
+
+TEST_CASE("known_gpu_arch: the models tuned so far, longest names first") {
+  CHECK(rb::known_gpu_arch("NVIDIA H200") == "9.0");
+  CHECK(rb::known_gpu_arch("NVIDIA H100 80GB HBM3") == "9.0");
+  CHECK(rb::known_gpu_arch("NVIDIA GH200 480GB") == "9.0");
+  CHECK(rb::known_gpu_arch("NVIDIA A100-SXM4-80GB") == "8.0");
+  CHECK(rb::known_gpu_arch("NVIDIA L40S") == "8.9");
+  CHECK(rb::known_gpu_arch("Tesla V100-SXM2-32GB") == "");
+}
+
 TEST_CASE("applicability: a policy naming a path this build lacks does not apply") {
   const auto cuda = rb::parse_kernel_policy_text(cuda_policy(), kFile);
   const rb::attn::KernelPath* flash = rb::attn::find_kernel_path("flash", rb::attn::Device::Cuda);
