@@ -102,4 +102,12 @@ std::vector<BlockCall> block_calls(const std::vector<Span>& q_spans, const std::
   return calls;
 }
 
+std::vector<std::vector<BlockCall>> calls_per_owner(const Problem& p, int rank) {
+  const std::vector<Span> mine = local_spans(p, rank);
+  std::vector<std::vector<BlockCall>> out;
+  for (int owner = 0; owner < p.ring_size; ++owner)
+    out.push_back(block_calls(mine, local_spans(p, owner), p.patterns()));
+  return out;
+}
+
 }  // namespace rb::ring

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attention.hpp"
+#include "ring/problem.hpp"
 
 namespace rb::ring {
 
@@ -28,5 +29,8 @@ struct BlockCall {
 std::vector<BlockCall> block_calls(const std::vector<attn::Span>& q_spans,
                                    const std::vector<attn::Span>& kv_spans,
                                    const std::vector<attn::Pattern>& patterns);
+
+// Ring rank `rank`'s calls against the K/V of every owner (index: the owner's ring rank).
+std::vector<std::vector<BlockCall>> calls_per_owner(const Problem& p, int rank);
 
 }  // namespace rb::ring

@@ -64,57 +64,27 @@ std::string hybrid_problem_error(const Problem& p, int u) {
 
 HybridAttention::HybridAttention(const Problem& p, int ulysses_degree, attn::AttentionBackend& backend,
                                  RingTransport& ring, GroupTransport& heads, bool with_backward)
-    : p_(p), u_(ulysses_degree), be_(backend), with_backward_(with_backward) {
-  check_problem(p_);
+    : ShardedScheme(p, backend, with_backward, "hybrid attention"), u_(ulysses_degree) {
   const std::string why = hybrid_problem_error(p_, u_);
   if (!why.empty()) throw std::invalid_argument("hybrid attention: " + why);
-  if (heads.group_size() != u_ || ring.ring_size() != p_.ring_size / u_)
-    throw std::invalid_argument("hybrid attention: transports of " + std::to_string(heads.group_size()) + " and " +
-                                std::to_string(ring.ring_size()) + " ranks for ulysses_degree " + std::to_string(u_) +
-                                " and ring size " + std::to_string(p_.ring_size));
+  check_group(heads.group_size(), u_);
+  check_group(ring.ring_size(), p_.ring_size / u_);
   inner_ = hybrid_inner_problem(p_, u_);
   const int a = ring.ring_rank();
   std::vector<std::vector<RowRun>> runs;
   for (int m = 0; m < u_; ++m) runs.push_back(member_runs(p_, inner_, u_, a, m));
   heads_ = std::make_unique<HeadExchange>(be_, heads, p_.batch, p_.local_rows(), inner_.local_rows(), std::move(runs));
   ring_ = std::make_unique<RingAttention>(inner_, be_, ring, with_backward_);
-  shard_floats_ = static_cast<std::size_t>(p_.shard_elements());
-  shard_bytes_ = shard_floats_ * attn::dtype_size(p_.dtype);
-  kv_shard_floats_ = static_cast<std::size_t>(p_.kv_shard_elements());
-  kv_shard_bytes_ = kv_shard_floats_ * attn::dtype_size(p_.dtype);
-  rows_ = static_cast<std::size_t>(p_.batch) * p_.heads * static_cast<std::size_t>(p_.local_rows());
+  const Shards& s = shards_;
   const std::size_t f32 = sizeof(float);
-  q_ = BackendBuffer(be_, shard_bytes_);
-  k_ = BackendBuffer(be_, kv_shard_bytes_);
-  v_ = BackendBuffer(be_, kv_shard_bytes_);
-  out_ = BackendBuffer(be_, shard_floats_ * f32);
-  lse_ = BackendBuffer(be_, rows_ * f32);
-  std::size_t exchange = std::max(shard_bytes_ + 2 * kv_shard_bytes_, (shard_floats_ + rows_) * f32);
-  if (with_backward_) {
-    dout_ = BackendBuffer(be_, shard_bytes_);
-    dq_ = BackendBuffer(be_, shard_floats_ * f32);
-    dk_ = BackendBuffer(be_, kv_shard_floats_ * f32);
-    dv_ = BackendBuffer(be_, kv_shard_floats_ * f32);
-    exchange = std::max(exchange, (shard_floats_ + 2 * kv_shard_floats_) * f32);
-  }
+  std::size_t exchange = std::max(s.shard_bytes + 2 * s.kv_shard_bytes, (s.shard_floats + s.rows) * f32);
+  if (with_backward_) exchange = std::max(exchange, (s.shard_floats + 2 * s.kv_shard_floats) * f32);
   send_ = BackendBuffer(be_, exchange);
   recv_ = BackendBuffer(be_, exchange);
 }
 
-void HybridAttention::load_inputs(const void* q, const void* k, const void* v, const void* dout) {
-  be_.copy_to_device(q_.ptr, q, shard_bytes_);
-  be_.copy_to_device(k_.ptr, k, kv_shard_bytes_);
-  be_.copy_to_device(v_.ptr, v, kv_shard_bytes_);
-  if (with_backward_) {
-    if (dout == nullptr) throw std::invalid_argument("hybrid attention: backward needs dO");
-    be_.copy_to_device(dout_.ptr, dout, shard_bytes_);
-  }
-  be_.synchronize();
-}
-
 void HybridAttention::steps_from_ring(const StepTimes& inner, double exchange_s, StepTimes& out) const {
-  out.compute.assign(static_cast<std::size_t>(p_.ring_size), 0.0);
-  out.wait.assign(static_cast<std::size_t>(p_.ring_size), 0.0);
+  reset_steps(out);
   std::copy(inner.compute.begin(), inner.compute.end(), out.compute.begin());
   std::copy(inner.wait.begin(), inner.wait.end(), out.wait.begin());
   out.wait[0] += exchange_s;
@@ -127,7 +97,8 @@ void HybridAttention::forward() {
   const RingAttention::DeviceTensors in = ring_->device_tensors();
   be_.reset_marks();
   const int m0 = be_.mark();
-  heads_->to_heads({{q_.bytes(), H, d, w}, {k_.bytes(), Hkv, d, w}, {v_.bytes(), Hkv, d, w}},
+  const Shards& s = shards_;
+  heads_->to_heads({{s.q.bytes(), H, d, w}, {s.k(), Hkv, d, w}, {s.v(), Hkv, d, w}},
                    {{in.q, H, d, w}, {in.k, Hkv, d, w}, {in.v, Hkv, d, w}}, send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   be_.synchronize();
@@ -136,7 +107,7 @@ void HybridAttention::forward() {
   be_.reset_marks();
   const int m2 = be_.mark();
   heads_->to_shards({{reinterpret_cast<char*>(in.out), H, d, f32}, {reinterpret_cast<char*>(in.lse), H, 1, f32}},
-                    {{out_.bytes(), H, d, f32}, {lse_.bytes(), H, 1, f32}}, send_.bytes(), recv_.bytes());
+                    {{s.out.bytes(), H, d, f32}, {s.lse.bytes(), H, 1, f32}}, send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
   steps_from_ring(ring_->forward_steps(), to_heads + be_.seconds_between(m2, m3), fwd_);
@@ -150,7 +121,8 @@ void HybridAttention::backward() {
   const RingAttention::DeviceTensors in = ring_->device_tensors();
   be_.reset_marks();
   const int m0 = be_.mark();
-  heads_->to_heads({{dout_.bytes(), H, d, w}}, {{in.dout, H, d, w}}, send_.bytes(), recv_.bytes());
+  const Shards& s = shards_;
+  heads_->to_heads({{s.dout.bytes(), H, d, w}}, {{in.dout, H, d, w}}, send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   be_.synchronize();
   const double to_heads = be_.seconds_between(m0, m1);
@@ -159,7 +131,8 @@ void HybridAttention::backward() {
   const int m2 = be_.mark();
   heads_->to_shards({{reinterpret_cast<char*>(in.dq), H, d, f32}, {reinterpret_cast<char*>(in.dk), Hkv, d, f32},
                      {reinterpret_cast<char*>(in.dv), Hkv, d, f32}},
-                    {{dq_.bytes(), H, d, f32}, {dk_.bytes(), Hkv, d, f32}, {dv_.bytes(), Hkv, d, f32}},
+                    {{s.dq.bytes(), H, d, f32}, {reinterpret_cast<char*>(s.dk()), Hkv, d, f32},
+                     {reinterpret_cast<char*>(s.dv()), Hkv, d, f32}},
                     send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
@@ -173,21 +146,6 @@ std::uint64_t HybridAttention::bytes_sent() const {
 void HybridAttention::reset_bytes_sent() {
   ring_->reset_bytes_sent();
   bytes_at_reset_ = heads_->bytes_sent();
-}
-
-RingResult HybridAttention::result() const {
-  RingResult r;
-  r.out.resize(shard_floats_);
-  r.lse.resize(rows_);
-  be_.copy_to_host(r.out.data(), out_.ptr, shard_floats_ * sizeof(float));
-  be_.copy_to_host(r.lse.data(), lse_.ptr, rows_ * sizeof(float));
-  if (!with_backward_) return r;
-  const std::pair<std::vector<float>*, const BackendBuffer*> grads[] = {{&r.dq, &dq_}, {&r.dk, &dk_}, {&r.dv, &dv_}};
-  for (auto [dst, src] : grads) {
-    dst->resize(src == &dq_ ? shard_floats_ : kv_shard_floats_);
-    be_.copy_to_host(dst->data(), src->ptr, dst->size() * sizeof(float));
-  }
-  return r;
 }
 
 }  // namespace rb::ring

@@ -18,6 +18,7 @@
 #include "ring/group_transport.hpp"
 #include "ring/head_exchange.hpp"
 #include "ring/ring_attention.hpp"
+#include "ring/sharded_scheme.hpp"
 #include "ring/transport.hpp"
 
 namespace rb::ring {
@@ -27,7 +28,7 @@ std::string hybrid_problem_error(const Problem& p, int u);
 // The inner ring's problem: heads / u (and K/V heads / u) over ring size R / u, same layout.
 Problem hybrid_inner_problem(const Problem& p, int u);
 
-class HybridAttention final : public ContextParallelAttention {
+class HybridAttention final : public ShardedScheme {
  public:
   // ring: the transport across the subgroups (this rank's place m in its subgroup, ring rank =
   // its subgroup's index); heads: the transport inside the subgroup (rank m of u). Allocates
@@ -36,15 +37,10 @@ class HybridAttention final : public ContextParallelAttention {
   HybridAttention(const Problem& p, int ulysses_degree, attn::AttentionBackend& backend,
                   RingTransport& ring, GroupTransport& heads, bool with_backward);
 
-  void load_inputs(const void* q, const void* k, const void* v, const void* dout) override;
   void forward() override;
   void backward() override;
-  RingResult result() const override;
-  const StepTimes& forward_steps() const override { return fwd_; }
-  const StepTimes& backward_steps() const override { return bwd_; }
   std::uint64_t bytes_sent() const override;
   void reset_bytes_sent() override;
-  const Problem& problem() const override { return p_; }
   Scheme scheme() const override { return Scheme::Hybrid; }
 
  private:
@@ -52,15 +48,11 @@ class HybridAttention final : public ContextParallelAttention {
   // step 0's wait.
   void steps_from_ring(const StepTimes& inner, double exchange_s, StepTimes& out) const;
 
-  Problem p_, inner_;
+  Problem inner_;
   int u_;
-  attn::AttentionBackend& be_;
-  bool with_backward_;
   std::unique_ptr<RingAttention> ring_;
   std::unique_ptr<HeadExchange> heads_;
-  std::size_t shard_bytes_ = 0, shard_floats_ = 0, kv_shard_bytes_ = 0, kv_shard_floats_ = 0, rows_ = 0;
-  BackendBuffer q_, k_, v_, dout_, out_, lse_, dq_, dk_, dv_, send_, recv_;  // this rank's shards
-  StepTimes fwd_, bwd_;
+  BackendBuffer send_, recv_;
   std::uint64_t bytes_at_reset_ = 0;
 };
 

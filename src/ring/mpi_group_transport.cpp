@@ -9,18 +9,12 @@
 #include <vector>
 
 #include "ring/group_transport.hpp"
+#include "ring/mpi_error.hpp"
 
 namespace rb::ring {
 namespace {
 
-void check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw std::runtime_error(std::string("MPI group transport: ") + call + " failed: " +
-                           std::string(text, static_cast<std::size_t>(len)));
-}
+void check(int rc, const char* call) { throw_if_mpi_error(rc, "MPI group transport", call); }
 
 // A (count, datatype) pair for `units` elements of `base`, counted in chunks when too many.
 class Count {

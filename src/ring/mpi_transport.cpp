@@ -10,19 +10,13 @@
 #include <vector>
 
 #include "ring/ring_comms.hpp"
+#include "ring/mpi_error.hpp"
 #include "ring/transport.hpp"
 
 namespace rb::ring {
 namespace {
 
-void check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw std::runtime_error(std::string("MPI transport: ") + call + " failed: " +
-                           std::string(text, static_cast<std::size_t>(len)));
-}
+void check(int rc, const char* call) { throw_if_mpi_error(rc, "MPI transport", call); }
 
 // MPI counts are int: larger messages go as several pieces (matched in order by tag).
 constexpr std::size_t kMaxPiece = std::size_t{1} << 30;

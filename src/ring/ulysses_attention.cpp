@@ -39,79 +39,47 @@ std::vector<RowRun> position_runs(const Problem& p, int rank) {
 
 UlyssesAttention::UlyssesAttention(const Problem& p, attn::AttentionBackend& backend,
                                    GroupTransport& transport, bool with_backward)
-    : p_(p), be_(backend), tr_(transport), with_backward_(with_backward) {
-  check_problem(p_);
+    : ShardedScheme(p, backend, with_backward, "Ulysses attention") {
   const std::string why = ulysses_problem_error(p_);
   if (!why.empty()) throw std::invalid_argument("Ulysses attention: " + why);
-  if (tr_.group_size() != p_.ring_size)
-    throw std::invalid_argument("Ulysses attention: transport group has " + std::to_string(tr_.group_size()) +
-                                " ranks, problem group size " + std::to_string(p_.ring_size));
-  rank_ = tr_.group_rank();
+  check_group(transport.group_size(), p_.ring_size);
   group_ = p_.ring_size;
-  n_ = p_.local_rows();
   S_ = p_.seq_len;
   std::vector<std::vector<RowRun>> runs;
   for (int r = 0; r < group_; ++r) runs.push_back(position_runs(p_, r));  // joint rows: positions
-  heads_ = std::make_unique<HeadExchange>(be_, tr_, p_.batch, n_, S_, std::move(runs));
+  heads_ = std::make_unique<HeadExchange>(be_, transport, p_.batch, p_.local_rows(), S_, std::move(runs));
   const attn::Span whole{0, S_, 0, 1};  // the sequence in position order
   calls_ = block_calls({whole}, {whole}, p_.patterns());
-  shard_floats_ = static_cast<std::size_t>(p_.shard_elements());
-  shard_bytes_ = shard_floats_ * attn::dtype_size(p_.dtype);
-  kv_shard_floats_ = static_cast<std::size_t>(p_.kv_shard_elements());
-  kv_shard_bytes_ = kv_shard_floats_ * attn::dtype_size(p_.dtype);
   gqa_ = KvExpansion(be_, p_.batch, p_.heads / group_, p_.num_kv_heads() / group_, S_, p_.head_dim,
                      p_.dtype, with_backward_);
-  allocate();
-}
-
-void UlyssesAttention::allocate() {
-  const std::size_t rows = static_cast<std::size_t>(p_.batch) * p_.heads * static_cast<std::size_t>(n_);
+  const Shards& s = shards_;
   const std::size_t f32 = sizeof(float);
-  q_ = BackendBuffer(be_, shard_bytes_);
-  for (BackendBuffer* b : {&k_, &v_}) *b = BackendBuffer(be_, kv_shard_bytes_);
-  out_ = BackendBuffer(be_, shard_floats_ * f32);
-  lse_ = BackendBuffer(be_, rows * f32);
-  // The whole sequence of this rank's heads has as many elements as one shard.
-  qf_ = BackendBuffer(be_, shard_bytes_);
-  kvf_ = BackendBuffer(be_, 2 * kv_shard_bytes_);
-  outf_ = BackendBuffer(be_, shard_floats_ * f32);
-  lsef_ = BackendBuffer(be_, rows * f32);
-  std::size_t exchange = std::max(shard_bytes_ + 2 * kv_shard_bytes_, (shard_floats_ + rows) * f32);
+  qf_ = BackendBuffer(be_, s.shard_bytes);
+  kvf_ = BackendBuffer(be_, 2 * s.kv_shard_bytes);
+  outf_ = BackendBuffer(be_, s.shard_floats * f32);
+  lsef_ = BackendBuffer(be_, s.rows * f32);
+  std::size_t exchange = std::max(s.shard_bytes + 2 * s.kv_shard_bytes, (s.shard_floats + s.rows) * f32);
   if (with_backward_) {
-    dq_ = BackendBuffer(be_, shard_floats_ * f32);
-    for (BackendBuffer* b : {&dk_, &dv_}) *b = BackendBuffer(be_, kv_shard_floats_ * f32);
-    dout_ = BackendBuffer(be_, shard_bytes_);
-    doutf_ = BackendBuffer(be_, shard_bytes_);
-    deltaf_ = BackendBuffer(be_, rows * f32);
-    dqf_ = BackendBuffer(be_, shard_floats_ * f32);
-    dkvf_ = BackendBuffer(be_, 2 * kv_shard_floats_ * f32);
-    exchange = std::max(exchange, (shard_floats_ + 2 * kv_shard_floats_) * f32);
+    doutf_ = BackendBuffer(be_, s.shard_bytes);
+    deltaf_ = BackendBuffer(be_, s.rows * f32);
+    dqf_ = BackendBuffer(be_, s.shard_floats * f32);
+    dkvf_ = BackendBuffer(be_, 2 * s.kv_shard_floats * f32);
+    exchange = std::max(exchange, (s.shard_floats + 2 * s.kv_shard_floats) * f32);
   }
   send_ = BackendBuffer(be_, exchange);
   recv_ = BackendBuffer(be_, exchange);
-}
-
-void UlyssesAttention::load_inputs(const void* q, const void* k, const void* v, const void* dout) {
-  be_.copy_to_device(q_.ptr, q, shard_bytes_);
-  be_.copy_to_device(k_.ptr, k, kv_shard_bytes_);
-  be_.copy_to_device(v_.ptr, v, kv_shard_bytes_);
-  if (with_backward_) {
-    if (dout == nullptr) throw std::invalid_argument("Ulysses attention: backward needs dO");
-    be_.copy_to_device(dout_.ptr, dout, shard_bytes_);
-  }
-  be_.synchronize();
 }
 
 void UlyssesAttention::forward() {
   const std::size_t w = attn::dtype_size(p_.dtype), f32 = sizeof(float);
   const int H = p_.heads, Hkv = p_.num_kv_heads();
   const std::int64_t d = p_.head_dim;
-  fwd_.compute.assign(static_cast<std::size_t>(group_), 0.0);
-  fwd_.wait.assign(static_cast<std::size_t>(group_), 0.0);
+  const Shards& s = shards_;
+  reset_steps(fwd_);
   be_.reset_marks();
   const int m0 = be_.mark();
-  heads_->to_heads({{q_.bytes(), H, d, w}, {k_.bytes(), Hkv, d, w}, {v_.bytes(), Hkv, d, w}},
-                   {{qf_.bytes(), H, d, w}, {kvf_.bytes(), Hkv, d, w}, {kvf_.bytes() + kv_shard_bytes_, Hkv, d, w}},
+  heads_->to_heads({{s.q.bytes(), H, d, w}, {s.k(), Hkv, d, w}, {s.v(), Hkv, d, w}},
+                   {{qf_.bytes(), H, d, w}, {kvf_.bytes(), Hkv, d, w}, {kvf_.bytes() + s.kv_shard_bytes, Hkv, d, w}},
                    send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
@@ -120,7 +88,7 @@ void UlyssesAttention::forward() {
   const int m2 = be_.mark();
   // O (head_dim per row) and LSE (one per row) back to the position owners in one all-to-all.
   heads_->to_shards({{outf_.bytes(), H, d, f32}, {lsef_.bytes(), H, 1, f32}},
-                    {{out_.bytes(), H, d, f32}, {lse_.bytes(), H, 1, f32}}, send_.bytes(), recv_.bytes());
+                    {{s.out.bytes(), H, d, f32}, {s.lse.bytes(), H, 1, f32}}, send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
   fwd_.compute[0] = be_.seconds_between(m1, m2);
@@ -134,24 +102,25 @@ void UlyssesAttention::backward() {
   const std::size_t w = attn::dtype_size(p_.dtype), f32 = sizeof(float);
   const int H = p_.heads, Hkv = p_.num_kv_heads();
   const std::int64_t d = p_.head_dim;
-  bwd_.compute.assign(static_cast<std::size_t>(group_), 0.0);
-  bwd_.wait.assign(static_cast<std::size_t>(group_), 0.0);
+  const Shards& s = shards_;
+  reset_steps(bwd_);
   be_.reset_marks();
   const int m0 = be_.mark();
-  heads_->to_heads({{dout_.bytes(), H, d, w}}, {{doutf_.bytes(), H, d, w}}, send_.bytes(), recv_.bytes());
+  heads_->to_heads({{s.dout.bytes(), H, d, w}}, {{doutf_.bytes(), H, d, w}}, send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
   be_.backward_prepare(doutf_.ptr, outf_.floats(), deltaf_.floats(), rows, p_.head_dim, p_.dtype);
-  be_.fill_zero(dqf_.ptr, shard_floats_ * f32);
-  be_.fill_zero(dkvf_.ptr, 2 * kv_shard_floats_ * f32);
+  be_.fill_zero(dqf_.ptr, s.shard_floats * f32);
+  be_.fill_zero(dkvf_.ptr, 2 * s.kv_shard_floats * f32);
   float* grads = gqa_.grads(dkvf_.floats());
   kernels().backward(calls_, gqa_.expand(kvf_.bytes()), doutf_.ptr, lsef_.floats(), deltaf_.floats(),
                      dqf_.floats(), grads);
   gqa_.fold(dkvf_.floats());
   const int m2 = be_.mark();
   heads_->to_shards({{dqf_.bytes(), H, d, f32}, {dkvf_.bytes(), Hkv, d, f32},
-                     {dkvf_.bytes() + kv_shard_floats_ * f32, Hkv, d, f32}},
-                    {{dq_.bytes(), H, d, f32}, {dk_.bytes(), Hkv, d, f32}, {dv_.bytes(), Hkv, d, f32}},
+                     {dkvf_.bytes() + s.kv_shard_floats * f32, Hkv, d, f32}},
+                    {{s.dq.bytes(), H, d, f32}, {reinterpret_cast<char*>(s.dk()), Hkv, d, f32},
+                     {reinterpret_cast<char*>(s.dv()), Hkv, d, f32}},
                     send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
@@ -164,20 +133,5 @@ StepKernels UlyssesAttention::kernels() const {
           gqa_.kernel_shard_bytes()};
 }
 
-RingResult UlyssesAttention::result() const {
-  RingResult r;
-  const std::size_t rows = static_cast<std::size_t>(p_.batch) * p_.heads * static_cast<std::size_t>(n_);
-  r.out.resize(shard_floats_);
-  r.lse.resize(rows);
-  be_.copy_to_host(r.out.data(), out_.ptr, shard_floats_ * sizeof(float));
-  be_.copy_to_host(r.lse.data(), lse_.ptr, rows * sizeof(float));
-  if (!with_backward_) return r;
-  const std::pair<std::vector<float>*, const BackendBuffer*> grads[] = {{&r.dq, &dq_}, {&r.dk, &dk_}, {&r.dv, &dv_}};
-  for (auto [dst, src] : grads) {
-    dst->resize(src == &dq_ ? shard_floats_ : kv_shard_floats_);
-    be_.copy_to_host(dst->data(), src->ptr, dst->size() * sizeof(float));
-  }
-  return r;
-}
 
 }  // namespace rb::ring

@@ -18,6 +18,7 @@
 #include "ring/group_transport.hpp"
 #include "ring/head_exchange.hpp"
 #include "ring/kv_expansion.hpp"
+#include "ring/sharded_scheme.hpp"
 #include "ring/step_kernels.hpp"
 
 namespace rb::ring {
@@ -29,42 +30,30 @@ std::string ulysses_problem_error(const Problem& p);
 // position: a zigzag chunk is one run; a striped rank's rows are runs of one).
 std::vector<RowRun> position_runs(const Problem& p, int rank);
 
-class UlyssesAttention final : public ContextParallelAttention {
+class UlyssesAttention final : public ShardedScheme {
  public:
   // Allocates every buffer up front (throws attn::OutOfMemory); throws std::invalid_argument
   // with ulysses_problem_error when p cannot run under Ulysses.
   UlyssesAttention(const Problem& p, attn::AttentionBackend& backend, GroupTransport& transport,
                    bool with_backward);
 
-  void load_inputs(const void* q, const void* k, const void* v, const void* dout) override;
   void forward() override;
   void backward() override;
-  RingResult result() const override;
-  const StepTimes& forward_steps() const override { return fwd_; }
-  const StepTimes& backward_steps() const override { return bwd_; }
   std::uint64_t bytes_sent() const override { return heads_->bytes_sent() - bytes_at_reset_; }
   void reset_bytes_sent() override { bytes_at_reset_ = heads_->bytes_sent(); }
-  const Problem& problem() const override { return p_; }
   Scheme scheme() const override { return Scheme::Ulysses; }
 
  private:
-  void allocate();
   StepKernels kernels() const;  // this rank's heads over the whole sequence
 
-  Problem p_;
-  attn::AttentionBackend& be_;
-  GroupTransport& tr_;
-  bool with_backward_;
-  int rank_ = 0, group_ = 1;
-  std::int64_t n_ = 0, S_ = 0;
-  std::unique_ptr<HeadExchange> heads_;    // the all-to-alls (joint rows: positions)
-  std::vector<BlockCall> calls_;           // the local attention over the whole sequence
-  std::size_t shard_bytes_ = 0, shard_floats_ = 0, kv_shard_bytes_ = 0, kv_shard_floats_ = 0;
-  KvExpansion gqa_;  // this rank's K/V heads -> its query heads for the kernels (GQA)
-  BackendBuffer q_, k_, v_, dout_, out_, lse_, dq_, dk_, dv_;  // this rank's shards
-  BackendBuffer qf_, kvf_, doutf_, outf_, lsef_, deltaf_, dqf_, dkvf_;  // full sequence, local heads
+  int group_ = 1;
+  std::int64_t S_ = 0;
+  std::unique_ptr<HeadExchange> heads_;  // the all-to-alls (joint rows: positions)
+  std::vector<BlockCall> calls_;         // the local attention over the whole sequence
+  KvExpansion gqa_;                      // this rank's K/V heads -> its query heads (GQA)
+  // The whole sequence for this rank's heads (as many elements as a shard of each tensor).
+  BackendBuffer qf_, kvf_, doutf_, outf_, lsef_, deltaf_, dqf_, dkvf_;
   BackendBuffer send_, recv_;
-  StepTimes fwd_, bwd_;
   std::uint64_t bytes_at_reset_ = 0;
   bool have_forward_ = false;
 };
