@@ -1,0 +1,253 @@
+// The ring_attention sweep's parser: typed parameters from the config node, and every point
+// (S x ring size x layout x dtype x scheme) validated before any collective work, each refusal
+// at its key with the numbers (docs/sweeps/ring_attention.md).
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/policy_file.hpp"
+#include "kernel_paths.hpp"
+#include "kernel_policy.hpp"
+#include "ring/hybrid_attention.hpp"
+#include "ring/ulysses_attention.hpp"
+#include "sweeps/ring_attention_parts.hpp"
+
+namespace rb::ring_sweep {
+namespace {
+
+// head_dim, or embed_dim / num_heads (a head_dim given as well must agree).
+int parse_head_dim(const cfg::Node& n, int num_heads) {
+  if (!n.has("embed_dim")) return static_cast<int>(n.get_int("head_dim", 64, 1, 1024));
+  const std::int64_t e = n.get_int("embed_dim", 0, 1, 1 << 24);
+  const std::string es = std::to_string(e), hs = std::to_string(num_heads);
+  if (e % num_heads != 0)
+    n.fail("embed_dim", "embed_dim " + es + " is not divisible by num_heads " + hs + " (" + es +
+                            " % " + hs + " = " + std::to_string(e % num_heads) + ")");
+  const int head_dim = static_cast<int>(e / num_heads);
+  if (n.has("head_dim") && n.get_int("head_dim", 0) != head_dim)
+    n.fail("head_dim", "head_dim " + std::to_string(n.get_int("head_dim", 0)) +
+                           " contradicts embed_dim / num_heads = " + es + " / " + hs + " = " +
+                           std::to_string(head_dim));
+  return head_dim;
+}
+
+void parse_dilation(const cfg::Node& n, RingParams& p) {
+  p.segment_lengths = n.get_int_list("segment_lengths", {}, 1);
+  p.dilation_rates = n.get_int_list("dilation_rates", {}, 1);
+  if (p.segment_lengths.size() != p.dilation_rates.size())
+    n.fail(p.segment_lengths.size() < p.dilation_rates.size() ? "segment_lengths" : "dilation_rates",
+           "segment_lengths has " + std::to_string(p.segment_lengths.size()) +
+               " entries and dilation_rates " + std::to_string(p.dilation_rates.size()) +
+               ": one dilation rate per segment length");
+  for (std::size_t i = 0; i < p.segment_lengths.size(); ++i) {
+    const std::string w = std::to_string(p.segment_lengths[i]), r = std::to_string(p.dilation_rates[i]);
+    const std::string entry = " (entry " + std::to_string(i) + ")";
+    if (p.dilation_rates[i] > p.segment_lengths[i])
+      n.fail("dilation_rates", "dilation rate " + r + entry + " is larger than its segment length " + w);
+    if (p.segment_lengths[i] % p.dilation_rates[i] != 0)
+      n.fail("segment_lengths", "segment length " + w + entry + " is not divisible by its dilation rate " +
+                                    r + ": " + w + " % " + r + " = " +
+                                    std::to_string(p.segment_lengths[i] % p.dilation_rates[i]));
+  }
+}
+
+// `powers_of_two` lets one file serve a 1-, 2-, 4- or 8-GPU node: the scaling series is
+// whatever this world allows, rather than a list that fails on smaller allocations.
+std::vector<std::int64_t> parse_ring_sizes(const cfg::Node& n, int world) {
+  std::vector<std::int64_t> sizes;
+  const bool powers = n.has("ring_sizes") && n.child("ring_sizes").yaml().IsScalar() &&
+                      n.child("ring_sizes").yaml().Scalar() == "powers_of_two";
+  if (!powers) sizes = n.get_int_list("ring_sizes", {world}, 1, 1 << 20);
+  for (std::int64_t R = 1; powers && R <= world && world % R == 0; R *= 2) sizes.push_back(R);
+  if (powers && sizes.back() != world) sizes.push_back(world);
+  const std::string ws = std::to_string(world);
+  for (auto R : sizes)
+    if (R > world || world % R != 0)
+      n.fail("ring_sizes", "ring size " + std::to_string(R) + " does not divide the world size " + ws +
+                               " (" + ws + " % " + std::to_string(R) + " = " + std::to_string(world % R) +
+                               "): the world splits into world / ring size concurrent rings");
+  return sizes;
+}
+
+// `kernel` and `kernel_tile` against the kernel path table, for every dtype of the sweep.
+// Where `auto` has one path to choose from (the host), that path's limits are auto's, and a
+// block it refuses is blamed on the head dim rather than on a kernel nobody named.
+void parse_kernel(const cfg::Node& n, RingParams& p) {
+  const attn::Device device = p.backend == Backend::Cuda ? attn::Device::Cuda : attn::Device::Host;
+  p.kernel = n.get_string("kernel", "auto");
+  p.kernel_tile = n.get_string("kernel_tile", "default");
+  // For auto the table checks the block against the path auto would run, so a refusal is
+  // about the shape (head_dim), not about the kernel key the user left alone.
+  const bool is_auto = p.kernel == "auto";
+  const std::string blamed = is_auto ? (n.has("embed_dim") ? "embed_dim" : "head_dim") : "kernel";
+  auto fail_if = [&](const std::string& key, const std::string& why) {
+    if (!why.empty()) n.fail(key, why);
+  };
+  for (const std::string& dt : p.dtypes) {
+    auto refusal = [&](const std::string& tile) {
+      return attn::kernel_refusal({p.kernel, tile}, device, ring::dtype_from_string(dt), p.head_dim,
+                                  p.causal, !p.segment_lengths.empty());
+    };
+    fail_if(blamed, refusal("default"));
+    fail_if("kernel_tile", refusal(p.kernel_tile));
+  }
+}
+
+// The sweep's own `kernel_policy`, else the top level's. A policy steers only `auto`: one given
+// to a sweep that names its kernel is a mistake worth stopping for.
+void parse_policy(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
+  if (!n.has("kernel_policy")) {
+    p.policy = ctx.kernel_policy;
+    return;
+  }
+  if (p.kernel != "auto")
+    n.fail("kernel_policy", "a tuned policy steers kernel: auto, but this sweep names kernel '" +
+                                p.kernel + "'; remove one of the two");
+  p.policy = parse_kernel_policy(n, "kernel_policy");
+}
+
+void parse_validate(const cfg::Node& n, RingParams& p) {
+  if (!n.has("validate")) return;
+  const cfg::Node v = n.child("validate");
+  v.require_map();
+  v.allow_only({"dump", "reference", "sample_rows", "tolerance"});
+  p.dump = v.get_bool("dump", false);
+  p.parity_mode = ring::parity_mode_from_string(v.get_choice("reference", "auto", ring::parity_mode_names()));
+  if (v.get_string("sample_rows", "auto") != "auto")
+    p.sample_rows = static_cast<int>(v.get_int("sample_rows", 32, 2, 1 << 20));
+  p.tolerance = v.get_double("tolerance", 0.0, 0.0, 1.0);
+}
+
+// num_kv_heads (GQA/MQA): default num_heads; must divide it. The kernels see expanded K/V
+// (ring/kv_expansion.hpp), measured on the host path only so far.
+void parse_kv_heads(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
+  p.num_kv_heads = static_cast<int>(n.get_int("num_kv_heads", p.num_heads, 1, 1 << 16));
+  const std::string kv = std::to_string(p.num_kv_heads), h = std::to_string(p.num_heads);
+  if (p.num_kv_heads > p.num_heads || p.num_heads % p.num_kv_heads != 0)
+    n.fail("num_kv_heads", "num_kv_heads " + kv + " must divide num_heads " + h +
+                               " (each K/V head serves num_heads / num_kv_heads query heads)");
+  if (p.num_kv_heads != p.num_heads && ctx.backend == Backend::Cuda)
+    n.fail("num_kv_heads", "num_kv_heads " + kv + " < num_heads " + h + " (grouped-query attention) runs on "
+                           "the host path only in this build (not yet measured on a GPU); use backend: host");
+}
+
+// scheme: ring (default), allgather, ulysses, hybrid, or a list of them (one point each); hybrid
+// with ulysses_degree. The other schemes' collectives exist on the host path only
+// (ring/group_transport.hpp).
+void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
+  const std::vector<std::string> names = n.get_choice_list("scheme", {"ring"}, ring::scheme_names());
+  p.schemes.clear();
+  for (const std::string& name : names) {
+    const ring::Scheme s = ring::scheme_from_string(name);
+    if (s != ring::Scheme::Ring && ctx.backend == Backend::Cuda)
+      n.fail("scheme", "scheme " + name + " runs on the host path only in this build: its NCCL "
+                       "collectives (all-gather, reduce-scatter, all-to-all) are not written yet; "
+                       "use scheme: ring on the cuda backend, or backend: host");
+    p.schemes.push_back(s);
+  }
+  const bool hybrid = std::find(p.schemes.begin(), p.schemes.end(), ring::Scheme::Hybrid) != p.schemes.end();
+  if (hybrid && !n.has("ulysses_degree"))
+    n.fail("scheme", "scheme hybrid needs ulysses_degree: the ranks of each Ulysses subgroup (e.g. the GPUs of a node)");
+  if (!hybrid && n.has("ulysses_degree"))
+    n.fail("ulysses_degree", "ulysses_degree is hybrid's (scheme: hybrid, or a list with it)");
+  if (hybrid) p.ulysses_degree = static_cast<int>(n.get_int("ulysses_degree", 1, 1, 1 << 20));
+}
+
+std::string point_label(const RingParams& p, const ring::Problem& pr, int num_rings, ring::Scheme scheme) {
+  // The ring's labels carry no scheme, as before schemes existed (--estimate-from matches labels).
+  const std::string by = scheme == ring::Scheme::Ring     ? ""
+                         : scheme == ring::Scheme::Hybrid ? "hybrid(U=" + std::to_string(p.ulysses_degree) + ") "
+                                                          : std::string(ring::to_string(scheme)) + " ";
+  return by + "S=" + std::to_string(pr.seq_len) + " R=" + std::to_string(pr.ring_size) + " (" +
+         std::to_string(num_rings) + (num_rings == 1 ? " ring) " : " rings) ") +
+         (p.causal ? "causal " : "") + ring::to_string(pr.layout) + " " + ring::to_string(pr.dtype) +
+         " b=" + std::to_string(p.batch) + " h=" + std::to_string(p.num_heads) +
+         (p.num_kv_heads == p.num_heads ? "" : " kvh=" + std::to_string(p.num_kv_heads)) +
+         " d=" + std::to_string(p.head_dim) + (p.segment_lengths.empty() ? "" : " dilated") +
+         (p.backward ? " fwd+bwd" : " fwd");
+}
+
+Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::int64_t R,
+                 const std::string& layout, const std::string& dtype, ring::Scheme scheme) {
+  Point pt;
+  pt.scheme = scheme;
+  ring::Problem& pr = pt.problem;
+  pr.batch = p.batch;
+  pr.heads = p.num_heads;
+  pr.kv_heads = p.num_kv_heads;
+  pr.head_dim = p.head_dim;
+  pr.seq_len = S;
+  pr.ring_size = static_cast<int>(R);
+  pr.layout = ring::layout_from_string(layout);
+  pr.causal = p.causal;
+  pr.dtype = ring::dtype_from_string(dtype);
+  for (std::size_t i = 0; i < p.segment_lengths.size(); ++i)
+    pr.branches.push_back({p.segment_lengths[i], p.dilation_rates[i]});
+  const std::string e = ring::problem_error(pr);
+  if (!e.empty()) {
+    // A branch's own inconsistency is the segment's fault; one against S is the sequence's.
+    const bool seg = e.rfind("branch", 0) == 0 && e.find("sequence length") == std::string::npos &&
+                     e.find("longer than") == std::string::npos;
+    n.fail(seg ? "segment_lengths" : "seq_lengths", "point S=" + std::to_string(S) + ", ring size " +
+                                                        std::to_string(R) + ", layout " + layout + ": " + e);
+  }
+  if (scheme == ring::Scheme::Ulysses) {
+    const std::string why = ring::ulysses_problem_error(pr);
+    if (!why.empty())
+      n.fail("scheme", "ulysses at ring size " + std::to_string(R) + ": " + why);
+    pt.ulysses_degree = static_cast<int>(R);
+  }
+  if (scheme == ring::Scheme::Hybrid) {
+    const std::string why = ring::hybrid_problem_error(pr, p.ulysses_degree);
+    if (!why.empty())
+      n.fail("ulysses_degree", "hybrid at ring size " + std::to_string(R) + ", layout " + layout + ": " + why);
+    pt.ulysses_degree = p.ulysses_degree;
+  }
+  pt.num_rings = static_cast<int>(p.world_size / R);
+  pt.label = point_label(p, pr, pt.num_rings, scheme);
+  return pt;
+}
+
+}  // namespace
+
+Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
+  const cfg::Node& n = spec.node;
+  n.allow_only({"type", "name", "batch", "seq_lengths", "num_heads", "num_kv_heads", "head_dim", "embed_dim",
+                "dtype", "causal", "layout", "segment_lengths", "dilation_rates", "ring_sizes",
+                "ring_order", "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile",
+                "kernel_policy", "validate", "scheme", "ulysses_degree"});
+  RingParams p;
+  p.world_size = ctx.world_size;
+  p.backend = ctx.backend;
+  p.batch = static_cast<int>(n.get_int("batch", 1, 1, 1 << 20));
+  if (!n.has("seq_lengths")) n.fail("seq_lengths", "required: the total sequence lengths to sweep, e.g. [4096, 16384]");
+  p.seq_lengths = n.get_int_list("seq_lengths", {}, 1, std::int64_t{1} << 40);
+  p.num_heads = static_cast<int>(n.get_int("num_heads", 8, 1, 1 << 16));
+  p.head_dim = parse_head_dim(n, p.num_heads);
+  parse_kv_heads(n, ctx, p);
+  p.causal = n.get_bool("causal", false);
+  p.layouts = n.get_choice_list("layout", {p.causal ? "zigzag" : "contiguous"}, ring::layout_names());
+  p.dtypes = n.get_choice_list("dtype", {ctx.backend == Backend::Cuda ? "bf16" : "fp32"}, ring::dtype_names());
+  parse_dilation(n, p);
+  parse_kernel(n, p);
+  parse_policy(n, ctx, p);
+  p.ring_sizes = parse_ring_sizes(n, ctx.world_size);
+  p.ring_order = ring::parse_ring_order(n.get_choice("ring_order", "node_aware", {"node_aware", "rank"}));
+  p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
+  p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
+  p.backward = n.get_bool("backward", true);
+  p.seed = n.get_int("seed", p.seed, 0);
+  parse_validate(n, p);
+  parse_schemes(n, ctx, p);
+
+  std::vector<Point> points;
+  for (auto S : p.seq_lengths)
+    for (auto R : p.ring_sizes)
+      for (const auto& layout : p.layouts)
+        for (const auto& dtype : p.dtypes)
+          for (ring::Scheme scheme : p.schemes) points.push_back(make_point(n, p, S, R, layout, dtype, scheme));
+  return {std::move(p), std::move(points)};
+}
+
+}  // namespace rb::ring_sweep

@@ -1,0 +1,108 @@
+#pragma once
+// The ring_attention sweep's parts, shared by its files (src/sweeps only): its parameters and
+// points (parsed by ring_attention_parse.cpp), what one point measured (PointResult), and the
+// points table and the screen's table (ring_attention_table.cpp). The sweep itself, which runs
+// the points, is ring_attention.cpp.
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.hpp"
+#include "config/config.hpp"
+#include "config/policy_file.hpp"
+#include "metrics/table.hpp"
+#include "ring/cp_attention.hpp"
+#include "ring/parity.hpp"
+#include "ring/problem.hpp"
+#include "ring/ring_order.hpp"
+#include "sweeps/sweep.hpp"
+
+namespace rb::ring_sweep {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct RingParams {
+  int batch = 1;
+  int num_heads = 8;
+  int num_kv_heads = 8;  // GQA/MQA: K/V heads, each shared by num_heads / num_kv_heads query heads
+  int head_dim = 64;
+  std::vector<std::int64_t> seq_lengths;
+  std::vector<std::int64_t> ring_sizes;
+  std::vector<std::string> layouts;
+  std::vector<std::string> dtypes;
+  bool causal = false;
+  std::vector<std::int64_t> segment_lengths, dilation_rates;
+  std::int64_t warmup = 2;
+  std::int64_t iterations = 5;
+  bool backward = true;
+  std::int64_t seed = 1234;
+  std::string kernel = "auto";
+  std::string kernel_tile = "default";
+  // The tuned policy `kernel: auto` follows (the sweep's own `kernel_policy`, else the top
+  // level's); null: the built-in rule.
+  std::shared_ptr<KernelPolicyUse> policy;
+  bool dump = false;
+  int sample_rows = 0;  // 0: auto (ring::sampled_rows_per_rank)
+  ring::ParityMode parity_mode = ring::ParityMode::Auto;  // validate.reference
+  double tolerance = 0.0;  // 0: the dtype's default
+  int world_size = 1;
+  Backend backend = Backend::Host;
+  // node_aware: rings cut from the ranks grouped node by node, so they cross nodes as few
+  // times as the layout allows; rank: world order (rank r in ring r / R).
+  ring::RingOrder ring_order = ring::RingOrder::NodeAware;
+  // How the context-parallel group meets every key (ring/cp_attention.hpp); one point each.
+  std::vector<ring::Scheme> schemes{ring::Scheme::Ring};
+  int ulysses_degree = 0;  // hybrid's Ulysses subgroup size (required with scheme hybrid)
+};
+
+struct Point {
+  ring::Problem problem;
+  ring::Scheme scheme = ring::Scheme::Ring;
+  int ulysses_degree = 1;  // ranks splitting heads: hybrid U, ulysses R, 1 otherwise
+  int num_rings = 1;
+  std::string label;
+};
+
+struct PointResult {
+  std::string status = "ok";  // ok | oom | parity_failed, the same on every rank
+  std::string failure;        // parity_failed: which tensor and by how much
+  std::int64_t ring_id = -1, ring_rank = -1;
+  std::vector<std::int64_t> ring_members;
+  std::int64_t ring_nodes = -1, crossing_hops = -1;
+  bool comm_created = false;  // this point created its ring size's communicators
+  double comm_create_s = 0.0;
+  std::string kernel_path;
+  attn::BlockCalls block_calls;  // per iteration (forward + backward)
+  std::string oom_message;  // empty: this rank did not run out (another one did)
+  std::int64_t oom_requested = -1, oom_free = -1;
+  std::vector<double> forward_s, backward_s, total_s;  // per timed iteration
+  std::vector<double> step_compute, step_wait, backward_step_compute, backward_step_wait;
+  std::vector<std::int64_t> step_pairs;
+  std::int64_t bytes_sent = -1, peak_memory = -1;
+  double forward_flop = kNaN;
+  ring::ParityReport parity;
+  double parity_s = kNaN;
+};
+
+// ---- the parser (ring_attention_parse.cpp): every point validated, errors at their keys
+struct Parsed {
+  RingParams params;
+  std::vector<Point> points;
+};
+Parsed parse(const SweepSpec& spec, const ParseContext& ctx);  // throws cfg::ConfigError
+
+// ---- the points table and the screen (ring_attention_table.cpp)
+void declare_metrics(h5::PointsTable& t, std::uint64_t R, std::uint64_t I);
+// The rows of the kernel path table this sweep's device has: one block-call count each.
+std::vector<std::string> device_paths(bool host);
+void declare_block_calls(h5::PointsTable& t, bool host);
+// Every iteration runs the same blocks: the counts of one.
+attn::BlockCalls per_iteration(attn::BlockCalls calls, std::int64_t iterations);
+void record(h5::PointsTable& t, std::size_t pi, const PointResult& r);
+std::vector<h5::Headline> ring_headlines();
+std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records);
+extern const char* const kFlopConvention;
+
+}  // namespace rb::ring_sweep

@@ -1,0 +1,280 @@
+// The ring_attention sweep's points table (every metric, declared on every rank, with its units
+// and description) and the screen's results table; docs/sweeps/ring_attention.md lists them.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernel_paths.hpp"
+#include "metrics/stats.hpp"
+#include "sweeps/ring_attention_parts.hpp"
+
+namespace rb::ring_sweep {
+
+namespace {
+
+double per_second(double amount, double seconds) { return seconds > 0 ? amount / seconds : kNaN; }
+
+// Every metric of the sweep, declared on every rank (the table checks they agree). R: the
+// largest ring size (smaller rings leave NaN / -1 in the steps they do not have).
+// Every per-rank metric of a point: name, units, description, value type (d number, i integer,
+// t text) and inner shape (- scalar, I iterations, R ring steps of the largest ring, 4 tensors).
+struct MetricColumn {
+  const char* name;
+  const char* units;
+  const char* what;
+  char type;
+  char shape;
+};
+
+const MetricColumn kMetricColumns[] = {
+  {"ring_id", "1", "which ring this rank belongs to (ring_order: rank gives world rank / ring size)", 'i', '-'},
+  {"ring_rank", "1", "this rank's position in its ring (ring_order: rank gives world rank % ring size)", 'i', '-'},
+  {"ring_members", "1", "world ranks of this rank's ring in ring order (member i sends to member i+1); -1 pads rings smaller than the largest", 'i', 'R'},
+  {"ring_nodes", "1", "distinct nodes among this rank's ring members", 'i', '-'},
+  {"ring_crossing_hops", "1", "hops of this rank's ring (including the last back to the first) whose two ranks are on different nodes", 'i', '-'},
+  {"comm_created", "1", "1: this point created its ring size's MPI (and NCCL) ring communicators; 0: it reused those of an earlier point of the same ring size", 'i', '-'},
+  {"comm_create_time_s", "s", "seconds this rank spent creating the ring communicators at this point (0 when reused)", 'd', '-'},
+  {"status", "1", "ok | oom | parity_failed (the same on every rank)", 't', '-'},
+  {"kernel_path", "1", "the attention backend's name (its headline path; what ran is paths_ran)", 't', '-'},
+  {"paths_ran", "1", "the kernel paths that ran this point's blocks: one name, or each with its block calls per iteration, most first (`cudnn 6 / flash 2`), from block_calls_*", 't', '-'},
+  {"forward_time_s", "s", "wall time of each timed forward pass (after a world barrier)", 'd', 'I'},
+  {"backward_time_s", "s", "wall time of each timed backward pass (NaN without backward)", 'd', 'I'},
+  {"total_time_s", "s", "forward plus backward wall time of each timed iteration", 'd', 'I'},
+  {"step_compute_s", "s", "forward: median over iterations of each ring step's block-kernel time", 'd', 'R'},
+  {"step_wait_s", "s", "forward: median over iterations of each ring step's exposed communication (time blocked waiting for the next K/V block)", 'd', 'R'},
+  {"backward_step_compute_s", "s", "backward: median over iterations of each ring step's kernel time (incl. adding dK/dV partial sums)", 'd', 'R'},
+  {"backward_step_wait_s", "s", "backward: median over iterations of each ring step's exposed communication; the last step includes the final dK/dV hop home", 'd', 'R'},
+  {"step_pairs", "1", "attending (query, key) pairs computed at each ring step, summed over batch, heads and branches", 'i', 'R'},
+  {"bytes_sent_bytes", "B", "bytes this rank sent to its ring neighbour per iteration (forward + backward)", 'i', '-'},
+  {"peak_memory_bytes", "B", "high-water mark of the attention backend's allocations during the point", 'i', '-'},
+  {"forward_flop", "FLOP", "forward FLOPs of this rank per iteration (FlashAttention convention: 4 d per attending pair)", 'd', '-'},
+  {"forward_tflops", "TFLOP/s", "forward_flop / median forward_time_s", 'd', '-'},
+  {"backward_tflops", "TFLOP/s", "2.5 x forward_flop / median backward_time_s", 'd', '-'},
+  {"total_tflops", "TFLOP/s", "(forward + backward FLOPs) / median total_time_s", 'd', '-'},
+  {"lse_max_abs", "1", "max |lse - lse_ref| (natural log) over this rank's checked query rows", 'd', '-'},
+  {"parity_elements", "1", "elements compared with the reference for O, dQ, dK, dV", 'i', '4'},
+  {"parity_mode", "1", "full | sampled | off: the reference that checked the point (validate.reference, auto resolved); off: not checked", 't', '-'},
+  {"parity_sampled", "1", "1: sampled heads and rows were checked, 0: every element", 'i', '-'},
+  {"parity_reference_bytes", "B", "host bytes this rank's parity reference held at its largest (full: O(S), sampled: O(S/R))", 'i', '-'},
+  {"parity_note", "1", "which heads and rows were compared, and where the dK/dV normaliser came from", 't', '-'},
+  {"parity_time_s", "s", "host time of this rank's reference computation and comparison (outside the timed regions)", 'd', '-'},
+  {"oom_requested_bytes", "B", "allocation that failed on this rank (-1: this rank did not run out)", 'i', '-'},
+  {"oom_free_bytes", "B", "memory free when that allocation failed", 'i', '-'},
+  {"oom_message", "1", "the allocation failure on this rank (empty if none)", 't', '-'},
+};
+
+}  // namespace
+
+void declare_metrics(h5::PointsTable& t, std::uint64_t R, std::uint64_t I) {
+  for (const MetricColumn& c : kMetricColumns) {
+    std::vector<std::uint64_t> inner;
+    if (c.shape == 'I') inner = {I};
+    if (c.shape == 'R') inner = {R};
+    if (c.shape == '4') inner = {4};
+    const h5::Meta meta{c.units, c.what};
+    if (c.type == 'd') t.metric(c.name, meta, inner);
+    if (c.type == 'i') t.int_metric(c.name, meta, inner);
+    if (c.type == 't') t.text_metric(c.name, meta);
+  }
+  for (const char* tensor : {"out", "dq", "dk", "dv"}) {
+    const std::string n = tensor;
+    t.metric(n + "_max_abs", {"1", "max |" + n + " - reference| over this rank's checked elements"});
+    t.metric(n + "_max_rel", {"1", n + "_max_abs / max |reference| over the same elements"});
+  }
+}
+
+// The rows of the kernel path table this sweep's device has: one block-call count each.
+std::vector<std::string> device_paths(bool host) {
+  std::vector<std::string> out;
+  for (const attn::KernelPath& k : attn::kernel_paths())
+    if (k.built && (k.device == attn::Device::Host) == host) out.push_back(k.name);
+  return out;
+}
+
+void declare_block_calls(h5::PointsTable& t, bool host) {
+  for (const std::string& path : device_paths(host))
+    t.int_metric("block_calls_" + path,
+                 {"1", "block calls (forward + backward) that ran on kernel path " + path +
+                           " in one iteration"});
+  t.int_metric("policy_block_calls",
+               {"1", "of those, block calls whose path the tuned policy chose (kernel: auto)"});
+}
+
+namespace {
+
+// What ran, for the screen, the JSON and the report: "flash", or "cudnn 6 / flash 2" (calls per
+// iteration, most first) when several paths shared the blocks; "-" when no block ran.
+std::string paths_ran(const attn::BlockCalls& calls) {
+  std::vector<std::pair<std::string, std::int64_t>> ran;
+  for (const auto& entry : calls.by_path)
+    if (entry.second > 0) ran.push_back(entry);
+  if (ran.empty()) return "-";
+  if (ran.size() == 1) return ran[0].first;
+  std::stable_sort(ran.begin(), ran.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [name, n] : ran) out += (out.empty() ? "" : " / ") + name + " " + std::to_string(n);
+  return out;
+}
+
+}  // namespace
+
+// Every iteration runs the same blocks: the counts of one.
+attn::BlockCalls per_iteration(attn::BlockCalls calls, std::int64_t iterations) {
+  for (auto& entry : calls.by_path) entry.second /= iterations;
+  calls.from_policy /= iterations;
+  return calls;
+}
+
+namespace {
+
+void record_block_calls(h5::PointsTable& t, std::size_t pi, const attn::BlockCalls& calls) {
+  for (const auto& [path, n] : calls.by_path) t.set_int("block_calls_" + path, pi, n);
+  t.set_int("policy_block_calls", pi, calls.from_policy);
+}
+
+void record_parity(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
+  const ring::ParityReport& par = r.parity;
+  t.set_text("parity_mode", pi, ring::to_string(par.mode));
+  if (par.mode == ring::ParityMode::Off) {
+    t.set_text("parity_note", pi, "not checked: validate.reference is off");
+    return;
+  }
+  const std::pair<const char*, const ring::ErrorStats*> errors[] = {
+      {"out", &par.out}, {"dq", &par.dq}, {"dk", &par.dk}, {"dv", &par.dv}};
+  for (const auto& [name, e] : errors) {
+    t.set(std::string(name) + "_max_abs", pi, e->max_abs);
+    t.set(std::string(name) + "_max_rel", pi, e->max_rel);
+  }
+  t.set("lse_max_abs", pi, par.lse.max_abs);
+  t.set_int("parity_elements", pi, {par.out.compared, par.dq.compared, par.dk.compared, par.dv.compared});
+  t.set_int("parity_sampled", pi, par.sampled ? 1 : 0);
+  t.set_int("parity_reference_bytes", pi, par.reference_bytes);
+  t.set_text("parity_note", pi, par.note.empty() ? std::string("every element of every head checked") : par.note);
+  t.set("parity_time_s", pi, r.parity_s);
+}
+
+}  // namespace
+
+void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
+  t.set_int("ring_id", pi, r.ring_id);
+  t.set_int("ring_rank", pi, r.ring_rank);
+  t.set_int("ring_members", pi, r.ring_members);
+  t.set_int("ring_nodes", pi, r.ring_nodes);
+  t.set_int("ring_crossing_hops", pi, r.crossing_hops);
+  t.set_int("comm_created", pi, r.comm_created ? 1 : 0);
+  t.set("comm_create_time_s", pi, r.comm_create_s);
+  t.set_text("status", pi, r.status);
+  t.set_text("kernel_path", pi, r.kernel_path);
+  if (r.status == "oom") {
+    t.set_int("oom_requested_bytes", pi, r.oom_requested);
+    t.set_int("oom_free_bytes", pi, r.oom_free);
+    t.set_text("oom_message", pi, r.oom_message);
+    return;
+  }
+  record_block_calls(t, pi, r.block_calls);
+  t.set_text("paths_ran", pi, paths_ran(r.block_calls));
+  t.set("forward_time_s", pi, r.forward_s);
+  t.set("backward_time_s", pi, r.backward_s);
+  t.set("total_time_s", pi, r.total_s);
+  t.set("step_compute_s", pi, r.step_compute);
+  t.set("step_wait_s", pi, r.step_wait);
+  t.set("backward_step_compute_s", pi, r.backward_step_compute);
+  t.set("backward_step_wait_s", pi, r.backward_step_wait);
+  t.set_int("step_pairs", pi, r.step_pairs);
+  t.set_int("bytes_sent_bytes", pi, r.bytes_sent);
+  t.set_int("peak_memory_bytes", pi, r.peak_memory);
+  const double fwd = r.forward_flop, bwd = r.backward_s.empty() ? 0.0 : 2.5 * fwd;
+  t.set("forward_flop", pi, fwd);
+  t.set("forward_tflops", pi, per_second(fwd, stats::median(r.forward_s)) / 1e12);
+  if (!r.backward_s.empty())
+    t.set("backward_tflops", pi, per_second(bwd, stats::median(r.backward_s)) / 1e12);
+  t.set("total_tflops", pi, per_second(fwd + bwd, stats::median(r.total_s)) / 1e12);
+  record_parity(t, pi, r);
+}
+
+std::vector<h5::Headline> ring_headlines() {
+  using h5::OverInner, h5::OverRanks;
+  std::vector<h5::Headline> h = {{"forward_time_s", OverInner::Median, OverRanks::Max},
+                                 {"backward_time_s", OverInner::Median, OverRanks::Max},
+                                 {"forward_tflops", OverInner::None, OverRanks::Mean},
+                                 {"total_tflops", OverInner::None, OverRanks::Mean},
+                                 {"step_wait_s", OverInner::Sum, OverRanks::Max, "ring steps"},
+                                 {"status", OverInner::None, OverRanks::Rank0},
+                                 {"parity_mode", OverInner::None, OverRanks::Rank0},
+                                 {"kernel_path", OverInner::None, OverRanks::Rank0},
+                                 {"paths_ran", OverInner::None, OverRanks::Rank0}};
+  for (const char* tensor : {"out", "dq", "dk", "dv"})
+    h.push_back({std::string(tensor) + "_max_rel", OverInner::None, OverRanks::Max});
+  return h;
+}
+
+namespace {
+
+// The largest relative error of the four checked tensors; NaN when none was checked.
+double worst_rel_error(const h5::PointRecord& r) {
+  double worst = NAN;
+  for (const char* tensor : {"out", "dq", "dk", "dv"}) {
+    const double e = r.num(std::string(tensor) + "_max_rel");
+    if (!std::isnan(e) && !(e <= worst)) worst = e;
+  }
+  return worst;
+}
+
+// The parity column: the status, and how the point was checked when not every element was.
+std::string parity_cell(const h5::PointRecord& r) {
+  const std::string status = r.text("status"), mode = r.text("parity_mode");
+  if (status != "ok") return status;
+  if (mode == "off") return "off";
+  return mode == "sampled" ? "ok (sampled)" : "ok";
+}
+
+}  // namespace
+
+std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
+  // A scheme column only where a sweep compares schemes: a ring sweep reads as before.
+  bool schemes = false;
+  for (const auto& r : records) schemes = schemes || (!r.text("scheme").empty() && r.text("scheme") != "ring");
+  std::vector<h5::TextTable::Column> cols = {{"S"}, {"R"}, {"rings"}};
+  if (schemes) cols.emplace_back("scheme", "", true);
+  for (auto c : std::vector<h5::TextTable::Column>{{"layout", "", true}, {"dtype", "", true},
+                   {"kernel", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"},
+                   {"fwd", "(TFLOP/s/GPU)"}, {"fwd+bwd", "(TFLOP/s/GPU)"}, {"wait", "(% fwd)"},
+                   {"parity", "", true}, {"max rel err"}})
+    cols.push_back(c);
+  h5::TextTable t(std::move(cols));
+  for (const auto& r : records) {
+    // The mask is the sweep's, not a key: the point's label says it.
+    const std::string label = r.text("label");
+    std::string layout = r.text("layout");
+    if (label.find(" causal ") != std::string::npos) layout += " causal";
+    if (label.find(" dilated") != std::string::npos) layout += " dilated";
+    const double fwd_ms = r.num("forward_time_s") * 1e3;
+    std::vector<std::string> row = {h5::fixed(r.num("seq_len"), 0), h5::fixed(r.num("ring_size"), 0),
+                                    h5::fixed(r.num("num_rings"), 0)};
+    if (schemes) row.push_back(r.text("scheme"));
+    // What ran, never the backend's headline name (rank 0's blocks; every rank runs the same calls).
+    const std::string ran = r.text("paths_ran").empty() ? r.text("kernel_path") : r.text("paths_ran");
+    for (auto cell : {layout, r.text("dtype"), ran, h5::sig3(fwd_ms),
+                      h5::sig3(r.num("backward_time_s") * 1e3), h5::sig3(r.num("forward_tflops")),
+                      h5::sig3(r.num("total_tflops")), h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1),
+                      parity_cell(r), h5::sig3(worst_rel_error(r))})
+      row.push_back(cell);
+    t.row(std::move(row));
+  }
+  return t.render(title + " ring attention, forward and backward",
+                  {"ms: median over iterations, slowest rank; TFLOP/s/GPU: each rank's FLOPs / its "
+                   "median time, mean over ranks (FlashAttention convention); wait: exposed "
+                   "forward communication summed over ring steps (allgather, ulysses: its "
+                   "collectives), slowest rank, as % of fwd; "
+                   "parity: rank 0's verdict (sampled: sampled heads and rows against the streamed "
+                   "reference; off: not checked, validate.reference: off), max rel err: largest over "
+                   "ranks and O, dQ, dK, dV"});
+}
+
+const char* const kFlopConvention =
+    "FlashAttention: forward 4*d per attending (query, key) pair actually computed "
+    "(summed over batch, heads and dilation branches; masked pairs not counted); "
+    "backward 2.5x forward";
+
+}  // namespace rb::ring_sweep
