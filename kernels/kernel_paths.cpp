@@ -32,6 +32,13 @@ constexpr const char* kNeedCudnn = "CMake found no cuDNN; set CUDNN_ROOT and reb
 constexpr int kFusedMaxHeadDim = 256;
 
 KernelSupport any_block() { return {}; }
+// A full-speed range for a path that is nowhere the fast choice: `auto` runs it only on blocks
+// no other row takes (the last candidate).
+KernelSupport no_block() {
+  KernelSupport s;
+  s.fp32 = s.fp16 = s.bf16 = false;
+  return s;
+}
 
 KernelSupport up_to(int max_head_dim) {
   KernelSupport s;
@@ -39,12 +46,11 @@ KernelSupport up_to(int max_head_dim) {
   return s;
 }
 
-// fp16/bf16 blocks of these head dims (empty: any), dilated ones included or not.
-KernelSupport sixteen_bit(std::vector<int> head_dims, bool dilated = true) {
+// fp16/bf16 blocks of these head dims (empty: any).
+KernelSupport sixteen_bit(std::vector<int> head_dims) {
   KernelSupport s;
   s.fp32 = false;
   s.head_dims = std::move(head_dims);
-  s.dilated = dilated;
   return s;
 }
 
@@ -54,13 +60,19 @@ KernelSupport bf16_head_dims(std::vector<int> head_dims) {
   return s;
 }
 
-// cuDNN's fused attention: 16-bit data, head dim a multiple of 8 up to 128. Dilated branches
-// are excluded from its full-speed range: cuDNN runs them as many small strided calls (one
-// per head offset and segment), measured slower than the flash kernels' row views.
+// cuDNN's fused attention: 16-bit data, head dim a multiple of 8 up to 128, exact and dilated
+// (a dilated branch is one strided call per head offset and segment). Each call has a fixed
+// cost, so small calls run faster on the flash kernels. Measured on H100 and H200 (bf16, batch
+// 1, 8 heads, fwd+bwd; docs/gpu-kernels.md "The built-in rule"): exact blocks cross over at
+// 2^30 query-key pairs x head dim per call (d128 1024 rows: cuDNN 0.97-1.14x, d64 1024 rows:
+// flash 1.14-1.18x faster); dilated sub-blocks at 2^24 pairs per call whatever the head dim
+// (2048-row sub-blocks, 4 per call: cuDNN 0.96-2.0x; 2 per call: flash 1.2-1.7x faster).
 KernelSupport cudnn_native() {
-  KernelSupport s = sixteen_bit({}, false);
+  KernelSupport s = sixteen_bit({});
   s.max_head_dim = 128;
   s.head_dim_multiple = 8;
+  s.min_exact_pair_dims = double(std::int64_t(1) << 30);
+  s.min_dilated_pairs = double(1 << 24);
   return s;
 }
 
@@ -140,6 +152,11 @@ std::string tile_refusal(const KernelPath& k, const KernelChoice& choice, DType 
 
 const char* to_string(Device d) { return d == Device::Host ? "host" : "cuda"; }
 
+bool KernelSupport::worth_a_call(const KernelShape& shape, int head_dim) const {
+  return shape.dilated ? shape.pairs_per_call() >= min_dilated_pairs
+                       : shape.pairs_per_call() * head_dim >= min_exact_pair_dims;
+}
+
 bool KernelSupport::takes(DType dtype, int head_dim, bool is_causal, bool is_dilated) const {
   // Called per block by `auto`: no strings.
   return takes_dtype(*this, dtype) && takes_head_dim(*this, head_dim) && (!is_causal || causal) &&
@@ -164,7 +181,7 @@ const std::vector<KernelPath>& kernel_paths() {
        "ringbench's FlashAttention-2 style tensor-core kernels (fp16/bf16, head dim 64/128; "
        "other blocks on its fused CUDA-core kernel)",
        flash_tiles()},
-      {"naive", Device::Cuda, kCudaBuilt, kNeedCuda, any_block(), any_block(), true,
+      {"naive", Device::Cuda, kCudaBuilt, kNeedCuda, any_block(), no_block(), true,
        "materialised scores with cuBLAS GEMMs: the GPU reference path", {default_tile()}},
   };
   return table;
@@ -191,14 +208,18 @@ std::vector<std::string> kernel_choices(Device device) {
 }
 
 const KernelPath* auto_kernel_path(Device device, DType dtype, int head_dim, bool causal,
-                                   bool dilated) {
+                                   const KernelShape& shape) {
+  const KernelPath* below_floor = nullptr;  // takes the block natively, at a cost per call
   const KernelPath* last = nullptr;
   for (const auto& k : kernel_paths()) {
     if (k.device != device || !k.built || !k.auto_candidate) continue;
-    if (k.full_speed.takes(dtype, head_dim, causal, dilated)) return &k;
+    if (k.full_speed.takes(dtype, head_dim, causal, shape.dilated)) {
+      if (k.full_speed.worth_a_call(shape, head_dim)) return &k;
+      if (below_floor == nullptr) below_floor = &k;
+    }
     last = &k;
   }
-  return last;
+  return below_floor != nullptr ? below_floor : last;
 }
 
 const KernelPath* auto_headline_path(Device device) {
@@ -213,11 +234,19 @@ std::string kernel_refusal(const KernelChoice& choice, Device device, DType dtyp
     if (!choice.tile.empty() && choice.tile != "default")
       return "kernel 'auto' has no tile variants ('" + choice.tile +
              "' needs a named path)";
-    // auto runs the block on the row auto_kernel_path picks: that row must take it.
-    const KernelPath* k = auto_kernel_path(device, dtype, head_dim, causal, dilated);
-    if (!k) return std::string("this build has no ") + to_string(device) + " kernel path";
-    return support_refusal(k->supports, "kernel 'auto' (" + std::string(k->name) + ")", dtype,
-                           head_dim, causal, dilated);
+    // auto runs a block on the row auto_kernel_path picks, which depends on the block's size:
+    // the rows it picks for the smallest and the largest blocks must both take it.
+    KernelShape small, large;
+    small.dilated = large.dilated = dilated;
+    large.sub_rows = large.sub_keys = large.heads_per_call = std::int64_t(1) << 30;
+    for (const KernelShape* shape : {&large, &small}) {
+      const KernelPath* k = auto_kernel_path(device, dtype, head_dim, causal, *shape);
+      if (!k) return std::string("this build has no ") + to_string(device) + " kernel path";
+      const std::string why = support_refusal(
+          k->supports, "kernel 'auto' (" + std::string(k->name) + ")", dtype, head_dim, causal, dilated);
+      if (!why.empty()) return why;
+    }
+    return "";
   }
   const KernelPath* k = find_kernel_path(choice.path, device);
   if (!k)

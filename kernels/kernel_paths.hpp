@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attention.hpp"
+#include "kernel_shape.hpp"
 
 namespace rb::attn {
 
@@ -28,8 +29,15 @@ struct KernelSupport {
   std::vector<int> head_dims;  // non-empty: only these head dims
   bool causal = true;
   bool dilated = true;
+  // Full-speed ranges only: the least work per library call at which the path is the
+  // fastest (each call has a fixed cost). Exact blocks: query-key pairs x head dim per call;
+  // dilated blocks: query-key pairs per call (KernelShape). 0: no floor.
+  double min_exact_pair_dims = 0;
+  double min_dilated_pairs = 0;
 
   bool takes(DType dtype, int head_dim, bool is_causal, bool is_dilated) const;
+  // Whether a block of this shape carries enough work per call (see the floors above).
+  bool worth_a_call(const KernelShape& shape, int head_dim) const;
 };
 
 // A named tile shape of a path's kernels (`kernel_tile:`), recorded per point. It changes
@@ -73,11 +81,13 @@ const TileVariant* find_tile(const KernelPath& path, const std::string& tile);
 // The YAML choices of `kernel:` for a device: "auto" first, then every path of that device
 // in table order (built or not: an unbuilt one is refused with the reason, not as unknown).
 std::vector<std::string> kernel_choices(Device device);
-// The row `auto` runs a block on: the first built candidate of the device whose full-speed
-// range takes the block; else the last built candidate (the path that takes anything).
-// nullptr only when the device has no built path.
+// The row `auto` runs a block on without a policy (the built-in rule): the first built
+// candidate of the device whose full-speed range takes the block with enough work per call
+// (worth_a_call); else the first whose full-speed range takes it at all (a
+// slow call beats a path without native support); else the last built candidate (the path
+// that takes anything). nullptr only when the device has no built path.
 const KernelPath* auto_kernel_path(Device device, DType dtype, int head_dim, bool causal,
-                                   bool dilated);
+                                   const KernelShape& shape);
 // The path `auto` is named after in listings and backend names: its first built candidate.
 const KernelPath* auto_headline_path(Device device);
 // Empty when `choice` can run in this build on `device` for blocks of this dtype, head dim,

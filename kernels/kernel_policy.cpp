@@ -1,49 +1,77 @@
 #include "kernel_policy.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 
 namespace rb::attn {
-
-PolicyShape shape_of(DType dtype, int head_dim, const Pattern& pattern) {
-  PolicyShape s;
-  s.dtype = dtype;
-  s.head_dim = head_dim;
-  s.causal = pattern.causal;
-  if (pattern.segment > 0) {
-    s.segment = pattern.segment;
-    s.rate = pattern.rate;
-  }
-  return s;
-}
-
 namespace {
 
-// Distance from `rows` to [lo, hi] by ratio: 0 inside, else log2 of how far outside.
-double ratio_distance(std::int64_t rows, std::int64_t lo, std::int64_t hi) {
-  if (rows < lo) return std::log2(double(lo) / double(rows));
-  if (rows > hi) return std::log2(double(rows) / double(hi));
-  return 0.0;
+using Coords = std::array<double, 4>;
+
+Coords coords_of(const KernelShape& s) {
+  auto lg = [](std::int64_t v) { return std::log2(double(std::max<std::int64_t>(v, 1))); };
+  return {lg(s.sub_rows), lg(s.sub_keys), lg(s.heads_per_call), lg(s.calls)};
+}
+
+// Log2 steps from `at` to the box spanned by two measured shapes (0 inside).
+double distance(const Coords& at, const Coords& a, const Coords& b) {
+  double d = 0.0;
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    const double lo = std::min(a[i], b[i]), hi = std::max(a[i], b[i]);
+    d += at[i] < lo ? lo - at[i] : (at[i] > hi ? at[i] - hi : 0.0);
+  }
+  return d;
+}
+
+bool same_kind(const PolicyShape& rule, DType dtype, int head_dim, const Pattern& pattern) {
+  return rule.dtype == dtype && rule.head_dim == head_dim && rule.causal == pattern.causal &&
+         (rule.segment > 0) == (pattern.segment > 0);
 }
 
 }  // namespace
 
-const KernelPath* KernelPolicy::pick(const PolicyShape& shape, std::int64_t rows) const {
+std::pair<KernelShape, KernelShape> KernelPolicy::measured(const PolicyRule& rule,
+                                                           const PolicyRange& range) const {
+  Dims dims;
+  dims.batch = grid_batch;
+  dims.heads = grid_heads;
+  dims.head_dim = rule.shape.head_dim;
+  Pattern pattern;
+  pattern.causal = rule.shape.causal;
+  pattern.segment = rule.shape.segment;
+  pattern.rate = rule.shape.segment > 0 ? rule.shape.rate : 1;
+  // The tuning sweep times ring size 1: queries and keys are the same block.
+  dims.q_rows = dims.kv_rows = range.rows_min;
+  const KernelShape lo = kernel_shape_of(dims, pattern);
+  dims.q_rows = dims.kv_rows = range.rows_max;
+  return {lo, kernel_shape_of(dims, pattern)};
+}
+
+const KernelPath* KernelPolicy::pick(DType dtype, const Dims& dims, const Pattern& pattern) const {
+  const Coords at = coords_of(kernel_shape_of(dims, pattern));
+  const PolicyRule* best_rule = nullptr;
+  const PolicyRange* best = nullptr;
+  double best_distance = std::numeric_limits<double>::infinity();
   for (const PolicyRule& rule : rules) {
-    if (!(rule.shape == shape) || rule.ranges.empty()) continue;
-    // Outside the tuned rows nothing was measured: the built-in rule, not a guess.
-    if (rows < rule.ranges.front().rows_min || rows > rule.ranges.back().rows_max) return nullptr;
-    const PolicyRange* best = nullptr;
-    double best_distance = 0.0;
-    for (const PolicyRange& r : rule.ranges) {
-      const double d = ratio_distance(rows, r.rows_min, r.rows_max);
-      if (best == nullptr || d < best_distance) {
-        best = &r;
+    if (!same_kind(rule.shape, dtype, dims.head_dim, pattern) || rule.ranges.empty()) continue;
+    for (const PolicyRange& range : rule.ranges) {
+      const auto [lo, hi] = measured(rule, range);
+      const double d = distance(at, coords_of(lo), coords_of(hi));
+      if (d < best_distance) {
+        best_rule = &rule;
+        best = &range;
         best_distance = d;
       }
     }
-    return best->row;
   }
-  return nullptr;
+  if (best == nullptr) return nullptr;
+  // Between a rule's ranges the nearest decides; beyond them only within reach: far from
+  // everything measured, the built-in rule decides, not a guess.
+  const Coords first = coords_of(measured(*best_rule, best_rule->ranges.front()).first);
+  const Coords last = coords_of(measured(*best_rule, best_rule->ranges.back()).second);
+  return distance(at, first, last) <= kPolicyReach ? best->row : nullptr;
 }
 
 bool KernelPolicy::names(const std::string& path) const {
@@ -56,10 +84,9 @@ bool KernelPolicy::names(const std::string& path) const {
 KernelPicker::Pick KernelPicker::pick(DType dtype, const Dims& dims, const Pattern& pattern) const {
   if (fixed_ != nullptr) return {fixed_, false};
   if (policy_ != nullptr) {
-    if (const KernelPath* row = policy_->pick(shape_of(dtype, dims.head_dim, pattern), dims.q_rows))
-      return {row, true};
+    if (const KernelPath* row = policy_->pick(dtype, dims, pattern)) return {row, true};
   }
-  return {auto_kernel_path(device_, dtype, dims.head_dim, pattern.causal, pattern.segment > 0),
+  return {auto_kernel_path(device_, dtype, dims.head_dim, pattern.causal, kernel_shape_of(dims, pattern)),
           false};
 }
 

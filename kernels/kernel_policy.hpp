@@ -1,10 +1,18 @@
 #pragma once
 // What `kernel: auto` runs a block on: a tuned policy's choice where it has one, else the
-// built-in rule of the kernel path table (auto_kernel_path). A policy maps a block's shape
-// (dtype, head dim, causal, LongNet segment and rate) and its rows (the per-rank block, S/R)
-// to a row of the table; it is made by `rb-analysis tune` from a kernel_tuning sweep and read
-// by src/config/kernel_policy.cpp (the file format is in docs/tuning.md). Plain C++, like the
-// table: both backends pick through KernelPicker, so host and GPU follow one rule.
+// built-in rule of the kernel path table (auto_kernel_path). A policy holds measured choices
+// of a kernel_tuning sweep, one rule per tuned shape (dtype, head dim, causal, LongNet segment
+// and rate) with ranges of block rows; it is made by `rb-analysis tune` and read by
+// src/config/policy_file.cpp (the file format is in docs/analysis.md).
+//
+// A block is matched on what its kernel computes (KernelShape: rows and keys of each
+// sub-block, sub-blocks per call, calls per block), not on its config's names: every range of
+// every rule with the block's dtype, head dim, causality and dilated-or-not is a box in that
+// space (log2 of each), and the nearest box decides if the block lies within kPolicyReach of
+// the span of that box's rule (between a rule's ranges, always). So a LongNet branch
+// the sweep did not tune (another segment or rate), another head count or a block between grid
+// points follows the measured shape it resembles; a block far from every measurement follows
+// the built-in rule. Plain C++, like the table: both backends pick through KernelPicker.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,10 +21,11 @@
 
 #include "attention.hpp"
 #include "kernel_paths.hpp"
+#include "kernel_shape.hpp"
 
 namespace rb::attn {
 
-// One shape group of a policy; segment 0 and rate 0 mean exact attention (no dilation).
+// The tuned shape of a rule; segment 0 and rate 0 mean exact attention (no dilation).
 struct PolicyShape {
   DType dtype = DType::BF16;
   int head_dim = 0;
@@ -29,11 +38,8 @@ struct PolicyShape {
   }
 };
 
-// The shape key of a block: a pattern without segment is exact attention (0, 0).
-PolicyShape shape_of(DType dtype, int head_dim, const Pattern& pattern);
-
 struct PolicyRange {
-  std::int64_t rows_min = 0, rows_max = 0;  // inclusive, in block rows
+  std::int64_t rows_min = 0, rows_max = 0;  // inclusive, in block rows of the tuning sweep
   const KernelPath* row = nullptr;          // nullptr: no path passed parity there (built-in)
 };
 
@@ -42,17 +48,27 @@ struct PolicyRule {
   std::vector<PolicyRange> ranges;  // ascending, non-overlapping
 };
 
+// How far (the sum over the four axes of log2 steps outside a box) a block may lie beyond
+// the measured span of a rule and still follow it: two steps, e.g. a block twice as long
+// (rows and keys), or a dilated branch with twice the rows per sub-block, or with half the
+// heads per call and twice the calls.
+constexpr double kPolicyReach = 2.0;
+
 struct KernelPolicy {
   Device device = Device::Cuda;
   std::string file;    // as given in the config
   std::string sha256;  // of the file's bytes, so a run names exactly the rules it followed
+  // The tuning sweep's batch and heads: with a rule's shape and a range's rows they give the
+  // kernel shapes the range measured.
+  int grid_batch = 1, grid_heads = 1;
   std::vector<PolicyRule> rules;
 
-  // The row this policy picks for a block of `rows` block rows, or nullptr (no rule for the
-  // shape, rows outside the tuned ranges, or no passing path there): the built-in rule
-  // decides. Rows between two ranges take the range whose bound is nearer by ratio (the grid is
-  // geometric); a tie takes the smaller rows' range.
-  const KernelPath* pick(const PolicyShape& shape, std::int64_t rows) const;
+  // The row this policy picks for a block, or nullptr (the nearest range's rule is out of
+  // reach, or that range had no passing path): the built-in rule decides. Equal distances take
+  // the range that comes first in the file.
+  const KernelPath* pick(DType dtype, const Dims& dims, const Pattern& pattern) const;
+  // The kernel shapes a range measured: at its smallest and its largest block rows.
+  std::pair<KernelShape, KernelShape> measured(const PolicyRule& rule, const PolicyRange& range) const;
   // True when some range of the policy runs on `path`.
   bool names(const std::string& path) const;
 };

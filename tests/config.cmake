@@ -4,4 +4,6 @@ ringbench_add_test(NAME config RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_co
 # Tuned kernel policy read-back (issue #13): sha256, the policy file reader and its errors, the
 # lookup rule, applicability, and `kernel_policy:` in a config.
 ringbench_add_doctest(TARGET test_policy_file SOURCES config/test_policy_file.cpp LIBS rb_config)
+# The shipped policies in inputs/ are read by one test case.
+target_compile_definitions(test_policy_file PRIVATE RINGBENCH_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 ringbench_add_test(NAME policy_file RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_policy_file>)

@@ -119,6 +119,15 @@ def _scalar(v):
     return v.item() if hasattr(v, "item") else v
 
 
+def sweep_grid(sweep):
+    """The policy's grid: the batch and heads every block of the sweep computed."""
+    missing = [k for k in tuning.GRID_KEYS if k not in sweep.attrs]
+    if missing:
+        raise TuneError(f"{sweep.where}: lacks the attribute(s) {', '.join(missing)} "
+                        "(layout of docs/sweeps/kernel_tuning.md)")
+    return {k: int(sweep.attrs[k]) for k in tuning.GRID_KEYS}
+
+
 # ------------------------------------------------------------------------------ machine
 
 def machine_info(run):
@@ -182,19 +191,21 @@ def tune(path, sweep_name, margin, hysteresis, out, report_path=None):
         raise TuneError(f"{sweep.where}: {exc}") from None
     choices = {shape: tuning.ranges_from(d) for shape, d in decisions.items()}
     machine = machine_info(run)
-    policy = tuning.policy_dict(choices, machine, margin, date=run_date(run),
-                                hysteresis=hysteresis, source=path, sweep=sweep.name)
+    policy = tuning.policy_dict(choices, machine, margin, grid=sweep_grid(sweep),
+                                date=run_date(run), hysteresis=hysteresis, source=path,
+                                sweep=sweep.name)
     tuning.write_policy_yaml(policy, out)
     from . import tune_gpus  # imports this module
     summary = {"policy": out, "report": report_path, "choices": choices, "plots": [],
-               "notes": run_notes(run, sweep),
+               "notes": run_notes(run, sweep), "builtin": tuning.builtin_quality(frame),
                "per_gpu": tune_gpus.per_gpu(run, sweep, decisions, margin, hysteresis)}
     if report_path:
         from . import tune_report
         summary["plots"] = tune_report.write(report_path, run=run, sweep=sweep, frame=frame,
                                              decisions=decisions, choices=choices,
                                              policy=policy, notes=summary["notes"],
-                                             per_gpu=summary["per_gpu"])
+                                             per_gpu=summary["per_gpu"],
+                                             builtin=summary["builtin"])
     return summary
 
 
@@ -215,8 +226,10 @@ def print_summary(summary, stream=None):
           + (f", {unusable} range(s) where no path passed parity" if unusable else ""),
           file=stream)
     for shape, ranges in choices.items():
-        print(f"  {tuning.shape_text(shape)} (default {ranges[0].default_path}): "
+        print(f"  {tuning.shape_text(shape)} (default {tuning.defaults_text(ranges)}): "
               + " | ".join(_range_text(r) for r in ranges), file=stream)
+    if summary.get("builtin"):
+        print(tuning.builtin_quality_text(summary["builtin"]), file=stream)
     if summary.get("per_gpu"):
         from . import tune_gpus
         print(tune_gpus.summary_line(summary["per_gpu"]), file=stream)

@@ -131,19 +131,24 @@ def _shape_rows(group, decisions, paths, world):
     return rows
 
 
+def _defaults_words(decisions):
+    return tuning.defaults_text(tuning.ranges_from(decisions))
+
+
 def _shape_section(shape, group, decisions, world, png):
     default = decisions[0].default_path
+    defaults = {d.default_path for d in decisions}
     paths = _paths_of(group, default)
     unit = "median ms (rank spread)" if world > 1 else "median ms"
     headers = (["block rows"] + [f"{p} {unit}" for p in paths]
                + [f"{p} parity" for p in paths]
                + ["best non-default vs default", "chosen", "why"])
     md = [f"### {shape_words(shape)}", "",
-          f"Default (the built-in auto rule on this shape): **{default}**."
-          + ("" if default in paths else " It has no measurement at this shape."), ""]
+          f"Default (the built-in auto rule on this shape, by block rows): **{_defaults_words(decisions)}**."
+          + ("" if defaults <= set(paths) else " It has no measurement at this shape."), ""]
     md += _table(headers, _shape_rows(group, decisions, paths, world))
     if png:
-        md += [f"![speedup over {default}: {shape_words(shape)}]({os.path.basename(png)})", ""]
+        md += [f"![speedup over the default: {shape_words(shape)}]({os.path.basename(png)})", ""]
     return md
 
 
@@ -162,20 +167,25 @@ def _plot_path(ax, rows, default_times, label):
 
 
 def _plot_shape(shape, group, decisions, margin, path):
+    # The default may change with block rows (the built-in rule decides by kernel shape): each
+    # point is measured against its own default.
+    default_at = {d.block_rows: d.default_path for d in decisions}
+    single = len(set(default_at.values())) == 1
     default = decisions[0].default_path
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     measured = group[group["time_s"].map(math.isfinite)]
     default_times = {r.block_rows: r.time_s for r in measured.itertuples()
-                     if r.path == default and r.time_s > 0}
+                     if r.path == default_at.get(r.block_rows) and r.time_s > 0}
     curves, any_failed = {}, False
     for p in _paths_of(measured, default):
-        if p != default:
+        if p != default or not single:
             rows = sorted(measured[measured["path"] == p].itertuples(), key=lambda r: r.block_rows)
             curves[p], failed = _plot_path(ax, rows, default_times, p)
             any_failed |= failed
-    ax.axhline(1.0, color="grey", lw=1.2, label=f"1.0 = default {default}")
+    words = _defaults_words(decisions)
+    ax.axhline(1.0, color="grey", lw=1.2, label=f"1.0 = default {words}")
     ax.axhline(margin, color="black", ls="--", lw=1.2, label=f"safety margin {margin:g}")
-    _mark_choices(ax, decisions, curves, default)
+    _mark_choices(ax, decisions, curves)
     if any_failed:
         ax.plot([], [], "x", color="red", markersize=11, mew=2.5, label="parity FAILED (never chosen)")
     grid = sorted({d.block_rows for d in decisions})
@@ -186,12 +196,12 @@ def _plot_shape(shape, group, decisions, margin, path):
     ax.set_ylim(0, max(ax.get_ylim()[1], margin * 1.15) * 1.1)
     for d in decisions:  # no speedup can be drawn there: say so instead of a silent gap
         if d.block_rows not in default_times:
-            ax.annotate(f"default {default}\nnot measured;\nchosen: {d.path or 'none'}",
+            ax.annotate(f"default {d.default_path}\nnot measured;\nchosen: {d.path or 'none'}",
                         (d.block_rows, 0.97), ha="center", va="top", fontsize=7,
                         color="dimgrey", xycoords=("data", "axes fraction"))
     ax.set_xlabel("block rows (query and key rows per block, log2)")
     ax.set_ylabel("speedup over default: time(default) / time(path)")
-    ax.set_title(f"{shape_words(shape)}\nspeedup over the default {default}", fontsize=10)
+    ax.set_title(f"{shape_words(shape)}\nspeedup over the default ({words})", fontsize=10)
     if not curves:
         ax.text(0.5, 0.5, "no other path at this shape", transform=ax.transAxes, ha="center")
     ax.grid(True, which="both", alpha=0.3)
@@ -202,14 +212,14 @@ def _plot_shape(shape, group, decisions, margin, path):
     return path
 
 
-def _mark_choices(ax, decisions, curves, default):
+def _mark_choices(ax, decisions, curves):
     """A ring on the chosen path's point at each block rows (on 1.0 when it is the default)."""
     marks = []
     for d in decisions:
         if d.path is None:
             ax.plot([d.block_rows], [0.05], "X", color="red", markersize=10)
             continue
-        y = 1.0 if d.path == default else curves.get(d.path, {}).get(d.block_rows)
+        y = 1.0 if d.path == d.default_path else curves.get(d.path, {}).get(d.block_rows)
         if y is not None and math.isfinite(y):
             marks.append((d.block_rows, y))
     if marks:
@@ -220,12 +230,19 @@ def _mark_choices(ax, decisions, curves, default):
 
 # ------------------------------------------------------------------------------ write
 
-def write(report_path, *, run, sweep, frame, decisions, choices, policy, notes, per_gpu=None):
+def write(report_path, *, run, sweep, frame, decisions, choices, policy, notes, per_gpu=None,
+          builtin=None):
     """Writes the report and its PNGs; returns the PNG paths."""
     out_dir = os.path.dirname(os.path.abspath(report_path))
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.splitext(os.path.basename(report_path))[0]
-    md = _header(run, sweep, policy) + _switch_table(choices)
+    md = _header(run, sweep, policy)
+    if builtin:
+        # What the policy is for: how far the built-in rule (points/auto_path) was from the best.
+        text = tuning.builtin_quality_text(builtin)
+        md += [f"**{text[0].upper()}{text[1:]}** (the default's time / the fastest passing "
+               "path's at each grid point).", ""]
+    md += _switch_table(choices)
     md += ["## Per shape", "",
            "Time: the median of every rank's forward + backward samples (one training step "
            "of the block), in ms"

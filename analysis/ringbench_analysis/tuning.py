@@ -18,9 +18,11 @@ Input of choose(): one row per (shape, block_rows, path) measurement with the co
 Repeated rows of one (shape, block_rows, path) are merged: median time, parity_ok only if all
 repeats passed. A non-finite time counts as "not measured" there.
 
-The default (the path the built-in `auto` rule runs) is per shape: choose()'s default_path is
-one path name for every shape, a mapping shape tuple -> path, or None to take the frame's
-default_path column (one value per shape group).
+The default (the path the built-in `auto` rule runs) is per grid point: the built-in rule
+decides by kernel shape, so it may change with block_rows inside one shape group (flash for
+small exact blocks, cuDNN for large ones). choose()'s default_path is one path name for every
+point, a mapping shape tuple -> path (every point of the shape), or None to take the frame's
+default_path column (one value per shape group and block_rows).
 
 Decision per grid point (the "raw" choice):
   * candidates are the paths measured there that passed parity;
@@ -29,7 +31,8 @@ Decision per grid point (the "raw" choice):
     time(default) / time(candidate) >= margin (margin 1.2 = 20 % faster), else the default;
   * the default failed parity or was not measured -> the fastest candidate, whatever the margin.
 
-Hysteresis (exact rule), walking block_rows upwards with `current` starting as the default:
+Hysteresis (exact rule), walking block_rows upwards with `current` starting as the first
+point's default:
   a point whose raw choice differs from `current` switches `current` to it only if that same
   raw choice holds on the next `hysteresis` grid points starting here (hysteresis=2: this
   point and the next one; near the top of the grid fewer points remain, so an isolated flip on
@@ -40,14 +43,17 @@ Hysteresis (exact rule), walking block_rows upwards with `current` starting as t
   An unusable point resets `current` to None, so the next usable point takes its raw choice.
   hysteresis=1 disables smoothing.
 
-Ranges: consecutive points with the same final path form one Range; ranges are contiguous in
-the measured grid and cover every measured block_rows of the shape group. A Range's speedup is
+Ranges: consecutive points with the same final path and the same default form one Range;
+ranges are contiguous in the measured grid and cover every measured block_rows of the shape
+group. A Range's speedup is
 the smallest time(default)/time(path) over its points (conservative; NaN when the default was
 never measured in the range); its `why` joins the distinct reasons of its points. decide()
 gives the same result per grid point (Decision), with each point's own reason.
 
 The policy file (policy_dict, write_policy_yaml, read_policy_yaml) follows the format of
-docs/analysis.md "The tuned policy file", the contract with ringbench's C++ reader.
+docs/analysis.md "The tuned policy file", the contract with ringbench's C++ reader. lookup()
+is that reader's rule (kernels/kernel_policy.cpp: match by kernel shape) restated, so tests can
+predict what a run must do; tests/analysis/tuning_roundtrip.py checks the two agree.
 """
 import datetime
 import json
@@ -63,7 +69,13 @@ MACHINE_KEYS = ("device", "gpu", "gpu_arch", "cuda_driver", "cuda_runtime", "cud
                 "commit")
 # Machine facts that change which path is fastest: compare-tuning warns when they differ.
 MACHINE_IDENTITY = ("device", "gpu", "cudnn")
-POLICY_VERSION = 1
+# Version 2 added `grid` (the tuning sweep's batch and num_heads): ringbench matches blocks to
+# the kernel shapes the ranges measured, which it cannot compute without them.
+POLICY_VERSION = 2
+GRID_KEYS = ("batch", "num_heads")
+# How far (log2 steps, summed over the kernel-shape axes) a block may be from the nearest
+# measured range and still follow it: kPolicyReach in kernels/kernel_policy.hpp.
+POLICY_REACH = 2.0
 POLICY_KIND = "ringbench-kernel-policy"
 
 Range = namedtuple("Range", "rows_lo rows_hi path speedup_vs_default why default_path",
@@ -111,17 +123,22 @@ def _merged_frame(measurements):
               .reset_index())
 
 
-def _shape_defaults(measurements, default_path):
-    """shape tuple -> the default path of that shape (see the module docstring)."""
-    shapes = [tuple(_plain(v) for v in shape) for shape, _ in
-              measurements.groupby(list(SHAPE_KEYS), sort=True)]
+def _point_defaults(measurements, default_path):
+    """shape tuple -> {block_rows: the default path there} (see the module docstring)."""
+    groups = {tuple(_plain(v) for v in shape): group
+              for shape, group in measurements.groupby(list(SHAPE_KEYS), sort=True)}
+
+    def every_point(path_of):
+        return {shape: {_plain(r): path_of(shape) for r in group["block_rows"]}
+                for shape, group in groups.items()}
+
     if isinstance(default_path, str):
-        return {shape: default_path for shape in shapes}
+        return every_point(lambda shape: default_path)
     if isinstance(default_path, Mapping):
-        missing = [shape_text(s) for s in shapes if s not in default_path]
+        missing = [shape_text(s) for s in groups if s not in default_path]
         if missing:
             raise TuningError(f"no default path for shape(s): {'; '.join(missing)}")
-        return {s: default_path[s] for s in shapes}
+        return every_point(lambda shape: default_path[shape])
     if default_path is not None:
         raise TuningError(f"default path must be a path name, a mapping shape -> path or None, "
                           f"got {default_path!r}")
@@ -129,13 +146,14 @@ def _shape_defaults(measurements, default_path):
         raise TuningError("no default path: pass one, or give the measurements a default_path "
                           "column")
     defaults = {}
-    for shape, group in measurements.groupby(list(SHAPE_KEYS), sort=True):
-        shape = tuple(_plain(v) for v in shape)
-        names = sorted({str(v) for v in group["default_path"] if isinstance(v, str) and v})
-        if len(names) != 1:
-            raise TuningError(f"shape {shape_text(shape)}: expected one default path, "
-                              f"found {names or 'none'}")
-        defaults[shape] = names[0]
+    for shape, group in groups.items():
+        defaults[shape] = {}
+        for rows, at in group.groupby("block_rows", sort=True):
+            names = sorted({str(v) for v in at["default_path"] if isinstance(v, str) and v})
+            if len(names) != 1:
+                raise TuningError(f"shape {shape_text(shape)} block_rows {_plain(rows)}: expected "
+                                  f"one default path, found {names or 'none'}")
+            defaults[shape][_plain(rows)] = names[0]
     return defaults
 
 
@@ -181,10 +199,11 @@ def _may_keep(point, current, default):
     return point.times[current] <= point.times[default]
 
 
-def _smooth(points, raws, default, hysteresis):
-    """Apply the hysteresis rule of the module docstring to the raw choices."""
+def _smooth(points, raws, defaults, hysteresis):
+    """Apply the hysteresis rule of the module docstring to the raw choices (defaults: the
+    default path of each point)."""
     need = min(hysteresis, len(points))
-    current, final = default, []
+    current, final = (defaults[0] if defaults else None), []
     for i, (point, (path, why)) in enumerate(zip(points, raws)):
         if path is None or path == current:
             final.append((path, why))
@@ -192,7 +211,7 @@ def _smooth(points, raws, default, hysteresis):
             continue
         window = raws[i:i + need]
         holds = len(window) == need and all(p == path for p, _ in window)
-        if holds or not _may_keep(point, current, default):
+        if holds or not _may_keep(point, current, defaults[i]):
             final.append((path, why))
             current = path
         else:
@@ -204,7 +223,8 @@ def ranges_from(decisions):
     """decide()'s Decisions of one shape -> its Ranges (consecutive points with one path)."""
     ranges, start = [], 0
     for i in range(1, len(decisions) + 1):
-        if i < len(decisions) and decisions[i].path == decisions[start].path:
+        if i < len(decisions) and (decisions[i].path, decisions[i].default_path) == (
+                decisions[start].path, decisions[start].default_path):
             continue
         run = decisions[start:i]
         speedups = [d.speedup_vs_default for d in run if math.isfinite(d.speedup_vs_default)]
@@ -226,25 +246,65 @@ def _check_settings(margin, hysteresis):
 def decide(measurements, default_path, margin, hysteresis=2):
     """Per shape group (a tuple in SHAPE_KEYS order) -> list of Decision, one per measured
     block_rows in ascending order: the final path there (after hysteresis), why, and its
-    speedup time(default)/time(path) (NaN when either was not measured).
+    speedup time(default)/time(path) (NaN when either was not measured) and the default there.
 
     default_path: a path name, a mapping shape tuple -> path, or None (the frame's
     default_path column). See the module docstring for the columns and the rules.
     """
     _check_settings(margin, hysteresis)
-    defaults = _shape_defaults(measurements, default_path)
+    defaults = _point_defaults(measurements, default_path)
     merged = _merged_frame(measurements)
     out = {}
     for shape, group in merged.groupby(list(SHAPE_KEYS), sort=True):
         shape = tuple(_plain(v) for v in shape)
-        default = defaults[shape]
         points = _points(group)
-        raws = [_raw_choice(p, default, margin) for p in points]
+        default = [defaults[shape][p.rows] for p in points]
+        raws = [_raw_choice(p, d, margin) for p, d in zip(points, default)]
         final = _smooth(points, raws, default, int(hysteresis))
         out[shape] = [Decision(p.rows, path, why,
-                               p.speedup(path, default) if path else math.nan, default)
-                      for p, (path, why) in zip(points, final)]
+                               p.speedup(path, d) if path else math.nan, d)
+                      for p, d, (path, why) in zip(points, default, final)]
     return out
+
+
+def builtin_quality(measurements, tolerance=1.05):
+    """How good the built-in rule (each point's default_path column) was on the grid: a dict
+    with points (grid points where some path passed parity), within (of those, where the
+    default passed and time(default) <= tolerance x the fastest passing path), missed (the
+    default failed parity or was not measured) and worst (ratio, shape, block_rows) of the
+    largest time(default) / fastest, or None."""
+    merged = _merged_frame(measurements)
+    defaults = _point_defaults(measurements, None)
+    points = within = missed = 0
+    worst = None
+    for shape, group in merged.groupby(list(SHAPE_KEYS), sort=True):
+        shape = tuple(_plain(v) for v in shape)
+        for p in _points(group):
+            if not p.passed:
+                continue
+            points += 1
+            default = defaults[shape][p.rows]
+            if not p.usable(default):
+                missed += 1
+                continue
+            ratio = p.times[default] / min(p.times[q] for q in p.passed)
+            within += ratio <= tolerance + 1e-12
+            if worst is None or ratio > worst[0]:
+                worst = (ratio, shape, p.rows)
+    return {"points": points, "within": within, "missed": missed, "worst": worst,
+            "tolerance": tolerance}
+
+
+def builtin_quality_text(q):
+    """builtin_quality() in one sentence."""
+    text = (f"built-in rule: within {round((q['tolerance'] - 1) * 100)} % of the fastest passing "
+            f"path on {q['within']} of {q['points']} grid point(s)")
+    if q["worst"] is not None and q["worst"][0] > q["tolerance"]:
+        ratio, shape, rows = q["worst"]
+        text += f"; worst {ratio:.2f}x slower ({shape_text(shape)} block_rows {rows})"
+    if q["missed"]:
+        text += f"; its path failed parity or was not measured on {q['missed']}"
+    return text
 
 
 def choose(measurements, default_path, margin, hysteresis=2):
@@ -283,26 +343,24 @@ def _speedup_value(speedup):
 def _rule(shape, ranges):
     rule = {k: _plain(v) for k, v in zip(SHAPE_KEYS, shape)}
     rule["causal"] = bool(rule["causal"])  # the file's 0/1 as the YAML bool of the contract
-    defaults = {r.default_path for r in ranges}
-    if len(defaults) != 1:
-        raise TuningError(f"shape {shape_text(shape)}: ranges disagree on the default path "
-                          f"({sorted(map(str, defaults))})")
-    rule["default_path"] = defaults.pop()
     rule["ranges"] = [{"block_rows_min": _plain(r.rows_lo), "block_rows_max": _plain(r.rows_hi),
-                       "path": r.path, "speedup": _speedup_value(r.speedup_vs_default)}
+                       "path": r.path, "default_path": r.default_path,
+                       "speedup": _speedup_value(r.speedup_vs_default)}
                       for r in ranges]
     return rule
 
 
-def policy_dict(choices, machine_info, margin, date=None, hysteresis=2, source=None, sweep=None):
-    """choose()'s result -> the plain dict of the tuned-policy file (version 1, the format of
+def policy_dict(choices, machine_info, margin, *, grid, date=None, hysteresis=2, source=None,
+                sweep=None):
+    """choose()'s result -> the plain dict of the tuned-policy file (version 2, the format of
     docs/analysis.md).
 
     machine_info: mapping with any of MACHINE_KEYS (absent ones are written as null, others are
-    dropped). date: ISO date string, default today (UTC). source, sweep: the HDF5 file and
-    kernel_tuning sweep the timings came from. Each rule's default_path is its ranges'
-    default_path. A range's path null means no path passed parity there; speedup null means
-    the default was never measured in the range.
+    dropped). grid: mapping with the sweep's batch and num_heads (what each measured block
+    computed). date: ISO date string, default today (UTC). source, sweep: the HDF5 file and
+    kernel_tuning sweep the timings came from. Each range carries its default_path (the
+    built-in rule's path there). A range's path null means no path passed parity there;
+    speedup null means the default was never measured in the range.
     """
     machine = {k: _plain(machine_info.get(k)) for k in MACHINE_KEYS}
     rules = [_rule(shape, choices[shape])
@@ -316,6 +374,7 @@ def policy_dict(choices, machine_info, margin, date=None, hysteresis=2, source=N
         "date": date or datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
         "margin": float(margin),
         "hysteresis": int(hysteresis),
+        "grid": {k: int(grid[k]) for k in GRID_KEYS},
         "rules": rules,
     }
 
@@ -391,6 +450,8 @@ def _range_problems(where, ranges):
         previous_max = hi
         if "path" not in r or not (r["path"] is None or isinstance(r["path"], str)):
             problems.append(f"{at}: path must be a kernel path name or null")
+        if not (isinstance(r.get("default_path"), str) and r["default_path"]):
+            problems.append(f"{at}: default_path must be a kernel path name")
         if not (r.get("speedup") is None or _is_number(r.get("speedup"))):
             problems.append(f"{at}: speedup must be a number or null, got {r.get('speedup')!r}")
     return problems
@@ -408,13 +469,11 @@ def _rule_problems(i, rule):
             problems.append(f"{where}: {key} must be an integer")
     if not isinstance(rule.get("causal"), bool):
         problems.append(f"{where}: causal must be true or false")
-    if not (isinstance(rule.get("default_path"), str) and rule["default_path"]):
-        problems.append(f"{where}: default_path must be a kernel path name")
     return problems + _range_problems(where, rule.get("ranges"))
 
 
 def validate_policy(d):
-    """What is wrong with a policy dict against the version-1 format (empty list: nothing)."""
+    """What is wrong with a policy dict against the version-2 format (empty list: nothing)."""
     if not isinstance(d, Mapping):
         return [f"top level is {type(d).__name__}, expected a mapping"]
     problems = []
@@ -428,6 +487,10 @@ def validate_policy(d):
         problems.append(f"margin must be a number >= 1.0, got {d.get('margin')!r}")
     if not (_is_int(d.get("hysteresis")) and d["hysteresis"] >= 1):
         problems.append(f"hysteresis must be an integer >= 1, got {d.get('hysteresis')!r}")
+    grid = d.get("grid")
+    if not (isinstance(grid, Mapping) and set(grid) == set(GRID_KEYS)
+            and all(_is_int(grid[k]) and grid[k] >= 1 for k in GRID_KEYS)):
+        problems.append(f"grid must be {{batch, num_heads}} with positive integers, got {grid!r}")
     rules = d.get("rules")
     if not isinstance(rules, list):
         return problems + ["rules must be a list"]
@@ -463,24 +526,65 @@ def find_range(rule, rows):
     return None
 
 
-def lookup(policy, shape, rows):
-    """The path ringbench runs for a block call: the rule of `shape` (SHAPE_KEYS order), its
-    range for `rows`, and the built-in rule (returned as None) where there is no matching rule,
-    no range, or the range's path is null."""
+def kernel_shape(rows, heads, batch, segment, rate, keys=None):
+    """(sub_rows, sub_keys, heads_per_call, calls) of a block of `rows` query rows (and `keys`
+    key rows, default rows): kernel_shape_of() in kernels/kernel_shape.cpp."""
+    keys = rows if keys is None else keys
+    if segment <= 0:
+        return rows, keys, batch * heads, 1
+    rate = max(1, rate)
+    return (-(-min(segment, rows) // rate), -(-min(segment, keys) // rate),
+            batch * -(-heads // rate), -(-rows // segment) * min(rate, max(1, heads)))
+
+
+def _distance(at, lo, hi):
+    total = 0.0
+    for x, a, b in zip(at, lo, hi):
+        x, a, b = (math.log2(max(v, 1)) for v in (x, a, b))
+        a, b = min(a, b), max(a, b)
+        total += a - x if x < a else (x - b if x > b else 0.0)
+    return total
+
+
+def lookup(policy, shape, rows, heads=None, batch=None):
+    """The path ringbench runs a block on under `policy`, or None for the built-in rule: the
+    block (shape in SHAPE_KEYS order, `rows` query and key rows, `heads` and `batch` default to
+    the policy's grid) matched by kernel shape to the nearest range of the rules of its dtype,
+    head dim, causality and dilated-or-not, if the block lies within POLICY_REACH of that
+    range's rule (between its ranges, always); equal distances take the range first in the
+    file; a null path is the built-in rule."""
+    dtype, head_dim, causal, segment, rate = shape
+    grid = policy["grid"]
+    heads = grid["num_heads"] if heads is None else heads
+    batch = grid["batch"] if batch is None else batch
+    at = kernel_shape(rows, heads, batch, segment, rate)
+    def measured(rule, n):
+        return kernel_shape(n, grid["num_heads"], grid["batch"], rule["segment"], rule["rate"])
+
+    best, best_rule, best_d = None, None, math.inf
     for rule in policy.get("rules", []):
-        if _rule_key(rule) == tuple(shape):
-            r = find_range(rule, rows)
-            return r["path"] if r else None
-    return None
+        if ((rule["dtype"], rule["head_dim"], bool(rule["causal"])) != (dtype, head_dim, bool(causal))
+                or (rule["segment"] > 0) != (segment > 0)):
+            continue
+        for r in rule["ranges"]:
+            d = _distance(at, measured(rule, r["block_rows_min"]), measured(rule, r["block_rows_max"]))
+            if d < best_d:
+                best, best_rule, best_d = r, rule, d
+    if best is None:
+        return None
+    # Between a rule's ranges the nearest decides; beyond them only within reach.
+    span = (measured(best_rule, best_rule["ranges"][0]["block_rows_min"]),
+            measured(best_rule, best_rule["ranges"][-1]["block_rows_max"]))
+    return best["path"] if _distance(at, *span) <= POLICY_REACH else None
 
 
 # --------------------------------------------------------------------------------- compare
 
 def _chosen_at(rule, rows):
     """What a policy chose at rows, for comparing: the governing range's path (None where no
-    path passed parity), or the rule's default outside its ranges (the built-in rule runs)."""
+    path passed parity), or "built-in" outside its ranges."""
     r = find_range(rule, rows)
-    return r["path"] if r else rule.get("default_path")
+    return r["path"] if r else "built-in"
 
 
 def _steps_to(old_paths, index, path):
@@ -525,8 +629,27 @@ def bounds_grid(*rules):
                    for k in ("block_rows_min", "block_rows_max")})
 
 
+def defaults_text(ranges):
+    """The defaults over a shape's Ranges: `flash` when one, else `flash 512-1024, cudnn
+    2048-65536`."""
+    runs = []
+    for r in ranges:
+        if runs and runs[-1][0] == r.default_path:
+            runs[-1][2] = r.rows_hi
+        else:
+            runs.append([r.default_path, r.rows_lo, r.rows_hi])
+    if len(runs) == 1:
+        return str(runs[0][0])
+    return ", ".join(f"{d} {lo}-{hi}" if lo != hi else f"{d} {lo}" for d, lo, hi in runs)
+
+
+def _defaults_text(rule):
+    return defaults_text([Range(r["block_rows_min"], r["block_rows_max"], r.get("path"), None, "",
+                                r.get("default_path")) for r in rule.get("ranges", [])])
+
+
 def _default_change(shape, old_rule, new_rule):
-    old, new = old_rule.get("default_path"), new_rule.get("default_path")
+    old, new = _defaults_text(old_rule), _defaults_text(new_rule)
     if old == new:
         return []
     return [{"kind": "changed default", "shape": dict(zip(SHAPE_KEYS, shape)), "steps": None,

@@ -11,7 +11,9 @@ namespace rb {
 namespace {
 
 constexpr const char* kKind = "ringbench-kernel-policy";
-constexpr std::int64_t kVersion = 1;
+// Version 2 added `grid:` (the tuning sweep's batch and heads), without which the kernel
+// shapes a range measured are unknown.
+constexpr std::int64_t kVersion = 2;
 
 // A scalar that may be null (the tuner writes null for what the run did not record).
 std::string text_or_empty(const cfg::Node& n, const std::string& key) {
@@ -80,7 +82,8 @@ attn::PolicyShape parse_shape(const cfg::Node& r) {
 attn::PolicyRange parse_range(const cfg::Node& e, const attn::PolicyShape& shape,
                               attn::Device device, std::int64_t previous_max) {
   e.require_map();
-  e.allow_only({"block_rows_min", "block_rows_max", "path", "speedup"});
+  e.allow_only({"block_rows_min", "block_rows_max", "path", "default_path", "speedup"});
+  if (e.has("default_path") && !e.child("default_path").yaml().IsNull()) known_path(e, "default_path", device);
   attn::PolicyRange range;
   range.rows_min = e.require_int("block_rows_min", 1);
   range.rows_max = e.require_int("block_rows_max", range.rows_min);
@@ -99,11 +102,9 @@ attn::PolicyRange parse_range(const cfg::Node& e, const attn::PolicyShape& shape
 
 attn::PolicyRule parse_rule(const cfg::Node& r, attn::Device device) {
   r.require_map();
-  r.allow_only({"dtype", "head_dim", "causal", "segment", "rate", "default_path", "ranges"});
+  r.allow_only({"dtype", "head_dim", "causal", "segment", "rate", "ranges"});
   attn::PolicyRule rule;
   rule.shape = parse_shape(r);
-  if (r.has("default_path") && !r.child("default_path").yaml().IsNull())
-    known_path(r, "default_path", device);
   if (!r.has("ranges")) r.fail("ranges", "required: a list of block-rows ranges and their paths");
   const cfg::Node ranges = r.child("ranges");
   if (!ranges.is_sequence() || ranges.size() == 0)
@@ -114,6 +115,16 @@ attn::PolicyRule parse_rule(const cfg::Node& r, attn::Device device) {
     previous_max = rule.ranges.back().rows_max;
   }
   return rule;
+}
+
+void parse_grid(const cfg::Node& root, attn::KernelPolicy& policy) {
+  if (!root.has("grid"))
+    root.fail("grid", "required: the tuning sweep's {batch, num_heads} (what its blocks computed)");
+  const cfg::Node g = root.child("grid");
+  g.require_map();
+  g.allow_only({"batch", "num_heads"});
+  policy.grid_batch = static_cast<int>(g.require_int("batch", 1, 1 << 20));
+  policy.grid_heads = static_cast<int>(g.require_int("num_heads", 1, 1 << 16));
 }
 
 void parse_rules(const cfg::Node& root, attn::KernelPolicy& policy) {
@@ -145,9 +156,14 @@ std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& tex
     root.fail("", "expected a tuned kernel policy (a map with version, kind, machine, rules) as "
                   "written by `rb-analysis tune`");
   root.allow_only({"version", "kind", "machine", "source", "sweep", "date", "margin",
-                   "hysteresis", "rules"});
-  if (!root.has("version")) root.fail("version", "required: the policy format version (1)");
+                   "hysteresis", "grid", "rules"});
+  if (!root.has("version"))
+    root.fail("version", "required: the policy format version (" + std::to_string(kVersion) + ")");
   const std::int64_t version = root.require_int("version");
+  if (version == 1)
+    root.fail("version", "a version 1 policy does not say the batch and heads it was tuned at, "
+                         "which auto needs to match blocks by kernel shape; run `rb-analysis tune` "
+                         "on its sweep file (`source:`) again to write version 2");
   if (version != kVersion)
     root.fail("version", "this ringbench reads policy version " + std::to_string(kVersion) +
                              ", the file is version " + std::to_string(version));
@@ -160,6 +176,7 @@ std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& tex
   policy->device = use->machine.device == "cuda" ? attn::Device::Cuda : attn::Device::Host;
   policy->file = file;
   policy->sha256 = sha256_hex(text);
+  parse_grid(root, *policy);
   parse_rules(root, *policy);
   use->policy = policy;
   use->source = {policy, file + " (sha256 " + policy->sha256 + ")"};

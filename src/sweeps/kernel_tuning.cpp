@@ -404,8 +404,13 @@ ring::Problem make_problem(const cfg::Node& n, const TuningParams& p, std::int64
 // table order.
 void add_points(attn::Device device, const ring::Problem& pr, const Dilation& d,
                 const std::vector<std::string>& paths, std::vector<Point>& points) {
-  const attn::KernelPath* builtin =
-      attn::auto_kernel_path(device, pr.dtype, pr.head_dim, pr.causal, d.segment != 0);
+  attn::Dims dims;
+  dims.batch = pr.batch;
+  dims.heads = pr.heads;
+  dims.head_dim = pr.head_dim;
+  dims.q_rows = dims.kv_rows = pr.local_rows();
+  const attn::KernelPath* builtin = attn::auto_kernel_path(
+      device, pr.dtype, pr.head_dim, pr.causal, attn::kernel_shape_of(dims, pr.patterns().front()));
   for (const attn::KernelPath& kp : attn::kernel_paths()) {
     if (kp.device != device || !kp.built) continue;
     if (!paths.empty() && std::find(paths.begin(), paths.end(), kp.name) == paths.end()) continue;

@@ -152,7 +152,8 @@ class TunePolicy(Base):
         h5 = make_tuning_file(self.path("run.h5"))
         policy, out = self.tune(h5, "--hysteresis", "2")
         self.assertEqual(tuning.validate_policy(policy), [])
-        self.assertEqual((policy["version"], policy["kind"]), (1, "ringbench-kernel-policy"))
+        self.assertEqual((policy["version"], policy["kind"]), (2, "ringbench-kernel-policy"))
+        self.assertEqual(policy["grid"], {"batch": 1, "num_heads": 4})  # the sweep's attributes
         self.assertEqual(policy["machine"], {
             "device": "cuda", "gpu": "NVIDIA H200", "gpu_arch": "9.0", "cuda_driver": LIBRARIES["cuda_driver"],
             "cuda_runtime": LIBRARIES["cuda_runtime"], "cudnn": LIBRARIES["cudnn"],
@@ -164,7 +165,7 @@ class TunePolicy(Base):
         self.assertEqual(set(rules), set(timings()))
         for shape, (default, paths) in timings().items():
             with self.subTest(shape=shape):
-                self.assertEqual(rules[shape]["default_path"], default)
+                self.assertEqual({r["default_path"] for r in rules[shape]["ranges"]}, {default})
                 # each range's path is the one that beats the default by the margin there
                 for i, g in enumerate(GRID):
                     times = {p: ts[i] for p, ts in paths.items() if ts[i] is not None}
@@ -335,6 +336,12 @@ class TuneErrors(Base):
         h5 = make_tuning_file(self.path("old.h5"), drop_keys=("auto_path",))
         self.expect_error(self.tune_argv(h5), "no points/auto_path", "run the kernel_tuning sweep again")
 
+    def test_file_without_the_grid_attributes(self):
+        h5 = make_tuning_file(self.path("nogrid.h5"))
+        with h5py.File(h5, "a") as f:
+            del f["sweeps/tuning"].attrs["num_heads"]
+        self.expect_error(self.tune_argv(h5), "lacks the attribute(s) num_heads")
+
     def test_bad_margin_and_hysteresis(self):
         h5 = make_tuning_file(self.path("run.h5"))
         for margin in ("0.9", "nan"):
@@ -385,7 +392,7 @@ class CompareTuning(Base):
         old, old_path = self.policies()
         with open(self.path("broken.yaml"), "w") as f:
             f.write("rules: [\n")
-        not_policy = self.write("other.yaml", {"version": 1, "kind": "something"})
+        not_policy = self.write("other.yaml", {"version": 2, "kind": "something"})
         overlap = yaml.safe_load(yaml.safe_dump(old))
         self.rules(overlap)[DENSE]["ranges"][1]["block_rows_min"] = 512
         cases = [(self.path("missing.yaml"), "missing.yaml: cannot read"),

@@ -134,15 +134,34 @@ class Choose(unittest.TestCase):
         df["default_path"] = ["slow" if r.head_dim == 128 else "quick" for r in df.itertuples()]
         self.assertEqual(tuning.choose(df, None, 1.2), by_map)
 
-    def test_default_must_be_known_and_one_per_shape(self):
+    def test_default_must_be_known_and_one_per_point(self):
         df = frame({"slow": [1.0] * 6, "quick": [0.7] * 6})
         with self.assertRaisesRegex(tuning.TuningError, "no default path for shape"):
             tuning.choose(df, {("fp16", 64, False, 0, 0): "slow"}, 1.2)
         with self.assertRaisesRegex(tuning.TuningError, "default_path column"):
             tuning.choose(df, None, 1.2)
-        df["default_path"] = ["slow", "quick"] * 6
-        with self.assertRaisesRegex(tuning.TuningError, "one default path.*quick.*slow"):
+        df["default_path"] = df["path"]  # two defaults at every block_rows
+        with self.assertRaisesRegex(tuning.TuningError, "block_rows 64: expected one default path.*quick.*slow"):
             tuning.choose(df, None, 1.2)
+
+    def test_default_may_change_with_block_rows(self):
+        # The built-in rule decides by kernel shape: flash for small blocks, cudnn for large.
+        df = frame({"flash": [0.5, 0.5, 0.5, 1.0, 1.0, 0.5], "cudnn": [1.0, 1.0, 1.0, 0.5, 0.5, 1.0]})
+        df["default_path"] = ["flash" if r.block_rows <= 256 else "cudnn" for r in df.itertuples()]
+        ranges = tuning.choose(df, None, 1.2, hysteresis=1)[SHAPE]
+        self.assertEqual([(r.path, r.default_path, r.rows_lo, r.rows_hi) for r in ranges],
+                         [("flash", "flash", 64, 256), ("cudnn", "cudnn", 512, 1024),
+                          ("flash", "cudnn", 2048, 2048)])
+        self.assertEqual([r.speedup_vs_default for r in ranges], [1.0, 1.0, 2.0])
+        self.assertEqual(tuning.defaults_text(ranges), "flash 64-256, cudnn 512-2048")
+        d = tuning.policy_dict({SHAPE: ranges}, {}, 1.2, grid=GRID_AT)
+        self.assertEqual([r["default_path"] for r in d["rules"][0]["ranges"]], ["flash", "cudnn", "cudnn"])
+        self.assertEqual(tuning.validate_policy(d), [])
+        # Hysteresis measures each point against its own default: the isolated flash at 2048
+        # is smoothed to the current cudnn, which is that point's default.
+        smoothed = tuning.choose(df, None, 1.2, hysteresis=2)[SHAPE]
+        self.assertEqual([(r.path, r.rows_lo, r.rows_hi) for r in smoothed],
+                         [("flash", 64, 256), ("cudnn", 512, 2048)])
 
     def test_decide_gives_each_point_its_own_reason(self):
         df = frame({"default": [1.0] * 6, "fast": [1.0, 1.0, 0.5, 0.5, 1.0, 1.0]})
@@ -167,44 +186,65 @@ class Choose(unittest.TestCase):
 def policy(ranges, margin=1.2, default="default", shape=SHAPE):
     """ranges: list of (lo, hi, path) for `shape`."""
     choices = {shape: [tuning.Range(lo, hi, p, 1.5, "", default) for lo, hi, p in ranges]}
-    return tuning.policy_dict(choices, {"gpu": "H100"}, margin, date="2026-01-01",
+    return tuning.policy_dict(choices, {"gpu": "H100"}, margin, grid=GRID_AT, date="2026-01-01",
                               source="run.h5", sweep="tuning")
+
+
+GRID_AT = {"batch": 1, "num_heads": 2}
+
+
+class BuiltinQuality(unittest.TestCase):
+    def test_counts_points_within_tolerance_the_worst_and_the_missed(self):
+        df = frame({"flash": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0], "cudnn": [1.04, 1.2, 0.5, 2.0, 1.0, 1.0]},
+                   parity_fail={("cudnn", 1024), ("flash", 2048), ("cudnn", 2048)})
+        df["default_path"] = "cudnn"
+        q = tuning.builtin_quality(df)
+        # 64: 1.04 within; 128: 1.2 not; 256: cudnn fastest; 512: 2.0 worst; 1024: cudnn failed
+        # parity (missed); 2048: nothing passed (not a point).
+        self.assertEqual((q["points"], q["within"], q["missed"]), (5, 2, 1))
+        self.assertEqual(q["worst"][1:], (SHAPE, 512))
+        self.assertAlmostEqual(q["worst"][0], 2.0)
+        text = tuning.builtin_quality_text(q)
+        self.assertIn("within 5 % of the fastest passing path on 2 of 5 grid point(s)", text)
+        self.assertIn("worst 2.00x slower", text)
+        self.assertIn("failed parity or was not measured on 1", text)
 
 
 class Policy(unittest.TestCase):
     def test_policy_dict_schema(self):
         d = policy([(64, 256, "default"), (512, 2048, "fast")])
         self.assertEqual(list(d), ["version", "kind", "machine", "source", "sweep", "date",
-                                   "margin", "hysteresis", "rules"])
-        self.assertEqual((d["version"], d["kind"]), (1, "ringbench-kernel-policy"))
+                                   "margin", "hysteresis", "grid", "rules"])
+        self.assertEqual((d["version"], d["kind"]), (2, "ringbench-kernel-policy"))
+        self.assertEqual(d["grid"], {"batch": 1, "num_heads": 2})
         self.assertEqual(list(d["machine"]), list(tuning.MACHINE_KEYS))
         self.assertEqual(d["machine"]["gpu"], "H100")
         self.assertIsNone(d["machine"]["commit"])
         self.assertEqual((d["source"], d["sweep"], d["hysteresis"]), ("run.h5", "tuning", 2))
         rule = d["rules"][0]
-        self.assertEqual(list(rule), ["dtype", "head_dim", "causal", "segment", "rate",
-                                      "default_path", "ranges"])
+        self.assertEqual(list(rule), ["dtype", "head_dim", "causal", "segment", "rate", "ranges"])
         self.assertEqual([rule[k] for k in tuning.SHAPE_KEYS], list(SHAPE))
-        self.assertEqual(rule["default_path"], "default")
         self.assertEqual(rule["ranges"][1], {"block_rows_min": 512, "block_rows_max": 2048,
-                                             "path": "fast", "speedup": 1.5})
+                                             "path": "fast", "default_path": "default",
+                                             "speedup": 1.5})
         self.assertEqual(tuning.validate_policy(d), [])
 
     def test_causal_is_a_yaml_bool_and_each_rule_has_its_own_default(self):
         a, b = ("fp32", 16, 1, 32, 2), ("fp32", 16, 0, 0, 0)  # causal as the file's 0/1
         df = pd.concat([frame({"x": [1.0] * 6, "y": [0.9] * 6}, shape=a),
                         frame({"x": [1.0] * 6, "y": [0.9] * 6}, shape=b)])
-        d = tuning.policy_dict(tuning.choose(df, {a: "x", b: "y"}, 1.2), {}, 1.2)
+        d = tuning.policy_dict(tuning.choose(df, {a: "x", b: "y"}, 1.2), {}, 1.2, grid=GRID_AT)
         rules = {r["causal"]: r for r in d["rules"]}
         self.assertIs(rules[True]["causal"], True)
-        self.assertEqual((rules[True]["default_path"], rules[False]["default_path"]), ("x", "y"))
+        self.assertEqual((rules[True]["ranges"][0]["default_path"],
+                          rules[False]["ranges"][0]["default_path"]), ("x", "y"))
         self.assertEqual([r["path"] for r in rules[True]["ranges"]], ["x"])
         self.assertEqual([r["path"] for r in rules[False]["ranges"]], ["y"])
 
     def test_yaml_round_trip_with_and_without_pyyaml(self):
         df = frame({"default": [1.0] * 6, "fast": [0.5, 0.5, 0.5, None, 1.0, 1.0]})
         d = tuning.policy_dict(tuning.choose(df, "default", 1.2), {"cuda_driver": "13.0"}, 1.2,
-                               hysteresis=3, source="x.h5", sweep="tuning")
+                               grid=GRID_AT, hysteresis=3, source="x.h5", sweep="tuning")
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "tuned.yaml")
             tuning.write_policy_yaml(d, out)
@@ -229,11 +269,13 @@ class Validate(unittest.TestCase):
     def test_each_broken_field_is_named(self):
         cases = {
             "kind": lambda d: d.pop("kind"),
-            "version": lambda d: d.update(version=2),
+            "version": lambda d: d.update(version=1),
+            "grid must be": lambda d: d.pop("grid"),
+            "grid must be {batch": lambda d: d["grid"].update(num_heads=0),
             "margin": lambda d: d.update(margin=0.5),
             "hysteresis": lambda d: d.update(hysteresis=0),
             "causal": lambda d: d["rules"][0].update(causal=1),
-            "default_path": lambda d: d["rules"][0].pop("default_path"),
+            "default_path": lambda d: d["rules"][0]["ranges"][0].pop("default_path"),
             "not above the previous": lambda d: d["rules"][0]["ranges"][1].update(
                 block_rows_min=128),
             "block_rows_min/max": lambda d: d["rules"][0]["ranges"][0].update(block_rows_max=32),
@@ -262,13 +304,34 @@ class Validate(unittest.TestCase):
 
 
 class Lookup(unittest.TestCase):
-    def test_lookup_rule_of_the_format(self):
+    """tuning.lookup: ringbench's kernel-shape match (kernels/kernel_policy.cpp) restated."""
+
+    def test_exact_blocks_between_and_beyond_the_ranges(self):
         d = policy([(64, 128, "a"), (1024, 2048, "b"), (8192, 8192, None)])
+        # Rows and keys both move: a block twice past a range is two log2 steps (in reach).
         for rows, want in ((64, "a"), (128, "a"), (256, "a"), (362, "a"), (363, "b"),
-                           (1024, "b"), (4096, "b"), (8192, None), (32, None), (16384, None)):
+                           (1024, "b"), (4096, "b"), (8192, None), (32, "a"), (31, None),
+                           (16384, None)):
             with self.subTest(rows=rows):
                 self.assertEqual(tuning.lookup(d, SHAPE, rows), want)
         self.assertIsNone(tuning.lookup(d, ("fp16",) + SHAPE[1:], 64))  # no rule: built-in
+        # Heads per call is an axis too: 2 tuned, 4 and 8 in reach, 16 not.
+        self.assertEqual(tuning.lookup(d, SHAPE, 100, heads=8), "a")
+        self.assertIsNone(tuning.lookup(d, SHAPE, 100, heads=16))
+
+    def test_dilated_branches_match_by_sub_block_not_by_name(self):
+        shape = ("bf16", 128, False)
+        choices = {shape + (2048, 1): [tuning.Range(2048, 65536, "cudnn", 1.5, "", "flash")],
+                   shape + (8192, 4): [tuning.Range(8192, 65536, "flash", 1.0, "", "flash")]}
+        d = tuning.policy_dict(choices, {}, 1.2, grid={"batch": 1, "num_heads": 8})
+        self.assertEqual(tuning.kernel_shape(8192, 8, 1, 8192, 4), (2048, 2048, 2, 4))
+        self.assertEqual(tuning.kernel_shape(4096, 3, 2, 0, 0), (4096, 4096, 6, 1))
+        # Untuned names: w 4096 r 2 at 16 heads is the w 2048 r 1 sub-block; w 16384 r 8 is one
+        # step from w 8192 r 4; w 2048 r 4 at 16 heads is out of reach of both.
+        self.assertEqual(tuning.lookup(d, shape + (4096, 2), 16384, heads=16), "cudnn")
+        self.assertEqual(tuning.lookup(d, shape + (16384, 8), 32768), "flash")
+        self.assertIsNone(tuning.lookup(d, shape + (2048, 4), 32768, heads=16))
+        self.assertIsNone(tuning.lookup(d, shape + (0, 0), 16384))  # exact: no rule
 
 
 class Compare(unittest.TestCase):

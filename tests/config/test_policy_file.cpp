@@ -24,14 +24,13 @@ namespace {
 using rb::cfg::ConfigError;
 using rb::test::expect_error;
 using rb::attn::DType;
-using rb::attn::PolicyShape;
 
 constexpr const char* kFile = "/policies/host_tuned.yaml";
 
-// A host policy as `rb-analysis tune` writes it: one rule (fp32, d 16, exact), ranges
-// 32..64 kokkos, 256..512 materialized, 1024 null (no path passed parity there).
+// A host policy as `rb-analysis tune` writes it: tuned at batch 1, 2 heads; one rule (fp32,
+// d 16, exact), ranges 32..64 kokkos, 256..512 materialized, 1024 null (no path passed parity).
 std::string host_policy() {
-  return "version: 1\n"
+  return "version: 2\n"
          "kind: ringbench-kernel-policy\n"
          "machine:\n"
          "  device: host\n"
@@ -46,32 +45,36 @@ std::string host_policy() {
          "date: '2026-11-23'\n"
          "margin: 1.2\n"
          "hysteresis: 1\n"
+         "grid: {batch: 1, num_heads: 2}\n"
          "rules:\n"
          "- dtype: fp32\n"
          "  head_dim: 16\n"
          "  causal: false\n"
          "  segment: 0\n"
          "  rate: 0\n"
-         "  default_path: kokkos\n"
          "  ranges:\n"
          "  - block_rows_min: 32\n"
          "    block_rows_max: 64\n"
          "    path: kokkos\n"
+         "    default_path: kokkos\n"
          "    speedup: 1.0\n"
          "  - block_rows_min: 256\n"
          "    block_rows_max: 512\n"
          "    path: materialized\n"
+         "    default_path: kokkos\n"
          "    speedup: 1.3\n"
          "  - block_rows_min: 1024\n"
          "    block_rows_max: 1024\n"
          "    path: null\n"
+         "    default_path: kokkos\n"
          "    speedup: null\n";
 }
 
 // The same format tuned on an H200 with cuDNN 9.14.0, naming the flash row.
 std::string cuda_policy(int head_dim = 128, const std::string& path = "flash") {
-  return "version: 1\n"
+  return "version: 2\n"
          "kind: ringbench-kernel-policy\n"
+         "grid: {batch: 1, num_heads: 8}\n"
          "machine: {device: cuda, gpu: NVIDIA H200, cuda_driver: '13.0', cuda_runtime: '13.0',\n"
          "          cudnn: 9.14.0, ringbench_version: 0.1.0, commit: 0123456789ab}\n"
          "rules:\n"
@@ -121,14 +124,19 @@ const rb::attn::KernelPath* host_row(const char* name) {
   return row;
 }
 
-PolicyShape fp32_d16(bool causal = false, std::int64_t segment = 0, std::int64_t rate = 0) {
-  PolicyShape s;
-  s.dtype = DType::F32;
-  s.head_dim = 16;
-  s.causal = causal;
-  s.segment = segment;
-  s.rate = rate;
-  return s;
+// What the policy picks for an fp32 d16 block of `rows` rows (queries and keys), batch 1.
+const rb::attn::KernelPath* pick(const rb::attn::KernelPolicy& p, std::int64_t rows, int heads = 2,
+                                 std::int64_t segment = 0, std::int64_t rate = 1,
+                                 bool causal = false, int head_dim = 16, DType dtype = DType::F32) {
+  rb::attn::Dims dims;
+  dims.heads = heads;
+  dims.head_dim = head_dim;
+  dims.q_rows = dims.kv_rows = rows;
+  rb::attn::Pattern pattern;
+  pattern.causal = causal;
+  pattern.segment = segment;
+  pattern.rate = rate;
+  return p.pick(dtype, dims, pattern);
 }
 
 std::filesystem::path scratch_dir() {
@@ -179,8 +187,13 @@ TEST_CASE("policy file: a valid host policy parses into its rules and rows") {
   CHECK(p.device == rb::attn::Device::Host);
   CHECK(p.file == kFile);
   CHECK(p.sha256 == rb::sha256_hex(text));
+  CHECK(p.grid_batch == 1);
+  CHECK(p.grid_heads == 2);
   REQUIRE(p.rules.size() == 1);
-  CHECK(p.rules[0].shape == fp32_d16());
+  CHECK(p.rules[0].shape.dtype == DType::F32);
+  CHECK(p.rules[0].shape.head_dim == 16);
+  CHECK_FALSE(p.rules[0].shape.causal);
+  CHECK(p.rules[0].shape.segment == 0);
   REQUIRE(p.rules[0].ranges.size() == 3);
   const auto& r = p.rules[0].ranges;
   CHECK((r[0].rows_min == 32 && r[0].rows_max == 64 && r[0].row == host_row("kokkos")));
@@ -195,8 +208,15 @@ TEST_CASE("policy file: a valid host policy parses into its rules and rows") {
 
 TEST_CASE("policy file: wrong version, wrong kind, missing machine or device") {
   const std::string ok = host_policy();
-  check_refused(with(ok, "version: 1", "version: 2"), "version", 1,
-                {"reads policy version 1", "the file is version 2"});
+  check_refused(with(ok, "version: 2", "version: 3"), "version", 1,
+                {"reads policy version 2", "the file is version 3"});
+  // Version 1 (keyed on segment and rate names only) is refused with what to do.
+  check_refused(with(ok, "version: 2", "version: 1"), "version", 1,
+                {"does not say the batch and heads it was tuned at", "rb-analysis tune"});
+  const std::string no_grid = with(ok, "grid: {batch: 1, num_heads: 2}\n", "");
+  check_refused(no_grid, "grid", 1, {"required: the tuning sweep's {batch, num_heads}"});
+  const std::string bad_grid = with(ok, "num_heads: 2", "num_heads: 0");
+  check_refused(bad_grid, "grid.num_heads", line_of(bad_grid, "grid:"), {"num_heads"});
   check_refused(with(ok, "kind: ringbench-kernel-policy", "kind: ringbench-config"), "kind", 2,
                 {"expected 'ringbench-kernel-policy'", "rb-analysis tune"});
   // A missing key is reported at the map that lacks it.
@@ -227,7 +247,7 @@ TEST_CASE("policy file: an unknown path name, or a path that cannot run the rule
                 {"kernel path 'flash' cannot run this rule's blocks"});
   // A wrong default_path is refused too (it is only informative, but a typo is a bad file).
   const std::string bad_default = with(host_policy(), "default_path: kokkos", "default_path: kokos");
-  check_refused(bad_default, "rules[0].default_path", line_of(bad_default, "default_path:"),
+  check_refused(bad_default, "rules[0].ranges[0].default_path", line_of(bad_default, "default_path:"),
                 {"did you mean 'kokkos'?"});
 }
 
@@ -275,9 +295,9 @@ TEST_CASE("policy file: unknown keys, YAML syntax errors and duplicate keys") {
   check_refused(top_typo, "margins", line_of(top_typo, "margins"), {"did you mean 'margin'?"});
   const std::string tab = with(ok, "  device: host", "\tdevice: host");
   check_refused(tab, "", line_of(tab, "\tdevice"), {"YAML syntax error"});
-  const std::string dup = ok + "version: 1\n";
-  check_refused(dup, "version", line_of(dup, "version: 1", 1),
-                {"duplicate key 'version'", "lines 1 and " + std::to_string(line_of(dup, "version: 1", 1))});
+  const std::string dup = ok + "version: 2\n";
+  check_refused(dup, "version", line_of(dup, "version: 2", 1),
+                {"duplicate key 'version'", "lines 1 and " + std::to_string(line_of(dup, "version: 2", 1))});
   const std::string dup_in_range = with(ok, "    path: materialized\n",
                                         "    path: materialized\n    path: kokkos\n");
   check_refused(dup_in_range, "rules[0].ranges[1].path", line_of(dup_in_range, "    path: kokkos", 1),
@@ -286,49 +306,103 @@ TEST_CASE("policy file: unknown keys, YAML syntax errors and duplicate keys") {
 
 // ---- the lookup rule ----
 
-TEST_CASE("KernelPolicy::pick: inside a range, between ranges by ratio, outside, null, other shape") {
+TEST_CASE("KernelPolicy::pick: inside a range, between ranges, within reach, null, other kinds") {
   const auto use = rb::parse_kernel_policy_text(host_policy(), kFile);
   const rb::attn::KernelPolicy& p = *use->policy;
   const auto* kokkos = host_row("kokkos");
   const auto* mat = host_row("materialized");
   // Inside (bounds inclusive).
-  CHECK(p.pick(fp32_d16(), 32) == kokkos);
-  CHECK(p.pick(fp32_d16(), 64) == kokkos);
-  CHECK(p.pick(fp32_d16(), 256) == mat);
-  CHECK(p.pick(fp32_d16(), 300) == mat);
-  // Between 64 and 256: 128 is a ratio 2 from both (tie: the lower range), 129 nearer 256.
-  CHECK(p.pick(fp32_d16(), 127) == kokkos);
-  CHECK(p.pick(fp32_d16(), 128) == kokkos);
-  CHECK(p.pick(fp32_d16(), 129) == mat);
+  CHECK(pick(p, 32) == kokkos);
+  CHECK(pick(p, 64) == kokkos);
+  CHECK(pick(p, 256) == mat);
+  CHECK(pick(p, 300) == mat);
+  // Between 64 and 256: 128 is as far from both (tie: the range first in the file), 129 is
+  // nearer 256.
+  CHECK(pick(p, 127) == kokkos);
+  CHECK(pick(p, 128) == kokkos);
+  CHECK(pick(p, 129) == mat);
   // Between 512 and 1024 (null: no path passed parity): nearer 512 -> materialized, nearer
   // 1024 -> the built-in rule.
-  CHECK(p.pick(fp32_d16(), 700) == mat);
-  CHECK(p.pick(fp32_d16(), 800) == nullptr);
-  CHECK(p.pick(fp32_d16(), 1024) == nullptr);
-  // Outside the first and last range nothing was measured.
-  CHECK(p.pick(fp32_d16(), 31) == nullptr);
-  CHECK(p.pick(fp32_d16(), 1025) == nullptr);
-  // No rule for another shape.
-  CHECK(p.pick(fp32_d16(true), 300) == nullptr);
-  CHECK(p.pick(fp32_d16(false, 32, 2), 300) == nullptr);
-  PolicyShape other = fp32_d16();
-  other.head_dim = 32;
-  CHECK(p.pick(other, 300) == nullptr);
-  other = fp32_d16();
-  other.dtype = DType::BF16;
-  CHECK(p.pick(other, 300) == nullptr);
+  CHECK(pick(p, 700) == mat);
+  CHECK(pick(p, 800) == nullptr);
+  CHECK(pick(p, 1024) == nullptr);
+  // Beyond the grid: a block half the smallest (rows and keys: two log2 steps) is in reach, a
+  // smaller one is not.
+  CHECK(pick(p, 16) == kokkos);
+  CHECK(pick(p, 15) == nullptr);
+  // Other heads: 4 and 8 heads per call are one and two steps from the tuned 2.
+  CHECK(pick(p, 300, 4) == mat);
+  CHECK(pick(p, 300, 8) == mat);
+  CHECK(pick(p, 300, 16) == nullptr);
+  CHECK(pick(p, 256, 1) == mat);
+  // Steps add up over the axes: 16 rows (two steps below 32) is in reach at the tuned 2 heads,
+  // not at 4 (one more step).
+  CHECK(pick(p, 16, 2) == kokkos);
+  CHECK(pick(p, 16, 4) == nullptr);
+  // No rule of the kind: causal, dilated, another head dim or dtype.
+  CHECK(pick(p, 300, 2, 0, 1, true) == nullptr);
+  CHECK(pick(p, 300, 2, 32, 2) == nullptr);
+  CHECK(pick(p, 300, 2, 0, 1, false, 32) == nullptr);
+  CHECK(pick(p, 300, 2, 0, 1, false, 16, DType::BF16) == nullptr);
+}
+
+// A GPU-style policy of LongNet rules tuned at 8 heads: the kernel shapes they measured decide
+// for branches the sweep never named (issue #28: the crossover follows the sub-block, not the
+// segment and rate).
+std::string dilated_policy() {
+  const std::string rule = "- {dtype: bf16, head_dim: 128, causal: false, ";
+  return "version: 2\n"
+         "kind: ringbench-kernel-policy\n"
+         "grid: {batch: 1, num_heads: 8}\n"
+         "machine: {device: cuda, gpu: NVIDIA H100 80GB HBM3, gpu_arch: '9.0', cudnn: 9.14.0}\n"
+         "rules:\n" +
+         rule + "segment: 2048, rate: 1,\n   ranges: [{block_rows_min: 2048, block_rows_max: 65536, path: cudnn}]}\n" +
+         rule + "segment: 8192, rate: 4,\n   ranges: [{block_rows_min: 8192, block_rows_max: 65536, path: flash}]}\n";
+}
+
+TEST_CASE("KernelPolicy::pick: dilated branches follow the measured kernel shape they resemble") {
+  const auto use = rb::parse_kernel_policy_text(dilated_policy(), kFile);
+  const rb::attn::KernelPolicy& p = *use->policy;
+  const auto* cudnn = rb::attn::find_kernel_path("cudnn", rb::attn::Device::Cuda);
+  const auto* flash = rb::attn::find_kernel_path("flash", rb::attn::Device::Cuda);
+  const auto bf16 = [&](std::int64_t rows, int heads, std::int64_t segment, std::int64_t rate) {
+    return pick(p, rows, heads, segment, rate, false, 128, DType::BF16);
+  };
+  // Measured shapes: sub-blocks of 2048 rows, 8 heads per call (w 2048 r 1) or 2 (w 8192 r 4).
+  auto measured = p.measured(p.rules[0], p.rules[0].ranges[0]);
+  CHECK((measured.first.sub_rows == 2048 && measured.first.heads_per_call == 8 && measured.first.calls == 1));
+  CHECK(measured.second.calls == 32);
+  measured = p.measured(p.rules[1], p.rules[1].ranges[0]);
+  CHECK((measured.first.sub_rows == 2048 && measured.first.heads_per_call == 2 && measured.first.calls == 4));
+  // The tuned branches themselves.
+  CHECK(bf16(16384, 8, 2048, 1) == cudnn);
+  CHECK(bf16(16384, 8, 8192, 4) == flash);
+  // Untuned names: w 4096 r 2 at 16 heads is 2048-row sub-blocks, 8 heads per call: the
+  // w 2048 r 1 measurement (0 steps away).
+  CHECK(bf16(16384, 16, 4096, 2) == cudnn);
+  // w 16384 r 8 at 8 heads: 2048-row sub-blocks, 1 head per call, 8 calls per segment: one
+  // step from w 8192 r 4.
+  CHECK(bf16(32768, 8, 16384, 8) == flash);
+  // w 4096 r 1: 4096-row sub-blocks (rows and keys: two steps from w 2048 r 1).
+  CHECK(bf16(16384, 8, 4096, 1) == cudnn);
+  // w 2048 r 4 at 16 heads: 512-row sub-blocks, 4 per call: four steps from anything measured.
+  CHECK(bf16(32768, 16, 2048, 4) == nullptr);
+  // Exact attention has no rule here: the built-in rule.
+  CHECK(bf16(16384, 8, 0, 1) == nullptr);
 }
 
 TEST_CASE("KernelPicker: a fixed row ignores the policy; auto follows it, then the built-in rule") {
   const auto use = rb::parse_kernel_policy_text(host_policy(), kFile);
   const auto* kokkos = host_row("kokkos");
   const auto* mat = host_row("materialized");
-  const auto builtin = rb::attn::auto_kernel_path(rb::attn::Device::Host, DType::F32, 16, false, false);
+  const auto builtin = rb::attn::auto_kernel_path(rb::attn::Device::Host, DType::F32, 16, false,
+                                                  rb::attn::KernelShape{});
   REQUIRE(builtin != nullptr);
   REQUIRE(builtin != mat);  // else "auto with policy" below could not tell the two apart
   rb::attn::Dims dims;
+  dims.heads = 2;
   dims.head_dim = 16;
-  dims.q_rows = 300;  // the policy's materialized range
+  dims.q_rows = dims.kv_rows = 300;  // the policy's materialized range
   const rb::attn::Pattern exact;
 
   const rb::attn::KernelPicker fixed(rb::attn::Device::Host, kokkos, use->policy);
@@ -340,12 +414,12 @@ TEST_CASE("KernelPicker: a fixed row ignores the policy; auto follows it, then t
   CHECK(with_policy.is_auto());
   CHECK(with_policy.pick(DType::F32, dims, exact).row == mat);
   CHECK(with_policy.pick(DType::F32, dims, exact).from_policy);
-  dims.q_rows = 8;  // below every range: the built-in rule, not counted as the policy's
+  dims.q_rows = dims.kv_rows = 8;  // out of reach of every range: the built-in rule, not counted as the policy's
   CHECK(with_policy.pick(DType::F32, dims, exact).row == builtin);
   CHECK_FALSE(with_policy.pick(DType::F32, dims, exact).from_policy);
 
   const rb::attn::KernelPicker without(rb::attn::Device::Host, nullptr, nullptr);
-  dims.q_rows = 300;
+  dims.q_rows = dims.kv_rows = 300;
   CHECK(without.pick(DType::F32, dims, exact).row == builtin);
   CHECK_FALSE(without.pick(DType::F32, dims, exact).from_policy);
 }
@@ -354,20 +428,20 @@ TEST_CASE("KernelPicker: a fixed row ignores the policy; auto follows it, then t
 
 TEST_CASE("applicability: same machine applies; device, GPU or cuDNN differing is a reason") {
   const auto host = rb::parse_kernel_policy_text(host_policy(), kFile);
-  CHECK(rb::applicability(*host, {"host", "", ""}) == "");
-  const std::string on_cuda = rb::applicability(*host, {"cuda", "NVIDIA H200", "9.14.0"});
+  CHECK(rb::applicability(*host, {"host", "", "", ""}) == "");
+  const std::string on_cuda = rb::applicability(*host, {"cuda", "NVIDIA H200", "9.14.0", ""});
   CHECK(on_cuda.find("tuned on the host path and this run is on the cuda path") != std::string::npos);
 
   const auto cuda = rb::parse_kernel_policy_text(cuda_policy(), kFile);
-  const std::string on_host = rb::applicability(*cuda, {"host", "", ""});
+  const std::string on_host = rb::applicability(*cuda, {"host", "", "", ""});
   CHECK(on_host.find("tuned on the cuda path and this run is on the host path") != std::string::npos);
-  const std::string gpu = rb::applicability(*cuda, {"cuda", "NVIDIA H100 80GB HBM3", "9.14.0"});
+  const std::string gpu = rb::applicability(*cuda, {"cuda", "NVIDIA H100 80GB HBM3", "9.14.0", ""});
   CHECK(gpu.find("GPU 'NVIDIA H200'") != std::string::npos);
   CHECK(gpu.find("'NVIDIA H100 80GB HBM3'") != std::string::npos);
-  const std::string cudnn = rb::applicability(*cuda, {"cuda", "NVIDIA H200", "9.10.2"});
+  const std::string cudnn = rb::applicability(*cuda, {"cuda", "NVIDIA H200", "9.10.2", ""});
   CHECK(cudnn.find("cuDNN 9.14.0") != std::string::npos);
   CHECK(cudnn.find("9.10.2") != std::string::npos);
-  const std::string no_cudnn = rb::applicability(*cuda, {"cuda", "NVIDIA H200", ""});
+  const std::string no_cudnn = rb::applicability(*cuda, {"cuda", "NVIDIA H200", "", ""});
   CHECK(no_cudnn.find("this run has (none)") != std::string::npos);
 }
 
@@ -410,7 +484,7 @@ TEST_CASE("applicability: a policy naming a path this build lacks does not apply
   const auto cuda = rb::parse_kernel_policy_text(cuda_policy(), kFile);
   const rb::attn::KernelPath* flash = rb::attn::find_kernel_path("flash", rb::attn::Device::Cuda);
   REQUIRE(flash != nullptr);
-  const std::string why = rb::applicability(*cuda, {"cuda", "NVIDIA H200", "9.14.0"});
+  const std::string why = rb::applicability(*cuda, {"cuda", "NVIDIA H200", "9.14.0", ""});
   if (flash->built) {
     MESSAGE("this build has the CUDA path: the flash row is built, the policy applies");
     CHECK(why == "");
@@ -484,4 +558,45 @@ TEST_CASE("kernel_policy in a config: a missing or bad policy file is a config e
   CHECK(inside.key() == "rules[0].ranges[1].path");
   CHECK(inside.where().line == line_of(bad, "path: materialised"));
   std::filesystem::remove_all(dir);
+}
+
+// ---- the shipped policies on held-out shapes ----
+
+// Issue #28 measured these LongNet branches on an H100 (S = 32K at ring size 1, 16 heads, d 128,
+// bf16, fwd+bwd, median of 6): w 8192 r 2 cuDNN 356 vs flash 155 TFLOP/s, w 4096 r 2 cuDNN 228
+// vs 121, w 8192 r 8 flash 70 vs cuDNN 31, w 2048 r 4 flash 55 vs cuDNN 22. None is a tuned shape of
+// inputs/tuned_h100.yaml or tuned_h200.yaml (8 heads; w 2048 r 1, 4096 r 2, 8192 r 4): auto
+// must still pick the measured winner, through the policy or the built-in rule.
+TEST_CASE("shipped policies: auto picks issue #28's measured winners on untuned LongNet shapes") {
+  const auto* cudnn = rb::attn::find_kernel_path("cudnn", rb::attn::Device::Cuda);
+  const auto* flash = rb::attn::find_kernel_path("flash", rb::attn::Device::Cuda);
+  const bool built = cudnn->built && flash->built;
+  struct Case {
+    std::int64_t segment, rate;
+    const rb::attn::KernelPath* winner;
+  };
+  const Case cases[] = {{8192, 2, cudnn}, {4096, 2, cudnn}, {8192, 8, flash}, {2048, 4, flash}};
+  for (const char* file : {"tuned_h100.yaml", "tuned_h200.yaml"}) {
+    CAPTURE(file);
+    const std::string path = std::string(RINGBENCH_SOURCE_DIR) + "/inputs/" + file;
+    const auto use = rb::parse_kernel_policy_text(rb::read_config_file(path), path);
+    const rb::attn::KernelPicker picker(rb::attn::Device::Cuda, nullptr, use->policy);
+    rb::attn::Dims dims;
+    dims.heads = 16;
+    dims.head_dim = 128;
+    dims.q_rows = dims.kv_rows = 32768;
+    for (const Case& c : cases) {
+      CAPTURE(c.segment);
+      CAPTURE(c.rate);
+      rb::attn::Pattern pattern;
+      pattern.segment = c.segment;
+      pattern.rate = c.rate;
+      const auto pick = picker.pick(DType::BF16, dims, pattern);
+      // Without the CUDA rows built the built-in rule has nothing to pick: only the policy's
+      // own picks can be checked.
+      if (pick.from_policy || built) CHECK(pick.row == c.winner);
+      // w 2048 r 4 (512-row sub-blocks, 4 heads per call) is out of the policies' reach.
+      CHECK(pick.from_policy == !(c.segment == 2048 && c.rate == 4));
+    }
+  }
 }

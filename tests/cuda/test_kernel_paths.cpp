@@ -1,9 +1,11 @@
 // Host checks (no GPU) of the kernel path table and its binding to the CUDA library: every
 // built CUDA row has entry points, every flash tile names a shape the kernels instantiate,
-// `auto` picks as measured (cudnn, dilated on flash, flash on tensor-core shapes, else naive),
+// `auto` picks as measured (cudnn for calls with enough work, flash below and on what cuDNN
+// cannot take, else naive),
 // and refusals name what is wrong.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "attention_cuda.hpp"
@@ -19,8 +21,17 @@ bool built(const char* name) {
   return row && row->built;
 }
 
-std::string auto_name(DType t, int head_dim, bool dilated) {
-  const KernelPath* row = auto_kernel_path(Device::Cuda, t, head_dim, false, dilated);
+// A block of `rows` rows (queries and keys) of `heads` heads, batch 1; segment 0: exact.
+std::string auto_name(DType t, int head_dim, std::int64_t rows, int heads = 8,
+                      std::int64_t segment = 0, std::int64_t rate = 1) {
+  Dims dims;
+  dims.heads = heads;
+  dims.head_dim = head_dim;
+  dims.q_rows = dims.kv_rows = rows;
+  Pattern pattern;
+  pattern.segment = segment;
+  pattern.rate = rate;
+  const KernelPath* row = auto_kernel_path(Device::Cuda, t, head_dim, false, kernel_shape_of(dims, pattern));
   return row ? row->name : "";
 }
 
@@ -52,17 +63,45 @@ TEST_CASE("every built CUDA row has entry points; flash tiles map to kernel shap
 
 TEST_CASE("auto picks from the table's full-speed ranges") {
   const std::string fast16 = built("cudnn") ? "cudnn" : "flash";
-  CHECK(auto_name(DType::BF16, 128, false) == fast16);
-  CHECK(auto_name(DType::F16, 64, false) == fast16);
-  CHECK(auto_name(DType::BF16, 128, true) == "flash");  // dilated branches stay on flash
-  CHECK(auto_name(DType::F32, 128, false) == "naive");
-  CHECK(auto_name(DType::BF16, 96, false) == (built("cudnn") ? "cudnn" : "naive"));
-  CHECK(auto_name(DType::BF16, 96, true) == "naive");
-  CHECK(auto_name(DType::BF16, 256, false) == "naive");
+  CHECK(auto_name(DType::BF16, 128, 4096) == fast16);
+  CHECK(auto_name(DType::F16, 64, 4096) == fast16);
+  CHECK(auto_name(DType::BF16, 128, 4096, 8, 4096, 1) == fast16);  // dilated, large calls
+  CHECK(auto_name(DType::F32, 128, 4096) == "naive");
+  CHECK(auto_name(DType::BF16, 96, 4096) == (built("cudnn") ? "cudnn" : "naive"));
+  CHECK(auto_name(DType::BF16, 96, 4096, 8, 4096, 2) == (built("cudnn") ? "cudnn" : "naive"));
+  // Small calls, but flash has no d96 path: cuDNN's slow call beats materialised scores.
+  CHECK(auto_name(DType::BF16, 96, 512) == (built("cudnn") ? "cudnn" : "naive"));
+  CHECK(auto_name(DType::BF16, 256, 4096) == "naive");
   CHECK(std::string(auto_headline_path(Device::Cuda)->name) == fast16);
   CHECK(gpu::flash_tensor_core_supported(DType::BF16, 64));
   CHECK(!gpu::flash_tensor_core_supported(DType::F32, 64));
   CHECK(!gpu::flash_tensor_core_supported(DType::F16, 96));
+}
+
+// The measured crossover (docs/gpu-kernels.md "The built-in rule"): cuDNN's calls carry a fixed
+// cost, so it wins when one call carries enough work: 2^30 query-key pairs x head dim for exact
+// blocks, 2^24 query-key pairs for dilated sub-blocks.
+TEST_CASE("auto's built-in rule follows the work per call, not the segment and rate names") {
+  const std::string big = built("cudnn") ? "cudnn" : "flash";
+  // Exact, 8 heads, d128: 512 rows (2^28 pair-dims) flash, 1024 (2^30) cuDNN.
+  CHECK(auto_name(DType::BF16, 128, 512) == "flash");
+  CHECK(auto_name(DType::BF16, 128, 1024) == big);
+  // d64 halves the work: 1024 rows flash, 2048 cuDNN.
+  CHECK(auto_name(DType::BF16, 64, 1024) == "flash");
+  CHECK(auto_name(DType::BF16, 64, 2048) == big);
+  // More heads per call make a small block worth a cuDNN call: 512 rows x 32 heads, d128.
+  CHECK(auto_name(DType::BF16, 128, 512, 32) == big);
+  // LongNet sub-blocks of 2048 rows, 8 / rate heads per call, whatever the head dim.
+  for (int d : {64, 128}) {
+    CAPTURE(d);
+    CHECK(auto_name(DType::BF16, d, 8192, 8, 2048, 1) == big);      // 8 x 2048^2 = 2^25 pairs
+    CHECK(auto_name(DType::BF16, d, 8192, 8, 4096, 2) == big);      // 4 x 2048^2 = 2^24
+    CHECK(auto_name(DType::BF16, d, 8192, 8, 8192, 4) == "flash");  // 2 x 2048^2 = 2^23
+  }
+  // The shapes of issue #28 (16 heads): w 8192 r 2 cuDNN; w 8192 r 8 and w 2048 r 4 flash.
+  CHECK(auto_name(DType::BF16, 128, 32768, 16, 8192, 2) == big);
+  CHECK(auto_name(DType::BF16, 128, 32768, 16, 8192, 8) == "flash");
+  CHECK(auto_name(DType::BF16, 128, 32768, 16, 2048, 4) == "flash");
 }
 
 TEST_CASE("kernel_refusal names the path, the tile and what does not fit") {

@@ -36,21 +36,25 @@ h5py, np = harness.h5py_and_numpy()
 harness.ECHO_PASSES = True
 
 RANKS = 2
-# Block rows S/R of the points: 8 16 32 64 128 256 512 1024 — below, inside, between (256 is
-# the ratio tie of 128 and 512), on the null range and above the ranges of HOST_RANGES.
-SEQ_LENGTHS = [16, 64, 256, 512, 1024]
+# Block rows S/R of the points: 4 8 16 32 64 128 256 512 1024 2048 — out of reach below,
+# within reach below (8: half the first range), inside, between (256 is the ratio tie of 128
+# and 512), on the null range and above the ranges of HOST_RANGES (1024: the null range's reach;
+# 2048: out of reach).
+SEQ_LENGTHS = [8, 16, 64, 256, 512, 1024, 2048]
 RING_SIZES = [1, 2]
 HOST_RANGES = [(16, 32, "kokkos"), (64, 128, "materialized"), (512, 512, None)]
 
 
-def policy_text(device, ranges, head_dim=16, dtype="fp32"):
-    """A policy file as `rb-analysis tune` writes it (docs/analysis.md, format version 1)."""
+def policy_text(device, ranges, head_dim=16, dtype="fp32", heads=2):
+    """A policy file as `rb-analysis tune` writes it (docs/analysis.md, format version 2),
+    tuned at batch 1 and `heads` heads."""
     machine = ("{device: host, gpu: null, cuda_driver: null, cuda_runtime: null, cudnn: null}"
                if device == "host" else
                "{device: cuda, gpu: NVIDIA H200, cuda_driver: '13.0', cuda_runtime: '13.0', "
                "cudnn: 9.14.0}")
-    lines = ["version: 1", "kind: ringbench-kernel-policy", f"machine: {machine}",
-             "source: tune.h5", "sweep: tuning", "margin: 1.2", "hysteresis: 1", "rules:",
+    lines = ["version: 2", "kind: ringbench-kernel-policy", f"machine: {machine}",
+             "source: tune.h5", "sweep: tuning", "margin: 1.2", "hysteresis: 1",
+             f"grid: {{batch: 1, num_heads: {heads}}}", "rules:",
              f"- dtype: {dtype}", f"  head_dim: {head_dim}", "  causal: false", "  segment: 0",
              "  rate: 0", "  ranges:"]
     for lo, hi, path in ranges:
@@ -68,9 +72,12 @@ def config_text(policy_value, sweep=None):
 
 
 def lookup(ranges, rows):
-    """The lookup rule of docs/analysis.md: inside a range; between two, the nearer bound by
-    ratio (a tie: the lower range); outside every range or a null path: None (built-in)."""
-    if rows < ranges[0][0] or rows > ranges[-1][1]:
+    """The lookup rule of docs/analysis.md for an exact block of `rows` queries and keys at the
+    tuned heads: inside a range; between two, the nearer by ratio (a tie: the lower range);
+    beyond the first or last range by at most a factor 2 (rows and keys: two log2 steps, the
+    reach), that range; further out or a null path: None (built-in)."""
+    lo_all, hi_all = ranges[0][0], ranges[-1][1]
+    if rows < lo_all / 2 or rows > hi_all * 2:
         return None
     best, best_d = None, None
     for lo, hi, path in ranges:
@@ -230,7 +237,7 @@ def check_mixed(args, work):
         rules += [f"- dtype: fp32", "  head_dim: 16", "  causal: false", f"  segment: {seg}",
                   f"  rate: {rate}", "  ranges:", "  - block_rows_min: 16", "    block_rows_max: 64",
                   f"    path: {path}"]
-    head = policy_text("host", [(16, 32, "kokkos")]).split("rules:")[0]
+    head = policy_text("host", [(16, 32, "kokkos")], heads=4).split("rules:")[0]
     policy = head + "rules:\n" + "\n".join(rules) + "\n"
     run = Run(args, work, policy, "policies/tuned.yaml",
               sweep=("  - {type: ring_attention, name: ring, seq_lengths: [32], ring_sizes: [1], num_heads: 4,\n"

@@ -32,10 +32,12 @@ namespace {
 using rb::attn::AttentionBackend;
 using rb::attn::KernelChoice;
 
-// fp32, head_dim 16, exact attention: rows 32..64 kokkos, 256..512 materialized.
+// Tuned at batch 1, 2 heads; fp32, head_dim 16, exact attention: rows 32..64 kokkos,
+// 256..512 materialized.
 const char* kHostPolicy =
-    "version: 1\n"
+    "version: 2\n"
     "kind: ringbench-kernel-policy\n"
+    "grid: {batch: 1, num_heads: 2}\n"
     "machine: {device: host, gpu: null, cudnn: null}\n"
     "rules:\n"
     "- dtype: fp32\n"
@@ -168,9 +170,11 @@ TEST_CASE("host backend, auto + policy: a block in the materialized range runs m
   check_ran_on(builtin, kokkos, mat);
 }
 
-TEST_CASE("host backend, auto + policy: blocks outside the ranges follow the built-in rule") {
+TEST_CASE("host backend, auto + policy: blocks out of the policy's reach follow the built-in rule") {
   const auto policy = host_policy();
-  for (const std::int64_t rows : {16, 1024}) {  // below the first range, above the last
+  // A quarter of the first range's rows, four times the last's: rows and keys four log2 steps
+  // away, beyond kPolicyReach.
+  for (const std::int64_t rows : {8, 2048}) {
     CAPTURE(rows);
     const Outputs got = run_block({"auto", "default", policy}, rows);
     CHECK(got.calls.of("kokkos") == 2);
@@ -179,6 +183,13 @@ TEST_CASE("host backend, auto + policy: blocks outside the ranges follow the bui
     check_ran_on(got, run_block({"kokkos", "default"}, rows),
                  run_block({"materialized", "default"}, rows));
   }
+}
+
+TEST_CASE("host backend, auto + policy: a block just beyond the last range follows it") {
+  // 1024 rows: twice 512 (two log2 steps, rows and keys), within reach of the materialized range.
+  const Outputs got = run_block({"auto", "default", host_policy()}, 1024);
+  CHECK(got.calls.of("materialized") == 2);
+  CHECK(got.calls.from_policy == 2);
 }
 
 TEST_CASE("host backend, auto + policy: the policy's kokkos range counts as the policy's") {

@@ -83,7 +83,8 @@ TEST_CASE("kernel_tuning sweep: every host path timed and parity-checked per sha
   for (std::size_t p = 0; p < P; ++p) CHECK(paths[p] == (p % 2 == 0 ? "kokkos" : "materialized"));
   // What tuning measures against: the built-in rule's row for each shape.
   for (const auto& a : rb::h5::read_strings(path, "/sweeps/kt/points/auto_path"))
-    CHECK(a == rb::attn::auto_kernel_path(rb::attn::Device::Host, rb::attn::DType::F32, 16, false, true)->name);
+    CHECK(a == rb::attn::auto_kernel_path(rb::attn::Device::Host, rb::attn::DType::F32, 16, false,
+                                          rb::attn::KernelShape{true})->name);
   CHECK(rb::h5::read_string_attr(path, "/sweeps/kt/points/path", "role") == "key");
   for (const auto& s : rb::h5::read_strings(path, "/sweeps/kt/status")) CHECK(s == "ok");
   const auto kp = rb::h5::read_strings(path, "/sweeps/kt/kernel_path");

@@ -325,7 +325,7 @@ TEST_CASE("the host kernel paths are in the table, and the backend runs the row 
   CHECK_FALSE(kernel_refusal(KernelChoice{"materialized", "default"}, Device::Host, DType::F32,
                              257, false, false)
                   .empty());
-  CHECK(std::string(auto_kernel_path(Device::Host, DType::BF16, 64, true, false)->name) == "kokkos");
+  CHECK(std::string(auto_kernel_path(Device::Host, DType::BF16, 64, true, KernelShape{})->name) == "kokkos");
   // auto refuses what the row it would run cannot take, and names a tile it was given.
   CHECK(kernel_refusal(KernelChoice{"auto", "default"}, Device::Host, DType::F32, 64, true, true)
             .empty());
