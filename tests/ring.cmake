@@ -107,3 +107,7 @@ foreach(n 1 2 3 4)
   ringbench_add_test(NAME cp_schemes_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_cp_schemes>
                      LABELS "ring;mpi" TIMEOUT 300)
 endforeach()
+# scheme: auto and its tuned CP policy: the file reader, the lookup over tokens per rank, and the
+# ring_attention sweep resolving auto (issue #27 item 4).
+ringbench_add_doctest(TARGET test_cp_policy SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_cp_policy.cpp LIBS rb_app)
+ringbench_add_test(NAME cp_policy RANKS 1 COMMAND $<TARGET_FILE:test_cp_policy> LABELS "ring;unit" TIMEOUT 120)

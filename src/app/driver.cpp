@@ -287,10 +287,12 @@ std::optional<RankSetup> set_up_rank(const Validated& v, const RankLayout& layou
 
 // ---------------------------------------------------------------- 2b. tuned kernel policies
 
-std::vector<std::shared_ptr<KernelPolicyUse>> policy_uses(const Validated& v) {
-  std::vector<std::shared_ptr<KernelPolicyUse>> uses;
+// Each policy file once, in sweep order: the sweeps' kernel_policies() or cp_policies().
+template <class Use, class Of>
+std::vector<std::shared_ptr<Use>> policy_uses(const Validated& v, Of of) {
+  std::vector<std::shared_ptr<Use>> uses;
   for (const auto& sweep : v.sweeps)
-    for (auto& use : sweep->kernel_policies())
+    for (auto& use : of(*sweep))
       if (std::find(uses.begin(), uses.end(), use) == uses.end()) uses.push_back(use);
   return uses;
 }
@@ -301,10 +303,19 @@ std::string library_version(const char* name) {
   return "";
 }
 
+// What a kind of policy steers, for the messages: "kernel: auto" or "scheme: auto", and what
+// that follows without the file.
+const char* steers(const KernelPolicyUse&) { return "kernel: auto"; }
+const char* steers(const CpPolicyUse&) { return "scheme: auto"; }
+const char* kind_of(const KernelPolicyUse&) { return "kernel policy"; }
+const char* kind_of(const CpPolicyUse&) { return "CP policy"; }
+const char* without_it(const KernelPolicyUse&) { return "kernel: auto follows the built-in rule"; }
+const char* without_it(const CpPolicyUse&) { return "scheme: auto runs the ring (the built-in rule)"; }
+
 // Whether one policy applies on every rank: "" or the first rank's reason. Every rank must
 // also have read the same bytes (a node with a stale copy would run other kernels).
-std::string policy_reason(const KernelPolicyUse& use, const RankSetup& s, Backend backend,
-                          MPI_Comm world) {
+template <class Use>
+std::string policy_reason(const Use& use, const RankSetup& s, Backend backend, MPI_Comm world) {
   const ThisMachine here{to_string(backend), s.gpu.name,
                          backend == Backend::Cuda ? library_version("cudnn") : "", s.gpu.arch};
   std::string sha = use.policy->sha256;
@@ -320,8 +331,8 @@ std::string policy_reason(const KernelPolicyUse& use, const RankSetup& s, Backen
 
 // A policy tuned on another GPU model of this architecture applies (applicability() said so):
 // say it once and record "ported from MODEL" with the file, or (strict) refuse through `refusal`.
-void port_if_other_model(KernelPolicyUse& use, const RankSetup& s, Backend backend, std::string& refusal,
-                         MPI_Comm world) {
+template <class Use>
+void port_if_other_model(Use& use, const RankSetup& s, Backend backend, std::string& refusal, MPI_Comm world) {
   const ThisMachine here{to_string(backend), s.gpu.name, "", s.gpu.arch};
   const std::string from = ported_from(use, here);
   if (from.empty()) return;
@@ -332,17 +343,19 @@ void port_if_other_model(KernelPolicyUse& use, const RankSetup& s, Backend backe
     return;
   }
   if (mpi::rank_of(world) == 0)
-    fmt::print("warning: {}:{}: key '{}': tuned policy {} ported: {}; kernel: auto follows it (strict: true "
-               "refuses instead)\n", use.where.file, use.where.line, use.key, use.file, why);
+    fmt::print("warning: {}:{}: key '{}': tuned policy {} ported: {}; {} follows it (strict: true "
+               "refuses instead)\n", use.where.file, use.where.line, use.key, use.file, why, steers(use));
   use.source.description += " ported from " + from;
 }
 
-// Decides, on every rank alike, what `kernel: auto` follows for each kernel_policy key: the
-// file where it was tuned on this kind of machine, else the built-in rule with a warning, or
-// (strict) an error before any work. Returns false after an error.
-bool decide_policies(const Validated& v, const RankSetup& s, bool quiet, MPI_Comm world) {
+// Decides, on every rank alike, what each policy key's `auto` follows: the file where it was
+// tuned on this kind of machine, else the built-in rule with a warning, or (strict) an error
+// before any work. Returns false after an error.
+template <class Use>
+bool decide(const std::vector<std::shared_ptr<Use>>& uses, const Validated& v, const RankSetup& s,
+            bool quiet, MPI_Comm world) {
   const bool root = mpi::rank_of(world) == 0;
-  for (const auto& use : policy_uses(v)) {
+  for (const auto& use : uses) {
     std::string strict_refusal;
     const std::string why = policy_reason(*use, s, v.backend, world);
     const std::string where = fmt::format("{}:{}: key '{}': tuned policy {}", use->where.file,
@@ -354,7 +367,7 @@ bool decide_policies(const Validated& v, const RankSetup& s, bool quiet, MPI_Com
         return false;
       }
       if (root && !quiet)
-        fmt::print("kernel policy: {} is followed by kernel: auto\n", use->source.description);
+        fmt::print("{}: {} is followed by {}\n", kind_of(*use), use->source.description, steers(*use));
       continue;
     }
     if (use->strict) {
@@ -362,12 +375,18 @@ bool decide_policies(const Validated& v, const RankSetup& s, bool quiet, MPI_Com
       return false;
     }
     if (root)
-      fmt::print("warning: {} not applied: {}; kernel: auto follows the built-in rule (strict: "
-                 "true refuses instead)\n", where, why);
+      fmt::print("warning: {} not applied: {}; {} (strict: true refuses instead)\n", where, why, without_it(*use));
     use->source = {nullptr, "built-in (" + use->file + " not applied: " + why + ")"};
   }
-  std::fflush(stdout);
   return true;
+}
+
+bool decide_policies(const Validated& v, const RankSetup& s, bool quiet, MPI_Comm world) {
+  const auto kernel = policy_uses<KernelPolicyUse>(v, [](const Sweep& w) { return w.kernel_policies(); });
+  const auto cp = policy_uses<CpPolicyUse>(v, [](const Sweep& w) { return w.cp_policies(); });
+  const bool ok = decide(kernel, v, s, quiet, world) && decide(cp, v, s, quiet, world);
+  std::fflush(stdout);
+  return ok;
 }
 
 // ---------------------------------------------------------------- 3. header

@@ -21,7 +21,9 @@ std::string text_or_empty(const cfg::Node& n, const std::string& key) {
   return n.get_string(key, "");
 }
 
-PolicyMachine parse_machine(const cfg::Node& root) {
+}  // namespace
+
+PolicyMachine parse_policy_machine(const cfg::Node& root) {
   if (!root.has("machine"))
     root.fail("machine", "required: where the policy was tuned (device, gpu, cudnn, ...)");
   const cfg::Node m = root.child("machine");
@@ -41,6 +43,8 @@ PolicyMachine parse_machine(const cfg::Node& root) {
   if (out.gpu_arch.empty()) out.gpu_arch = known_gpu_arch(out.gpu);
   return out;
 }
+
+namespace {
 
 std::vector<std::string> path_names(attn::Device device) {
   std::vector<std::string> names;
@@ -142,12 +146,15 @@ void parse_rules(const cfg::Node& root, attn::KernelPolicy& policy) {
   }
 }
 
-std::string directory_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
-
 }  // namespace
+
+std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, std::string file) {
+  if (file.empty()) owner.fail(key, "expected the path of a tuned policy file, got an empty string");
+  if (file[0] == '/') return file;
+  const std::string& config = owner.file();
+  const auto slash = config.rfind('/');
+  return (slash == std::string::npos ? "" : config.substr(0, slash + 1)) + file;
+}
 
 std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& text,
                                                           const std::string& file) {
@@ -171,7 +178,7 @@ std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& tex
     root.fail("kind", std::string("expected '") + kKind + "' (a file written by `rb-analysis tune`)");
   auto use = std::make_shared<KernelPolicyUse>();
   use->file = file;
-  use->machine = parse_machine(root);
+  use->machine = parse_policy_machine(root);
   auto policy = std::make_shared<attn::KernelPolicy>();
   policy->device = use->machine.device == "cuda" ? attn::Device::Cuda : attn::Device::Host;
   policy->file = file;
@@ -194,8 +201,7 @@ std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, con
   } else {
     file = owner.require_string(key);
   }
-  if (file.empty()) owner.fail(key, "expected the path of a tuned policy file, got an empty string");
-  if (file[0] != '/') file = directory_of(owner.file()) + file;
+  file = resolve_policy_path(owner, key, file);
   std::string text;
   try {
     text = read_config_file(file);
@@ -220,14 +226,16 @@ std::string known_gpu_arch(const std::string& gpu) {
   return "";
 }
 
-std::string ported_from(const KernelPolicyUse& use, const ThisMachine& here) {
-  const PolicyMachine& m = use.machine;
+std::string ported_from(const PolicyMachine& m, const ThisMachine& here) {
   const bool same_arch = !m.gpu_arch.empty() && m.gpu_arch == here.gpu_arch;
   return here.device == "cuda" && m.device == "cuda" && m.gpu != here.gpu && same_arch ? m.gpu : "";
 }
 
-std::string applicability(const KernelPolicyUse& use, const ThisMachine& here) {
-  const PolicyMachine& m = use.machine;
+std::string ported_from(const KernelPolicyUse& use, const ThisMachine& here) {
+  return ported_from(use.machine, here);
+}
+
+std::string machine_applicability(const PolicyMachine& m, const ThisMachine& here) {
   if (m.device != here.device)
     return "it was tuned on the " + m.device + " path and this run is on the " + here.device + " path";
   if (here.device == "cuda" && m.gpu != here.gpu && (m.gpu_arch.empty() || m.gpu_arch != here.gpu_arch))
@@ -237,6 +245,12 @@ std::string applicability(const KernelPolicyUse& use, const ThisMachine& here) {
   if (here.device == "cuda" && m.cudnn != here.cudnn)
     return "it was tuned with cuDNN " + (m.cudnn.empty() ? "(none)" : m.cudnn) +
            " and this run has " + (here.cudnn.empty() ? "(none)" : here.cudnn);
+  return "";
+}
+
+std::string applicability(const KernelPolicyUse& use, const ThisMachine& here) {
+  const std::string why = machine_applicability(use.machine, here);
+  if (!why.empty()) return why;
   for (const attn::PolicyRule& rule : use.policy->rules)
     for (const attn::PolicyRange& r : rule.ranges)
       if (r.row != nullptr && !r.row->built)

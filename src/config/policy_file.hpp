@@ -33,6 +33,12 @@ struct KernelPolicyUse {
   attn::PolicySource source;
 };
 
+// The `machine:` map of a tuned policy file (kernel or CP policy). Throws cfg::ConfigError.
+PolicyMachine parse_policy_machine(const cfg::Node& root);
+// A policy file named at `owner.key`: an absolute path, or one relative to the config file's
+// directory. An empty name is a cfg::ConfigError.
+std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, std::string file);
+
 // Reads `owner.key`: `FILE` or `{file: FILE, strict: BOOL}`. A relative FILE is relative to
 // the directory of the config file. Throws cfg::ConfigError.
 std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, const std::string& key);
@@ -58,8 +64,12 @@ std::string known_gpu_arch(const std::string& gpu);
 // architecture: port_if_other_model in the driver warns); otherwise one sentence saying what
 // differs.
 std::string applicability(const KernelPolicyUse& use, const ThisMachine& here);
+// The machine part of that check (device, GPU model or architecture, cuDNN), shared with the
+// CP policy (sweeps/cp_policy.hpp).
+std::string machine_applicability(const PolicyMachine& m, const ThisMachine& here);
 // When the policy applies only as a port (tuned on another GPU model of this architecture):
 // that model; else "".
 std::string ported_from(const KernelPolicyUse& use, const ThisMachine& here);
+std::string ported_from(const PolicyMachine& m, const ThisMachine& here);
 
 }  // namespace rb

@@ -157,6 +157,10 @@ class RingAttentionSweep final : public Sweep {
     if (p_.policy && p_.kernel == "auto") return {p_.policy};
     return {};
   }
+  std::vector<std::shared_ptr<CpPolicyUse>> cp_policies() const override {
+    if (p_.cp_policy) return {p_.cp_policy};
+    return {};
+  }
 
   std::uint64_t estimated_output_bytes() const override {
     std::uint64_t total = 4096;
@@ -176,6 +180,8 @@ class RingAttentionSweep final : public Sweep {
   double tolerance(const ring::Problem& prob) const {
     return ring::tolerance_for(prob.dtype, p_.tolerance);
   }
+  // scheme: auto's points as the driver's decision on the CP policy leaves them.
+  void settle_auto_points();
   // What auto follows here (the driver has decided whether the policy applies).
   attn::PolicySource policy_source() const {
     if (p_.kernel != "auto") return {nullptr, "none: kernel " + p_.kernel + " named"};
@@ -236,7 +242,7 @@ void RingAttentionSweep::write_attributes(h5::Group& out, const attn::AttentionB
 h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   h5::PointsTable t(points_.size());
   std::vector<std::int64_t> seq, rs, nr;
-  std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label, scheme;
+  std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label, scheme, asked, cp_source;
   std::vector<std::int64_t> ulysses;
   std::vector<double> tol;
   for (const Point& pt : points_) {
@@ -245,6 +251,8 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
     nr.push_back(pt.num_rings);
     layout.push_back(ring::to_string(pt.problem.layout));
     scheme.push_back(ring::to_string(pt.scheme));
+    asked.push_back(pt.scheme_auto ? "auto" : ring::to_string(pt.scheme));
+    cp_source.push_back(pt.scheme_source);
     ulysses.push_back(pt.ulysses_degree);
     dtype.push_back(ring::to_string(pt.problem.dtype));
     compute.push_back(host ? "fp32" : ring::to_string(pt.problem.dtype));
@@ -260,6 +268,11 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   t.key("layout", std::move(layout), {"1", "sequence layout over the ring: contiguous, zigzag or striped"});
   t.key("scheme", std::move(scheme),
         {"1", "context-parallel scheme: ring, allgather, ulysses or hybrid (docs/ring-attention.md, schemes)"});
+  t.key("scheme_asked", std::move(asked), {"1", "the scheme the config named, or auto"});
+  t.key("cp_policy", std::move(cp_source),
+        {"1", "where scheme: auto's choice came from: the CP policy file and its sha256, built-in "
+              "(no file, the file not applied and why, or no measured shape within reach: ring), "
+              "or none: scheme X named"});
   t.key("ulysses_degree", std::move(ulysses),
         {"1", "ranks that split the heads: hybrid's ulysses_degree, the ring size under ulysses, 1 otherwise"});
   t.key("dtype", std::move(dtype), {"1", "storage dtype of Q, K, V, dO"});
@@ -310,7 +323,24 @@ void RingAttentionSweep::warn_spread_rings(RunContext& ctx, const std::vector<in
                     (more > 0 ? " (" + std::to_string(more) + " more rings likewise)" : ""));
 }
 
+// Parsing resolved scheme: auto as if the CP policy applied; the driver has since decided. Where
+// it does not apply the policy's points run the ring (the built-in rule), which every point can.
+void RingAttentionSweep::settle_auto_points() {
+  if (!p_.cp_policy) return;
+  const CpPolicySource& source = p_.cp_policy->source;
+  for (Point& pt : points_) {
+    if (!pt.scheme_from_policy) continue;
+    pt.scheme_source = source.description;
+    if (source.policy) continue;
+    pt.scheme = ring::Scheme::Ring;
+    pt.ulysses_degree = 1;
+    pt.scheme_from_policy = false;
+    pt.label = point_label(p_, pt);
+  }
+}
+
 SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
+  settle_auto_points();
   auto backend =
       ctx.paths.attention_backend({p_.kernel, p_.kernel_tile, policy_source().policy});
   write_attributes(out, *backend, ctx.progress);

@@ -132,44 +132,38 @@ void parse_kv_heads(const cfg::Node& n, const ParseContext& ctx, RingParams& p) 
                            "the host path only in this build (not yet measured on a GPU); use backend: host");
 }
 
-// scheme: ring (default), allgather, ulysses, hybrid, or a list of them (one point each); hybrid
-// with ulysses_degree. The other schemes' collectives exist on the host path only
-// (ring/group_transport.hpp).
+// scheme: ring (default), allgather, ulysses, hybrid, auto, or a list of them (one point each);
+// hybrid with ulysses_degree; auto with an optional cp_policy. The other schemes' collectives
+// exist on the host path only (ring/group_transport.hpp).
 void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
-  const std::vector<std::string> names = n.get_choice_list("scheme", {"ring"}, ring::scheme_names());
-  p.schemes.clear();
-  for (const std::string& name : names) {
-    const ring::Scheme s = ring::scheme_from_string(name);
-    if (s != ring::Scheme::Ring && ctx.backend == Backend::Cuda)
+  std::vector<std::string> choices = ring::scheme_names();
+  choices.push_back("auto");
+  p.schemes = n.get_choice_list("scheme", {"ring"}, choices);
+  for (const std::string& name : p.schemes)
+    if (name != "ring" && name != "auto" && ctx.backend == Backend::Cuda)
       n.fail("scheme", "scheme " + name + " runs on the host path only in this build: its NCCL "
                        "collectives (all-gather, reduce-scatter, all-to-all) are not written yet; "
                        "use scheme: ring on the cuda backend, or backend: host");
-    p.schemes.push_back(s);
-  }
-  const bool hybrid = std::find(p.schemes.begin(), p.schemes.end(), ring::Scheme::Hybrid) != p.schemes.end();
-  if (hybrid && !n.has("ulysses_degree"))
+  const auto asks = [&](const char* name) {
+    return std::find(p.schemes.begin(), p.schemes.end(), name) != p.schemes.end();
+  };
+  if (asks("hybrid") && !n.has("ulysses_degree"))
     n.fail("scheme", "scheme hybrid needs ulysses_degree: the ranks of each Ulysses subgroup (e.g. the GPUs of a node)");
-  if (!hybrid && n.has("ulysses_degree"))
+  if (!asks("hybrid") && n.has("ulysses_degree"))
     n.fail("ulysses_degree", "ulysses_degree is hybrid's (scheme: hybrid, or a list with it)");
-  if (hybrid) p.ulysses_degree = static_cast<int>(n.get_int("ulysses_degree", 1, 1, 1 << 20));
+  if (asks("hybrid")) p.ulysses_degree = static_cast<int>(n.get_int("ulysses_degree", 1, 1, 1 << 20));
+  if (n.has("cp_policy") && !asks("auto"))
+    n.fail("cp_policy", "a tuned CP policy steers scheme: auto, but this sweep names scheme " +
+                            cfg::join(p.schemes, ", ") + "; add auto to scheme, or remove cp_policy");
+  if (n.has("cp_policy")) p.cp_policy = parse_cp_policy(n, "cp_policy");
+  p.ranks_per_node = std::max(1, ctx.world_size / std::max(1, ctx.node_count));
 }
 
-std::string point_label(const RingParams& p, const ring::Problem& pr, int num_rings, ring::Scheme scheme) {
-  // The ring's labels carry no scheme, as before schemes existed (--estimate-from matches labels).
-  const std::string by = scheme == ring::Scheme::Ring     ? ""
-                         : scheme == ring::Scheme::Hybrid ? "hybrid(U=" + std::to_string(p.ulysses_degree) + ") "
-                                                          : std::string(ring::to_string(scheme)) + " ";
-  return by + "S=" + std::to_string(pr.seq_len) + " R=" + std::to_string(pr.ring_size) + " (" +
-         std::to_string(num_rings) + (num_rings == 1 ? " ring) " : " rings) ") +
-         (p.causal ? "causal " : "") + ring::to_string(pr.layout) + " " + ring::to_string(pr.dtype) +
-         " b=" + std::to_string(p.batch) + " h=" + std::to_string(p.num_heads) +
-         (p.num_kv_heads == p.num_heads ? "" : " kvh=" + std::to_string(p.num_kv_heads)) +
-         " d=" + std::to_string(p.head_dim) + (p.segment_lengths.empty() ? "" : " dilated") +
-         (p.backward ? " fwd+bwd" : " fwd");
-}
-
+// The point as parsed for one scheme; validation errors name `scheme_key` (the config key that
+// asked for the scheme).
 Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::int64_t R,
-                 const std::string& layout, const std::string& dtype, ring::Scheme scheme) {
+                 const std::string& layout, const std::string& dtype, ring::Scheme scheme,
+                 int degree, const std::string& scheme_key) {
   Point pt;
   pt.scheme = scheme;
   ring::Problem& pr = pt.problem;
@@ -192,31 +186,91 @@ Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::i
     n.fail(seg ? "segment_lengths" : "seq_lengths", "point S=" + std::to_string(S) + ", ring size " +
                                                         std::to_string(R) + ", layout " + layout + ": " + e);
   }
+  const std::string at = "ring size " + std::to_string(R) + ", layout " + layout;
   if (scheme == ring::Scheme::Ulysses) {
     const std::string why = ring::ulysses_problem_error(pr);
-    if (!why.empty())
-      n.fail("scheme", "ulysses at ring size " + std::to_string(R) + ": " + why);
+    if (!why.empty()) n.fail(scheme_key, "ulysses at " + at + ": " + why);
     pt.ulysses_degree = static_cast<int>(R);
   }
   if (scheme == ring::Scheme::Hybrid) {
-    const std::string why = ring::hybrid_problem_error(pr, p.ulysses_degree);
+    const std::string why = ring::hybrid_problem_error(pr, degree);
     if (!why.empty())
-      n.fail("ulysses_degree", "hybrid at ring size " + std::to_string(R) + ", layout " + layout + ": " + why);
-    pt.ulysses_degree = p.ulysses_degree;
+      n.fail(scheme_key == "scheme" ? "ulysses_degree" : scheme_key,
+             "hybrid(U=" + std::to_string(degree) + ") at " + at + ": " + why);
+    pt.ulysses_degree = degree;
   }
   pt.num_rings = static_cast<int>(p.world_size / R);
-  pt.label = point_label(p, pr, pt.num_rings, scheme);
+  pt.scheme_source = "none: scheme " + std::string(ring::to_string(scheme)) + " named";
+  pt.label = point_label(p, pt);
+  return pt;
+}
+
+// scheme: auto at one point: the CP policy's scheme where it measured one near this shape, else
+// the ring (the built-in rule). The policy is assumed to apply here until the driver decides
+// (RingAttentionSweep::settle_auto_points).
+Point make_auto_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::int64_t R,
+                      const std::string& layout, const std::string& dtype) {
+  Point probe = make_point(n, p, S, R, layout, dtype, ring::Scheme::Ring, 1, "scheme");
+  const CpPolicySource source = p.cp_policy ? p.cp_policy->source : CpPolicySource{};
+  const CpRange* range =
+      source.policy ? source.policy->pick(cp_shape_of(p, probe.problem), S / R) : nullptr;
+  Point pt = probe;
+  if (range != nullptr) {
+    const ring::Scheme scheme = ring::scheme_from_string(range->scheme);
+    if (scheme != ring::Scheme::Ring && p.backend == Backend::Cuda)
+      n.fail("cp_policy", "the CP policy picks scheme " + range->scheme + " at S=" + std::to_string(S) +
+                              ", ring size " + std::to_string(R) + ", which runs on the host path only in this build");
+    pt = make_point(n, p, S, R, layout, dtype, scheme, range->ulysses_degree, "cp_policy");
+  }
+  pt.scheme_auto = true;
+  pt.scheme_from_policy = range != nullptr;
+  pt.scheme_source = range != nullptr ? source.description
+                     : source.policy ? "built-in (" + source.policy->file + ": no measured shape within reach)"
+                                     : source.description;
+  pt.label = point_label(p, pt);
   return pt;
 }
 
 }  // namespace
+
+std::string point_label(const RingParams& p, const Point& pt) {
+  const ring::Problem& pr = pt.problem;
+  // The ring's labels carry no scheme, as before schemes existed (--estimate-from matches labels).
+  const std::string name = pt.scheme == ring::Scheme::Hybrid
+                               ? "hybrid(U=" + std::to_string(pt.ulysses_degree) + ")"
+                               : std::string(ring::to_string(pt.scheme));
+  const std::string by = pt.scheme_auto                    ? "auto:" + name + " "
+                         : pt.scheme == ring::Scheme::Ring ? ""
+                                                           : name + " ";
+  return by + "S=" + std::to_string(pr.seq_len) + " R=" + std::to_string(pr.ring_size) + " (" +
+         std::to_string(pt.num_rings) + (pt.num_rings == 1 ? " ring) " : " rings) ") +
+         (p.causal ? "causal " : "") + ring::to_string(pr.layout) + " " + ring::to_string(pr.dtype) +
+         " b=" + std::to_string(p.batch) + " h=" + std::to_string(p.num_heads) +
+         (p.num_kv_heads == p.num_heads ? "" : " kvh=" + std::to_string(p.num_kv_heads)) +
+         " d=" + std::to_string(p.head_dim) + (p.segment_lengths.empty() ? "" : " dilated") +
+         (p.backward ? " fwd+bwd" : " fwd");
+}
+
+CpShape cp_shape_of(const RingParams& p, const ring::Problem& pr) {
+  CpShape s;
+  s.dtype = ring::to_string(pr.dtype);
+  s.head_dim = p.head_dim;
+  s.num_heads = p.num_heads;
+  s.num_kv_heads = p.num_kv_heads;
+  s.causal = p.causal;
+  s.layout = ring::to_string(pr.layout);
+  s.dilation = cp_dilation_text(p.segment_lengths, p.dilation_rates);
+  s.ring_size = pr.ring_size;
+  s.span = cp_span(pr.ring_size, p.ranks_per_node);
+  return s;
+}
 
 Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::Node& n = spec.node;
   n.allow_only({"type", "name", "batch", "seq_lengths", "num_heads", "num_kv_heads", "head_dim", "embed_dim",
                 "dtype", "causal", "layout", "segment_lengths", "dilation_rates", "ring_sizes",
                 "ring_order", "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile",
-                "kernel_policy", "validate", "scheme", "ulysses_degree"});
+                "kernel_policy", "validate", "scheme", "ulysses_degree", "cp_policy"});
   RingParams p;
   p.world_size = ctx.world_size;
   p.backend = ctx.backend;
@@ -246,7 +300,11 @@ Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
     for (auto R : p.ring_sizes)
       for (const auto& layout : p.layouts)
         for (const auto& dtype : p.dtypes)
-          for (ring::Scheme scheme : p.schemes) points.push_back(make_point(n, p, S, R, layout, dtype, scheme));
+          for (const std::string& scheme : p.schemes)
+            points.push_back(scheme == "auto" ? make_auto_point(n, p, S, R, layout, dtype)
+                                              : make_point(n, p, S, R, layout, dtype,
+                                                           ring::scheme_from_string(scheme),
+                                                           p.ulysses_degree, "scheme"));
   return {std::move(p), std::move(points)};
 }
 

@@ -17,6 +17,7 @@
 #include "ring/parity.hpp"
 #include "ring/problem.hpp"
 #include "ring/ring_order.hpp"
+#include "sweeps/cp_policy.hpp"
 #include "sweeps/sweep.hpp"
 
 namespace rb::ring_sweep {
@@ -52,15 +53,22 @@ struct RingParams {
   // node_aware: rings cut from the ranks grouped node by node, so they cross nodes as few
   // times as the layout allows; rank: world order (rank r in ring r / R).
   ring::RingOrder ring_order = ring::RingOrder::NodeAware;
-  // How the context-parallel group meets every key (ring/cp_attention.hpp); one point each.
-  std::vector<ring::Scheme> schemes{ring::Scheme::Ring};
+  // How the context-parallel group meets every key (ring/cp_attention.hpp), as asked: ring,
+  // allgather, ulysses, hybrid or auto; one point each.
+  std::vector<std::string> schemes{"ring"};
   int ulysses_degree = 0;  // hybrid's Ulysses subgroup size (required with scheme hybrid)
+  // The tuned CP policy `scheme: auto` follows (cp_policy:); null: the built-in rule (ring).
+  std::shared_ptr<CpPolicyUse> cp_policy;
+  int ranks_per_node = 1;  // world / nodes: whether a group of R ranks fits one node
 };
 
 struct Point {
   ring::Problem problem;
-  ring::Scheme scheme = ring::Scheme::Ring;
+  ring::Scheme scheme = ring::Scheme::Ring;  // what runs (auto: as resolved)
   int ulysses_degree = 1;  // ranks splitting heads: hybrid U, ulysses R, 1 otherwise
+  bool scheme_auto = false;  // scheme: auto chose `scheme`
+  bool scheme_from_policy = false;  // ... from the CP policy (else the built-in rule: ring)
+  std::string scheme_source;  // where auto's choice came from; "none: scheme X named" otherwise
   int num_rings = 1;
   std::string label;
 };
@@ -92,6 +100,10 @@ struct Parsed {
   std::vector<Point> points;
 };
 Parsed parse(const SweepSpec& spec, const ParseContext& ctx);  // throws cfg::ConfigError
+// A point's plan line; an auto point's starts with "auto:SCHEME".
+std::string point_label(const RingParams& p, const Point& pt);
+// The CP policy's shape of a point (tokens per rank are S / ring size).
+CpShape cp_shape_of(const RingParams& p, const ring::Problem& pr);
 
 // ---- the points table and the screen (ring_attention_table.cpp)
 void declare_metrics(h5::PointsTable& t, std::uint64_t R, std::uint64_t I);

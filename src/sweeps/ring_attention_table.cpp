@@ -232,9 +232,10 @@ std::string parity_cell(const h5::PointRecord& r) {
 }  // namespace
 
 std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
-  // A scheme column only where a sweep compares schemes: a ring sweep reads as before.
+  // A scheme column only where a sweep compares or chooses schemes: a ring sweep reads as before.
   bool schemes = false;
-  for (const auto& r : records) schemes = schemes || (!r.text("scheme").empty() && r.text("scheme") != "ring");
+  for (const auto& r : records)
+    schemes = schemes || (!r.text("scheme").empty() && r.text("scheme") != "ring") || r.text("scheme_asked") == "auto";
   std::vector<h5::TextTable::Column> cols = {{"S"}, {"R"}, {"rings"}};
   if (schemes) cols.emplace_back("scheme", "", true);
   for (auto c : std::vector<h5::TextTable::Column>{{"layout", "", true}, {"dtype", "", true},
@@ -252,7 +253,7 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
     const double fwd_ms = r.num("forward_time_s") * 1e3;
     std::vector<std::string> row = {h5::fixed(r.num("seq_len"), 0), h5::fixed(r.num("ring_size"), 0),
                                     h5::fixed(r.num("num_rings"), 0)};
-    if (schemes) row.push_back(r.text("scheme"));
+    if (schemes) row.push_back((r.text("scheme_asked") == "auto" ? "auto:" : "") + r.text("scheme"));
     // What ran, never the backend's headline name (rank 0's blocks; every rank runs the same calls).
     const std::string ran = r.text("paths_ran").empty() ? r.text("kernel_path") : r.text("paths_ran");
     for (auto cell : {layout, r.text("dtype"), ran, h5::sig3(fwd_ms),

@@ -25,6 +25,7 @@
 #include "kernel_paths.hpp"
 #include "ring/group_transport.hpp"
 #include "ring/transport.hpp"
+#include "sweeps/cp_policy.hpp"
 
 namespace rb {
 
@@ -137,6 +138,8 @@ class Sweep {
   // The tuned policies this sweep's `kernel: auto` would follow: the driver decides, once the
   // GPU is known, whether each applies (a warning, or an error with `strict`).
   virtual std::vector<std::shared_ptr<KernelPolicyUse>> kernel_policies() const { return {}; }
+  // The CP policies `scheme: auto` follows (cp_policy:); the driver decides whether each applies.
+  virtual std::vector<std::shared_ptr<CpPolicyUse>> cp_policies() const { return {}; }
   virtual std::uint64_t estimated_output_bytes() const = 0;   // for --dry-run
   virtual SweepOutcome run(RunContext& ctx, h5::Group& out) = 0;
 

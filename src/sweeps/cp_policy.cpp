@@ -1,0 +1,195 @@
+#include "sweeps/cp_policy.hpp"
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "config/config.hpp"
+#include "config/sha256.hpp"
+#include "ring/cp_attention.hpp"
+#include "ring/problem.hpp"
+
+namespace rb {
+namespace {
+
+constexpr const char* kKind = "ringbench-cp-policy";
+constexpr std::int64_t kVersion = 1;
+
+CpShape parse_shape(const cfg::Node& r) {
+  for (const char* key : {"dtype", "head_dim", "num_heads", "num_kv_heads", "causal", "layout",
+                          "dilation", "ring_size", "span"})
+    if (!r.has(key))
+      r.fail(key, "required in every rule (dtype, head_dim, num_heads, num_kv_heads, causal, layout, "
+                  "dilation, ring_size, span)");
+  CpShape s;
+  s.dtype = r.get_choice("dtype", "", ring::dtype_names());
+  s.head_dim = static_cast<int>(r.require_int("head_dim", 1, 1024));
+  s.num_heads = static_cast<int>(r.require_int("num_heads", 1, 1 << 16));
+  s.num_kv_heads = static_cast<int>(r.require_int("num_kv_heads", 1, s.num_heads));
+  s.causal = r.get_bool("causal", false);
+  s.layout = r.get_choice("layout", "", ring::layout_names());
+  s.dilation = r.require_string("dilation");
+  s.ring_size = static_cast<int>(r.require_int("ring_size", 1, 1 << 20));
+  s.span = r.get_choice("span", "", {"node", "nodes"});
+  return s;
+}
+
+CpRange parse_range(const cfg::Node& e, const CpShape& shape, std::int64_t previous_max) {
+  e.require_map();
+  e.allow_only({"tokens_min", "tokens_max", "scheme", "ulysses_degree", "default_scheme", "speedup"});
+  CpRange range;
+  range.tokens_min = e.require_int("tokens_min", 1);
+  range.tokens_max = e.require_int("tokens_max", range.tokens_min);
+  if (range.tokens_min <= previous_max)
+    e.fail("tokens_min", "ranges must ascend without overlap: " + std::to_string(range.tokens_min) +
+                             " <= the previous range's end " + std::to_string(previous_max));
+  if (!e.has("scheme")) e.fail("scheme", "required: a scheme, or null where no scheme passed parity");
+  if (e.has("default_scheme")) e.get_choice("default_scheme", "", ring::scheme_names());
+  if (e.child("scheme").yaml().IsNull()) return range;
+  range.scheme = e.get_choice("scheme", "", ring::scheme_names());
+  const int R = shape.ring_size;
+  const ring::Scheme scheme = ring::scheme_from_string(range.scheme);
+  range.ulysses_degree = scheme == ring::Scheme::Ulysses ? R : 1;
+  if (scheme == ring::Scheme::Hybrid) {
+    range.ulysses_degree = static_cast<int>(e.require_int("ulysses_degree", 2, R));
+    if (R % range.ulysses_degree != 0)
+      e.fail("ulysses_degree", "hybrid's ulysses_degree " + std::to_string(range.ulysses_degree) +
+                                   " must divide the rule's ring_size " + std::to_string(R));
+  } else if (e.has("ulysses_degree") && e.require_int("ulysses_degree") != range.ulysses_degree) {
+    e.fail("ulysses_degree", "scheme " + range.scheme + " at ring size " + std::to_string(R) +
+                                 " splits heads over " + std::to_string(range.ulysses_degree) + " rank(s)");
+  }
+  return range;
+}
+
+CpRule parse_rule(const cfg::Node& r) {
+  r.require_map();
+  r.allow_only({"dtype", "head_dim", "num_heads", "num_kv_heads", "causal", "layout", "dilation",
+                "ring_size", "span", "ranges"});
+  CpRule rule;
+  rule.shape = parse_shape(r);
+  if (!r.has("ranges")) r.fail("ranges", "required: a list of tokens-per-rank ranges and their schemes");
+  const cfg::Node ranges = r.child("ranges");
+  if (!ranges.is_sequence() || ranges.size() == 0)
+    ranges.fail("", "expected a non-empty list of {tokens_min, tokens_max, scheme}");
+  std::int64_t previous_max = 0;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    rule.ranges.push_back(parse_range(ranges.element(i), rule.shape, previous_max));
+    previous_max = rule.ranges.back().tokens_max;
+  }
+  return rule;
+}
+
+void parse_rules(const cfg::Node& root, CpPolicy& policy) {
+  if (!root.has("rules")) root.fail("rules", "required: the tuned rules (a list, one per shape)");
+  const cfg::Node rules = root.child("rules");
+  if (!rules.is_sequence()) rules.fail("", "expected a list of rules, one per shape");
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const cfg::Node r = rules.element(i);
+    CpRule rule = parse_rule(r);
+    for (std::size_t j = 0; j < policy.rules.size(); ++j)
+      if (policy.rules[j].shape == rule.shape)
+        r.fail("", "a second rule for the shape of rules[" + std::to_string(j) + "]; keep one rule per shape");
+    policy.rules.push_back(std::move(rule));
+  }
+}
+
+// Log2 steps from `tokens` to [lo, hi] (0 inside).
+double ratio_distance(std::int64_t tokens, std::int64_t lo, std::int64_t hi) {
+  if (tokens < lo) return std::log2(double(lo) / double(tokens));
+  if (tokens > hi) return std::log2(double(tokens) / double(hi));
+  return 0.0;
+}
+
+}  // namespace
+
+std::string cp_dilation_text(const std::vector<std::int64_t>& segments, const std::vector<std::int64_t>& rates) {
+  if (segments.empty()) return "none";
+  std::string out;
+  for (std::size_t i = 0; i < segments.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(segments[i]) + "/" + std::to_string(i < rates.size() ? rates[i] : 1);
+  return out;
+}
+
+std::string cp_span(int ring_size, int ranks_per_node) {
+  return ring_size <= std::max(1, ranks_per_node) ? "node" : "nodes";
+}
+
+const CpRange* CpPolicy::pick(const CpShape& shape, std::int64_t tokens) const {
+  for (const CpRule& rule : rules) {
+    if (!(rule.shape == shape) || rule.ranges.empty()) continue;
+    const double beyond = ratio_distance(tokens, rule.ranges.front().tokens_min, rule.ranges.back().tokens_max);
+    if (beyond > kCpPolicyReach) return nullptr;  // nothing measured near: the built-in rule
+    const CpRange* best = nullptr;
+    double best_distance = std::numeric_limits<double>::infinity();
+    for (const CpRange& r : rule.ranges) {
+      const double d = ratio_distance(tokens, r.tokens_min, r.tokens_max);
+      if (d < best_distance) {
+        best = &r;
+        best_distance = d;
+      }
+    }
+    return best->scheme.empty() ? nullptr : best;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<CpPolicyUse> parse_cp_policy_text(const std::string& text, const std::string& file) {
+  const cfg::Node root(cfg::load_document(text, file), file, "");
+  if (!root.is_map())
+    root.fail("", "expected a tuned CP policy (a map with version, kind, machine, rules) as written by "
+                  "`rb-analysis tune-cp`");
+  root.allow_only({"version", "kind", "machine", "source", "sweep", "date", "margin", "hysteresis", "rules"});
+  if (!root.has("version")) root.fail("version", "required: the CP policy format version (1)");
+  const std::int64_t version = root.require_int("version");
+  if (version != kVersion)
+    root.fail("version", "this ringbench reads CP policy version " + std::to_string(kVersion) +
+                             ", the file is version " + std::to_string(version));
+  if (root.get_string("kind", "") != kKind)
+    root.fail("kind", std::string("expected '") + kKind + "' (a file written by `rb-analysis tune-cp`)");
+  auto use = std::make_shared<CpPolicyUse>();
+  use->file = file;
+  use->machine = parse_policy_machine(root);
+  auto policy = std::make_shared<CpPolicy>();
+  policy->file = file;
+  policy->sha256 = sha256_hex(text);
+  parse_rules(root, *policy);
+  use->policy = policy;
+  use->source = {policy, file + " (sha256 " + policy->sha256 + ")"};
+  return use;
+}
+
+std::shared_ptr<CpPolicyUse> parse_cp_policy(const cfg::Node& owner, const std::string& key) {
+  const cfg::Node v = owner.child(key);
+  std::string file;
+  bool strict = false;
+  if (v.is_map()) {
+    v.allow_only({"file", "strict"});
+    file = v.require_string("file");
+    strict = v.get_bool("strict", false);
+  } else {
+    file = owner.require_string(key);
+  }
+  file = resolve_policy_path(owner, key, file);
+  std::string text;
+  try {
+    text = read_config_file(file);
+  } catch (const cfg::ConfigError& e) {
+    owner.fail(key, "cannot read the CP policy file '" + file + "': " + e.message());
+  }
+  auto use = parse_cp_policy_text(text, file);
+  use->key = owner.path().empty() ? key : owner.path() + "." + key;
+  use->where = v.location();
+  use->strict = strict;
+  return use;
+}
+
+std::string applicability(const CpPolicyUse& use, const ThisMachine& here) {
+  return machine_applicability(use.machine, here);
+}
+
+std::string ported_from(const CpPolicyUse& use, const ThisMachine& here) {
+  return ported_from(use.machine, here);
+}
+
+}  // namespace rb
