@@ -186,17 +186,16 @@ Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::i
     n.fail(seg ? "segment_lengths" : "seq_lengths", "point S=" + std::to_string(S) + ", ring size " +
                                                         std::to_string(R) + ", layout " + layout + ": " + e);
   }
-  const std::string at = "ring size " + std::to_string(R) + ", layout " + layout;
   if (scheme == ring::Scheme::Ulysses) {
     const std::string why = ring::ulysses_problem_error(pr);
-    if (!why.empty()) n.fail(scheme_key, "ulysses at " + at + ": " + why);
+    if (!why.empty()) n.fail(scheme_key, "ulysses at ring size " + std::to_string(R) + ": " + why);
     pt.ulysses_degree = static_cast<int>(R);
   }
   if (scheme == ring::Scheme::Hybrid) {
     const std::string why = ring::hybrid_problem_error(pr, degree);
     if (!why.empty())
       n.fail(scheme_key == "scheme" ? "ulysses_degree" : scheme_key,
-             "hybrid(U=" + std::to_string(degree) + ") at " + at + ": " + why);
+             "hybrid at ring size " + std::to_string(R) + ", layout " + layout + ": " + why);
     pt.ulysses_degree = degree;
   }
   pt.num_rings = static_cast<int>(p.world_size / R);
