@@ -17,6 +17,16 @@ endif()
 # where the policy's lookup rule says, counted as the policy's, and named in paths_ran and on
 # screen) and one that splits a point's branches over two paths ("kokkos 4 / materialized 2").
 if(RINGBENCH_PYTHON)
+  # scheme: auto and its CP policy: tune-cp's round trip, a hand-written policy, another machine.
+  foreach(check measured written other)
+    add_test(NAME e2e_cp_policy_${check}
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cp_policy_readback.py ${check}
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/e2e_cp_policy_${check})
+    set_tests_properties(e2e_cp_policy_${check} PROPERTIES TIMEOUT 300 LABELS "mpi;e2e"
+      SKIP_RETURN_CODE 77 PROCESSORS 2
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;PYTHONPATH=${PROJECT_SOURCE_DIR}/analysis")
+  endforeach()
   foreach(check unknown_path other_machine strict applies mixed)
     add_test(NAME e2e_policy_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/policy_readback.py ${check}

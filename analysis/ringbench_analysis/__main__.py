@@ -1,4 +1,4 @@
-"""Command line: python3 -m ringbench_analysis {report,compare,table,tune,compare-tuning,nccl-tests,...}
+"""Command line: python3 -m ringbench_analysis {report,compare,table,tune,tune-cp,compare-tuning,nccl-tests,...}
 (or analysis/rb-analysis)."""
 import argparse
 import os
@@ -34,6 +34,9 @@ def _run(argv):
     if args.command == "baseline":
         from . import baseline  # imports h5py and yaml lazily: --help works without them
         return baseline.command(args)
+    if args.command == "tune-cp":
+        from . import tune_cp
+        return tune_cp.command(args)
     if args.command in ("tune", "compare-tuning"):
         from . import tune  # imports h5py: after parsing, so --help works without it
         return (tune.tune_command(args) if args.command == "tune"
@@ -220,6 +223,23 @@ def _tuning_parsers(sub):
     u.add_argument("--out", required=True, metavar="TUNED.yaml", help="policy file to write")
     u.add_argument("--report", metavar="TUNING.md",
                    help="also write this Markdown report, with PNG plots beside it")
+
+    c = sub.add_parser("tune-cp", help="turn ring_attention sweeps over several schemes into a CP policy "
+                                       "file (scheme: auto)",
+                       description="Chooses a context-parallel scheme per shape and tokens-per-rank range "
+                                   "from ring_attention points run under several schemes: a scheme "
+                                   "replaces the ring only when it passed parity and is faster by the "
+                                   "safety margin. Writes the CP policy file (docs/analysis.md, tune-cp) "
+                                   "that cp_policy: reads. Exit 0: written; 2: unusable input or settings.")
+    c.add_argument("file", metavar="RUN.h5", help="ringbench output file with ring_attention sweeps")
+    c.add_argument("--sweep", metavar="NAME", action="append",
+                   help="a ring_attention sweep to use (repeatable; default: all of them)")
+    c.add_argument("--safety-margin", type=float, required=True, metavar="X",
+                   help="a scheme must be X times faster than the ring to replace it (>= 1.0)")
+    c.add_argument("--hysteresis", type=int, default=1, metavar="N",
+                   help="a switch must hold on N consecutive tokens-per-rank points (default 1: "
+                        "scheme grids are short)")
+    c.add_argument("--out", required=True, metavar="CP.yaml", help="CP policy file to write")
 
     ct = sub.add_parser("compare-tuning", help="compare two tuned policy files; exit 1 when a "
                                                "choice changed",

@@ -107,26 +107,26 @@ class _Point:
         return t_default / t_path if t_path > 0 else math.nan
 
 
-def _merged_frame(measurements):
+def _merged_frame(measurements, keys=SHAPE_KEYS):
     df = measurements.copy()
     if "time_s" not in df.columns and {"forward_time_s", "backward_time_s"} <= set(df.columns):
         df["time_s"] = df["forward_time_s"] + df["backward_time_s"]
-    missing = [c for c in SHAPE_KEYS + ("block_rows", "path", "time_s", "parity_ok")
+    missing = [c for c in tuple(keys) + ("block_rows", "path", "time_s", "parity_ok")
                if c not in df.columns]
     if missing:
         raise TuningError(f"measurements lack column(s) {', '.join(missing)}")
     # NaN parity would read as True after astype(bool): an unknown parity is a failure.
     df["parity_ok"] = df["parity_ok"].map(lambda v: bool(v) if v is not None and v == v else False)
     df["time_s"] = df["time_s"].astype(float)
-    return (df.groupby(list(SHAPE_KEYS) + ["block_rows", "path"], sort=True)
+    return (df.groupby(list(keys) + ["block_rows", "path"], sort=True)
               .agg(time_s=("time_s", "median"), parity_ok=("parity_ok", "all"))
               .reset_index())
 
 
-def _point_defaults(measurements, default_path):
+def _point_defaults(measurements, default_path, keys=SHAPE_KEYS):
     """shape tuple -> {block_rows: the default path there} (see the module docstring)."""
     groups = {tuple(_plain(v) for v in shape): group
-              for shape, group in measurements.groupby(list(SHAPE_KEYS), sort=True)}
+              for shape, group in measurements.groupby(list(keys), sort=True)}
 
     def every_point(path_of):
         return {shape: {_plain(r): path_of(shape) for r in group["block_rows"]}
@@ -135,7 +135,7 @@ def _point_defaults(measurements, default_path):
     if isinstance(default_path, str):
         return every_point(lambda shape: default_path)
     if isinstance(default_path, Mapping):
-        missing = [shape_text(s) for s in groups if s not in default_path]
+        missing = [shape_text(s, keys) for s in groups if s not in default_path]
         if missing:
             raise TuningError(f"no default path for shape(s): {'; '.join(missing)}")
         return every_point(lambda shape: default_path[shape])
@@ -151,7 +151,7 @@ def _point_defaults(measurements, default_path):
         for rows, at in group.groupby("block_rows", sort=True):
             names = sorted({str(v) for v in at["default_path"] if isinstance(v, str) and v})
             if len(names) != 1:
-                raise TuningError(f"shape {shape_text(shape)} block_rows {_plain(rows)}: expected "
+                raise TuningError(f"shape {shape_text(shape, keys)} block_rows {_plain(rows)}: expected "
                                   f"one default path, found {names or 'none'}")
             defaults[shape][_plain(rows)] = names[0]
     return defaults
@@ -243,8 +243,9 @@ def _check_settings(margin, hysteresis):
         raise TuningError(f"hysteresis must be an integer >= 1, got {hysteresis!r}")
 
 
-def decide(measurements, default_path, margin, hysteresis=2):
-    """Per shape group (a tuple in SHAPE_KEYS order) -> list of Decision, one per measured
+def decide(measurements, default_path, margin, hysteresis=2, keys=SHAPE_KEYS):
+    """Per shape group (a tuple in `keys` order, SHAPE_KEYS for kernel paths; tune_cp.py passes
+    its own) -> list of Decision, one per measured
     block_rows in ascending order: the final path there (after hysteresis), why, and its
     speedup time(default)/time(path) (NaN when either was not measured) and the default there.
 
@@ -252,10 +253,10 @@ def decide(measurements, default_path, margin, hysteresis=2):
     default_path column). See the module docstring for the columns and the rules.
     """
     _check_settings(margin, hysteresis)
-    defaults = _point_defaults(measurements, default_path)
-    merged = _merged_frame(measurements)
+    defaults = _point_defaults(measurements, default_path, keys)
+    merged = _merged_frame(measurements, keys)
     out = {}
-    for shape, group in merged.groupby(list(SHAPE_KEYS), sort=True):
+    for shape, group in merged.groupby(list(keys), sort=True):
         shape = tuple(_plain(v) for v in shape)
         points = _points(group)
         default = [defaults[shape][p.rows] for p in points]
@@ -267,17 +268,17 @@ def decide(measurements, default_path, margin, hysteresis=2):
     return out
 
 
-def builtin_quality(measurements, tolerance=1.05):
+def builtin_quality(measurements, tolerance=1.05, keys=SHAPE_KEYS):
     """How good the built-in rule (each point's default_path column) was on the grid: a dict
     with points (grid points where some path passed parity), within (of those, where the
     default passed and time(default) <= tolerance x the fastest passing path), missed (the
     default failed parity or was not measured) and worst (ratio, shape, block_rows) of the
     largest time(default) / fastest, or None."""
-    merged = _merged_frame(measurements)
-    defaults = _point_defaults(measurements, None)
+    merged = _merged_frame(measurements, keys)
+    defaults = _point_defaults(measurements, None, keys)
     points = within = missed = 0
     worst = None
-    for shape, group in merged.groupby(list(SHAPE_KEYS), sort=True):
+    for shape, group in merged.groupby(list(keys), sort=True):
         shape = tuple(_plain(v) for v in shape)
         for p in _points(group):
             if not p.passed:
@@ -292,16 +293,16 @@ def builtin_quality(measurements, tolerance=1.05):
             if worst is None or ratio > worst[0]:
                 worst = (ratio, shape, p.rows)
     return {"points": points, "within": within, "missed": missed, "worst": worst,
-            "tolerance": tolerance}
+            "tolerance": tolerance, "keys": tuple(keys)}
 
 
-def builtin_quality_text(q):
+def builtin_quality_text(q, what="path", rows_name="block_rows"):
     """builtin_quality() in one sentence."""
     text = (f"built-in rule: within {round((q['tolerance'] - 1) * 100)} % of the fastest passing "
-            f"path on {q['within']} of {q['points']} grid point(s)")
+            f"{what} on {q['within']} of {q['points']} grid point(s)")
     if q["worst"] is not None and q["worst"][0] > q["tolerance"]:
         ratio, shape, rows = q["worst"]
-        text += f"; worst {ratio:.2f}x slower ({shape_text(shape)} block_rows {rows})"
+        text += f"; worst {ratio:.2f}x slower ({shape_text(shape, q.get('keys', SHAPE_KEYS))} {rows_name} {rows})"
     if q["missed"]:
         text += f"; its path failed parity or was not measured on {q['missed']}"
     return text
@@ -318,9 +319,9 @@ def choose(measurements, default_path, margin, hysteresis=2):
                                            hysteresis).items()}
 
 
-def shape_text(shape):
-    """A shape tuple (SHAPE_KEYS order) in words: `dtype=bf16 head_dim=128 causal=True ...`."""
-    return " ".join(f"{k}={v}" for k, v in zip(SHAPE_KEYS, shape))
+def shape_text(shape, keys=SHAPE_KEYS):
+    """A shape tuple (`keys` order) in words: `dtype=bf16 head_dim=128 causal=True ...`."""
+    return " ".join(f"{k}={v}" for k, v in zip(keys, shape))
 
 
 # ---------------------------------------------------------------------------------- policy
