@@ -313,7 +313,7 @@ TEST_CASE("--force replaces an old file only at the first flush, and a link only
     fs::create_symlink("nowhere.h5", dir + "/dangling.h5");
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  for (const std::string link : {path, dir + "/dangling.h5"}) {
+  for (const std::string& link : {path, dir + "/dangling.h5"}) {
     const std::string msg = error_of([&] { File::create(link, MPI_COMM_WORLD, false); });
     CHECK(msg.find("is a symbolic link") != std::string::npos);
     CHECK(msg.find("replace the link itself (never its target)") != std::string::npos);
@@ -354,7 +354,7 @@ TEST_CASE("refused outputs: a directory, the config file, a path too long for MP
 TEST_CASE("a write past the file size limit names the OS reason, on every rank") {
   // From 3 ranks on, Open MPI's two-phase write loses the error on the writing rank and one
   // rank's flush fails inside HDF5 while the others wait in its barrier: that rank ends the run
-  // (MPI_Abort, within h5.cpp's 5 s), which a unit test cannot survive. To see it by hand:
+  // (MPI_Abort, within h5_detail's 5 s), which a unit test cannot survive. To see it by hand:
   // RB_TEST_ABORT_PATH=1 mpirun -np 3 -x RB_TEST_ABORT_PATH test_metrics -tc="a write past*"
   if (world() > 2 && !std::getenv("RB_TEST_ABORT_PATH")) return;
   const std::string path = test_path("fsize");
