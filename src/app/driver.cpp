@@ -26,13 +26,13 @@
 #include "app/json_report.hpp"
 #include "app/paths.hpp"
 #include "app/plan.hpp"
+#include "app/policies.hpp"
 #include "app/progress.hpp"
 #include "app/provenance.hpp"
 #include "app/registry.hpp"
 #include "app/watchdog.hpp"
 #include "config/bytes.hpp"
 #include "config/config.hpp"
-#include "config/policy_file.hpp"
 #include "metrics/h5.hpp"
 #include "ringbench/version.hpp"
 #include "runtime/binding.hpp"
@@ -283,110 +283,6 @@ std::optional<RankSetup> set_up_rank(const Validated& v, const RankLayout& layou
   // The world NCCL communicator is made by the first sweep that needs it (GpuContext).
   if (v.backend == Backend::Cuda) s.gpu_ctx = std::make_unique<GpuContext>(s.gpu, world);
   return s;
-}
-
-// ---------------------------------------------------------------- 2b. tuned kernel policies
-
-// Each policy file once, in sweep order: the sweeps' kernel_policies() or cp_policies().
-template <class Use, class Of>
-std::vector<std::shared_ptr<Use>> policy_uses(const Validated& v, Of of) {
-  std::vector<std::shared_ptr<Use>> uses;
-  for (const auto& sweep : v.sweeps)
-    for (auto& use : of(*sweep))
-      if (std::find(uses.begin(), uses.end(), use) == uses.end()) uses.push_back(use);
-  return uses;
-}
-
-std::string library_version(const char* name) {
-  for (const auto& [library, text] : library_versions())
-    if (library == name) return text;
-  return "";
-}
-
-// What a kind of policy steers, for the messages: "kernel: auto" or "scheme: auto", and what
-// that follows without the file.
-const char* steers(const KernelPolicyUse&) { return "kernel: auto"; }
-const char* steers(const CpPolicyUse&) { return "scheme: auto"; }
-const char* kind_of(const KernelPolicyUse&) { return "kernel policy"; }
-const char* kind_of(const CpPolicyUse&) { return "CP policy"; }
-const char* without_it(const KernelPolicyUse&) { return "kernel: auto follows the built-in rule"; }
-const char* without_it(const CpPolicyUse&) { return "scheme: auto runs the ring (the built-in rule)"; }
-
-// Whether one policy applies on every rank: "" or the first rank's reason. Every rank must
-// also have read the same bytes (a node with a stale copy would run other kernels).
-template <class Use>
-std::string policy_reason(const Use& use, const RankSetup& s, Backend backend, MPI_Comm world) {
-  const ThisMachine here{to_string(backend), s.gpu.name,
-                         backend == Backend::Cuda ? library_version("cudnn") : "", s.gpu.arch};
-  std::string sha = use.policy->sha256;
-  mpi::broadcast_string(sha, world);
-  std::string mine = applicability(use, here);
-  if (sha != use.policy->sha256)
-    mine = "rank " + std::to_string(mpi::rank_of(world)) + " read other bytes from " + use.file +
-           " than rank 0 (sha256 " + use.policy->sha256 + ", rank 0: " + sha + ")";
-  for (const auto& reason : mpi::gather_strings(mine, world))
-    if (!reason.empty()) return reason;
-  return "";
-}
-
-// A policy tuned on another GPU model of this architecture applies (applicability() said so):
-// say it once and record "ported from MODEL" with the file, or (strict) refuse through `refusal`.
-template <class Use>
-void port_if_other_model(Use& use, const RankSetup& s, Backend backend, std::string& refusal, MPI_Comm world) {
-  const ThisMachine here{to_string(backend), s.gpu.name, "", s.gpu.arch};
-  const std::string from = ported_from(use, here);
-  if (from.empty()) return;
-  const std::string why = "it was tuned on GPU '" + from + "', this rank has '" + s.gpu.name +
-                          "' of the same architecture (sm " + s.gpu.arch + ")";
-  if (use.strict) {
-    refusal = why;
-    return;
-  }
-  if (mpi::rank_of(world) == 0)
-    fmt::print("warning: {}:{}: key '{}': tuned policy {} ported: {}; {} follows it (strict: true "
-               "refuses instead)\n", use.where.file, use.where.line, use.key, use.file, why, steers(use));
-  use.source.description += " ported from " + from;
-}
-
-// Decides, on every rank alike, what each policy key's `auto` follows: the file where it was
-// tuned on this kind of machine, else the built-in rule with a warning, or (strict) an error
-// before any work. Returns false after an error.
-template <class Use>
-bool decide(const std::vector<std::shared_ptr<Use>>& uses, const Validated& v, const RankSetup& s,
-            bool quiet, MPI_Comm world) {
-  const bool root = mpi::rank_of(world) == 0;
-  for (const auto& use : uses) {
-    std::string strict_refusal;
-    const std::string why = policy_reason(*use, s, v.backend, world);
-    const std::string where = fmt::format("{}:{}: key '{}': tuned policy {}", use->where.file,
-                                          use->where.line, use->key, use->file);
-    if (why.empty()) {
-      port_if_other_model(*use, s, v.backend, strict_refusal, world);
-      if (!strict_refusal.empty()) {
-        if (root) fmt::print(stderr, "ringbench: invalid config: {} refused (strict): {}\n", where, strict_refusal);
-        return false;
-      }
-      if (root && !quiet)
-        fmt::print("{}: {} is followed by {}\n", kind_of(*use), use->source.description, steers(*use));
-      continue;
-    }
-    if (use->strict) {
-      if (root) fmt::print(stderr, "ringbench: invalid config: {} refused (strict): {}\n", where, why);
-      return false;
-    }
-    if (root)
-      fmt::print("warning: {} not applied: {}; {} (strict: true refuses instead)\n", where, why, without_it(*use));
-    use->source = {nullptr, "built-in (" + use->file + " not applied: " + why + ")"};
-  }
-  return true;
-}
-
-bool decide_policies(const Validated& v, const RankSetup& s, bool quiet, MPI_Comm world) {
-  const auto kernel = policy_uses<KernelPolicyUse>(v, [](const Sweep& w) { return w.kernel_policies(); });
-  const auto cp = policy_uses<CpPolicyUse>(v, [](const Sweep& w) { return w.cp_policies(); });
-  const bool ok = decide(kernel, v, s, quiet, world) && decide(cp, v, s, quiet, world);
-  std::fflush(stdout);
-  return ok;
 }
 
 // ---------------------------------------------------------------- 3. header
@@ -720,7 +616,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   std::optional<RankSetup> setup = set_up_rank(*v, layout, world);
   if (!setup) return 1;
   print_header(*v, cli, layout, *setup, min_gpus, mpi_thread_level, world);
-  if (!decide_policies(*v, *setup, cli.quiet, world)) return 1;
+  if (!decide_policies(v->sweeps, v->backend, setup->gpu, cli.quiet, world)) return 1;
 
   const std::string out_path = output_path(cli, v->config, world);
   std::optional<h5::File> file = open_output(out_path, cli.force, cli.config_path, v->config.run, world);
