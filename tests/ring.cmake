@@ -99,14 +99,23 @@ endforeach()
 ringbench_add_doctest(TARGET test_block_calls SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_block_calls.cpp
                       LIBS rb_ring)
 ringbench_add_test(NAME ring_block_calls RANKS 1 COMMAND $<TARGET_FILE:test_block_calls> LABELS "ring;unit" TIMEOUT 120)
-# The all-gather and Ulysses schemes against the reference at 1-4 ranks (host path: their
-# collectives have no GPU transport yet), bytes sent, refusals.
+# The all-gather, Ulysses and hybrid schemes against the reference at 1-4 ranks, bytes sent,
+# refusals; on the host path (MPI collectives) and the GPU path (NCCL collectives, exit 77
+# without a GPU).
 ringbench_add_doctest(TARGET test_cp_schemes SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_cp_schemes.cpp
                       LIBS rb_app)
 foreach(n 1 2 3 4)
   ringbench_add_test(NAME cp_schemes_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_cp_schemes>
                      LABELS "ring;mpi" TIMEOUT 300)
 endforeach()
+if(RINGBENCH_HAVE_CUDA)
+  ringbench_add_doctest(TARGET test_cp_schemes_gpu GPU SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_cp_schemes.cpp
+                        LIBS rb_app)
+  foreach(n 1 2 4)
+    ringbench_add_test(NAME cp_schemes_gpu_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_cp_schemes_gpu>
+                       LABELS gpu TIMEOUT 300)
+  endforeach()
+endif()
 # scheme: auto and its tuned CP policy: the file reader, the lookup over tokens per rank, and the
 # ring_attention sweep resolving auto (issue #27 item 4).
 ringbench_add_doctest(TARGET test_cp_policy SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_cp_policy.cpp LIBS rb_app)

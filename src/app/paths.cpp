@@ -35,9 +35,8 @@ PathFactories cuda_factories() {
   f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend& backend) {
     return ring::make_nccl_transport(ring_comm, backend);
   };
-  // No NCCL collectives for the other schemes yet: the sweep refuses them at startup.
-  f.group_transport = [](MPI_Comm, attn::AttentionBackend&) -> std::unique_ptr<ring::GroupTransport> {
-    throw std::logic_error("the all-gather and Ulysses schemes have no GPU transport in this build");
+  f.group_transport = [](MPI_Comm group_comm, attn::AttentionBackend& backend) {
+    return ring::make_nccl_group_transport(group_comm, backend);
   };
   return f;
 #else

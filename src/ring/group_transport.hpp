@@ -4,19 +4,21 @@
 // (dK/dV back to their owners, summed) and all-to-all (sequence shards <-> head shards,
 // Ulysses). Each call returns when its result is usable by the compute stream (host: done;
 // GPU: ordered on the backend's stream) and says how long the host waited. MPI on the host path
-// (mpi_group_transport.cpp); the GPU path has none yet and refuses the schemes at startup.
+// (mpi_group_transport.cpp), NCCL on the GPU path (nccl_group_transport.cpp).
 #include <cstddef>
 #include <memory>
 #include <string>
 
 #include <mpi.h>
 
+#include "backend.hpp"
+
 namespace rb::ring {
 
 class GroupTransport {
  public:
   virtual ~GroupTransport() = default;
-  virtual std::string name() const = 0;  // "mpi"
+  virtual std::string name() const = 0;  // "mpi", "nccl"
   virtual int group_size() const = 0;
   virtual int group_rank() const = 0;
   // recv[r * bytes, (r + 1) * bytes) = rank r's send, for every rank r of the group.
@@ -29,5 +31,8 @@ class GroupTransport {
 
 // The host transport: MPI collectives on a private duplicate of `group_comm`.
 std::unique_ptr<GroupTransport> make_mpi_group_transport(MPI_Comm group_comm);
+// The GPU transport (CUDA builds): NCCL collectives on backend's compute stream, over the NCCL
+// communicator attached to group_comm (ring/ring_comms.hpp) or one of its own made from MPI.
+std::unique_ptr<GroupTransport> make_nccl_group_transport(MPI_Comm group_comm, attn::AttentionBackend& backend);
 
 }  // namespace rb::ring

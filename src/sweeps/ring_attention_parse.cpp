@@ -120,30 +120,22 @@ void parse_validate(const cfg::Node& n, RingParams& p) {
 }
 
 // num_kv_heads (GQA/MQA): default num_heads; must divide it. The kernels see expanded K/V
-// (ring/kv_expansion.hpp), measured on the host path only so far.
-void parse_kv_heads(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
+// (ring/kv_expansion.hpp) on both paths.
+void parse_kv_heads(const cfg::Node& n, RingParams& p) {
   p.num_kv_heads = static_cast<int>(n.get_int("num_kv_heads", p.num_heads, 1, 1 << 16));
   const std::string kv = std::to_string(p.num_kv_heads), h = std::to_string(p.num_heads);
   if (p.num_kv_heads > p.num_heads || p.num_heads % p.num_kv_heads != 0)
     n.fail("num_kv_heads", "num_kv_heads " + kv + " must divide num_heads " + h +
                                " (each K/V head serves num_heads / num_kv_heads query heads)");
-  if (p.num_kv_heads != p.num_heads && ctx.backend == Backend::Cuda)
-    n.fail("num_kv_heads", "num_kv_heads " + kv + " < num_heads " + h + " (grouped-query attention) runs on "
-                           "the host path only in this build (not yet measured on a GPU); use backend: host");
 }
 
 // scheme: ring (default), allgather, ulysses, hybrid, auto, or a list of them (one point each);
-// hybrid with ulysses_degree; auto with an optional cp_policy. The other schemes' collectives
-// exist on the host path only (ring/group_transport.hpp).
+// hybrid with ulysses_degree; auto with an optional cp_policy. The other schemes' collectives:
+// ring/group_transport.hpp (MPI on the host path, NCCL on the GPU path).
 void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
   std::vector<std::string> choices = ring::scheme_names();
   choices.push_back("auto");
   p.schemes = n.get_choice_list("scheme", {"ring"}, choices);
-  for (const std::string& name : p.schemes)
-    if (name != "ring" && name != "auto" && ctx.backend == Backend::Cuda)
-      n.fail("scheme", "scheme " + name + " runs on the host path only in this build: its NCCL "
-                       "collectives (all-gather, reduce-scatter, all-to-all) are not written yet; "
-                       "use scheme: ring on the cuda backend, or backend: host");
   const auto asks = [&](const char* name) {
     return std::find(p.schemes.begin(), p.schemes.end(), name) != p.schemes.end();
   };
@@ -216,9 +208,6 @@ Point make_auto_point(const cfg::Node& n, const RingParams& p, std::int64_t S, s
   Point pt = probe;
   if (range != nullptr) {
     const ring::Scheme scheme = ring::scheme_from_string(range->scheme);
-    if (scheme != ring::Scheme::Ring && p.backend == Backend::Cuda)
-      n.fail("cp_policy", "the CP policy picks scheme " + range->scheme + " at S=" + std::to_string(S) +
-                              ", ring size " + std::to_string(R) + ", which runs on the host path only in this build");
     pt = make_point(n, p, S, R, layout, dtype, scheme, range->ulysses_degree, "cp_policy");
   }
   pt.scheme_auto = true;
@@ -278,7 +267,7 @@ Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
   p.seq_lengths = n.get_int_list("seq_lengths", {}, 1, std::int64_t{1} << 40);
   p.num_heads = static_cast<int>(n.get_int("num_heads", 8, 1, 1 << 16));
   p.head_dim = parse_head_dim(n, p.num_heads);
-  parse_kv_heads(n, ctx, p);
+  parse_kv_heads(n, p);
   p.causal = n.get_bool("causal", false);
   p.layouts = n.get_choice_list("layout", {p.causal ? "zigzag" : "contiguous"}, ring::layout_names());
   p.dtypes = n.get_choice_list("dtype", {ctx.backend == Backend::Cuda ? "bf16" : "fp32"}, ring::dtype_names());

@@ -1,5 +1,5 @@
-// The all-gather and Ulysses schemes (ring/cp_attention.hpp) at the world's size (1-4 ranks,
-// host path) against the single-rank double-precision reference, on the same shards the ring
+// The all-gather, Ulysses and hybrid schemes (ring/cp_attention.hpp) at the world's size (1-4
+// ranks; host path, and GPU path in test_cp_schemes_gpu) against the single-rank double-precision reference, on the same shards the ring
 // starts from and ends with: every layout, causal or not, dilated branches where the scheme
 // allows them, fp32 and bf16 storage, forward and backward; the bytes each rank sends; and
 // Ulysses' refusals.
@@ -50,6 +50,7 @@ Problem base(Layout layout, bool causal) {
 }  // namespace
 
 TEST_CASE("all-gather and Ulysses equal the reference: every layout, causal or not, dilated") {
+  if (!rbtest::path_usable()) return;
   for (Layout layout : {Layout::Contiguous, Layout::Zigzag, Layout::Striped})
     for (bool causal : {false, true})
       for (const std::vector<Branch>& branches : std::vector<std::vector<Branch>>{{}, {{16, 2}, {32, 1}}}) {
@@ -63,6 +64,7 @@ TEST_CASE("all-gather and Ulysses equal the reference: every layout, causal or n
 }
 
 TEST_CASE("grouped-query attention (num_kv_heads < num_heads) under every scheme, full and sampled") {
+  if (!rbtest::path_usable()) return;
   const int R = rb::test::world();
   for (Layout layout : {Layout::Zigzag, Layout::Striped})
     for (int kv : {12, 1}) {  // GQA (2 query heads per K/V head), MQA (one K/V head)
@@ -92,6 +94,7 @@ TEST_CASE("grouped-query attention (num_kv_heads < num_heads) under every scheme
 }
 
 TEST_CASE("a K/V head's gradient is its group's sum: a wrong K/V head mapping fails parity") {
+  if (!rbtest::path_usable()) return;
   // Computing the problem as if every query head had its own K/V head (kv_heads = heads) while
   // the reference groups them must fail: the check is sensitive to the grouping.
   Problem gqa = base(Layout::Contiguous, false);
@@ -108,6 +111,7 @@ TEST_CASE("a K/V head's gradient is its group's sum: a wrong K/V head mapping fa
 }
 
 TEST_CASE("hybrid: Ulysses inside subgroups, the ring across, at every degree that divides the group") {
+  if (!rbtest::path_usable()) return;
   const int R = rb::test::world();
   for (int u = 1; u <= R; ++u) {
     if (R % u != 0) continue;
@@ -138,6 +142,7 @@ TEST_CASE("hybrid refuses what it cannot split") {
 }
 
 TEST_CASE("all-gather and Ulysses with bf16 storage, batch 2") {
+  if (!rbtest::path_usable()) return;
   Problem p = base(Layout::Zigzag, true);
   p.batch = 2;
   p.dtype = rb::attn::DType::BF16;
@@ -146,6 +151,7 @@ TEST_CASE("all-gather and Ulysses with bf16 storage, batch 2") {
 }
 
 TEST_CASE("every scheme sends the bytes bytes_sent_per_iteration says") {
+  if (!rbtest::path_usable()) return;
   const Problem p = base(Layout::Zigzag, true);
   const int u = rb::test::world() % 2 == 0 ? 2 : 1;  // hybrid: subgroups of 2 where the world splits so
   for (Scheme s : {Scheme::Ring, Scheme::AllGather, Scheme::Ulysses, Scheme::Hybrid}) {

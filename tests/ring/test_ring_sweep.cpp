@@ -261,8 +261,11 @@ TEST_CASE("ring_attention config: scheme is ring (default), allgather or ulysses
             .find("dilation rate 4 does not divide the 2 heads per rank") != std::string::npos);
   rb::ParseContext gpu = world4();
   gpu.backend = rb::Backend::Cuda;
-  CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], scheme: allgather}"), gpu, "scheme")
-            .find("scheme allgather runs on the host path only in this build") == 0);
+  // Every scheme has its NCCL collectives (ring/nccl_group_transport.cpp): nothing refused on the GPU path.
+  CHECK(rbtest::rejection(rb::parse_ring_attention,
+                          spec_of("{seq_lengths: [64], num_heads: 8, scheme: [allgather, ulysses, hybrid], ulysses_degree: 2}"),
+                          gpu, "scheme").empty());
+  CHECK(rb::parse_ring_attention(spec_of("{seq_lengths: [64], num_heads: 8, scheme: [ring, allgather]}"), gpu)->plan().size() == 2);
 }
 
 TEST_CASE("ring_attention sweep: every scheme into the file, keyed, parity ok") {
@@ -281,7 +284,7 @@ TEST_CASE("ring_attention sweep: every scheme into the file, keyed, parity ok") 
     for (auto b : bytes) CHECK(b > 0);
 }
 
-TEST_CASE("ring_attention config: num_kv_heads (GQA/MQA) divides num_heads; host path only for now") {
+TEST_CASE("ring_attention config: num_kv_heads (GQA/MQA) divides num_heads, on both paths") {
   const auto sweep = rb::parse_ring_attention(spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 2}"), world4());
   CHECK(sweep->plan()[0].find(" h=8 kvh=2 ") != std::string::npos);
   CHECK(rejection("{seq_lengths: [64], num_heads: 8, num_kv_heads: 3}", "num_kv_heads")
@@ -292,8 +295,9 @@ TEST_CASE("ring_attention config: num_kv_heads (GQA/MQA) divides num_heads; host
   rb::ParseContext gpu = world4();
   gpu.backend = rb::Backend::Cuda;
   CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 4}"),
-                          gpu, "num_kv_heads")
-            .find("runs on the host path only in this build") != std::string::npos);
+                          gpu, "num_kv_heads").empty());
+  CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 3}"),
+                          gpu, "num_kv_heads").find("num_kv_heads 3 must divide num_heads 8") == 0);
   CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 8}"),
                           gpu, "num_kv_heads").empty());
 }
