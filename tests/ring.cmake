@@ -99,6 +99,10 @@ endforeach()
 ringbench_add_doctest(TARGET test_block_calls SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_block_calls.cpp
                       LIBS rb_ring)
 ringbench_add_test(NAME ring_block_calls RANKS 1 COMMAND $<TARGET_FILE:test_block_calls> LABELS "ring;unit" TIMEOUT 120)
+# Which transport moves the ring's K/V: auto's rule, its reasons, and the refusals (issue #26).
+ringbench_add_doctest(TARGET test_transport_choice SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_transport_choice.cpp
+                      LIBS rb_ring)
+ringbench_add_test(NAME ring_transport_choice RANKS 1 COMMAND $<TARGET_FILE:test_transport_choice> LABELS "ring;unit" TIMEOUT 60)
 # The all-gather, Ulysses and hybrid schemes against the reference at 1-4 ranks, bytes sent,
 # refusals; on the host path (MPI collectives) and the GPU path (NCCL collectives, exit 77
 # without a GPU).

@@ -7,6 +7,7 @@
 #include "ring/transport.hpp"
 #ifdef RINGBENCH_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
+#include "ring/ce_transport.hpp"
 #endif
 
 namespace rb {
@@ -19,6 +20,12 @@ PathFactories host_factories() {
   };
   f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend&) {
     return ring::make_mpi_transport(ring_comm);
+  };
+  f.copy_engine_probe = [](MPI_Comm) {
+    return ring::CopyEngineProbe{false, "the host path moves K/V with MPI"};
+  };
+  f.copy_engine_transport = [](MPI_Comm, attn::AttentionBackend&) -> std::unique_ptr<ring::RingTransport> {
+    throw std::logic_error("the copy-engine transport needs the cuda path");
   };
   f.group_transport = [](MPI_Comm group_comm, attn::AttentionBackend&) {
     return ring::make_mpi_group_transport(group_comm);
@@ -34,6 +41,10 @@ PathFactories cuda_factories() {
   };
   f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend& backend) {
     return ring::make_nccl_transport(ring_comm, backend);
+  };
+  f.copy_engine_probe = [](MPI_Comm ring_comm) { return ring::probe_copy_engine(ring_comm); };
+  f.copy_engine_transport = [](MPI_Comm ring_comm, attn::AttentionBackend& backend) {
+    return ring::make_copy_engine_transport(ring_comm, backend);
   };
   f.group_transport = [](MPI_Comm group_comm, attn::AttentionBackend& backend) {
     return ring::make_nccl_group_transport(group_comm, backend);

@@ -13,8 +13,11 @@
 //   hybrid     Ulysses inside subgroups of ulysses_degree consecutive ranks, the ring across
 //              them (hybrid_attention.hpp).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <mpi.h>
 
 #include "ring/problem.hpp"
 
@@ -30,6 +33,17 @@ struct StepTimes {
 // lse [batch][heads][local_rows]; the gradients stay empty without backward.
 struct RingResult {
   std::vector<float> out, lse, dq, dk, dv;
+};
+
+// What the ring's transfers cost and how much of them the block computation hides (issue #26):
+// measured after the timed iterations, one ring pass at a time with nothing else running.
+// Medians over the repeats; a transfer's time runs from its post to the data being usable.
+struct OverlapCalibration {
+  int repeats = 0;
+  double hop_transfer_alone_s = 0.0;       // one forward hop (this rank's K/V block)
+  double forward_transfer_alone_s = 0.0;   // the forward's R - 1 hops, one after another
+  double backward_transfer_alone_s = 0.0;  // the backward's hops (K/V, K/V + dK/dV, dK/dV home)
+  std::vector<double> step_compute_alone, backward_step_compute_alone;  // per ring step
 };
 
 enum class Scheme { Ring, AllGather, Ulysses, Hybrid };
@@ -60,6 +74,13 @@ class ContextParallelAttention {
   virtual void reset_bytes_sent() = 0;
   virtual const Problem& problem() const = 0;
   virtual Scheme scheme() const = 0;
+  // The ring's overlap calibration (collective over `sync`, which every rank of the point's
+  // groups is in); none for the other schemes (hybrid's steps also hold its all-to-alls, so a
+  // ring-only calibration would not match them) and a ring of one. Overwrites the results:
+  // call after result().
+  virtual std::optional<OverlapCalibration> calibrate_overlap(MPI_Comm /*sync*/, int /*repeats*/) {
+    return std::nullopt;
+  }
 };
 
 }  // namespace rb::ring

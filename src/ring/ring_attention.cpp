@@ -69,6 +69,7 @@ void RingAttention::forward() {
     if (s < R - 1) host_wait[static_cast<std::size_t>(s)] = tr_.wait();
     marks[m + 2] = be_.mark();
   }
+  tr_.finish();  // the neighbours' reads of this rank's buffers end inside the pass
   be_.synchronize();
   for (int s = 0; s < R; ++s) {
     const std::size_t m = 3 * static_cast<std::size_t>(s), i = static_cast<std::size_t>(s);
@@ -132,6 +133,7 @@ void RingAttention::backward() {
   post(pkt_[(R - 1) % 2].bytes() + kv_bytes, shards_.dkdv.ptr, dkdv_bytes);
   host_wait[static_cast<std::size_t>(R - 1)] += tr_.wait();
   marks[m + 4] = be_.mark();
+  tr_.finish();
   be_.synchronize();
   for (int s = 0; s < R; ++s) {
     const std::size_t k = 6 * static_cast<std::size_t>(s), i = static_cast<std::size_t>(s);

@@ -37,6 +37,7 @@ class RingAttention final : public ShardedScheme {
   void forward() override;
   void backward() override;  // after forward()
   Scheme scheme() const override { return Scheme::Ring; }
+  std::optional<OverlapCalibration> calibrate_overlap(MPI_Comm sync, int repeats) override;  // ring_overlap.cpp
 
   // The ring's own buffers on the backend, for a scheme that fills and reads them there (hybrid):
   // inputs as load_inputs() takes them, results as result() returns them.
@@ -54,6 +55,10 @@ class RingAttention final : public ShardedScheme {
   void compute_backward(const char* kv, int owner, float* dkdv);
   // This rank's queries on the kernels, against one K/V block (step_kernels.hpp).
   StepKernels kernels() const;
+  // The overlap calibration's parts (ring_overlap.cpp).
+  double transfer_alone(MPI_Comm sync, std::size_t bytes);
+  std::vector<double> forward_compute_alone();
+  std::vector<double> backward_compute_alone();
 
   RingTransport& tr_;
   int rank_ = 0;

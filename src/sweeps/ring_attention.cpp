@@ -148,8 +148,10 @@ class RingAttentionSweep final : public Sweep {
           static_cast<double>(ring::bytes_sent_per_iteration(pr, pt.scheme, p_.backward, pt.ulysses_degree));
       const double iteration = flop / (a.device_tflops * 1e12) + step_bytes / a.link_Bps +
                                (pr.ring_size - 1) * a.latency_s;
-      total += static_cast<double>(p_.iterations + p_.warmup) * iteration + a.point_overhead_s +
-               ring::parity_seconds(pr, parity_options(), p_.backward);
+      // The overlap calibration runs the ring's compute and transfers once more per repeat, apart.
+      const bool calibrated = pr.ring_size > 1 && pt.scheme == ring::Scheme::Ring;
+      const double runs = static_cast<double>(p_.iterations + p_.warmup + (calibrated ? p_.overlap_repeats : 0));
+      total += runs * iteration + a.point_overhead_s + ring::parity_seconds(pr, parity_options(), p_.backward);
     }
     return total;
   }
@@ -196,9 +198,14 @@ class RingAttentionSweep final : public Sweep {
   void warn_spread_rings(RunContext& ctx, const std::vector<int>& node_of) const;
   void time_iterations(MPI_Comm world, ring::ContextParallelAttention& ra, PointResult& r) const;
   // The scheme's object for a point, with the transport it needs (kept in `keep`).
+  // Records in `r` which transport moves the data, and why.
   std::unique_ptr<ring::ContextParallelAttention> make_scheme(
       const RunContext& ctx, const Point& pt, attn::AttentionBackend& backend, MPI_Comm group,
-      std::unique_ptr<ring::RingTransport>& ring_tr, std::unique_ptr<ring::GroupTransport>& group_tr) const;
+      std::unique_ptr<ring::RingTransport>& ring_tr, std::unique_ptr<ring::GroupTransport>& group_tr,
+      PointResult& r) const;
+  std::unique_ptr<ring::RingTransport> make_ring_transport(const RunContext& ctx, const Point& pt,
+                                                           attn::AttentionBackend& backend, MPI_Comm ring_comm,
+                                                           PointResult& r) const;
   ring::ParityOptions parity_options() const;
   void check_point(MPI_Comm world, MPI_Comm ring_comm, const ring::RingResult& res,
                    const ring::Problem& prob, PointResult& r) const;
@@ -228,7 +235,7 @@ void RingAttentionSweep::write_attributes(h5::Group& out, const attn::AttentionB
   out.attr("kernel", p_.kernel);
   out.attr("kernel_tile", p_.kernel_tile);
   out.attr("attention_backend", backend.name());
-  out.attr("transport", host ? "mpi" : "nccl");
+  out.attr("transport", host ? "mpi" : "per point: the transport column");
   out.attr("ring_order", ring::to_string(p_.ring_order));
   out.attr("flop_convention", kFlopConvention);
   if (!host) return;
@@ -242,7 +249,8 @@ void RingAttentionSweep::write_attributes(h5::Group& out, const attn::AttentionB
 h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   h5::PointsTable t(points_.size());
   std::vector<std::int64_t> seq, rs, nr;
-  std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label, scheme, asked, cp_source;
+  std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label, scheme, asked, cp_source,
+      transport;
   std::vector<std::int64_t> ulysses;
   std::vector<double> tol;
   for (const Point& pt : points_) {
@@ -253,6 +261,7 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
     scheme.push_back(ring::to_string(pt.scheme));
     asked.push_back(pt.scheme_auto ? "auto" : ring::to_string(pt.scheme));
     cp_source.push_back(pt.scheme_source);
+    transport.push_back(ring::to_string(pt.transport));
     ulysses.push_back(pt.ulysses_degree);
     dtype.push_back(ring::to_string(pt.problem.dtype));
     compute.push_back(host ? "fp32" : ring::to_string(pt.problem.dtype));
@@ -273,6 +282,8 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
         {"1", "where scheme: auto's choice came from: the CP policy file and its sha256, built-in "
               "(no file, the file not applied and why, or no measured shape within reach: ring), "
               "or none: scheme X named"});
+  t.key("transport_asked", std::move(transport),
+        {"1", "how the config asked the ring's K/V to travel: auto, nccl or copy_engine (what ran: transport)"});
   t.key("ulysses_degree", std::move(ulysses),
         {"1", "ranks that split the heads: hybrid's ulysses_degree, the ring size under ulysses, 1 otherwise"});
   t.key("dtype", std::move(dtype), {"1", "storage dtype of Q, K, V, dO"});
@@ -399,7 +410,7 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   const int ring_rank = static_cast<int>(r.ring_rank);
   Shards in;
   try {
-    ra = make_scheme(ctx, points_[pi], backend, ring_comm.mpi.get(), transport, group_transport);
+    ra = make_scheme(ctx, points_[pi], backend, ring_comm.mpi.get(), transport, group_transport, r);
     in = make_shards(prob, ring_rank, seed, p_.backward);
   } catch (const attn::OutOfMemory& e) {
     r.oom_message = e.what();
@@ -434,6 +445,8 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   check_point(ctx.world, ring_comm.mpi.get(), res, prob, r);
   // The first point's tensors, so anyone can re-check the numbers offline.
   if (p_.dump && pi == 0) write_dump(out, prob, ring_rank, in, res);
+  // Last: it overwrites the results (every rank of the world runs it; rings of one skip it).
+  r.overlap = ra->calibrate_overlap(ctx.world, p_.overlap_repeats);
   return r;
 }
 
@@ -473,11 +486,33 @@ void RingAttentionSweep::time_iterations(MPI_Comm world, ring::ContextParallelAt
   r.bytes_sent = static_cast<std::int64_t>(ra.bytes_sent() / static_cast<std::uint64_t>(p_.iterations));
 }
 
+// The ring's transport as the point asks (ring/transport_choice.hpp): the decision is the same
+// on every rank of the ring (placement and the probe are collective), recorded with its reason.
+// A copy_engine the ring cannot use is an error naming the key.
+std::unique_ptr<ring::RingTransport> RingAttentionSweep::make_ring_transport(
+    const RunContext& ctx, const Point& pt, attn::AttentionBackend& backend, MPI_Comm ring_comm,
+    PointResult& r) const {
+  int size = 1;
+  MPI_Comm_size(ring_comm, &size);
+  ring::TransportFacts facts;
+  facts.on_device = backend.on_device();
+  facts.ring_size = size;
+  facts.nodes_spanned = static_cast<int>(std::max<std::int64_t>(1, r.ring_nodes));
+  if (ring::needs_copy_engine_probe(pt.transport, facts)) facts.probe = ctx.paths.copy_engine_probe(ring_comm);
+  const ring::TransportDecision d = ring::decide_transport(pt.transport, facts);
+  if (!d.error.empty()) throw std::runtime_error("ring_attention point " + pt.label + ": " + d.error);
+  r.transport = ring::to_string(d.kind);
+  r.transport_reason = d.reason;
+  if (d.kind == ring::RingTransportKind::CopyEngine) return ctx.paths.copy_engine_transport(ring_comm, backend);
+  return ctx.paths.ring_transport(ring_comm, backend);
+}
+
 std::unique_ptr<ring::ContextParallelAttention> RingAttentionSweep::make_scheme(
     const RunContext& ctx, const Point& pt, attn::AttentionBackend& backend, MPI_Comm group,
-    std::unique_ptr<ring::RingTransport>& ring_tr, std::unique_ptr<ring::GroupTransport>& group_tr) const {
+    std::unique_ptr<ring::RingTransport>& ring_tr, std::unique_ptr<ring::GroupTransport>& group_tr,
+    PointResult& r) const {
   if (pt.scheme == ring::Scheme::Ring) {
-    ring_tr = ctx.paths.ring_transport(group, backend);
+    ring_tr = make_ring_transport(ctx, pt, backend, group, r);
     return std::make_unique<ring::RingAttention>(pt.problem, backend, *ring_tr, p_.backward);
   }
   if (pt.scheme == ring::Scheme::Hybrid) {
@@ -490,12 +525,15 @@ std::unique_ptr<ring::ContextParallelAttention> RingAttentionSweep::make_scheme(
     RB_MPI_CHECK(MPI_Comm_split(group, rank / u, rank % u, &heads));
     RB_MPI_CHECK(MPI_Comm_split(group, rank % u, rank / u, &across));
     group_tr = ctx.paths.group_transport(heads, backend);
-    ring_tr = ctx.paths.ring_transport(across, backend);
+    ring_tr = make_ring_transport(ctx, pt, backend, across, r);
+    r.transport = ring_tr->name() + " ring, " + group_tr->name() + " all-to-all";
     MPI_Comm_free(&heads);
     MPI_Comm_free(&across);
     return std::make_unique<ring::HybridAttention>(pt.problem, u, backend, *ring_tr, *group_tr, p_.backward);
   }
   group_tr = ctx.paths.group_transport(group, backend);
+  r.transport = group_tr->name();
+  r.transport_reason = "collectives: the " + group_tr->name() + " group transport";
   if (pt.scheme == ring::Scheme::AllGather)
     return std::make_unique<ring::AllGatherAttention>(pt.problem, backend, *group_tr, p_.backward);
   return std::make_unique<ring::UlyssesAttention>(pt.problem, backend, *group_tr, p_.backward);

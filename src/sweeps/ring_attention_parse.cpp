@@ -151,6 +151,17 @@ void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
   p.ranks_per_node = std::max(1, ctx.world_size / std::max(1, ctx.node_count));
 }
 
+// transport: auto (default), nccl, copy_engine, or a list (one point each): the GPU path's;
+// the host path moves K/V with MPI. overlap_repeats: the calibration after each ring point.
+void parse_transport(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
+  p.transports = n.get_choice_list("transport", {"auto"}, ring::transport_ask_names());
+  for (const std::string& t : p.transports)
+    if (t != "auto" && ctx.backend != Backend::Cuda)
+      n.fail("transport", "transport " + t + " needs backend: cuda (the host path moves K/V with MPI); "
+                          "remove the key or use auto");
+  p.overlap_repeats = static_cast<int>(n.get_int("overlap_repeats", p.overlap_repeats, 0, 1000));
+}
+
 // The point as parsed for one scheme; validation errors name `scheme_key` (the config key that
 // asked for the scheme).
 Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::int64_t R,
@@ -236,7 +247,8 @@ std::string point_label(const RingParams& p, const Point& pt) {
          " b=" + std::to_string(p.batch) + " h=" + std::to_string(p.num_heads) +
          (p.num_kv_heads == p.num_heads ? "" : " kvh=" + std::to_string(p.num_kv_heads)) +
          " d=" + std::to_string(p.head_dim) + (p.segment_lengths.empty() ? "" : " dilated") +
-         (p.backward ? " fwd+bwd" : " fwd");
+         (p.backward ? " fwd+bwd" : " fwd") +
+         (pt.transport == ring::TransportAsk::Auto ? "" : " via " + ring::to_string(pt.transport));
 }
 
 CpShape cp_shape_of(const RingParams& p, const ring::Problem& pr) {
@@ -258,7 +270,8 @@ Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
   n.allow_only({"type", "name", "batch", "seq_lengths", "num_heads", "num_kv_heads", "head_dim", "embed_dim",
                 "dtype", "causal", "layout", "segment_lengths", "dilation_rates", "ring_sizes",
                 "ring_order", "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile",
-                "kernel_policy", "validate", "scheme", "ulysses_degree", "cp_policy"});
+                "kernel_policy", "validate", "scheme", "ulysses_degree", "cp_policy", "transport",
+                "overlap_repeats"});
   RingParams p;
   p.world_size = ctx.world_size;
   p.backend = ctx.backend;
@@ -282,6 +295,7 @@ Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
   p.seed = n.get_int("seed", p.seed, 0);
   parse_validate(n, p);
   parse_schemes(n, ctx, p);
+  parse_transport(n, ctx, p);
 
   std::vector<Point> points;
   for (auto S : p.seq_lengths)
@@ -289,10 +303,14 @@ Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
       for (const auto& layout : p.layouts)
         for (const auto& dtype : p.dtypes)
           for (const std::string& scheme : p.schemes)
-            points.push_back(scheme == "auto" ? make_auto_point(n, p, S, R, layout, dtype)
-                                              : make_point(n, p, S, R, layout, dtype,
-                                                           ring::scheme_from_string(scheme),
-                                                           p.ulysses_degree, "scheme"));
+            for (const std::string& transport : p.transports) {
+              Point pt = scheme == "auto" ? make_auto_point(n, p, S, R, layout, dtype)
+                                          : make_point(n, p, S, R, layout, dtype, ring::scheme_from_string(scheme),
+                                                       p.ulysses_degree, "scheme");
+              pt.transport = *ring::transport_ask_from_string(transport);
+              pt.label = point_label(p, pt);
+              points.push_back(std::move(pt));
+            }
   return {std::move(p), std::move(points)};
 }
 

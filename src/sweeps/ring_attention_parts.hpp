@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "ring/parity.hpp"
 #include "ring/problem.hpp"
 #include "ring/ring_order.hpp"
+#include "ring/transport_choice.hpp"
 #include "sweeps/cp_policy.hpp"
 #include "sweeps/sweep.hpp"
 
@@ -60,6 +62,12 @@ struct RingParams {
   // The tuned CP policy `scheme: auto` follows (cp_policy:); null: the built-in rule (ring).
   std::shared_ptr<CpPolicyUse> cp_policy;
   int ranks_per_node = 1;  // world / nodes: whether a group of R ranks fits one node
+  // How the ring's K/V travel (ring/transport_choice.hpp), as asked: auto, nccl or
+  // copy_engine; one point each.
+  std::vector<std::string> transports{"auto"};
+  // Repeats of the overlap calibration after each ring point (0: off): the transfers alone and
+  // the block computation alone (ring/cp_attention.hpp, OverlapCalibration).
+  int overlap_repeats = 3;
 };
 
 struct Point {
@@ -70,6 +78,7 @@ struct Point {
   bool scheme_from_policy = false;  // ... from the CP policy (else the built-in rule: ring)
   std::string scheme_source;  // where auto's choice came from; "none: scheme X named" otherwise
   int num_rings = 1;
+  ring::TransportAsk transport = ring::TransportAsk::Auto;
   std::string label;
 };
 
@@ -92,6 +101,8 @@ struct PointResult {
   double forward_flop = kNaN;
   ring::ParityReport parity;
   double parity_s = kNaN;
+  std::string transport, transport_reason;  // what moved the data, and why that one
+  std::optional<ring::OverlapCalibration> overlap;
 };
 
 // ---- the parser (ring_attention_parse.cpp): every point validated, errors at their keys

@@ -59,6 +59,18 @@ const MetricColumn kMetricColumns[] = {
   {"parity_reference_bytes", "B", "host bytes this rank's parity reference held at its largest (full: O(S), sampled: O(S/R))", 'i', '-'},
   {"parity_note", "1", "which heads and rows were compared, and where the dK/dV normaliser came from", 't', '-'},
   {"parity_time_s", "s", "host time of this rank's reference computation and comparison (outside the timed regions)", 'd', '-'},
+  {"transport", "1", "what moved this rank's data: the ring's transport (mpi, nccl or copy_engine); allgather and ulysses: their group transport; hybrid: both", 't', '-'},
+  {"transport_reason", "1", "why that transport: asked for, or auto's reason (one node with peer access on every hop, or why not)", 't', '-'},
+  {"overlap_repeats", "1", "repeats of the overlap calibration behind the *_alone_s metrics (0: none: not the ring scheme, a ring of one, or overlap_repeats: 0)", 'i', '-'},
+  {"hop_transfer_alone_s", "s", "one forward hop (this rank's K/V block) with nothing else running: post to usable, median of the repeats", 'd', '-'},
+  {"forward_transfer_alone_s", "s", "the forward's R - 1 hops alone, one after another", 'd', '-'},
+  {"backward_transfer_alone_s", "s", "the backward's hops alone (K/V, K/V + dK/dV, dK/dV, and the final hop home)", 'd', '-'},
+  {"step_compute_alone_s", "s", "forward: each ring step's block kernels with no transfer in flight, median of the repeats", 'd', 'R'},
+  {"backward_step_compute_alone_s", "s", "backward: each ring step's kernels and dK/dV add with no transfer in flight", 'd', 'R'},
+  {"overlap_efficiency", "1", "forward: 1 - sum(step_wait_s) / forward_transfer_alone_s, the share of the transfers hidden behind the blocks (1: all, 0: none; below 0: waiting longer than the transfers take, e.g. for a slower rank)", 'd', '-'},
+  {"backward_overlap_efficiency", "1", "backward: 1 - sum(backward_step_wait_s) / backward_transfer_alone_s", 'd', '-'},
+  {"kernel_slowdown", "1", "forward: sum(step_compute_s) / sum(step_compute_alone_s), what the transfers in flight cost the block kernels (1: nothing)", 'd', '-'},
+  {"backward_kernel_slowdown", "1", "backward: sum(backward_step_compute_s) / sum(backward_step_compute_alone_s)", 'd', '-'},
   {"oom_requested_bytes", "B", "allocation that failed on this rank (-1: this rank did not run out)", 'i', '-'},
   {"oom_free_bytes", "B", "memory free when that allocation failed", 'i', '-'},
   {"oom_message", "1", "the allocation failure on this rank (empty if none)", 't', '-'},
@@ -154,6 +166,29 @@ void record_parity(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   t.set("parity_time_s", pi, r.parity_s);
 }
 
+double sum(const std::vector<double>& v) {
+  double total = 0;
+  for (double x : v) total += x;
+  return total;
+}
+
+// The calibration beside the timed iterations: what the overlap hid and what it cost.
+void record_overlap(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
+  t.set_int("overlap_repeats", pi, r.overlap ? r.overlap->repeats : 0);
+  if (!r.overlap) return;
+  const ring::OverlapCalibration& c = *r.overlap;
+  t.set("hop_transfer_alone_s", pi, c.hop_transfer_alone_s);
+  t.set("forward_transfer_alone_s", pi, c.forward_transfer_alone_s);
+  t.set("step_compute_alone_s", pi, c.step_compute_alone);
+  t.set("overlap_efficiency", pi, 1.0 - sum(r.step_wait) / c.forward_transfer_alone_s);
+  t.set("kernel_slowdown", pi, sum(r.step_compute) / sum(c.step_compute_alone));
+  if (c.backward_step_compute_alone.empty()) return;
+  t.set("backward_transfer_alone_s", pi, c.backward_transfer_alone_s);
+  t.set("backward_step_compute_alone_s", pi, c.backward_step_compute_alone);
+  t.set("backward_overlap_efficiency", pi, 1.0 - sum(r.backward_step_wait) / c.backward_transfer_alone_s);
+  t.set("backward_kernel_slowdown", pi, sum(r.backward_step_compute) / sum(c.backward_step_compute_alone));
+}
+
 }  // namespace
 
 void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
@@ -166,6 +201,8 @@ void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   t.set("comm_create_time_s", pi, r.comm_create_s);
   t.set_text("status", pi, r.status);
   t.set_text("kernel_path", pi, r.kernel_path);
+  t.set_text("transport", pi, r.transport);
+  t.set_text("transport_reason", pi, r.transport_reason);
   if (r.status == "oom") {
     t.set_int("oom_requested_bytes", pi, r.oom_requested);
     t.set_int("oom_free_bytes", pi, r.oom_free);
@@ -191,6 +228,7 @@ void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
     t.set("backward_tflops", pi, per_second(bwd, stats::median(r.backward_s)) / 1e12);
   t.set("total_tflops", pi, per_second(fwd + bwd, stats::median(r.total_s)) / 1e12);
   record_parity(t, pi, r);
+  record_overlap(t, pi, r);
 }
 
 std::vector<h5::Headline> ring_headlines() {
@@ -203,7 +241,12 @@ std::vector<h5::Headline> ring_headlines() {
                                  {"status", OverInner::None, OverRanks::Rank0},
                                  {"parity_mode", OverInner::None, OverRanks::Rank0},
                                  {"kernel_path", OverInner::None, OverRanks::Rank0},
-                                 {"paths_ran", OverInner::None, OverRanks::Rank0}};
+                                 {"paths_ran", OverInner::None, OverRanks::Rank0},
+                                 {"transport", OverInner::None, OverRanks::Rank0},
+                                 {"overlap_efficiency", OverInner::None, OverRanks::Min},
+                                 {"backward_overlap_efficiency", OverInner::None, OverRanks::Min},
+                                 {"kernel_slowdown", OverInner::None, OverRanks::Max},
+                                 {"backward_kernel_slowdown", OverInner::None, OverRanks::Max}};
   for (const char* tensor : {"out", "dq", "dk", "dv"})
     h.push_back({std::string(tensor) + "_max_rel", OverInner::None, OverRanks::Max});
   return h;
@@ -229,6 +272,13 @@ std::string parity_cell(const h5::PointRecord& r) {
   return mode == "sampled" ? "ok (sampled)" : "ok";
 }
 
+// "97/95": a forward and a backward figure; "-" for what was not measured.
+std::string pair_cell(double fwd, double bwd, int decimals) {
+  const auto one = [&](double x) { return std::isnan(x) ? std::string("-") : h5::fixed(x, decimals); };
+  if (std::isnan(fwd) && std::isnan(bwd)) return "-";
+  return std::isnan(bwd) ? one(fwd) : one(fwd) + "/" + one(bwd);
+}
+
 }  // namespace
 
 std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
@@ -236,13 +286,25 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
   bool schemes = false;
   for (const auto& r : records)
     schemes = schemes || (!r.text("scheme").empty() && r.text("scheme") != "ring") || r.text("scheme_asked") == "auto";
+  // A transport column where a sweep compares transports; overlap columns where a ring travelled.
+  bool transports = false, overlap = false;
+  for (const auto& r : records) {
+    transports = transports || r.text("transport") != records.front().text("transport");
+    overlap = overlap || !std::isnan(r.num("overlap_efficiency"));
+  }
   std::vector<h5::TextTable::Column> cols = {{"S"}, {"R"}, {"rings"}};
   if (schemes) cols.emplace_back("scheme", "", true);
+  if (transports) cols.emplace_back("transport", "", true);
   for (auto c : std::vector<h5::TextTable::Column>{{"layout", "", true}, {"dtype", "", true},
                    {"kernel", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"},
-                   {"fwd", "(TFLOP/s/GPU)"}, {"fwd+bwd", "(TFLOP/s/GPU)"}, {"wait", "(% fwd)"},
-                   {"parity", "", true}, {"max rel err"}})
+                   {"fwd", "(TFLOP/s/GPU)"}, {"fwd+bwd", "(TFLOP/s/GPU)"}, {"wait", "(% fwd)"}})
     cols.push_back(c);
+  if (overlap) {
+    cols.emplace_back("hidden", "(% fwd/bwd)");
+    cols.emplace_back("kernel", "(x alone)");
+  }
+  cols.emplace_back("parity", "", true);
+  cols.emplace_back("max rel err");
   h5::TextTable t(std::move(cols));
   for (const auto& r : records) {
     // The mask is the sweep's, not a key: the point's label says it.
@@ -254,13 +316,19 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
     std::vector<std::string> row = {h5::fixed(r.num("seq_len"), 0), h5::fixed(r.num("ring_size"), 0),
                                     h5::fixed(r.num("num_rings"), 0)};
     if (schemes) row.push_back((r.text("scheme_asked") == "auto" ? "auto:" : "") + r.text("scheme"));
+    if (transports) row.push_back(r.text("transport"));
     // What ran, never the backend's headline name (rank 0's blocks; every rank runs the same calls).
     const std::string ran = r.text("paths_ran").empty() ? r.text("kernel_path") : r.text("paths_ran");
     for (auto cell : {layout, r.text("dtype"), ran, h5::sig3(fwd_ms),
                       h5::sig3(r.num("backward_time_s") * 1e3), h5::sig3(r.num("forward_tflops")),
-                      h5::sig3(r.num("total_tflops")), h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1),
-                      parity_cell(r), h5::sig3(worst_rel_error(r))})
+                      h5::sig3(r.num("total_tflops")), h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1)})
       row.push_back(cell);
+    if (overlap) {
+      row.push_back(pair_cell(100.0 * r.num("overlap_efficiency"), 100.0 * r.num("backward_overlap_efficiency"), 0));
+      row.push_back(pair_cell(r.num("kernel_slowdown"), r.num("backward_kernel_slowdown"), 2));
+    }
+    row.push_back(parity_cell(r));
+    row.push_back(h5::sig3(worst_rel_error(r)));
     t.row(std::move(row));
   }
   return t.render(title + " ring attention, forward and backward",
@@ -268,6 +336,9 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
                    "median time, mean over ranks (FlashAttention convention); wait: exposed "
                    "forward communication summed over ring steps (allgather, ulysses: its "
                    "collectives), slowest rank, as % of fwd; "
+                   "hidden: share of the transfers alone hidden behind the blocks (overlap "
+                   "efficiency, lowest rank), kernel: block kernels with transfers in flight / alone "
+                   "(highest rank), forward/backward; "
                    "parity: rank 0's verdict (sampled: sampled heads and rows against the streamed "
                    "reference; off: not checked, validate.reference: off), max rel err: largest over "
                    "ranks and O, dQ, dK, dV"});

@@ -24,6 +24,7 @@
 #include "backend.hpp"
 #include "kernel_paths.hpp"
 #include "ring/group_transport.hpp"
+#include "ring/transport_choice.hpp"
 #include "ring/transport.hpp"
 #include "sweeps/cp_policy.hpp"
 
@@ -68,10 +69,15 @@ struct CostAssumptions {
 struct PathFactories {
   // A kernel path from the kernel path table (kernels/kernel_paths.hpp) and its tile variant.
   std::function<std::unique_ptr<attn::AttentionBackend>(const attn::KernelChoice&)> attention_backend;
+  // The ring's default transport: MPI on the host path, NCCL on the GPU path.
   std::function<std::unique_ptr<ring::RingTransport>(MPI_Comm ring_comm, attn::AttentionBackend&)>
       ring_transport;
-  // The collectives of the all-gather and Ulysses schemes (host: MPI; cuda: none yet, the
-  // schemes are refused at startup there).
+  // The copy engines (GPU path; ring/ce_transport.hpp): whether every hop of a ring can use them
+  // (collective over the ring), and the transport. Host path: not usable, and none.
+  std::function<ring::CopyEngineProbe(MPI_Comm ring_comm)> copy_engine_probe;
+  std::function<std::unique_ptr<ring::RingTransport>(MPI_Comm ring_comm, attn::AttentionBackend&)>
+      copy_engine_transport;
+  // The collectives of the all-gather, Ulysses and hybrid schemes (host: MPI; cuda: NCCL).
   std::function<std::unique_ptr<ring::GroupTransport>(MPI_Comm group_comm, attn::AttentionBackend&)>
       group_transport;
 };

@@ -59,6 +59,16 @@ inline double tolerance(rb::attn::DType dtype) {
   return kPath == rb::Backend::Host ? 2e-5 : rb::ring::default_tolerance(dtype);
 }
 
+// Set by a test to run the ring (and hybrid's inner ring) on the copy-engine transport (GPU path).
+inline bool& use_copy_engine() {
+  static bool on = false;
+  return on;
+}
+
+inline std::unique_ptr<rb::ring::RingTransport> ring_transport(MPI_Comm comm, rb::attn::AttentionBackend& backend) {
+  return use_copy_engine() ? paths().copy_engine_transport(comm, backend) : paths().ring_transport(comm, backend);
+}
+
 // Backend, transport and scheme of one problem on `ring_comm`, released in reverse order.
 struct RingSetup {
   std::unique_ptr<rb::attn::AttentionBackend> backend;
@@ -75,14 +85,14 @@ struct RingSetup {
       MPI_Comm_split(ring_comm, rank / ulysses_degree, rank % ulysses_degree, &heads);
       MPI_Comm_split(ring_comm, rank % ulysses_degree, rank / ulysses_degree, &across);
       group = paths().group_transport(heads, *backend);
-      transport = paths().ring_transport(across, *backend);
+      transport = ring_transport(across, *backend);
       MPI_Comm_free(&heads);
       MPI_Comm_free(&across);
       ring = std::make_unique<rb::ring::HybridAttention>(p, ulysses_degree, *backend, *transport, *group, backward);
       return;
     }
     if (scheme == rb::ring::Scheme::Ring) {
-      transport = paths().ring_transport(ring_comm, *backend);
+      transport = ring_transport(ring_comm, *backend);
       ring = std::make_unique<rb::ring::RingAttention>(p, *backend, *transport, backward);
       return;
     }

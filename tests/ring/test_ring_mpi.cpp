@@ -159,3 +159,56 @@ TEST_CASE("ring size smaller than the world: independent concurrent rings") {
     MPI_Comm_free(&ring);
   }
 }
+
+// The copy-engine transport (issue #26): the same ring, its K/V pulled through CUDA IPC by the
+// copy engines, against the reference; several passes per transport (warm-up and timed
+// iterations reuse it) and hybrid's inner ring. The host path has no copy engines: its probe
+// says so and the transport is refused.
+TEST_CASE("copy-engine transport: the ring equals the reference over repeated passes") {
+  if (!rbtest::path_usable()) return;
+  const int R = rb::test::world();
+  const rb::ring::CopyEngineProbe probe = rbtest::paths().copy_engine_probe(MPI_COMM_WORLD);
+  if (rbtest::kPath == rb::Backend::Host) {
+    CHECK_FALSE(probe.usable);
+    CHECK(probe.why_not.find("MPI") != std::string::npos);
+    return;
+  }
+  if (R > 1 && !probe.usable) {
+    MESSAGE("copy engines not usable here: " << probe.why_not);
+    return;
+  }
+  rbtest::use_copy_engine() = true;
+  const std::int64_t S = R == 3 ? 48 : 64;
+  for (Layout layout : {Layout::Contiguous, Layout::Zigzag})
+    for (bool causal : {false, true}) {
+      Problem p = rbtest::problem(R, S, 3, 16, layout, causal);
+      p.branches = {{S / 2, 2}, {S, 1}};
+      check_case(p, 21, MPI_COMM_WORLD);
+    }
+  Problem p = rbtest::problem(R, 16 * R, 2, 16, Layout::Zigzag, true);
+  p.dtype = rb::attn::DType::BF16;
+  {  // three passes on one transport, as warm-up and timed iterations make
+    rbtest::RingSetup setup(p, MPI_COMM_WORLD, true);
+    const auto q = rb::ring::make_shard(p, rb::test::rank(), 4, rb::ring::Tensor::Q);
+    const auto k = rb::ring::make_shard(p, rb::test::rank(), 4, rb::ring::Tensor::K);
+    const auto v = rb::ring::make_shard(p, rb::test::rank(), 4, rb::ring::Tensor::V);
+    const auto g = rb::ring::make_shard(p, rb::test::rank(), 4, rb::ring::Tensor::dO);
+    setup.ring->load_inputs(q.data(), k.data(), v.data(), g.data());
+    for (int i = 0; i < 3; ++i) {
+      setup.ring->forward();
+      setup.ring->backward();
+    }
+    const rb::ring::ParityReport par =
+        rb::ring::check_parity(p, 4, rb::test::rank(), MPI_COMM_WORLD, setup.ring->result(), true, {});
+    CHECK(par.out.max_rel < rbtest::tolerance(p.dtype));
+    CHECK(par.dk.max_rel < rbtest::tolerance(p.dtype));
+    CHECK(setup.transport->name() == "copy_engine");
+  }
+  if (R % 2 == 0) {
+    Problem h = rbtest::problem(R, 64, 4, 16, Layout::Zigzag, true);
+    const rbtest::CaseResult c = rbtest::run_case(h, 8, MPI_COMM_WORLD, true, {}, rb::ring::Scheme::Hybrid, 2);
+    CHECK(c.parity.out.max_rel < rbtest::tolerance(h.dtype));
+    CHECK(c.parity.dv.max_rel < rbtest::tolerance(h.dtype));
+  }
+  rbtest::use_copy_engine() = false;
+}

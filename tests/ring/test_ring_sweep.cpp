@@ -314,3 +314,57 @@ TEST_CASE("ring_attention config: scheme hybrid needs ulysses_degree dividing ea
                   "ulysses_degree")
             .find("the striped layout of 4 ranks does not split") != std::string::npos);
 }
+
+// Issue #26: which transport moved the data (and why), and the overlap calibration beside the
+// timed iterations: overlap efficiency and kernel slowdown follow from the stored parts.
+TEST_CASE("ring_attention sweep: transport and overlap calibration per point") {
+  const int world = rb::test::world();
+  const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [1, " +
+                           std::to_string(world) + "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2, "
+                           "overlap_repeats: 2}\n";
+  const rbtest::HostSweepRun run = rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "overlap");
+  REQUIRE(run.outcome.ok);
+  const std::string& path = run.path;
+  const std::uint64_t W = static_cast<std::uint64_t>(world), P = 2;
+  CHECK(rb::h5::read_strings(path, "/sweeps/ra/points/transport_asked") == std::vector<std::string>{"auto", "auto"});
+  for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/transport")) CHECK(s == "mpi");
+  for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/transport_reason")) CHECK(s == "host path: MPI");
+  std::vector<std::uint64_t> dims;
+  const auto repeats = rb::h5::read_ints(path, "/sweeps/ra/overlap_repeats", &dims);
+  REQUIRE(dims == std::vector<std::uint64_t>{W, P});
+  const auto eff = rb::h5::read_doubles(path, "/sweeps/ra/overlap_efficiency");
+  const auto slow = rb::h5::read_doubles(path, "/sweeps/ra/backward_kernel_slowdown");
+  const auto alone = rb::h5::read_doubles(path, "/sweeps/ra/forward_transfer_alone_s");
+  const auto hop = rb::h5::read_doubles(path, "/sweeps/ra/hop_transfer_alone_s");
+  const auto wait = rb::h5::read_doubles(path, "/sweeps/ra/step_wait_s");
+  const auto compute_alone = rb::h5::read_doubles(path, "/sweeps/ra/step_compute_alone_s");
+  for (std::uint64_t r = 0; r < W; ++r) {
+    CHECK(repeats[r * P + 0] == 0);  // a ring of one: nothing travels, nothing calibrated
+    CHECK(std::isnan(eff[r * P + 0]));
+    if (world == 1) continue;
+    const std::uint64_t i = r * P + 1;
+    CHECK(repeats[i] == 2);
+    CHECK(hop[i] > 0);
+    CHECK(alone[i] == doctest::Approx((world - 1) * hop[i]));
+    double exposed = 0;
+    for (std::uint64_t s = 0; s < W; ++s) exposed += wait[i * W + s];
+    CHECK(eff[i] == doctest::Approx(1.0 - exposed / alone[i]));
+    CHECK(slow[i] > 0);
+    for (std::uint64_t s = 0; s < W; ++s) CHECK(compute_alone[i * W + s] > 0);
+  }
+}
+
+TEST_CASE("ring_attention config: transport is the GPU path's; a list makes one point each") {
+  CHECK(rejection("{seq_lengths: [64], transport: nccl}", "transport")
+            .find("transport nccl needs backend: cuda (the host path moves K/V with MPI)") == 0);
+  CHECK(rejection("{seq_lengths: [64], transport: nvlink}", "transport") != "");
+  CHECK(rejection("{seq_lengths: [64], overlap_repeats: -1}", "overlap_repeats") != "");
+  rb::ParseContext gpu = world4();
+  gpu.backend = rb::Backend::Cuda;
+  const auto sweep = rb::parse_ring_attention(spec_of("{seq_lengths: [64], transport: [nccl, copy_engine]}"), gpu);
+  const auto plan = sweep->plan();
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].find(" via nccl") != std::string::npos);
+  CHECK(plan[1].find(" via copy_engine") != std::string::npos);
+  CHECK(rb::parse_ring_attention(spec_of("{seq_lengths: [64]}"), gpu)->plan()[0].find(" via ") == std::string::npos);
+}
