@@ -4,7 +4,8 @@
 # come from the node) into one folder, with RPATH=$ORIGIN/lib, for running a binary built on a
 # workstation on a node without those packages:  launch/device_bundle.sh [BUILD_DIR] [DEST]
 # RB_BUNDLE_TESTS=0 leaves the test binaries out (a measurement needs only the two programs,
-# and each test binary carries the same CUDA kernels: 18 MiB apiece).
+# and each test binary carries the same CUDA kernels: 18 MiB apiece); a list of names carries
+# only those.
 set -euo pipefail
 build="${1:-build}"
 dest="${2:-.device-bundle}"
@@ -12,9 +13,14 @@ rm -rf "$dest"; mkdir -p "$dest/lib"
 for exe in ringbench kernels/cuda/ringbench_kernel_bench; do
   [ -x "$build/$exe" ] && cp "$build/$exe" "$dest/"
 done
-[ "${RB_BUNDLE_TESTS:-1}" = 0 ] || for t in "$build"/tests/test_* "$build"/tests/ringbench_test_*; do
-  [ -x "$t" ] && [ -f "$t" ] && cp "$t" "$dest/" || true
-done
+# RB_BUNDLE_TESTS="test_a test_b" carries only those test binaries.
+case "${RB_BUNDLE_TESTS:-1}" in
+  0) ;;
+  1) for t in "$build"/tests/test_* "$build"/tests/ringbench_test_*; do
+       [ -x "$t" ] && [ -f "$t" ] && cp "$t" "$dest/" || true
+     done ;;
+  *) for t in $RB_BUNDLE_TESTS; do cp "$build/tests/$t" "$dest/" || { echo "device_bundle: no test binary $t" >&2; exit 1; }; done ;;
+esac
 skip='linux-vdso|ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libpthread|libdl\.so|librt\.so|libcuda\.so|libcudart|libcublas|libcudnn|libnccl|libmpi|libopen-pal|libopen-rte|libhwloc|libevent|libpmix|libucx|libuc[pst]|libnvidia|libudev|libz\.so'
 for f in "$dest"/*; do
   [ -f "$f" ] || continue

@@ -12,6 +12,15 @@
 #               on the same sizes right after (then: rb-analysis nccl-tests OUT/coll.h5 OUT/nccl_tests_*.txt)
 #   tuning      inputs/tuning.yaml on every GPU at once (the per-GPU spread of each path)
 #   contention  inputs/contention_node.yaml, one measuring and one feeder rank per GPU
+#   gputests    the GPU ring and scheme tests at 2 and NGPUS ranks (the bundle's test_ring_mpi_gpu,
+#               test_cp_schemes_gpu: NCCL collectives, the copy-engine transport, parity)
+#   overlap     inputs/ring_overlap.yaml, the sweeps whose ring fits NGPUS (issue #26: NCCL vs copy
+#               engines, overlap efficiency, kernel slowdown); RB_OVERLAP_PRIORITY=1 adds the R = 4
+#               cuDNN sweeps with NCCL's stream at the highest priority
+# RB_GPU_TESTS and RB_GPU_TEST_RANKS narrow the gputests step.
+#   schemes     inputs/cp_schemes.yaml (4 GPUs: ring, all-gather, Ulysses, hybrid; issue #27)
+#   torch       launch/torch_cp.py on NGPUS: PyTorch's context_parallel ring, a plain Ulysses and one
+#               local SDPA call at the overlap plan's shapes (needs python3 with torch)
 # RB_STEP_LIMIT_<STEP>=seconds overrides a step's limit.
 set -uo pipefail
 bundle="$1"; out="$2"; ngpus="$3"; nccl_tests="${4:-}"
@@ -103,9 +112,44 @@ contention() {
 large() { "${mpi[@]}" "${rb[@]}" "$RB_ROOT/inputs/large.yaml" --output "$out/large.h5" --force; }
 tuning() { "${mpi[@]}" "${rb[@]}" "$RB_ROOT/inputs/tuning.yaml" --output "$out/tuning.h5" --force; }
 
+gputests() {
+  local rc=0 n
+  for n in ${RB_GPU_TEST_RANKS:-2 $ngpus}; do
+    for t in ${RB_GPU_TESTS:-test_ring_mpi_gpu test_cp_schemes_gpu}; do
+      echo "-- $t on $n ranks"
+      timeout 300 mpirun -np "$n" --bind-to none "$bundle/$t" || rc=1
+    done
+  done
+  return $rc
+}
+
+overlap() {
+  local only=r1_cudnn_full,r1_cudnn_zigzag,r1_flash_full,r1_flash_zigzag
+  [ "$ngpus" -ge 2 ] && only="$only,r2_cudnn_full,r2_cudnn_zigzag"
+  [ "$ngpus" -ge 4 ] && only="$only,r4_cudnn_full,r4_cudnn_zigzag,r4_flash_full,r4_flash_zigzag"
+  "${mpi[@]}" "${rb[@]}" "$RB_ROOT/inputs/ring_overlap.yaml" --only "$only" --output "$out/overlap.h5" --force \
+    --json "$out/overlap.json" || return
+  # What the NCCL path can do: its send/recv kernels on the highest-priority stream.
+  [ "$ngpus" -ge 4 ] && [ -n "${RB_OVERLAP_PRIORITY:-}" ] &&
+    RINGBENCH_NCCL_STREAM_PRIORITY=high "${mpi[@]}" -x RINGBENCH_NCCL_STREAM_PRIORITY "${rb[@]}" \
+      "$RB_ROOT/inputs/ring_overlap.yaml" --only r4_cudnn_full,r4_cudnn_zigzag \
+      --output "$out/overlap_priority.h5" --force
+  return 0
+}
+
+schemes() {
+  [ "$ngpus" -ge 4 ] || { echo "schemes: the plan is for 4 GPUs"; return 0; }
+  "${mpi[@]}" "${rb[@]}" "$RB_ROOT/inputs/cp_schemes.yaml" --output "$out/schemes.h5" --force --json "$out/schemes.json"
+}
+
+torch() {
+  mpirun -np "$ngpus" --bind-to none -x NCCL_NVLS_ENABLE python3 "$RB_ROOT/launch/torch_cp.py" \
+    --out "$out/torch" --tokens-per-gpu 8192 32768 --iterations 6 --warmup 2 --methods local ring ulysses
+}
+
 if [ "${5:-}" = --step ]; then "$6"; exit; fi
 for s in ${steps//,/ }; do
-  case "$s" in topo|kernels|weak|large|coll|tuning|contention) ;; *) echo "perf_node: unknown step '$s' in RB_PERF_STEPS" >&2; exit 2 ;; esac
+  case "$s" in topo|kernels|weak|large|coll|tuning|contention|gputests|overlap|schemes|torch) ;; *) echo "perf_node: unknown step '$s' in RB_PERF_STEPS" >&2; exit 2 ;; esac
 done
 run_step topo 60
 run_step kernels 300
@@ -114,4 +158,8 @@ run_step large 420
 run_step coll 300
 run_step tuning 420
 run_step contention 360
+run_step gputests 300
+run_step overlap 420
+run_step schemes 300
+run_step torch 300
 exit 0

@@ -51,8 +51,8 @@ std::uint64_t bytes_sent_per_iteration(const Problem& p, Scheme s, bool backward
   const std::uint64_t w = attn::dtype_size(p.dtype), f32 = sizeof(float);
   if (R == 1) return 0;
   switch (s) {
-    case Scheme::Ring:  // forward: R-1 hops of K|V; backward: K|V again with dK|dV, and one hop home
-      return 2 * kv_elems * w * (R - 1) + (backward ? 2 * kv_elems * (w * (R - 1) + f32 * R) : 0);
+    case Scheme::Ring:  // forward: R-1 hops of K|V; backward: R-2 of K|V, R-1 of dK|dV (own block last)
+      return 2 * kv_elems * w * (R - 1) + (backward ? 2 * kv_elems * (w * (R - 2) + f32 * (R - 1)) : 0);
     case Scheme::AllGather:
       return 2 * kv_elems * w * (R - 1) + (backward ? 2 * kv_elems * f32 * (R - 1) : 0);
     case Scheme::Ulysses:

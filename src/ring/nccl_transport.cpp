@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,7 +53,13 @@ NcclTransport::NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend)
     impl_->own = NcclComm(ring_comm);
     impl_->comm = &impl_->own;
   }
-  RB_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->comm_stream, cudaStreamNonBlocking));
+  // An experiment knob (docs/ring-attention.md, transports): the send/recv kernels on the
+  // highest-priority stream, so their blocks take SMs as the attention kernels' blocks retire.
+  const char* priority = std::getenv("RINGBENCH_NCCL_STREAM_PRIORITY");
+  int least = 0, greatest = 0;
+  RB_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  const bool high = priority != nullptr && std::string(priority) == "high";
+  RB_CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->comm_stream, cudaStreamNonBlocking, high ? greatest : least));
   RB_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->ready, cudaEventDisableTiming));
   RB_CUDA_CHECK(cudaEventCreate(&impl_->start));
   RB_CUDA_CHECK(cudaEventCreate(&impl_->done));

@@ -23,7 +23,25 @@ RingAttention::RingAttention(const Problem& p, AttentionBackend& backend, RingTr
   if (with_backward_) {
     delta_ = Buffer(be_, shards_.rows * sizeof(float));
     if (p_.ring_size > 1) contrib_ = Buffer(be_, dkdv_bytes);
+    if (p_.ring_size > 1) kv_prev_ = Buffer(be_, kv_bytes);
   }
+}
+
+int RingAttention::backward_owner(int s) const {
+  const int R = p_.ring_size;
+  return s == R - 1 ? rank_ : ((rank_ - 1 - s) % R + R) % R;
+}
+
+// Step 0 passes block r - 1's K/V on (needed from step 1 when a step 1 on another block
+// exists); the middle steps pass K/V with the partial dK/dV one block behind; the last two pass
+// partial dK/dV only (the own block needs no K/V); step R - 1's reaches the block's owner.
+std::size_t RingAttention::backward_hop_bytes(int s) const {
+  const int R = p_.ring_size;
+  const std::size_t kv = 2 * shards_.kv_shard_bytes, dkdv = 2 * shards_.kv_shard_floats * sizeof(float);
+  if (R == 1) return 0;
+  if (s == 0) return R >= 3 ? kv : 0;
+  if (s <= R - 3) return kv + dkdv;
+  return dkdv;
 }
 
 RingAttention::~RingAttention() = default;
@@ -58,10 +76,13 @@ void RingAttention::forward() {
   std::vector<double> host_wait(static_cast<std::size_t>(R), 0.0);
   be_.reset_marks();
   be_.init_forward(shards_.out.floats(), shards_.lse.floats(), static_cast<std::int64_t>(shards_.rows), p_.head_dim);
+  // With backward, the first block received (rank r - 1's) lands in kv_prev_ and stays there
+  // for the backward's first step; the others alternate between the two packets.
+  char* first = with_backward_ ? kv_prev_.bytes() : pkt_[0].bytes();
   for (int s = 0; s < R; ++s) {
-    const char* kv = s == 0 ? shards_.kv.bytes() : pkt_[(s - 1) % 2].bytes();
+    const char* kv = s == 0 ? shards_.kv.bytes() : s == 1 ? first : pkt_[(s - 1) % 2].bytes();
     // The next block is in flight while this one is computed.
-    if (s < R - 1) post(kv, pkt_[s % 2].ptr, kv_bytes);
+    if (s < R - 1) post(kv, s == 0 ? first : pkt_[s % 2].bytes(), kv_bytes);
     const std::size_t m = 3 * static_cast<std::size_t>(s);
     marks[m] = be_.mark();
     compute_forward(kv, kv_owner(rank_, s, R));
@@ -86,7 +107,7 @@ void RingAttention::backward() {
   const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes, dkdv_floats = 2 * shards_.kv_shard_floats,
                     dkdv_bytes = dkdv_floats * sizeof(float);
   reset_steps(bwd_);
-  std::vector<int> marks(6 * static_cast<std::size_t>(R));
+  std::vector<int> marks(4 * static_cast<std::size_t>(R));
   std::vector<double> host_wait(static_cast<std::size_t>(R), 0.0);
   be_.reset_marks();
   be_.backward_prepare(shards_.dout.ptr, shards_.out.floats(), delta_.floats(),
@@ -101,48 +122,46 @@ void RingAttention::backward() {
     bwd_.compute[0] = be_.seconds_between(marks[0], marks[1]);
     return;
   }
-  // Packet = [K | V | dK | dV]. At step s this rank computes on the K/V of owner o_s = r - s
+  // Packet = [K | V | dK | dV]. At step s this rank computes on the K/V of o_s = backward_owner(s)
   // and sends [K/V of o_s | complete-so-far dK/dV of o_{s-1}]; it receives [K/V of o_{s+1} |
-  // partial dK/dV of o_s from the ranks before it], to which it adds its own contribution.
+  // partial dK/dV of o_s from the ranks before it], to which it adds its own contribution. The
+  // last step computes on its own K/V and receives its own block's partial sum.
   for (int s = 0; s < R; ++s) {
-    const char* kv = s == 0 ? shards_.kv.bytes() : pkt_[(s - 1) % 2].bytes();
-    char* recv = pkt_[s % 2].bytes();
-    if (s == 0)
-      post(shards_.kv.ptr, recv, kv_bytes);  // nothing to pass on yet
-    else if (s < R - 1)
-      post(pkt_[(s - 1) % 2].ptr, recv, kv_bytes + dkdv_bytes);
-    else
-      post(pkt_[(s - 1) % 2].bytes() + kv_bytes, recv + kv_bytes, dkdv_bytes);  // no K/V needed
-    const std::size_t m = 6 * static_cast<std::size_t>(s);
+    const bool own = s == R - 1;
+    const char* kv = s == 0 ? kv_prev_.bytes() : own ? shards_.kv.bytes() : pkt_[(s - 1) % 2].bytes();
+    char* recv = own ? nullptr : pkt_[s % 2].bytes();
+    const std::size_t bytes = backward_hop_bytes(s);
+    if (s == 0) {
+      if (bytes > 0) post(kv_prev_.ptr, recv, bytes);  // nothing to pass on yet: o_0's first visitor
+    } else if (own) {
+      post(pkt_[(s - 1) % 2].bytes() + kv_bytes, shards_.dkdv.ptr, bytes);  // o_{R-2}'s sum, home
+    } else if (s <= R - 3) {
+      post(pkt_[(s - 1) % 2].ptr, recv, bytes);
+    } else {
+      post(pkt_[(s - 1) % 2].bytes() + kv_bytes, recv + kv_bytes, bytes);  // the next block is the own one
+    }
+    const std::size_t m = 4 * static_cast<std::size_t>(s);
     be_.fill_zero(contrib_.ptr, dkdv_bytes);
     marks[m] = be_.mark();
-    compute_backward(kv, kv_owner(rank_, s, R), contrib_.floats());
+    compute_backward(kv, backward_owner(s), contrib_.floats());
     marks[m + 1] = be_.mark();
-    host_wait[static_cast<std::size_t>(s)] = tr_.wait();
+    if (bytes > 0) host_wait[static_cast<std::size_t>(s)] = tr_.wait();
     marks[m + 2] = be_.mark();
-    float* partial = reinterpret_cast<float*>(recv + kv_bytes);
+    float* partial = own ? shards_.dkdv.floats() : reinterpret_cast<float*>(recv + kv_bytes);
     if (s == 0)
       be_.copy(partial, contrib_.ptr, dkdv_bytes);  // this rank is the block's first visitor
     else
       be_.accumulate(partial, contrib_.floats(), dkdv_floats);
     marks[m + 3] = be_.mark();
   }
-  // Final hop: the block of rank r + 1 has now been visited by every rank; send it home and
-  // receive this rank's own complete dK/dV.
-  const std::size_t m = 6 * static_cast<std::size_t>(R - 1);
-  post(pkt_[(R - 1) % 2].bytes() + kv_bytes, shards_.dkdv.ptr, dkdv_bytes);
-  host_wait[static_cast<std::size_t>(R - 1)] += tr_.wait();
-  marks[m + 4] = be_.mark();
   tr_.finish();
   be_.synchronize();
   for (int s = 0; s < R; ++s) {
-    const std::size_t k = 6 * static_cast<std::size_t>(s), i = static_cast<std::size_t>(s);
+    const std::size_t k = 4 * static_cast<std::size_t>(s), i = static_cast<std::size_t>(s);
     bwd_.compute[i] = be_.seconds_between(marks[k], marks[k + 1]) +
                       be_.seconds_between(marks[k + 2], marks[k + 3]);
     bwd_.wait[i] = be_.on_device() ? be_.seconds_between(marks[k + 1], marks[k + 2]) : host_wait[i];
   }
-  if (be_.on_device())
-    bwd_.wait[static_cast<std::size_t>(R - 1)] += be_.seconds_between(marks[m + 3], marks[m + 4]);
 }
 
 RingAttention::DeviceTensors RingAttention::device_tensors() const {

@@ -8,8 +8,11 @@
 //
 // Backward: dQ stays local. K/V travel the ring again, and dK/dV follow their K/V block one
 // step behind: each step's contribution is computed into a scratch buffer while the partial
-// sums of the visited ranks arrive, then added (fp32). After R steps a final hop brings each
-// block's complete dK/dV home to its owner.
+// sums of the visited ranks arrive, then added (fp32). The backward visits every other rank's
+// block first, nearest first, and its own block last (backward_owner), so a block's partial
+// sum reaches its owner during the owner's last step: no transfer is left to wait for after the
+// last block. The first block (rank r - 1's) is the one the forward received first, kept from
+// the forward (kv_prev_), so none waits before it either.
 #include <cstdint>
 #include <vector>
 
@@ -55,6 +58,9 @@ class RingAttention final : public ShardedScheme {
   void compute_backward(const char* kv, int owner, float* dkdv);
   // This rank's queries on the kernels, against one K/V block (step_kernels.hpp).
   StepKernels kernels() const;
+  // The rank whose K/V block the backward's step s computes on, and the bytes step s sends.
+  int backward_owner(int s) const;
+  std::size_t backward_hop_bytes(int s) const;
   // The overlap calibration's parts (ring_overlap.cpp).
   double transfer_alone(MPI_Comm sync, std::size_t bytes);
   std::vector<double> forward_compute_alone();
@@ -66,6 +72,7 @@ class RingAttention final : public ShardedScheme {
   KvExpansion gqa_;                            // K/V heads -> query heads for the kernels (GQA)
   Buffer delta_, contrib_;
   Buffer pkt_[2];
+  Buffer kv_prev_;  // with backward: rank r - 1's K/V block, received at the forward's first step
   bool have_forward_ = false;
 };
 

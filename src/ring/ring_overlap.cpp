@@ -80,7 +80,7 @@ std::vector<double> RingAttention::backward_compute_alone() {
   for (int s = 0; s < R; ++s) {
     be_.fill_zero(contrib_.ptr, dkdv_floats * sizeof(float));
     marks.push_back(be_.mark());
-    compute_backward(shards_.kv.bytes(), kv_owner(rank_, s, R), contrib_.floats());
+    compute_backward(shards_.kv.bytes(), backward_owner(s), contrib_.floats());
     be_.accumulate(partial, contrib_.floats(), dkdv_floats);
     marks.push_back(be_.mark());
   }
@@ -94,14 +94,14 @@ std::optional<OverlapCalibration> RingAttention::calibrate_overlap(MPI_Comm sync
   const int R = p_.ring_size;
   if (R == 1 || repeats < 1) return std::nullopt;
   const std::size_t kv = 2 * shards_.kv_shard_bytes, dkdv = 2 * shards_.kv_shard_floats * sizeof(float);
-  std::vector<double> hop, packet, home;
+  std::vector<double> hop, packet, partial;
   std::vector<std::vector<double>> fwd, bwd;
   for (int i = 0; i < repeats; ++i) {
     hop.push_back(transfer_alone(sync, kv));
     fwd.push_back(forward_compute_alone());
     if (!with_backward_) continue;
     packet.push_back(transfer_alone(sync, kv + dkdv));
-    home.push_back(transfer_alone(sync, dkdv));
+    partial.push_back(transfer_alone(sync, dkdv));
     bwd.push_back(backward_compute_alone());
   }
   OverlapCalibration c;
@@ -110,8 +110,12 @@ std::optional<OverlapCalibration> RingAttention::calibrate_overlap(MPI_Comm sync
   c.forward_transfer_alone_s = (R - 1) * c.hop_transfer_alone_s;
   c.step_compute_alone = step_medians(fwd);
   if (with_backward_) {
-    // Step 0 sends K/V only, steps 1..R-2 the whole packet, the last step and the final hop dK/dV.
-    c.backward_transfer_alone_s = c.hop_transfer_alone_s + (R - 2) * median(packet) + 2 * median(home);
+    // The backward's hops by size (backward_hop_bytes): K/V, K/V + dK/dV, or dK/dV.
+    const double by_size[] = {c.hop_transfer_alone_s, median(packet), median(partial)};
+    for (int s = 0; s < R; ++s) {
+      const std::size_t bytes = backward_hop_bytes(s);
+      if (bytes > 0) c.backward_transfer_alone_s += by_size[bytes == kv ? 0 : bytes == kv + dkdv ? 1 : 2];
+    }
     c.backward_step_compute_alone = step_medians(bwd);
   }
   return c;
