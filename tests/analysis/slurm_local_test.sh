@@ -386,7 +386,7 @@ rm -rf "$work/scaled_store"
 # checkout: then the other jobs run with RB_COMMIT_CHECK=0, and the refusal is tested below.
 bin_commit="$("$bin" --version | sed -n 's/.*(commit \([0-9a-f]*\).*/\1/p' | head -n1)"
 head_commit="$(git -C "$src" rev-parse HEAD 2>/dev/null)"
-if [ -z "$bin_commit" ] || [[ "$head_commit" != "$bin_commit"* ]]; then
+if [ -z "$bin_commit" ] || [[ "$head_commit" != "$bin_commit"* ]] || "$bin" --version | grep -q -- "-dirty"; then
   echo "note: $bin is commit '$bin_commit', the checkout is '$head_commit': nightly jobs run with RB_COMMIT_CHECK=0"
   common+=(RB_COMMIT_CHECK=0)
 fi
