@@ -3,6 +3,7 @@
 // block outputs into ringbench's fp32 running accumulators.
 #include "cudnn_attention.hpp"
 
+#include <cstdint>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cudnn.h>
@@ -53,14 +54,34 @@ __global__ void merge_call(const T* __restrict__ o_blk, const float* __restrict_
   merge_row(out + grow * head_dim, lse + grow, o_blk + w * head_dim, lb, head_dim, lane);
 }
 
-// The fp32 gradient rows a call covers += its packed 16-bit result.
+// The fp32 gradient rows a call covers += its packed 16-bit result. One warp per row, so the
+// row map's 64-bit divisions are paid once per row, not per element (per element they cost
+// more than the memory traffic: issue #26, the cudnn backward's overhead); `vector`: 4
+// elements per lane (16-byte fp32, 8-byte 16-bit accesses), where the caller found the head dim
+// a multiple of 4 and both bases aligned, so every row start is.
 template <typename T>
 __global__ void add_rows(float* __restrict__ dst, const T* __restrict__ src, RowMap map, std::int64_t n_rows,
-                         int head_dim) {
-  const std::int64_t n = n_rows * head_dim;
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x)
-    dst[map(i / head_dim) * head_dim + i % head_dim] += to_float(src[i]);
+                         int head_dim, bool vector) {
+  const int lane = threadIdx.x & 31;
+  const std::int64_t warps = (std::int64_t(gridDim.x) * blockDim.x) >> 5;
+  for (std::int64_t w = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5; w < n_rows; w += warps) {
+    float* d = dst + map(w) * head_dim;
+    const T* s = src + w * head_dim;
+    if (!vector) {
+      for (int c = lane; c < head_dim; c += 32) d[c] += to_float(s[c]);
+      continue;
+    }
+    for (int c = lane * 4; c < head_dim; c += 128) {
+      float4 acc = *reinterpret_cast<const float4*>(d + c);
+      const uint2 raw = *reinterpret_cast<const uint2*>(s + c);
+      const T* v = reinterpret_cast<const T*>(&raw);
+      acc.x += to_float(v[0]);
+      acc.y += to_float(v[1]);
+      acc.z += to_float(v[2]);
+      acc.w += to_float(v[3]);
+      *reinterpret_cast<float4*>(d + c) = acc;
+    }
+  }
 }
 
 // A packed copy of the final lse rows a call covers, so the statistics tensor handed to cuDNN
@@ -669,11 +690,13 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
         args.add(uid, ptr);
       impl_->execute(pl, args);
       auto add = [&](float* dst, const void* src, const RowMap& map, std::int64_t n) {
-        const unsigned blocks = grid_for(n * d.head_dim, 256);
+        const unsigned blocks = grid_for(n * 32, 256);  // a warp per row
+        const bool vector = d.head_dim % 4 == 0 && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 &&
+                            reinterpret_cast<std::uintptr_t>(src) % 8 == 0;
         if (b.dtype == DType::BF16)
-          add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __nv_bfloat16*>(src), map, n, d.head_dim);
+          add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __nv_bfloat16*>(src), map, n, d.head_dim, vector);
         else
-          add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __half*>(src), map, n, d.head_dim);
+          add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __half*>(src), map, n, d.head_dim, vector);
         RBK_LAUNCH_CHECK();
       };
       add(b.dq, dq, c.q_map, c.q_n);
