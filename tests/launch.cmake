@@ -13,3 +13,19 @@ add_test(NAME launch_perf_node
                  $<TARGET_FILE:ringbench>)
 set_tests_properties(launch_perf_node PROPERTIES TIMEOUT 300 LABELS "unit"
   ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+# launch/overlap_targets.py (issue #26's targets) on synthetic ring_overlap files and torch_cp.py
+# JSON: each target's pass and fail, the slowest-rank reductions, exit 2 for other files.
+if(RINGBENCH_PYTHON)
+  add_test(NAME launch_overlap_targets
+           COMMAND ${RINGBENCH_PYTHON} -m unittest discover -s ${CMAKE_CURRENT_SOURCE_DIR}/launch
+                   -p "test_overlap_targets.py" -v)
+  set_tests_properties(launch_overlap_targets PROPERTIES TIMEOUT 60 LABELS "unit" SKIP_RETURN_CODE 77)
+endif()
+# launch/torch_cp.py's torch-free parts (FLOP count, verdicts, launcher environment, CLI, table,
+# JSON); the script imports torch only where it runs on a GPU node.
+if(RINGBENCH_PYTHON)
+  add_test(NAME launch_torch_cp
+           COMMAND ${RINGBENCH_PYTHON} -m unittest discover -s ${CMAKE_CURRENT_SOURCE_DIR}/launch
+                   -p "test_torch_cp.py" -v)
+  set_tests_properties(launch_torch_cp PROPERTIES TIMEOUT 60 LABELS "unit")
+endif()

@@ -50,6 +50,15 @@ def tflops(v):
     return "-" if missing(v) else (f"{v:.1f}" if v >= 10 else f"{v:.3g}")
 
 
+def pair(fwd, bwd, one):
+    """"97.9/95.1": a forward and a backward figure, each written by `one`; the forward alone
+    where the backward is missing, "-" where both are (the run's own table writes them so)."""
+    if missing(fwd) and missing(bwd):
+        return "-"
+    first = "-" if missing(fwd) else one(fwd)
+    return first if missing(bwd) else f"{first}/{one(bwd)}"
+
+
 def size(v):
     """Bytes as B / KiB / MiB / GiB (message sizes)."""
     if missing(v):

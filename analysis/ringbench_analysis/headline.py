@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from . import fmt
-from .results import CV_LIMIT
+from .results import CV_LIMIT, transports
 
 
 def _n(count, word):
@@ -51,24 +51,27 @@ def ring_rows(ring):
     if m.empty:
         return rows
     best = m.loc[m["tflops_total"].idxmax()]
-    rows.append(_ring_row("ring attention, best point", best))
+    via = len(transports(ring)) > 1  # which transport, where the points compare them
+    rows.append(_ring_row("ring attention, best point", best, via))
     rmax = m["ring_size"].max()
     if rmax > 1:
         at = m[m["ring_size"] == rmax]
         top = at.loc[at["tflops_total"].idxmax()]
         if top.name != best.name:
-            rows.append(_ring_row(f"ring attention at the largest ring (R={rmax})", top))
+            rows.append(_ring_row(f"ring attention at the largest ring (R={rmax})", top, via))
         else:
             rows[0]["result"] = f"ring attention, best point (also the best at the largest ring, R={rmax})"
     return rows
 
 
-def _ring_row(what, r):
+def _ring_row(what, r, via=False):
     single = (f", {fmt.pct(r['pct_of_single_gpu'])} of 1 GPU" if r["ring_size"] > 1
               and not fmt.missing(r["pct_of_single_gpu"]) else "")
     value = (f"{fmt.tflops(r['tflops_total'])} TFLOP/s per GPU fwd+bwd ({fmt.tflops(r['tflops_fwd'])} fwd), "
              f"{fmt.ms(r['total_ms'])} ms per iteration{single}")
     where = f"{r['sweep']} S={r['seq_len']} R={r['ring_size']} {r['layout']} {r['kernel']} {r['dtype']}"
+    if via and r.get("transport"):
+        where += f" via {r['transport']}"
     return _row(what, value, r["pct_of_peak"], where, r["untrustworthy"])
 
 

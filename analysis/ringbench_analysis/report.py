@@ -204,17 +204,49 @@ def _first_screen(runs, fr, summary, peaks, gpu_names):
 
 
 RING_COLUMNS = [
-    ("sweep", "sweep", None), ("seq_len", "S", None), ("ring_size", "R", None), ("mask", "mask", None),
-    ("layout", "layout", None),
+    ("sweep", "sweep", None), ("seq_len", "S", None), ("ring_size", "R", None),
+    ("transport", "transport", None), ("mask", "mask", None), ("layout", "layout", None),
     ("kernel", "kernel", None), ("dtype", "dtype", None), ("status_md", "status", None),
     ("forward_ms", "fwd ms", fmt.ms), ("backward_ms", "bwd ms", fmt.ms),
     ("total_ms", "total ms", fmt.ms), ("tflops_fwd", "TFLOP/s/GPU fwd", fmt.tflops),
     ("tflops_bwd", "bwd", fmt.tflops), ("tflops_total", "total", fmt.tflops),
     ("pct_of_single_gpu", "% of 1 GPU", fmt.pct), ("pct_of_peak", "% of peak", fmt.pct),
     ("throughput_md", "throughput", None), ("strong_efficiency", "efficiency", fmt.num),
-    ("exposed_wait_pct", "exposed wait", fmt.pct), ("memory_md", "memory/rank", None),
+    ("exposed_wait_pct", "exposed wait", fmt.pct), ("hidden_md", "hidden % fwd/bwd", None),
+    ("slowdown_md", "kernel x alone fwd/bwd", None), ("memory_md", "memory/rank", None),
     ("spread_md", "spread", None), ("cv", "CV", lambda v: fmt.pct(100 * v)),
-    ("trust_md", "trust", None), ("file", "file", None)]  # file: only with several files
+    ("trust_md", "trust", None), ("file", "file", None)]
+
+
+def _any_measured(*names):
+    return lambda v: bool(v[list(names)].notna().to_numpy().any())
+
+
+# Columns shown only where they tell points apart or were measured: the file with several
+# files, the transport where the points used more than one, the overlap where a ring travelled.
+RING_OPTIONAL = {"file": lambda v: v["file"].nunique() > 1,
+                 "transport": lambda v: len(results.transports(v)) > 1,
+                 "hidden_md": _any_measured("overlap_efficiency", "backward_overlap_efficiency"),
+                 "slowdown_md": _any_measured("kernel_slowdown", "backward_kernel_slowdown")}
+# Said above the table when its column is shown: the metric whose description the file has,
+# and how the column reduces it over ranks.
+RING_WORDS = (("transport", "transport", "rank 0's `transport`"),
+              ("hidden_md", "overlap_efficiency", "the lowest rank's `overlap_efficiency` / "
+               "`backward_overlap_efficiency`, in %"),
+              ("slowdown_md", "kernel_slowdown", "the highest rank's `kernel_slowdown` / "
+               "`backward_kernel_slowdown`"))
+
+
+def _ring_columns(view):
+    return [c for c in RING_COLUMNS if c[0] not in RING_OPTIONAL or RING_OPTIONAL[c[0]](view)]
+
+
+def _overlap_lines(runs, cols):
+    """What the transport and overlap columns are, in the file's own words (descriptions)."""
+    heads = {c[0]: c[1] for c in cols}
+    lines = [f"- {heads[col]} ({how}): {results.describe(runs, name)}"
+             for col, name, how in RING_WORDS if col in heads]
+    return ["Per point, in the file's words:", ""] + lines + [""] if lines else []
 
 
 def _ring_section(runs, points, ring, summary):
@@ -229,6 +261,10 @@ def _ring_section(runs, points, ring, summary):
     view["memory_md"] = [fmt.si(p["memory"], "B") for p in pts]
     view["spread_md"] = [fmt.num(None if p["spread"] is None else (p["spread"] - 1) * 100, 3, "%") for p in pts]
     view["trust_md"] = [f"**{t}**" if t else "ok" for t in view["untrustworthy"]]
+    view["hidden_md"] = [fmt.pair(f, b, lambda v: f"{100 * v:.1f}") for f, b in
+                         zip(view["overlap_efficiency"], view["backward_overlap_efficiency"])]
+    view["slowdown_md"] = [fmt.pair(f, b, lambda v: f"{v:.2f}") for f, b in
+                           zip(view["kernel_slowdown"], view["backward_kernel_slowdown"])]
     factor = "/".join(f"{x:g}" for x in sorted({results.backward_factor(s) for run in runs
                                                    for s in run.sweeps_of_type(reader.RING_TYPES)}))
     md += ["Per point: time is the slowest rank's median iteration (forward + backward); TFLOP/s "
@@ -241,7 +277,8 @@ def _ring_section(runs, points, ring, summary):
     configs = sorted({p["config_label"] for p in points if p["config_label"]})
     if configs:
         md += ["Configurations that differ between points: " + "; ".join(f"`{c}`" for c in configs) + ".", ""]
-    cols = RING_COLUMNS if view["file"].nunique() > 1 else RING_COLUMNS[:-1]
+    cols = _ring_columns(view)
+    md += _overlap_lines(runs, cols)
     md += fmt.md_table(view, cols) + [""]
     ring_by = {(r["file"], r["sweep"], r["point"]): r for r in fmt.records(ring)}
     for p in points:

@@ -5,6 +5,8 @@ report.json holds these frames as records, so the two cannot disagree.
 Conventions (docs/analysis.md, "The report"):
 - a point's value is the slowest rank's: the largest time, the smallest rate (a ring, a
   collective, a GPU in a data-parallel job waits for its slowest member);
+- the overlap calibration's: the lowest rank's overlap efficiency and the highest rank's
+  kernel slowdown (the worst, as the run's own table has them);
 - a rank's value of per-iteration samples is their median; the CV (std/mean of the slowest
   rank's samples) says how much one iteration differs from the next;
 - one-rank collective groups (inter_node on one node) are local copies and measure no link:
@@ -98,6 +100,44 @@ def _kernel_text(sweep, keys, p):
     return f"{kernel} ({ran})" if ran and ran != kernel else kernel
 
 
+def _first_text(sweep, name, p):
+    """The first rank's non-empty text of a text metric at a point ("" when absent)."""
+    if name not in sweep.metrics:
+        return ""
+    return next((str(x) for x in sweep.metrics[name][:, p] if str(x)), "")
+
+
+# The overlap calibration (issue #26) and the rank that speaks for a point, as the run's own
+# table reduces them: the least hidden, the most slowed down. NaN where not measured (not the
+# ring scheme, a ring of one, files from before the calibration).
+OVERLAP = (("overlap_efficiency", min), ("backward_overlap_efficiency", min),
+           ("kernel_slowdown", max), ("backward_kernel_slowdown", max))
+
+
+def _overlap(sweep, p):
+    out = {}
+    for name, pick in OVERLAP:
+        v = sweep.rank_values(name, p) if name in sweep.metrics else np.array([])
+        out[name] = float(pick(v)) if v.size else float("nan")
+    return out
+
+
+def transports(ring):
+    """The distinct transports that ran the frame's points (empty text left out)."""
+    if not len(ring) or "transport" not in ring:
+        return []
+    return sorted({t for t in ring["transport"] if t})
+
+
+def describe(runs, name):
+    """The file's description of a ring attention metric (the first sweep that has one)."""
+    for run in runs:
+        for s in run.sweeps_of_type(reader.RING_TYPES):
+            if s.descriptions.get(name):
+                return s.descriptions[name]
+    return ""
+
+
 def _mask_text(sweep):
     """causal | full, + dilated (LongNet segments) where the sweep has dilation rates."""
     text = "causal" if int(sweep.attrs.get("causal", 0) or 0) else "full"
@@ -121,6 +161,8 @@ def ring_frame(runs, points, peaks):
                "layout": str(keys.get("layout", "")), "kernel": _kernel_text(s, keys, pt["point"]),
                "dtype": str(keys.get("dtype", "")), "causal": bool(s.attrs.get("causal", 0)),
                "mask": _mask_text(s), "scheme": str(keys.get("scheme", "ring")),
+               "transport": _first_text(s, "transport", pt["point"]),
+               "transport_reason": _first_text(s, "transport_reason", pt["point"]),
                "bytes_sent": _slowest_scalar(s, "bytes_sent_bytes", pt["point"]) if pt["measured"] else float("nan"),
                "memory": pt.get("memory") if pt.get("memory") is not None else float("nan"),
                "status": pt["status"], "measured": pt["measured"], "parity_mode": pt.get("parity_mode", ""),
@@ -129,6 +171,7 @@ def ring_frame(runs, points, peaks):
                "strong_efficiency": eff.get((pt["config_label"], pt["seq_len"], pt["ring_size"]), float("nan"))
                if pt["measured"] else float("nan")}
         row.update(_ring_extra(s, pt["point"]) if pt["measured"] else dict.fromkeys(RING_EXTRA, float("nan")))
+        row.update(_overlap(s, pt["point"]) if pt["measured"] else {n: float("nan") for n, _ in OVERLAP})
         peak = peaks_mod.tflops(peaks, row["dtype"])
         row["pct_of_peak"] = 100 * row.get("tflops_total", float("nan")) / peak if peak else float("nan")
         rows.append(row)

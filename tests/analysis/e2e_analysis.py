@@ -112,7 +112,12 @@ def ring_points_from_file(path):
                             "compute": float(np.nansum(g["step_compute_s"][:, p])),
                             "tflops_total": 3.5 * float(np.mean(g["forward_flop"][:, p]))
                             / float(np.max(total[:, p])) / 1e12,
-                            "status": set(g["status"].asstr()[:, p])}
+                            "status": set(g["status"].asstr()[:, p]),
+                            "hidden": float(np.nanmin(g["overlap_efficiency"][:, p]))
+                            if np.isfinite(g["overlap_efficiency"][:, p]).any() else None,
+                            "slowdown": float(np.nanmax(g["kernel_slowdown"][:, p]))
+                            if np.isfinite(g["kernel_slowdown"][:, p]).any() else None,
+                            "transport": g["transport"].asstr()[0, p]}
     return out
 
 
@@ -148,6 +153,8 @@ def check_report(args):
     check("Every run and sweep completed; every point has status ok." in md,
           "report states the parity/completion status")
     check("out_max_rel" in md, "report lists the parity errors")
+    check("| hidden % fwd/bwd | kernel x alone fwd/bwd |" in md and "| transport |" not in md,
+          "ring table: overlap columns (a ring of 2 travelled), no transport column (mpi only)")
     # Every expected plot exists and is a valid PNG.
     for name in PLOTS:
         p = os.path.join(out, f"{name}.png")
@@ -180,6 +187,17 @@ def check_report(args):
               f"S={key[0]} R={key[1]}: TFLOP/s per GPU = 3.5 x mean forward_flop / time = {v['tflops_total']:.4g}")
         tf = f"{v['tflops_total']:.1f}" if v["tflops_total"] >= 10 else f"{v['tflops_total']:.3g}"
         check(len(row) == 1 and f"| {tf} |" in row[0], f"report.md row S={key[0]} R={key[1]} shows {tf} TFLOP/s per GPU")
+        check(p["transport"] == v["transport"] == "mpi", f"S={key[0]} R={key[1]}: transport mpi (host path)")
+        # The overlap calibration (issue #26): measured where the ring travelled (R >= 2).
+        check((v["hidden"] is None) == (key[1] == 1) and (v["slowdown"] is None) == (key[1] == 1),
+              f"S={key[0]} R={key[1]}: overlap calibration measured exactly where R >= 2")
+        if v["hidden"] is not None:
+            check(abs(p["overlap_efficiency"] - v["hidden"]) <= 1e-12 * abs(v["hidden"])
+                  and abs(p["kernel_slowdown"] - v["slowdown"]) <= 1e-12 * v["slowdown"],
+                  f"S={key[0]} R={key[1]}: overlap efficiency = lowest rank's, kernel slowdown = highest rank's")
+            check(len(row) == 1 and f"| {100 * v['hidden']:.1f}/" in row[0] and f"| {v['slowdown']:.2f}/" in row[0],
+                  f"report.md row S={key[0]} R={key[1]} shows hidden {100 * v['hidden']:.1f} % and kernel "
+                  f"x{v['slowdown']:.2f}")
     for seq in {k[0] for k in expected}:
         if (seq, 1) in expected and (seq, 2) in expected:
             eff = expected[(seq, 1)]["time"] / expected[(seq, 2)]["time"] / 2

@@ -225,6 +225,82 @@ class TablesMatchJsonTest(Base):
             self.assertEqual((r["peak busbw"], r["at size"]), (fmt.si(c["peak_busbw"], "B/s"), fmt.size(c["at_size"])))
 
 
+class OverlapColumnsTest(Base):
+    """Issue #26: the transport that ran (a column only where the points used more than one, as
+    on the run's screen) and the overlap calibration (hidden: the lowest rank's overlap
+    efficiency in %; kernel x alone: the highest rank's kernel slowdown), described in the
+    file's own words."""
+    # Per rank (2) and point ((1024, 1), (1024, 2), (2048, 1), (2048, 2)): NaN at R=1 (no
+    # calibration), no backward figure at (2048, 2).
+    NAN = np.nan
+    METRICS = {"overlap_efficiency": [[NAN, 0.97, NAN, 0.42], [NAN, 0.91, NAN, 0.88]],
+               "backward_overlap_efficiency": [[NAN, 0.995, NAN, NAN], [NAN, 0.993, NAN, NAN]],
+               "kernel_slowdown": [[NAN, 1.04, NAN, 1.01], [NAN, 1.09, NAN, 1.003]],
+               "backward_kernel_slowdown": [[NAN, 1.02, NAN, NAN], [NAN, 1.005, NAN, NAN]]}
+
+    def overlap_file(self, transports):
+        """A 2-rank host-like file with the calibration and `transports` per point (every rank)."""
+        f = synthetic.make_run(self.path("ov.h5"), 2, seq_lens=(1024, 2048), ring_sizes=[1, 2],
+                               collectives=False, pingpong=False, p2p=False)
+        with h5py.File(f, "r+") as h:
+            g = h["sweeps/ring"]
+            for name, v in self.METRICS.items():
+                synthetic.dataset(g, name, np.array(v), "1", f"{name}: said by the file", "metric")
+            synthetic.dataset(g, "transport", np.array([transports] * 2, dtype=object), "1",
+                              "transport: said by the file", "metric")
+            synthetic.dataset(g, "transport_reason", np.array([["asked for"] * 4] * 2, dtype=object), "1",
+                              "why", "metric")
+        return f
+
+    def test_overlap_worst_rank(self):
+        md, js, _ = self.build([self.overlap_file(["mpi"] * 4)])
+        rows = {(int(r["S"]), int(r["R"])): r for r in md_rows(md, "## Ring attention")}
+        self.assertNotIn("transport", rows[(1024, 1)])  # one transport: no column
+        self.assertEqual(rows[(1024, 2)]["hidden % fwd/bwd"], "91.0/99.3")  # lowest rank's
+        self.assertEqual(rows[(1024, 2)]["kernel x alone fwd/bwd"], "1.09/1.02")  # highest rank's
+        self.assertEqual(rows[(2048, 2)]["hidden % fwd/bwd"], "42.0")  # no backward figure
+        self.assertEqual(rows[(2048, 2)]["kernel x alone fwd/bwd"], "1.01")
+        for key in ((1024, 1), (2048, 1)):
+            self.assertEqual((rows[key]["hidden % fwd/bwd"], rows[key]["kernel x alone fwd/bwd"]), ("-", "-"))
+        got = {(p["seq_len"], p["ring_size"]): p for p in js["points"]}
+        with h5py.File(self.path("ov.h5"), "r") as h:  # recomputed from the file
+            g = h["sweeps/ring"]
+            for p, key in enumerate(zip(g["points/seq_len"][()], g["points/ring_size"][()])):
+                pt = got[(int(key[0]), int(key[1]))]
+                self.assertEqual(pt["transport"], "mpi")
+                self.assertEqual(pt["transport_reason"], "asked for")
+                for name, pick in (("overlap_efficiency", np.nanmin), ("backward_overlap_efficiency", np.nanmin),
+                                   ("kernel_slowdown", np.nanmax), ("backward_kernel_slowdown", np.nanmax)):
+                    v = g[name][:, p]
+                    if np.isfinite(v).any():
+                        self.assertAlmostEqual(pt[name], float(pick(v)), places=12)
+                    else:
+                        self.assertIsNone(pt[name])
+        words = md[md.index("## Ring attention"):md.index("| sweep |")]
+        self.assertIn("overlap_efficiency: said by the file", words)  # the file's description
+        self.assertIn("kernel_slowdown: said by the file", words)
+        self.assertNotIn("transport: said by the file", words)  # no transport column
+
+    def test_transport_column_where_several(self):
+        md, js, _ = self.build([self.overlap_file(["mpi", "nccl", "mpi", "copy_engine"])])
+        rows = md_rows(md, "## Ring attention")
+        self.assertEqual({(int(r["S"]), int(r["R"])): r["transport"] for r in rows},
+                         {(1024, 1): "mpi", (1024, 2): "nccl", (2048, 1): "mpi", (2048, 2): "copy_engine"})
+        self.assertIn("transport: said by the file", md[md.index("## Ring attention"):md.index("| sweep |")])
+        where = [r["where"] for r in js["headline"] if r["result"].startswith("ring attention")]
+        self.assertTrue(where and all(" via " in w for w in where), where)
+
+    def test_files_without_the_calibration(self):
+        f = synthetic.make_run(self.path("old.h5"), 2, seq_lens=(1024,), ring_sizes=[2],
+                               collectives=False, pingpong=False, p2p=False)
+        md, js, _ = self.build([f])
+        head = md_rows(md, "## Ring attention")[0]
+        self.assertFalse({"transport", "hidden % fwd/bwd", "kernel x alone fwd/bwd"} & set(head))
+        self.assertNotIn("in the file's words", md)
+        self.assertIsNone(js["points"][0]["overlap_efficiency"])
+        self.assertEqual(js["points"][0]["transport"], "")
+
+
 class TrustTest(Base):
     def test_cv_and_efficiency_flags(self):
         # synthetic iterations 0.9, 1.0, 1.2 x the median: CV 15 %; the 2-rank file twice as
