@@ -1,4 +1,4 @@
-"""Command line: python3 -m ringbench_analysis {report,compare,table,tune,tune-cp,compare-tuning,nccl-tests,...}
+"""Command line: python3 -m ringbench_analysis {report,compare,table,tune,tune-cp,compare-tuning,nccl-tests,scheme-model,...}
 (or analysis/rb-analysis)."""
 import argparse
 import os
@@ -27,6 +27,7 @@ def _run(argv):
     _tuning_parsers(sub)
     _baseline_parser(sub)
     _nccl_tests_parser(sub)
+    _scheme_model_parser(sub)
     args = p.parse_args(argv)
     if args.command == "nccl-tests":
         from . import nccl_tests
@@ -34,6 +35,9 @@ def _run(argv):
     if args.command == "baseline":
         from . import baseline  # imports h5py and yaml lazily: --help works without them
         return baseline.command(args)
+    if args.command == "scheme-model":
+        from . import scheme_report
+        return scheme_report.command(args)
     if args.command == "tune-cp":
         from . import tune_cp
         return tune_cp.command(args)
@@ -70,6 +74,25 @@ def _nccl_tests_parser(sub):
                    help="compare sizes from this up (default 64 MiB: below, launch latency dominates)")
     n.add_argument("--tolerance", type=float, default=0.03, help="allowed |ratio - 1| (default 0.03)")
     n.add_argument("--json", metavar="FILE", help="also write the matched points as JSON")
+
+
+def _scheme_model_parser(sub):
+    s = sub.add_parser(
+        "scheme-model", help="the per-scheme cost model: predicted vs measured per scheme point, and the "
+                             "crossover tokens/GPU where ulysses or allgather beats the ring",
+        description="Predicts each context-parallel scheme's forward and backward time (compute at the "
+                    "measured attention rate + exposed communication from the collectives' alpha-beta "
+                    "fits per link class), against every point of the sweeps that ran several schemes, and "
+                    "projects where each scheme beats the ring at larger group sizes, within a node and "
+                    "across nodes (docs/analysis.md). Files are pooled: a collectives sweep of another run "
+                    "on the same machine supplies the fits. Exit 0: printed; 2: unusable input or no sweep "
+                    "ran two or more schemes.")
+    s.add_argument("files", nargs="+", metavar="RUN.h5", help="ringbench output files or directories")
+    s.add_argument("--sizes", default="8,16,64", metavar="R,R,...",
+                   help="group sizes to project the crossovers to, besides the measured ones (default 8,16,64)")
+    s.add_argument("--link", action="append", default=[], metavar="CLASS=ALPHA,BETA",
+                   help="the ring's hop (sendrecv) link, replacing the measured one, as report --link")
+    s.add_argument("--json", metavar="FILE", help="also write every number as JSON")
 
 
 def _report_parser(sub):

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import links, contention, figures, fmt, headline, model, peaks as peaks_mod, plots, reader, results, schemes
+from . import scheme_report
 
 # Drawn whenever the files have ring attention, collectives, p2p or ping-pong points.
 EXPECTED_PLOTS = [
@@ -148,6 +149,7 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None, given_lin
     md += _ring_section(runs, points, fr["ring"], summary) + _section_plots(shown, summary, "ring")
     md += _schemes_section(fr["ring"], shown, summary)
     md += _cost_section(lk, preds, per_node) + _section_plots(shown, summary, "cost")
+    md += _scheme_model_section(runs, predict_sizes, given_links, summary)
     part = _collectives_section(fr, summary)
     md += part + _section_plots(shown, summary, "coll", bool(part))
     part = _p2p_section(fr, summary)
@@ -294,6 +296,13 @@ def _schemes_section(ring, shown, summary):
     summary["schemes"] = fmt.records(table)
     summary["ring_vs_fastest_scheme"] = schemes.ring_cost(table) if not table.empty else []
     return schemes.section_lines(table, shown.get("schemes", []))
+
+
+def _scheme_model_section(runs, sizes, given_links, summary):
+    """The per-scheme cost model (scheme_report.py), when a sweep ran several schemes."""
+    result = scheme_report.evaluate(runs, sizes, given_links)
+    summary["scheme_model"] = scheme_report.to_json(result)
+    return scheme_report.section_lines(result)
 
 
 def _weak_table(points, summary):

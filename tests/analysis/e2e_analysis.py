@@ -767,12 +767,16 @@ def check_contention_first_screen(report):
 
 def check_schemes(args):
     """A host job that runs one problem under ring, allgather and ulysses at ring sizes 1 and 2
-    (2 ranks), then report: its "Context-parallel schemes" table has one row per (problem,
-    scheme), exactly one fastest (bold) per problem with "x fastest" 1 and the others >= 1, each
-    time the slowest rank's median total_time_s of the file, and schemes.png is drawn."""
+    (2 ranks), with a collectives sweep of the operations the schemes use, then report: its
+    "Context-parallel schemes" table has one row per (problem, scheme), exactly one fastest (bold)
+    per problem with "x fastest" 1 and the others >= 1, each time the slowest rank's median
+    total_time_s of the file, and schemes.png is drawn; then the per-scheme cost model
+    (check_scheme_model)."""
     cfg, out_h5 = host_job(args, "schemes", [
         "{type: ring_attention, name: cp, seq_lengths: [128], num_heads: 4, head_dim: 8, causal: true, "
-        "layout: zigzag, ring_sizes: [1, 2], scheme: [ring, allgather, ulysses], warmup: 1, iterations: 3}"])
+        "layout: zigzag, ring_sizes: [1, 2], scheme: [ring, allgather, ulysses], warmup: 1, iterations: 3}",
+        "{type: collectives, name: coll, operations: [sendrecv, all_gather, reduce_scatter, all_to_all], "
+        "min_bytes: 1KiB, max_bytes: 256KiB, factor: 4, in_place: [false], warmup: 1, iterations: 3}"])
     r = run([args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", out_h5, "--force"])
     check(r.returncode == 0, f"the scheme job runs (exit {r.returncode}): {r.stderr[-1500:]}")
     out = os.path.join(args.workdir, "schemes_report")
@@ -801,6 +805,42 @@ def check_schemes(args):
     js = json.load(open(os.path.join(out, "report.json")))
     check(len(js.get("schemes", [])) == 6 and len(js.get("ring_vs_fastest_scheme", [])) == 2,
           "report.json has the comparison and the ring's cost per problem")
+    check_scheme_model(args, out_h5, md, js)
+
+
+def check_scheme_model(args, out_h5, md, js):
+    """The per-scheme cost model on the real file: a prediction for every point (the file has
+    every fit it needs), the bytes the model counts are the file's bytes_sent_bytes (the C++
+    count restated), the measured times and the fits are the file's own (recomputed here with
+    h5py), and the report and `rb-analysis scheme-model` show the crossovers at R = 2 and 8."""
+    sm = js.get("scheme_model") or {}
+    rows = sm.get("validation", [])
+    check(len(rows) == 6, f"scheme model: one row per point of the cp sweep ({len(rows)})")
+    check(all(r.get("predicted_total") for r in rows), "scheme model: every point predicted "
+          f"({[r.get('missing') for r in rows if not r.get('predicted_total')]})")
+    check(all(r.get("bytes_match") for r in rows), "scheme model: its bytes per iteration are the file's "
+          f"bytes_sent_bytes ({[(r.get('scheme'), r.get('ring_size')) for r in rows if not r.get('bytes_match')]})")
+    with h5py.File(out_h5, "r") as f:
+        g = f["sweeps/cp"]
+        total = np.nanmax(np.nanmedian(g["total_time_s"][()], axis=2), axis=0)
+        m = f["sweeps/coll/model"]
+        ops = list(m["points/operation"].asstr()[()])
+        gs = m["points/group_size"][()]
+        bus = {op: m["beta_Bps"][0, i] * ((gs[i] - 1) / gs[i] if op != "sendrecv" else 1.0) for i, op in enumerate(ops)}
+    check(all(abs(r["total"] - total[r["point"]]) <= 1e-12 * total[r["point"]] for r in rows),
+          "scheme model: the measured totals are the slowest rank's median total_time_s")
+    fits = {(x["operation"], x["link"]): x for x in sm.get("fits", [])}
+    check(all(abs(fits[(op, "intra")]["bus_beta_Bps"] / b - 1) < 1e-9 for op, b in bus.items() if (op, "intra") in fits)
+          and len([k for k in fits if k[1] == "intra" and fits[k]["fitted"]]) == 4,
+          "scheme model: the four intra-node fits are the file's stored models (bus bandwidth)")
+    check("### Per-scheme cost model" in md and "Not projected across nodes" in md,
+          "report: the per-scheme section, and why nothing is projected across nodes")
+    r = analysis(args, "scheme-model", out_h5, "--sizes", "8", "--json", os.path.join(args.workdir, "sm.json"))
+    table = md_table(r.stdout.split("# Per-scheme cost model", 1)[-1].splitlines()[2:])
+    check(r.returncode == 0 and [x.get("R") for x in table] == ["2 (run)", "8"],
+          f"scheme-model prints the crossovers at R = 2 (run) and 8 ({[x.get('R') for x in table]})")
+    check(all(x.get("ulysses", "").startswith(("n/a: ulysses needs", "<", ">", "always", "never")) or ".." in
+              x.get("ulysses", "") for x in table), "each crossover cell is a range, always/never or n/a with why")
 
 
 def check_contention_screen(stdout, d):
