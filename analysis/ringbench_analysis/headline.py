@@ -70,6 +70,9 @@ def _ring_row(what, r, via=False):
     value = (f"{fmt.tflops(r['tflops_total'])} TFLOP/s per GPU fwd+bwd ({fmt.tflops(r['tflops_fwd'])} fwd), "
              f"{fmt.ms(r['total_ms'])} ms per iteration{single}")
     where = f"{r['sweep']} S={r['seq_len']} R={r['ring_size']} {r['layout']} {r['kernel']} {r['dtype']}"
+    scheme = r.get("scheme", "ring")
+    if isinstance(scheme, str) and scheme not in ("", "ring"):  # the best point of a scheme sweep
+        where += f" scheme {scheme}"
     if via and r.get("transport"):
         where += f" via {r['transport']}"
     return _row(what, value, r["pct_of_peak"], where, r["untrustworthy"])

@@ -290,6 +290,17 @@ class OverlapColumnsTest(Base):
         where = [r["where"] for r in js["headline"] if r["result"].startswith("ring attention")]
         self.assertTrue(where and all(" via " in w for w in where), where)
 
+    def test_headline_names_the_scheme(self):
+        # A scheme sweep's best point may be Ulysses: "ring attention, best point" must say so.
+        import pandas as pd
+        from ringbench_analysis import headline
+        row = pd.Series({"sweep": "schemes", "seq_len": 131072, "ring_size": 4, "layout": "contiguous",
+                         "kernel": "cudnn", "dtype": "bf16", "scheme": "ulysses", "transport": "nccl",
+                         "tflops_total": 530.2, "tflops_fwd": 594.1, "total_ms": 232.0,
+                         "pct_of_single_gpu": float("nan"), "pct_of_peak": 53.6, "untrustworthy": ""})
+        self.assertTrue(headline._ring_row("best", row)["where"].endswith(" scheme ulysses"))
+        self.assertNotIn(" scheme ", headline._ring_row("best", row.replace("ulysses", "ring"))["where"])
+
     def test_files_without_the_calibration(self):
         f = synthetic.make_run(self.path("old.h5"), 2, seq_lens=(1024,), ring_sizes=[2],
                                collectives=False, pingpong=False, p2p=False)
