@@ -20,8 +20,8 @@ import math
 import re
 
 from . import model, reader
+from .placement import CLASSES, ring_link  # noqa: F401 (links.ring_link, links.CLASSES)
 
-CLASSES = ("intra", "inter")
 _UNITS_S = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _UNITS_BPS = {"": 1.0, "B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12,
               "KiB/s": 2.0 ** 10, "MiB/s": 2.0 ** 20, "GiB/s": 2.0 ** 30}
@@ -108,17 +108,3 @@ def ranks_per_node(runs):
         if r.node_count > 0 and r.world_size > 0:
             best = max(best, r.world_size // r.node_count)
     return best
-
-
-def ring_link(ring_size, per_node, lk):
-    """(nodes, crossing hops, link class used, model, fallback note) of a ring of ring_size
-    ranks placed node by node with per_node ranks per node."""
-    nodes = -(-ring_size // max(per_node, 1))
-    crossing = nodes if nodes > 1 else 0
-    if nodes <= 1:
-        return nodes, 0, "intra", lk.get("intra"), ""
-    if lk.get("inter") is not None:
-        return nodes, crossing, "inter", lk["inter"], ""
-    return nodes, crossing, "intra", lk.get("intra"), (
-        "no inter-node link measured or given (--link inter=ALPHA,BETA): the intra-node link "
-        "stands in, so this projection is optimistic")

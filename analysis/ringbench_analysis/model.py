@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from . import reader
+from . import placement, reader
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8, "fp8": 1}
 
@@ -304,16 +304,15 @@ def ring_comm_model(runs):
 
 def predict(base, ring_size, lk, per_node=None):
     """Predicted forward and backward ring times at `ring_size` from one measured point `base`,
-    with the link its transfers take (links.ring_link). lk: {intra, inter} link models, or one
+    with the link its transfers take (placement.ring_link). lk: {intra, inter} link models, or one
     model for every ring (the old single-link form). per_node: ranks per node (default: the
     whole ring on one node)."""
-    from . import links  # links imports this module
     if base.get("step_compute") is None or base.get("steps") is None or base.get("kv_bytes") is None:
         return None
     if not isinstance(lk, dict) or "alpha_s" in lk:
         lk = {"intra": lk, "inter": lk}
     r0, r = base["ring_size"], ring_size
-    nodes, crossing, cls, comm, note = links.ring_link(r, per_node or r, lk)
+    nodes, crossing, cls, comm, note = placement.ring_link(r, per_node or r, lk)
     c = base["step_compute"] * (r0 / r) ** 2
     steps = base["steps"] * r / r0
     nbytes = base["kv_bytes"] * r0 / r
