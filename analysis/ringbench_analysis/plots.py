@@ -323,7 +323,7 @@ def cost_model(preds, out_dir):
     return _save(fig, out_dir, "cost_model.png")
 
 
-# ---- contention sweep (contention.py prepares the data) ------------------------------------
+# ---- contention sweep (contention_plots.py prepares the data) ------------------------------
 _BOUND_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#bcbd22")
 
 
