@@ -117,8 +117,24 @@ def _report_parser(sub):
                    help="ranks per node of the projected rings (default: the files' own)")
 
 
+def _out_dir_problem(out):
+    """Why --out cannot take the report ("" when it can): a file there, or a directory that
+    cannot be made or written (a file is created and removed to know: root passes every
+    permission test, a read-only file system or an immutable directory does not)."""
+    import tempfile
+    if os.path.exists(out) and not os.path.isdir(out):
+        return f"--out {out}: is a file, not a directory (the report is a directory of files)"
+    try:
+        os.makedirs(out, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        return f"--out {out}: cannot write there ({e.strerror or e})"
+    return ""
+
+
 def _report(args, p):
-    from . import report
+    from . import reader, report
     from .links import LinkError, parse_link
     from .peaks import PeaksError
     try:
@@ -129,6 +145,13 @@ def _report(args, p):
         p.error("--ranks-per-node must be at least 1")
     try:
         given = [parse_link(x) for x in args.link]
+        # Inputs and --out are checked before report.build: it would otherwise stop inside
+        # HDF5 (a crash, filecheck.py), os.makedirs or a plot's savefig with a traceback.
+        reader.filecheck.check(reader.run_files(args.files))
+        bad_out = _out_dir_problem(args.out)
+        if bad_out:
+            print(f"rb-analysis report: {bad_out}", file=sys.stderr)
+            return 2
         summary = report.build(args.files, args.out, sizes, peaks_file=args.peaks,
                                given_links=given, ranks_per_node=args.ranks_per_node)
     except LinkError as e:
@@ -136,6 +159,10 @@ def _report(args, p):
         return 2
     except PeaksError as e:
         print(f"rb-analysis report: --peaks {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a write that failed after the check (a full disk, a removed --out)
+        print(f"rb-analysis report: --out {args.out}: {e.filename or args.out}: {e.strerror or e}",
+              file=sys.stderr)
         return 2
     print(f"report: {os.path.join(args.out, 'report.md')} "
           f"({len(summary['plots'])} plots, {len(summary['points'])} ring attention points)")
@@ -153,7 +180,9 @@ def _compare_parser(sub):
                                    "per-iteration samples, and with --history the point's "
                                    "night-to-night noise (docs/analysis.md); prints a summary. "
                                    "Exit 0: no regression; 1: a regression (the whole interval "
-                                   "beyond the limit, or a point/run failed in NEW only); 2: the "
+                                   "beyond the limit, or a point failed in NEW only), or NEW is "
+                                   "incomplete (its run or a sweep did not finish, a sweep or "
+                                   "metric of BASE is missing); 2: the "
                                    "files could not be compared or measure different work "
                                    "(config, world size, nodes, GPU model).")
     c.add_argument("base", metavar="BASE.h5")

@@ -52,9 +52,12 @@ def config_hash(config_text):
 
 
 def run_identity(path):
-    """RUN.h5 -> dict(kind, gpu, nodes, config, commit) of the file's machine kind."""
+    """RUN.h5 -> dict(kind, gpu, nodes, config, commit, unfinished) of the file's machine kind;
+    unfinished: why the run is not a whole one ("" when /run and every sweep completed)."""
     import h5py
+    from . import filecheck, reader
     try:
+        filecheck.check([path])  # a corrupted file must not crash this process inside HDF5
         with h5py.File(path, "r") as f:
             run = f["run"].attrs
             names = f["ranks/gpu_name"].asstr()[()] if "ranks/gpu_name" in f else []
@@ -62,9 +65,27 @@ def run_identity(path):
             nodes = int(run["node_count"])
             cfg = config_hash(_text(run["config_text"]))
             commit = _text(run.get("git_commit", "unknown")) or "unknown"
-    except (OSError, KeyError) as e:
+            unfinished = _unfinished(f)
+    except reader.RingbenchFileError as e:
+        raise BaselineError(str(e))
+    except (OSError, KeyError, RuntimeError, ValueError) as e:
         raise BaselineError(f"{path}: not a readable ringbench file ({e})")
-    return _identity(gpu, nodes, cfg, commit)
+    return dict(_identity(gpu, nodes, cfg, commit), unfinished=unfinished)
+
+
+def _unfinished(f):
+    """Why the file's run is not whole: its /run status, else a sweep still 'running' (a
+    sweep that 'failed' ended, and the run's status says so)."""
+    status = _text(f["run"].attrs.get("status", "unknown"))
+    if status != "complete":
+        failure = _text(f["run"].attrs.get("failure", ""))
+        return f"run status '{status}'" + (f": {failure}" if failure else
+                                           " (killed, timed out or crashed?)" if status == "running" else "")
+    for name, g in (f["sweeps"].items() if "sweeps" in f else []):
+        st = _text(g.attrs.get("status", "unknown"))
+        if st not in ("complete", "failed"):
+            return f"sweep '{name}' status '{st}'"
+    return ""
 
 
 def config_identity(config_path, gpu="host", nodes=1):
@@ -90,9 +111,12 @@ def _identity(gpu, nodes, cfg, commit):
 
 
 def identity(path, gpu="host", nodes=1):
-    """RUN.h5 (its own machine kind) or a config YAML (with GPU and NODES of where it will run)."""
-    import h5py
-    if os.path.isfile(path) and h5py.is_hdf5(path):
+    """RUN.h5 (its own machine kind) or a config YAML (with GPU and NODES of where it will run).
+    A .h5 name is a run even when it is empty or damaged: it gets the run's error, not a
+    config's kind."""
+    from . import filecheck
+    if path.endswith(".h5") or (os.path.isfile(path) and os.path.getsize(path)
+                                and filecheck.has_signature(path, os.path.getsize(path))):
         return run_identity(path)
     return config_identity(path, gpu, nodes)
 
@@ -136,10 +160,14 @@ def current(store, kind):
     return None
 
 
-def _store_copy(run_path, store, now):
+def _store_copy(run_path, store, now, role):
     """Copy RUN.h5 into KIND/<date>_<commit>[_n].h5 (never over a kept file); returns
-    (identity, store-relative path, entry date)."""
+    (identity, store-relative path, entry date). A run that did not finish is refused: as the
+    baseline it would pass every night that measures less, and as a night it teaches a noise."""
     ident = run_identity(run_path)
+    if ident["unfinished"]:
+        what = "the baseline" if role == "baseline" else "a history night"
+        raise BaselineError(f"{run_path}: {ident['unfinished']}: only a complete run can be {what}")
     date = now.strftime("%Y-%m-%dT%H%M%SZ")
     kind_dir = os.path.join(store, ident["kind"])
     os.makedirs(kind_dir, exist_ok=True)
@@ -163,7 +191,8 @@ def _entry(ident, rel, date, run_path, role):
 
 def promote(run_path, store, now=None):
     """Copy RUN.h5 into the store as KIND's new current baseline; returns the new entry."""
-    ident, rel, date = _store_copy(run_path, store, now or datetime.datetime.now(datetime.timezone.utc))
+    ident, rel, date = _store_copy(run_path, store, now or datetime.datetime.now(datetime.timezone.utc),
+                                   "baseline")
     idx = read_index(store)
     entries = idx.setdefault(ident["kind"], [])
     for e in entries:
@@ -177,7 +206,8 @@ def promote(run_path, store, now=None):
 def record(run_path, store, now=None, keep=KEEP_NIGHTS):
     """Keep RUN.h5 as a night of KIND's history (not a baseline); the oldest nights beyond
     `keep` leave the index first, then their files go. Returns the new entry."""
-    ident, rel, date = _store_copy(run_path, store, now or datetime.datetime.now(datetime.timezone.utc))
+    ident, rel, date = _store_copy(run_path, store, now or datetime.datetime.now(datetime.timezone.utc),
+                                   "night")
     idx = read_index(store)
     entries = idx.setdefault(ident["kind"], [])
     entry = _entry(ident, rel, date, run_path, "night")
@@ -211,34 +241,51 @@ def show(store, out=None):
     return 0
 
 
+def check_store(store):
+    """A store is a directory, or a path where one can be made: a file there is refused
+    before show says "no baselines" of it or promote fails inside os.makedirs."""
+    if os.path.exists(store) and not os.path.isdir(store):
+        raise BaselineError(f"--store {store}: is a file, not a baseline store directory")
+
+
 def command(args):
     """`rb-analysis baseline ACTION`: exit 0 done, 2 unusable input, 3 (path) no baseline."""
-    store = args.store
     try:
-        if args.action != "show" and not args.file:
-            print(f"rb-analysis baseline {args.action}: needs a file", file=sys.stderr)
-            return 2
-        if args.action == "show":
-            return show(store)
-        if args.action == "promote":
-            e = promote(args.file, store)
-            print(f"baseline: promoted {args.file} -> {os.path.join(store, e['file'])} (current)")
-            return 0
-        if args.action == "record":
-            e = record(args.file, store)
-            print(f"baseline: recorded {args.file} -> {os.path.join(store, e['file'])} (history night)")
-            return 0
-        kind = identity(args.file, args.gpu, args.nodes)["kind"]
-        e = current(store, kind)
-        if e is None:
-            print(f"rb-analysis baseline: no baseline for kind {kind} in {store}", file=sys.stderr)
-            return EXIT_NONE
-        path = os.path.join(store, e["file"])
-        if not os.path.isfile(path):
-            print(f"rb-analysis baseline: index names {path}, which is missing", file=sys.stderr)
-            return EXIT_NONE
-        print(path)
-        return 0
+        return _command(args)
     except BaselineError as e:
         print(f"rb-analysis baseline: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # the store cannot be written (read-only, full, a file in the path)
+        where = e.filename or args.store
+        print(f"rb-analysis baseline {args.action}: cannot write to the store {args.store}: "
+              f"{where}: {e.strerror or e}", file=sys.stderr)
+        return 2
+
+
+def _command(args):
+    store = args.store
+    if args.action != "show" and not args.file:
+        print(f"rb-analysis baseline {args.action}: needs a file", file=sys.stderr)
+        return 2
+    check_store(store)
+    if args.action == "show":
+        return show(store)
+    if args.action == "promote":
+        e = promote(args.file, store)
+        print(f"baseline: promoted {args.file} -> {os.path.join(store, e['file'])} (current)")
+        return 0
+    if args.action == "record":
+        e = record(args.file, store)
+        print(f"baseline: recorded {args.file} -> {os.path.join(store, e['file'])} (history night)")
+        return 0
+    kind = identity(args.file, args.gpu, args.nodes)["kind"]
+    e = current(store, kind)
+    if e is None:
+        print(f"rb-analysis baseline: no baseline for kind {kind} in {store}", file=sys.stderr)
+        return EXIT_NONE
+    path = os.path.join(store, e["file"])
+    if not os.path.isfile(path):
+        print(f"rb-analysis baseline: index names {path}, which is missing", file=sys.stderr)
+        return EXIT_NONE
+    print(path)
+    return 0

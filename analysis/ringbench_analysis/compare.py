@@ -12,9 +12,10 @@ warn / regression from a bootstrap interval of the change of a low quantile (ver
 NEW/BASE, and, with --history, the point's night-to-night noise (history.py).
 
 Exit codes: 0 no regression; 1 at least one regression (a whole interval beyond the
-tolerance, a point ok in BASE and failed/oom in NEW, or NEW's run failed where BASE's did
-not); 2 the comparison could not be made (missing or unusable file, no matched point, unknown
-metric, or files that measure different work, unless allow_different).
+tolerance, a point ok in BASE and failed/oom in NEW), or NEW is incomplete (its run did not
+complete, a sweep did not finish or is missing, a metric BASE measured is missing: see
+incomplete_new); 2 the comparison could not be made (missing or unusable file, no matched
+point, unknown metric, or files that measure different work, unless allow_different).
 """
 import json
 import math
@@ -386,6 +387,8 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
     base_repeats, new_repeats: more runs of the same work on each side (run back to back in
     the same night): each point is judged on the side's run where it was fastest.
     Returns the exit code."""
+    # One checking process for every file of the comparison (filecheck.py).
+    reader.filecheck.check([base_path, new_path] + list(base_repeats) + list(new_repeats))
     base, new = reader.load(base_path), reader.load(new_path)
     metrics = list(metrics or [])
     _check_metrics(base, new, metrics)
@@ -431,13 +434,13 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
         run_noise = V.run_noise(backend, "*")
     opts = {"tolerance": tolerance, "quantile": quantile, "run_noise_of": noise_of}
     rows = [r for k in matched for r in _judge_point(k, bp[k], np_[k], units, opts, hist)]
-    run_regression = ""
-    if base.status == "complete" and new.status != "complete":
-        run_regression = f"new run status '{new.status}'" + (f": {new.failure}" if new.failure else "")
+    incomplete = incomplete_new(base, new, bp, np_, matched)
+    run_regression = incomplete[0] if incomplete and new.status != "complete" else ""
     _count_skipped(skipped, skipped_new, bp, np_)
     notes += [f"diff (allowed): {d}" for d in diffs]
-    notes += [f"{tag}: {line}" for r, tag in ((base, "base"), (new, "new")) for line in r.problems()]
-    code = EXIT_REGRESSION if (run_regression or any(r["verdict"] == V.REGRESSION for r in rows)) \
+    # NEW's unfinished parts are the verdict's `incomplete` lines; a failed sweep shows as its points.
+    notes += [f"base: {line}" for line in base.problems()]
+    code = EXIT_REGRESSION if (incomplete or any(r["verdict"] == V.REGRESSION for r in rows)) \
         else EXIT_OK
     doc = {"base": str(base_path), "new": str(new_path), "tolerance": tolerance,
            "quantile": quantile, "min_bytes": min_bytes, "history": hist["dates"],
@@ -449,13 +452,52 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
                                     for t, r in (("base", base), ("new", new))},
            "backend": str(base.attrs.get("backend", "")),
            "exit_code": code, "counts": _counts(rows), "skipped": skipped,
-           "run_regression": run_regression, "notes": notes, "rows": rows}
+           "run_regression": run_regression, "incomplete": incomplete, "notes": notes, "rows": rows}
     _print_text(doc, base, new, text, show_all, bp, np_)
     if trend:
         for line in H.trend_lines(rows, hist["dates"], trend, lambda m: units.get(m, "")):
             text(line)
     _write_json(doc, json_to, out)
     return code
+
+
+def incomplete_new(base, new, bp, np_, matched):
+    """What NEW lacks to be judged whole, one line each: its run status, sweeps that did not
+    finish or cannot be read, sweeps BASE has and NEW does not, and metrics BASE measured at
+    points NEW ran (status ok) without a value. Any of them fails the comparison: a killed
+    run measures less, and what it did not measure cannot be a regression."""
+    out = []
+    if new.status != "complete":
+        why = f": {new.failure}" if new.failure else \
+            " (killed, timed out or crashed?)" if new.status == "running" else ""
+        out.append(f"run status '{new.status}'{why}")
+    for s in new.sweeps.values():
+        if s.status not in ("complete", "failed"):  # failed: it ended; its points say how
+            out.append(f"sweep '{s.name}' ({s.type}) status '{s.status}': it did not finish")
+    out += [f"sweep '{name}' unreadable: {why}" for name, why in new.unreadable.items()]
+    out += [f"sweep '{name}' ({s.type}) is missing (BASE has it)" for name, s in base.sweeps.items()
+            if name not in new.sweeps and name not in new.unreadable]
+    return out + _unmeasured(new, bp, np_, matched)
+
+
+def _unmeasured(new, bp, np_, matched):
+    """Per sweep and metric: the points with a BASE value and none in NEW (NEW's status ok)."""
+    missing = {}
+    for k in matched:
+        b, n = bp[k], np_[k]
+        if n["status"] != "ok":
+            continue  # a status regression already
+        for m, x in b["metrics"].items():
+            if x is not None and n["metrics"].get(m) is None:
+                missing.setdefault((b["sweep"], m), []).append(b["label"])
+    out = []
+    for (sweep, m), labels in missing.items():
+        if m not in new.sweeps[sweep].metrics:
+            out.append(f"sweep '{sweep}' has no {m} (BASE has it)")
+            continue
+        shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+        out.append(f"sweep '{sweep}': {m} not measured at {len(labels)} point(s) BASE measured: {shown}")
+    return out
 
 
 def _count_skipped(skipped, skipped_new, bp, np_):
@@ -519,7 +561,8 @@ def _print_text(doc, base, new, out, show_all, bp, np_):
         out(f"history: {len(doc['history'])} earlier night(s) ({doc['history'][0]} .. "
             f"{doc['history'][-1]}); a regression must also clear {V.NOISE_SIGMAS:g} x the "
             "point's night-to-night noise")
-    out("verdicts: " + ", ".join(f"{k} {v}" for k, v in doc["counts"].items() if v or k in V.VERDICTS))
+    out("verdicts: " + ", ".join(f"{k} {v}" for k, v in doc["counts"].items() if v or k in V.VERDICTS)
+        + (f"; NEW incomplete: {len(doc['incomplete'])} (listed at the end)" if doc["incomplete"] else ""))
     out("skipped points: " + (", ".join(f"{k} {v}" for k, v in doc["skipped"].items()) or "none"))
     for line in doc["notes"]:
         out(f"note: {line}")
@@ -535,17 +578,28 @@ def _print_text(doc, base, new, out, show_all, bp, np_):
             for k in keys:
                 out(f"  {src[k]['sweep']} {src[k]['label']} (status {src[k]['status']})")
     out("")
+    _print_verdict(doc, rows, out)
+
+
+def _print_verdict(doc, rows, out):
+    """The last lines: NEW's incomplete parts, then REGRESSION, FAIL (incomplete only) or OK."""
+    tol = doc["tolerance"]
+    for line in doc["incomplete"]:
+        out(f"NEW is incomplete: {line}")
     bad = [r for r in rows if r["verdict"] == V.REGRESSION]
-    if doc["run_regression"]:
-        bad.append({"sweep": "run", "point": "", "metric": "status", "why": doc["run_regression"]})
+    judged = (f"{len(rows)} judged metric(s) of {len(set((r['sweep'], r['point']) for r in rows))} "
+              "matched point(s)")
     if bad:
-        out(f"REGRESSION: {len(bad)} regression(s) beyond {tol:.1%}:")
+        out(f"REGRESSION: {len(bad)} regression(s) beyond {tol:.1%}"
+            + (" (and NEW is incomplete)" if doc["incomplete"] else "") + ":")
         for r in bad:
             what = _change(r) if "ratio" in r else r.get("why", r["verdict"])
             out(f"  {r['sweep']} {r['point']}: " + (f"{r['metric']} {what}" if "ratio" in r else what))
-        return
-    out(f"OK: {len(rows)} judged metric(s) of {len(set((r['sweep'], r['point']) for r in rows))} "
-        f"matched point(s), no regression beyond {tol:.1%}")
+    elif doc["incomplete"]:
+        out(f"FAIL: NEW is incomplete ({len(doc['incomplete'])} line(s) above), so it cannot pass; "
+            f"{judged}, no regression beyond {tol:.1%} among them")
+    else:
+        out(f"OK: {judged}, no regression beyond {tol:.1%}")
 
 
 def _change(r):

@@ -26,6 +26,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from . import filecheck
+
 # The writer may still hold a file open (a run in progress, a flush-then-read); reading must
 # not fail on HDF5's file lock.
 os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")
@@ -254,28 +256,37 @@ class Run:
     def __init__(self, path):
         self.path = str(path)
         with self._open() as f:
-            self.attrs = {k: _py(v) for k, v in f["run"].attrs.items()}
-            self._check_version()
-            # /run/libraries: one version string per library (cudnn, cuda_driver, ...)
-            self.libraries = ({k: _py(v) for k, v in f["run/libraries"].attrs.items()}
-                              if "libraries" in f["run"] else {})
-            self.world_size = int(self.attrs.get("world_size", 0))
-            self.ranks = _ranks_frame(f, self.world_size)
-            self.sweeps, self.unreadable = {}, {}  # unreadable: name -> why
-            for name in list(f["sweeps"].keys()) if "sweeps" in f else []:
-                try:
-                    self.sweeps[name] = Sweep(self, name, f["sweeps"][name])
-                except (OSError, KeyError, ValueError, RuntimeError, RingbenchFileError) as exc:
-                    self.unreadable[name] = str(exc)
+            try:
+                self._read(f)
+            except (OSError, RuntimeError, KeyError, ValueError) as exc:
+                # What the check's walk reached without a complaint but HDF5 cannot decode
+                # (the data of a damaged file): a message, not a traceback.
+                raise RingbenchFileError(filecheck.unreadable(
+                    self.path, f"HDF5: {exc}: truncated or corrupted?")) from exc
+
+    def _read(self, f):
+        self.attrs = {k: _py(v) for k, v in f["run"].attrs.items()}
+        self._check_version()
+        # /run/libraries: one version string per library (cudnn, cuda_driver, ...)
+        self.libraries = ({k: _py(v) for k, v in f["run/libraries"].attrs.items()}
+                          if "libraries" in f["run"] else {})
+        self.world_size = int(self.attrs.get("world_size", 0))
+        self.ranks = _ranks_frame(f, self.world_size)
+        self.sweeps, self.unreadable = {}, {}  # unreadable: name -> why
+        bad = filecheck.bad_sweeps(self.path)  # HDF5 failed, crashed or hung on these
+        for name in list(f["sweeps"].keys()) if "sweeps" in f else []:
+            if name in bad:
+                self.unreadable[name] = bad[name]
+                continue
+            try:
+                self.sweeps[name] = Sweep(self, name, f["sweeps"][name])
+            except (OSError, KeyError, ValueError, RuntimeError, RingbenchFileError) as exc:
+                self.unreadable[name] = str(exc)
 
     def _open(self):
-        if not os.path.exists(self.path):
-            raise RingbenchFileError(f"{self.path}: no such file")
-        if os.path.isdir(self.path):
-            raise RingbenchFileError(f"{self.path}: is a directory, not a ringbench HDF5 file")
-        if not h5py.is_hdf5(self.path):
-            raise RingbenchFileError(f"{self.path}: not an HDF5 file (is it a ringbench output file? "
-                                     "ringbench writes .h5 files named <run>_<UTC time>.h5)")
+        # Missing, not HDF5, or a file HDF5 would crash or hang on: said before this process
+        # opens it (filecheck.py).
+        filecheck.check([self.path])
         try:
             f = h5py.File(self.path, "r")
         except OSError as exc:
@@ -423,6 +434,7 @@ class RawGroup:
 
 def read_group(path, where):
     """RawGroup of FILE:/where (datasets directly in it; subgroups are not read)."""
+    filecheck.check([path])  # done already for a loaded run's file: remembered
     with h5py.File(path, "r") as f:
         if where not in f:
             return RawGroup({}, {}, {}, missing=f"{path}:/{where} is not in the file")
@@ -448,8 +460,8 @@ def load(path):
     return Run(path)
 
 
-def load_many(paths):
-    """Loads several files (a scaling series); a directory stands for every .h5 in it."""
+def run_files(paths):
+    """The files that `paths` name: a directory stands for every .h5 in it."""
     files = []
     for p in paths:
         if os.path.isdir(p):
@@ -459,6 +471,13 @@ def load_many(paths):
             files += found
         else:
             files.append(p)
+    return files
+
+
+def load_many(paths):
+    """Loads several files (a scaling series); a directory stands for every .h5 in it."""
+    files = run_files(paths)
+    filecheck.check(files)  # one checking process for all of them
     return [Run(p) for p in files]
 
 

@@ -397,6 +397,31 @@ def check_compare(args):
           "a point ok in base and parity_failed in new is a regression")
 
 
+def damaged_copies(data):
+    """{name: bytes} of damaged copies of a real file (#31 item 12): cut in half, empty, and
+    an attribute's stored name length made 59 KiB (HDF5 1.10 dies of SIGSEGV reading it)."""
+    at = data.find(b"schema_version\0")
+    crash = data[:at - 5] + b"\xe9" + data[at - 4:]
+    return {"cut.h5": data[:len(data) // 2], "empty.h5": b"", "bad_header.h5": crash}
+
+
+def check_damaged_copies(args, good, out):
+    """report and compare on each damaged copy: exit 2 and one line naming it, never a
+    traceback or a process killed inside HDF5."""
+    with open(good, "rb") as f:
+        data = f.read()
+    for name, content in damaged_copies(data).items():
+        bad = os.path.join(args.workdir, name)
+        with open(bad, "wb") as f:
+            f.write(content)
+        for cmd in (["report", bad, "--out", out], ["compare", good, bad]):
+            r = analysis(args, *cmd)
+            said = r.stderr.strip().splitlines()
+            check(r.returncode == 2 and len(said) == 1 and bad in said[0]
+                  and ("not a readable ringbench output (" in said[0] or "empty file (0 bytes)" in said[0]),
+                  f"{name}: {cmd[0]} exits 2 with one line naming the file (exit {r.returncode})")
+
+
 def check_errors(args):
     good = ringbench(args, 2, os.path.join(args.workdir, "good.h5"))
     out = os.path.join(args.workdir, "rep")
@@ -412,6 +437,7 @@ def check_errors(args):
     r = analysis(args, "compare", other, good)
     check(r.returncode == 2 and "not one written by ringbench" in r.stderr,
           "non-ringbench HDF5: exit 2, 'not one written by ringbench'")
+    check_damaged_copies(args, good, out)
     # A real interrupted run: killed inside its second sweep (as tests/e2e's interrupted check).
     cfg, cut = host_job(args, "interrupted", [
         "{type: ring_attention, name: ring, seq_lengths: [128], num_heads: 2, head_dim: 16, iterations: 2}",
