@@ -1,5 +1,8 @@
 # Config module: YAML schema, typed accessors and the malformed-config table.
 ringbench_add_doctest(TARGET test_config SOURCES config/test_config.cpp LIBS rb_config)
+# mpi.h for MPI_MAX_INFO_KEY / MPI_MAX_INFO_VAL, the limits of run.mpiio_hints (no MPI call).
+target_include_directories(test_config SYSTEM PRIVATE
+                           $<TARGET_PROPERTY:MPI::MPI_C,INTERFACE_INCLUDE_DIRECTORIES>)
 ringbench_add_test(NAME config RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_config>)
 # Tuned kernel policy read-back (issue #13): sha256, the policy file reader and its errors, the
 # lookup rule, applicability, and `kernel_policy:` in a config.

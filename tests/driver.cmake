@@ -1,7 +1,8 @@
-# The driver's own pieces: progress lines, the command line, provenance, the hang guard and the
-# sweeps' out-of-memory points; the whole program is covered by tests/e2e.cmake.
+# The driver's own pieces: progress lines, the command line, provenance, the hang guard, the
+# sweeps' out-of-memory points, the environment check and the files written beside the
+# output; the whole program is covered by tests/e2e.cmake.
 ringbench_add_doctest(TARGET test_driver SOURCES driver/test_progress.cpp driver/test_cli.cpp
-                      driver/test_watchdog.cpp driver/test_oom_point.cpp
+                      driver/test_watchdog.cpp driver/test_oom_point.cpp driver/test_side_files.cpp
                       LIBS rb_app)
 target_include_directories(test_driver PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/config)
 ringbench_add_test(NAME driver RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_driver>)

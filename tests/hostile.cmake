@@ -3,8 +3,13 @@
 # racing for one --output (10 races); a full disk (a tmpfs mounted by the test: skipped with 77
 # where it cannot mount); host out-of-memory points under prlimit --as and sizes beyond the
 # node's memory refused at validation; a rank stopped with SIGSTOP named by the hang guard.
+# Round two (issue #31): a self-referencing alias, an MPI-IO hint too long for MPI_Info, a list
+# past HDF5's 64 KiB attribute (config_limits); --json, heartbeat and --force against planted
+# links, FIFOs, sockets and devices (side_files); bad RINGBENCH_* / KOKKOS_* variables
+# (environment); stdout closed by its reader, `| head -1` (closed_stdout).
 if(RINGBENCH_PYTHON)
-  foreach(check config output race diskfull oom oom_validation stopped)
+  foreach(check config output race diskfull oom oom_validation stopped config_limits side_files
+                environment closed_stdout)
     add_test(NAME hostile_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/hostile/hostile_checks.py ${check}
                      --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}

@@ -4,11 +4,9 @@
 // rank goes on alone into a collective.
 #include "app/driver.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +21,7 @@
 #include <mpi.h>
 
 #include "app/estimate.hpp"
+#include "app/file_write.hpp"
 #include "app/json_report.hpp"
 #include "app/paths.hpp"
 #include "app/plan.hpp"
@@ -33,6 +32,7 @@
 #include "app/watchdog.hpp"
 #include "config/bytes.hpp"
 #include "config/config.hpp"
+#include "config/file_kind.hpp"
 #include "metrics/h5.hpp"
 #include "ringbench/version.hpp"
 #include "runtime/binding.hpp"
@@ -350,6 +350,19 @@ std::optional<h5::File> open_output(const std::string& path, bool force,
   return file;
 }
 
+// --json names a file rank 0 replaces after every sweep: a path it may not replace (a FIFO, a
+// device, a link without --force) is refused before the output is claimed, not warned about
+// after every sweep of a run that then has no JSON.
+bool json_path_refused(const CommandLine& cli, MPI_Comm world) {
+  std::string error;
+  if (!cli.json.empty() && mpi::rank_of(world) == 0) {
+    error = refusal_to_replace(cli.json, cli.force, "--json file");
+    if (!error.empty() && cfg::kind_at(cli.json) == "a symbolic link")
+      error += " (or pass --force to replace the link itself, never its target)";
+  }
+  return first_error_reported(error, "", world);
+}
+
 // /run/mpiio_hints: the hints MPI-IO reports in effect on the output file (the config's
 // run.mpiio_hints it kept, and its own defaults), one string attribute each.
 void write_mpiio_hints(h5::Group& run, const h5::File& file, MPI_Comm world) {
@@ -460,7 +473,7 @@ std::unique_ptr<JsonReport> make_json_report(const CommandLine& cli, const Valid
       {"backend", json_string(to_string(v.backend))},
       {"libraries", json_object(library_versions())},
       {"environment", json_object(result_environment(environ))}};
-  auto json = std::make_unique<JsonReport>(cli.json, std::move(h));
+  auto json = std::make_unique<JsonReport>(cli.json, std::move(h), cli.force);
   write_json(*json, "running", "");
   return json;
 }
@@ -556,21 +569,26 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
 
 // The hang guard's heartbeat file beside the output (app/watchdog.hpp says why): rank 0
 // creates it, then every rank starts writing its slot. Without it the guard still stops the
-// run, it only cannot name a silent rank, so a failure is a warning.
+// run, it only cannot name a silent rank, so a failure is a warning. Returns the path rank 0
+// created ("" elsewhere, and when it created none): the one file the run's end removes.
 std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, int world_size,
                              MPI_Comm world) {
   const std::string path = out_path + ".heartbeat";
   std::string error;
+  bool created = false;
   if (mpi::rank_of(world) == 0) {
-    const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) error = std::string("cannot create ") + path + ": " + std::strerror(errno);
-    if (fd >= 0) ::close(fd);
+    try {  // a new empty file; one left by a stopped run is replaced, nothing else is
+      write_file_replacing(path, "", false, "heartbeat file");
+      created = true;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
   }
   if (!mpi::any_rank(!error.empty(), world)) error = watchdog.start_heartbeat(path, world_size);
   if (!error.empty())
     fmt::print(stderr, "ringbench: warning: rank {}: the hang guard cannot name a stopped rank: "
                        "{}\n", mpi::rank_of(world), error);
-  return path;
+  return created ? path : "";
 }
 
 // run.timeout_s and run.point_timeout_s; --timeout overrides the run's limit.
@@ -619,6 +637,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   if (!decide_policies(v->sweeps, v->backend, setup->gpu, cli.quiet, world)) return 1;
 
   const std::string out_path = output_path(cli, v->config, world);
+  if (json_path_refused(cli, world)) return 1;
   std::optional<h5::File> file = open_output(out_path, cli.force, cli.config_path, v->config.run, world);
   if (!file) return 1;
   h5::Group root = file->root();

@@ -2,10 +2,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "app/file_write.hpp"
 
 namespace rb {
 
@@ -65,8 +66,9 @@ std::string record_text(const std::string& sweep, const std::string& type, std::
 
 }  // namespace
 
-JsonReport::JsonReport(std::string path, std::vector<std::pair<std::string, std::string>> header)
-    : path_(std::move(path)), header_(std::move(header)) {}
+JsonReport::JsonReport(std::string path, std::vector<std::pair<std::string, std::string>> header,
+                       bool replace_link)
+    : path_(std::move(path)), header_(std::move(header)), replace_link_(replace_link) {}
 
 void JsonReport::add_sweep(const std::string& name, const std::string& type,
                            std::vector<h5::PointRecord> records) {
@@ -97,14 +99,7 @@ void JsonReport::write(const std::string& run_status, const std::string& failure
       records += (records.empty() ? "\n    " : ",\n    ") + record_text(sw.name, sw.type, i, sw.records[i]);
   }
   text += "\n  ],\n  \"records\": [" + records + "\n  ]\n}\n";
-  const std::string tmp = path_ + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f) throw std::runtime_error("cannot write --json file " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path_.c_str()) != 0)
-    throw std::runtime_error("cannot rename " + tmp + " to the --json file " + path_);
+  write_file_replacing(path_, text, replace_link_, "--json file");
 }
 
 }  // namespace rb

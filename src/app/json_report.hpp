@@ -2,8 +2,9 @@
 // --json FILE: the run's results for CI systems and dashboards, no HDF5 needed (the format is
 // in docs/user-guide.md). Rank 0 keeps a header (version, commit, arguments, libraries,
 // environment, ranks) and each finished sweep's records, and rewrites the whole file after
-// every sweep and at the end (write then rename), so the file is valid JSON whenever the run
-// stops: "status": "running" there means it stopped before its end.
+// every sweep and at the end (written under a new name beside it, then renamed: app/file_write),
+// so the file is valid JSON whenever the run stops: "status": "running" there means it stopped
+// before its end.
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,8 +15,11 @@ namespace rb {
 
 class JsonReport {
  public:
-  // header: (name, JSON value text) pairs, in order, written before "sweeps".
-  JsonReport(std::string path, std::vector<std::pair<std::string, std::string>> header);
+  // header: (name, JSON value text) pairs, in order, written before "sweeps". replace_link
+  // (--force): a symbolic link at `path` is replaced itself (never written through); without
+  // it only a regular file there is replaced.
+  JsonReport(std::string path, std::vector<std::pair<std::string, std::string>> header,
+             bool replace_link = false);
   void add_sweep(const std::string& name, const std::string& type, std::vector<h5::PointRecord> records);
   // Marks the last added sweep complete or failed.
   void sweep_done(const std::string& status, const std::string& failure, double seconds);
@@ -31,6 +35,7 @@ class JsonReport {
   std::string path_;
   std::vector<std::pair<std::string, std::string>> header_;
   std::vector<Sweep> sweeps_;
+  bool replace_link_ = false;
 };
 
 // JSON text of a string (quoted, escaped) and of a number (null for NaN and infinities).

@@ -1,6 +1,7 @@
 #include "app/watchdog.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -56,8 +57,15 @@ Watchdog::~Watchdog() {
 }
 
 std::string Watchdog::start_heartbeat(const std::string& path, int world_size) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  // O_NOFOLLOW | O_NONBLOCK: a link or FIFO put in place of rank 0's file is refused, not
+  // written through or waited on forever.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return "cannot open the heartbeat file " + path + ": " + std::strerror(errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return "the heartbeat file " + path + " is not a regular file";
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     heartbeat_path_ = path;

@@ -17,6 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include <mpi.h>
+
+#include "config/file_kind.hpp"
 #include "config/policy_file.hpp"
 #include "config/yaml_guard.hpp"
 
@@ -162,7 +165,9 @@ double positive_seconds(const cfg::Node& run, const std::string& key) {
 
 // run.mpiio_hints: a map of hint name to a scalar value, passed to MPI-IO as text. Names are
 // not checked against a list (each MPI library knows its own and ignores the rest), only for
-// being names an MPI_Info accepts.
+// being names and values an MPI_Info accepts: MPI_Info_set refuses a longer one with an error
+// that aborts every rank (MPI's handler) after the output file was claimed, leaving a file
+// that is not HDF5 in the way of the next run.
 std::vector<std::pair<std::string, std::string>> parse_mpiio_hints(const cfg::Node& run) {
   std::vector<std::pair<std::string, std::string>> hints;
   if (!run.has("mpiio_hints")) return hints;
@@ -175,10 +180,16 @@ std::vector<std::pair<std::string, std::string>> parse_mpiio_hints(const cfg::No
     if (!value.yaml().IsScalar() || value.yaml().Scalar().empty())
       value.fail("", "expected a value (a number or a word) for MPI-IO hint '" + key + "', got " +
                          describe_shape(value.yaml()));
-    // Open MPI's MPI_MAX_INFO_KEY is 36 (35 characters and the NUL); MPICH's is larger.
-    constexpr std::size_t kMaxHintName = 35;
+    // MPI_Info_set takes fewer characters than MPI_MAX_INFO_KEY / _VAL (they count the NUL):
+    // Open MPI 36 and 256, MPICH 255 and 1024.
+    constexpr std::size_t kMaxHintName = MPI_MAX_INFO_KEY - 1, kMaxHintValue = MPI_MAX_INFO_VAL - 1;
     if (key.empty() || key.size() > kMaxHintName)
-      map.fail(key, "MPI-IO hint names are 1 to " + std::to_string(kMaxHintName) + " characters");
+      map.fail(key, "MPI-IO hint names are 1 to " + std::to_string(kMaxHintName) + " characters "
+                    "(MPI_MAX_INFO_KEY of this MPI), got " + std::to_string(key.size()));
+    if (value.yaml().Scalar().size() > kMaxHintValue)
+      value.fail("", "MPI-IO hint values are at most " + std::to_string(kMaxHintValue) +
+                         " characters (MPI_MAX_INFO_VAL of this MPI), got " +
+                         std::to_string(value.yaml().Scalar().size()));
     hints.emplace_back(key, value.yaml().Scalar());
   }
   return hints;
@@ -288,19 +299,6 @@ Config parse_config_text(const std::string& text, const std::string& file) {
   return config;
 }
 
-namespace {
-
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-}  // namespace
-
 // Only a regular file of at most kMaxConfigBytes is read: a FIFO would block the reading rank
 // forever and a device (/dev/zero) would never end. O_NONBLOCK keeps open() itself from
 // blocking when a FIFO replaced the file after the stat; fstat on the open file decides.
@@ -312,7 +310,7 @@ std::string read_config_file(const std::string& path) {
   if (::stat(path.c_str(), &info) != 0) fail(std::strerror(errno));
   auto check = [&](const struct stat& st) {
     if (!S_ISREG(st.st_mode))
-      fail(std::string("it is ") + kind_of(st.st_mode) + ", not a YAML file");
+      fail(std::string("it is ") + cfg::file_kind(st.st_mode) + ", not a YAML file");
     if (static_cast<std::uint64_t>(st.st_size) > kMaxConfigBytes)
       fail("it is " + std::to_string(st.st_size) + " bytes; a config may have at most " +
            std::to_string(kMaxConfigBytes) + " bytes (16 MiB)");

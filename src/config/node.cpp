@@ -466,6 +466,14 @@ std::uint64_t Node::get_bytes(const std::string& key, std::uint64_t fallback,
   return bytes_of(child(key), min);
 }
 
+void Node::check_list_length() const {
+  if (!node_.IsSequence() || node_.size() <= kMaxListValues) return;
+  fail("", "a list may hold at most " + std::to_string(kMaxListValues) + " values, got " +
+               std::to_string(node_.size()) + ": the sweep records its lists as HDF5 attributes, "
+               "which HDF5 limits to 64 KiB (8 bytes a value); split the sweep into several "
+               "sweeps, each with a part of the list");
+}
+
 std::vector<std::int64_t> Node::get_int_list(const std::string& key,
                                              const std::vector<std::int64_t>& fallback,
                                              std::int64_t min, std::int64_t max) const {
@@ -478,6 +486,7 @@ std::vector<std::int64_t> Node::get_int_list(const std::string& key,
   if (y.IsScalar()) return {int_of(v, min, max)};
   if (!y.IsSequence() || y.size() == 0)
     v.fail("", "expected " + expected + " or a non-empty list of them, got " + describe(y));
+  v.check_list_length();
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < y.size(); ++i) {
     Node e = v.element(i);
@@ -501,6 +510,7 @@ std::vector<std::string> Node::get_choice_list(const std::string& key,
   if (!y.IsSequence() || y.size() == 0)
     v.fail("", "expected one of " + join(choices, "|") + " or a non-empty list of them, got " +
                    describe(y));
+  v.check_list_length();
   std::vector<std::string> out;
   for (std::size_t i = 0; i < y.size(); ++i) {
     Node e = v.element(i);

@@ -39,6 +39,13 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 // items joined by sep ("a, b, c"): lists in messages and in text attributes.
 std::string join(const std::vector<std::string>& items, const std::string& sep);
 
+// The most values a list in a config may hold. Sweeps record their lists (seq_lengths,
+// ring_sizes, block_rows, causal, ...) as HDF5 attributes of their group, and HDF5 keeps an
+// attribute in its object header, at most 64 KiB: 8 bytes a value, about 8180 values. A longer
+// list would pass validation and planning and abort every rank when the sweep starts writing, so
+// it is refused here, with room to spare for the attribute's name and types.
+inline constexpr std::size_t kMaxListValues = 8000;
+
 class Node {
  public:
   Node() = default;
@@ -85,6 +92,10 @@ class Node {
   std::vector<std::string> get_choice_list(const std::string& key,
                                            const std::vector<std::string>& fallback,
                                            const std::vector<std::string>& choices) const;
+
+  // Refuses a list (this node) of more than kMaxListValues values, at the list. The list
+  // accessors call it; a sweep that reads a list itself calls it too.
+  void check_list_length() const;
 
   // Throws ConfigError at this node (or at `key` below it when present).
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;

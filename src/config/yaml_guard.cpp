@@ -18,6 +18,9 @@ namespace {
 // Counts the nodes of the expanded document from the event stream. An anchored node's size is
 // known when it ends (a collection: the count at its end minus the count at its start), so an
 // alias adds that size in one step; sizes saturate at the limit, so nesting cannot overflow.
+// An alias of an anchor whose collection is still open (`x: &a [*a]`) makes a node that
+// contains itself: yaml-cpp builds it, and every walk of the tree (the duplicate-key check
+// first) recurses until the stack runs out, so it is refused here, at the alias's key path.
 // It also checks each quoted scalar's closing quote: the event stream is the one place that knows
 // where a scalar starts, and yaml-cpp lets an unclosed quote run to the end of the file.
 class ExpansionCounter final : public YAML::EventHandler {
@@ -27,39 +30,49 @@ class ExpansionCounter final : public YAML::EventHandler {
 
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor, ""); }
   void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                const std::string&) override {
+                const std::string& value) override {
     check_quote(mark);
-    leaf(mark, anchor);
+    leaf(mark, anchor, value);
   }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    check_not_recursive(mark, anchor);
     const auto it = size_of_.find(anchor);
     add(it == size_of_.end() ? 1 : it->second, mark);
+    node_done("*" + alias_name(mark));
   }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
-    open(mark, anchor);
+    open(mark, anchor, false);
   }
   void OnSequenceEnd() override { close(); }
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
-    open(mark, anchor);
+    open(mark, anchor, true);
   }
   void OnMapEnd() override { close(); }
 
  private:
+  // A collection being read: its anchor and count at its start (sizes), and where in it the
+  // next node goes (the key path of messages).
   struct Open {
     YAML::anchor_t anchor;
     std::uint64_t count_before;
+    int line;                // 1-based, where the collection starts
+    bool map;
+    bool at_key = true;      // map: the next node is a key (else the value of `key`)
+    std::size_t index = 0;   // sequence: the next node's index
+    std::string key;
   };
 
-  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor, const std::string& value) {
     add(1, mark);
     if (anchor != YAML::NullAnchor) size_of_[anchor] = 1;
+    node_done(value);
   }
-  void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
-    open_.push_back({anchor, count_});
+  void open(const YAML::Mark& mark, YAML::anchor_t anchor, bool map) {
+    open_.push_back({anchor, count_, mark.line + 1, map, true, 0, ""});
     add(1, mark);
   }
   void close() {
@@ -67,6 +80,55 @@ class ExpansionCounter final : public YAML::EventHandler {
     const Open o = open_.back();
     open_.pop_back();
     if (o.anchor != YAML::NullAnchor) size_of_[o.anchor] = count_ - o.count_before;
+    node_done("?");  // a collection as a map key has no name of its own
+  }
+  // A whole node was read: its parent moves on to the next key, value or index.
+  void node_done(const std::string& text) {
+    if (open_.empty()) return;
+    Open& parent = open_.back();
+    if (!parent.map) {
+      ++parent.index;
+    } else {
+      if (parent.at_key) parent.key = text;
+      parent.at_key = !parent.at_key;
+    }
+  }
+  // The key path of the node being read, as cfg::Node spells it (`sweeps[1].ring_sizes`).
+  std::string path_here() const {
+    std::string path;
+    for (const Open& o : open_) {
+      if (!o.map) path += "[" + std::to_string(o.index) + "]";
+      else if (!o.at_key) path += (path.empty() ? "" : ".") + o.key;
+      else break;  // the node is a key: its map's path names it
+    }
+    return path;
+  }
+  // The 1-based line of text_[pos].
+  int line_of(std::size_t pos) const {
+    return 1 + static_cast<int>(std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+  }
+  // The name after '*' at an alias's mark (yaml-cpp hands out only a number).
+  std::string alias_name(const YAML::Mark& mark) const {
+    if (mark.pos < 0 || static_cast<std::size_t>(mark.pos) >= text_.size()) return "";
+    std::size_t at = static_cast<std::size_t>(mark.pos);
+    if (text_[at] == '*') ++at;
+    const std::size_t end = text_.find_first_of(" \t\r\n,[]{}", at);
+    return text_.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  }
+  void check_not_recursive(const YAML::Mark& mark, YAML::anchor_t anchor) const {
+    for (const Open& o : open_) {
+      if (o.anchor != anchor) continue;
+      const std::string name = alias_name(mark);
+      // A block collection's mark is its first entry, a line below its `&name`: the text says.
+      const std::size_t amp =
+          mark.pos > 0 ? text_.rfind("&" + name, static_cast<std::size_t>(mark.pos)) : std::string::npos;
+      const int line = amp == std::string::npos ? o.line : line_of(amp);
+      throw ConfigError(Location{file_, mark.line + 1, mark.column + 1}, path_here(),
+                        "the alias '*" + name + "' stands for the " + (o.map ? "map" : "list") +
+                            " anchored '&" + name + "' at line " + std::to_string(line) +
+                            ", which contains this alias: the value would contain itself without "
+                            "end; an alias may only repeat a value that is complete before it");
+    }
   }
   void add(std::uint64_t n, const YAML::Mark& mark) {
     count_ = (n > limit_ - count_) ? limit_ + 1 : count_ + n;
@@ -90,7 +152,7 @@ class ExpansionCounter final : public YAML::EventHandler {
       return;
     std::size_t line_start = text_.rfind('\n', at);
     line_start = line_start == std::string::npos ? 0 : line_start + 1;
-    const int line = 1 + static_cast<int>(std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const int line = line_of(at);
     const std::string quote(1, text_[at]);
     throw ConfigError(Location{file_, line, static_cast<int>(at - line_start) + 1}, "",
                       "unterminated quoted string: the " + quote + " opened here is never "

@@ -13,7 +13,9 @@ namespace rb::cfg {
 inline constexpr std::uint64_t kMaxYamlNodes = 1'000'000;
 
 // Streams the text's YAML events (no tree is built; an alias costs O(1)) and throws a
-// ConfigError naming the file and the line where the expansion passes `max_nodes`, or the line
+// ConfigError naming the file and the line where the expansion passes `max_nodes`, the line and
+// key path of an alias inside the collection its anchor names (`x: &a [*a]`: a value containing
+// itself, on which every walk of the tree would recurse until the stack overflows), or the line
 // where a quoted scalar opens whose quote is never closed (yaml-cpp ends such a scalar at the
 // end of the file without an error, or reports a later line). Other syntax errors are left to
 // the parser that follows (this returns on them).

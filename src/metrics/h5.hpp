@@ -96,7 +96,8 @@ class File {
  public:
   // Collective. Creates `path` (parent directories too) through MPI-IO; all ranks agree on
   // every refusal (std::runtime_error with the message):
-  // - an existing file, or a symbolic link (dangling or not), unless `force`; a directory;
+  // - an existing file, or a symbolic link (dangling or not), unless `force`; a directory, a
+  //   FIFO, a device or a socket, even with `force` (only a regular file or a link is replaced);
   //   `path` being the file `protect` names (the config); a path MPI-IO cannot take;
   // - a new `path` is claimed with O_EXCL: of two runs racing for it, one is refused;
   // - with `force` over an existing file or link the data goes to a temporary name beside it,

@@ -16,6 +16,7 @@
 #include <system_error>
 #include <utility>
 
+#include "config/file_kind.hpp"
 #include "metrics/h5_detail.hpp"
 
 namespace rb::h5 {
@@ -79,6 +80,17 @@ std::string claim_token(const std::string& host) {
          " t " + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
 }
 
+// --force replaces a regular file or a link (the link itself, never its target); a FIFO, a
+// device or a socket at the path is not ringbench's to replace (renamed over, a device node
+// would become a plain file). "" or the refusal, before the claim and again before the rename.
+std::string not_replaceable(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return "";
+  return "output '" + path + "' is " + cfg::file_kind(st.st_mode) + ", not a regular file; "
+         "ringbench writes a new file, or with --force replaces only a regular file or a link, "
+         "never a FIFO, device or socket: choose another --output";
+}
+
 // Rank 0's checks and claim of the output path. Returns the path HDF5 will create (the output
 // itself, claimed with O_EXCL so that of two runs racing for it exactly one gets it; or, when
 // an existing file or link is replaced, a temporary name beside it) or throws the message.
@@ -95,6 +107,8 @@ std::string claim_output(const std::string& path, bool force, const std::string&
                              "'; choose another --output");
   if (exists && fs::is_directory(st))
     throw std::runtime_error("output '" + path + "' is a directory; --output names a file");
+  if (const std::string refused = exists ? not_replaceable(path) : ""; !refused.empty())
+    throw std::runtime_error(refused);
   if (exists && fs::is_symlink(st) && !force)
     throw std::runtime_error("output '" + path + "' is a symbolic link (to '" +
                              fs::read_symlink(p, ec).string() + "'); ringbench does not write "
@@ -336,9 +350,14 @@ void File::check_on_disk() const {
 void File::replace_old() {
   std::string error;
   MPI_Barrier(comm_);  // every rank's part of the flush is done
-  if (mpi::rank_of(comm_) == 0 && ::rename(pending_.c_str(), path_.c_str()) != 0)
-    error = "cannot move the new output file '" + pending_ + "' over '" + path_ + "': " +
-            std::strerror(errno);
+  if (mpi::rank_of(comm_) == 0) {
+    error = not_replaceable(path_);  // something else may have taken the path since the claim
+    if (!error.empty())
+      error += " (it appeared after the run started; the new file stays as '" + pending_ + "')";
+    else if (::rename(pending_.c_str(), path_.c_str()) != 0)
+      error = "cannot move the new output file '" + pending_ + "' over '" + path_ + "': " +
+              std::strerror(errno);
+  }
   mpi::broadcast_string(error, comm_);
   if (error.empty()) written_file() = path_;
   pending_.clear();

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "config/environment.hpp"
 #include "runtime/mpi_util.hpp"
 
 namespace rb {
@@ -56,16 +57,10 @@ SimulatedNodes simulated_nodes_from_environment() {
   const char* name = nullptr;
   const char* v = first_set({"RINGBENCH_RANKS_PER_NODE", "RINGBENCH_TEST_RANKS_PER_NODE"}, &name);
   if (v == nullptr) return sim;
-  char* end = nullptr;
-  const long k = std::strtol(v, &end, 10);
-  if (*end != '\0' || k <= 0 || k > 1 << 20)
-    throw std::runtime_error(std::string(name) + " must be a positive integer, got '" + v + "'");
-  sim.ranks_per_node = static_cast<int>(k);
-  const char* p = std::getenv("RINGBENCH_PLACEMENT");
-  const std::string placement = p ? p : "";
-  if (placement == "cyclic") sim.placement = Placement::Cyclic;
-  else if (!placement.empty() && placement != "block")
-    throw std::runtime_error("RINGBENCH_PLACEMENT must be 'block' or 'cyclic', got '" + placement + "'");
+  sim.ranks_per_node = static_cast<int>(cfg::env_int(name, v, 1, 1 << 20, "ranks per simulated node"));
+  const auto placement = cfg::env_value("RINGBENCH_PLACEMENT");
+  if (placement && cfg::env_choice("RINGBENCH_PLACEMENT", *placement, {"block", "cyclic"}) == "cyclic")
+    sim.placement = Placement::Cyclic;
   return sim;
 }
 

@@ -54,7 +54,7 @@ struct SimulatedNodes {
 
 // From RINGBENCH_RANKS_PER_NODE and RINGBENCH_PLACEMENT (block|cyclic; default block), for test
 // binaries that call the library directly; RINGBENCH_TEST_RANKS_PER_NODE is the old name of the
-// first, still accepted. Throws std::runtime_error naming the variable on a malformed value:
+// first, still accepted. Throws cfg::ConfigError naming the variable on a malformed value:
 // a silently ignored override would make a multi-node test pass on the single-node path.
 SimulatedNodes simulated_nodes_from_environment();
 

@@ -335,6 +335,7 @@ std::vector<Dilation> parse_dilations(const cfg::Node& n) {
   if (!n.has("dilations")) return {Dilation{}};
   const cfg::Node list = n.child("dilations");
   if (!list.is_sequence()) n.fail("dilations", "expected a list of `none` or [segment, rate] pairs");
+  list.check_list_length();  // recorded as the segment_lengths and dilation_rates attributes
   std::vector<Dilation> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const cfg::Node e = list.element(i);

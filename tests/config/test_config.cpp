@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <mpi.h>
+
 #include "config/config.hpp"
 #include "config/node.hpp"
 #include "config/yaml_guard.hpp"
@@ -127,6 +129,31 @@ TEST_CASE("run.mpiio_hints and run.alignment_bytes: in file order, as text") {
   CHECK(d.run.alignment_bytes == 0u);
 }
 
+// Issue #31: a value of MPI_MAX_INFO_VAL characters or more passed validation, then MPI_Info_set
+// aborted every rank after the output was claimed (a 57-byte file that was not HDF5 was left).
+TEST_CASE("run.mpiio_hints: names and values as long as this MPI's MPI_Info takes, no longer") {
+  const auto config = [](const std::string& name, const std::string& value) {
+    return "run:\n  mpiio_hints:\n    " + name + ": " + value + "\nsweeps: [{type: memory}]\n";
+  };
+  const std::string longest_name(MPI_MAX_INFO_KEY - 1, 'k'), longest(MPI_MAX_INFO_VAL - 1, 'v');
+  const rb::Config ok = rb::parse_config_text(config(longest_name, longest), "t.yaml");
+  REQUIRE(ok.run.mpiio_hints.size() == 1);
+  CHECK(ok.run.mpiio_hints[0].second == longest);
+  const ConfigError value = expect_error(
+      [&] { rb::parse_config_text(config("cb_config_list", longest + "v"), "t.yaml"); });
+  CHECK(value.where().line == 3);
+  CHECK(value.where().column == 21);
+  CHECK(value.key() == "run.mpiio_hints.cb_config_list");
+  CHECK(value.message() == "MPI-IO hint values are at most " + std::to_string(MPI_MAX_INFO_VAL - 1) +
+                               " characters (MPI_MAX_INFO_VAL of this MPI), got " +
+                               std::to_string(MPI_MAX_INFO_VAL));
+  const ConfigError name =
+      expect_error([&] { rb::parse_config_text(config(longest_name + "k", "1"), "t.yaml"); });
+  CHECK(name.where().line == 3);
+  CHECK(name.key() == "run.mpiio_hints." + longest_name + "k");
+  CHECK(name.message().find("(MPI_MAX_INFO_KEY of this MPI)") != std::string::npos);
+}
+
 TEST_CASE("omitted sections take their defaults") {
   rb::Config c = rb::parse_config_text("sweeps:\n  - type: memory\n", "min.yaml");
   CHECK(c.run.name == rb::RunSection{}.name);
@@ -221,6 +248,38 @@ TEST_CASE("aliases: ordinary ones parse, a billion-node alias bomb is refused at
   const std::string two = "a: &a [1, 2, 3]\nb: [*a, *a]\n";
   CHECK_NOTHROW(rb::cfg::check_yaml_expansion(two, "t.yaml", 16));
   CHECK_THROWS_AS(rb::cfg::check_yaml_expansion(two, "t.yaml", 15), ConfigError);
+}
+
+// Issue #31: `x: &a [*a]` crashed every rank (SIGSEGV: the duplicate-key walk recursed on a node
+// that contains itself). Each such alias is refused at its own line and key path.
+TEST_CASE("an alias inside the collection its anchor names is refused at its key") {
+  struct Case {
+    std::string yaml;
+    int line, column;
+    std::string key, kind;
+    int anchor_line;
+  };
+  const std::string tail = "sweeps:\n  - type: memory\n";
+  const std::vector<Case> cases = {
+      {"x: &a [*a]\n" + tail, 1, 8, "x[0]", "list", 1},
+      {"run:\n  name: r\nx: &loop {b: 1, c: [2, *loop]}\n" + tail, 3, 24, "x.c[1]", "map", 3},
+      {tail + "    extra: &m\n      <<: *m\n", 4, 11, "sweeps[0].extra.<<", "map", 3},
+      {"x: &a\n  - 1\n  - [2, *a]\n" + tail, 3, 9, "x[1][1]", "list", 1}};
+  for (const Case& c : cases) {
+    CAPTURE(c.yaml);
+    const ConfigError e = expect_error([&] { rb::parse_config_text(c.yaml, "self.yaml"); });
+    CHECK(e.where().file == "self.yaml");
+    CHECK(e.where().line == c.line);
+    CHECK(e.where().column == c.column);
+    CHECK(e.key() == c.key);
+    CHECK(e.message().find("stands for the " + c.kind + " anchored") != std::string::npos);
+    CHECK(e.message().find("' at line " + std::to_string(c.anchor_line) + ",") != std::string::npos);
+    CHECK(e.message().find("would contain itself") != std::string::npos);
+  }
+  // The same anchor repeated after its collection closed is an ordinary alias.
+  CHECK_NOTHROW(rb::cfg::load_document("x: &a [1, 2]\ny: [*a, {z: *a}]\n" + tail, "ok.yaml"));
+  // A policy file goes through the same reader.
+  CHECK_THROWS_AS(rb::cfg::load_document("a: &p {b: *p}\n", "policy.yaml"), ConfigError);
 }
 
 // ---- the malformed-config table ----
@@ -521,6 +580,33 @@ TEST_CASE("get_int_list takes a scalar or a list of scalars") {
   CHECK(range.key() == "sweeps[0].block[1]");
   CHECK(range.where().line == 5);
   CHECK(range.message() == "expected an integer between 1 and 10, got 16");
+}
+
+// Issue #31: a list of ~8200 values or more validated and planned, then aborted every rank when
+// its sweep wrote it as an HDF5 attribute (64 KiB at most).
+TEST_CASE("a list holds at most kMaxListValues values, refused at its key") {
+  const auto list_of = [](std::size_t n, const std::string& value) {
+    std::string text = "name: x\nsizes: [";
+    for (std::size_t i = 0; i < n; ++i) text += (i ? ", " : "") + value;
+    return text + "]\n";
+  };
+  const std::size_t most = rb::cfg::kMaxListValues;
+  CHECK(most * 8 < 65536);  // room left in the 64 KiB attribute for its name and types
+  CHECK(node_of(list_of(most, "7")).get_int_list("sizes", {}).size() == most);
+  CHECK(node_of(list_of(most, "a")).get_choice_list("sizes", {}, {"a", "b"}).size() == most);
+  for (const std::string value : {"7", "a"}) {
+    const Node n = node_of(list_of(most + 1, value));
+    const ConfigError e = expect_error([&] {
+      if (value == "7") n.get_int_list("sizes", {});
+      else n.get_choice_list("sizes", {}, {"a", "b"});
+    });
+    CHECK(e.key() == "sweeps[0].sizes");
+    CHECK(e.where().line == 2);
+    CHECK(e.where().column == 8);
+    CHECK(e.message().find("a list may hold at most " + std::to_string(most) + " values, got " +
+                           std::to_string(most + 1)) == 0);
+    CHECK(e.message().find("64 KiB") != std::string::npos);
+  }
 }
 
 TEST_CASE("get_choice and get_choice_list are case-sensitive with suggestions") {

@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Hostile inputs and faults (issue #18) against the real ringbench on the host path:
+"""Hostile inputs and faults (issues #18 and #31) against the real ringbench on the host path:
 each ends with a clear message and a non-zero exit within seconds, nothing hangs, no file is
 clobbered or half-written.
 
     hostile_checks.py CHECK --ringbench BIN --mpiexec MPIEXEC --source SRC --workdir DIR
-CHECK: config | output | race | diskfull | oom | oom_validation | stopped. Exit 0 = pass,
-1 = fail, 77 = skipped (diskfull without the right to mount a tmpfs; oom without prlimit).
+CHECK: config | output | race | diskfull | oom | oom_validation | stopped | config_limits |
+side_files | environment | closed_stdout. Exit 0 = pass, 1 = fail, 77 = skipped (diskfull
+without the right to mount a tmpfs; oom without prlimit).
 """
+import json
 import math
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -395,15 +398,218 @@ def check_stopped(args):
             os.remove(leftover)
 
 
+def refused_once(r, seconds, needle, limit_s=10):
+    """(ok, the lines): a non-zero exit within limit_s, the message once (one rank), no crash."""
+    msgs = lines_with(r.stderr, needle)
+    crashed = any(t in r.stderr for t in ("terminate called", "Segmentation fault", "Backtrace",
+                                          "signal 11", "Traceback functionality"))
+    return r.returncode != 0 and seconds < limit_s and len(msgs) == 1 and not crashed, msgs
+
+
+def check_config_limits(args):
+    """Issue #31 items 1, 7, 11: a self-referencing alias (SIGSEGV on every rank before), an
+    MPI-IO hint value of MPI_MAX_INFO_VAL characters (every rank aborted after the output was
+    claimed, a 57-byte non-HDF5 file left), a list beyond HDF5's 64 KiB attribute (aborted at
+    run time): each refused at validation, at its key, once, with no output file."""
+    w = args.workdir
+    head_dims = ", ".join(["16"] * 8001)
+    cases = [
+        ("self_alias", "x: &a [*a]\nsweeps:\n  - {type: memory}\n", ":1:8: key 'x[0]'",
+         "stands for the list anchored '&a' at line 1"),
+        ("self_alias_map", "backend: host\nsweeps:\n  - &s {type: memory, name: m, more: *s}\n",
+         ":3:38: key 'sweeps[0].more'", "would contain itself"),
+        ("hint_value", "backend: host\nrun:\n  mpiio_hints:\n    cb_config_list: " + "x" * 256 +
+         "\n" + JOB.split("\n", 1)[1], ":4:21: key 'run.mpiio_hints.cb_config_list'",
+         "MPI-IO hint values are at most 255 characters"),
+        ("long_list", "backend: host\nsweeps:\n  - {type: kernel_tuning, block_rows: [64], "
+         "head_dims: [" + head_dims + "]}\n", ":3:", "a list may hold at most 8000 values, got 8001"),
+    ]
+    for name, text, where, needle in cases:
+        cfg = write(os.path.join(w, name + ".yaml"), text)
+        out = os.path.join(w, name + ".h5")
+        if os.path.exists(out):
+            os.remove(out)
+        r, s = timed(args, 2, [args.ringbench, cfg, "--output", out], timeout=60)
+        ok, msgs = refused_once(r, s, needle)
+        check(ok and f"{cfg}{where}" in msgs[0] and not os.path.exists(out),
+              f"{name}: refused in {s:.1f} s at {where}, once, no output file: {msgs}")
+        if not ok:
+            print(r.stderr[-2000:])
+        r, _ = timed(args, 1, [args.ringbench, cfg, "--dry-run"], timeout=60)
+        check(r.returncode != 0 and needle in r.stderr, f"{name}: --dry-run refuses it too")
+
+
+def special_files(w, stem):
+    """{kind: path} of a FIFO, a socket and (as root) a character device named stem.*, new."""
+    import socket
+    made = {}
+    fifo = os.path.join(w, stem + ".fifo")
+    os.mkfifo(fifo)
+    made["a FIFO (named pipe)"] = fifo
+    sock_path = os.path.join(w, stem + ".sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(sock_path)
+    sock.close()
+    made["a socket"] = sock_path
+    dev = os.path.join(w, stem + ".dev")
+    try:
+        os.mknod(dev, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+        made["a character device"] = dev
+    except PermissionError:
+        print("note: not root: no device node planted")
+    return made
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def json_status(path):
+    try:
+        with open(path) as f:
+            return json.load(f).get("status")
+    except (OSError, ValueError):
+        return None
+
+
+def check_side_files(args):
+    """Issue #31 items 2 and 4: --json wrote FILE.tmp through a planted link; the heartbeat file
+    was opened through a link (and blocked on a FIFO); --force renamed over a FIFO, socket or
+    device. Now nothing is written through a link, and only regular files (or, with --force, a
+    link itself) are replaced."""
+    w = fresh_dir(os.path.join(args.workdir, "side"))
+    target = write(os.path.join(w, "target.txt"), "keep me")
+    json_path = os.path.join(w, "r.json")
+    out = os.path.join(w, "run.h5")
+    os.symlink("target.txt", json_path + ".tmp")          # the old fixed temporary name
+    os.symlink("target.txt", out + ".heartbeat")          # the hang guard's file
+    r, _ = run_job(args, out, "--json", json_path, timeout=120)
+    check(r.returncode == 0 and status_of(out) == "complete" and json_status(json_path) == "complete"
+          and open(target).read() == "keep me" and os.path.islink(json_path + ".tmp")
+          and os.path.islink(out + ".heartbeat") and "heartbeat file" in r.stderr,
+          "--json and the heartbeat beside planted links: run complete, JSON complete, the links "
+          "and their target untouched (the heartbeat's refused with a warning)")
+    check(not [n for n in os.listdir(w) if n.startswith(".r.json.")],
+          "no temporary file of the --json writer is left")
+    # A FIFO where the heartbeat goes: a warning, never a run blocked opening it.
+    out2 = os.path.join(w, "run2.h5")
+    os.mkfifo(out2 + ".heartbeat")
+    r, s = run_job(args, out2, timeout=60)
+    check(r.returncode == 0 and status_of(out2) == "complete" and s < 30
+          and stat.S_ISFIFO(os.lstat(out2 + ".heartbeat").st_mode)
+          and "heartbeat file" in r.stderr,
+          f"a FIFO at OUTPUT.heartbeat: a warning, the run completes in {s:.1f} s, the FIFO stays")
+    for kind, path in special_files(w, "json").items():
+        r, s = run_job(args, os.path.join(w, "j.h5"), "--json", path, "--force", timeout=60)
+        ok, msgs = refused_once(r, s, f"--json file '{path}' is {kind}")
+        check(ok and not os.path.exists(os.path.join(w, "j.h5")) and not stat.S_ISREG(os.lstat(path).st_mode),
+              f"--json onto {kind}: refused once before the output is claimed, left as it was: {msgs}")
+    link = os.path.join(w, "link.json")
+    os.symlink("target.txt", link)
+    r, s = run_job(args, os.path.join(w, "l.h5"), "--json", link, timeout=60)
+    check(r.returncode != 0 and "is a symbolic link" in r.stderr and os.path.islink(link),
+          "--json onto a link without --force: refused, the link kept")
+    r, s = run_job(args, os.path.join(w, "l.h5"), "--json", link, "--force", timeout=120)
+    check(r.returncode == 0 and not os.path.islink(link) and json_status(link) == "complete"
+          and open(target).read() == "keep me",
+          "--json onto a link with --force: the link itself replaced, its target untouched")
+    for kind, path in special_files(w, "out").items():
+        r, s = run_job(args, path, "--force", timeout=60)
+        ok, msgs = refused_once(r, s, f"output '{path}' is {kind}, not a regular file")
+        check(ok and not stat.S_ISREG(os.lstat(path).st_mode)
+              and not [n for n in os.listdir(w) if n.endswith(".h5.partial")],
+              f"--force onto {kind}: refused once, left as it was, no partial file: {msgs}")
+
+
+ENV_CASES = [  # (variable, value, what the message names)
+    ("RINGBENCH_RANKS_PER_NODE", "abc", "an integer between 1 and 1048576 (ranks per simulated node)"),
+    ("RINGBENCH_PLACEMENT", "diagonal", "one of block|cyclic"),
+    ("RINGBENCH_TEST_HANG_POINT", "collectives", "SWEEP:INDEX (a sweep name and a point index from 0, e.g. collectives:0)"),
+    ("KOKKOS_NUM_THREADS", "abc", "an integer between 1 and 2147483647 (host threads)"),
+    ("KOKKOS_NUM_THREADS", "", "an integer between 1 and 2147483647 (host threads)"),
+    ("KOKKOS_DEVICE_ID", "4x", "an integer between 0 and 2147483647 (the GPU's index)"),
+    ("KOKKOS_DISABLE_WARNINGS", "ture", "true, on, yes, 1-9, or false, off, no, 0"),
+]
+
+
+def check_environment(args):
+    """Issue #31 item 8: bad RINGBENCH_* / KOKKOS_* variables threw inside ringbench or Kokkos on
+    every rank (std::terminate, backtraces). Now: one message naming the variable and its form,
+    from one rank, and a non-zero exit on every rank, also when only rank 1 has the bad value."""
+    w = fresh_dir(os.path.join(args.workdir, "env"))
+    cfg = write(os.path.join(w, "job.yaml"), JOB)
+    for name, value, form in ENV_CASES:
+        for only_rank1 in (False, True):
+            exits = fresh_dir(os.path.join(w, "exits"))
+            if only_rank1:  # the variable set on rank 1 alone
+                cmd = ["sh", "-c", f'[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export {name}="{value}"; '
+                       'exec "$0" "$@"', args.ringbench, cfg, "--dry-run"]
+                env = None
+            else:
+                cmd, env = [args.ringbench, cfg, "--dry-run"], {name: value}
+            t0 = time.monotonic()
+            r = mpirun(args, 2, cmd, timeout=60, per_rank_exit_dir=exits, env=env)
+            ok, msgs = refused_once(r, time.monotonic() - t0, f"environment variable {name}: ")
+            codes = sorted(open(os.path.join(exits, f)).read().strip() for f in os.listdir(exits))
+            check(ok and f"expected {form}, got '{value}'" in msgs[0] and codes == ["1", "1"],
+                  f"{name}={value!r}{' on rank 1 only' if only_rank1 else ''}: one message naming "
+                  f"it and its form, exit 1 on both ranks ({codes}): {msgs}")
+            if not ok:
+                print(r.stderr[-1500:])
+    # Fine values, and one Kokkos itself refuses (an option contradicting the variable).
+    r = mpirun(args, 2, [args.ringbench, cfg, "--dry-run"], timeout=60,
+               env={"KOKKOS_NUM_THREADS": "2", "RINGBENCH_PLACEMENT": "cyclic",
+                    "RINGBENCH_RANKS_PER_NODE": "1"})
+    check(r.returncode == 0, f"valid values run (exit {r.returncode})")
+    t0 = time.monotonic()
+    r = mpirun(args, 2, [args.ringbench, cfg, "--dry-run", "--kokkos-threads=3"], timeout=60,
+               env={"KOKKOS_NUM_THREADS": "2"})
+    ok, msgs = refused_once(r, time.monotonic() - t0, "ringbench: Kokkos could not start: ")
+    check(ok, f"--kokkos-threads contradicting KOKKOS_NUM_THREADS: Kokkos' reason once: {msgs}")
+
+
+def check_closed_stdout(args):
+    """Issue #31 item 10: `ringbench ... | head -1` died of SIGPIPE (exit 141) and left the file
+    'running'. Now the run goes on to the end: exit 0, the HDF5 and JSON files complete, one
+    note on stderr. (The child gets SIGPIPE's default action back, as from a shell.)"""
+    w = fresh_dir(os.path.join(args.workdir, "pipe"))
+    cfg = write(os.path.join(w, "job.yaml"), JOB + "  - {type: memory, name: mem2, bytes: 1MiB, iterations: 2}\n")
+    out, json_path = os.path.join(w, "run.h5"), os.path.join(w, "run.json")
+    env = dict(os.environ, **harness.MPI_AS_ROOT)
+    for stream in ("stdout", "both"):
+        for f in (out, json_path):
+            if os.path.exists(f):
+                os.remove(f)
+        p = subprocess.Popen([args.ringbench, cfg, "--output", out, "--json", json_path],
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT if stream == "both" else subprocess.PIPE,
+                             env=env)
+        first = p.stdout.readline()
+        p.stdout.close()  # the reader is gone, as `| head -1` leaves it
+        err = b"" if stream == "both" else p.stderr.read()
+        p.wait(timeout=120)
+        check(first.startswith(b"ringbench ") and p.returncode == 0 and status_of(out) == "complete"
+              and json_status(json_path) == "complete",
+              f"{stream} closed after the first line: exit {p.returncode}, output "
+              f"{status_of(out)}, JSON {json_status(json_path)}")
+        if stream == "stdout":
+            check(err.count(b"standard output is gone (Broken pipe)") == 1 and b"terminate" not in err,
+                  f"one note on stderr: {err[-600:]!r}")
+
+
 def main():
     ap = harness.arg_parser()
-    ap.add_argument("check", choices=["config", "output", "race", "diskfull", "oom",
-                                      "oom_validation", "stopped"])
+    checks = {"config": check_config, "output": check_output, "race": check_race,
+              "diskfull": check_diskfull, "oom": check_oom, "oom_validation": check_oom_validation,
+              "stopped": check_stopped, "config_limits": check_config_limits,
+              "side_files": check_side_files, "environment": check_environment,
+              "closed_stdout": check_closed_stdout}
+    ap.add_argument("check", choices=list(checks))
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
-    {"config": check_config, "output": check_output, "race": check_race,
-     "diskfull": check_diskfull, "oom": check_oom, "oom_validation": check_oom_validation,
-     "stopped": check_stopped}[args.check](args)
+    checks[args.check](args)
     return harness.exit_code()
 
 

@@ -139,12 +139,13 @@ TEST_CASE("simulated nodes from the environment: new names, old alias, clear err
   CHECK(sim.placement == Placement::Cyclic);
   setenv("RINGBENCH_PLACEMENT", "round-robin", 1);
   CHECK_THROWS_WITH_AS(simulated_nodes_from_environment(),
-                       doctest::Contains("RINGBENCH_PLACEMENT must be 'block' or 'cyclic'"),
+                       doctest::Contains("environment variable RINGBENCH_PLACEMENT: expected one of block|cyclic, got 'round-robin'"),
                        std::runtime_error);
   unsetenv("RINGBENCH_PLACEMENT");
   setenv("RINGBENCH_RANKS_PER_NODE", "two", 1);
   CHECK_THROWS_WITH_AS(simulated_nodes_from_environment(),
-                       doctest::Contains("RINGBENCH_RANKS_PER_NODE must be a positive integer, got 'two'"),
+                       doctest::Contains("environment variable RINGBENCH_RANKS_PER_NODE: expected an integer "
+                                         "between 1 and 1048576 (ranks per simulated node), got 'two'"),
                        std::runtime_error);
   for (const auto& s : saved) {
     if (s.had) setenv(s.name.c_str(), s.value.c_str(), 1);
