@@ -5,15 +5,21 @@
 # Every value is checked before it reaches the YAML file (numbers must be numbers, choices
 # must be known words), so an override can never inject text into the config.
 
-# rb_knob_list NAME VALUE: "1024, 2048 4096" -> "1024, 2048, 4096" (positive integers only).
+# rb_knob_list NAME VALUE: "1024, 2048 4096" -> "1024, 2048, 4096" (positive integers, none
+# twice: a repeated length, ring size or rank count would only measure the same point again).
 rb_knob_list() {
-  local name="$1" value="$2" out="" item
+  local name="$1" value="$2" out="" item seen=" "
   value="${value//,/ }"
   for item in $value; do
     if ! [[ "$item" =~ ^[0-9]+$ ]] || [ "$item" -eq 0 ]; then
       echo "ringbench: $name='$2': '$item' is not a positive integer" >&2
       return 1
     fi
+    if [[ "$seen" == *" $item "* ]]; then
+      echo "ringbench: $name='$2': $item is listed twice (it would measure the same point twice)" >&2
+      return 1
+    fi
+    seen+="$item "
     out+="${out:+, }$item"
   done
   [ -n "$out" ] || { echo "ringbench: $name is empty" >&2; return 1; }
@@ -55,15 +61,39 @@ rb_yaml_string() {
   printf '"%s"' "$s"
 }
 
-# rb_lcm N...: the least common multiple of positive integers.
-rb_lcm() {
-  local l=1 n a b t
-  for n in "$@"; do
-    a=$l b=$n
-    while [ "$b" -ne 0 ]; do t=$((a % b)); a=$b; b=$t; done
-    l=$((l / a * n))
+# rb_lcm_to VAR N...: sets VAR to the least common multiple of positive integers (no subshell:
+# the scripts call it once, presets_check.sh for thousands of allocations). rb_lcm N... prints it.
+rb_lcm_to() {
+  local _rb_lcm_var="$1" _rb_lcm_l=1 _rb_lcm_n _rb_lcm_a _rb_lcm_b _rb_lcm_t
+  shift
+  for _rb_lcm_n in "$@"; do
+    _rb_lcm_a=$_rb_lcm_l _rb_lcm_b=$_rb_lcm_n
+    while [ "$_rb_lcm_b" -ne 0 ]; do _rb_lcm_t=$((_rb_lcm_a % _rb_lcm_b)); _rb_lcm_a=$_rb_lcm_b; _rb_lcm_b=$_rb_lcm_t; done
+    _rb_lcm_l=$((_rb_lcm_l / _rb_lcm_a * _rb_lcm_n))
   done
+  printf -v "$_rb_lcm_var" '%s' "$_rb_lcm_l"
+}
+rb_lcm() {
+  local l
+  rb_lcm_to l "$@"
   printf '%s' "$l"
+}
+
+# rb_fit_lengths_to VAR UNIT L...: the preset's lengths L (ascending) made into lengths every rank
+# count can split, all different: each rounded up to a multiple of UNIT, and one that rounding
+# made no longer than the one before becomes twice the one before (so the points stay distinct
+# and keep growing: at 16384 ranks the sweep's 4096 16384 65536 give 32768 65536 131072, i.e.
+# 2, 4, 8 tokens per rank). Sets VAR to "S1, S2, ...".
+rb_fit_lengths_to() {
+  local _rb_fit_var="$1" _rb_fit_unit="$2" _rb_fit_out="" _rb_fit_prev=0 _rb_fit_l _rb_fit_s
+  shift 2
+  for _rb_fit_l in "$@"; do
+    _rb_fit_s=$(( (_rb_fit_l + _rb_fit_unit - 1) / _rb_fit_unit * _rb_fit_unit ))
+    [ "$_rb_fit_s" -le "$_rb_fit_prev" ] && _rb_fit_s=$((2 * _rb_fit_prev))
+    _rb_fit_out+="${_rb_fit_out:+, }$_rb_fit_s"
+    _rb_fit_prev=$_rb_fit_s
+  done
+  printf -v "$_rb_fit_var" '%s' "$_rb_fit_out"
 }
 
 # rb_seq_lens PRESET_DEFAULT COUNTS: the total sequence lengths of the ring sweep. Without
@@ -71,10 +101,12 @@ rb_lcm() {
 # allocation), and a ring of R ranks needs the length divisible by 2 R (zigzag halves): so by
 # unit = 2 x lcm(COUNTS). RB_SEQ_PER_RANK=L (weak scaling, one count) gives L x R; RB_SEQ_LENS
 # must already be multiples of unit (an error says the nearest); the preset's defaults are
-# rounded up to multiples of unit, with a note. COUNTS empty: no check (ring_sizes decide).
+# rounded up to multiples of unit, and doubled past the one before where rounding made two of
+# them equal (rb_fit_lengths_to), with a note. COUNTS empty: no check (ring_sizes decide).
 rb_seq_lens() {
   local d_seq="$1" counts="$2" unit item out="" per
-  unit=$(( 2 * $(rb_lcm $counts) ))
+  rb_lcm_to unit $counts
+  unit=$((2 * unit))
   if [ -n "${RB_SEQ_PER_RANK:-}" ]; then
     per=$(rb_knob_int RB_SEQ_PER_RANK "$RB_SEQ_PER_RANK") || return 1
     [ $((per % 2)) -eq 0 ] || { echo "ringbench: RB_SEQ_PER_RANK=$per must be even (a zigzag rank holds two halves)" >&2; return 1; }
@@ -95,11 +127,12 @@ rb_seq_lens() {
     printf '%s' "$out"
     return 0
   fi
-  for item in $d_seq; do
-    [ -n "$counts" ] && item=$(( (item + unit - 1) / unit * unit ))
-    out+="${out:+, }$item"
-  done
-  [ -n "$counts" ] && [ "$out" != "${d_seq// /, }" ] && echo "ringbench: note: the preset's sequence lengths rounded up to multiples of $unit (2 x lcm of the rank counts $counts): $out" >&2
+  if [ -z "$counts" ]; then
+    printf '%s' "${d_seq// /, }"
+    return 0
+  fi
+  rb_fit_lengths_to out "$unit" $d_seq
+  [ "$out" != "${d_seq// /, }" ] && echo "ringbench: note: the preset's sequence lengths ${d_seq// /, } rounded up to multiples of $unit (2 x lcm of the rank counts $counts), each longer than the one before: $out" >&2
   printf '%s' "$out"
 }
 
@@ -203,10 +236,61 @@ rb_ringbench_bin() {
   printf '%s' "${RINGBENCH_BIN:-$RB_BUILD/ringbench}"
 }
 
-# rb_series NP_MAX: "1 2 4 ... NP_MAX" (powers of two, NP_MAX appended when not one).
+# rb_series NP_MAX [PER_NODE]: the default rank counts of a scaling series: 1, then each count
+# about twice the one before, NP_MAX last, chosen so that one config's lengths fit them all
+# without growing much, and so that a count fills whole nodes:
+#   - every count divides L = lcm(NP_MAX, 2^j), 2^j the largest power of two <= NP_MAX with
+#     2 L <= max(2 NP_MAX, 4096): the lengths are multiples of 2 L, so at most 4096 tokens or
+#     what one run on all NP_MAX ranks needs;
+#   - every count divides the ranks of one node, or is a multiple of them: PER_NODE (when it
+#     divides NP_MAX), by default gcd(NP_MAX, 8) (8 GPUs per node: 1 2 4 8, then whole nodes);
+#   - each next count is the allowed one nearest to twice the one before (by ratio).
+# So 1 2 4 ... NP_MAX for a power of two; 1 2 4 8 16 24 for 24 (the powers of two, then NP_MAX,
+# wherever that keeps 2 L within the bound); 1 2 4 8 16 40 80 200 400 1000 for 1000 (not
+# 1 ... 512 1000, whose lengths would be multiples of 128000); 1 2 4 8 184 712 16376 for 2047
+# nodes x 8 (a node count with only large prime factors leaves gaps: RB_RANK_COUNTS picks others).
+# rb_series_to VAR NP_MAX [PER_NODE] sets VAR instead of printing (no subshell).
+rb_series_to() {
+  local _rb_var="$1" _rb_max="$2" _rb_g="${3:-}" _rb_p=1 _rb_l _rb_cap _rb_d _rb_e _rb_i _rb_lo=() _rb_hi=() _rb_out="1" _rb_d1 _rb_d2
+  if ! [[ "$_rb_g" =~ ^[1-9][0-9]*$ ]] || [ $((_rb_max % _rb_g)) -ne 0 ]; then
+    _rb_g=1
+    while [ "$_rb_g" -lt 8 ] && [ $((_rb_max % (2 * _rb_g))) -eq 0 ]; do _rb_g=$((2 * _rb_g)); done
+  fi
+  # L = m 2^t (m: the odd part of NP_MAX): 2^t grows from NP_MAX's own power of two while it
+  # stays <= NP_MAX and 2 L within the bound.
+  _rb_cap=$((2 * _rb_max > 4096 ? 2 * _rb_max : 4096))
+  _rb_l=$_rb_max
+  while [ $((_rb_l % 2)) -eq 0 ]; do _rb_l=$((_rb_l / 2)); _rb_p=$((2 * _rb_p)); done
+  while [ $((4 * _rb_p)) -le $((2 * _rb_max)) ] && [ $((4 * _rb_l * _rb_p)) -le "$_rb_cap" ]; do _rb_p=$((2 * _rb_p)); done
+  _rb_l=$((_rb_l * _rb_p))
+  # The allowed counts, ascending: divisors of L up to NP_MAX that divide a node or fill nodes.
+  for ((_rb_d = 1; _rb_d * _rb_d <= _rb_l; _rb_d++)); do
+    ((_rb_l % _rb_d)) && continue
+    _rb_e=$((_rb_l / _rb_d))
+    ((_rb_d <= _rb_max && (_rb_g % _rb_d == 0 || _rb_d % _rb_g == 0))) && _rb_lo+=("$_rb_d")
+    ((_rb_e != _rb_d && _rb_e <= _rb_max && (_rb_g % _rb_e == 0 || _rb_e % _rb_g == 0))) && _rb_hi=("$_rb_e" ${_rb_hi[@]+"${_rb_hi[@]}"})
+  done
+  _rb_lo+=(${_rb_hi[@]+"${_rb_hi[@]}"})
+  _rb_p=1
+  while [ "$_rb_p" -lt "$_rb_max" ]; do
+    # d1: the largest allowed count in (p, 2p]; d2: the smallest >= 2p; the one nearer 2p by ratio.
+    _rb_d1=0 _rb_d2=0
+    for _rb_i in "${_rb_lo[@]}"; do
+      ((_rb_i <= _rb_p)) && continue
+      ((_rb_i <= 2 * _rb_p)) && _rb_d1=$_rb_i
+      ((_rb_i >= 2 * _rb_p)) && { _rb_d2=$_rb_i; break; }
+    done
+    if [ "$_rb_d1" -gt 0 ] && { [ "$_rb_d2" -eq 0 ] || [ $((4 * _rb_p * _rb_p)) -le $((_rb_d1 * _rb_d2)) ]; }; then
+      _rb_p=$_rb_d1
+    else
+      _rb_p=$_rb_d2
+    fi
+    _rb_out+=" $_rb_p"
+  done
+  printf -v "$_rb_var" '%s' "$_rb_out"
+}
 rb_series() {
-  local max="$1" n=1 out=""
-  while [ "$n" -le "$max" ]; do out+="$n "; n=$((n * 2)); done
-  [ $((n / 2)) -ne "$max" ] && out+="$max"
-  printf '%s' "${out% }"
+  local s
+  rb_series_to s "$@"
+  printf '%s' "$s"
 }

@@ -1,5 +1,6 @@
 # The launch scripts' generated configs (launch/knobs.sh): every preset fits every allocation of
-# 1-32 nodes x 8 GPUs and its scaling series (sequence lengths a ring of each count can split),
+# 1-2,048 nodes x 1-8 GPUs and its scaling series with distinct points (sequence lengths a ring
+# of each count can split, none listed twice),
 # checked by arithmetic and, where ringbench has the login-node dry-run, by ringbench itself.
 add_test(NAME launch_presets
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/launch/presets_check.sh ${PROJECT_SOURCE_DIR}
