@@ -29,6 +29,10 @@ def _run(argv):
     _nccl_tests_parser(sub)
     _scheme_model_parser(sub)
     args = p.parse_args(argv)
+    bad = _out_files_problem(args)
+    if bad:  # before any input is read: a traceback at the end of a long analysis otherwise
+        print(f"rb-analysis {args.command}: {bad}", file=sys.stderr)
+        return 2
     if args.command == "nccl-tests":
         from . import nccl_tests
         return nccl_tests.command(args)
@@ -115,6 +119,25 @@ def _report_parser(sub):
                         "(repeatable; docs/cost-model.md)")
     r.add_argument("--ranks-per-node", type=int, metavar="K",
                    help="ranks per node of the projected rings (default: the files' own)")
+
+
+def _out_files_problem(args):
+    """Why an output file the command will write (--json FILE; tune's and tune-cp's --out) cannot
+    be written there ("" when it can): a directory at the path, a missing or unwritable folder."""
+    flags = [("--json", getattr(args, "json", None))]
+    if args.command in ("tune", "tune-cp"):
+        flags.append(("--out", getattr(args, "out", None)))
+    for flag, path in flags:
+        if not isinstance(path, str) or path in ("", "-"):
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            return f"{flag} {path}: is a directory, not a file"
+        if not os.path.isdir(folder):
+            return f"{flag} {path}: no folder {folder}"
+        if not os.access(folder, os.W_OK):
+            return f"{flag} {path}: cannot write in {folder} (Permission denied)"
+    return ""
 
 
 def _out_dir_problem(out):

@@ -320,6 +320,19 @@ class OutputPathTest(Case):
         rc, _, err = in_process("report", run, "--out", os.path.join(taken, "sub"))
         self.assert_message(rc, err, os.path.join(taken, "sub"), "cannot write there (Not a directory)")
 
+    def test_output_files_checked_before_reading(self):
+        # --json FILE and tune/tune-cp --out: a folder that is missing, a directory at the path.
+        run = synthetic.make_run(self.path("r.h5"), 2)
+        gone = os.path.join(self.path("missing"), "x.json")
+        rc, _, err = in_process("compare", run, run, "--json", gone)
+        self.assert_message(rc, err, gone, "no folder")
+        rc, _, err = in_process("tune-cp", run, "--safety-margin", "0.05", "--out", self.dir)
+        self.assert_message(rc, err, self.dir, "is a directory, not a file")
+        rc, _, err = in_process("tune", run, "--safety-margin", "0.05", "--out",
+                                os.path.join(self.path("nowhere"), "t.yaml"))
+        self.assertEqual(rc, 2, err)
+        self.assertIn("no folder", err)
+
     def test_report_out_read_only(self):
         run = synthetic.make_run(self.path("r.h5"), 2)
         ro = self.locked_dir("ro")
