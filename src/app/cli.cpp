@@ -1,6 +1,7 @@
 #include "app/cli.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -37,6 +38,19 @@ std::string footer_text() {
        "passed (--timeout, run.timeout_s, run.point_timeout_s).\n"
        "Docs: docs/user-guide.md, docs/config.md (YAML), docs/hdf5-schema.md (output layout).";
   return s;
+}
+
+// --timeout: a finite number of seconds > 0. CLI::PositiveNumber lets nan through (nan <= 0 is
+// false) and inf, and either one disabled the limit.
+CLI::Validator finite_positive_seconds() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value) || !(value > 0))
+          return "expected a finite number of seconds > 0, got '" + text + "'";
+        return "";
+      },
+      "");
 }
 
 struct Options {
@@ -80,7 +94,7 @@ void describe_options(CLI::App& app, CommandLine& cli, Options& o) {
   app.add_option("--timeout", cli.timeout_s,
                  "stop every rank with exit code 124 when the whole run takes longer "
                  "(overrides run.timeout_s)")
-      ->check(CLI::PositiveNumber.description(""))
+      ->check(finite_positive_seconds())
       ->type_name("SECONDS");
   auto* rpn = app.add_option("--ranks-per-node", o.ranks_per_node,
                              "pretend every K ranks form a node (tests, dry-runs of a multi-node "

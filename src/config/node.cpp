@@ -194,6 +194,11 @@ std::int64_t int_of(const Node& v, std::int64_t min, std::int64_t max) {
 std::string string_of(const Node& v) {
   const YAML::Node& y = v.yaml();
   if (!y.IsScalar()) v.fail("", "expected a string, got " + describe(y));
+  // The config reader refuses these first (yaml_guard.cpp); a Node built from YAML::Load alone
+  // (a sweep's own document) reaches here: a NUL would cut the string short where it is used.
+  if (y.Scalar().find('\0') != std::string::npos)
+    v.fail("", "the value contains a NUL byte (\\0), which would cut it short where it is used; "
+               "remove it");
   return y.Scalar();
 }
 

@@ -31,9 +31,13 @@ class ExpansionCounter final : public YAML::EventHandler {
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor, ""); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     check_quote(mark);
+    check_no_nul(mark, value);
+    // YAML's merge key is the plain scalar `<<` as a map key ("?": no tag, not quoted).
+    if (tag == "?" && value == "<<" && !open_.empty() && open_.back().map && open_.back().at_key)
+      open_.back().merge_mark = mark;
     leaf(mark, anchor, value);
   }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
@@ -64,6 +68,9 @@ class ExpansionCounter final : public YAML::EventHandler {
     bool at_key = true;      // map: the next node is a key (else the value of `key`)
     std::size_t index = 0;   // sequence: the next node's index
     std::string key;
+    // Where a merge key `<<` was read, until its value ends (then it is refused: the alias
+    // checks of the value come first); null otherwise.
+    YAML::Mark merge_mark = YAML::Mark::null_mark();
   };
 
   void leaf(const YAML::Mark& mark, YAML::anchor_t anchor, const std::string& value) {
@@ -90,6 +97,7 @@ class ExpansionCounter final : public YAML::EventHandler {
       ++parent.index;
     } else {
       if (parent.at_key) parent.key = text;
+      else if (!parent.merge_mark.is_null()) refuse_merge_key(parent.merge_mark);
       parent.at_key = !parent.at_key;
     }
   }
@@ -129,6 +137,24 @@ class ExpansionCounter final : public YAML::EventHandler {
                             ", which contains this alias: the value would contain itself without "
                             "end; an alias may only repeat a value that is complete before it");
     }
+  }
+  // yaml-cpp does not implement merge keys: `<<: *a` would be an ordinary key named '<<' and the
+  // map would miss every key it meant to merge ("missing required key 'type'").
+  [[noreturn]] void refuse_merge_key(const YAML::Mark& mark) const {
+    throw ConfigError(Location{file_, mark.line + 1, mark.column + 1}, path_here(),
+                      "YAML merge keys are not supported; write the keys out");
+  }
+  // A quoted "\0" (or "\x00") puts a NUL byte in a string, and every C string it reaches (a
+  // path, an MPI_Info hint) ends there without a word. Refused at the key, for keys and values.
+  void check_no_nul(const YAML::Mark& mark, const std::string& value) const {
+    if (value.find('\0') == std::string::npos) return;
+    const bool is_key = !open_.empty() && open_.back().map && open_.back().at_key;
+    std::string shown;
+    for (const char c : value) shown += c == '\0' ? std::string("\\0") : std::string(1, c);
+    throw ConfigError(Location{file_, mark.line + 1, mark.column + 1}, path_here(),
+                      std::string(is_key ? "a key" : "the value") + " '" + shown +
+                          "' contains a NUL byte (\\0), which would cut it short where it is "
+                          "used; remove it");
   }
   void add(std::uint64_t n, const YAML::Mark& mark) {
     count_ = (n > limit_ - count_) ? limit_ + 1 : count_ + n;

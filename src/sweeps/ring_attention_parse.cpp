@@ -2,6 +2,7 @@
 // (S x ring size x layout x dtype x scheme) validated before any collective work, each refusal
 // at its key with the numbers (docs/sweeps/ring_attention.md).
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "kernel_paths.hpp"
 #include "kernel_policy.hpp"
 #include "ring/hybrid_attention.hpp"
+#include "ring/parity.hpp"
 #include "ring/ulysses_attention.hpp"
 #include "sweeps/ring_attention_parts.hpp"
 
@@ -107,6 +109,13 @@ void parse_policy(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
   p.policy = parse_kernel_policy(n, "kernel_policy");
 }
 
+// A dtype's default tolerance as a message writes it (2e-02 -> "0.02"): %g.
+std::string short_default(attn::DType t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", ring::default_tolerance(t));
+  return buf;
+}
+
 void parse_validate(const cfg::Node& n, RingParams& p) {
   if (!n.has("validate")) return;
   const cfg::Node v = n.child("validate");
@@ -116,7 +125,14 @@ void parse_validate(const cfg::Node& n, RingParams& p) {
   p.parity_mode = ring::parity_mode_from_string(v.get_choice("reference", "auto", ring::parity_mode_names()));
   if (v.get_string("sample_rows", "auto") != "auto")
     p.sample_rows = static_cast<int>(v.get_int("sample_rows", 32, 2, 1 << 20));
+  // Absent: the dtype's default (p.tolerance stays 0, ring::tolerance_for). An explicit 0 used to
+  // mean the same without a word; as a tolerance it could never pass a bf16 run, so it is refused.
   p.tolerance = v.get_double("tolerance", 0.0, 0.0, 1.0);
+  if (v.has("tolerance") && !(p.tolerance > 0))
+    v.fail("tolerance", "tolerance must be > 0; leave it out for the dtype's default (bf16 " +
+                            short_default(attn::DType::BF16) + ", fp16 " +
+                            short_default(attn::DType::F16) + ", fp32 " +
+                            short_default(attn::DType::F32) + ")");
 }
 
 // num_kv_heads (GQA/MQA): default num_heads; must divide it. The kernels see expanded K/V

@@ -282,6 +282,71 @@ TEST_CASE("an alias inside the collection its anchor names is refused at its key
   CHECK_THROWS_AS(rb::cfg::load_document("a: &p {b: *p}\n", "policy.yaml"), ConfigError);
 }
 
+// Issue #31 item 16: yaml-cpp does not implement merge keys, so `<<: *a` became an ordinary key
+// named '<<' and the sweep failed on "missing required key 'type'". Refused at the '<<'.
+TEST_CASE("a YAML merge key '<<' is refused at the key, whatever it merges") {
+  struct Case {
+    std::string yaml;
+    int line, column;
+    std::string key;
+  };
+  const std::vector<Case> cases = {
+      {"base: &a {type: memory}\nsweeps:\n  - <<: *a\n    name: m\n", 3, 5, "sweeps[0].<<"},
+      {"base: &a {type: memory}\nsweeps:\n  - {name: m, <<: *a}\n", 3, 15, "sweeps[0].<<"},
+      {"a: &a {x: 1}\nb: &b {y: 2}\nc:\n  <<: [*a, *b]\nsweeps: [{type: memory}]\n", 4, 3, "c.<<"},
+      {"<<: {sweeps: [{type: memory}]}\n", 1, 1, "<<"}};
+  for (const Case& c : cases) {
+    CAPTURE(c.yaml);
+    const ConfigError e = expect_error([&] { rb::parse_config_text(c.yaml, "merge.yaml"); });
+    CHECK(e.where().file == "merge.yaml");
+    CHECK(e.where().line == c.line);
+    CHECK(e.where().column == c.column);
+    CHECK(e.key() == c.key);
+    CHECK(e.message() == "YAML merge keys are not supported; write the keys out");
+    CHECK(std::string(e.what()).rfind("merge.yaml:" + std::to_string(c.line) + ":" +
+                                          std::to_string(c.column) + ": key '" + c.key + "': ",
+                                      0) == 0);
+  }
+  // A quoted '<<' is an ordinary key (YAML merges only the plain one): the unknown-key error.
+  const ConfigError quoted = expect_error(
+      [&] { rb::parse_config_text("\"<<\": 1\nsweeps: [{type: memory}]\n", "q.yaml"); });
+  CHECK(quoted.message().find("merge") == std::string::npos);
+  // '<<' as a value is only text.
+  CHECK_NOTHROW(rb::cfg::load_document("x: <<\n", "v.yaml"));
+}
+
+// Issue #31 item 16: a "\0" in a quoted string reached C strings (a path, MPI_Info_set) and cut
+// them short without a word. Refused at the key, for values and for keys alike.
+TEST_CASE("a string with a NUL byte is refused at its key") {
+  struct Case {
+    std::string yaml;
+    int line;
+    std::string key;
+  };
+  const std::string tail = "sweeps: [{type: memory}]\n";
+  const std::vector<Case> cases = {
+      {"run:\n  output_dir: \"/scratch/a\\0b\"\n" + tail, 2, "run.output_dir"},
+      {"run:\n  output_dir: \"/scratch/a\\x00\"\n" + tail, 2, "run.output_dir"},
+      {"run:\n  mpiio_hints:\n    \"striping\\0_factor\": 8\n" + tail, 3, "run.mpiio_hints"},
+      {"run:\n  mpiio_hints: {striping_factor: \"8\\0\"}\n" + tail, 2, "run.mpiio_hints.striping_factor"},
+      {"sweeps:\n  - {type: memory, name: \"m\\0\"}\n", 2, "sweeps[0].name"}};
+  for (const Case& c : cases) {
+    CAPTURE(c.yaml);
+    const ConfigError e = expect_error([&] { rb::parse_config_text(c.yaml, "nul.yaml"); });
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(e.where().line == c.line);
+    CHECK(e.key() == c.key);
+    CHECK(e.message().find("contains a NUL byte") != std::string::npos);
+    CHECK(what.find('\0') == std::string::npos);
+  }
+  // A Node read without the file reader (a sweep's own document) is checked where it is read.
+  const rb::cfg::Node n(YAML::Load("dir: \"a\\0b\"\n"), "n.yaml", "");
+  const ConfigError e = expect_error([&] { n.get_string("dir", ""); });
+  CHECK(e.key() == "dir");
+  CHECK(e.message().find("contains a NUL byte") != std::string::npos);
+}
+
 // ---- the malformed-config table ----
 
 struct BadCase {

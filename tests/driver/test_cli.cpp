@@ -71,7 +71,8 @@ TEST_CASE("--timeout takes positive seconds; exit code 124 is documented in --he
   REQUIRE(p.exit_code == -1);
   CHECK(p.cli.timeout_s == 90.5);
   CHECK(parse({"run.yaml"}).cli.timeout_s == 0.0);
-  for (const char* bad : {"0", "-3", "ten"}) {
+  // Issue #31 item 16: nan passed CLI::PositiveNumber (nan <= 0 is false) and disabled the limit.
+  for (const char* bad : {"0", "-3", "ten", "nan", "NaN", "inf", "-inf", "1e999", "-0"}) {
     CAPTURE(bad);
     const rb::ParsedCommandLine e = parse({"run.yaml", "--timeout", bad});
     CHECK(e.exit_code == 2);

@@ -217,6 +217,14 @@ TEST_CASE("ring_attention sweep: validate.reference full | sampled | off is reco
   CHECK_FALSE(rejection("{seq_lengths: [64], validate: {sample_rows: many}}", "validate.sample_rows").empty());
   CHECK_FALSE(rejection("{seq_lengths: [64], validate: {sample_rows: 1}}", "validate.sample_rows").empty());
   CHECK(rejection("{seq_lengths: [64], validate: {sample_rows: auto}}", "").empty());
+  // Issue #31 item 16: an explicit 0 meant "the dtype's default"; it is refused, absent keeps it.
+  const std::string zero = rejection("{seq_lengths: [64], validate: {tolerance: 0}}", "validate.tolerance");
+  CHECK(zero.find("tolerance must be > 0") != std::string::npos);
+  CHECK(zero.find("leave it out for the dtype's default") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], validate: {tolerance: 0.0}}", "validate.tolerance").find("> 0") !=
+        std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], validate: {tolerance: 1e-3}}", "").empty());
+  CHECK(rejection("{seq_lengths: [64], validate: {dump: false}}", "").empty());
   for (const std::string mode : {"full", "sampled", "off"}) {
     CAPTURE(mode);
     const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [64], ring_sizes: [" + R +
