@@ -443,7 +443,11 @@ std::unique_ptr<Sweep> parse_kernel_tuning(const SweepSpec& spec, const ParseCon
   p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
   p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
   p.seed = n.get_int("seed", p.seed, 0);
+  // Absent: the dtype's default; an explicit 0 could never pass a 16-bit block, so it is refused
+  // (as in ring_attention's validate.tolerance).
   p.tolerance = n.get_double("tolerance", 0.0, 0.0, 1.0);
+  if (n.has("tolerance") && !(p.tolerance > 0))
+    n.fail("tolerance", "tolerance must be > 0; leave it out for the dtype's default (bf16 0.02, fp16 0.005, fp32 0.0002)");
   p.sample_rows = static_cast<int>(n.get_int("sample_rows", 32, 2, 1 << 20));
 
   const attn::Device device = cuda ? attn::Device::Cuda : attn::Device::Host;

@@ -39,6 +39,8 @@ TEST_CASE("kernel_tuning config: one point per shape and built host path") {
   CHECK(rejection("{block_rows: [64], dilations: [[32, 3]]}", "dilations").find("entry 0") == 0);
   CHECK(rejection("{block_rows: [64], dilations: [[128, 2]]}", "dilations").find("no block size") == 0);
   CHECK(rejection("{block_rows: [64], paths: [flash]}", "paths[0]").find("flash") != std::string::npos);
+  CHECK(rejection("{block_rows: [64], tolerance: 0}", "tolerance").find("tolerance must be > 0") == 0);
+  CHECK(rejection("{block_rows: [64], tolerance: 0.001}", "tolerance").empty());
 }
 
 TEST_CASE("kernel_tuning config: dilations a block size cannot hold are skipped; paths narrow the grid") {
