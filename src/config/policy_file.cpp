@@ -190,28 +190,33 @@ std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& tex
   return use;
 }
 
-std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, const std::string& key) {
+PolicyKey read_policy_key(const cfg::Node& owner, const std::string& key, const std::string& what) {
   const cfg::Node v = owner.child(key);
-  std::string file;
-  bool strict = false;
+  PolicyKey k;
   if (v.is_map()) {
     v.allow_only({"file", "strict"});
-    file = v.require_string("file");
-    strict = v.get_bool("strict", false);
+    k.file = v.require_string("file");
+    k.strict = v.get_bool("strict", false);
   } else {
-    file = owner.require_string(key);
+    k.file = owner.require_string(key);
   }
-  file = resolve_policy_path(owner, key, file);
-  std::string text;
+  k.file = resolve_policy_path(owner, key, k.file);
   try {
-    text = read_config_file(file);
+    k.text = read_config_file(k.file);
   } catch (const cfg::ConfigError& e) {
-    owner.fail(key, "cannot read the tuned policy file '" + file + "': " + e.message());
+    owner.fail(key, "cannot read the " + what + " file '" + k.file + "': " + e.message());
   }
-  auto use = parse_kernel_policy_text(text, file);
-  use->key = owner.path().empty() ? key : owner.path() + "." + key;
-  use->where = v.location();
-  use->strict = strict;
+  k.key = owner.path().empty() ? key : owner.path() + "." + key;
+  k.where = v.location();
+  return k;
+}
+
+std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, const std::string& key) {
+  const PolicyKey k = read_policy_key(owner, key, "tuned policy");
+  auto use = parse_kernel_policy_text(k.text, k.file);
+  use->key = k.key;
+  use->where = k.where;
+  use->strict = k.strict;
   return use;
 }
 

@@ -39,8 +39,18 @@ PolicyMachine parse_policy_machine(const cfg::Node& root);
 // directory. An empty name is a cfg::ConfigError.
 std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, std::string file);
 
-// Reads `owner.key`: `FILE` or `{file: FILE, strict: BOOL}`. A relative FILE is relative to
-// the directory of the config file. Throws cfg::ConfigError.
+// A policy key as written (kernel_policy:, cp_policy:): `FILE` or `{file: FILE, strict: BOOL}`,
+// the file resolved (resolve_policy_path) and read; `what` names the file in the error when it
+// cannot be read ("tuned policy", "CP policy"). Throws cfg::ConfigError.
+struct PolicyKey {
+  std::string file, text;
+  bool strict = false;
+  std::string key;      // the key's full path, e.g. "sweeps[2].kernel_policy"
+  cfg::Location where;  // of the key in the config
+};
+PolicyKey read_policy_key(const cfg::Node& owner, const std::string& key, const std::string& what);
+
+// Reads `owner.key` (read_policy_key) and parses the kernel policy. Throws cfg::ConfigError.
 std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, const std::string& key);
 
 // The policy's rules from its text (exposed for tests). `file` names it in errors.

@@ -160,27 +160,11 @@ std::shared_ptr<CpPolicyUse> parse_cp_policy_text(const std::string& text, const
 }
 
 std::shared_ptr<CpPolicyUse> parse_cp_policy(const cfg::Node& owner, const std::string& key) {
-  const cfg::Node v = owner.child(key);
-  std::string file;
-  bool strict = false;
-  if (v.is_map()) {
-    v.allow_only({"file", "strict"});
-    file = v.require_string("file");
-    strict = v.get_bool("strict", false);
-  } else {
-    file = owner.require_string(key);
-  }
-  file = resolve_policy_path(owner, key, file);
-  std::string text;
-  try {
-    text = read_config_file(file);
-  } catch (const cfg::ConfigError& e) {
-    owner.fail(key, "cannot read the CP policy file '" + file + "': " + e.message());
-  }
-  auto use = parse_cp_policy_text(text, file);
-  use->key = owner.path().empty() ? key : owner.path() + "." + key;
-  use->where = v.location();
-  use->strict = strict;
+  const PolicyKey k = read_policy_key(owner, key, "CP policy");
+  auto use = parse_cp_policy_text(k.text, k.file);
+  use->key = k.key;
+  use->where = k.where;
+  use->strict = k.strict;
   return use;
 }
 
