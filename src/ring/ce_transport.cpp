@@ -158,8 +158,7 @@ const char* CopyEngineTransport::mapped(const Offer& offer) {
 void CopyEngineTransport::post(const void* send, void* recv, std::size_t bytes) {
   if (in_flight_) throw std::logic_error(std::string(kWho) + ": post() while an exchange is in flight (call wait() first)");
   in_flight_ = true;
-  if (n_.size == 1) {  // a ring of one passes the block to itself
-    RB_CUDA_CHECK(cudaEventRecord(done_, compute_));
+  if (n_.size == 1) {  // a ring of one passes the block to itself, in stream order (wait(): nothing)
     if (bytes) RB_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, compute_));
     return;
   }

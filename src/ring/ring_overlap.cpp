@@ -8,20 +8,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "metrics/stats.hpp"  // header-only: the medians every sweep reports
 #include "ring/mpi_error.hpp"
 #include "ring/ring_attention.hpp"
 
 namespace rb::ring {
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double hi = v[mid];
-  if (v.size() % 2 == 1) return hi;
-  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
-}
 
 std::vector<double> step_medians(const std::vector<std::vector<double>>& runs) {
   if (runs.empty()) return {};
@@ -29,7 +21,7 @@ std::vector<double> step_medians(const std::vector<std::vector<double>>& runs) {
   for (std::size_t s = 0; s < out.size(); ++s) {
     std::vector<double> at;
     for (const auto& run : runs) at.push_back(run[s]);
-    out[s] = median(std::move(at));
+    out[s] = stats::median(at);
   }
   return out;
 }
@@ -106,12 +98,12 @@ std::optional<OverlapCalibration> RingAttention::calibrate_overlap(MPI_Comm sync
   }
   OverlapCalibration c;
   c.repeats = repeats;
-  c.hop_transfer_alone_s = median(hop);
+  c.hop_transfer_alone_s = stats::median(hop);
   c.forward_transfer_alone_s = (R - 1) * c.hop_transfer_alone_s;
   c.step_compute_alone = step_medians(fwd);
   if (with_backward_) {
     // The backward's hops by size (backward_hop_bytes): K/V, K/V + dK/dV, or dK/dV.
-    const double by_size[] = {c.hop_transfer_alone_s, median(packet), median(partial)};
+    const double by_size[] = {c.hop_transfer_alone_s, stats::median(packet), stats::median(partial)};
     for (int s = 0; s < R; ++s) {
       const std::size_t bytes = backward_hop_bytes(s);
       if (bytes > 0) c.backward_transfer_alone_s += by_size[bytes == kv ? 0 : bytes == kv + dkdv ? 1 : 2];
