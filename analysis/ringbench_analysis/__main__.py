@@ -28,11 +28,15 @@ def _run(argv):
     _baseline_parser(sub)
     _nccl_tests_parser(sub)
     _scheme_model_parser(sub)
+    _export_parser(sub)
     args = p.parse_args(argv)
     bad = _out_files_problem(args)
     if bad:  # before any input is read: a traceback at the end of a long analysis otherwise
         print(f"rb-analysis {args.command}: {bad}", file=sys.stderr)
         return 2
+    if args.command == "export":
+        from . import export
+        return export.command(args)
     if args.command == "nccl-tests":
         from . import nccl_tests
         return nccl_tests.command(args)
@@ -80,6 +84,18 @@ def _nccl_tests_parser(sub):
     n.add_argument("--json", metavar="FILE", help="also write the matched points as JSON")
 
 
+def _export_parser(sub):
+    e = sub.add_parser(
+        "export", help="every point's headline values with units and labels as JSON Lines, OpenMetrics or CSV",
+        description="Writes each point's headline values (compare's headline metrics and ring attention's "
+                    "TFLOP/s per GPU; the slowest rank's median, as the report) with their units, the "
+                    "statistic, the point's keys and the run's labels: GPU model, host, versions, commit, "
+                    "config hash, sweep (docs/analysis.md, export). Exit 0: written; 2: unusable input.")
+    e.add_argument("files", nargs="+", metavar="RUN.h5", help="ringbench output files or directories")
+    e.add_argument("--format", required=True, choices=("jsonl", "openmetrics", "csv"))
+    e.add_argument("--out", default="-", metavar="PATH", help="file to write (default -: stdout)")
+
+
 def _scheme_model_parser(sub):
     s = sub.add_parser(
         "scheme-model", help="the per-scheme cost model: predicted vs measured per scheme point, and the "
@@ -125,7 +141,7 @@ def _out_files_problem(args):
     """Why an output file the command will write (--json FILE; tune's and tune-cp's --out) cannot
     be written there ("" when it can): a directory at the path, a missing or unwritable folder."""
     flags = [("--json", getattr(args, "json", None))]
-    if args.command in ("tune", "tune-cp"):
+    if args.command in ("tune", "tune-cp", "export"):
         flags.append(("--out", getattr(args, "out", None)))
     for flag, path in flags:
         if not isinstance(path, str) or path in ("", "-"):

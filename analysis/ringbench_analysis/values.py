@@ -1,0 +1,128 @@
+"""Each point's headline values, with their units and the statistic that made them: what
+`rb-analysis export` writes and what a reference file (references.py) bounds.
+
+The file marks every dataset's units and description, not which metric is a headline: the
+headline metrics are compare's (compare.HEADLINE: the numbers a nightly judges), plus ring
+attention's TFLOP/s per GPU. A point's value follows the report's convention (docs/analysis.md,
+"The report"): each rank's median over its inner axis (iterations), then the slowest rank (the
+largest time, the smallest rate), so an exported number is the one the report prints.
+"""
+import hashlib
+import os
+
+import numpy as np
+
+from . import compare, reader, results
+
+# Per sweep type, the metrics exported; "total_tflops" of ring attention is the report's
+# TFLOP/s per GPU (results._ring_extra), not the stored per-rank metric of that name.
+HEADLINE = dict(compare.HEADLINE, ring_attention=("total_time_s", "total_tflops"))
+RING_TFLOPS_DESCRIPTION = "forward + backward FLOPs per GPU per second of one iteration"
+RING_TFLOPS_STATISTIC = ("per GPU: mean forward_flop over ranks x (1 + the sweep's backward factor) / "
+                         "the slowest rank's median total_time_s (the report's TFLOP/s per GPU)")
+
+
+def _rank_values(sweep, metric, point):
+    """Each rank's value (an array metric: the rank's median over its inner axes), NaN kept."""
+    v = sweep.array(metric)[:, point]
+    if v.ndim == 1:
+        return reader.numbers(v)
+    return reader.row_median(v.reshape(v.shape[0], -1))
+
+
+def statistic(sweep, metric):
+    """The words for how a point's value is made from the [world, P, ...] dataset."""
+    if sweep.type == "ring_attention" and metric == "total_tflops":
+        return RING_TFLOPS_STATISTIC
+    over = "min over ranks" if compare.direction(sweep.units.get(metric), metric) > 0 else "max over ranks"
+    inner = "median over iterations, " if sweep.metrics[metric].ndim > 2 else ""
+    return inner + over
+
+
+def value(sweep, metric, point):
+    """The point's value of a headline metric (NaN where no rank measured it)."""
+    if sweep.type == "ring_attention" and metric == "total_tflops":
+        return float(results._ring_extra(sweep, point)["tflops_total"])
+    v = _rank_values(sweep, metric, point)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return float("nan")
+    return float(v.min() if compare.direction(sweep.units.get(metric), metric) > 0 else v.max())
+
+
+def unit(sweep, metric):
+    return "TFLOP/s" if sweep.type == "ring_attention" and metric == "total_tflops" \
+        else sweep.units.get(metric, "")
+
+
+def _one_rank(sweep, point):
+    """A collective group of one rank: a local copy that measures no link (left out, as in the
+    report and compare)."""
+    if sweep.type == "ring_attention" or "group_size" not in sweep.metrics:
+        return False
+    g = reader.numbers(sweep.metrics["group_size"][:, point])
+    g = g[np.isfinite(g)]
+    return bool(g.size) and g.max() <= 1
+
+
+def point_keys(sweep, point):
+    return {k: reader._py(sweep.points[k].iloc[point]) for k in sweep.keys}
+
+
+def headline_metrics(sweep):
+    """The sweep's exported metrics that it has ("total_tflops" needs forward_flop and times)."""
+    want = HEADLINE.get(sweep.type, ())
+    have = set(sweep.metrics) | ({"total_tflops"} if sweep.type == "ring_attention"
+                                  and "total_time_s" in sweep.metrics else set())
+    return [m for m in want if m in have]
+
+
+def records(run):
+    """(one dict per (sweep, point, metric): sweep, sweep_type, point (keys), status, metric,
+    value, unit, statistic, description; the count of one-rank collective points left out)."""
+    out, left_out = [], 0
+    for s in run.sweeps.values():
+        metrics = headline_metrics(s)
+        for p in range(s.npoints) if metrics else ():
+            if _one_rank(s, p):
+                left_out += 1
+                continue
+            keys, status = point_keys(s, p), s.point_status(p)
+            for m in metrics:
+                desc = (RING_TFLOPS_DESCRIPTION if m == "total_tflops" and s.type == "ring_attention"
+                        else s.descriptions.get(m, ""))
+                out.append({"sweep": s.name, "sweep_type": s.type, "point": keys, "status": status,
+                            "metric": m, "value": value(s, m, p), "unit": unit(s, m),
+                            "statistic": statistic(s, m), "description": desc})
+    return out, left_out
+
+
+def gpu_model(run):
+    """Rank 0's GPU model, "host" on the host path (as baseline.py's machine kind)."""
+    names = run.ranks["gpu_name"] if "gpu_name" in run.ranks else []
+    return str(names[0]).strip() if len(names) and str(names[0]).strip() else "host"
+
+
+def config_sha256(run):
+    """baseline.config_hash of the run's config (run.name and run.output_dir left out), so an
+    export joins the baseline store's machine kinds; without PyYAML, the text's own sha256."""
+    from . import baseline
+    try:
+        return baseline.config_hash(run.config_text)
+    except (ImportError, baseline.BaselineError):
+        return hashlib.sha256(run.config_text.encode()).hexdigest()
+
+
+def labels(run, path):
+    """The run's labels: where (file, machine) and what built it (versions, commit, config)."""
+    from . import baseline
+    gpu, cfg = gpu_model(run), config_sha256(run)
+    hosts = run.ranks["hostname"] if "hostname" in run.ranks else []
+    return {"file": os.path.basename(path), "gpu": gpu,
+            "host": str(hosts[0]) if len(hosts) else "",
+            "backend": str(run.attrs.get("backend", "")), "nodes": run.node_count,
+            "ranks": run.world_size,
+            "machine_kind": baseline._identity(gpu, run.node_count, cfg, "")["kind"],
+            "ringbench_version": str(run.attrs.get("ringbench_version", "")),
+            "git_commit": str(run.attrs.get("git_commit", "")), "config_sha256": cfg,
+            "start_time": str(run.attrs.get("start_time", "")), "run_status": run.status}
