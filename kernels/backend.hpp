@@ -55,6 +55,29 @@ struct BlockCalls {
   }
 };
 
+// One tensor's side of a head-splitting all-to-all (Ulysses, the Ulysses stage of hybrid): rows
+// move between the tensor and the `members` chunks of the exchange buffer in one pass, the
+// element type changing on the way (fp32 accumulators travel in the input dtype, as the stock
+// Ulysses implementations send them). Chunk m holds, `offset` bytes in,
+// [batch][local_heads][shard_rows][width] elements of type `wire`.
+struct HeadChunks {
+  char* data = nullptr;
+  std::size_t chunk_bytes = 0, offset = 0;
+  DType wire = DType::F32;
+  int members = 1, batch = 1, local_heads = 1;
+  std::int64_t shard_rows = 0, width = 1;
+};
+// The tensor side. A shard tensor ([batch][members * local_heads][shard_rows][width]) gives
+// chunk m its heads [m * local_heads, (m + 1) * local_heads); a joint tensor
+// ([batch][local_heads][joint_rows][width]) gives chunk m the rows member m owns, at joint row
+// joint_row[m * shard_rows + r] for the chunk's row r (joint_row in backend memory).
+struct HeadTensor {
+  char* data = nullptr;
+  DType type = DType::F32;
+  const std::int64_t* joint_row = nullptr;  // null: a shard tensor
+  std::int64_t joint_rows = 0;
+};
+
 class AttentionBackend {
  public:
   virtual ~AttentionBackend() = default;
@@ -70,6 +93,9 @@ class AttentionBackend {
   virtual void copy_to_host(void* host_dst, const void* src, std::size_t bytes) = 0;
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;  // device to device
   virtual void fill_zero(void* p, std::size_t bytes) = 0;
+  // tensor -> chunks (to_chunks) or chunks -> tensor, converting between t.type and c.wire, in
+  // the compute stream's order: one pass over the data, however the rows are laid out.
+  virtual void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks) = 0;
   // out = 0 and lse = -inf for `rows` rows of width head_dim (rows = batch*heads*q_rows).
   virtual void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) = 0;
 

@@ -158,6 +158,10 @@ void CudaBackend::fill_zero(void* p, std::size_t bytes) {
   RBK_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
 }
 
+void CudaBackend::copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks) {
+  gpu::copy_head_chunks(c, t, to_chunks, stream_);
+}
+
 void CudaBackend::init_forward(float* out, float* lse, std::int64_t rows, int head_dim) {
   gpu::init_forward(out, lse, rows, head_dim, stream_);
 }

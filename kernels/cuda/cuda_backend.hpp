@@ -48,6 +48,7 @@ class CudaBackend final : public AttentionBackend {
   void copy_to_host(void* host_dst, const void* src, std::size_t bytes) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void fill_zero(void* p, std::size_t bytes) override;
+  void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks) override;
   void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) override;
 
   void forward(const ForwardBlock& block) override;

@@ -5,6 +5,7 @@
 #include "attention_cuda.hpp"
 #include "check.hpp"
 #include "common.cuh"
+#include "head_chunks.hpp"
 
 namespace rb::attn::gpu {
 namespace {
@@ -54,7 +55,29 @@ __global__ void convert_kernel(T* __restrict__ dst, const float* __restrict__ sr
     dst[i] = from_float<T>(src[i]);
 }
 
+// One warp per row of the exchange, lanes over its elements: rows are contiguous on both sides
+// (head_dim elements), so the loads and stores coalesce whatever the row map.
+__global__ void head_chunks_kernel(HeadChunks c, HeadTensor t, bool to_chunks, std::int64_t rows) {
+  const int lane = threadIdx.x & 31;
+  const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x >> 5);
+  for (std::int64_t g = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5; g < rows; g += warps) {
+    const HeadRowPlace at = head_row_place(c, t, g);
+    for (std::int64_t i = lane; i < c.width; i += 32)
+      if (to_chunks)
+        store_from_float(at.chunk, c.wire, i, load_as_float(t.data, t.type, at.tensor_elem + i));
+      else
+        store_from_float(t.data, t.type, at.tensor_elem + i, load_as_float(at.chunk, c.wire, i));
+  }
+}
+
 }  // namespace
+
+void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks, cudaStream_t stream) {
+  const std::int64_t rows = head_chunk_rows(c);
+  if (rows <= 0) return;
+  head_chunks_kernel<<<grid_for(rows * 32, 256), 256, 0, stream>>>(c, t, to_chunks, rows);
+  RBK_LAUNCH_CHECK();
+}
 
 void init_forward(float* out, float* lse, std::int64_t rows, int head_dim, cudaStream_t stream) {
   if (rows <= 0) return;

@@ -76,6 +76,9 @@ class KokkosHostBackend final : public AttentionBackend {
   void fill_zero(void* p, std::size_t bytes) override {
     Kokkos::deep_copy(Bytes(static_cast<char*>(p), bytes), char(0));
   }
+  void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks) override {
+    attn::host::copy_head_chunks(c, t, to_chunks);
+  }
   void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) override {
     attn::host::init_forward(out, lse, rows, head_dim);
   }

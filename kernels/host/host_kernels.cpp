@@ -7,6 +7,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "head_chunks.hpp"
 #include "host/kernel_common.hpp"
 
 namespace rb::attn::host {
@@ -33,6 +34,18 @@ void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) {
       "rb::attn::host::init_forward", Policy(0, rows), KOKKOS_LAMBDA(std::int64_t r) {
         lse[r] = neg_inf;
         for (int c = 0; c < head_dim; ++c) out[r * head_dim + c] = 0.0f;
+      });
+}
+
+void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks) {
+  Kokkos::parallel_for(
+      "rb::attn::host::copy_head_chunks", Policy(0, head_chunk_rows(c)), KOKKOS_LAMBDA(std::int64_t g) {
+        const HeadRowPlace at = head_row_place(c, t, g);
+        for (std::int64_t i = 0; i < c.width; ++i)
+          if (to_chunks)
+            store_from_float(at.chunk, c.wire, i, load_as_float(t.data, t.type, at.tensor_elem + i));
+          else
+            store_from_float(t.data, t.type, at.tensor_elem + i, load_as_float(at.chunk, c.wire, i));
       });
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "attention.hpp"
+#include "backend.hpp"
 
 namespace rb::attn::host {
 
@@ -20,6 +21,8 @@ void backward_prepare(const void* dout, const float* out, float* delta, std::int
 // Two passes without atomics: dQ parallel over query rows, dK/dV parallel over key rows.
 void backward(const BackwardBlock& block);
 void accumulate(float* dst, const float* src, std::int64_t count);
+// backend.hpp's copy_head_chunks: parallel over the exchange's rows.
+void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks);
 // MemAvailable of /proc/meminfo (0 when unknown): the free bytes an OutOfMemory reports.
 std::size_t available_host_memory();
 

@@ -12,13 +12,14 @@ const std::pair<Scheme, const char*> kSchemes[] = {
 
 // What one rank sends in the all-to-alls of a head split over `members` ranks (forward: Q, K,
 // V out and O, LSE back; backward: dO out, dQ, dK, dV back): (members - 1) / members of each.
+// Everything crosses in the input dtype but LSE (fp32): ring/head_exchange.hpp.
 std::uint64_t head_exchange_bytes(const Problem& p, std::uint64_t members, bool backward) {
   const std::uint64_t elems = static_cast<std::uint64_t>(p.shard_elements());
   const std::uint64_t kv_elems = static_cast<std::uint64_t>(p.kv_shard_elements());
   const std::uint64_t w = attn::dtype_size(p.dtype), f32 = sizeof(float);
   const std::uint64_t rows = static_cast<std::uint64_t>(p.batch) * p.heads * static_cast<std::uint64_t>(p.local_rows());
-  const std::uint64_t fwd = (elems + 2 * kv_elems) * w + (elems + rows) * f32;
-  const std::uint64_t bwd = elems * w + (elems + 2 * kv_elems) * f32;
+  const std::uint64_t fwd = (elems + 2 * kv_elems) * w + elems * w + rows * f32;
+  const std::uint64_t bwd = elems * w + (elems + 2 * kv_elems) * w;
   return (fwd + (backward ? bwd : 0)) * (members - 1) / members;
 }
 

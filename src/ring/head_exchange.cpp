@@ -1,5 +1,6 @@
 #include "ring/head_exchange.hpp"
 
+#include <stdexcept>
 #include <utility>
 
 namespace rb::ring {
@@ -7,86 +8,77 @@ namespace rb::ring {
 HeadExchange::HeadExchange(attn::AttentionBackend& backend, GroupTransport& transport, int batch,
                            std::int64_t shard_rows, std::int64_t joint_rows, std::vector<std::vector<RowRun>> runs)
     : be_(backend), tr_(transport), batch_(batch), members_(transport.group_size()), n_(shard_rows),
-      joint_rows_(joint_rows), runs_(std::move(runs)) {}
+      joint_rows_(joint_rows) {
+  // The runs become one joint row per shard row, in backend memory once: the packing kernels
+  // look rows up instead of the host issuing a copy per member, head and run.
+  std::vector<std::int64_t> joint_row(static_cast<std::size_t>(members_ * n_), -1);
+  for (std::size_t m = 0; m < runs.size(); ++m)
+    for (const RowRun& run : runs[m])
+      for (std::int64_t i = 0; i < run.count; ++i)
+        joint_row[m * static_cast<std::size_t>(n_) + static_cast<std::size_t>(run.row + i)] = run.joint + i;
+  for (std::int64_t j : joint_row)
+    if (j < 0 || j >= joint_rows_) throw std::logic_error("HeadExchange: the runs leave a shard row without a joint row");
+  joint_row_ = BackendBuffer(be_, joint_row.size() * sizeof(std::int64_t));
+  be_.copy_to_device(joint_row_.ptr, joint_row.data(), joint_row.size() * sizeof(std::int64_t));
+}
 
 std::size_t HeadExchange::chunk_bytes(const std::vector<HeadPart>& parts) const {
   std::size_t sum = 0;
   for (const HeadPart& t : parts)
     sum += static_cast<std::size_t>(batch_) * static_cast<std::size_t>(t.heads / members_) *
-           static_cast<std::size_t>(n_) * row_bytes(t);
+           static_cast<std::size_t>(n_) * static_cast<std::size_t>(t.width) * attn::dtype_size(t.wire);
   return sum;
 }
 
 void HeadExchange::to_heads(const std::vector<HeadPart>& shards, const std::vector<HeadPart>& joint,
                             char* send, char* recv) {
-  pack_heads(shards, send);
-  exchange(shards, send, recv);
-  unpack_joint(recv, joint);
+  const std::size_t chunk = chunk_bytes(shards);
+  if (chunk_bytes(joint) != chunk) throw std::logic_error("HeadExchange: shards and joint parts differ on the wire");
+  copy_parts(shards, send, chunk, false, true);
+  exchange(chunk, send, recv);
+  copy_parts(joint, recv, chunk, true, false);
 }
 
 void HeadExchange::to_shards(const std::vector<HeadPart>& joint, const std::vector<HeadPart>& shards,
                              char* send, char* recv) {
-  pack_joint(joint, send);
-  exchange(joint, send, recv);
-  unpack_heads(recv, shards);
+  const std::size_t chunk = chunk_bytes(joint);
+  if (chunk_bytes(shards) != chunk) throw std::logic_error("HeadExchange: joint and shard parts differ on the wire");
+  copy_parts(joint, send, chunk, true, true);
+  exchange(chunk, send, recv);
+  copy_parts(shards, recv, chunk, false, false);
 }
 
-void HeadExchange::exchange(const std::vector<HeadPart>& parts, const char* send, char* recv) {
-  const std::size_t chunk = chunk_bytes(parts);
+void HeadExchange::exchange(std::size_t chunk, const char* send, char* recv) {
   bytes_sent_ += static_cast<std::uint64_t>(members_ - 1) * chunk;
   tr_.all_to_all(send, recv, chunk);
 }
 
-// A member's chunk: for each part, for each batch, heads / P heads of n rows.
-void HeadExchange::pack_heads(const std::vector<HeadPart>& shards, char* send) const {
-  char* to = send;
-  for (int j = 0; j < members_; ++j)
-    for (const HeadPart& t : shards) {
-      const std::int64_t local = t.heads / members_;
-      const std::size_t heads_bytes = static_cast<std::size_t>(local * n_) * row_bytes(t);
-      for (int b = 0; b < batch_; ++b, to += heads_bytes)
-        be_.copy(to, t.data + static_cast<std::size_t>((b * t.heads + j * local) * n_) * row_bytes(t), heads_bytes);
+// A member's chunk: the parts one after another, each [batch][heads / P][n][width] on the wire.
+void HeadExchange::copy_parts(const std::vector<HeadPart>& tensors, char* buffer, std::size_t chunk, bool joint,
+                              bool to_chunks) const {
+  std::size_t offset = 0;
+  for (const HeadPart& t : tensors) {
+    attn::HeadChunks c;
+    c.data = buffer;
+    c.chunk_bytes = chunk;
+    c.offset = offset;
+    c.wire = t.wire;
+    c.members = members_;
+    c.batch = batch_;
+    c.local_heads = t.heads / members_;
+    c.shard_rows = n_;
+    c.width = t.width;
+    attn::HeadTensor tensor;
+    tensor.data = t.data;
+    tensor.type = t.type;
+    if (joint) {
+      tensor.joint_row = static_cast<const std::int64_t*>(joint_row_.ptr);
+      tensor.joint_rows = joint_rows_;
     }
-}
-
-void HeadExchange::unpack_joint(const char* recv, const std::vector<HeadPart>& joint) const {
-  const char* from = recv;
-  for (int i = 0; i < members_; ++i)
-    for (const HeadPart& t : joint) {
-      const std::int64_t local = t.heads / members_;
-      const std::size_t row = row_bytes(t);
-      for (int b = 0; b < batch_; ++b)
-        for (std::int64_t h = 0; h < local; ++h, from += static_cast<std::size_t>(n_) * row)
-          for (const RowRun& run : runs_[static_cast<std::size_t>(i)])
-            be_.copy(t.data + static_cast<std::size_t>((b * local + h) * joint_rows_ + run.joint) * row,
-                     from + static_cast<std::size_t>(run.row) * row, static_cast<std::size_t>(run.count) * row);
-    }
-}
-
-void HeadExchange::pack_joint(const std::vector<HeadPart>& joint, char* send) const {
-  char* to = send;
-  for (int i = 0; i < members_; ++i)
-    for (const HeadPart& t : joint) {
-      const std::int64_t local = t.heads / members_;
-      const std::size_t row = row_bytes(t);
-      for (int b = 0; b < batch_; ++b)
-        for (std::int64_t h = 0; h < local; ++h, to += static_cast<std::size_t>(n_) * row)
-          for (const RowRun& run : runs_[static_cast<std::size_t>(i)])
-            be_.copy(to + static_cast<std::size_t>(run.row) * row,
-                     t.data + static_cast<std::size_t>((b * local + h) * joint_rows_ + run.joint) * row,
-                     static_cast<std::size_t>(run.count) * row);
-    }
-}
-
-void HeadExchange::unpack_heads(const char* recv, const std::vector<HeadPart>& shards) const {
-  const char* from = recv;
-  for (int j = 0; j < members_; ++j)
-    for (const HeadPart& t : shards) {
-      const std::int64_t local = t.heads / members_;
-      const std::size_t heads_bytes = static_cast<std::size_t>(local * n_) * row_bytes(t);
-      for (int b = 0; b < batch_; ++b, from += heads_bytes)
-        be_.copy(t.data + static_cast<std::size_t>((b * t.heads + j * local) * n_) * row_bytes(t), from, heads_bytes);
-    }
+    be_.copy_head_chunks(c, tensor, to_chunks);
+    offset += static_cast<std::size_t>(batch_) * static_cast<std::size_t>(c.local_heads) *
+              static_cast<std::size_t>(n_ * t.width) * attn::dtype_size(t.wire);
+  }
 }
 
 }  // namespace rb::ring

@@ -4,12 +4,15 @@
 // (heads / P of the heads, over the members' rows together, "joint" rows, in an order the scheme
 // chooses: Ulysses the sequence's position order, hybrid its ring layout's local order). A
 // tensor of an exchange is a HeadPart; several travel in one all-to-all, one after another in
-// each member's chunk.
+// each member's chunk. Each part crosses in its wire dtype: the fp32 results (O, dQ, dK, dV)
+// in the input dtype, as the stock Ulysses implementations send them, LSE in fp32. The backend
+// packs and unpacks each part in one pass (AttentionBackend::copy_head_chunks), converting.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "backend.hpp"
+#include "ring/backend_buffer.hpp"
 #include "ring/group_transport.hpp"
 
 namespace rb::ring {
@@ -25,7 +28,8 @@ struct HeadPart {
   char* data;
   int heads;           // over the whole group (num_heads or num_kv_heads)
   std::int64_t width;  // elements per row: head_dim, or 1 for LSE
-  std::size_t elem;
+  attn::DType type;    // as stored here
+  attn::DType wire;    // as it crosses (the same on both sides of an exchange)
 };
 
 class HeadExchange {
@@ -43,18 +47,17 @@ class HeadExchange {
   std::uint64_t bytes_sent() const { return bytes_sent_; }  // to the other members, so far
 
  private:
-  std::size_t row_bytes(const HeadPart& t) const { return static_cast<std::size_t>(t.width) * t.elem; }
-  void pack_heads(const std::vector<HeadPart>& shards, char* send) const;
-  void unpack_joint(const char* recv, const std::vector<HeadPart>& joint) const;
-  void pack_joint(const std::vector<HeadPart>& joint, char* send) const;
-  void unpack_heads(const char* recv, const std::vector<HeadPart>& shards) const;
-  void exchange(const std::vector<HeadPart>& parts, const char* send, char* recv);
+  // Every part of `tensors` to (to_chunks) or from the chunks of `buffer`, the chunk of `chunk`
+  // bytes; joint: the tensors are joint ones (else shards).
+  void copy_parts(const std::vector<HeadPart>& tensors, char* buffer, std::size_t chunk, bool joint,
+                  bool to_chunks) const;
+  void exchange(std::size_t chunk, const char* send, char* recv);
 
   attn::AttentionBackend& be_;
   GroupTransport& tr_;
   int batch_, members_;
   std::int64_t n_, joint_rows_;
-  std::vector<std::vector<RowRun>> runs_;
+  BackendBuffer joint_row_;  // [members][n]: the joint row of each member's shard row
   std::uint64_t bytes_sent_ = 0;
 };
 

@@ -77,8 +77,9 @@ HybridAttention::HybridAttention(const Problem& p, int ulysses_degree, attn::Att
   ring_ = std::make_unique<RingAttention>(inner_, be_, ring, with_backward_);
   const Shards& s = shards_;
   const std::size_t f32 = sizeof(float);
-  std::size_t exchange = std::max(s.shard_bytes + 2 * s.kv_shard_bytes, (s.shard_floats + s.rows) * f32);
-  if (with_backward_) exchange = std::max(exchange, (s.shard_floats + 2 * s.kv_shard_floats) * f32);
+  // O, dQ, dK, dV cross in the input dtype (head_exchange.hpp), LSE in fp32: the forward's
+  // exchanges are the largest (the backward's dO out, dQ dK dV back are at most Q K V's bytes).
+  const std::size_t exchange = std::max(s.shard_bytes + 2 * s.kv_shard_bytes, s.shard_bytes + s.rows * f32);
   send_ = BackendBuffer(be_, exchange);
   recv_ = BackendBuffer(be_, exchange);
 }
@@ -91,23 +92,23 @@ void HybridAttention::steps_from_ring(const StepTimes& inner, double exchange_s,
 }
 
 void HybridAttention::forward() {
-  const std::size_t w = attn::dtype_size(p_.dtype), f32 = sizeof(float);
+  const attn::DType t = p_.dtype, F32 = attn::DType::F32;
   const int H = p_.heads, Hkv = p_.num_kv_heads();
   const std::int64_t d = p_.head_dim;
   const RingAttention::DeviceTensors in = ring_->device_tensors();
   be_.reset_marks();
   const int m0 = be_.mark();
   const Shards& s = shards_;
-  heads_->to_heads({{s.q.bytes(), H, d, w}, {s.k(), Hkv, d, w}, {s.v(), Hkv, d, w}},
-                   {{in.q, H, d, w}, {in.k, Hkv, d, w}, {in.v, Hkv, d, w}}, send_.bytes(), recv_.bytes());
+  heads_->to_heads({{s.q.bytes(), H, d, t, t}, {s.k(), Hkv, d, t, t}, {s.v(), Hkv, d, t, t}},
+                   {{in.q, H, d, t, t}, {in.k, Hkv, d, t, t}, {in.v, Hkv, d, t, t}}, send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   be_.synchronize();
   const double to_heads = be_.seconds_between(m0, m1);
   ring_->forward();  // resets the backend's marks
   be_.reset_marks();
   const int m2 = be_.mark();
-  heads_->to_shards({{reinterpret_cast<char*>(in.out), H, d, f32}, {reinterpret_cast<char*>(in.lse), H, 1, f32}},
-                    {{s.out.bytes(), H, d, f32}, {s.lse.bytes(), H, 1, f32}}, send_.bytes(), recv_.bytes());
+  heads_->to_shards({{reinterpret_cast<char*>(in.out), H, d, F32, t}, {reinterpret_cast<char*>(in.lse), H, 1, F32, F32}},
+                    {{s.out.bytes(), H, d, F32, t}, {s.lse.bytes(), H, 1, F32, F32}}, send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
   steps_from_ring(ring_->forward_steps(), to_heads + be_.seconds_between(m2, m3), fwd_);
@@ -115,24 +116,24 @@ void HybridAttention::forward() {
 
 void HybridAttention::backward() {
   if (!with_backward_) throw std::logic_error("hybrid attention: constructed without backward");
-  const std::size_t w = attn::dtype_size(p_.dtype), f32 = sizeof(float);
+  const attn::DType t = p_.dtype, F32 = attn::DType::F32;
   const int H = p_.heads, Hkv = p_.num_kv_heads();
   const std::int64_t d = p_.head_dim;
   const RingAttention::DeviceTensors in = ring_->device_tensors();
   be_.reset_marks();
   const int m0 = be_.mark();
   const Shards& s = shards_;
-  heads_->to_heads({{s.dout.bytes(), H, d, w}}, {{in.dout, H, d, w}}, send_.bytes(), recv_.bytes());
+  heads_->to_heads({{s.dout.bytes(), H, d, t, t}}, {{in.dout, H, d, t, t}}, send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   be_.synchronize();
   const double to_heads = be_.seconds_between(m0, m1);
   ring_->backward();
   be_.reset_marks();
   const int m2 = be_.mark();
-  heads_->to_shards({{reinterpret_cast<char*>(in.dq), H, d, f32}, {reinterpret_cast<char*>(in.dk), Hkv, d, f32},
-                     {reinterpret_cast<char*>(in.dv), Hkv, d, f32}},
-                    {{s.dq.bytes(), H, d, f32}, {reinterpret_cast<char*>(s.dk()), Hkv, d, f32},
-                     {reinterpret_cast<char*>(s.dv()), Hkv, d, f32}},
+  heads_->to_shards({{reinterpret_cast<char*>(in.dq), H, d, F32, t}, {reinterpret_cast<char*>(in.dk), Hkv, d, F32, t},
+                     {reinterpret_cast<char*>(in.dv), Hkv, d, F32, t}},
+                    {{s.dq.bytes(), H, d, F32, t}, {reinterpret_cast<char*>(s.dk()), Hkv, d, F32, t},
+                     {reinterpret_cast<char*>(s.dv()), Hkv, d, F32, t}},
                     send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();

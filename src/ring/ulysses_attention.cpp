@@ -58,28 +58,28 @@ UlyssesAttention::UlyssesAttention(const Problem& p, attn::AttentionBackend& bac
   kvf_ = BackendBuffer(be_, 2 * s.kv_shard_bytes);
   outf_ = BackendBuffer(be_, s.shard_floats * f32);
   lsef_ = BackendBuffer(be_, s.rows * f32);
-  std::size_t exchange = std::max(s.shard_bytes + 2 * s.kv_shard_bytes, (s.shard_floats + s.rows) * f32);
+  // O, dQ, dK, dV cross in the input dtype (head_exchange.hpp), LSE in fp32.
+  std::size_t exchange = std::max(s.shard_bytes + 2 * s.kv_shard_bytes, s.shard_bytes + s.rows * f32);
   if (with_backward_) {
     doutf_ = BackendBuffer(be_, s.shard_bytes);
     deltaf_ = BackendBuffer(be_, s.rows * f32);
     dqf_ = BackendBuffer(be_, s.shard_floats * f32);
     dkvf_ = BackendBuffer(be_, 2 * s.kv_shard_floats * f32);
-    exchange = std::max(exchange, (s.shard_floats + 2 * s.kv_shard_floats) * f32);
   }
   send_ = BackendBuffer(be_, exchange);
   recv_ = BackendBuffer(be_, exchange);
 }
 
 void UlyssesAttention::forward() {
-  const std::size_t w = attn::dtype_size(p_.dtype), f32 = sizeof(float);
+  const attn::DType t = p_.dtype, F32 = attn::DType::F32;
   const int H = p_.heads, Hkv = p_.num_kv_heads();
   const std::int64_t d = p_.head_dim;
   const Shards& s = shards_;
   reset_steps(fwd_);
   be_.reset_marks();
   const int m0 = be_.mark();
-  heads_->to_heads({{s.q.bytes(), H, d, w}, {s.k(), Hkv, d, w}, {s.v(), Hkv, d, w}},
-                   {{qf_.bytes(), H, d, w}, {kvf_.bytes(), Hkv, d, w}, {kvf_.bytes() + s.kv_shard_bytes, Hkv, d, w}},
+  heads_->to_heads({{s.q.bytes(), H, d, t, t}, {s.k(), Hkv, d, t, t}, {s.v(), Hkv, d, t, t}},
+                   {{qf_.bytes(), H, d, t, t}, {kvf_.bytes(), Hkv, d, t, t}, {kvf_.bytes() + s.kv_shard_bytes, Hkv, d, t, t}},
                    send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
@@ -87,8 +87,8 @@ void UlyssesAttention::forward() {
   kernels().forward(calls_, gqa_.expand(kvf_.bytes()), outf_.floats(), lsef_.floats());
   const int m2 = be_.mark();
   // O (head_dim per row) and LSE (one per row) back to the position owners in one all-to-all.
-  heads_->to_shards({{outf_.bytes(), H, d, f32}, {lsef_.bytes(), H, 1, f32}},
-                    {{s.out.bytes(), H, d, f32}, {s.lse.bytes(), H, 1, f32}}, send_.bytes(), recv_.bytes());
+  heads_->to_shards({{outf_.bytes(), H, d, F32, t}, {lsef_.bytes(), H, 1, F32, F32}},
+                    {{s.out.bytes(), H, d, F32, t}, {s.lse.bytes(), H, 1, F32, F32}}, send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
   fwd_.compute[0] = be_.seconds_between(m1, m2);
@@ -99,14 +99,15 @@ void UlyssesAttention::forward() {
 void UlyssesAttention::backward() {
   if (!with_backward_) throw std::logic_error("Ulysses attention: constructed without backward");
   if (!have_forward_) throw std::logic_error("Ulysses attention: backward() before forward()");
-  const std::size_t w = attn::dtype_size(p_.dtype), f32 = sizeof(float);
+  const attn::DType t = p_.dtype, F32 = attn::DType::F32;
+  const std::size_t f32 = sizeof(float);
   const int H = p_.heads, Hkv = p_.num_kv_heads();
   const std::int64_t d = p_.head_dim;
   const Shards& s = shards_;
   reset_steps(bwd_);
   be_.reset_marks();
   const int m0 = be_.mark();
-  heads_->to_heads({{s.dout.bytes(), H, d, w}}, {{doutf_.bytes(), H, d, w}}, send_.bytes(), recv_.bytes());
+  heads_->to_heads({{s.dout.bytes(), H, d, t, t}}, {{doutf_.bytes(), H, d, t, t}}, send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
   be_.backward_prepare(doutf_.ptr, outf_.floats(), deltaf_.floats(), rows, p_.head_dim, p_.dtype);
@@ -117,10 +118,10 @@ void UlyssesAttention::backward() {
                      dqf_.floats(), grads);
   gqa_.fold(dkvf_.floats());
   const int m2 = be_.mark();
-  heads_->to_shards({{dqf_.bytes(), H, d, f32}, {dkvf_.bytes(), Hkv, d, f32},
-                     {dkvf_.bytes() + s.kv_shard_floats * f32, Hkv, d, f32}},
-                    {{s.dq.bytes(), H, d, f32}, {reinterpret_cast<char*>(s.dk()), Hkv, d, f32},
-                     {reinterpret_cast<char*>(s.dv()), Hkv, d, f32}},
+  heads_->to_shards({{dqf_.bytes(), H, d, F32, t}, {dkvf_.bytes(), Hkv, d, F32, t},
+                     {dkvf_.bytes() + s.kv_shard_floats * f32, Hkv, d, F32, t}},
+                    {{s.dq.bytes(), H, d, F32, t}, {reinterpret_cast<char*>(s.dk()), Hkv, d, F32, t},
+                     {reinterpret_cast<char*>(s.dv()), Hkv, d, F32, t}},
                     send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
