@@ -12,12 +12,21 @@ def main(argv=None):
     except BrokenPipeError:  # `rb-analysis table ... | head`
         sys.stderr.close()
         return 0
+    except ImportError:
+        from . import deps
+        lost = deps.missing()
+        if not lost:
+            raise  # not a missing dependency: a bug, keep its traceback
+        print(deps.message(lost), file=sys.stderr)
+        return 2
 
 
 def _run(argv):
     p = argparse.ArgumentParser(
         prog="rb-analysis",
         description="Post-process ringbench HDF5 files (docs/analysis.md).")
+    from . import __version__  # the release of ringbench it belongs to (ringbench --version)
+    p.add_argument("--version", action="version", version=f"rb-analysis {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     _report_parser(sub)
     _compare_parser(sub)
