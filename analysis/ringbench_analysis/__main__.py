@@ -268,6 +268,9 @@ def _compare_parser(sub):
                         "side's fastest run")
     c.add_argument("--new-repeat", action="append", default=[], metavar="FILE",
                    help="another run of NEW's work (repeatable), likewise")
+    c.add_argument("--reference", metavar="REF.yaml",
+                   help="absolute reference values per GPU model (value, lower and upper bounds, unit; "
+                        "docs/analysis.md#reference-values): a NEW value outside its bounds fails (exit 1)")
     c.add_argument("--trend", metavar="TEXT",
                    help="print the history, BASE and NEW of the judged points whose "
                         "'sweep point metric' contains TEXT")
@@ -286,7 +289,8 @@ def _compare(args, _p):
                                nights=args.nights, trend=args.trend,
                                run_noise=None if args.run_noise in (None, "default")
                                else compare.parse_tolerance(args.run_noise, "--run-noise"),
-                               base_repeats=args.base_repeat, new_repeats=args.new_repeat)
+                               base_repeats=args.base_repeat, new_repeats=args.new_repeat,
+                               reference=args.reference)
     except compare.CompareError as e:
         print(f"rb-analysis compare: {e}", file=sys.stderr)
         return compare.EXIT_ERROR

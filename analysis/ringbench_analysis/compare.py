@@ -378,7 +378,7 @@ def _repeats(first, paths, metrics, min_bytes, units, tag):
 def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
             min_bytes=DEFAULT_MIN_BYTES, allow_different=False, show_all=False, json_to=None,
             quantile=V.QUANTILE, history=(), nights=10, trend=None, run_noise=None,
-            base_repeats=(), new_repeats=()):
+            base_repeats=(), new_repeats=(), reference=None):
     """Prints the summary (and with show_all every row); json_to: "-" prints only the JSON
     document to stdout, a path writes it there. history: store dirs or earlier runs of BASE's
     work (the last `nights` of them); trend: print those nights for points matching it.
@@ -386,10 +386,12 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
     history does not give more; None: verdict.RUN_NOISE of BASE's backend.
     base_repeats, new_repeats: more runs of the same work on each side (run back to back in
     the same night): each point is judged on the side's run where it was fastest.
+    reference: a reference file (references.py) NEW's values must lie within.
     Returns the exit code."""
     # One checking process for every file of the comparison (filecheck.py).
     reader.filecheck.check([base_path, new_path] + list(base_repeats) + list(new_repeats))
     base, new = reader.load(base_path), reader.load(new_path)
+    ref = _reference(reference, new)
     metrics = list(metrics or [])
     _check_metrics(base, new, metrics)
     if not 0.0 < quantile < 1.0:
@@ -440,8 +442,8 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
     notes += [f"diff (allowed): {d}" for d in diffs]
     # NEW's unfinished parts are the verdict's `incomplete` lines; a failed sweep shows as its points.
     notes += [f"base: {line}" for line in base.problems()]
-    code = EXIT_REGRESSION if (incomplete or any(r["verdict"] == V.REGRESSION for r in rows)) \
-        else EXIT_OK
+    code = EXIT_REGRESSION if (incomplete or any(r["verdict"] == V.REGRESSION for r in rows)
+                               or (ref and ref["failures"])) else EXIT_OK
     doc = {"base": str(base_path), "new": str(new_path), "tolerance": tolerance,
            "quantile": quantile, "min_bytes": min_bytes, "history": hist["dates"],
            "run_noise": run_noise, "run_noise_default": not given, "run_noise_source": source,
@@ -452,13 +454,25 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
                                     for t, r in (("base", base), ("new", new))},
            "backend": str(base.attrs.get("backend", "")),
            "exit_code": code, "counts": _counts(rows), "skipped": skipped,
-           "run_regression": run_regression, "incomplete": incomplete, "notes": notes, "rows": rows}
+           "run_regression": run_regression, "incomplete": incomplete, "notes": notes, "rows": rows,
+           "reference": ref}
     _print_text(doc, base, new, text, show_all, bp, np_)
     if trend:
         for line in H.trend_lines(rows, hist["dates"], trend, lambda m: units.get(m, "")):
             text(line)
     _write_json(doc, json_to, out)
     return code
+
+
+def _reference(path, new):
+    """NEW against the reference file (None without one); an unusable file cannot compare."""
+    if not path:
+        return None
+    from . import references as R  # references -> values -> compare: imported when used
+    try:
+        return R.check(path, new)
+    except R.ReferenceError as e:
+        raise CompareError(f"--reference {e}")
 
 
 def incomplete_new(base, new, bp, np_, matched):
@@ -582,8 +596,13 @@ def _print_text(doc, base, new, out, show_all, bp, np_):
 
 
 def _print_verdict(doc, rows, out):
-    """The last lines: NEW's incomplete parts, then REGRESSION, FAIL (incomplete only) or OK."""
+    """The last lines: reference failures and NEW's incomplete parts, then REGRESSION, FAIL
+    (values outside their reference bounds, or NEW incomplete) or OK."""
+    from . import references as R
     tol = doc["tolerance"]
+    for line in R.lines(doc.get("reference")):
+        out(line)
+    ref_bad = (doc.get("reference") or {}).get("failures", 0)
     for line in doc["incomplete"]:
         out(f"NEW is incomplete: {line}")
     bad = [r for r in rows if r["verdict"] == V.REGRESSION]
@@ -591,10 +610,14 @@ def _print_verdict(doc, rows, out):
               "matched point(s)")
     if bad:
         out(f"REGRESSION: {len(bad)} regression(s) beyond {tol:.1%}"
-            + (" (and NEW is incomplete)" if doc["incomplete"] else "") + ":")
+            + (" (and NEW is incomplete)" if doc["incomplete"] else "")
+            + (f" (and {ref_bad} value(s) outside their reference bounds)" if ref_bad else "") + ":")
         for r in bad:
             what = _change(r) if "ratio" in r else r.get("why", r["verdict"])
             out(f"  {r['sweep']} {r['point']}: " + (f"{r['metric']} {what}" if "ratio" in r else what))
+    elif ref_bad:
+        out(f"FAIL: {ref_bad} value(s) outside their reference bounds ({doc['reference']['file']}); "
+            f"{judged}, no regression beyond {tol:.1%} among them")
     elif doc["incomplete"]:
         out(f"FAIL: NEW is incomplete ({len(doc['incomplete'])} line(s) above), so it cannot pass; "
             f"{judged}, no regression beyond {tol:.1%} among them")
