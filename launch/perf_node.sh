@@ -19,8 +19,16 @@
 #               cuDNN sweeps with NCCL's stream at the highest priority
 # RB_GPU_TESTS and RB_GPU_TEST_RANKS narrow the gputests step.
 #   schemes     inputs/cp_schemes.yaml (4 GPUs: ring, all-gather, Ulysses, hybrid; issue #27)
+#   cpgrid      inputs/cp_grid.yaml (4 GPUs: the same schemes at 4K/16K/48K tokens per GPU, the
+#               grid a CP policy is tuned on; launch/cp_policy_check.py checks it on schemes.h5)
 #   torch       launch/torch_cp.py on NGPUS: PyTorch's context_parallel ring, a plain Ulysses and one
 #               local SDPA call at the overlap plan's shapes (needs python3 with torch)
+#   heldout     after tuning: the policy `rb-analysis tune` makes of tuning.h5 (where python3 here
+#               has h5py, pandas and yaml; else the shipped inputs/tuned_h100.yaml), then
+#               inputs/kernel_auto_heldout.yaml with it, its shapes shared out over the GPUs (one
+#               single-rank run per GPU at once, heldout_<gpu>.h5; issue #28)
+# The steps run in this order: topo kernels weak large coll contention gputests overlap schemes
+# cpgrid torch tuning heldout.
 # RB_STEP_LIMIT_<STEP>=seconds overrides a step's limit.
 set -uo pipefail
 bundle="$1"; out="$2"; ngpus="$3"; nccl_tests="${4:-}"
@@ -142,6 +150,34 @@ schemes() {
   "${mpi[@]}" "${rb[@]}" "$RB_ROOT/inputs/cp_schemes.yaml" --output "$out/schemes.h5" --force --json "$out/schemes.json"
 }
 
+cpgrid() {
+  [ "$ngpus" -ge 4 ] || { echo "cpgrid: the plan is for 4 GPUs"; return 0; }
+  "${mpi[@]}" "${rb[@]}" "$RB_ROOT/inputs/cp_grid.yaml" --output "$out/cp_grid.h5" --force --json "$out/cp_grid.json"
+}
+
+heldout() {
+  local policy="$RB_ROOT/inputs/tuned_h100.yaml" cfg="$out/heldout.yaml" g=0 rc=0
+  if [ -f "$out/tuning.h5" ] && python3 -c "import h5py, pandas, yaml" 2>/dev/null &&
+     "$RB_ROOT/analysis/rb-analysis" tune "$out/tuning.h5" --safety-margin 1.05 --hysteresis 1 \
+       --out "$out/tuned.yaml" --report "$out/tuned_report/tuning.md"; then
+    policy="$out/tuned.yaml"
+  fi
+  echo "heldout: kernel_policy $policy"
+  sed "s|kernel_policy: tuned_h100.yaml|kernel_policy: $policy|" "$RB_ROOT/inputs/kernel_auto_heldout.yaml" > "$cfg"
+  # Whole shapes (their flash, cudnn, builtin and tuned sweeps) per GPU, so each file compares.
+  local -a groups=()
+  for shape in $(grep -oP '^\s*name: \K\S+' "$cfg" | sed 's/_[a-z]*$//' | uniq); do
+    groups[g]+="${groups[g]:+,}$(grep -oP "^\s*name: \K${shape}_[a-z]+\$" "$cfg" | paste -sd,)"
+    g=$(( (g + 1) % ngpus ))
+  done
+  for g in "${!groups[@]}"; do
+    CUDA_VISIBLE_DEVICES=$g mpirun -np 1 --bind-to none "${rb[@]}" "$cfg" --only "${groups[g]}" \
+      --output "$out/heldout_$g.h5" --force > "$out/heldout_$g.log" 2>&1 &
+  done
+  for g in "${!groups[@]}"; do wait -n || rc=1; done
+  return $rc
+}
+
 torch() {
   mpirun -np "$ngpus" --bind-to none -x NCCL_NVLS_ENABLE python3 "$RB_ROOT/launch/torch_cp.py" \
     --out "$out/torch" --tokens-per-gpu 8192 32768 --iterations 6 --warmup 2 --methods local ring ulysses
@@ -149,17 +185,19 @@ torch() {
 
 if [ "${5:-}" = --step ]; then "$6"; exit; fi
 for s in ${steps//,/ }; do
-  case "$s" in topo|kernels|weak|large|coll|tuning|contention|gputests|overlap|schemes|torch) ;; *) echo "perf_node: unknown step '$s' in RB_PERF_STEPS" >&2; exit 2 ;; esac
+  case "$s" in topo|kernels|weak|large|coll|tuning|contention|gputests|overlap|schemes|cpgrid|torch|heldout) ;; *) echo "perf_node: unknown step '$s' in RB_PERF_STEPS" >&2; exit 2 ;; esac
 done
 run_step topo 60
 run_step kernels 300
 run_step weak 480
 run_step large 420
 run_step coll 300
-run_step tuning 420
 run_step contention 360
 run_step gputests 300
 run_step overlap 420
 run_step schemes 300
+run_step cpgrid 420
 run_step torch 300
+run_step tuning 420
+run_step heldout 300
 exit 0

@@ -123,6 +123,28 @@ def lookup(policy, shape, tokens):
     return None
 
 
+def policy_picks(policy, frame):
+    """What `scheme: auto` under `policy` would run at each (CP shape, tokens per rank) of a
+    measurements() frame, against the fastest scheme that passed parity there: one row each
+    with the pick, its time, the fastest and their ratio (pick / fastest; NaN where the pick
+    was not measured or failed parity)."""
+    rows = []
+    for key, group in frame.groupby(list(CP_KEYS) + ["block_rows"], sort=True):
+        shape, tokens = tuple(key[:-1]), int(key[-1])
+        ok = group[group["parity_ok"]]
+        picked = lookup(policy, shape, tokens)
+        pick = candidate(*picked) if picked else DEFAULT_SCHEME
+        mine = ok[ok["path"] == pick]["time_s"]
+        fastest = ok.loc[ok["time_s"].idxmin()] if not ok.empty else None
+        rows.append(dict(zip(CP_KEYS, shape), tokens=tokens, pick=pick,
+                         pick_s=float(mine.iloc[0]) if not mine.empty else math.nan,
+                         fastest=fastest["path"] if fastest is not None else None,
+                         fastest_s=float(fastest["time_s"]) if fastest is not None else math.nan))
+    out = pd.DataFrame(rows)
+    out["ratio"] = out["pick_s"] / out["fastest_s"]
+    return out
+
+
 def _range(r):
     scheme, _, degree = (r.path or "").partition(":")
     out = {"tokens_min": int(r.rows_lo), "tokens_max": int(r.rows_hi), "scheme": scheme or None}

@@ -35,6 +35,27 @@ def policy(times, failed=(), margin=1.05):
                                "run.h5", "schemes")
 
 
+class Picks(unittest.TestCase):
+    """policy_picks: what auto runs at measured points against the fastest (cp_policy_check.py)."""
+
+    def test_picks_between_grid_points_and_their_ratio(self):
+        # A policy from the even points only; the odd ones (4096, 16384) are held out.
+        pol = policy({"ring": [1.0] * 5, "ulysses": [0.8, 0.8, 0.8, 1.1, 1.1]})
+        measured = frame({"ring": [1.0] * 5, "ulysses": [0.8, 0.9, 0.8, 1.1, 1.1]},
+                         failed={("ulysses", 32768)})
+        picks = tune_cp.policy_picks(pol, measured).set_index("tokens")
+        self.assertEqual(list(picks["pick"]), ["ulysses", "ulysses", "ulysses", "ring", "ring"])
+        self.assertAlmostEqual(picks.loc[4096, "ratio"], 1.0)  # its ulysses 0.9 is still the fastest
+        self.assertEqual(picks.loc[32768, "fastest"], "ring")  # ulysses failed parity there
+        pol["rules"][0]["ranges"][0]["scheme"] = "allgather"  # never measured: no time, NaN ratio
+        self.assertTrue(tune_cp.policy_picks(pol, measured)["ratio"].isna().iloc[0])
+
+    def test_a_slower_pick_shows_its_ratio(self):
+        pol = policy({"ring": [1.0] * 5, "ulysses": [0.5] * 5})
+        picks = tune_cp.policy_picks(pol, frame({"ring": [1.0] * 5, "ulysses": [0.5, 1.2, 0.5, 0.5, 0.5]}))
+        self.assertAlmostEqual(picks.set_index("tokens").loc[4096, "ratio"], 1.2)
+
+
 class Decide(unittest.TestCase):
     def test_a_scheme_replaces_the_ring_only_by_the_margin_and_with_parity(self):
         d = policy({"ring": [1.0] * 5, "ulysses": [0.8, 0.8, 0.98, 1.2, 1.2], "hybrid:2": [0.7] + [2.0] * 4},
