@@ -39,7 +39,7 @@ def bytes_axis(ax, sizes):
     ax.xaxis.set_major_formatter(FuncFormatter(_bytes_text))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.tick_params(axis="x", labelrotation=45, labelsize=7)
-    ax.set_xlabel("message size")
+    ax.set_xlabel("message size (bytes)")
 
 
 def eng_axis(ax, unit, log=True):
@@ -117,7 +117,7 @@ def collectives_busbw(cpoints, variants, out_dir):
         eng_axis(ax, "B/s")
         ax.set_title(op, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
-    axes[0].set_ylabel("bus bandwidth (slowest rank)")
+    axes[0].set_ylabel("bus bandwidth, slowest rank (B/s)")
     n = _legend_below(fig, axes)
     return _save_legend(fig, out_dir, "bandwidth.png", n)
 
@@ -162,7 +162,7 @@ def latency_small(cpoints, pingpong, out_dir):
         eng_axis(ax, "s")
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
-    axes[0].set_ylabel("time per operation (slowest rank)")
+    axes[0].set_ylabel("time per operation, slowest rank (s)")
     n = _legend_below(fig, axes)
     return _save_legend(fig, out_dir, "latency.png", n)
 
@@ -182,9 +182,11 @@ def _eng3(unit):
 
 
 def _heat(ax, fig, m, title, unit, cmap):
-    """A [sender, receiver] matrix with its value in each cell and integer rank ticks."""
+    """A [sender, receiver] matrix with its value in each cell and integer rank ticks. The
+    colour scale starts at zero: pairs 9.6 and 13 GB/s apart must not look like black and white."""
     fmt = _eng3(unit)
-    im = ax.imshow(m, cmap=cmap, interpolation="nearest")
+    top = np.nanmax(m) if np.isfinite(m).any() else 1.0
+    im = ax.imshow(m, cmap=cmap, interpolation="nearest", vmin=0, vmax=top if top > 0 else 1.0)
     n = m.shape[0]
     ticks = np.arange(n) if n <= 16 else np.linspace(0, n - 1, 9).round().astype(int)
     ax.set_xticks(ticks)
@@ -199,7 +201,8 @@ def _heat(ax, fig, m, title, unit, cmap):
                 dark = np.isfinite(m[i, j]) and np.dot(im.to_rgba(m[i, j])[:3], (0.299, 0.587, 0.114)) < 0.5
                 ax.text(j, i, txt, ha="center", va="center", fontsize=max(5, 9 - n // 3),
                         color="white" if dark else "black")
-    bar = fig.colorbar(im, ax=ax, shrink=0.85)
+    bar = fig.colorbar(im, ax=ax, shrink=0.85, label=f"{'bandwidth' if unit == 'B/s' else 'latency'} "
+                       f"({unit}; scale from 0)")
     bar.locator = matplotlib.ticker.MaxNLocator(5)
     bar.formatter = EngFormatter(unit=unit, sep="\u2009")  # %g: round ticks stay distinct
     bar.update_ticks()
@@ -293,7 +296,7 @@ def memory_rates(frame, out_dir):
     if not wide:
         ax.set_ylim(0, values.max() * 1.1 if values.size else 1)
     eng_axis(ax, "B/s", log=bool(wide))
-    ax.set_ylabel("bandwidth (slowest rank)")
+    ax.set_ylabel("bandwidth, slowest rank (B/s)")
     kinds = set(frame["kind"])
     ax.set_title("Memory: " + ", ".join(x for x, want in (("host triad", "triad" in kinds),
                                                           ("device copies", "d2d" in kinds),

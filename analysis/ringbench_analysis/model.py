@@ -60,6 +60,22 @@ def _step_numbers(sweep, p):
     return (sw / (sc + sw) if sc + sw > 0 else None), float(np.median(allc)), int(np.median(steps))
 
 
+def _slowest_quartiles(sweep, p):
+    """25th and 75th percentile of the slowest rank's per-iteration total (else forward) times:
+    the point's iteration-to-iteration spread around the time the plots draw (None, None
+    without samples)."""
+    name = next((n for n in ("total_time_s", "forward_time_s") if n in sweep.metrics
+                 and sweep.metrics[n].ndim > 2), None)
+    if name is None:
+        return None, None
+    rows = [_finite(r) for r in np.asarray(sweep.metrics[name][:, p], dtype=float)]
+    rows = [r for r in rows if r.size]
+    if not rows:
+        return None, None
+    slowest = max(rows, key=np.median)
+    return float(np.percentile(slowest, 25)), float(np.percentile(slowest, 75))
+
+
 def _kv_bytes(cfg, seq_len, ring_size):
     """K and V of one rank's S/R positions travel together in one message per ring step."""
     elem = DTYPE_BYTES.get(str(cfg.get("dtype", "")).lower())
@@ -84,6 +100,7 @@ def _one_point(run, sweep, p):
     pt["forward_time"] = float(fwd.max()) if fwd is not None else None
     pt["rank_times"] = total.tolist() if total is not None else []
     pt["spread"] = pt["time"] / pt["median_rank_time"] if pt["time"] and pt["median_rank_time"] else None
+    pt["time_p25"], pt["time_p75"] = _slowest_quartiles(sweep, p)
     batch = cfg.get("batch") or 1
     pt["throughput"] = batch * pt["seq_len"] / pt["time"] if pt["time"] else None
     # Forward flops per rank (after masking and dilation): the work a weak-scaling series
