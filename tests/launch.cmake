@@ -30,3 +30,13 @@ if(RINGBENCH_PYTHON)
                    -p "test_torch_cp.py" -v)
   set_tests_properties(launch_torch_cp PROPERTIES TIMEOUT 60 LABELS "unit")
 endif()
+# The Spack recipe (launch/spack/.../ringbench/package.py) under a stand-in for Spack's package
+# API: its dependencies, and its CMake options for several specs checked against CMakeLists.txt;
+# then the project configures (no build) with the host and, where /usr/local/cuda has nvcc and
+# NCCL, the CUDA options.
+if(RINGBENCH_PYTHON)
+  add_test(NAME launch_spack_package
+           COMMAND ${RINGBENCH_PYTHON} -m unittest discover -s ${CMAKE_CURRENT_SOURCE_DIR}/launch
+                   -p "test_spack_package.py" -v)
+  set_tests_properties(launch_spack_package PROPERTIES TIMEOUT 300 LABELS "unit")
+endif()
