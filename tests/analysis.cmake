@@ -62,4 +62,15 @@ if(RINGBENCH_PYTHON)
       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
       ENVIRONMENT "RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
   endforeach()
+  # report --html and trend pages in headless Chromium (browser_check.py): no console error,
+  # exception or network request, every plotly figure drawn, screenshots in the workdir. Only
+  # label "browser" (ctest -L browser): it installs Debian's chromium (as root) where missing,
+  # and skips (77) where it cannot.
+  add_test(NAME analysis_browser
+           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/browser_check.py
+                   --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                   --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_browser)
+  set_tests_properties(analysis_browser PROPERTIES TIMEOUT 900 LABELS "browser"
+    SKIP_RETURN_CODE 77 PROCESSORS 2
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endif()

@@ -38,6 +38,7 @@ def _run(argv):
     _nccl_tests_parser(sub)
     _scheme_model_parser(sub)
     _export_parser(sub)
+    _trend_parser(sub)
     args = p.parse_args(argv)
     bad = _out_files_problem(args)
     if bad:  # before any input is read: a traceback at the end of a long analysis otherwise
@@ -64,7 +65,7 @@ def _run(argv):
                 else tune.compare_tuning_command(args))
     from . import reader  # imported here so --help works without h5py
     try:
-        return {"report": _report, "compare": _compare, "table": _table}[args.command](args, p)
+        return {"report": _report, "compare": _compare, "table": _table, "trend": _trend}[args.command](args, p)
     except reader.RingbenchFileError as e:
         print(f"rb-analysis {args.command}: {e}", file=sys.stderr)
         return 2
@@ -144,6 +145,9 @@ def _report_parser(sub):
                         "(repeatable; docs/cost-model.md)")
     r.add_argument("--ranks-per-node", type=int, metavar="K",
                    help="ranks per node of the projected rings (default: the files' own)")
+    r.add_argument("--html", action="store_true",
+                   help="also write report.html: the same sections as one offline page with "
+                        "interactive plots (needs python3-plotly and python3-jinja2)")
 
 
 def _out_files_problem(args):
@@ -196,12 +200,12 @@ def _report(args, p):
         # Inputs and --out are checked before report.build: it would otherwise stop inside
         # HDF5 (a crash, filecheck.py), os.makedirs or a plot's savefig with a traceback.
         reader.filecheck.check(reader.run_files(args.files))
-        bad_out = _out_dir_problem(args.out)
+        bad_out = _out_dir_problem(args.out) or _html_problem(args.html)
         if bad_out:
             print(f"rb-analysis report: {bad_out}", file=sys.stderr)
             return 2
         summary = report.build(args.files, args.out, sizes, peaks_file=args.peaks,
-                               given_links=given, ranks_per_node=args.ranks_per_node)
+                               given_links=given, ranks_per_node=args.ranks_per_node, html=args.html)
     except LinkError as e:
         print(f"rb-analysis report: {e}", file=sys.stderr)
         return 2
@@ -212,13 +216,63 @@ def _report(args, p):
         print(f"rb-analysis report: --out {args.out}: {e.filename or args.out}: {e.strerror or e}",
               file=sys.stderr)
         return 2
-    print(f"report: {os.path.join(args.out, 'report.md')} "
-          f"({len(summary['plots'])} plots, {len(summary['points'])} ring attention points)")
+    print(f"report: {os.path.join(args.out, 'report.md')}"
+          + (f" and {os.path.join(args.out, 'report.html')}" if args.html else "")
+          + f" ({len(summary['plots'])} plots, {len(summary['points'])} ring attention points)")
     for line in summary["problems"]:
         print(f"warning: {line}", file=sys.stderr)
     for line in sorted({w for pr in summary["predictions"] for w in pr["warnings"]}):
         print(f"warning: cost model: {line}", file=sys.stderr)
     return 1 if (args.strict and summary["problems"]) else 0
+
+
+def _html_problem(wanted):
+    """Why an HTML page cannot be written ("" when it can), before the analysis runs."""
+    if not wanted:
+        return ""
+    from . import html_page
+    try:
+        html_page.require()
+    except html_page.HtmlError as e:
+        return f"--html: {e}"
+    return ""
+
+
+def _trend_parser(sub):
+    t = sub.add_parser("trend", help="the baseline store's headline metrics night by night as an offline HTML page",
+                       description="Writes DIR/trend.html (and trend.json): per machine kind of the store "
+                                   "(baseline promote/record), each headline metric compare judges over the "
+                                   "last N entries, with the noise band compare allows and the nights it "
+                                   "calls a regression, and links to each night's report where the nightly "
+                                   "kept one (docs/analysis.md, trend). Exit 0: written; 2: unusable store.")
+    t.add_argument("store", metavar="STORE", help="baseline store directory (results/baselines)")
+    t.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
+    t.add_argument("--nights", type=int, default=30, metavar="N",
+                   help="the last N entries (baselines and nights) of each kind (default 30; 0: all)")
+    t.add_argument("--tolerance", default="5%", help="compare's --tolerance (default 5%%)")
+    t.add_argument("--min-bytes", default="1MiB", metavar="SIZE",
+                   help="compare's --min-bytes (default 1MiB)")
+    t.add_argument("--kind", action="append", metavar="KIND", help="only this machine kind (repeatable)")
+
+
+def _trend(args, p):
+    from . import compare, trend, trend_html
+    if args.nights < 0:
+        p.error("--nights must be 0 (all) or more")
+    problem = _out_dir_problem(args.out) or _html_problem(True)
+    if problem:
+        print(f"rb-analysis trend: {problem}", file=sys.stderr)
+        return 2
+    try:
+        data = trend.collect(args.store, args.out, args.nights, compare.parse_tolerance(args.tolerance),
+                             compare.parse_bytes(args.min_bytes), args.kind)
+    except (trend.TrendError, compare.CompareError) as e:
+        print(f"rb-analysis trend: {e}", file=sys.stderr)
+        return 2
+    path = trend_html.write(data, args.out)
+    regs = sum(1 for k in data["kinds"] for s in k["series"] for n in s["nights"] if n and n["verdict"] == "regression")
+    print(f"trend: {path} ({len(data['kinds'])} kind(s), {regs} regression(s) among the nights shown)")
+    return 0
 
 
 def _compare_parser(sub):

@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 
 from . import links, contention, figures, fmt, headline, model, peaks as peaks_mod, plots, reader, results, schemes
-from . import scheme_report
+from . import doc, scheme_report
+
+TITLE = "# ringbench report"
 
 # Drawn whenever the files have ring attention, collectives, p2p or ping-pong points.
 EXPECTED_PLOTS = [
@@ -126,9 +128,19 @@ def _section_plots(shown, summary, key, section=True):
     return md
 
 
-def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None, given_links=(),
-          ranks_per_node=None):
-    """given_links: (class, model) pairs from --link; ranks_per_node: for the projections
+class Report:
+    """What both renderers show: the runs, the per-point table (model.point_table), the
+    cost-model predictions, the result frames (results.py), summary (report.json) and the
+    sections (doc.Section: report.md's blocks)."""
+
+    def __init__(self, **parts):
+        self.__dict__.update(parts)
+
+
+def analyse(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None, given_links=(),
+            ranks_per_node=None):
+    """Every number and section of the report, and the PNG plots in out_dir; writes no report.
+    given_links: (class, model) pairs from --link; ranks_per_node: for the projections
     (default: the files' own)."""
     runs = reader.load_many(paths)
     os.makedirs(out_dir, exist_ok=True)
@@ -144,29 +156,36 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None, given_lin
                "gpu_names": gpu_names, "problems": _problems(runs, points)}
     shown = _draw(runs, points, preds, fr, out_dir, summary)
     contention_md = contention.report_section(runs, out_dir, summary)
-    md = ["# ringbench report", ""]
-    md += _first_screen(runs, fr, summary, peaks, gpu_names)
-    md += _ring_section(runs, points, fr["ring"], summary) + _section_plots(shown, summary, "ring")
-    md += _schemes_section(fr["ring"], shown, summary)
-    md += _cost_section(lk, preds, per_node) + _section_plots(shown, summary, "cost")
-    md += _scheme_model_section(runs, predict_sizes, given_links, summary)
-    part = _collectives_section(fr, summary)
-    md += part + _section_plots(shown, summary, "coll", bool(part))
-    part = _p2p_section(fr, summary)
-    md += part + _section_plots(shown, summary, "p2p", bool(part))
-    part = _compute_section(fr, summary)
-    md += part + _section_plots(shown, summary, "compute", bool(part))
-    part = _memory_section(fr, summary)
-    md += part + _section_plots(shown, summary, "mem", bool(part))
-    md += contention_md
-    md += _plot_index(summary)
-    md += _status_section(runs, points, summary)
-    md += _appendix(runs)
+    # Built in this order: each part may add to summary what a later one reads.
+    parts = [("summary", _first_screen(runs, fr, summary, peaks, gpu_names)),
+             ("ring", _ring_section(runs, points, fr["ring"], summary) + _section_plots(shown, summary, "ring")),
+             ("schemes", _schemes_section(fr["ring"], shown, summary)),
+             ("cost", _cost_section(lk, preds, per_node) + _section_plots(shown, summary, "cost")),
+             ("scheme_model", _scheme_model_section(runs, predict_sizes, given_links, summary))]
+    for key, fn, plot_key in (("collectives", _collectives_section, "coll"), ("p2p", _p2p_section, "p2p"),
+                              ("compute", _compute_section, "compute"), ("memory", _memory_section, "mem")):
+        part = fn(fr, summary)
+        parts.append((key, part + _section_plots(shown, summary, plot_key, bool(part))))
+    parts += [("contention", contention_md), ("plots", _plot_index(summary)),
+              ("status", _status_section(runs, points, summary)), ("appendix", _appendix(runs))]
+    return Report(runs=runs, points=points, preds=preds, frames=fr, summary=summary, out_dir=out_dir,
+                  sections=doc.sections(parts))
+
+
+def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None, given_links=(),
+          ranks_per_node=None, html=False):
+    """report.md, report.json, the CSVs and the plots in out_dir (and report.html with html);
+    returns report.json's content."""
+    rep = analyse(paths, out_dir, predict_sizes, peaks_file, given_links, ranks_per_node)
+    summary = rep.summary
     with open(os.path.join(out_dir, "report.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    summary["csv"] = _write_csv(runs, out_dir)
+        f.write("\n".join([TITLE, ""] + doc.markdown(rep.sections)) + "\n")
+    summary["csv"] = _write_csv(rep.runs, out_dir)
     with open(os.path.join(out_dir, "report.json"), "w") as f:
         json.dump(_finite_json(summary), f, indent=1, default=_json_default, allow_nan=False)
+    if html:
+        from . import html_report  # plotly and jinja2 only where an HTML page is asked for
+        html_report.write(rep, os.path.join(out_dir, "report.html"))
     return summary
 
 
