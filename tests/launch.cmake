@@ -30,6 +30,15 @@ if(RINGBENCH_PYTHON)
                    -p "test_torch_cp.py" -v)
   set_tests_properties(launch_torch_cp PROPERTIES TIMEOUT 60 LABELS "unit")
 endif()
+# Every slurm/*.sbatch has the benchmark-grade directives (--exclusive, --cpus-per-task,
+# --signal=B:USR1 with a trap writing verdict 6, the RB_ENV_SCRIPT hook first, RB_SCRATCH), and
+# slurm/job_lib.sh's helpers behave (results folder, verdict file, a trap during a long step).
+if(RINGBENCH_PYTHON)
+  add_test(NAME launch_slurm_jobs
+           COMMAND ${RINGBENCH_PYTHON} -m unittest discover -s ${CMAKE_CURRENT_SOURCE_DIR}/launch
+                   -p "test_slurm_jobs.py" -v)
+  set_tests_properties(launch_slurm_jobs PROPERTIES TIMEOUT 60 LABELS "unit")
+endif()
 # The Spack recipe (launch/spack/.../ringbench/package.py) under a stand-in for Spack's package
 # API: its dependencies, and its CMake options for several specs checked against CMakeLists.txt;
 # then the project configures (no build) with the host and, where /usr/local/cuda has nvcc and

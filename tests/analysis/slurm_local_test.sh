@@ -155,8 +155,8 @@ wait_job() {  # prints "STATE EXITCODE"
 tune_job() {  # NAME EXPECTED_EXIT ENV...; sets tune_dir (the job's results) and tune_out (its log)
   local name="$1" expect="$2" job got
   shift 2
-  job="$(env "$@" sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 --gpus-per-node=0 --time=10 \
-          --output="$work/tune-$name-%j.out" "$src/slurm/tune.sbatch")" || fail "sbatch refused tune ($name)"
+  job="$(env "$@" sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0 \
+          --time=10 --output="$work/tune-$name-%j.out" "$src/slurm/tune.sbatch")" || fail "sbatch refused tune ($name)"
   job="${job%%;*}"
   got="$(wait_job "$job")"
   tune_out="$work/tune-$name-$job.out"
@@ -165,6 +165,29 @@ tune_job() {  # NAME EXPECTED_EXIT ENV...; sets tune_dir (the job's results) and
   grep -v '^\[' "$tune_out" | tail -n 25
   [ "${got#* }" = "$expect" ] || fail "tune ($name): exit code ${got#* }, expected $expect"
   grep -q "VERDICT $expect" "$tune_out" || fail "tune ($name) did not print VERDICT $expect"
+  grep -q "^tune: VERDICT $expect: " "${RB_OUT_DIR_OF_JOB:-$tune_dir}/verdict.txt" \
+    || fail "tune ($name): no verdict.txt with VERDICT $expect"
+}
+# SIGUSR1 (#SBATCH --signal=B:USR1@...) to a job while its step runs (a stand-in ringbench that
+# sleeps): the trap must stop the step and end the job with exit 6 and verdict.txt, in seconds.
+# SCRIPT NAME STEP_LINE_REGEX ENV...; sets signal_job and signal_dir (the job's results folder).
+signal_job() {
+  local script="$1" name="$2" step="$3" job got
+  shift 3
+  job="$(env "$@" sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0 \
+          --time=10 --output="$work/$name-signal-%j.out" "$src/slurm/$script")" || fail "sbatch refused $name (signal)"
+  job="${job%%;*}"
+  for _ in $(seq 1 90); do grep -Eq "$step" "$work/$name-signal-$job.out" 2>/dev/null && break; sleep 1; done
+  grep -Eq "$step" "$work/$name-signal-$job.out" || fail "$name (signal) never started the step to interrupt"
+  sleep 2
+  scancel --signal=USR1 --batch "$job" || fail "scancel --signal=USR1 failed"
+  local t0=$SECONDS
+  got="$(wait_job "$job")"
+  echo "$name signal: job $job ended '$got' $(( SECONDS - t0 ))s after SIGUSR1 (expected exit 6)"
+  grep -v '^\[' "$work/$name-signal-$job.out" | tail -n 6
+  [ "${got#* }" = 6 ] || fail "$name (signal): exit code ${got#* }, expected 6"
+  [ $(( SECONDS - t0 )) -le 60 ] || fail "$name (signal): the trap waited for the step"
+  signal_job_id="$job"
 }
 # PATH (a policy) -> the set of paths its ranges choose, one word per line.
 policy_paths() {
@@ -239,7 +262,7 @@ tune_jobs() {
   # 1: a choice changed against the policy in use (materialized -> kokkos).
   tune_job changed 1 RB_LAUNCHER=mpirun RB_PREVIOUS_POLICY="$second/tuned.yaml"
   # 0 against the first policy, into RB_OUT_DIR, with srun where this Slurm has PMIx.
-  tune_job same 0 RB_LAUNCHER="$launcher" RB_PREVIOUS_POLICY="$first/tuned.yaml" RB_OUT_DIR="$work/tune_out"
+  RB_OUT_DIR_OF_JOB="$work/tune_out" tune_job same 0 RB_LAUNCHER="$launcher" RB_PREVIOUS_POLICY="$first/tuned.yaml" RB_OUT_DIR="$work/tune_out"
   grep -Eq "^\+ $launcher .*ringbench .*--output $work/tune_out/tuning\.h5" "$tune_out" || fail "tune (same) did not run with $launcher into RB_OUT_DIR"
   for f in tuning.h5 tuned.yaml tuning.md compare.txt; do
     [ -f "$work/tune_out/$f" ] || fail "tune (same): no $f in RB_OUT_DIR"
@@ -249,8 +272,15 @@ tune_jobs() {
   tune_job no_previous 2 RB_LAUNCHER=mpirun RB_PREVIOUS_POLICY="$work/none.yaml"
   printf 'sweeps:\n  - type: kernel_tuning\n' > "$work/bad_tuning.yaml"
   tune_job no_file 4 RB_LAUNCHER=mpirun RB_TUNING_CONFIG="$work/bad_tuning.yaml"
+  # 6: the time limit's SIGUSR1 during the tuning run: no policy.
+  printf '#!/bin/sh\nexec sleep 300\n' > "$work/sleeping_ringbench"
+  chmod +x "$work/sleeping_ringbench"
+  signal_job tune.sbatch tune '^\+ mpirun .*sleeping_ringbench' RB_LAUNCHER=mpirun RINGBENCH_BIN="$work/sleeping_ringbench"
+  grep -q "^tune: VERDICT 6: time limit reached before the policy" "$work/results/tune_$signal_job_id/verdict.txt" \
+    || fail "tune (signal): no verdict.txt with VERDICT 6"
+  [ ! -e "$work/results/tune_$signal_job_id/tuned.yaml" ] || fail "tune (signal): a policy was written"
   [ "$launcher" = srun ] && launcher="mpirun and srun"
-  echo "PASS: sbatch slurm/tune.sbatch wrote the policy and report and gave verdicts 0, 1, 2, 3 and 4 (with $launcher)"
+  echo "PASS: sbatch slurm/tune.sbatch wrote the policy and report and gave verdicts 0, 1, 2, 3, 4 and 6 (SIGUSR1) (with $launcher)"
 }
 if [ "$jobs" = tune ]; then
   tune_jobs
@@ -267,7 +297,7 @@ if srun --mpi=list 2>&1 | grep -qw pmix; then launchers+=(srun); else echo "note
 
 run_job() {
   local launcher="$1" job final
-  job="$(RB_LAUNCHER="$launcher" sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 \
+  job="$(RB_LAUNCHER="$launcher" sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=1 \
           --gpus-per-node=0 --time=10 --output="$work/job-%j.out" "$src/slurm/ring_scaling.sbatch")" \
     || fail "sbatch refused the job"
   job="${job%%;*}"
@@ -287,6 +317,7 @@ run_job() {
   grep -Eq "^\+ (mpirun|srun) .*ringbench.*np2\.h5" "$work/job-$job.out" \
     || fail "the job did not print its $launcher line"
   grep -q "^launcher $launcher;" "$work/job-$job.out" || fail "the job did not use $launcher"
+  grep -q "^ring_scaling: VERDICT 0: every rank count ran" "$dir/verdict.txt" || fail "job $job: no verdict.txt with VERDICT 0"
   "$py" - "$dir" <<'EOF' || fail "job $job ($launcher): the HDF5 files or the report are wrong"
 import json, os, sys
 import h5py
@@ -324,6 +355,16 @@ EOF
 
 for l in "${launchers[@]}"; do run_job "$l"; done
 first_series="$work/results/ring_scaling_$first_job"
+
+# 6: SIGUSR1 while the 2-rank run of the series runs (a stand-in that sleeps at 2 ranks and is
+# the real ringbench at 1): the trap stops it and reports the 1-rank file, in seconds.
+printf '#!/bin/sh\ncase "$*" in *np2.h5*) exec sleep 300 ;; esac\nexec %q "$@"\n' "$bin" > "$work/np2_sleeps"
+chmod +x "$work/np2_sleeps"
+signal_job ring_scaling.sbatch ring_scaling '^\+ mpirun .*np2_sleeps .*np2\.h5' RB_LAUNCHER=mpirun RINGBENCH_BIN="$work/np2_sleeps"
+sdir="$work/results/ring_scaling_$signal_job_id"
+grep -q "^ring_scaling: VERDICT 6: time limit" "$sdir/verdict.txt" || fail "ring_scaling (signal): no verdict.txt with VERDICT 6"
+[ -f "$sdir/np1.h5" ] && [ -f "$sdir/report/report.md" ] || fail "ring_scaling (signal): no report of the 1-rank file"
+echo "ok: ring_scaling (signal): exit 6, verdict.txt, the report of what completed"
 
 # slurm/nightly.sbatch: its exit code is the verdict. The baseline is the 2-rank file of the
 # first series (same config), with its times scaled (below).
@@ -452,5 +493,5 @@ after="$(index_entries "$store")" || fail "nightly (promoted): the store index i
 [ "${after%% *}" = 2 ] || fail "nightly (promoted): store has '$after', expected 2 entries"
 [ "${after#* }" != "${first_entry#* }" ] || fail "nightly (promoted): current did not move"
 "$src/analysis/rb-analysis" baseline show --store "$store"
-echo "PASS: sbatch slurm/ring_scaling.sbatch ran the scaling series with: ${launchers[*]}; slurm/nightly.sbatch gave verdicts 0, 1, 2 (fast), 3 (all GPU tests skipped), 5 (fast), 6 (SIGUSR1), kept its baseline, recorded passing nights as history that the next compare read, and promoted only with RB_PROMOTE=1"
+echo "PASS: sbatch slurm/ring_scaling.sbatch ran the scaling series with: ${launchers[*]} (and gave 6 on SIGUSR1 with its partial report); slurm/nightly.sbatch gave verdicts 0, 1, 2 (fast), 3 (all GPU tests skipped), 5 (fast), 6 (SIGUSR1), kept its baseline, recorded passing nights as history that the next compare read, and promoted only with RB_PROMOTE=1"
 exit 0
