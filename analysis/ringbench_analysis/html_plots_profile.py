@@ -85,7 +85,8 @@ def p2p_matrix(rep):
         unit = "B/s" if name == "bandwidth" else "s"
         text = [["-" if a == b else (fmt.si(v, "B/s") if unit == "B/s" else fmt.time(v)) if np.isfinite(v) else "n/a"
                  for b, v in enumerate(row)] for a, row in enumerate(m)]
-        fig.add_trace(go.Heatmap(z=m, text=text, colorscale="Viridis",
+        fig.add_trace(go.Heatmap(z=m, text=text, colorscale="Viridis", zmin=0,  # from zero, as the PNG:
+                                 zmax=float(np.nanmax(m)),  # 10 and 10.1 GB/s are not opposite colours
                                  reversescale=name != "bandwidth", showscale=False,
                                  hovertemplate=f"rank %{{y}} -> rank %{{x}}: {name} %{{text}}<extra></extra>"),
                       row=1, col=i)

@@ -129,10 +129,10 @@ def efficiency_heatmap(rep):
         for p in rep.points:
             if p["config_label"] == cfg and not p["measured"] and p["seq_len"] in seqs:
                 text[seqs.index(p["seq_len"])][sizes.index(p["ring_size"])] = p["status"]
-        xs, ys = [str(s) for s in sizes], [f"S={s}" for s in seqs]
+        xs, ys = [f"R={s}" for s in sizes], [f"S={s}" for s in seqs]  # words: plotly reads "2" as a number
         fig.add_trace(go.Heatmap(z=z, x=xs, y=ys, text=text, colorscale="Viridis", zmin=0,
                                  zmax=max(1.0, float(np.nanmax(z))), showscale=i == len(configs),
-                                 hovertemplate="%{y}, ring size %{x}: efficiency %{z:.3f}<extra></extra>"),
+                                 hovertemplate="%{y} %{x}: efficiency %{z:.3f}<extra></extra>"),
                       row=1, col=i)
         cell_labels(fig, xs, ys, text, row=1, col=i)
         fig.update_xaxes(title_text="ring size (ranks)", type="category", row=1, col=i)

@@ -58,14 +58,27 @@ def links(store, entry, out_dir):
             if os.path.isfile(v)}
 
 
+def _readable(store, entries):
+    """(entries whose file reads, [why each other one was left out]): a night's file removed
+    or damaged by hand costs that night, not the page."""
+    keep, left = [], []
+    for e in entries:
+        path = os.path.join(store, e.get("file", ""))
+        try:
+            if not os.path.isfile(path):
+                raise reader.RingbenchFileError(f"{e.get('file')}: named in index.json, but missing")
+            reader.filecheck.check([path])
+            keep.append(e)
+        except reader.RingbenchFileError as err:
+            left.append(f"{e.get('date', '?')}: {err}")
+    return keep, left
+
+
 def _load(store, entries, wanted, min_bytes):
     """{entry index: (run, points, units)} of the entries in `wanted`, read once each."""
     out = {}
     for i in sorted(wanted):
-        path = os.path.join(store, entries[i]["file"])
-        if not os.path.isfile(path):
-            raise TrendError(f"{store}: index.json names {entries[i]['file']}, which is missing")
-        run = reader.load(path)
+        run = reader.load(os.path.join(store, entries[i]["file"]))
         pts, units, _ = compare._points(run, [], min_bytes)
         out[i] = (run, pts, units)
     return out
@@ -132,7 +145,7 @@ def _history_noise(window, loaded, refs, quantile, last=HISTORY_NIGHTS):
 def kind_trend(store, kind, entries, out_dir, nights, tolerance, min_bytes, quantile):
     """The trend of one machine kind: its entries shown (with links) and one series per point
     and headline metric."""
-    entries = sorted(entries, key=lambda e: e.get("date", ""))
+    entries, left_out = _readable(store, sorted(entries, key=lambda e: e.get("date", "")))
     window = list(range(len(entries)))[-nights:] if nights else list(range(len(entries)))
     refs = {i: _reference(entries, i) for i in window}
     loaded = _load(store, entries, set(window) | {j for j in refs.values() if j is not None}, min_bytes)
@@ -152,7 +165,8 @@ def kind_trend(store, kind, entries, out_dir, nights, tolerance, min_bytes, quan
                                "higher_is_better": compare.direction(units.get(metric), metric) > 0,
                                "nights": pts})
     shown = [dict(entries[i], role=role(entries[i]), links=links(store, entries[i], out_dir)) for i in window]
-    return {"kind": kind, "backend": backend, "entries": shown, "total_entries": len(entries), "series": series}
+    return {"kind": kind, "backend": backend, "entries": shown, "total_entries": len(entries), "series": series,
+            "left_out": left_out}
 
 
 def collect(store, out_dir, nights=DEFAULT_NIGHTS, tolerance=0.05, min_bytes=compare.DEFAULT_MIN_BYTES,
@@ -169,12 +183,12 @@ def collect(store, out_dir, nights=DEFAULT_NIGHTS, tolerance=0.05, min_bytes=com
     if unknown:
         raise TrendError(f"no kind {', '.join(unknown)} in {store}; it has: {', '.join(sorted(idx)) or 'none'}")
     names = [k for k in sorted(idx) if not kinds or k in kinds]
-    if not any(idx[k] for k in names):
-        raise TrendError(f"{store}: no baseline or night recorded yet")
+    found = [kind_trend(store, k, idx[k], out_dir, nights, tolerance, min_bytes, quantile) for k in names]
+    found = [k for k in found if k["entries"]]
+    if not found:
+        raise TrendError(f"{store}: no readable baseline or night recorded yet")
     return {"store": store, "nights": nights, "tolerance": tolerance, "quantile": quantile,
-            "min_bytes": min_bytes,
-            "kinds": [kind_trend(store, k, idx[k], out_dir, nights, tolerance, min_bytes, quantile)
-                      for k in names if idx[k]]}
+            "min_bytes": min_bytes, "kinds": found}
 
 
 def value_text(v, units):

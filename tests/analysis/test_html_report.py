@@ -244,6 +244,22 @@ class Trend(tempdir_case.TempDirCase):
         self.assertEqual(len(kind["entries"]), 3)
         self.assertEqual(kind["total_entries"], 8)
 
+    def test_lost_nights_left_out(self):
+        """A night's file removed and another cut in half cost those nights, named, not the page."""
+        store = synthetic_store.make_store(self.path("nights"), nights=5, slow_night=4)
+        with open(os.path.join(store, "index.json")) as f:
+            files = [e["file"] for e in next(iter(json.load(f).values()))]
+        os.unlink(os.path.join(store, files[2]))
+        with open(os.path.join(store, files[3]), "r+b") as f:
+            f.truncate(os.path.getsize(os.path.join(store, files[3])) // 2)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(cli(["trend", store, "--out", self.path("t"), "--min-bytes", "0"]), 0)
+        with open(self.path("t/trend.json")) as f:
+            kind = json.load(f)["kinds"][0]
+        self.assertEqual(len(kind["entries"]), 3)
+        self.assertEqual(len(kind["left_out"]), 2)
+        self.assertIn("missing", kind["left_out"][0])
+
     def test_unusable_store(self):
         for store in (self.path("none"), __file__):
             with contextlib.redirect_stderr(io.StringIO()) as err:
