@@ -75,9 +75,10 @@ def markup(text):
     return markupsafe.Markup(text)
 
 
-# Bold cells mark a failed point or an untrustworthy number, except in the schemes table,
-# where bold is the fastest scheme: a row is shaded only for the former.
-FLAG = re.compile(r"\*\*[^*]*(untrustworthy|CV|wrong|oom|fail|parity|timeout|error|skipped)", re.I)
+# Bold cells mark a failed point or an untrustworthy number (on the trend page a regression or
+# a warning), except in the schemes table, where bold is the fastest scheme: a row is shaded
+# only for the former.
+FLAG = re.compile(r"\*\*[^*]*(untrustworthy|CV|wrong|oom|fail|parity|timeout|error|skipped|regression|warn)", re.I)
 
 
 def flagged(row):

@@ -244,6 +244,27 @@ class Trend(tempdir_case.TempDirCase):
         self.assertEqual(len(kind["entries"]), 3)
         self.assertEqual(kind["total_entries"], 8)
 
+    def test_judged_as_compare_judges(self):
+        """The last night's verdict and limit per point are compare's, given the nights before
+        it as --history (what the nightly runs before recording it)."""
+        data, _, _ = self.build()
+        store = os.path.join(self.path("nights"), "store")
+        with open(os.path.join(store, "index.json")) as f:
+            entries = next(iter(json.load(f).values()))
+        base = next(e for e in reversed(entries) if e["role"] == "baseline")
+        history = [a for e in entries[:-1] for a in ("--history", os.path.join(store, e["file"]))]
+        out = self.path("compare.json")
+        with contextlib.redirect_stdout(io.StringIO()):
+            cli(["compare", os.path.join(store, base["file"]), os.path.join(store, entries[-1]["file"]),
+                 "--min-bytes", "0", "--json", out] + history)
+        with open(out) as f:
+            rows = {(r["sweep"], r["point"], r["metric"]): r for r in json.load(f)["rows"]}
+        series = data["kinds"][0]["series"]
+        self.assertEqual(len(series), len(rows))
+        for s in series:
+            r, n = rows[(s["sweep"], s["point"], s["metric"])], s["nights"][-1]
+            self.assertEqual((n["verdict"], round(n["limit"], 9)), (r["verdict"], round(r["limit"], 9)), s["point"])
+
     def test_lost_nights_left_out(self):
         """A night's file removed and another cut in half cost those nights, named, not the page."""
         store = synthetic_store.make_store(self.path("nights"), nights=5, slow_night=4)
