@@ -31,6 +31,10 @@ WIDTH, MAX_HEIGHT = 1400, 16000
 PLOTS_JS = ("JSON.stringify(Array.from(document.querySelectorAll('.plotly-graph-div')).map(d => "
             "({id: d.id, svgs: d.querySelectorAll('.main-svg').length, "
             "marks: d.querySelectorAll('.main-svg path, .main-svg rect, .main-svg image').length})))")
+# Per page: a figure, trace and point to hover (as a mouse would, through plotly's own hover), and
+# what its label must say: the value, its variance and which point it is.
+HOVERS = {"report": ("plot-throughput", 0, 0, ["S=", "throughput", "CV between iterations", "spread"]),
+          "trend": ("plot-k0-0", 2, 1, ["commit", "CV in the night", "verdict"])}
 
 
 def skip(why):
@@ -155,8 +159,19 @@ def problems_of(events):
     return out
 
 
-def check_page(chrome, path, shot):
-    """[problems] of one page; writes its screenshot to `shot`."""
+def hover_problems(chrome, session, hover):
+    """[problems] of hovering one point: no label, or a label without the words it must have."""
+    div, curve, point, words = hover
+    js = (f"Plotly.Fx.hover('{div}', [{{curveNumber: {curve}, pointNumber: {point}}}]); "
+          f"(document.querySelector('#{div} .hoverlayer') || {{}}).textContent || ''")
+    text = chrome.send("Runtime.evaluate", {"expression": js, "returnByValue": True},
+                       session=session)["result"].get("value", "")
+    print(f"hover {div} trace {curve} point {point}: {text!r}")
+    return [f"hover on {div}: label {text!r} lacks {w!r}" for w in words if w not in text]
+
+
+def check_page(chrome, path, shot, hover):
+    """[problems] of one page; writes its screenshot to `shot`, then hovers one point."""
     target = chrome.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = chrome.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
     for domain in ("Runtime", "Log", "Page", "Network"):
@@ -164,29 +179,41 @@ def check_page(chrome, path, shot):
     chrome.events.clear()
     chrome.send("Page.navigate", {"url": "file://" + os.path.abspath(path)}, session=session)
     chrome.wait_event("Page.loadEventFired", 120)
-    figs, end = [], time.monotonic() + 60
-    while time.monotonic() < end:  # plotly draws as the page's scripts run; wait until every div has its svg
+    figs = drawn_figures(chrome, session)
+    out = ["no plotly figure div in the page"] if not figs else []
+    out += [f"figure {f['id']}: nothing drawn ({f['svgs']} .main-svg, {f['marks']} marks)"
+            for f in figs if not f["svgs"] or not f["marks"]]
+    height = screenshot(chrome, session, shot)
+    out += hover_problems(chrome, session, hover)
+    out += problems_of(chrome.events)  # everything the page said, the hover included
+    print(f"{os.path.basename(path)}: {sum(1 for f in figs if f['svgs'])} of {len(figs)} figures drawn, "
+          f"page {height} px high, screenshot {shot}")
+    chrome.send("Target.closeTarget", {"targetId": target})
+    return out
+
+
+def drawn_figures(chrome, session, wait_s=60):
+    """PLOTS_JS's answer once every figure div has its svg (plotly draws as the page's scripts
+    run), or as it stands after wait_s."""
+    figs, end = [], time.monotonic() + wait_s
+    while time.monotonic() < end:
         figs = json.loads(chrome.send("Runtime.evaluate", {"expression": PLOTS_JS, "returnByValue": True},
                                       session=session)["result"]["value"])
         if figs and all(f["svgs"] for f in figs):
             break
         time.sleep(0.5)
-    out = problems_of(chrome.events)
-    if not figs:
-        out.append("no plotly figure div in the page")
-    out += [f"figure {f['id']}: nothing drawn ({f['svgs']} .main-svg, {f['marks']} marks)"
-            for f in figs if not f["svgs"] or not f["marks"]]
+    return figs
+
+
+def screenshot(chrome, session, shot):
+    """The whole page (up to MAX_HEIGHT) as a PNG at `shot`; returns the page's height."""
     size = chrome.send("Page.getLayoutMetrics", session=session)["cssContentSize"]
-    height = min(int(size["height"]) + 1, MAX_HEIGHT)
-    chrome.send("Emulation.setDeviceMetricsOverride", {"width": WIDTH, "height": height,
+    chrome.send("Emulation.setDeviceMetricsOverride", {"width": WIDTH, "height": min(int(size["height"]) + 1, MAX_HEIGHT),
                                                        "deviceScaleFactor": 1, "mobile": False}, session=session)
     png = chrome.send("Page.captureScreenshot", {"format": "png"}, session=session, timeout=120)["data"]
     with open(shot, "wb") as f:
         f.write(base64.b64decode(png))
-    print(f"{os.path.basename(path)}: {sum(1 for f in figs if f['svgs'])} of {len(figs)} figures drawn, page {int(size['height'])} px high, "
-          f"screenshot {shot}")
-    chrome.send("Target.closeTarget", {"targetId": target})
-    return out
+    return int(size["height"])
 
 
 def rb_analysis(source, *argv):
@@ -229,8 +256,8 @@ def main():
     rb_analysis(args.source, "trend", store, "--out", os.path.join(work, "trend"), "--min-bytes", "0")
     chrome = Chrome(exe, os.path.join(work, "chromium-profile"))
     try:
-        failed = {name: check_page(chrome, os.path.join(work, name, f"{name}.html"), os.path.join(work, f"{name}.png"))
-                  for name in ("report", "trend")}
+        failed = {name: check_page(chrome, os.path.join(work, name, f"{name}.html"), os.path.join(work, f"{name}.png"),
+                                   HOVERS[name]) for name in ("report", "trend")}
     finally:
         chrome.close()
     bad = [f"{name}.html: {p}" for name, ps in failed.items() for p in ps]
