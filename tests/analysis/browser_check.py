@@ -8,8 +8,9 @@ path (tests/analysis/analysis_small.yaml, 2 ranks); the trend page with rb-analy
 a small synthetic baseline store (synthetic_store.py). Each page is driven over the DevTools
 protocol (--remote-debugging-pipe: no port, nothing else can connect), which tells console
 errors from other messages and sees every request. A page passes when no console error,
-uncaught exception or error log entry came, it fetched nothing over http(s), and every plotly
-figure div holds a non-empty .main-svg. Screenshots (report.png, trend.png) stay in the workdir.
+uncaught exception or error log entry came, it fetched nothing over http(s), every plotly
+figure div holds a non-empty .main-svg, and hovering one point (HOVERS) shows a label with its
+value, variance and name. Screenshots (report.png, trend.png) stay in the workdir.
 Chromium (Debian's `chromium`) is installed with apt-get when missing and this is root; else,
 or when that fails, the test is skipped (exit 77) saying why.
 """
