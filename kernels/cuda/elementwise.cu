@@ -55,8 +55,8 @@ __global__ void convert_kernel(T* __restrict__ dst, const float* __restrict__ sr
     dst[i] = from_float<T>(src[i]);
 }
 
-// One warp per row of the exchange, lanes over its elements: rows are contiguous on both sides
-// (head_dim elements), so the loads and stores coalesce whatever the row map.
+// The general case (LSE's rows of one value, odd widths): one warp per row of the exchange,
+// lanes over its elements.
 __global__ void head_chunks_kernel(HeadChunks c, HeadTensor t, bool to_chunks, std::int64_t rows) {
   const int lane = threadIdx.x & 31;
   const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x >> 5);
@@ -70,12 +70,82 @@ __global__ void head_chunks_kernel(HeadChunks c, HeadTensor t, bool to_chunks, s
   }
 }
 
+// 8 elements of T through 16-byte words (one word for 16-bit types, two for fp32).
+template <typename T>
+__device__ __forceinline__ void load8(const T* p, float (&f)[8]) {
+  constexpr int kWords = int(sizeof(T)) * 8 / 16;
+  uint4 w[kWords];
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) w[k] = reinterpret_cast<const uint4*>(p)[k];
+  const T* e = reinterpret_cast<const T*>(w);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) f[j] = to_float(e[j]);
+}
+template <typename T>
+__device__ __forceinline__ void store8(T* p, const float (&f)[8]) {
+  constexpr int kWords = int(sizeof(T)) * 8 / 16;
+  uint4 w[kWords];
+  T* e = reinterpret_cast<T*>(w);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) e[j] = from_float<T>(f[j]);
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) reinterpret_cast<uint4*>(p)[k] = w[k];
+}
+
+// Rows of head_dim elements (a multiple of 8): blockIdx.y is the (member, batch, head) of a
+// chunk's slice, so the only per-thread index work is one 32-bit division for (row, vector),
+// and every access is 16 bytes (a warp moves whole rows).
+template <typename TT, typename WT>
+__global__ void head_chunks_vec_kernel(HeadChunks c, HeadTensor t, bool to_chunks) {
+  const unsigned V = unsigned(c.width / 8), slice = blockIdx.y;
+  const unsigned h = slice % unsigned(c.local_heads), mb = slice / unsigned(c.local_heads);
+  const unsigned b = mb % unsigned(c.batch), m = mb / unsigned(c.batch);
+  const std::int64_t n = c.shard_rows, bh = std::int64_t(b) * c.local_heads + h;
+  WT* chunk = reinterpret_cast<WT*>(c.data + std::size_t(m) * c.chunk_bytes + c.offset) + bh * n * c.width;
+  const std::int64_t* joint = t.joint_row ? t.joint_row + std::int64_t(m) * n : nullptr;
+  const std::int64_t shard_row0 = ((std::int64_t(b) * c.members + m) * c.local_heads + h) * n;
+  const unsigned total = unsigned(n) * V;
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const unsigned r = i / V, v = i % V;
+    const std::int64_t row = joint ? bh * t.joint_rows + joint[r] : shard_row0 + r;
+    TT* tensor = reinterpret_cast<TT*>(t.data) + row * c.width + v * 8;
+    WT* wire = chunk + std::int64_t(r) * c.width + v * 8;
+    float f[8];
+    if (to_chunks) {
+      load8(tensor, f);
+      store8(wire, f);
+    } else {
+      load8(wire, f);
+      store8(tensor, f);
+    }
+  }
+}
+
+// The vector kernel's conditions: whole 16-byte vectors at 16-byte aligned rows, 32-bit
+// indices within a slice, the slices within a grid's y.
+bool head_chunks_vectorizable(const HeadChunks& c, const HeadTensor& t) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const std::int64_t slices = std::int64_t(c.members) * c.batch * c.local_heads;
+  return c.width % 8 == 0 && aligned(c.data + c.offset) && aligned(t.data) && c.chunk_bytes % 16 == 0 &&
+         c.shard_rows * (c.width / 8) < (std::int64_t(1) << 31) && slices <= 65535;
+}
+
 }  // namespace
 
 void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks, cudaStream_t stream) {
   const std::int64_t rows = head_chunk_rows(c);
   if (rows <= 0) return;
-  head_chunks_kernel<<<grid_for(rows * 32, 256), 256, 0, stream>>>(c, t, to_chunks, rows);
+  if (!head_chunks_vectorizable(c, t)) {
+    head_chunks_kernel<<<grid_for(rows * 32, 256), 256, 0, stream>>>(c, t, to_chunks, rows);
+    RBK_LAUNCH_CHECK();
+    return;
+  }
+  const dim3 grid(grid_for(c.shard_rows * (c.width / 8), 256), unsigned(c.members * c.batch * c.local_heads));
+  with_storage_type(t.type, [&](auto tensor_type) {
+    with_storage_type(c.wire, [&](auto wire_type) {
+      head_chunks_vec_kernel<decltype(tensor_type), decltype(wire_type)><<<grid, 256, 0, stream>>>(c, t, to_chunks);
+    });
+  });
   RBK_LAUNCH_CHECK();
 }
 
