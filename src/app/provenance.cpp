@@ -49,9 +49,14 @@ std::string attribute_name(std::string s) {
 }
 #endif
 
+// The MPI families are there because the same binary runs over different fabrics and launchers:
+// libfabric (FI_*: provider, EFA/CXI settings), PMIx (PMIX_*: the launcher's wire-up), Intel MPI
+// (I_MPI_*), MPICH and Cray MPICH (MPICH_*), UCX (UCX_*) and Open MPI (OMPI_*) each pick
+// transports and collective algorithms from their variables.
 bool changes_results(const std::string& name) {
-  static const char* const prefixes[] = {"NCCL_", "CUDA_", "RINGBENCH_", "OMPI_",
-                                         "UCX_",  "OMP_",  "KOKKOS_"};
+  static const char* const prefixes[] = {"NCCL_", "CUDA_",  "RINGBENCH_", "OMPI_", "UCX_",
+                                         "FI_",   "PMIX_",  "I_MPI_",     "MPICH_",
+                                         "OMP_",  "KOKKOS_"};
   static const char* const exact[] = {"SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NTASKS"};
   for (const char* p : prefixes)
     if (name.rfind(p, 0) == 0) return true;
