@@ -1,5 +1,5 @@
-"""Command line: python3 -m ringbench_analysis {report,compare,table,tune,tune-cp,compare-tuning,nccl-tests,scheme-model,...}
-(or analysis/rb-analysis)."""
+"""Command line: python3 -m ringbench_analysis
+{report,compare,table,tune,tune-cp,compare-tuning,nccl-tests,scheme-model,...} (or analysis/rb-analysis)."""
 import argparse
 import os
 import sys

@@ -124,7 +124,7 @@ def _placement(sweep, points):
 
 def _samples(points, placement, times):
     """Long table of the finite per-iteration times of measuring ranks."""
-    world, n, iters = times.shape
+    world, n, _ = times.shape
     measure = (placement["role"].to_numpy() == MEASURE).reshape(n, world).T  # [world, P]
     r, p, i = np.nonzero(np.isfinite(times) & measure[:, :, None])
     out = pd.DataFrame({"point": p, "rank": r, "iteration": i, "time_s": times[r, p, i]})

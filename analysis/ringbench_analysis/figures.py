@@ -275,7 +275,8 @@ def memory_rates(frame, out_dir):
     fig, ax = plt.subplots(figsize=(max(5.5, 1.3 * len(frame) + 2), 4.2))
     x = np.arange(len(frame))
     eng = _eng3("B/s")
-    labels = [f"{r.kind}\n{eng(r.bandwidth)}" + (f"\n{r.pct_of_peak:.0f} % of peak" if np.isfinite(r.pct_of_peak) else "")
+    labels = [f"{r.kind}\n{eng(r.bandwidth)}"
+              + (f"\n{r.pct_of_peak:.0f} % of peak" if np.isfinite(r.pct_of_peak) else "")
               + (f"\n[{r.file}]" if frame["file"].nunique() > 1 else "") for r in frame.itertuples()]
     lo = np.clip(frame["bandwidth"] - frame["b_p25"], 0, None).fillna(0)
     hi = np.clip(frame["b_p75"] - frame["bandwidth"], 0, None).fillna(0)
@@ -462,7 +463,8 @@ def scheme_times(ring, out_dir):
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_ylabel("TFLOP/s per GPU (fwd+bwd)")
     ax.set_title("Context-parallel schemes: per-GPU rate (outlined: the fastest; xN: time / the fastest's)")
-    ax.yaxis.set_major_formatter(EngFormatter(places=0) if ax.get_ylim()[1] >= 1 else FuncFormatter(lambda v, _p: f"{v:.3g}"))
+    ax.yaxis.set_major_formatter(EngFormatter(places=0) if ax.get_ylim()[1] >= 1
+                                 else FuncFormatter(lambda v, _p: f"{v:.3g}"))
     ax.grid(True, axis="y", alpha=0.3)
     handles = [matplotlib.patches.Patch(color=series_colour(f"scheme {n}"), label=n) for n in names]
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="scheme")

@@ -140,10 +140,12 @@ def memory_bandwidth(rep):
     x = [f"{r['kind']} {fmt.size(r['size'])}" + (f" [{r['file']}]" if files > 1 else "") for r in fmt.records(frame)]
     text = [hover(name, [f"{fmt.si(r['bandwidth'], 'B/s')} (slowest rank)",
                          f"p25 {fmt.si(r['b_p25'], 'B/s')}, p75 {fmt.si(r['b_p75'], 'B/s')}", cv_line(r["cv"]),
-                         f"{fmt.pct(r['pct_of_peak'])} of the {r['peak_name']} peak" if r["peak_name"] else "no known peak"])
+                         f"{fmt.pct(r['pct_of_peak'])} of the {r['peak_name']} peak" if r["peak_name"]
+                         else "no known peak"])
             for name, r in zip(x, fmt.records(frame))]
     fig.add_trace(go.Bar(x=x, y=frame["bandwidth"], text=text, textposition="none",
-                         hovertemplate="%{text}<extra></extra>", error_y=_error(frame["bandwidth"], frame["b_p25"], frame["b_p75"]),
+                         hovertemplate="%{text}<extra></extra>",
+                         error_y=_error(frame["bandwidth"], frame["b_p25"], frame["b_p75"]),
                          marker_color=[colour(f"memory {k}") for k in frame["kind"]], name="bandwidth"))
     fig.update_yaxes(title_text="bandwidth (B/s, slowest rank)")
     return fig

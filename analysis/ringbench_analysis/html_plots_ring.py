@@ -26,7 +26,8 @@ def point_lines(p, r):
             cv_line(r.get("cv"), r.get("iterations")),
             f"spread: slowest rank {fmt.num((spread - 1) * 100, 3, ' %')} above the median rank"
             if spread is not None else "",
-            f"status {r['status']}; " + (f"untrustworthy: {r['untrustworthy']}" if r.get("untrustworthy") else "trusted")]
+            f"status {r['status']}; "
+            + (f"untrustworthy: {r['untrustworthy']}" if r.get("untrustworthy") else "trusted")]
 
 
 def _series(rep, kind, need=1):
@@ -154,7 +155,8 @@ def ring_variance(rep):
         if not len(t):
             continue
         med = float(np.median(t))
-        name = f"{r['sweep']} S={r['seq_len']} R={r['ring_size']} {r['layout']}" + (f" [{r['file']}]" if files > 1 else "")
+        name = (f"{r['sweep']} S={r['seq_len']} R={r['ring_size']} {r['layout']}"
+                + (f" [{r['file']}]" if files > 1 else ""))
         bad = finite(r["cv"]) and r["cv"] > results.CV_LIMIT
         fig.add_trace(go.Box(y=100 * (t / med - 1), name=name, boxmean="sd",
                              marker=dict(color="#d62728" if bad else "#4c72b0"),
@@ -209,7 +211,8 @@ def cost_model(rep):
                               f"{lab} predicted", line=dict(dash="dash", color=colour(key)),
                               marker=dict(color=colour(key), size=5), legendgroup=lab), row=1, col=1)
         fig.add_trace(scatter([x["ring_size"] for x in both], [x["predicted_efficiency"] for x in both],
-                              [hover(f"{lab} R={x['ring_size']}", [f"predicted efficiency {x['predicted_efficiency']:.3g}"])
+                              [hover(f"{lab} R={x['ring_size']}",
+                                     [f"predicted efficiency {x['predicted_efficiency']:.3g}"])
                                for x in both], lab, line=dict(dash="dash", color=colour(key)),
                               marker=dict(color=colour(key), size=5), showlegend=False, legendgroup=lab),
                       row=1, col=2)
@@ -244,7 +247,8 @@ BUILDERS = {
     "throughput": throughput,
     "strong_scaling": lambda rep: _scaling(rep, "strong"),
     "weak_scaling": lambda rep: _scaling(rep, "weak"),
-    "exposed_comm": lambda rep: _curves(rep, lambda p, r: None if p["exposed_comm"] is None else 100 * p["exposed_comm"],
+    "exposed_comm": lambda rep: _curves(rep,
+                                        lambda p, r: None if p["exposed_comm"] is None else 100 * p["exposed_comm"],
                                         lambda v: f"exposed communication {v:.1f} % of step time",
                                         "exposed communication (% of step time)"),
     "memory": lambda rep: _curves(rep, lambda p, r: p["memory"], lambda v: f"peak memory per rank {fmt.si(v, 'B')}",

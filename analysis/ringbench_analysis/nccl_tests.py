@@ -57,7 +57,8 @@ def _pairs(specs):
         operation, rows = parse(path)
         if name:
             if name not in OPERATIONS:
-                raise NcclTestsError(f"{spec}: unknown operation '{name}' (one of {', '.join(sorted(set(OPERATIONS.values())))})")
+                known = ", ".join(sorted(set(OPERATIONS.values())))
+                raise NcclTestsError(f"{spec}: unknown operation '{name}' (one of {known})")
             operation = OPERATIONS[name]
         if operation is None:
             raise NcclTestsError(f"{path}: no '# Collective test starting: <op>_perf' header; give it as OP={path}")

@@ -187,7 +187,8 @@ def _few(series, title):
     if len(series) <= MAX_SERIES:
         return series, title
     keep = sorted(series, key=lambda k: (-len(series[k]), -(k[1] or 0), str(k[0])))[:MAX_SERIES]
-    return {k: series[k] for k in keep}, f"{title}\n({MAX_SERIES} of {len(series)} series: the longest; all in the table)"
+    return ({k: series[k] for k in keep},
+            f"{title}\n({MAX_SERIES} of {len(series)} series: the longest; all in the table)")
 
 
 def throughput(points, out_dir):

@@ -289,7 +289,7 @@ def rate_for(runs, sweep_name, shape, dtype):
     key = (dtype, shape.head_dim, shape.causal)
     own, other = [], []
     for run in runs:
-        for s, p, sh, n, R, scheme, _ in _ring_points(run):
+        for s, p, sh, _, _, scheme, _ in _ring_points(run):
             if scheme != "ring" or s.point_status(p) != "ok":
                 continue
             if (str(s.points["dtype"].iloc[p]), sh.head_dim, sh.causal) != key:

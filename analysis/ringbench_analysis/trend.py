@@ -9,13 +9,14 @@ compare judges: --min-bytes as compare's) each entry's statistic is compare's (v
 Each entry is judged as the nightly would have judged it: against the baseline that was current
 then (the last one promoted at or before it; a baseline against the one before it), with the
 tolerance and the point's noise: the larger of its night-to-night noise over the
-HISTORY_NIGHTS entries before it and its baseline (history.noise, from history.MIN_NIGHTS of them) and the backend's run-to-run noise
-(verdict.RUN_NOISE; the shared-machine noise where either run shared its node). The band is
-what that judgement allows: from (1 - tolerance) / margin to (1 + tolerance) x margin of the
-baseline's statistic (margin = exp(3 x noise)); beyond its worse edge, by the whole bootstrap
-interval, is a regression. Recorded nights passed compare when the nightly recorded them, so a
-regression here means the noise or the baseline has changed since (a promoted baseline is judged
-against the previous one, which is where a step shows).
+HISTORY_NIGHTS entries before it and its baseline (history.noise, from history.MIN_NIGHTS of
+them) and the backend's run-to-run noise (verdict.RUN_NOISE; the shared-machine noise where
+either run shared its node). The band is what that judgement allows: from (1 - tolerance) /
+margin to (1 + tolerance) x margin of the baseline's statistic (margin = exp(3 x noise));
+beyond its worse edge, by the whole bootstrap interval, is a regression. Recorded nights passed
+compare when the nightly recorded them, so a regression here means the noise or the baseline has
+changed since (a promoted baseline is judged against the previous one, which is where a step
+shows).
 """
 import os
 

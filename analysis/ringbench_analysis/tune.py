@@ -87,7 +87,8 @@ def _point_facts(sweep, p, ranks=None):
     elif not passed:
         label = "FAILED"
     else:
-        label = "ok" if len(measured) == len(ranks) else f"ok (oom on {len(ranks) - len(measured)} of {len(ranks)} ranks)"
+        label = ("ok" if len(measured) == len(ranks)
+                 else f"ok (oom on {len(ranks) - len(measured)} of {len(ranks)} ranks)")
     return {"time_s": float(np.median(samples)) if samples.size else math.nan,
             "parity_ok": passed, "parity": label, "ranks_measured": len(measured),
             "rank_spread": (float(rank_medians.max() / rank_medians.min())

@@ -87,8 +87,8 @@ def report_lines(per):
         return []
     u = per["unit"]
     md = [f"## Per {u}", "",
-          f"{len(per['gpus'])} ranks" + (", one per GPU," if u == "GPU" else "") + " timed every path at once. Rank spread = the "
-          "slowest rank's median / the fastest rank's, per point.", "",
+          f"{len(per['gpus'])} ranks" + (", one per GPU," if u == "GPU" else "")
+          + " timed every path at once. Rank spread = the slowest rank's median / the fastest rank's, per point.", "",
           "| path | points | median rank spread | largest | where |", "|---|---|---|---|---|"]
     for path, s in per["spread"].items():
         md.append(f"| {path} | {s['points']} | {s['median']:.3f} | {s['max']:.3f} | {s['where']} |")

@@ -71,8 +71,9 @@ def chromium():
 
 def python_packages():
     try:
-        import jinja2  # noqa: F401
-        import plotly  # noqa: F401
+        # imported to see that they load; the report imports them itself
+        import jinja2  # noqa: F401  # pylint: disable=unused-import
+        import plotly  # noqa: F401  # pylint: disable=unused-import
     except ImportError:
         if not apt_install(["python3-plotly", "python3-jinja2"]):
             skip("no python3-plotly / python3-jinja2, and they could not be installed")
@@ -209,8 +210,9 @@ def drawn_figures(chrome, session, wait_s=60):
 def screenshot(chrome, session, shot):
     """The whole page (up to MAX_HEIGHT) as a PNG at `shot`; returns the page's height."""
     size = chrome.send("Page.getLayoutMetrics", session=session)["cssContentSize"]
-    chrome.send("Emulation.setDeviceMetricsOverride", {"width": WIDTH, "height": min(int(size["height"]) + 1, MAX_HEIGHT),
-                                                       "deviceScaleFactor": 1, "mobile": False}, session=session)
+    chrome.send("Emulation.setDeviceMetricsOverride",
+                {"width": WIDTH, "height": min(int(size["height"]) + 1, MAX_HEIGHT),
+                 "deviceScaleFactor": 1, "mobile": False}, session=session)
     png = chrome.send("Page.captureScreenshot", {"format": "png"}, session=session, timeout=120)["data"]
     with open(shot, "wb") as f:
         f.write(base64.b64decode(png))

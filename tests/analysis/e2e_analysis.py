@@ -176,17 +176,21 @@ def check_report(args):
             continue
         check(abs(p["time"] - v["time"]) <= 1e-12 * v["time"],
               f"S={key[0]} R={key[1]}: time = slowest rank's median of total_time_s")
-        check(abs(p["throughput"] - v["throughput"]) <= 1e-9 * v["throughput"], f"S={key[0]} R={key[1]}: throughput = batch*S/time")
-        check(abs(p["memory"] - v["memory"]) <= 0.5, f"S={key[0]} R={key[1]}: memory = largest rank's peak_memory_bytes")
+        check(abs(p["throughput"] - v["throughput"]) <= 1e-9 * v["throughput"],
+              f"S={key[0]} R={key[1]}: throughput = batch*S/time")
+        check(abs(p["memory"] - v["memory"]) <= 0.5,
+              f"S={key[0]} R={key[1]}: memory = largest rank's peak_memory_bytes")
         frac = v["wait"] / (v["wait"] + v["compute"])
         check(abs(p["exposed_comm"] - frac) <= 1e-9, f"S={key[0]} R={key[1]}: exposed comm = wait/(wait+compute)")
-        row = [ln for ln in md.splitlines() if ln.startswith(f"| ring | {key[0]} | {key[1]} | causal |") and "| ok |" in ln]
+        row = [ln for ln in md.splitlines()
+               if ln.startswith(f"| ring | {key[0]} | {key[1]} | causal |") and "| ok |" in ln]
         check(len(row) == 1 and f"| {v['time'] * 1e3:.3g} |" in row[0],
               f"report.md row S={key[0]} R={key[1]} shows the total time {v['time'] * 1e3:.3g} ms")
         check(abs(p["tflops_total"] - v["tflops_total"]) <= 1e-9 * v["tflops_total"],
               f"S={key[0]} R={key[1]}: TFLOP/s per GPU = 3.5 x mean forward_flop / time = {v['tflops_total']:.4g}")
         tf = f"{v['tflops_total']:.1f}" if v["tflops_total"] >= 10 else f"{v['tflops_total']:.3g}"
-        check(len(row) == 1 and f"| {tf} |" in row[0], f"report.md row S={key[0]} R={key[1]} shows {tf} TFLOP/s per GPU")
+        check(len(row) == 1 and f"| {tf} |" in row[0],
+              f"report.md row S={key[0]} R={key[1]} shows {tf} TFLOP/s per GPU")
         check(p["transport"] == v["transport"] == "mpi", f"S={key[0]} R={key[1]}: transport mpi (host path)")
         # The overlap calibration (issue #26): measured where the ring travelled (R >= 2).
         check((v["hidden"] is None) == (key[1] == 1) and (v["slowdown"] is None) == (key[1] == 1),
@@ -236,7 +240,8 @@ def check_report(args):
     check_collective_variants(f2, summary, md)
     one = os.path.basename(f1)  # its world group has one rank: a local copy, no link
     check(not any(x["file"] == one for x in summary["collectives"])
-          and {x["operation"] for x in summary["one_rank_groups_skipped"] if x["file"] == one} == {"sendrecv", "all_reduce"},
+          and ({x["operation"] for x in summary["one_rank_groups_skipped"] if x["file"] == one}
+               == {"sendrecv", "all_reduce"}),
           "the one-rank run's collectives are left out of the bandwidth numbers and listed as skipped")
     check("Left out:" in md and "one rank per group" in md, "report.md says one-rank groups were left out")
     check_headline(summary, md)
@@ -250,7 +255,8 @@ def check_points_csv(out, files, summary):
     for path in files:
         with h5py.File(path, "r") as f:
             for name in names:
-                want[name] = want.get(name, 0) + int(f["sweeps"][name].attrs["points"]) * int(f["run"].attrs["world_size"])
+                want[name] = (want.get(name, 0)
+                              + int(f["sweeps"][name].attrs["points"]) * int(f["run"].attrs["world_size"]))
     for name, n in want.items():
         p = os.path.join(out, f"points_{name}.csv")
         got = len(open(p).read().strip().splitlines()) - 1 if os.path.isfile(p) else -1
@@ -458,7 +464,8 @@ def check_errors(args):
     check("[ring] done" in seen, "the ring sweep finished before the kill")
     r, md = fresh_report(args, cut, out)
     check(r.returncode == 0, "interrupted run: the report is still written (exit 0)")
-    check("run status is 'running': the run did not finish" in md, "interrupted run: the report says the run did not finish")
+    check("run status is 'running': the run did not finish" in md,
+          "interrupted run: the report says the run did not finish")
     check("sweep 'endless'" in md, "interrupted run: the report names the sweep that did not complete")
     check("| ring |" in md and "| 128 | 2 |" in md, "interrupted run: the completed sweep is listed and reported")
     r = analysis(args, "report", cut, "--out", out, "--strict")
@@ -470,7 +477,8 @@ def check_errors(args):
     r = mpirun(args, 2, [args.ringbench, cfg, "--output", failed, "--force"])
     check(r.returncode != 0 and os.path.isfile(failed), "a run with a parity failure exits non-zero and keeps its file")
     r, md = fresh_report(args, failed, out)
-    check(r.returncode == 0 and md.count("**parity_failed**") == 2, "both parity_failed points are flagged in the table")
+    check(r.returncode == 0 and md.count("**parity_failed**") == 2,
+          "both parity_failed points are flagged in the table")
     check("run status is 'failed'" in md and "status parity_failed" in md,
           "the status section names the failed run and its points")
     # An oom and a parity-failed point are flagged, not plotted around.
@@ -587,7 +595,7 @@ def check_plots_have_data(args, h5, out):
     shutil.rmtree(out, ignore_errors=True)
     with mock.patch.object(matplotlib.figure.Figure, "savefig", spy), contextlib.redirect_stdout(io.StringIO()):
         summary = report.build([h5], out)
-    for name, png in summary["plots"].items():
+    for png in summary["plots"].values():
         check(drawn.get(png) and all(n > 0 for n in drawn[png]),
               f"{png}: every panel drawn from the file's data ({drawn.get(png)})")
 

@@ -8,9 +8,9 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
 
-try:
-    import h5py  # noqa: F401
-    import numpy  # noqa: F401
+try:  # imported to see that they load (else the tests skip); the tests import them themselves
+    import h5py  # noqa: F401  # pylint: disable=unused-import
+    import numpy  # noqa: F401  # pylint: disable=unused-import
 except ImportError as exc:  # pragma: no cover
     print(f"SKIPPED: {exc}")
     sys.exit(77)

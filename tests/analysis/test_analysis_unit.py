@@ -370,7 +370,7 @@ class CompareTest(Base):
         ring = run.sweeps["ring"]
         self.assertEqual(compare.default_metrics(ring), ["total_time_s"])  # the headline
         self.assertEqual(compare.default_metrics(run.sweeps["coll"]), ["busbw_Bps"])
-        pts, units, skipped = compare._points(run, ["total_tflops"], min_bytes=1 << 20)
+        pts, _, skipped = compare._points(run, ["total_tflops"], min_bytes=1 << 20)
         self.assertEqual(skipped, {"below --min-bytes": 8 + 3})  # collectives + pingpong sizes
         rec = pts[("ring",) + tuple((k, reader._py(ring.points[k].iloc[0])) for k in ring.keys)]
         c, t, _ = synthetic.step_model(1024, 2)

@@ -16,7 +16,8 @@ from ringbench_analysis.__main__ import main
 import synthetic
 from tempdir_case import TempDirCase
 
-CONFIG = "run:\n  name: {name}\n  output_dir: {out}\nbackend: {backend}\nsweeps:\n  - type: ring_attention\n    iterations: {it}\n"
+CONFIG = ("run:\n  name: {name}\n  output_dir: {out}\nbackend: {backend}\n"
+          "sweeps:\n  - type: ring_attention\n    iterations: {it}\n")
 
 
 def make(path, name="a", out="results", backend="host", it=3, gpu="", nodes=1, commit="abc123"):

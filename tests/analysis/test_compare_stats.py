@@ -3,7 +3,8 @@ with noisy per-iteration samples (synthetic.make_noisy_run): identical distribut
 regression, 20 % slower is, 3 % within noise is not; bursts of interference that slow some
 iterations are not, a 10 % slowdown under bursts is; a point's night-to-night noise from
 --history turns a change within it into a warning; compute and memory pool every rank's
-iterations; different work exits 2; one-rank groups are skipped. Run: PYTHONPATH=analysis python3 -m unittest discover -s tests/analysis
+iterations; different work exits 2; one-rank groups are skipped.
+Run: PYTHONPATH=analysis python3 -m unittest discover -s tests/analysis
 """
 import contextlib
 import io

@@ -267,7 +267,7 @@ class CliTest(Base):
         self.assertIn("--out", err)
 
     def test_same_file_twice_is_exported_once(self):
-        rc, out, _ = run_cli(self.h5, self.h5, "--format", "jsonl")
+        _, out, _ = run_cli(self.h5, self.h5, "--format", "jsonl")
         self.assertEqual(len(out.splitlines()), len(self.jsonl()))
 
 

@@ -18,9 +18,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tempdir_case  # noqa: E402  (analysis/ on the path; skip without h5py)
 
-try:
-    import jinja2  # noqa: F401
-    import plotly  # noqa: F401
+try:  # imported to see that they load (else the tests skip); report --html imports them itself
+    import jinja2  # noqa: F401  # pylint: disable=unused-import
+    import plotly  # noqa: F401  # pylint: disable=unused-import
 except ImportError as exc:  # pragma: no cover
     raise unittest.SkipTest(f"report --html needs python3-plotly and python3-jinja2 ({exc})")
 

@@ -34,7 +34,7 @@ class LinkParseTest(unittest.TestCase):
         self.assertEqual(links.ring_link(8, 8, lk)[:3], (1, 0, "intra"))
         self.assertEqual(links.ring_link(16, 8, lk)[:3], (2, 2, "inter"))
         self.assertEqual(links.ring_link(512, 8, lk)[:3], (64, 64, "inter"))
-        nodes, hops, cls, m, note = links.ring_link(16, 8, {"intra": lk["intra"], "inter": None})
+        _, _, cls, m, note = links.ring_link(16, 8, {"intra": lk["intra"], "inter": None})
         self.assertEqual((cls, m), ("intra", lk["intra"]))
         self.assertIn("no inter-node link", note)
 

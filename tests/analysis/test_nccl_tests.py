@@ -90,7 +90,7 @@ class CompareTest(TempDirCase):
         p = self.path("all_reduce_fast.txt")
         with open(p, "w") as f:
             f.write("\n".join(faster) + "\n")
-        rc, out, _ = run_cli(H5, p, os.path.join(DATA, "sendrecv.txt"), "--json", self.path("r.json"))
+        rc, _, _ = run_cli(H5, p, os.path.join(DATA, "sendrecv.txt"), "--json", self.path("r.json"))
         self.assertEqual(rc, 1)
         points = json.load(open(self.path("r.json")))["points"]
         flagged = {r["operation"] for r in points if r["off"]}

@@ -124,7 +124,7 @@ class ReportNumbersTest(Base):
 
     def test_ring_tflops_from_flops_and_time(self):
         one, two = self.gpu_pair()
-        md, js, _ = self.build([one, two])
+        _, js, _ = self.build([one, two])
         got = {(p["run"], p["seq_len"], p["ring_size"]): p for p in js["points"]}
         for path in (one, two):
             with h5py.File(path, "r") as f:
@@ -167,7 +167,7 @@ class ReportNumbersTest(Base):
         md, js, drawn = self.build([one, two])
         want = {n for n, *_ in report.EXPECTED_PLOTS + report.PROFILE_PLOTS}
         self.assertEqual(set(js["plots"]), want, js["not_plotted"])
-        for name, png in js["plots"].items():
+        for png in js["plots"].values():
             self.assertIn(f"({png})", md)
             self.assertTrue(drawn[png] and all(n > 0 for n in drawn[png]), f"{png}: empty panel {drawn[png]}")
 

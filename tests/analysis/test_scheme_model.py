@@ -338,7 +338,7 @@ class FromAFile(TempDirCase):
 
     def test_without_a_collectives_sendrecv_the_ring_takes_its_own_calibrated_hops(self):
         path, preds = make_scheme_file(self.path("cp.h5"), with_fits=False, seq_lens=(S_LEN, 2 * S_LEN))
-        rc, out, err = run_cli(path, "--json", self.path("sm.json"))
+        rc, _, err = run_cli(path, "--json", self.path("sm.json"))
         self.assertEqual(rc, 0, err)
         d = read_json(self.path("sm.json"))
         sr = next(f for f in d["fits"] if (f["operation"], f["link"]) == ("sendrecv", "intra"))
@@ -366,7 +366,7 @@ class FromAFile(TempDirCase):
         self.assertIn("two or more schemes", err)
 
     def test_the_report_ends_its_cost_model_section_with_it(self):
-        path, preds = make_scheme_file(self.path("cp.h5"))
+        path, _ = make_scheme_file(self.path("cp.h5"))
         summary = report.build([path], self.path("rep"), (4,))
         with open(self.path("rep/report.md")) as f:
             md = f.read()

@@ -368,7 +368,7 @@ class Compare(unittest.TestCase):
     def test_three_step_move_on_a_coarse_bounds_grid_still_fails(self):
         # OLD bounds 64, 1024, 2048 and NEW bounds 64, 128, 2048: 256 and 512 are on no bound
         old = [(64, 1024, "default"), (2048, 2048, "fast")]
-        changes, code = self.compare(policy([(64, 64, "default"), (128, 2048, "fast")]), old)
+        _, code = self.compare(policy([(64, 64, "default"), (128, 2048, "fast")]), old)
         self.assertEqual(code, 1)
         self.assertGreater(tuning.compare_policies(policy(old), policy(
             [(64, 64, "default"), (128, 2048, "fast")])).changes[0]["steps"], 1)
