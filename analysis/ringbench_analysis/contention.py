@@ -5,7 +5,8 @@ that turn one such sweep into pandas tables, per-phase statistics, one verdict p
 policy, the figures' data and the report's "Contention" section, one job each:
 
     contention_read.py     the file layout's names; the sweep read into DataFrames
-    contention_stats.py    per (point, rank), per point and per (shape, rank); tuning mismatch
+    contention_stats.py    per (point, rank), per point and per (shape, rank); tuning mismatch;
+                           the run's conditions (foreign load, policies placed as unbound)
     contention_verdict.py  the noise rule, one verdict per (bound policy, shape), number words
     contention_plots.py    box data, monitor panels, phase spans; drawing both figures
     contention_report.py   the report's Markdown and JSON
@@ -18,8 +19,9 @@ policy, the figures' data and the report's "Contention" section, one job each:
     c.monitor          # one row per (rank, sample): t_s and every series (NaN: not measured)
     s = contention.summary(c)      # per point (phase, workload): median_s, cv, p95_s, p99_s,
                                    # slowdown, worst_slowdown, spread
-    for v in contention.verdicts(s):
+    for v in contention.verdicts(s, conditions=contention.conditions(c)):
         print(v["sentence"])       # "numa binding cut CV from 0.12 to 0.03 and slowdown ..."
+                                   # or no verdict: foreign load, a policy placed as unbound
 
 Definitions (docs/analysis.md, "Contention"): each rank's statistics come from its own
 per-iteration times; a point's number is the median over its measuring ranks of that
@@ -30,19 +32,21 @@ from .contention_plots import (MAX_RANK_LINES, PANEL_YLIM, PANELS, box_data, mon
 from .contention_read import (ALONE, BOUND_PREFIX, KEYS, MEASURE, METRICS, MISMATCH_GROUP, MONITOR,
                               MONITOR_GROUP, SHAPE_KEYS, UNBOUND, Contention, ContentionError,
                               is_contention, read, stored_tuning_mismatch)
-from .contention_report import report_section, section
-from .contention_stats import (CV_DDOF, mismatch_disagreement, per_rank, rank_stats, summary,
+from .contention_report import bindings, report_section, section
+from .contention_stats import (CV_DDOF, conditions, mismatch_disagreement, numa_nodes, per_rank,
+                               phase_cpu_busy, rank_stats, same_as_unbound, summary,
                                tuning_mismatch)
-from .contention_verdict import (CV_NOISE_FLOOR, TIME_NOISE_FLOOR, Z, fmt_time, policy_of,
-                                 shape_label, verdict, verdicts)
+from .contention_verdict import (CV_NOISE_FLOOR, FOREIGN_CPU_LIMIT, TIME_NOISE_FLOOR, Z, fmt_time,
+                                 policy_of, shape_label, verdict, verdicts)
 
 __all__ = [  # what `contention.X` has always given, whichever module now holds it
     "KEYS", "METRICS", "SHAPE_KEYS", "MONITOR_GROUP", "MISMATCH_GROUP", "MONITOR", "ALONE",
     "UNBOUND", "BOUND_PREFIX", "MEASURE", "ContentionError", "Contention", "is_contention", "read",
     "stored_tuning_mismatch",
     "CV_DDOF", "rank_stats", "summary", "per_rank", "tuning_mismatch", "mismatch_disagreement",
-    "Z", "TIME_NOISE_FLOOR", "CV_NOISE_FLOOR", "policy_of", "fmt_time", "shape_label", "verdict",
-    "verdicts",
+    "conditions", "same_as_unbound", "numa_nodes", "phase_cpu_busy",
+    "Z", "TIME_NOISE_FLOOR", "CV_NOISE_FLOOR", "FOREIGN_CPU_LIMIT", "policy_of", "fmt_time",
+    "shape_label", "verdict", "verdicts",
     "PANELS", "PANEL_YLIM", "MAX_RANK_LINES", "monitor_panels", "phase_spans", "box_data",
-    "section", "report_section",
+    "section", "report_section", "bindings",
 ]

@@ -13,7 +13,8 @@ from . import reader
 KEYS = {"phase": "phase", "workload": "workload", "binding": "binding", "path": "path",
         "rows": "rows"}
 METRICS = {"time": "time_s", "role": "role", "cpuset": "cpuset", "nodeset": "nodeset",
-           "start": "phase_start_s", "end": "phase_end_s", "error": "error"}
+           "start": "phase_start_s", "end": "phase_end_s", "error": "error",
+           "note": "binding_note"}
 # The keys that say what was measured: a point of another phase with the same values is the
 # same measurement under other conditions (slowdown, verdicts, tuning mismatch). Other keys
 # (iterations, label) describe the point and are kept in Contention.points only.
@@ -102,13 +103,15 @@ def read(sweep):
 
 
 def _placement(sweep, points):
-    """One row per (point, rank): the point's keys, role, cpuset, nodeset and phase stamps."""
+    """One row per (point, rank): the point's keys, role, cpuset, nodeset, error, binding_note
+    and phase stamps."""
     world, n = sweep.world, sweep.npoints
     cols = {"point": np.repeat(np.arange(n), world), "rank": np.tile(np.arange(world), n)}
     for k in points.columns:
         cols[k] = np.repeat(points[k].to_numpy(), world)
     for col, name, fill in (("role", METRICS["role"], MEASURE), ("cpuset", METRICS["cpuset"], ""),
                             ("nodeset", METRICS["nodeset"], ""), ("error", METRICS["error"], ""),
+                            ("binding_note", METRICS["note"], ""),
                             ("phase_start_s", METRICS["start"], np.nan),
                             ("phase_end_s", METRICS["end"], np.nan)):
         v = sweep.metrics.get(name)
@@ -117,7 +120,7 @@ def _placement(sweep, points):
     out = pd.DataFrame(cols)
     for col in ("phase_start_s", "phase_end_s"):
         out[col] = reader.numbers(out[col])
-    for col in ("role", "cpuset", "nodeset", "error"):
+    for col in ("role", "cpuset", "nodeset", "error", "binding_note"):
         out[col] = out[col].astype(str)
     return out
 

@@ -11,10 +11,12 @@ from . import reader
 from .contention_plots import draw
 from .contention_read import (ALONE, KEYS, MEASURE, UNBOUND, ContentionError, read,
                               stored_tuning_mismatch)
-from .contention_stats import (mismatch_disagreement, per_rank, rank_stats, summary,
-                               tuning_mismatch)
-from .contention_verdict import (CV_NOISE_FLOOR, TIME_NOISE_FLOOR, Z, fmt_cv, fmt_pct, fmt_time,
-                                 shape_label, verdicts)
+from .contention_stats import (FOREIGN_ATTR, conditions, mismatch_disagreement, per_rank,
+                               rank_stats, summary, tuning_mismatch)
+from .contention_verdict import (CV_NOISE_FLOOR, FOREIGN_CPU_LIMIT, TIME_NOISE_FLOOR, Z, fmt_cv,
+                                 fmt_pct, fmt_time, foreign_words, shape_label, verdicts)
+
+MAX_BINDING_RANKS = 16  # rows of the bindings table; report.json has every rank
 
 
 def _md_table(headers, rows):
@@ -44,20 +46,33 @@ def _phase_rows(c, table, mismatch):
     return rows
 
 
-def _binding_rows(c, max_ranks=16):
-    """Per rank and phase: the cpuset (and nodeset) applied, as recorded."""
-    rows = []
+def bindings(c):
+    """One row per (rank, phase), ranks in order, phases in run order: role, cpuset, nodeset
+    and binding_note as the sweep recorded them (the first point of the phase; the sweep binds
+    once per phase, so every point of a phase holds the same)."""
     pl = c.placement.drop_duplicates(["rank", KEYS["phase"]])
-    for r in sorted(pl["rank"].unique())[:max_ranks]:
-        mine = pl[pl["rank"] == r].set_index(KEYS["phase"])
-        role = "measure" if (c.placement[c.placement["rank"] == r]["role"] == MEASURE).any() else "feeder"
-        cells = []
-        for ph in c.phases:
-            x = mine.loc[ph] if ph in mine.index else None
-            cells.append("-" if x is None or not str(x["cpuset"]) else
-                         f"{x['cpuset']}" + (f" (mem {x['nodeset']})" if str(x["nodeset"]) else ""))
-        rows.append([r, role] + cells)
-    return rows
+    roles = {r: (MEASURE if (g["role"] == MEASURE).any() else str(g["role"].iloc[0]))
+             for r, g in c.placement.groupby("rank")}
+    order = {ph: i for i, ph in enumerate(c.phases)}
+    rows = [{"rank": int(x["rank"]), "role": roles[x["rank"]], "phase": x[KEYS["phase"]],
+             "cpuset": str(x["cpuset"]), "nodeset": str(x["nodeset"]),
+             "binding_note": str(x["binding_note"])} for _, x in pl.iterrows()]
+    return sorted(rows, key=lambda r: (r["rank"], order.get(r["phase"], len(order))))
+
+
+def _binding_cell(x):
+    if x is None or not x["cpuset"]:
+        return "-"
+    return x["cpuset"] + (f" (mem {x['nodeset']})" if x["nodeset"] else "")
+
+
+def _binding_rows(c, rows):
+    """Per rank (the first MAX_BINDING_RANKS) and phase: the cpuset (and memory policy) applied."""
+    by_rank = {}
+    for x in rows:
+        by_rank.setdefault(x["rank"], {})[x["phase"]] = x
+    return [[r, next(iter(mine.values()))["role"]] + [_binding_cell(mine.get(ph)) for ph in c.phases]
+            for r, mine in list(by_rank.items())[:MAX_BINDING_RANKS]]
 
 
 def _json_rows(df):
@@ -72,7 +87,9 @@ def section(c, out_dir, tag, backend="", heading="###"):
     stats = rank_stats(c)
     table = summary(c, stats)
     by_rank = per_rank(c, stats)
-    found = verdicts(table)
+    cond = conditions(c)
+    found = verdicts(table, conditions=cond)
+    placed = bindings(c)
     mismatch = tuning_mismatch(c, table)
     disagree = mismatch_disagreement(mismatch, stored_tuning_mismatch(c))
     ranks = c.measuring_ranks()
@@ -80,8 +97,8 @@ def section(c, out_dir, tag, backend="", heading="###"):
     md = [f"Sweep `{c.name}` ({c.sweep.status}): {len(ranks)} measuring rank(s)"
           + (f", {len(feeders)} feeder(s) (ranks {', '.join(map(str, feeders))}) loading the node"
              if feeders else "") + f"; phases {', '.join(c.phases)}.", ""]
-    md += _verdict_lines(found, heading) + _error_lines(c)
-    md += _table_lines(c, table, mismatch, heading)
+    md += _verdict_lines(found, heading, cond) + _error_lines(c)
+    md += _table_lines(c, table, mismatch, heading) + _binding_lines(c, placed, cond, heading)
     md += _per_rank_lines(c, by_rank, heading)
     if disagree:
         md += ["**Warning:** the file's tuning_mismatch/ differs from the one computed here: "
@@ -89,7 +106,11 @@ def section(c, out_dir, tag, backend="", heading="###"):
     lines, drawn, why, gone = _plot_lines(c, table, out_dir, tag, backend, heading)
     md += lines
     js = {"file": c.path, "sweep": c.name, "table": _json_rows(table), "per_rank": _json_rows(by_rank),
-          "verdicts": found,
+          "verdicts": found, "bindings": placed,
+          "conditions": {"foreign_cpu_fraction": cond["foreign_cpu_fraction"],
+                         "foreign_cpu_limit": FOREIGN_CPU_LIMIT,
+                         "same_as_unbound": sorted(cond["same_as_unbound"]),
+                         "numa_nodes": cond["numa_nodes"], "phase_cpu_busy": cond["phase_cpu_busy"]},
           "tuning_mismatch": _json_rows(mismatch),
           "tuning_mismatch_disagrees": disagree,
           "unavailable": {p["title"]: p["unavailable"] for p in gone}}
@@ -97,16 +118,48 @@ def section(c, out_dir, tag, backend="", heading="###"):
         {f"contention_{tag}_{k}": v for k, v in why.items()}
 
 
-def _verdict_lines(found, heading):
+def _verdict_lines(found, heading, cond):
     md = [f"{heading} Verdicts", ""]
+    foreign = cond["foreign_cpu_fraction"]
+    busy = foreign is not None and foreign > FOREIGN_CPU_LIMIT
+    if busy:
+        md += [f"**No verdict: {foreign_words(foreign)}** (`/run` {FOREIGN_ATTR}, above the "
+               f"{FOREIGN_CPU_LIMIT * 100:g} % limit): their load falls on the phases unevenly, so "
+               "no binding's effect can be told from theirs. Rerun on a quiet node.", ""]
     if not found:
-        return md + [f"No verdict: the sweep needs a `{UNBOUND}` phase and at least one "
-                     "`concurrent_bound:<policy>` phase of the same workload."]
-    md += [f"- {v['sentence']}" for v in found]
-    return md + ["", f"Each bound policy against `{UNBOUND}` on the same workload. A change "
-                 f"counts only beyond the noise: {Z:g} combined standard errors of the two values "
-                 f"and at least {TIME_NOISE_FLOOR:.0%} of the median time or {CV_NOISE_FLOOR} of CV "
-                 "(docs/analysis.md, \"Contention\")."]
+        md += [f"No verdict: the sweep needs a `{UNBOUND}` phase and at least one "
+               "`concurrent_bound:<policy>` phase of the same workload."]
+    else:
+        md += [f"- {v['sentence']}" for v in found]
+        md += ["", f"Each bound policy against `{UNBOUND}` on the same workload. A change "
+               f"counts only beyond the noise: {Z:g} combined standard errors of the two values "
+               f"and at least {TIME_NOISE_FLOOR:.0%} of the median time or {CV_NOISE_FLOOR} of CV "
+               "(docs/analysis.md, \"Contention\"). No verdict where other processes took more "
+               f"than {FOREIGN_CPU_LIMIT * 100:g} % of the CPUs, or where a policy gave every rank "
+               f"the same CPUs as `{UNBOUND}`."]
+    return md + [""] + _foreign_lines(cond, busy)
+
+
+def _foreign_lines(cond, busy):
+    """Other processes' share of the CPUs (the run's figure) and the node's busy CPUs per
+    phase (every process's: not the foreign load, which the file has for the whole run only)."""
+    foreign = cond["foreign_cpu_fraction"]
+    if foreign is None:
+        text = (f"Other processes' share of the CPUs is not in the file (`/run` {FOREIGN_ATTR} "
+                "absent or NaN: a run that did not end, or /proc/stat unreadable): a busy node "
+                "would go unnoticed here.")
+    elif busy:
+        text = (f"Other processes' share of the CPUs: {foreign * 100:.0f} % over the whole run "
+                "(the file has no per-phase figure).")
+    else:
+        text = (f"Other processes took {foreign * 100:.1f} % of the CPUs during the run (`/run` "
+                f"{FOREIGN_ATTR}, over the whole run; limit {FOREIGN_CPU_LIMIT * 100:g} %).")
+    per_phase = cond["phase_cpu_busy"]
+    if per_phase:
+        phases = ", ".join(f"{ph} {v * 100:.0f} %" for ph, v in per_phase.items())
+        text += (" Node CPUs busy per phase (monitor cpu_busy, every process, this run's ranks "
+                 f"and feeders included): {phases}.")
+    return [text]
 
 
 def _table_lines(c, table, mismatch, heading):
@@ -120,9 +173,30 @@ def _table_lines(c, table, mismatch, heading):
     md += _md_table(headers, _phase_rows(c, table, mismatch)) + [""]
     if mismatch is not None:
         md += _mismatch_lines(mismatch)
-    md += [f"{heading} Bindings applied", "",
-           "The cpuset (and memory policy) each rank ran under, per phase:", ""]
-    return md + _md_table(["rank", "role"] + c.phases, _binding_rows(c)) + [""]
+    return md
+
+
+def _binding_lines(c, rows, cond, heading):
+    """The cpuset and memory policy each rank ran under per phase, the policies that placed
+    every rank as unbound, and the bindings that failed."""
+    md = [f"{heading} Bindings applied", ""]
+    if not any(x["cpuset"] for x in rows):
+        return md + ["The file records no cpuset for any rank and phase (metric `cpuset`): the "
+                     "bindings applied are unknown, and no policy can be shown to differ from "
+                     f"`{UNBOUND}`.", ""]
+    md += ["The cpuset (and memory policy) each rank ran under, per phase, as the sweep read it "
+           "back:", ""]
+    md += _md_table(["rank", "role"] + c.phases, _binding_rows(c, rows)) + [""]
+    ranks = sorted({x["rank"] for x in rows})
+    if len(ranks) > MAX_BINDING_RANKS:
+        md += [f"Ranks {ranks[MAX_BINDING_RANKS]}-{ranks[-1]} not shown (report.json has every "
+               "rank).", ""]
+    for policy, note in cond["same_as_unbound"].items():
+        md += [f"`{policy}` gave every rank the same CPUs as `{UNBOUND}`{note}: its timings can "
+               "differ from unbound's only by noise.", ""]
+    failed = [x for x in rows if x["binding_note"].startswith("binding failed")]
+    md += [f"- rank {x['rank']}, {x['phase']}: {x['binding_note']}" for x in failed]
+    return md + ([""] if failed else [])
 
 
 def _per_rank_lines(c, by_rank, heading):

@@ -1,5 +1,7 @@
 """Statistics of a read contention sweep (contention_read.Contention): per (point, rank), per
-point and per (shape, rank), and the tuning mismatch per phase (docs/analysis.md, "Contention").
+point and per (shape, rank), the tuning mismatch per phase, and the run's conditions the verdicts
+must know (foreign CPU load, policies that placed every rank as unbound; docs/analysis.md,
+"Contention").
 """
 import math
 import warnings
@@ -7,7 +9,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .contention_read import ALONE, KEYS
+from .contention_plots import phase_spans  # the spans the monitor plot shades
+from .contention_read import ALONE, BOUND_PREFIX, KEYS, MONITOR, UNBOUND
 
 CV_DDOF = 1  # CV = sample standard deviation (n - 1) / mean
 
@@ -125,3 +128,97 @@ def mismatch_disagreement(computed, stored):
         if not (math.isnan(f) and math.isnan(m)) and not abs(f - m) <= 1e-12:
             out.append(f"{ph}: file {f:.3g}, analysis {m:.3g}")
     return out
+
+
+# ---- what the run allows a verdict to say (docs/analysis.md, "Contention", Conditions) ----
+FOREIGN_ATTR = "foreign_cpu_fraction"  # /run attribute: other processes' share of the nodes' CPU
+
+
+def _pu_set(text):
+    """'0-3,8' -> frozenset({0, 1, 2, 3, 8}); None when the text is not a PU list."""
+    out = set()
+    try:
+        for part in str(text).replace(" ", "").split(","):
+            lo, _, hi = part.partition("-")
+            out.update(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        return None
+    return frozenset(out) or None
+
+
+def numa_nodes(c):
+    """NUMA nodes of the run's nodes as the monitor saw them: the most numa_hit columns with a
+    value on any node-watching rank; None when the file does not tell."""
+    hit = c.monitor_group.get(MONITOR["numa_hit"])
+    if hit is None:
+        return None
+    hit = np.asarray(hit, dtype=float)
+    if hit.ndim != 3:
+        return None
+    per_rank = np.isfinite(hit).any(axis=1).sum(axis=1)  # [world]: nodes with a value
+    return int(per_rank.max()) if per_rank.max() > 0 else None
+
+
+def _phase_binding(c, phase):
+    """{rank: (cpuset, nodeset)} of one phase, or None where a rank's points disagree."""
+    rows = c.placement[c.placement[KEYS["phase"]] == phase]
+    out = {}
+    for r, g in rows.groupby("rank"):
+        pairs = set(zip(g["cpuset"].astype(str), g["nodeset"].astype(str)))
+        out[int(r)] = pairs.pop() if len(pairs) == 1 else None
+    return out
+
+
+def same_as_unbound(c):
+    """{policy: note} of the bound policies under which every rank got the same CPUs as in
+    concurrent_unbound (the same PU list, read back by the sweep) and memory that cannot differ
+    either: the same memory policy, or one NUMA node (note: what made the memory the same).
+    A policy with a blank or unreadable cpuset on some rank is never listed: nothing to tell."""
+    unbound = _phase_binding(c, UNBOUND) if UNBOUND in c.phases else {}
+    if not unbound:
+        return {}
+    nodes = numa_nodes(c)
+    out = {}
+    for ph in c.phases:
+        if not ph.startswith(BOUND_PREFIX):
+            continue
+        mine = _phase_binding(c, ph)
+        if set(mine) != set(unbound) or None in mine.values() or None in unbound.values():
+            continue
+        cpus = all(_pu_set(mine[r][0]) is not None and _pu_set(mine[r][0]) == _pu_set(unbound[r][0])
+                   for r in unbound)
+        memory_same = all(mine[r][1] == unbound[r][1] for r in unbound)
+        if cpus and (memory_same or nodes == 1):
+            out[ph[len(BOUND_PREFIX):]] = (
+                "" if memory_same else "; its memory policy differs, but the node has one NUMA node")
+    return out
+
+
+def phase_cpu_busy(c):
+    """{phase: node CPU busy fraction} over each phase's span (mean over CPUs and samples on
+    each node-watching rank, the busiest node): every process's load, this run's ranks and
+    feeders included, so not the foreign load. {} without the cpu_busy series."""
+    col = MONITOR["cpu_busy"] + "_mean"
+    if not len(c.monitor) or col not in c.monitor:
+        return {}
+    out = {}
+    for ph, t0, t1 in phase_spans(c):
+        m = c.monitor[(c.monitor["t_s"] >= t0) & (c.monitor["t_s"] <= t1)]
+        per_node = m.groupby("rank")[col].mean().dropna()
+        if len(per_node):
+            out[ph] = float(per_node.max())
+    return out
+
+
+def conditions(c):
+    """What the verdicts must know beyond the timings: foreign_cpu_fraction (the run's /run
+    attribute, over the whole run: the sweep records no per-phase foreign load; None when
+    absent or NaN), same_as_unbound (same_as_unbound(c)), numa_nodes and phase_cpu_busy."""
+    f = c.sweep.run.attrs.get(FOREIGN_ATTR)
+    try:
+        f = float(f) if f is not None else None
+    except (TypeError, ValueError):
+        f = None
+    return {"foreign_cpu_fraction": f if f is not None and math.isfinite(f) else None,
+            "same_as_unbound": same_as_unbound(c), "numa_nodes": numa_nodes(c),
+            "phase_cpu_busy": phase_cpu_busy(c)}

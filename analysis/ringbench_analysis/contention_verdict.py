@@ -5,11 +5,17 @@ rule of docs/analysis.md ("Contention"), as numbers and a sentence; with the num
 import math
 
 from .contention_read import BOUND_PREFIX, KEYS, SHAPE_KEYS, UNBOUND
+from .verdict import SHARED_CPU_FRACTION
 
 # ---- the verdict rule (docs/analysis.md): a change counts only beyond the noise ----
 Z = 2.0                 # how many combined standard errors a change must exceed
 TIME_NOISE_FLOOR = 0.02  # ... and at least this relative change of the median time
 CV_NOISE_FLOOR = 0.01    # ... and at least this absolute change of the CV
+# No verdict at all when other processes took more than this share of the nodes' CPU time
+# during the run (/run foreign_cpu_fraction): their load is mixed into every phase unevenly,
+# so a binding's effect cannot be told from theirs. The value compare calls a shared machine
+# (verdict.SHARED_CPU_FRACTION, 5 %: a quiet run on the 2-core VM measures 0.2-2.2 %).
+FOREIGN_CPU_LIMIT = SHARED_CPU_FRACTION
 
 
 def policy_of(phase):
@@ -83,15 +89,47 @@ def _clauses(u, b):
     return out
 
 
-def verdict(policy, shape, u, b):
+def _not_judged(base, kind, why, sentence, u=None, b=None):
+    """A verdict that judges nothing: helped None, no time/CV state; no_verdict: the kind of
+    reason ('no_samples', 'same_as_unbound', 'foreign_load'), why: the reason in words."""
+    out = dict(base, helped=None, no_verdict=kind, why=why, sentence=sentence, time=None, cv=None)
+    if u is not None and b is not None:  # the numbers as measured, for the record
+        out.update(unbound={k: u[k] for k in ("median_s", "cv", "slowdown")},
+                   bound={k: b[k] for k in ("median_s", "cv", "slowdown")})
+    return out
+
+
+def foreign_words(fraction):
+    """0.95 -> 'other processes took 95 % of the CPUs during the run'."""
+    pct = fraction * 100
+    return f"other processes took {pct:.0f} % of the CPUs during the run" if pct >= 9.5 else \
+        f"other processes took {pct:.1f} % of the CPUs during the run"
+
+
+def verdict(policy, shape, u, b, conditions=None):
     """The sentence and numbers for one bound policy against concurrent_unbound on one shape.
     Helped: CV or the median time (slowdown) improved beyond the noise and neither got worse
-    beyond it; anything else 'did not help'."""
+    beyond it; anything else 'did not help'. conditions (contention_stats.conditions): no
+    verdict (helped None, `no_verdict` the reason) when the policy placed every rank as unbound
+    ('same_as_unbound') or other processes took more than FOREIGN_CPU_LIMIT of the CPUs
+    ('foreign_load')."""
     base = {"policy": policy, "shape": shape}
+    conditions = conditions or {}
     for row, ph in ((u, UNBOUND), (b, BOUND_PREFIX + policy)):
         if not (row["ranks"] and math.isfinite(row["median_s"]) and math.isfinite(row["cv"])):
-            return dict(base, helped=None, sentence=f"{policy} binding: no verdict on {shape}: "
-                        f"{ph} has no timed iterations of it.")
+            why = f"{ph} has no timed iterations of it"
+            return _not_judged(base, "no_samples", why,
+                               f"{policy} binding: no verdict on {shape}: {why}.")
+    alike = conditions.get("same_as_unbound") or {}
+    if policy in alike:
+        why = f"{policy} gave every rank the same CPUs as unbound"
+        return _not_judged(base, "same_as_unbound", why, f"{policy} binding: no difference "
+                           f"possible on {shape}: {why}{alike[policy]}.", u, b)
+    foreign = conditions.get("foreign_cpu_fraction")
+    if foreign is not None and foreign > FOREIGN_CPU_LIMIT:
+        why = foreign_words(foreign)
+        return _not_judged(base, "foreign_load", why, f"{policy} binding: no verdict on {shape}: "
+                           f"{why}; rerun on a quiet node.", u, b)
     ch = _change(u, b)
     words = _clauses(u, b)
     order = ("cv", "time")
@@ -108,14 +146,16 @@ def verdict(policy, shape, u, b):
                     + (f" while {' and '.join(fell)}" if fell else "") + f"{noise}.")
     else:
         sentence = f"{policy} binding did not help on {shape}: {' and '.join(same)} are within noise."
-    return dict(base, helped=helped, sentence=sentence, **ch,
+    return dict(base, helped=helped, no_verdict=None, why="", sentence=sentence, **ch,
                 unbound={k: u[k] for k in ("median_s", "cv", "slowdown")},
                 bound={k: b[k] for k in ("median_s", "cv", "slowdown")})
 
 
-def verdicts(table, shape_keys=None):
+def verdicts(table, shape_keys=None, conditions=None):
     """One verdict per (bound policy, shape) against concurrent_unbound, policies in run order.
-    table: summary(c). [] without a concurrent_unbound phase or without bound phases."""
+    table: summary(c); conditions: contention_stats.conditions(c) (without them nothing is
+    known of foreign load or placement, and only the timings decide). [] without a
+    concurrent_unbound phase or without bound phases."""
     shape_keys = shape_keys or [k for k in SHAPE_KEYS if k in table]
     phase = KEYS["phase"]
     unbound = {tuple(r[k] for k in shape_keys): r for _, r in table[table[phase] == UNBOUND].iterrows()}
@@ -127,5 +167,5 @@ def verdicts(table, shape_keys=None):
         for _, b in table[table[phase] == ph].iterrows():
             u = unbound.get(tuple(b[k] for k in shape_keys))
             if u is not None:
-                out.append(verdict(policy, shape_label(b, shape_keys), u, b))
+                out.append(verdict(policy, shape_label(b, shape_keys), u, b, conditions))
     return out

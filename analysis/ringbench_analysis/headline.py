@@ -176,9 +176,18 @@ def contention_lines(found, limit=4):
     if not found:
         return []
     verdicts = [v for c in found for v in c.get("verdicts", [])]
-    changed = [v["sentence"] for v in verdicts if v.get("time") != "same" or v.get("cv") != "same"]
-    out = [f"- Contention: {len(verdicts)} verdict(s) (binding policy x workload); "
-           + (f"{len(changed)} beyond noise:" if changed else "no binding changed time or CV beyond noise.")]
+    judged = [v for v in verdicts if v.get("helped") is not None]  # None: no verdict, v["why"]
+    changed = [v["sentence"] for v in judged if v.get("time") != "same" or v.get("cv") != "same"]
+    parts = []
+    if len(judged) < len(verdicts):
+        why = "; ".join(w for w in dict.fromkeys(v.get("why") for v in verdicts
+                                                 if v.get("helped") is None) if w)
+        parts.append(f"{len(verdicts) - len(judged)} without a verdict" + (f" ({why})" if why else "")
+                     + ("" if judged else "."))
+    if judged:
+        parts.append(f"{len(changed)} beyond noise:" if changed else
+                     "no binding changed time or CV beyond noise.")
+    out = [f"- Contention: {len(verdicts)} verdict(s) (binding policy x workload); " + "; ".join(parts)]
     out += [f"  - {x}" for x in changed[:limit]]
     if len(changed) > limit:
         out.append(f"  - ... {len(changed) - limit} more under \"Contention\"")

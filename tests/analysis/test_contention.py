@@ -111,9 +111,10 @@ class StatsTest(Base):
                                        synthetic.contention_median(phase, r["workload"], r["rank"]), places=12)
                 self.assertAlmostEqual(r[f"{phase} slowdown"], slow, places=9)
                 self.assertAlmostEqual(r[f"{phase} cv"], cv, places=9)
-        with h5py.File(self.path("c.h5"), "r+") as f:  # the ranks on GPUs 3, 2, 1, 0
-            f["ranks/gpu_index"][...] = np.array([3, 2, 1, 0])
-        c = contention.read(reader.load(self.path("c.h5")).sweeps["contention"])
+        g = synthetic.make_contention_run(self.path("g.h5"), world=4, feeders=1)
+        with h5py.File(g, "r+") as f:  # the ranks on GPUs 3, 2, 1, 0 (a new file: the reader
+            f["ranks/gpu_index"][...] = np.array([3, 2, 1, 0])  # may hold c.h5 open)
+        c = contention.read(reader.load(g).sweeps["contention"])
         t = contention.per_rank(c)
         self.assertEqual(dict(zip(t["rank"], t["gpu_index"])), {0: 3, 1: 2, 2: 1})
 
@@ -340,10 +341,6 @@ class ReportTest(Base):
             self.assertIn("not analysed", f.read())
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 # ---- the sweep's own rows key and tuning_mismatch/ group (src/sweeps/contention.cpp) ----
 FLIP = {"alone": {"flash": 1.0, "cudnn": 1.1}, "concurrent_unbound": {"flash": 1.2, "cudnn": 1.0}}
 
@@ -407,3 +404,193 @@ class RowsAndStoredMismatchTest(Base):
         with open(os.path.join(out, "report.json")) as f:
             js = json.load(f)["contention"][0]
         self.assertEqual(len(js["tuning_mismatch_disagrees"]), 1)
+
+
+# ---- issue #31: what the run allows a verdict to say ----
+def set_run_attr(path, name, value):
+    with h5py.File(path, "r+") as f:
+        f["run"].attrs[name] = value
+
+
+def rewrite_text(path, name, fn):
+    """Replace the text metric sweeps/contention/<name> [world, P]: fn(rank, phase, old) -> new."""
+    with h5py.File(path, "r+") as f:
+        g = f["sweeps/contention"]
+        phases = g["points/phase"].asstr()[()].tolist()
+        old = g[name].asstr()[()].astype(object)
+        new = np.array([[fn(r, phases[p], old[r, p]) for p in range(old.shape[1])]
+                        for r in range(old.shape[0])], dtype=object)
+        del g[name]
+        synthetic.dataset(g, name, new, "1", name, "metric")
+
+
+def set_numa_nodes(path, n):
+    """monitor/numa_hit and numa_miss with n NUMA node columns on the node-watching rank."""
+    with h5py.File(path, "r+") as f:
+        g = f["sweeps/contention/monitor"]
+        for name in ("numa_hit", "numa_miss"):
+            old = g[name][()]
+            new = np.full(old.shape[:2] + (n,), np.nan)
+            new[0] = old[0, :, :1]
+            del g[name]
+            synthetic.dataset(g, name, new, "1", name, "metric")
+
+
+class ConditionsTest(Base):
+    build = ReportTest.build
+
+    def verdicts(self, path):
+        c = contention.read(reader.load(path).sweeps["contention"])
+        found = contention.verdicts(contention.summary(c), conditions=contention.conditions(c))
+        return {(v["policy"], v["shape"]): v for v in found}
+
+    def numa_as_unbound(self, name="c.h5", memory="preferred_many:0"):
+        """The numa phase bound every rank to the CPUs it had unbound ('0-3'), with another
+        memory policy: numa on a one-NUMA-node machine."""
+        p = synthetic.make_contention_run(self.path(name))
+        rewrite_text(p, "cpuset", lambda r, ph, old: "0-3" if ph == "concurrent_bound:numa" else old)
+        rewrite_text(p, "nodeset", lambda r, ph, old: memory if ph.startswith("concurrent_bound:")
+                     else "default")
+        return p
+
+    def test_foreign_load_gives_no_verdict(self):
+        p = synthetic.make_contention_run(self.path("c.h5"))
+        set_run_attr(p, "foreign_cpu_fraction", 0.95)
+        v = self.verdicts(p)
+        self.assertEqual(len(v), 3 * 2)
+        self.assertTrue(all(x["helped"] is None and x["no_verdict"] == "foreign_load" for x in v.values()))
+        self.assertEqual(v[("numa", "triad")]["sentence"],
+                         "numa binding: no verdict on triad: other processes took 95 % of the CPUs "
+                         "during the run; rerun on a quiet node.")
+        out, md, _ = self.build(p)
+        sec = md[md.index("## Contention"):md.index("### Per phase")]
+        self.assertIn("**No verdict: other processes took 95 % of the CPUs during the run** "
+                      "(`/run` foreign_cpu_fraction, above the 5 % limit)", sec)
+        self.assertNotIn("binding cut", md)  # neither here nor on the first screen
+        self.assertIn("6 verdict(s) (binding policy x workload); 6 without a verdict (other "
+                      "processes took 95 % of the CPUs during the run).", md)
+        with open(os.path.join(out, "report.json")) as f:
+            js = json.load(f)["contention"][0]
+        self.assertEqual(js["conditions"]["foreign_cpu_fraction"], 0.95)
+        self.assertEqual(js["conditions"]["foreign_cpu_limit"], contention.FOREIGN_CPU_LIMIT)
+
+    def test_quiet_or_unrecorded_foreign_load_judges(self):
+        p = synthetic.make_contention_run(self.path("c.h5"))
+        set_run_attr(p, "foreign_cpu_fraction", 0.01)  # under the limit: the timings decide
+        self.assertTrue(self.verdicts(p)[("numa", "triad")]["helped"])
+        _, md, _ = self.build(p)
+        self.assertIn("Other processes took 1.0 % of the CPUs during the run", md)
+        q = synthetic.make_contention_run(self.path("q.h5"))  # no figure (a run that did not end)
+        self.assertTrue(self.verdicts(q)[("numa", "triad")]["helped"])
+        n = synthetic.make_contention_run(self.path("n.h5"))  # NaN: /proc/stat unreadable
+        set_run_attr(n, "foreign_cpu_fraction", float("nan"))
+        self.assertTrue(self.verdicts(n)[("numa", "triad")]["helped"])
+        _, md, _ = self.build(n)
+        self.assertIn("Other processes' share of the CPUs is not in the file", md)
+
+    def test_foreign_limit_is_compares_shared_machine(self):
+        from ringbench_analysis import verdict as V
+        self.assertEqual(contention.FOREIGN_CPU_LIMIT, V.SHARED_CPU_FRACTION)
+        p = synthetic.make_contention_run(self.path("c.h5"))
+        set_run_attr(p, "foreign_cpu_fraction", V.SHARED_CPU_FRACTION)  # at the limit: judged
+        self.assertTrue(self.verdicts(p)[("numa", "triad")]["helped"])
+
+    def test_policy_placed_as_unbound_has_no_difference_possible(self):
+        p = self.numa_as_unbound()
+        v = self.verdicts(p)
+        numa = v[("numa", "triad")]
+        self.assertIsNone(numa["helped"])
+        self.assertEqual(numa["no_verdict"], "same_as_unbound")
+        self.assertEqual(numa["sentence"], "numa binding: no difference possible on triad: numa gave "
+                         "every rank the same CPUs as unbound; its memory policy differs, but the "
+                         "node has one NUMA node.")
+        self.assertTrue(v[("core", "triad")]["helped"] is False)  # core moved the ranks: judged
+        _, md, _ = self.build(p)
+        self.assertIn("- numa binding: no difference possible on host_attention:", md)
+        self.assertNotIn("numa binding cut", md)
+        self.assertIn("`numa` gave every rank the same CPUs as `concurrent_unbound`; its memory "
+                      "policy differs, but the node has one NUMA node: its timings can differ from "
+                      "unbound's only by noise.", md)
+
+    def test_same_memory_policy_needs_no_numa_count(self):
+        p = self.numa_as_unbound(memory="default")  # the same text as unbound's
+        with h5py.File(p, "r+") as f:
+            del f["sweeps/contention/monitor/numa_hit"]
+        self.assertEqual(self.verdicts(p)[("numa", "triad")]["sentence"],
+                         "numa binding: no difference possible on triad: numa gave every rank the "
+                         "same CPUs as unbound.")
+
+    def test_same_cpus_but_memory_bound_on_two_numa_nodes_is_judged(self):
+        p = self.numa_as_unbound()
+        set_numa_nodes(p, 2)  # preferred_many:0 then places memory differently from default
+        v = self.verdicts(p)[("numa", "triad")]
+        self.assertTrue(v["helped"])
+        self.assertIsNone(v["no_verdict"])
+
+    def test_one_rank_placed_otherwise_is_judged(self):
+        p = self.numa_as_unbound()
+        rewrite_text(p, "cpuset", lambda r, ph, old: "0-1" if ph == "concurrent_bound:numa" and r == 3
+                     else old)  # the feeder moved: the policy did change something
+        self.assertTrue(self.verdicts(p)[("numa", "triad")]["helped"])
+
+    def test_a_blank_cpuset_is_never_taken_for_the_same(self):
+        p = synthetic.make_contention_run(self.path("c.h5"))
+        rewrite_text(p, "cpuset", lambda r, ph, old: "")
+        c = contention.read(reader.load(p).sweeps["contention"])
+        self.assertEqual(contention.same_as_unbound(c), {})
+
+    def test_phase_cpu_busy_is_every_process_per_phase(self):
+        # synthetic cpu_busy: (ranks working) / 4 CPUs; alone runs one rank at a time, with
+        # cooldowns between the ranks' turns
+        c = self.load()
+        busy = contention.conditions(c)["phase_cpu_busy"]
+        self.assertEqual(list(busy), c.phases)
+        self.assertTrue(0.1 < busy["alone"] <= 0.25, busy)
+        self.assertAlmostEqual(busy["concurrent_unbound"], 1.0, delta=0.03)
+
+
+class BindingsTest(Base):
+    build = ReportTest.build
+
+    def test_bindings_table_lists_each_rank_and_phase(self):
+        p = synthetic.make_contention_run(self.path("c.h5"))
+        rewrite_text(p, "nodeset", lambda r, ph, old: "default" if not ph.startswith("concurrent_bound")
+                     else f"bind:{r % 2}")
+        out, md, _ = self.build(p)
+        lines = md[md.index("### Bindings applied"):].splitlines()
+        table = [ln for ln in lines[:12] if ln.startswith("| ")]
+        self.assertEqual(table[0], "| rank | role | " + " | ".join(MODEL) + " |")
+        self.assertEqual(table[1], "| 0 | measure | 0-3 (mem default) | 0-3 (mem default) | "
+                                   "0 (mem bind:0) | 0 (mem bind:0) | 0 (mem bind:0) |")
+        self.assertEqual(table[4], "| 3 | feeder | 0-3 (mem default) | 0-3 (mem default) | "
+                                   "3 (mem bind:1) | 3 (mem bind:1) | 3 (mem bind:1) |")
+        with open(os.path.join(out, "report.json")) as f:
+            js = json.load(f)["contention"][0]["bindings"]
+        self.assertEqual(len(js), 4 * len(MODEL))  # every rank, every phase
+        self.assertEqual(js[len(MODEL) + 3], {"rank": 1, "role": "measure", "phase": "concurrent_bound:numa",
+                                              "cpuset": "1", "nodeset": "bind:1", "binding_note": "why"})
+
+    def test_without_cpusets_says_so(self):
+        p = synthetic.make_contention_run(self.path("c.h5"))
+        with h5py.File(p, "r+") as f:
+            del f["sweeps/contention/cpuset"]
+        _, md, _ = self.build(p)
+        self.assertIn("The file records no cpuset for any rank and phase (metric `cpuset`)", md)
+
+    def test_failed_binding_and_ranks_past_the_table(self):
+        from ringbench_analysis import contention_report
+        p = synthetic.make_contention_run(self.path("c.h5"))
+        rewrite_text(p, "binding_note", lambda r, ph, old: "binding failed: hwloc_set_cpubind: EPERM"
+                     if ph == "concurrent_bound:core" and r == 2 else old)
+        keep = contention_report.MAX_BINDING_RANKS
+        contention_report.MAX_BINDING_RANKS = 2
+        try:
+            _, md, _ = self.build(p)
+        finally:
+            contention_report.MAX_BINDING_RANKS = keep
+        self.assertIn("- rank 2, concurrent_bound:core: binding failed: hwloc_set_cpubind: EPERM", md)
+        self.assertIn("Ranks 2-3 not shown (report.json has every rank).", md)
+
+
+if __name__ == "__main__":
+    unittest.main()
