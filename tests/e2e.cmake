@@ -38,9 +38,12 @@ if(RINGBENCH_PYTHON)
   endforeach()
 endif()
 # What the terminal shows (issue #16): the results tables equal the file's numbers, --quiet,
-# --json read back against the file; the login-node dry-run (no mpirun) and its estimate.
+# --json read back against the file; the login-node dry-run (no mpirun) and its estimate;
+# (#32 item 6) narrow: stdout within 100 columns, progress on stderr, the summary names the file;
+# json_stdout: --json - puts the JSON alone on stdout and creates no file named '-'.
 if(RINGBENCH_PYTHON)
-  foreach(check tables quiet json dry_run_64x8 bad_world_size estimate_from json_on_timeout)
+  foreach(check tables narrow json_stdout quiet json dry_run_64x8 bad_world_size estimate_from
+                json_on_timeout)
     add_test(NAME e2e_screen_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/screen_checks.py ${check}
                      --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
@@ -48,8 +51,8 @@ if(RINGBENCH_PYTHON)
     set_tests_properties(e2e_screen_${check} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
   endforeach()
-  set_tests_properties(e2e_screen_tables e2e_screen_quiet e2e_screen_json e2e_screen_estimate_from
-                       e2e_screen_json_on_timeout PROPERTIES
+  set_tests_properties(e2e_screen_tables e2e_screen_narrow e2e_screen_json_stdout e2e_screen_quiet
+                       e2e_screen_json e2e_screen_estimate_from e2e_screen_json_on_timeout PROPERTIES
                        LABELS "mpi;e2e" PROCESSORS 2)
   set_tests_properties(e2e_screen_dry_run_64x8 e2e_screen_bad_world_size PROPERTIES LABELS "unit;e2e")
 endif()

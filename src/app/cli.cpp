@@ -78,9 +78,13 @@ void describe_options(CLI::App& app, CommandLine& cli, Options& o) {
   app.add_flag("-q,--quiet", cli.quiet,
                "print only errors, warnings and the final line (no progress, no tables)");
   app.add_flag("-v,--verbose", cli.verbose, "with --dry-run: list every point");
+  app.add_flag("--wide", cli.wide,
+               "print each table row on one line, however wide (default: tables wider than 100 "
+               "columns are split into parts)");
   app.add_option("--json", cli.json,
                  "also write the results as JSON: a header and one record per point "
-                 "(rank 0; written at the end, and on failure)")
+                 "(rank 0; written at the end, and on failure); - writes it to stdout, and "
+                 "the tables and summary go to stderr")
       ->type_name("FILE");
   app.add_option("--world-size", cli.world_size,
                  "with --dry-run: plan for N ranks without mpirun (a login node); "
@@ -164,6 +168,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   if (!cli.estimate_from.empty() && !cli.dry_run)
     return usage_error("--estimate-from goes with --dry-run");
   if (cli.quiet && cli.verbose) return usage_error("--quiet and --verbose contradict each other");
+  if (cli.json == "-" && cli.dry_run)
+    return usage_error("--json - writes a run's results to stdout; a --dry-run has none");
   if (cli.world_size > 0 && o.ranks_per_node > 0 && cli.world_size % o.ranks_per_node != 0)
     return usage_error(fmt::format("--world-size {} is not a multiple of --ranks-per-node {}: "
                                    "every node of the planned job runs the same number of ranks",

@@ -16,7 +16,8 @@ struct CommandLine {
   bool force = false;
   bool quiet = false;               // --quiet: errors, warnings and the final line only
   bool verbose = false;             // --verbose: --dry-run lists every point
-  std::string json;                 // --json FILE: one record per point (docs/user-guide.md)
+  bool wide = false;                // --wide: tables one line a row, however wide
+  std::string json;                 // --json FILE (- : stdout): one record per point (docs/user-guide.md)
   int world_size = 0;               // --world-size N: plan a --dry-run for N ranks, no launcher
   std::string estimate_from;        // --estimate-from FILE.h5: measured times for the estimate
   double timeout_s = 0;             // --timeout SECONDS: the whole run's limit (0: run.timeout_s)

@@ -29,6 +29,7 @@
 #include "app/progress.hpp"
 #include "app/provenance.hpp"
 #include "app/registry.hpp"
+#include "app/run_summary.hpp"
 #include "app/watchdog.hpp"
 #include "config/bytes.hpp"
 #include "config/config.hpp"
@@ -289,12 +290,14 @@ std::optional<RankSetup> set_up_rank(const Validated& v, const RankLayout& layou
 
 void print_rank_warnings(const std::vector<std::string>& warnings) {
   for (std::size_t i = 0; i < warnings.size(); ++i)
-    if (!warnings[i].empty()) fmt::print("  warning: rank {}: {}\n", i, warnings[i]);
-  std::fflush(stdout);
+    if (!warnings[i].empty()) fmt::print(stderr, "ringbench: warning: rank {}: {}\n", i, warnings[i]);
 }
 
+// What ran where, on the results stream (a log of stdout says what its tables measured);
+// every line wrapped to the terminal's width, continued two spaces further in.
 void print_header(const Validated& v, const CommandLine& cli, const RankLayout& layout,
-                  const RankSetup& s, int min_gpus, int mpi_thread_level, MPI_Comm world) {
+                  const RankSetup& s, int min_gpus, int mpi_thread_level, const Screen& screen,
+                  MPI_Comm world) {
   std::string line = fmt::format("rank {} on {} (node {}, local {}): cpus {}, NUMA {}",
                                  layout.rank, layout.hostname, layout.node_index,
                                  layout.local_rank, s.cpuset, s.numa);
@@ -302,23 +305,27 @@ void print_header(const Validated& v, const CommandLine& cli, const RankLayout& 
   const auto lines = mpi::gather_strings(line, world);
   const auto warnings = mpi::gather_strings(s.warning, world);
   if (layout.rank != 0) return;
-  if (cli.quiet) {
-    print_rank_warnings(warnings);
-    return;
-  }
-  fmt::print("ringbench {} (commit {}): {}\n", kVersion, kGitCommit, cli.config_path);
-  fmt::print("{}, backend {}, {} GPU(s) per rank visible, binding {}, MPI thread level {}\n",
-             layout_text(layout), to_string(v.backend), min_gpus,
-             to_string(v.config.binding.policy), MpiEnvironment::thread_level_name(mpi_thread_level));
+  print_rank_warnings(warnings);
+  if (cli.quiet) return;
+  // --wide keeps each header line whole, as the tables' rows.
+  const std::size_t width = screen.table_width == 0 ? std::string::npos : screen.table_width;
+  const auto say = [&](const std::string& text, const std::string& first) {
+    fmt::print(screen.results, "{}", h5::wrapped(text, width, first, first + "  "));
+  };
+  say(fmt::format("ringbench {} (commit {}): {}", kVersion, kGitCommit, cli.config_path), "");
+  say(fmt::format("{}, backend {}, {} GPU(s) per rank visible, binding {}, MPI thread level {}",
+                  layout_text(layout), to_string(v.backend), min_gpus,
+                  to_string(v.config.binding.policy), MpiEnvironment::thread_level_name(mpi_thread_level)),
+      "");
   std::string libraries;
   for (const auto& [name, text] : library_versions())
     libraries += fmt::format("{}{} {}", libraries.empty() ? "" : "; ", name, text);
-  fmt::print("libraries: {}\n", libraries);
+  say("libraries: " + libraries, "");
   const std::size_t shown = std::min<std::size_t>(lines.size(), 16);
-  for (std::size_t i = 0; i < shown; ++i) fmt::print("  {}\n", lines[i]);
+  for (std::size_t i = 0; i < shown; ++i) say(lines[i], "  ");
   if (lines.size() > shown)
-    fmt::print("  ... {} more ranks (see /ranks in the output)\n", lines.size() - shown);
-  print_rank_warnings(warnings);
+    fmt::print(screen.results, "  ... {} more ranks (see /ranks in the output)\n", lines.size() - shown);
+  std::fflush(screen.results);
 }
 
 // ---------------------------------------------------------------- 4. the output file
@@ -355,7 +362,7 @@ std::optional<h5::File> open_output(const std::string& path, bool force,
 // after every sweep of a run that then has no JSON.
 bool json_path_refused(const CommandLine& cli, MPI_Comm world) {
   std::string error;
-  if (!cli.json.empty() && mpi::rank_of(world) == 0) {
+  if (!cli.json.empty() && cli.json != "-" && mpi::rank_of(world) == 0) {
     error = refusal_to_replace(cli.json, cli.force, "--json file");
     if (!error.empty() && cfg::kind_at(cli.json) == "a symbolic link")
       error += " (or pass --force to replace the link itself, never its target)";
@@ -518,11 +525,9 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
   } catch (const std::exception& e) {
     stop_on_output_error(e, "sweep '" + sweep.name() + "'", file.path(), ctx.layout.rank, json, world);
   }
-  if (ctx.layout.rank == 0 && (failed || !quiet)) {
-    fmt::print("{} [{}] {} in {}{}\n", utc_clock(), sweep.name(), failed ? "FAILED" : "done",
+  if (ctx.layout.rank == 0 && (failed || !quiet))  // a progress line (the summary repeats failures)
+    fmt::print(stderr, "{} [{}] {} in {}{}\n", utc_clock(), sweep.name(), failed ? "FAILED" : "done",
                duration_text(seconds), failed ? ": " + failure : "");
-    std::fflush(stdout);
-  }
   if (json != nullptr) {
     json->sweep_done(failed ? "failed" : "complete", failure, seconds);
     write_json(*json, "running", "");
@@ -530,19 +535,36 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
   return failed ? failure : "";
 }
 
+// What the run tells besides the file: where it prints, the --json document (rank 0; null
+// without --json), and the summary the sweeps' records fill (rank 0).
+struct Reports {
+  Screen screen;
+  JsonReport* json = nullptr;
+  RunSummary summary;
+};
+
+Screen screen_of(const CommandLine& cli) {
+  Screen s;
+  s.quiet = cli.quiet;
+  s.table_width = cli.wide ? 0 : h5::kTerminalWidth;
+  s.results = cli.json == "-" ? stderr : stdout;  // stdout carries the JSON document alone
+  return s;
+}
+
 // Every sweep in file order, each flushed when it ends so an interrupted run keeps them.
 // The hang guard watches every point (Progress tells it); time between sweeps counts only
 // toward the run's limit.
 std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5::Group& root,
-                       h5::File& file, Watchdog* watchdog, const CommandLine& cli,
-                       JsonReport* json, MPI_Comm world) {
+                       h5::File& file, Watchdog* watchdog, Reports& reports, MPI_Comm world) {
+  JsonReport* json = reports.json;
   const PathFactories paths = make_path_factories(v.backend);
   h5::Group sweeps = root.group("sweeps");
   // The run's ETA weighs the sweeps by the dry-run's cost model, which also sets each sweep's
   // point limit under run.point_timeout_s: auto.
   const std::vector<double> estimates = model_estimates(v.sweeps, cost_assumptions(v.backend));
-  const RunProgress run(estimates, cli.quiet,
+  const RunProgress run(estimates, reports.screen,
                         [&](std::size_t i, std::vector<h5::PointRecord> r) {
+                          reports.summary.add(v.sweeps[i]->name(), r);
                           if (json != nullptr)
                             json->add_sweep(v.sweeps[i]->name(), v.sweeps[i]->type(), std::move(r));
                         });
@@ -559,7 +581,7 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
     progress.watch(watchdog);
     progress.in_run(&run, i);
     const RunContext ctx{v.config, world, layout, v.backend, s.gpu_ctx.get(), paths, progress};
-    const std::string failure = run_sweep(sweep, ctx, sweeps, file, cli.quiet, json);
+    const std::string failure = run_sweep(sweep, ctx, sweeps, file, reports.screen.quiet, json);
     if (watchdog != nullptr) watchdog->idle();
     if (!failure.empty())
       failures += (failures.empty() ? "" : "; ") + sweep.name() + ": " + failure;
@@ -633,7 +655,9 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
 
   std::optional<RankSetup> setup = set_up_rank(*v, layout, world);
   if (!setup) return 1;
-  print_header(*v, cli, layout, *setup, min_gpus, mpi_thread_level, world);
+  Reports reports;
+  reports.screen = screen_of(cli);
+  print_header(*v, cli, layout, *setup, min_gpus, mpi_thread_level, reports.screen, world);
   if (!decide_policies(v->sweeps, v->backend, setup->gpu, cli.quiet, world)) return 1;
 
   const std::string out_path = output_path(cli, v->config, world);
@@ -650,17 +674,18 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   } catch (const std::exception& e) {
     stop_on_output_error(e, "the run and ranks groups", out_path, layout.rank, nullptr, world);
   }
-  if (layout.rank == 0 && !cli.quiet) {
-    fmt::print("writing {}\n", out_path);
-    std::fflush(stdout);
-  }
+  if (layout.rank == 0 && !cli.quiet) fmt::print(stderr, "writing {}\n", out_path);
   const std::string heartbeat =
       watchdog ? start_heartbeats(*watchdog, out_path, layout.world_size, world) : "";
 
   const std::unique_ptr<JsonReport> json = make_json_report(cli, *v, layout, out_path);
+  reports.json = json.get();
   const CpuUsage cpu_at_start = cpu_usage_now();
+  const auto sweeps_start = std::chrono::steady_clock::now();
   const std::string failures =
-      run_sweeps(*v, layout, *setup, root, *file, watchdog.get(), cli, json.get(), world);
+      run_sweeps(*v, layout, *setup, root, *file, watchdog.get(), reports, world);
+  const double sweeps_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sweeps_start).count();
   const double foreign_cpu = foreign_cpu_fraction(cpu_at_start, world);
   try {
     run.attr("foreign_cpu_fraction", foreign_cpu);
@@ -675,8 +700,9 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   if (!heartbeat.empty() && layout.rank == 0) ::unlink(heartbeat.c_str());
   if (json != nullptr) write_json(*json, failures.empty() ? "complete" : "failed", failures);
   if (layout.rank == 0) {
-    fmt::print("{}: {}\n", failures.empty() ? "complete" : "FAILED", out_path);
-    std::fflush(stdout);
+    fmt::print(reports.screen.results, "{}{}", cli.quiet ? "" : "\n",
+               reports.summary.text(out_path, failures, v->sweeps.size(), sweeps_s, cli.quiet));
+    std::fflush(reports.screen.results);
   }
   return failures.empty() ? 0 : 1;
 }

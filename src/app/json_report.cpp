@@ -83,6 +83,7 @@ void JsonReport::sweep_done(const std::string& status, const std::string& failur
 }
 
 void JsonReport::write(const std::string& run_status, const std::string& failure) const {
+  if (to_stdout() && (run_status == "running" || written_to_stdout_)) return;
   std::string text = "{\n";
   for (const auto& [k, v] : header_) text += "  " + json_string(k) + ": " + v + ",\n";
   text += "  \"status\": " + json_string(run_status) + ",\n  \"failure\": " + json_string(failure) +
@@ -99,6 +100,12 @@ void JsonReport::write(const std::string& run_status, const std::string& failure
       records += (records.empty() ? "\n    " : ",\n    ") + record_text(sw.name, sw.type, i, sw.records[i]);
   }
   text += "\n  ],\n  \"records\": [" + records + "\n  ]\n}\n";
+  if (to_stdout()) {
+    written_to_stdout_ = true;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
   write_file_replacing(path_, text, replace_link_, "--json file");
 }
 

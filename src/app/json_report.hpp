@@ -4,7 +4,8 @@
 // environment, ranks) and each finished sweep's records, and rewrites the whole file after
 // every sweep and at the end (written under a new name beside it, then renamed: app/file_write),
 // so the file is valid JSON whenever the run stops: "status": "running" there means it stopped
-// before its end.
+// before its end. --json - writes the document to stdout once, with the run's final status
+// (complete or failed; a run the hang guard stops writes none): a pipe gets one document.
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,8 +24,10 @@ class JsonReport {
   void add_sweep(const std::string& name, const std::string& type, std::vector<h5::PointRecord> records);
   // Marks the last added sweep complete or failed.
   void sweep_done(const std::string& status, const std::string& failure, double seconds);
-  // Rewrites the file; throws std::runtime_error naming the path when it cannot.
+  // Rewrites the file; throws std::runtime_error naming the path when it cannot. To stdout
+  // (path "-"): only a final status is written, once.
   void write(const std::string& run_status, const std::string& failure) const;
+  bool to_stdout() const { return path_ == "-"; }
 
  private:
   struct Sweep {
@@ -36,6 +39,7 @@ class JsonReport {
   std::vector<std::pair<std::string, std::string>> header_;
   std::vector<Sweep> sweeps_;
   bool replace_link_ = false;
+  mutable bool written_to_stdout_ = false;
 };
 
 // JSON text of a string (quoted, escaped) and of a number (null for NaN and infinities).

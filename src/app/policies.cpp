@@ -75,7 +75,7 @@ void port_if_other_model(Use& use, const GpuInfo& gpu, Backend backend, std::str
     return;
   }
   if (mpi::rank_of(world) == 0)
-    fmt::print("warning: {}:{}: key '{}': tuned policy {} ported: {}; {} follows it (strict: true "
+    fmt::print(stderr, "warning: {}:{}: key '{}': tuned policy {} ported: {}; {} follows it (strict: true "
                "refuses instead)\n", use.where.file, use.where.line, use.key, use.file, why, steers(use));
   use.source.description += " ported from " + from;
 }
@@ -99,7 +99,7 @@ bool decide(const std::vector<std::shared_ptr<Use>>& uses, Backend backend, cons
         return false;
       }
       if (root && !quiet)
-        fmt::print("{}: {} is followed by {}\n", kind_of(*use), use->source.description, steers(*use));
+        fmt::print(stderr, "{}: {} is followed by {}\n", kind_of(*use), use->source.description, steers(*use));
       continue;
     }
     if (use->strict) {
@@ -107,7 +107,7 @@ bool decide(const std::vector<std::shared_ptr<Use>>& uses, Backend backend, cons
       return false;
     }
     if (root)
-      fmt::print("warning: {} not applied: {}; {} (strict: true refuses instead)\n", where, why, without_it(*use));
+      fmt::print(stderr, "warning: {} not applied: {}; {} (strict: true refuses instead)\n", where, why, without_it(*use));
     use->source = {nullptr, "built-in (" + use->file + " not applied: " + why + ")"};
   }
   return true;
@@ -119,9 +119,9 @@ bool decide_policies(const std::vector<std::unique_ptr<Sweep>>& sweeps, Backend 
                      const GpuInfo& gpu, bool quiet, MPI_Comm world) {
   const auto kernel = policy_uses<KernelPolicyUse>(sweeps, [](const Sweep& w) { return w.kernel_policies(); });
   const auto cp = policy_uses<CpPolicyUse>(sweeps, [](const Sweep& w) { return w.cp_policies(); });
-  const bool ok = decide(kernel, backend, gpu, quiet, world) && decide(cp, backend, gpu, quiet, world);
-  std::fflush(stdout);
-  return ok;
+  // Every line here is a note or a warning: stderr, as the progress lines (stdout keeps the
+  // header, the tables and the summary).
+  return decide(kernel, backend, gpu, quiet, world) && decide(cp, backend, gpu, quiet, world);
 }
 
 }  // namespace rb

@@ -31,8 +31,8 @@ std::string duration_text(double s) {
   return fmt::format("{} h {:02} min", whole / 3600, (whole % 3600) / 60);
 }
 
-RunProgress::RunProgress(std::vector<double> estimated_s, bool quiet, RecordsSink sink)
-    : estimated_s_(std::move(estimated_s)), quiet_(quiet), sink_(std::move(sink)),
+RunProgress::RunProgress(std::vector<double> estimated_s, Screen screen, RecordsSink sink)
+    : estimated_s_(std::move(estimated_s)), screen_(screen), sink_(std::move(sink)),
       start_(std::chrono::steady_clock::now()) {}
 
 double RunProgress::elapsed_s() const {
@@ -108,8 +108,11 @@ void Progress::results(const std::string& table, std::vector<h5::PointRecord> re
   if (rank_ != 0) return;
   if (run_ != nullptr) run_->records(index_, std::move(records));
   if (silent() || table.empty()) return;
-  fmt::print(out_, "\n{}\n", table);
+  std::FILE* out = run_ != nullptr ? run_->screen().results : out_;
+  // Progress and results may share a terminal through two streams: what came first shows first.
   std::fflush(out_);
+  fmt::print(out, "\n{}", table);  // a blank line before each table (tables end with a newline)
+  std::fflush(out);
 }
 
 }  // namespace rb

@@ -1,6 +1,6 @@
 #pragma once
-// Rank-0-only progress lines with a UTC timestamp, elapsed time and ETA; silent elsewhere and
-// with --quiet. Every rank's sweep calls point_started, so it also tells this rank's hang
+// Rank-0-only progress lines with a UTC timestamp, elapsed time and ETA, on stderr; silent
+// elsewhere and with --quiet. The results tables go to the Screen's results stream. Every rank's sweep calls point_started, so it also tells this rank's hang
 // guard (if any) which point runs, and holds the test-only hang hook
 // (RINGBENCH_TEST_HANG_POINT, app/watchdog.hpp).
 #include <chrono>
@@ -15,15 +15,27 @@ namespace rb {
 
 class Watchdog;
 
+// Where the run prints (docs/user-guide.md, "What goes where"): progress lines, notes and
+// warnings on `progress` (stderr), so stdout holds what a log keeps: the header, the results
+// tables and the summary, on `results` (stdout; stderr with --json -, whose JSON owns stdout).
+// Tables fit `table_width` columns (0: --wide, one line a row).
+struct Screen {
+  bool quiet = false;
+  std::size_t table_width = h5::kTerminalWidth;
+  std::FILE* progress = stderr;
+  std::FILE* results = stdout;
+};
+
 // The whole run as the progress lines see it: sweep k of N, the run's clock, each sweep's
-// estimated seconds (the cost model's; they weight the run's ETA), --quiet, and where the
-// sweeps' results go besides the terminal (--json).
+// estimated seconds (the cost model's; they weight the run's ETA), the Screen, and where the
+// sweeps' results go besides the terminal (--json, the summary).
 class RunProgress {
  public:
   using RecordsSink = std::function<void(std::size_t sweep, std::vector<h5::PointRecord>)>;
-  RunProgress(std::vector<double> estimated_s, bool quiet, RecordsSink sink = {});
+  RunProgress(std::vector<double> estimated_s, Screen screen, RecordsSink sink = {});
   std::size_t sweeps() const { return estimated_s_.size(); }
-  bool quiet() const { return quiet_; }
+  bool quiet() const { return screen_.quiet; }
+  const Screen& screen() const { return screen_; }
   double elapsed_s() const;
   // Seconds left in the run when sweep `index` is `fraction` done: the estimates still to go,
   // scaled by how the time so far compares with the estimates of the work done; < 0: unknown.
@@ -32,7 +44,7 @@ class RunProgress {
 
  private:
   std::vector<double> estimated_s_;
-  bool quiet_;
+  Screen screen_;
   RecordsSink sink_;
   std::chrono::steady_clock::time_point start_;
 };
@@ -44,12 +56,16 @@ std::string duration_text(double seconds);
 
 class Progress final : public ProgressReporter {
  public:
+  // `out`: the progress lines (and, outside a run, the results tables).
   Progress(int rank, std::string sweep, std::size_t total_points, double min_interval_s = 2.0,
-           std::FILE* out = stdout);
+           std::FILE* out = stderr);
   // Prints the first and last point and any point at least min_interval_s after the last line.
   void point_started(std::size_t index, const std::string& label) override;
   void note(const std::string& line) override;
   void results(const std::string& table, std::vector<h5::PointRecord> records) override;
+  std::size_t table_width() const override {
+    return run_ != nullptr ? run_->screen().table_width : h5::kTerminalWidth;
+  }
   // The hang guard told of each point (not owned; null: none).
   void watch(Watchdog* watchdog) { watchdog_ = watchdog; }
   // This sweep is number `index` of `run` (not owned; null: a lone sweep, no run-level line).

@@ -210,6 +210,7 @@ double over_ranks(const std::vector<double>& v, OverRanks how) {
     case OverRanks::Min: return stats::min(v);
     case OverRanks::Mean: return stats::mean(v);
     case OverRanks::Rank0: return v.empty() ? kMissing : v[0];
+    case OverRanks::Slowest: throw std::logic_error("over_ranks: 'slowest' needs the ranks' medians");
     case OverRanks::Sum: break;
   }
   const auto f = stats::finite(v);
@@ -224,6 +225,7 @@ double over_inner(const std::vector<double>& v, OverInner how) {
     case OverInner::Median: return stats::median(v);
     case OverInner::Max: return stats::max(v);
     case OverInner::Sum: return over_ranks(v, OverRanks::Sum);
+    case OverInner::Cv: return stats::cv(v);
     case OverInner::None: break;
   }
   return v.empty() ? kMissing : v[0];
@@ -236,6 +238,7 @@ std::string to_string(OverInner o) {
     case OverInner::Median: return "median";
     case OverInner::Sum: return "sum";
     case OverInner::Max: return "max";
+    case OverInner::Cv: return "cv";
     case OverInner::None: break;
   }
   return "none";
@@ -247,14 +250,16 @@ std::string to_string(OverRanks o) {
     case OverRanks::Min: return "min";
     case OverRanks::Mean: return "mean";
     case OverRanks::Sum: return "sum";
+    case OverRanks::Slowest: return "slowest";
     case OverRanks::Rank0: break;
   }
   return "rank0";
 }
 
 std::string statistic_text(const Headline& h) {
-  const std::string ranks =
-      h.ranks == OverRanks::Rank0 ? "rank 0's value" : to_string(h.ranks) + " over ranks";
+  const std::string ranks = h.ranks == OverRanks::Rank0     ? "rank 0's value"
+                            : h.ranks == OverRanks::Slowest ? "the slowest rank's (largest median)"
+                                                            : to_string(h.ranks) + " over ranks";
   if (h.inner == OverInner::None) return ranks;
   return to_string(h.inner) + " over " + h.inner_name + ", " + ranks;
 }
@@ -300,6 +305,35 @@ PointRecord::Field PointsTable::key_field(const std::string& name, const Key& k,
   return f;
 }
 
+namespace {
+
+// Rank 0: every rank's `mine` (one value per point), rank-major; elsewhere: empty.
+std::vector<double> gathered(const std::vector<double>& mine, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<double> all(rank == 0 ? mine.size() * static_cast<std::size_t>(size) : 1);
+  MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+             static_cast<int>(mine.size()), MPI_DOUBLE, 0, comm);
+  return all;
+}
+
+// The value of the rank whose median at `point` is the largest (NaN medians never win).
+double slowest_rank_value(const std::vector<double>& per_rank, const std::vector<double>& medians,
+                          std::size_t point, std::size_t points) {
+  double worst = kMissing, value = kMissing;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    const double m = medians[r * points + point];
+    if (!std::isnan(m) && !(m <= worst)) {
+      worst = m;
+      value = per_rank[r];
+    }
+  }
+  return value;
+}
+
+}  // namespace
+
 std::vector<PointRecord> PointsTable::records(const std::vector<Headline>& headlines,
                                               MPI_Comm comm) const {
   int rank = 0, size = 1;
@@ -326,122 +360,19 @@ std::vector<PointRecord> PointsTable::records(const std::vector<Headline>& headl
       }
       continue;
     }
-    const std::vector<double> mine = inner_reduced(c, h.inner);
-    std::vector<double> all(rank == 0 ? points_ * static_cast<std::size_t>(size) : 1);
-    MPI_Gather(mine.data(), static_cast<int>(points_), MPI_DOUBLE, all.data(),
-               static_cast<int>(points_), MPI_DOUBLE, 0, comm);
+    const std::vector<double> all = gathered(inner_reduced(c, h.inner), comm);
+    // Slowest: each point's value from the rank with the largest median (every rank gathers).
+    const std::vector<double> medians = h.ranks == OverRanks::Slowest
+                                            ? gathered(inner_reduced(c, OverInner::Median), comm)
+                                            : std::vector<double>();
     std::vector<double> per_rank(static_cast<std::size_t>(size));
     for (std::size_t p = 0; p < out.size(); ++p) {
       for (std::size_t r = 0; r < per_rank.size(); ++r) per_rank[r] = all[r * points_ + p];
-      f.number = over_ranks(per_rank, h.ranks);
+      f.number = h.ranks == OverRanks::Slowest ? slowest_rank_value(per_rank, medians, p, points_)
+                                               : over_ranks(per_rank, h.ranks);
       out[p].metrics.push_back(f);
     }
   }
-  return out;
-}
-
-// ---- text tables ---------------------------------------------------------------------------
-
-std::string fixed(double value, int decimals) {
-  if (std::isnan(value)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-  return buf;
-}
-
-std::string sig3(double value) {
-  if (std::isnan(value)) return "-";
-  const double a = std::fabs(value);
-  if (a > 0 && a < 1e-3) {  // errors and tiny rates: 7.75e-07, not 0.000000775
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2e", value);
-    return buf;
-  }
-  const int decimals = a >= 100 || a == 0 ? 0 : a >= 10 ? 1 : a >= 1 ? 2
-                       : std::min(9, 2 - static_cast<int>(std::floor(std::log10(a))));
-  return fixed(value, decimals);
-}
-
-void TextTable::span(std::size_t first, std::size_t count, std::string label) {
-  spans_.push_back({first, count, std::move(label)});
-}
-
-void TextTable::row(std::vector<std::string> cells) {
-  cells.resize(columns_.size());
-  rows_.push_back(std::move(cells));
-}
-
-namespace {
-
-std::string pad(const std::string& s, std::size_t width, bool left) {
-  if (s.size() >= width) return s;
-  const std::string fill(width - s.size(), ' ');
-  return left ? s + fill : fill + s;
-}
-
-std::string centred(const std::string& s, std::size_t width, char fill) {
-  if (s.size() + 2 >= width) return pad(s, width, false);
-  const std::size_t before = (width - s.size() - 2) / 2;
-  return std::string(before, fill) + " " + s + " " +
-         std::string(width - s.size() - 2 - before, fill);
-}
-
-// `text` in lines of at most `width` characters (words kept whole), each starting with `indent`.
-std::string wrapped(const std::string& text, const std::string& indent, std::size_t width) {
-  std::string out, line = indent;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
-      out += line + "\n";
-      line = indent;
-    }
-    line += (line.size() > indent.size() ? " " : "") + word;
-    start = end + 1;
-  }
-  return out + line + "\n";
-}
-
-}  // namespace
-
-std::string TextTable::render(const std::string& title, const std::vector<std::string>& notes) const {
-  std::vector<std::size_t> w(columns_.size());
-  for (std::size_t c = 0; c < columns_.size(); ++c) {
-    w[c] = std::max(columns_[c].header.size(), columns_[c].units.size());
-    for (const auto& r : rows_) w[c] = std::max(w[c], r[c].size());
-  }
-  // A span wider than its columns widens its last column.
-  for (const Span& s : spans_) {
-    std::size_t have = 2 * (s.count - 1);
-    for (std::size_t c = s.first; c < s.first + s.count; ++c) have += w[c];
-    if (have < s.label.size() + 6) w[s.first + s.count - 1] += s.label.size() + 6 - have;
-  }
-  auto line = [&](auto cell) {
-    std::string out = " ";
-    for (std::size_t c = 0; c < columns_.size(); ++c) out += "  " + cell(c);
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  };
-  std::string out = title + "\n";
-  if (!spans_.empty()) {
-    std::string s = " ";
-    std::size_t c = 0;
-    for (const Span& sp : spans_) {
-      for (; c < sp.first; ++c) s += "  " + std::string(w[c], ' ');
-      std::size_t width = 0;
-      for (; c < sp.first + sp.count; ++c) width += w[c] + 2;
-      s += "  " + centred(sp.label, width - 2, '-');
-    }
-    out += s + "\n";
-  }
-  out += line([&](std::size_t c) { return pad(columns_[c].header, w[c], columns_[c].left); });
-  bool units = false;
-  for (const auto& col : columns_) units = units || !col.units.empty();
-  if (units) out += line([&](std::size_t c) { return pad(columns_[c].units, w[c], columns_[c].left); });
-  for (const auto& r : rows_) out += line([&](std::size_t c) { return pad(r[c], w[c], columns_[c].left); });
-  for (const auto& n : notes) out += wrapped(n, "  ", 100);
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "metrics/h5.hpp"
+#include "metrics/text_table.hpp"
 
 namespace rb::h5 {
 
@@ -30,8 +31,11 @@ void check_unit_name(const std::string& name, const std::string& units);
 // One headline number per point and metric: a statistic over each rank's inner values
 // (iterations, ring steps), then one over ranks. Both are named in the output, so the same
 // number can be recomputed from the file (NaN, and -1 in integer metrics, count as missing).
-enum class OverInner { None, Median, Sum, Max };
-enum class OverRanks { Max, Min, Mean, Sum, Rank0 };
+// Cv: sample standard deviation / mean of the inner values (NaN below two), how much one
+// iteration differs from the next. Slowest: the value of the rank whose median over the inner
+// values is the largest (the slowest rank's CV, as rb-analysis judges it).
+enum class OverInner { None, Median, Sum, Max, Cv };
+enum class OverRanks { Max, Min, Mean, Sum, Rank0, Slowest };
 struct Headline {
   std::string metric;
   OverInner inner = OverInner::None;
@@ -40,8 +44,8 @@ struct Headline {
 };
 // "median over iterations, max over ranks" (inner dimension named as the metric's units imply).
 std::string statistic_text(const Headline& h);
-std::string to_string(OverInner o);   // "none" | "median" | "sum" | "max"
-std::string to_string(OverRanks o);   // "max" | "min" | "mean" | "sum" | "rank0"
+std::string to_string(OverInner o);   // "none" | "median" | "sum" | "max" | "cv"
+std::string to_string(OverRanks o);   // "max" | "min" | "mean" | "sum" | "rank0" | "slowest"
 
 // One point as rank 0 shows it: every key and the sweep's headline metrics.
 struct PointRecord {
@@ -60,40 +64,6 @@ struct PointRecord {
   double num(const std::string& name) const;
   std::string text(const std::string& name) const;
 };
-
-// ---- Aligned text tables for the terminal: the one place that formats them ------------------
-class TextTable {
- public:
-  struct Column {
-    Column(std::string h, std::string u = "", bool l = false)
-        : header(std::move(h)), units(std::move(u)), left(l) {}
-    std::string header;
-    std::string units;   // second header line, e.g. "(GB/s)"; empty: none
-    bool left = false;   // text columns align left, numbers right
-  };
-  explicit TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
-  // A label centred over columns [first, first + count) above the headers ("out-of-place").
-  void span(std::size_t first, std::size_t count, std::string label);
-  void row(std::vector<std::string> cells);  // fewer cells than columns: the rest empty
-  std::size_t rows() const { return rows_.size(); }
-  // "title", the header lines, the rows, then the notes (wrapped at 100 columns); every line
-  // but the title indented by two spaces; ends with a newline.
-  std::string render(const std::string& title, const std::vector<std::string>& notes = {}) const;
-
- private:
-  struct Span {
-    std::size_t first, count;
-    std::string label;
-  };
-  std::vector<Column> columns_;
-  std::vector<Span> spans_;
-  std::vector<std::vector<std::string>> rows_;
-};
-// Fixed-point with `decimals` digits; "-" for NaN (a missing value, never 0).
-std::string fixed(double value, int decimals);
-// Three significant digits at least ("0.00123", "12.3", "4567", "7.75e-07" below 0.001);
-// "-" for NaN.
-std::string sig3(double value);
 
 class PointsTable {
  public:

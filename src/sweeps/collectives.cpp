@@ -123,7 +123,7 @@ class Collectives final : public Sweep {
   h5::PointsTable point_table() const;
   void record(h5::PointsTable& t, std::size_t pi, const groups::Group& g, const Measured& m) const;
   void write_attributes(h5::Group& out, Transport transport) const;
-  std::string screen_table(const std::vector<h5::PointRecord>& records) const;
+  std::string screen_table(const std::vector<h5::PointRecord>& records, std::size_t width) const;
   bool has_world_group() const {
     return std::any_of(p_.groups.begin(), p_.groups.end(),
                        [](const groups::Spec& g) { return g.kind == groups::Kind::World; });
@@ -269,13 +269,16 @@ std::string redop_of(const std::string& op) {
 }
 
 // One row per operation, group, dtype and size; out-of-place and in-place side by side.
-std::string Collectives::screen_table(const std::vector<h5::PointRecord>& records) const {
+std::string Collectives::screen_table(const std::vector<h5::PointRecord>& records,
+                                      std::size_t width) const {
   h5::TextTable t({{"operation", "", true}, {"group", "", true}, {"type", "", true},
                    {"redop", "", true}, {"root"}, {"size", "(B)"}, {"count", "(elements)"},
                    {"time", "(us)"}, {"algbw", "(GB/s)"}, {"busbw", "(GB/s)"}, {"#wrong"},
                    {"time", "(us)"}, {"algbw", "(GB/s)"}, {"busbw", "(GB/s)"}, {"#wrong"}});
   t.span(7, 4, "out-of-place");
   t.span(11, 4, "in-place");
+  t.repeat({0, 1, 2, 5});  // operation, group, type, size: which point a row is
+  t.droppable({3, 4, 6});  // redop, root, count: the operation, dtype and size imply them
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> row_key, omitted;
   for (const auto& r : records) {
@@ -323,7 +326,7 @@ std::string Collectives::screen_table(const std::vector<h5::PointRecord>& record
       "(oom_* in the file)"};
   for (const auto& g : omitted)
     notes.push_back("omitted: group " + g + "; its points are in the file and --json)");
-  return t.render(results_title(*this) + " collectives like nccl-tests", notes);
+  return t.render(results_title(*this) + " collectives like nccl-tests", notes, width);
 }
 
 SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
@@ -378,7 +381,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wrong.data(), n, MPI_INT64_T, MPI_SUM, ctx.world));
   const std::string fit_text = fit_model(ctx, out, transport, time, bytes, group_size);
   report_results(ctx, table, screen_headlines(),
-                 [&](const auto& r) { return screen_table(r) + fit_text; });
+                 [&](const auto& r) { return screen_table(r, ctx.progress.table_width()) + fit_text; });
 
   SweepOutcome outcome;
   for (std::size_t pi = 0; pi < P && outcome.ok; ++pi)
@@ -466,7 +469,8 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
   h5::Group g = out.group("model");
   g.attr("formula", "t(m) = alpha_s + m / beta_Bps; m = the points' size_bytes (largest over ranks), t = their time_s (slowest rank); fit: least squares on relative error (weights 1/t^2)");
   model.write(g);
-  return fits.render("  alpha-beta fit per series, t(m) = alpha + m / beta (model/ in the file):");
+  return fits.render("  alpha-beta fit per series, t(m) = alpha + m / beta (model/ in the file):", {},
+                     ctx.progress.table_width());
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ class ComputeSweep final : public Sweep {
 
  private:
   h5::PointsTable point_table(const std::string& gemm_engine) const;
-  std::string screen_table(const std::vector<h5::PointRecord>& records) const;
+  std::string screen_table(const std::vector<h5::PointRecord>& records, std::size_t width) const;
   ComputeParams p_;
 };
 
@@ -200,13 +200,16 @@ std::vector<h5::Headline> compute_headlines() {
   return {{"rate_tflops", OverInner::None, OverRanks::Min},
           {"rate_tflops", OverInner::None, OverRanks::Max},
           {"iteration_time_s", OverInner::Median, OverRanks::Max},
-          {"status", OverInner::None, OverRanks::Rank0}};
+          {"status", OverInner::None, OverRanks::Rank0},
+          {"iteration_time_s", OverInner::Cv, OverRanks::Slowest}};
 }
 
-std::string ComputeSweep::screen_table(const std::vector<h5::PointRecord>& records) const {
+std::string ComputeSweep::screen_table(const std::vector<h5::PointRecord>& records,
+                                       std::size_t width) const {
   h5::TextTable t({{"operation", "", true}, {"engine", "", true}, {"dtype", "", true},
                    {"size", "(n)"}, {"min rank", "(TFLOP/s)"}, {"max rank", "(TFLOP/s)"},
                    {"median time", "(ms)"}, {"status", "", true}});
+  t.repeat({0, 1, 2, 3});
   for (const auto& r : records) {
     double lo = NAN, hi = NAN;  // the two rate_tflops headlines: min, then max over ranks
     for (const auto& f : r.metrics)
@@ -217,7 +220,8 @@ std::string ComputeSweep::screen_table(const std::vector<h5::PointRecord>& recor
   return t.render(results_title(*this) + " GEMM (n x n x n) and attention block rate per rank",
                   {"TFLOP/s: FLOPs / mean call time of each rank (slowest and fastest rank); "
                    "time: median over iterations, slowest rank; status oom: an allocation "
-                   "failed on some rank (oom_* in the file)"});
+                   "failed on some rank (oom_* in the file)"},
+                  width);
 }
 
 std::optional<Sweep::HostMemoryNeed> ComputeSweep::host_memory_need() const {
@@ -296,7 +300,7 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
     out.attr("attention", "skipped: the attention block rate is measured on the cuda backend only");
   }
   table.write(out);
-  report_results(ctx, table, compute_headlines(), [&](const auto& r) { return screen_table(r); });
+  report_results(ctx, table, compute_headlines(), [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });
   return outcome;
 }
 

@@ -470,16 +470,19 @@ std::vector<h5::Headline> contention_headlines() {
           {"p99_s", OverInner::None, OverRanks::Max}};
 }
 
-std::string contention_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
+std::string contention_table(const std::string& title, const std::vector<h5::PointRecord>& records,
+                             std::size_t width) {
   h5::TextTable t({{"phase", "", true}, {"workload", "", true}, {"path", "", true}, {"rows"}, {"binding", "", true},
                    {"median", "(ms)"}, {"p99", "(ms)"}, {"cv", "(%)"}, {"slowdown", "(x alone)"}});
+  t.repeat({0, 1, 2, 3, 4});
   for (const auto& r : records)
     t.row({r.text("phase"), r.text("workload"), r.text("path").empty() ? "-" : r.text("path"),
            r.num("rows") > 0 ? h5::fixed(r.num("rows"), 0) : "-", r.text("binding"),
            h5::sig3(r.num("median_s") * 1e3), h5::sig3(r.num("p99_s") * 1e3),
            h5::fixed(r.num("cv") * 100, 1), h5::fixed(r.num("slowdown"), 2)});
   return t.render(title + " the same work alone, concurrent unbound and bound",
-                  {"each column: the measuring rank with the largest value (feeders do not measure)"});
+                  {"each column: the measuring rank with the largest value (feeders do not measure)"},
+                  width);
 }
 
 class ContentionSweep final : public Sweep {
@@ -517,7 +520,9 @@ class ContentionSweep final : public Sweep {
     fill_table(t, p_, points_, r, ctx.layout.rank);
     t.write(out);
     report_results(ctx, t, contention_headlines(),
-                   [&](const auto& recs) { return contention_table(results_title(*this), recs); });
+                   [&](const auto& recs) {
+                     return contention_table(results_title(*this), recs, ctx.progress.table_width());
+                   });
     r.write_monitor_table(out);
     write_restore(out, r);
     write_tuning_mismatch(out, p_, r, ctx.world);

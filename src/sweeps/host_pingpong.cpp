@@ -82,7 +82,7 @@ class HostPingpong final : public Sweep {
     out.attr("warmup", p_.warmup);
     out.attr("iterations", p_.iterations);
     table.write(out);
-    report_results(ctx, table, headlines(), [&](const auto& r) { return screen_table(r); });
+    report_results(ctx, table, headlines(), [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });
     SweepOutcome outcome;
     if (corrupt > 0) {
       outcome.ok = false;
@@ -104,10 +104,11 @@ class HostPingpong final : public Sweep {
     using h5::OverInner, h5::OverRanks;
     return {{"one_way_time_s", OverInner::Median, OverRanks::Max},
             {"bandwidth_Bps", OverInner::None, OverRanks::Min},
-            {"corrupt_echo", OverInner::None, OverRanks::Sum}};
+            {"corrupt_echo", OverInner::None, OverRanks::Sum},
+            {"one_way_time_s", OverInner::Cv, OverRanks::Slowest}};
   }
 
-  std::string screen_table(const std::vector<h5::PointRecord>& records) const {
+  std::string screen_table(const std::vector<h5::PointRecord>& records, std::size_t width) const {
     h5::TextTable t({{"size", "(B)"}, {"one-way", "(us)"}, {"bandwidth", "(GB/s)"},
                      {"corrupt", "(echoes)"}});
     for (const auto& r : records)
@@ -115,7 +116,8 @@ class HostPingpong final : public Sweep {
              h5::sig3(r.num("bandwidth_Bps") / 1e9), h5::fixed(r.num("corrupt_echo"), 0)});
     return t.render(results_title(*this) + " MPI ping-pong, each rank with rank + 1, one pair at a time",
                     {"one-way: half the round trip, median over iterations, slowest rank; "
-                     "bandwidth: size / that rank's median, slowest rank"});
+                     "bandwidth: size / that rank's median, slowest rank"},
+                    width);
   }
 
   h5::PointsTable point_table() const {

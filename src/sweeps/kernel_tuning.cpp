@@ -197,13 +197,16 @@ std::vector<h5::Headline> tuning_headlines() {
   return {{"forward_time_s", OverInner::Median, OverRanks::Max},
           {"backward_time_s", OverInner::Median, OverRanks::Max},
           {"max_rel_error", OverInner::None, OverRanks::Max},
-          {"status", OverInner::None, OverRanks::Rank0}};
+          {"status", OverInner::None, OverRanks::Rank0},
+          {"forward_time_s", OverInner::Cv, OverRanks::Slowest}};
 }
 
-std::string tuning_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
+std::string tuning_table(const std::string& title, const std::vector<h5::PointRecord>& records,
+                         std::size_t width) {
   h5::TextTable t({{"rows"}, {"head_dim"}, {"dtype", "", true}, {"causal"}, {"dilation", "(w/r)", true},
                    {"path", "", true}, {"auto", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"}, {"max rel err"},
                    {"status", "(rank 0)", true}});
+  t.repeat({0, 1, 2, 3, 4, 5});  // the block shape and the path
   for (const auto& r : records) {
     // Without the branch, the LongNet rows of one block size read as repeats of the dense row.
     const std::string dilation = r.num("segment") > 0 ? h5::fixed(r.num("segment"), 0) + "/" +
@@ -215,7 +218,8 @@ std::string tuning_table(const std::string& title, const std::vector<h5::PointRe
            h5::sig3(r.num("max_rel_error")), r.text("status")});
   }
   return t.render(title + " every kernel path per block shape",
-                  {"times: median over iterations, slowest rank; max rel err: largest over ranks"});
+                  {"times: median over iterations, slowest rank; max rel err: largest over ranks"},
+                  width);
 }
 
 SweepOutcome KernelTuningSweep::run(RunContext& ctx, h5::Group& out) {
@@ -248,7 +252,9 @@ SweepOutcome KernelTuningSweep::run(RunContext& ctx, h5::Group& out) {
   }
   table.write(out);
   report_results(ctx, table, tuning_headlines(),
-                 [&](const auto& r) { return tuning_table(results_title(*this), r); });
+                 [&](const auto& r) {
+                   return tuning_table(results_title(*this), r, ctx.progress.table_width());
+                 });
   return outcome;
 }
 

@@ -63,7 +63,7 @@ class MemorySweep final : public Sweep {
   };
   h5::PointsTable point_table() const;
   static std::vector<h5::Headline> headlines();
-  std::string screen_table(const std::vector<h5::PointRecord>& records) const;
+  std::string screen_table(const std::vector<h5::PointRecord>& records, std::size_t width) const;
   Timing measure(const std::string& kind, prof::ComputeEngine& engine) const;
   MemoryParams p_;
 };
@@ -96,12 +96,15 @@ std::vector<h5::Headline> MemorySweep::headlines() {
           {"bandwidth_Bps", OverInner::None, OverRanks::Max},
           {"iteration_time_s", OverInner::Median, OverRanks::Max},
           {"wrong_elements", OverInner::None, OverRanks::Sum},
-          {"status", OverInner::None, OverRanks::Rank0}};
+          {"status", OverInner::None, OverRanks::Rank0},
+          {"iteration_time_s", OverInner::Cv, OverRanks::Slowest}};
 }
 
-std::string MemorySweep::screen_table(const std::vector<h5::PointRecord>& records) const {
+std::string MemorySweep::screen_table(const std::vector<h5::PointRecord>& records,
+                                      std::size_t width) const {
   h5::TextTable t({{"kind", "", true}, {"size", "(B)"}, {"min rank", "(GB/s)"},
                    {"max rank", "(GB/s)"}, {"median time", "(ms)"}, {"#wrong"}, {"status", "", true}});
+  t.repeat({0, 1});
   for (const auto& r : records) {
     // Two headlines share the metric: the first is the min over ranks, the second the max.
     double lo = NAN, hi = NAN;
@@ -115,7 +118,8 @@ std::string MemorySweep::screen_table(const std::vector<h5::PointRecord>& record
                   {"GB/s: moved bytes / mean iteration time of each rank (slowest and fastest "
                    "rank); time: median over iterations, slowest rank; #wrong: triad check "
                    "summed over ranks (- : not checked); status oom: an allocation failed on "
-                   "some rank (oom_* in the file)"});
+                   "some rank (oom_* in the file)"},
+                  width);
 }
 
 SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
@@ -154,7 +158,7 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   out.attr("iterations", p_.iterations);
   if (p_.copies.empty()) out.attr("copies", "skipped: the host backend has no device");
   table.write(out);
-  report_results(ctx, table, headlines(), [&](const auto& r) { return screen_table(r); });
+  report_results(ctx, table, headlines(), [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });
   return outcome;
 }
 

@@ -128,7 +128,8 @@ class P2pMatrix final : public Sweep {
            (round_pairs > 1 ? " with " + std::to_string(round_pairs) + " pairs at once" : "");
   }
   h5::PointsTable point_table(const std::vector<P2pPoint>& points) const;
-  std::string screen_tables(const std::vector<h5::PointRecord>& records, std::size_t rounds) const;
+  std::string screen_tables(const std::vector<h5::PointRecord>& records, std::size_t rounds,
+                            std::size_t width) const;
   void measure_round(RunContext& ctx, prof::Engine& link, const std::vector<prof::Pair>& round,
                      std::size_t first, int round_index, h5::PointsTable& t) const;
   void measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
@@ -260,7 +261,8 @@ constexpr int kFullMatrixRanks = 16;  // above: one summary row per sender
 
 // Sender x receiver matrix of one metric, or for many ranks each sender's min / median / max.
 std::string matrix_text(const std::vector<h5::PointRecord>& records, int world,
-                        const std::string& metric, double scale, const std::string& title) {
+                        const std::string& metric, double scale, const std::string& title,
+                        std::size_t width) {
   std::vector<std::vector<double>> m(static_cast<std::size_t>(world),
                                      std::vector<double>(static_cast<std::size_t>(world), NAN));
   for (const auto& r : records)
@@ -276,7 +278,7 @@ std::string matrix_text(const std::vector<h5::PointRecord>& records, int world,
       for (int b = 0; b < world; ++b) row.push_back(a == b ? "." : h5::sig3(m[a][b]));
       t.row(row);
     }
-    return t.render(title);
+    return t.render(title, {}, width);
   }
   h5::TextTable t({{"from"}, {"min"}, {"to"}, {"median"}, {"max"}, {"to"}});
   for (int a = 0; a < world; ++a) {
@@ -294,29 +296,33 @@ std::string matrix_text(const std::vector<h5::PointRecord>& records, int world,
   return t.render(title, {"the " + std::to_string(world) + " x " + std::to_string(world) +
                           " matrix is omitted (over " + std::to_string(kFullMatrixRanks) +
                           " ranks): each sender's min, median and max over receivers; every pair "
-                          "is in the file and in --json"});
+                          "is in the file and in --json"},
+                  width);
 }
 
 std::string P2pMatrix::screen_tables(const std::vector<h5::PointRecord>& records,
-                                     std::size_t rounds) const {
+                                     std::size_t rounds, std::size_t width) const {
   std::size_t pairs = 0;
   for (const auto& r : records) pairs += r.text("pattern") == "pair" ? 1 : 0;
-  std::string s = results_title(*this) + " point to point, pairs " + prof::to_string(p_.pairs) + ": " +
-                  std::to_string(pairs) + " ordered pairs " +
-                  (p_.rounds ? "in " + std::to_string(rounds) + " rounds of disjoint pairs at once\n"
-                             : "one at a time\n");
+  const std::string title =
+      results_title(*this) + " point to point, pairs " + prof::to_string(p_.pairs) + ": " +
+      std::to_string(pairs) + " ordered pairs " +
+      (p_.rounds ? "in " + std::to_string(rounds) + " rounds of disjoint pairs at once" : "one at a time");
+  std::string s = width == 0 ? title + "\n" : h5::wrapped(title, width, "", "  ");
   s += matrix_text(records, world_, "bandwidth_Bps", 1e-9,
                    "  bandwidth (GB/s), " + format_bytes(static_cast<double>(p_.bandwidth_bytes)) +
-                       " messages, the slower rank of each pair:");
+                       " messages, the slower rank of each pair:",
+                   width);
   s += matrix_text(records, world_, "latency_s", 1e6,
                    "  latency (us), " + format_bytes(static_cast<double>(p_.latency_bytes)) +
-                       " messages, half the round trip, the slower rank of each pair:");
+                       " messages, half the round trip, the slower rank of each pair:",
+                   width);
   h5::TextTable t({{"shift"}, {"GB/s per rank"}});
   for (const auto& r : records)
     if (r.text("pattern") == "concurrent")
       t.row({h5::fixed(r.num("shift"), 0), h5::sig3(r.num("concurrent_bandwidth_Bps") / 1e9)});
   if (t.rows() > 0)
-    s += t.render("  concurrent: every rank r sends to r + shift at once, slowest rank:");
+    s += t.render("  concurrent: every rank r sends to r + shift at once, slowest rank:", {}, width);
   if (p_.bidirectional) s += "  bidirectional figures (sender < receiver): in the file and in --json\n";
   return s;
 }
@@ -367,7 +373,7 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   out.attr("rounds", static_cast<std::int64_t>(rounds.size()));
   table.write(out);
   report_results(ctx, table, screen_headlines(),
-                 [&](const auto& r) { return screen_tables(r, rounds.size()); });
+                 [&](const auto& r) { return screen_tables(r, rounds.size(), ctx.progress.table_width()); });
   return {};
 }
 

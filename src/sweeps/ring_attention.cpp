@@ -382,7 +382,7 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
     out.attr("world_nccl_create_time_s", ctx.gpu->world_nccl().creation_seconds());
   table.write(out);
   report_results(ctx, table, ring_headlines(),
-                 [&](const auto& r) { return ring_table(results_title(*this), r); });
+                 [&](const auto& r) { return ring_table(results_title(*this), r, ctx.progress.table_width()); });
   return outcome;
 }
 

@@ -125,7 +125,8 @@ void declare_block_calls(h5::PointsTable& t, bool host);
 attn::BlockCalls per_iteration(attn::BlockCalls calls, std::int64_t iterations);
 void record(h5::PointsTable& t, std::size_t pi, const PointResult& r);
 std::vector<h5::Headline> ring_headlines();
-std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records);
+std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records,
+                       std::size_t width);
 extern const char* const kFlopConvention;
 
 }  // namespace rb::ring_sweep

@@ -249,6 +249,7 @@ std::vector<h5::Headline> ring_headlines() {
                                  {"backward_kernel_slowdown", OverInner::None, OverRanks::Max}};
   for (const char* tensor : {"out", "dq", "dk", "dv"})
     h.push_back({std::string(tensor) + "_max_rel", OverInner::None, OverRanks::Max});
+  h.push_back({"total_time_s", OverInner::Cv, OverRanks::Slowest});  // the run summary's noise flag
   return h;
 }
 
@@ -281,7 +282,8 @@ std::string pair_cell(double fwd, double bwd, int decimals) {
 
 }  // namespace
 
-std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records) {
+std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records,
+                       std::size_t width) {
   // A scheme column only where a sweep compares or chooses schemes: a ring sweep reads as before.
   bool schemes = false;
   for (const auto& r : records)
@@ -295,8 +297,12 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
   std::vector<h5::TextTable::Column> cols = {{"S"}, {"R"}, {"rings"}};
   if (schemes) cols.emplace_back("scheme", "", true);
   if (transports) cols.emplace_back("transport", "", true);
-  for (auto c : std::vector<h5::TextTable::Column>{{"layout", "", true}, {"dtype", "", true},
-                   {"kernel", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"},
+  cols.emplace_back("layout", "", true);
+  cols.emplace_back("dtype", "", true);
+  // S to dtype say which point a row is; a split table begins every part with them (the
+  // kernel column, often wide, stays in the first part).
+  const std::size_t key_columns = cols.size();
+  for (auto c : std::vector<h5::TextTable::Column>{{"kernel", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"},
                    {"fwd", "(TFLOP/s/GPU)"}, {"fwd+bwd", "(TFLOP/s/GPU)"}, {"wait", "(% fwd)"}})
     cols.push_back(c);
   if (overlap) {
@@ -306,6 +312,9 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
   cols.emplace_back("parity", "", true);
   cols.emplace_back("max rel err");
   h5::TextTable t(std::move(cols));
+  std::vector<std::size_t> keys(key_columns);
+  for (std::size_t c = 0; c < key_columns; ++c) keys[c] = c;
+  t.repeat(keys);
   for (const auto& r : records) {
     // The mask is the sweep's, not a key: the point's label says it.
     const std::string label = r.text("label");
@@ -341,7 +350,8 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
                    "(highest rank), forward/backward; "
                    "parity: rank 0's verdict (sampled: sampled heads and rows against the streamed "
                    "reference; off: not checked, validate.reference: off), max rel err: largest over "
-                   "ranks and O, dQ, dK, dV"});
+                   "ranks and O, dQ, dK, dV"},
+                  width);
 }
 
 const char* const kFlopConvention =

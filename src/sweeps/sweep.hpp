@@ -51,6 +51,8 @@ class ProgressReporter {
     (void)table;
     (void)records;
   }
+  // The columns the results tables fit (TextTable::render's width; 0: --wide, one line a row).
+  virtual std::size_t table_width() const { return h5::kTerminalWidth; }
 };
 
 // The cost model of the dry-run's time estimate (docs/user-guide.md): assumed rates, printed
@@ -170,7 +172,8 @@ std::vector<std::string> timed_plan(const Points& points, std::int64_t iteration
 
 // Collective: the headline records of `table` (every rank), and on rank 0 the terminal table
 // `render(records)` makes of them, handed to the progress reporter. Sweeps supply the rows only;
-// h5::TextTable formats them.
+// h5::TextTable formats them, at ctx.progress.table_width(). A headline {metric, OverInner::Cv,
+// OverRanks::Slowest} is how a sweep asks the run's summary to flag a noisy point (CV > 5 %).
 template <class Render>
 void report_results(RunContext& ctx, const h5::PointsTable& table,
                     const std::vector<h5::Headline>& headlines, Render&& render) {

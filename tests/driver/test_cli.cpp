@@ -132,6 +132,18 @@ TEST_CASE("the recorded environment keeps only the variables that change results
   CHECK(kept[0].second == "0,1");
 }
 
+TEST_CASE("--wide keeps rows whole; --json - is stdout, which a --dry-run cannot fill") {
+  CHECK(parse({"run.yaml", "--wide"}).cli.wide);
+  CHECK_FALSE(parse({"run.yaml"}).cli.wide);
+  rb::ParsedCommandLine p = parse({"run.yaml", "--json", "-"});
+  CHECK(p.exit_code == -1);
+  CHECK(p.cli.json == "-");
+  p = parse({"run.yaml", "--json", "-", "--dry-run"});
+  CHECK(p.exit_code == 2);
+  CHECK(contains(p.message, "--json - writes a run's results to stdout"));
+  CHECK(parse({"run.yaml", "--json", "r.json", "--dry-run"}).exit_code == -1);
+}
+
 TEST_CASE("--quiet, --json, and the dry-run options; --world-size only plans") {
   rb::ParsedCommandLine p = parse({"run.yaml", "--quiet", "--json", "r.json"});
   CHECK(p.exit_code == -1);

@@ -68,14 +68,16 @@ TEST_CASE("progress: in a run, lines say the sweep number and the run's ETA; --q
   REQUIRE(f);
   std::vector<rb::h5::PointRecord> got;
   // Sweep 1 estimated 1 s, sweep 2 3 s: half of sweep 2 done leaves 1.5 of 4 estimated seconds.
-  rb::RunProgress run({1.0, 3.0}, false, [&](std::size_t, std::vector<rb::h5::PointRecord> r) { got = r; });
+  // Progress lines and results in one file here; a run sends them to stderr and stdout.
+  const rb::Screen screen{false, 100, f, f};
+  rb::RunProgress run({1.0, 3.0}, screen, [&](std::size_t, std::vector<rb::h5::PointRecord> r) { got = r; });
   CHECK(run.eta_s(1, 0.5) == doctest::Approx(run.elapsed_s() * 1.5 / 2.5).epsilon(0.5));
   CHECK(run.eta_s(0, 0.0) < 0);  // nothing done yet: unknown
   rb::Progress p(0, "coll", 2, 0.0, f);
   p.in_run(&run, 1);
   p.point_started(0, "x");
   p.results("TABLE\n", std::vector<rb::h5::PointRecord>(3));
-  rb::RunProgress quiet_run({1.0}, true);
+  rb::RunProgress quiet_run({1.0}, rb::Screen{true, 100, f, f});
   rb::Progress q(0, "hidden", 2, 0.0, f);
   q.in_run(&quiet_run, 0);
   q.point_started(0, "hidden");
@@ -88,6 +90,28 @@ TEST_CASE("progress: in a run, lines say the sweep number and the run's ETA; --q
   CHECK(got.size() == 3);
   CHECK(out.find("hidden") == std::string::npos);
   std::fclose(f);
+}
+
+TEST_CASE("progress: lines on the progress stream, tables on the results stream, at its width") {
+  std::FILE* progress = std::tmpfile();
+  std::FILE* results = std::tmpfile();
+  REQUIRE(progress);
+  REQUIRE(results);
+  rb::RunProgress run({1.0}, rb::Screen{false, 0, progress, results});
+  rb::Progress p(0, "coll", 1, 0.0, progress);
+  CHECK(p.table_width() == rb::h5::kTerminalWidth);  // outside a run: the terminal's
+  p.in_run(&run, 0);
+  CHECK(p.table_width() == 0);  // --wide
+  p.point_started(0, "x");
+  p.note("a note");
+  p.results("TABLE\n", {});
+  const std::string lines = printed(progress), tables = printed(results);
+  CHECK(lines.find("[coll] point 1/1 x") != std::string::npos);
+  CHECK(lines.find("[coll] a note") != std::string::npos);
+  CHECK(lines.find("TABLE") == std::string::npos);
+  CHECK(tables == "\nTABLE\n");
+  std::fclose(progress);
+  std::fclose(results);
 }
 
 TEST_CASE("durations read as people say them") {

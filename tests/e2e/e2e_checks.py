@@ -75,7 +75,13 @@ def points_table_problems(f, ranks):
     return problems
 
 
-def check_provenance(f, ranks):
+# Set for the small runs: one variable of each MPI/fabric family ringbench records (names no
+# library reads, so the run itself is unchanged).
+FABRIC_ENV = {"FI_RINGBENCH_CHECK": "fi", "I_MPI_RINGBENCH_CHECK": "impi",
+              "MPICH_RINGBENCH_CHECK": "mpich", "PMIX_RINGBENCH_CHECK": "pmix"}
+
+
+def check_provenance(f, ranks, fabric_env=None):
     run = f["run"].attrs
     check(int(run.get("schema_version", 0)) == 2, "/run schema_version is 2")
     libs = f["run/libraries"].attrs if "run/libraries" in f else {}
@@ -84,8 +90,13 @@ def check_provenance(f, ranks):
     check("run/environment" in f, "/run/environment is recorded")
     if "run/environment" in f:
         env = f["run/environment"].attrs
-        check(all(k.startswith(("NCCL_", "CUDA_", "RINGBENCH_", "OMPI_", "UCX_", "OMP_", "KOKKOS_", "SLURM_"))
-                  for k in env), f"only result-changing variables recorded: {list(env)[:8]}")
+        families = ("NCCL_", "CUDA_", "RINGBENCH_", "OMPI_", "UCX_", "FI_", "PMIX_", "I_MPI_", "MPICH_",
+                    "OMP_", "KOKKOS_", "SLURM_")
+        check(all(k.startswith(families) for k in env),
+              f"only result-changing variables recorded: {[k for k in env if not k.startswith(families)][:8]}")
+        # The MPI and fabric families (set for the run by check_small), with their values.
+        for name, value in (fabric_env or {}).items():
+            check(env.get(name) == value, f"/run/environment records {name}={value} ({env.get(name)!r})")
     ranks_grp = f["ranks"]
     for col in ("sm_clock_max_hz", "sm_clock_hz", "sm_clock_note"):
         check(col in ranks_grp and ranks_grp[col].shape == (ranks,), f"/ranks/{col} has {ranks} rows")
@@ -132,7 +143,7 @@ def check_sweeps_documented(f, source):
                 check(docs[rel] == role, f"{name}/{rel}: role {role} as documented ({docs[rel]})")
 
 
-def check_run_file(path, ranks, config_path, expect_status="complete"):
+def check_run_file(path, ranks, config_path, expect_status="complete", fabric_env=None):
     check(os.path.isfile(path), f"output file {path} exists")
     with h5py.File(path, "r") as f:
         run = f["run"].attrs
@@ -153,7 +164,7 @@ def check_run_file(path, ranks, config_path, expect_status="complete"):
             check(col in ranks_grp and ranks_grp[col].shape == (ranks,), f"/ranks/{col} has {ranks} rows")
         hosts = ranks_grp["hostname"].asstr()[()]
         check(all(h for h in hosts), "every rank has a hostname")
-        check_provenance(f, ranks)
+        check_provenance(f, ranks, fabric_env)
         missing = every_dataset_documented(f)
         check(not missing, f"every dataset has units, description, role and a name by the unit rule: {missing[:5]}")
         if expect_status != "running":
@@ -192,13 +203,14 @@ def check_small(args, ranks):
         check(not os.path.exists(out), "nothing was written for the refused run")
         names = [n for n in names if not n.startswith("ring_")]
         extra = ["--only", ",".join(names)]
-    r = mpirun(args, ranks, [args.ringbench, config, "--output", out, "--force"] + extra, timeout=600)
+    r = mpirun(args, ranks, [args.ringbench, config, "--output", out, "--force"] + extra, timeout=600,
+               env=FABRIC_ENV)
     print(r.stdout[-4000:], r.stderr[-4000:])
     check(r.returncode == 0, f"ringbench exits 0 on {ranks} ranks")
     check(f"complete: {out}" in r.stdout, "rank 0 prints where the file went")
-    check(r.stdout.count("ringbench ") >= 1 and r.stdout.count("writing ") == 1,
+    check(r.stdout.count("ringbench ") >= 1 and r.stderr.count("writing ") == 1,
           "the header and 'writing' line appear once (rank 0 only)")
-    sweeps = check_run_file(out, ranks, config)
+    sweeps = check_run_file(out, ranks, config, fabric_env=FABRIC_ENV)
     with h5py.File(out, "r") as f:
         check_sweeps_documented(f, args.source)
     for name in names:

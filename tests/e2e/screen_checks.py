@@ -2,6 +2,8 @@
 """What the terminal shows (issue #16): each sweep's results table after a 2-rank host run of
 inputs/small.yaml, with numbers equal to the HDF5 file's; --quiet; --json read back against
 the file; the login-node dry-run (no mpirun) with its time estimate; bad --world-size values.
+Issue #32 item 6: stdout within 100 columns (--wide: one line a row), progress on stderr, the
+end-of-run summary, and --json - (the JSON alone on stdout, no file named '-').
 
 One CTest entry per check (tests/e2e.cmake). Exit 0 = pass, 1 = fail, 77 = skipped.
 """
@@ -19,16 +21,23 @@ import harness  # noqa: E402
 h5py, np = harness.h5py_and_numpy()
 
 
-def small_run(args, extra):
-    """Runs inputs/small.yaml on 2 ranks; (stdout, h5 path, json path)."""
+def small_run(args, extra, json_to="small.json", streams=False, relative=False):
+    """Runs inputs/small.yaml on 2 ranks in the work directory; (stdout, h5 path, json path),
+    or with streams=True (stdout, stderr, h5 path, json path). relative: --output small.h5, as
+    the README's job names results/small_<time>.h5 (the summary's lines hold the path)."""
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
-    out = os.path.join(args.workdir, "small.h5")
-    js = os.path.join(args.workdir, "small.json")
+    os.chdir(args.workdir)  # where a relative --json path (or a stray file named '-') lands
+    out = "small.h5" if relative else os.path.join(args.workdir, "small.h5")
+    js = os.path.join(args.workdir, json_to)
     config = os.path.join(args.source, "inputs", "small.yaml")
-    r = mpirun(args, 2, [args.ringbench, config, "--output", out, "--json", js] + extra, timeout=600)
+    r = mpirun(args, 2, [args.ringbench, config, "--output", out, "--json", json_to] + extra, timeout=600)
     check(r.returncode == 0, f"the run succeeds: {r.stderr[-2000:]}")
-    return r.stdout, out, js
+    return (r.stdout, r.stderr, out, js) if streams else (r.stdout, out, js)
+
+
+# A progress line: "HH:MM:SS sweep k/N [name] ..." or "HH:MM:SS [name] done in ...".
+PROGRESS = re.compile(r"^\d\d:\d\d:\d\d (sweep \d+/\d+ )?\[", re.M)
 
 
 def close(printed, value):
@@ -60,19 +69,38 @@ def table_rows(stdout, name, subtitle=None):
 
 
 def per_point(ds, inner=None, ranks="max"):
-    """The screen's statistic from a [world, P, ...] dataset: inner (median or sum over the
-    axes after P), then over ranks."""
+    """The screen's statistic from a [world, P, ...] dataset: inner (median, sum or cv over the
+    axes after P), then over ranks (slowest: the rank with the largest median)."""
     a = np.asarray(ds[()], dtype=float)
     if a.dtype.kind in "iu" or ds.dtype.kind in "iu":
         a = np.where(np.asarray(ds[()]) == -1, np.nan, a)
-    if inner == "median":
-        a = np.nanmedian(a.reshape(a.shape[0], a.shape[1], -1), axis=2)
-    elif inner == "sum":
-        a = np.nansum(a.reshape(a.shape[0], a.shape[1], -1), axis=2)
+    if ranks == "slowest":
+        flat = a.reshape(a.shape[0], a.shape[1], -1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            slow = np.nanargmax(np.nanmedian(flat, axis=2), axis=0)
+        return per_point_of(flat[slow, np.arange(a.shape[1])][None], inner)[0]
+    a = per_point_of(a, inner)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN points stay NaN
         return {"max": np.nanmax, "min": np.nanmin, "mean": np.nanmean, "sum": np.nansum,
                 "rank0": lambda x, axis: x[0]}[ranks](a, axis=0)
+
+
+def per_point_of(a, inner):
+    """[world, P, ...] -> [world, P]: the inner statistic over the axes after P."""
+    if inner == "cv":
+        flat = a.reshape(a.shape[0], a.shape[1], -1)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanstd(flat, axis=2, ddof=1) / np.nanmean(flat, axis=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN points stay NaN
+        if inner == "median":
+            return np.nanmedian(a.reshape(a.shape[0], a.shape[1], -1), axis=2)
+        if inner == "sum":
+            return np.nansum(a.reshape(a.shape[0], a.shape[1], -1), axis=2)
+    return a
 
 
 def check_ring(stdout, f, name):
@@ -140,7 +168,8 @@ def check_rows_in_order(stdout, f, name, column, dataset, scale, ranks, inner=No
 
 
 def tables(args):
-    stdout, out, _ = small_run(args, [])
+    """--wide: one line a row, as nccl-tests prints, so each row is read whole."""
+    stdout, stderr, out, _ = small_run(args, ["--wide"], streams=True)
     print(stdout[-6000:])
     with h5py.File(out, "r") as f:
         for name, g in f["sweeps"].items():
@@ -159,9 +188,60 @@ def tables(args):
                 check_rows_in_order(stdout, f, name, 2, "bandwidth_Bps", 1e-9, "min")
             else:
                 check(f"== {name} " in stdout, f"{name}: a results table")
-    check(re.search(r"^\d\d:\d\d:\d\d sweep 1/\d+ \[", stdout, re.M) is not None,
-          "progress lines start with the time and the sweep number")
-    check("run ETA ~" in stdout, "progress lines carry the run's ETA")
+    check(re.search(r"^\d\d:\d\d:\d\d sweep 1/\d+ \[", stderr, re.M) is not None,
+          "progress lines (stderr) start with the time and the sweep number")
+    check("run ETA ~" in stderr, "progress lines carry the run's ETA")
+    check(max(len(line) for line in stdout.splitlines()) > 100, "--wide keeps rows whole (over 100 columns)")
+
+
+def narrow(args):
+    """The default screen: every stdout line within 100 columns (wide tables split into parts
+    that repeat the key columns), progress and warnings on stderr, and a summary at the end."""
+    stdout, stderr, out, _ = small_run(args, [], streams=True, relative=True)
+    print(stdout[-3000:], stderr[-3000:], sep="\n")
+    long = [line for line in stdout.splitlines() if len(line) > 100]
+    check(not long, f"every stdout line within 100 columns ({len(long)} longer: {long[:3]})")
+    check(not PROGRESS.search(stdout) and "run ETA" not in stdout and "writing " not in stdout,
+          "no progress line on stdout")
+    check(PROGRESS.search(stderr) is not None and "run ETA ~" in stderr and f"writing {out}" in stderr,
+          "progress lines and 'writing FILE' on stderr")
+    check("== " not in stderr, "no results table on stderr")
+    with h5py.File(out, "r") as f:
+        names = list(f["sweeps"].keys())
+    for name in names:
+        check(f"== {name} " in stdout, f"{name}: its results table on stdout")
+    check(stdout.startswith("ringbench ") and "\nlibraries: " in stdout, "the header on stdout")
+    # The ring table is about 150 columns wide: split, each part starting with S and R.
+    ring = stdout[stdout.index("== ring_causal "):]
+    ring = ring[:ring.index("\n\n== ")]
+    check(len(re.findall(r"^\s+S\s+R\s+rings", ring, re.M)) >= 2, "the ring table in parts, S R first in each")
+    check("not shown at this width: redop, root, count" in stdout, "collectives: the left-out columns named")
+    summary(stdout, out)
+
+
+def summary(text, out):
+    """The end-of-run summary: the status line with the file, what stood out, the report command."""
+    tail = text[text.rindex(f"complete: {out}"):] if f"complete: {out}" in text else ""
+    check(tail != "", f"the summary names the file: complete: {out}")
+    check(re.search(r"^  \d+ sweep\(s\), \d+ point\(s\) in .*; (nothing stood out|what stood out:)",
+                    tail, re.M) is not None, "the summary counts sweeps and points and says what stood out")
+    check(f"  report: rb-analysis report {out} --out " in tail, "the summary says how to report the file")
+
+
+def json_stdout(args):
+    """--json -: stdout is the JSON document alone; no file named '-'; tables and summary on stderr."""
+    stdout, stderr, out, _ = small_run(args, [], json_to="-", streams=True)
+    print(stderr[-3000:])
+    check(not os.path.exists(os.path.join(args.workdir, "-")), "no file named '-' is created")
+    try:
+        doc = json.loads(stdout)
+    except ValueError as e:
+        check(False, f"stdout is one JSON document: {e}: {stdout[:300]!r}")
+        return
+    check(doc["status"] == "complete" and doc["output_file"] == out, "the run's final status and file")
+    check(len(doc["records"]) > 100, f"the records ({len(doc['records'])})")
+    check("== ring_causal " in stderr and PROGRESS.search(stderr) is not None, "tables and progress on stderr")
+    summary(stderr, out)
 
 
 def quiet(args):
@@ -308,7 +388,7 @@ def main():
     ap = harness.arg_parser()
     ap.add_argument("check")
     args = ap.parse_args()
-    checks = {"tables": tables, "quiet": quiet, "json": json_values, "dry_run_64x8": dry_run_64, "estimate_from": estimate_from,
+    checks = {"tables": tables, "narrow": narrow, "json_stdout": json_stdout, "quiet": quiet, "json": json_values, "dry_run_64x8": dry_run_64, "estimate_from": estimate_from,
               "json_on_timeout": json_on_timeout,
               "bad_world_size": bad_world_size}
     checks[args.check](args)
