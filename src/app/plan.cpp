@@ -115,7 +115,7 @@ int print_plan(const PlanView& plan, const CommandLine& cli) {
     points += n;
     seconds += e.seconds[i];
   }
-  fmt::print("{}", t.render(""));
+  fmt::print("{}", t.render("", {}, cli.wide ? 0 : h5::kTerminalWidth));
   fmt::print("total: {} sweep{}, {} points, about {} of output; estimated run time {}\n",
              plan.sweeps.size(), plan.sweeps.size() == 1 ? "" : "s", points, format_bytes(static_cast<double>(bytes)),
              duration_text(seconds));
