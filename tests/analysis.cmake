@@ -29,6 +29,14 @@ if(RINGBENCH_PYTHON)
       SKIP_RETURN_CODE 77 PROCESSORS 2
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
   endforeach()
+  # Dimension scales (#32 item 9): a real 2-rank run's every key and metric has its axes named
+  # (rank, point, iteration, step, ...) and, with python3-xarray and python3-h5netcdf, xarray
+  # opens each sweep group without phony_dims (docs/hdf5-schema.md's snippet runs).
+  add_test(NAME analysis_h5_dims
+           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/h5_dims_e2e.py -v)
+  set_tests_properties(analysis_h5_dims PROPERTIES TIMEOUT 300 LABELS "analysis;e2e"
+    SKIP_RETURN_CODE 77 PROCESSORS 2
+    ENVIRONMENT "RINGBENCH_BIN=$<TARGET_FILE:ringbench>;RINGBENCH_MPIEXEC=${MPIEXEC_EXECUTABLE};RINGBENCH_WORKDIR=${RINGBENCH_TEST_OUTPUT}/analysis_h5_dims")
   # Kernel-path tuning on the real ringbench's host path (2 ranks). analysis_tune:
   # inputs/tuning_host.yaml then rb-analysis tune: the policy covers every shape and block-rows
   # point of the file. analysis_tune_roundtrip: the policy read back by a ring run with

@@ -370,6 +370,20 @@ bool json_path_refused(const CommandLine& cli, MPI_Comm world) {
   return first_error_reported(error, "", world);
 }
 
+// Rank 0 locks the output for the whole run (OutputLock: a second run on it is refused while
+// this one is alive); its refusal is every rank's.
+bool output_lock_refused(const std::string& path, std::unique_ptr<OutputLock>& lock, MPI_Comm world) {
+  std::string error;
+  if (mpi::rank_of(world) == 0) {
+    try {
+      lock = std::make_unique<OutputLock>(path);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  return first_error_reported(error, "", world);
+}
+
 // /run/mpiio_hints: the hints MPI-IO reports in effect on the output file (the config's
 // run.mpiio_hints it kept, and its own defaults), one string attribute each.
 void write_mpiio_hints(h5::Group& run, const h5::File& file, MPI_Comm world) {
@@ -435,6 +449,10 @@ void write_ranks_table(h5::Group& root, const RankLayout& layout, const RankSetu
   ranks.write_per_rank_string("binding_explanation", s.decision.explanation,
                               key("1", "why this binding was chosen"));
   write_rank_clocks(ranks, s.gpu);
+  // /ranks/rank is the rank axis of every /ranks dataset: xarray and netCDF readers name it.
+  ranks.mark_scale("rank");
+  for (const std::string& name : ranks.dataset_names())
+    if (name != "rank") ranks.attach_scales(name, {"rank"});
 }
 
 // ---------------------------------------------------------------- 5. sweeps
@@ -662,6 +680,8 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
 
   const std::string out_path = output_path(cli, v->config, world);
   if (json_path_refused(cli, world)) return 1;
+  std::unique_ptr<OutputLock> lock;  // rank 0's, released when the run returns (after the file)
+  if (output_lock_refused(out_path, lock, world)) return 1;
   std::optional<h5::File> file = open_output(out_path, cli.force, cli.config_path, v->config.run, world);
   if (!file) return 1;
   h5::Group root = file->root();

@@ -17,7 +17,8 @@ namespace rb::h5 {
 struct Meta {
   std::string units;        // "s", "B", "B/s", "TFLOP/s", "FLOP", "Hz", "1" for counts and ratios
   std::string description;  // one sentence
-  std::string role = "metric";  // "key": says which point or rank a row is; "metric": a measurement
+  std::string role = "metric";  // "key": says which point or rank a row is; "metric": a measurement;
+                                // "dimension": a dimension scale (Group::dimension_scale)
 };
 
 inline constexpr int kSchemaVersion = 2;  // /run schema_version; docs/hdf5-schema.md
@@ -68,6 +69,20 @@ class Group {
                     const std::vector<std::uint64_t>& dims, const Meta& meta);
   void write_shared_strings(const std::string& name, const std::vector<std::string>& data,
                             const Meta& meta);
+
+  // Dimension scales (H5DS): they name a dataset's axes, so xarray (h5netcdf), netCDF and h5py
+  // read the file with dimension names ("rank", "point", "iteration") instead of phony ones.
+  // dimension_scale: a 1-D int64 dataset `name` of 0 .. size-1 (units "1", role "dimension")
+  // made the scale of dimension `name`; mark_scale: an existing 1-D dataset made the scale of
+  // the dimension it is named after (it keeps its role). attach_scales: axis i of dataset
+  // `dataset` gets the scale scales[i] (a path from this group, or absolute) and its name as
+  // the axis label; the number of scales must be the dataset's rank. Collective: every rank
+  // makes the same calls.
+  void dimension_scale(const std::string& name, std::uint64_t size, const std::string& description);
+  void mark_scale(const std::string& dataset);
+  void attach_scales(const std::string& dataset, const std::vector<std::string>& scales);
+  // The datasets directly in this group, by name (the same list on every rank).
+  std::vector<std::string> dataset_names() const;
 
  private:
   template <class T>

@@ -70,9 +70,9 @@ void check_meta(const std::string& dataset, const Meta& meta) {
   if (meta.units.empty() || meta.description.empty())
     throw std::runtime_error("dataset '" + dataset + "' needs non-empty units and description (got units '" +
                              meta.units + "', description '" + meta.description + "')");
-  if (meta.role != "key" && meta.role != "metric")
-    throw std::runtime_error("dataset '" + dataset + "': role must be 'key' or 'metric', not '" +
-                             meta.role + "'");
+  if (meta.role != "key" && meta.role != "metric" && meta.role != "dimension")
+    throw std::runtime_error("dataset '" + dataset + "': role must be 'key', 'metric' or "
+                             "'dimension', not '" + meta.role + "'");
 }
 
 void write_meta(hid_t dset, const std::string& dataset, const Meta& meta, MPI_Comm comm) {

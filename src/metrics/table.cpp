@@ -88,13 +88,20 @@ void PointsTable::key(const std::string& name, std::vector<std::string> values, 
 }
 
 PointsTable::Column& PointsTable::declare(const std::string& name, const Meta& meta,
-                                          std::vector<std::uint64_t> inner, char kind) {
+                                          std::vector<std::uint64_t> inner,
+                                          std::vector<std::string> axes, char kind) {
   check_unit_name(name, meta.units);
   if (metrics_.count(name)) throw std::logic_error("points table: metric '" + name + "' declared twice");
+  if (!axes.empty() && axes.size() != inner.size())
+    throw std::logic_error("points table: metric '" + name + "' names " + std::to_string(axes.size()) +
+                           " axes for " + std::to_string(inner.size()) + " inner dimensions");
+  for (std::size_t k = axes.size(); k < inner.size(); ++k)
+    axes.push_back(name + "_axis" + std::to_string(k + 2));  // axes 0 and 1: rank, point
   Column c;
   c.meta = meta;
   c.meta.role = "metric";
   c.inner = std::move(inner);
+  c.axes = std::move(axes);
   c.kind = kind;
   const std::size_t n = points_ * product(c.inner);
   if (kind == 'd') c.d.assign(n, std::numeric_limits<double>::quiet_NaN());
@@ -103,13 +110,17 @@ PointsTable::Column& PointsTable::declare(const std::string& name, const Meta& m
   return metrics_.emplace(name, std::move(c)).first->second;
 }
 
-void PointsTable::metric(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner) {
-  declare(name, meta, std::move(inner), 'd');
+void PointsTable::metric(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner,
+                         std::vector<std::string> axes) {
+  declare(name, meta, std::move(inner), std::move(axes), 'd');
 }
-void PointsTable::int_metric(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner) {
-  declare(name, meta, std::move(inner), 'i');
+void PointsTable::int_metric(const std::string& name, const Meta& meta,
+                             std::vector<std::uint64_t> inner, std::vector<std::string> axes) {
+  declare(name, meta, std::move(inner), std::move(axes), 'i');
 }
-void PointsTable::text_metric(const std::string& name, const Meta& meta) { declare(name, meta, {}, 't'); }
+void PointsTable::text_metric(const std::string& name, const Meta& meta) {
+  declare(name, meta, {}, {}, 't');
+}
 
 std::size_t PointsTable::inner_size(const Column& c) const { return product(c.inner); }
 
@@ -167,7 +178,8 @@ void PointsTable::write(Group& sweep) const {
   std::string signature;
   for (const auto& [name, c] : metrics_) {
     signature += name + ":" + c.kind;
-    for (auto d : c.inner) signature += "," + std::to_string(d);
+    for (std::size_t k = 0; k < c.inner.size(); ++k)
+      signature += "," + c.axes[k] + "=" + std::to_string(c.inner[k]);
     signature += ";";
   }
   unsigned long long mine = std::hash<std::string>{}(signature), lo = 0, hi = 0;
@@ -179,12 +191,14 @@ void PointsTable::write(Group& sweep) const {
                            ": ranks declared different metrics (this rank: " + signature + ")");
 
   sweep.attr("points", static_cast<std::int64_t>(points_));
+  write_scales(sweep);
   Group keys = sweep.group("points");
   const std::vector<std::uint64_t> kdims{points_};
   for (const auto& [name, k] : keys_) {
     if (k.kind == 'i') keys.write_shared(name, k.i, kdims, k.meta);
     if (k.kind == 'd') keys.write_shared(name, k.d, kdims, k.meta);
     if (k.kind == 't') keys.write_shared_strings(name, k.t, k.meta);
+    keys.attach_scales(name, {sweep.path() + "/point"});
   }
   for (const auto& [name, c] : metrics_) {
     std::vector<std::uint64_t> dims{points_};
@@ -192,7 +206,37 @@ void PointsTable::write(Group& sweep) const {
     if (c.kind == 'd') sweep.write_per_rank(name, c.d, dims, c.meta);
     if (c.kind == 'i') sweep.write_per_rank(name, c.i, dims, c.meta);
     if (c.kind == 't') sweep.write_per_rank_strings(name, c.t, c.meta);
+    std::vector<std::string> scales{"rank", "point"};
+    scales.insert(scales.end(), c.axes.begin(), c.axes.end());
+    sweep.attach_scales(name, scales);
   }
+}
+
+void PointsTable::write_scales(Group& sweep) const {
+  std::map<std::string, std::uint64_t> axes;  // sorted: the same order on every rank
+  for (const auto& [name, c] : metrics_)
+    for (std::size_t k = 0; k < c.inner.size(); ++k) {
+      const auto [it, added] = axes.emplace(c.axes[k], c.inner[k]);
+      if (!added && it->second != c.inner[k])
+        throw std::logic_error("points table under " + sweep.path() + ": axis '" + c.axes[k] +
+                               "' of '" + name + "' has length " + std::to_string(c.inner[k]) +
+                               ", another metric's " + std::to_string(it->second));
+    }
+  for (const char* taken : {"rank", "point", "points"})
+    if (metrics_.count(taken) || axes.count(taken))
+      throw std::logic_error("points table under " + sweep.path() + ": '" + taken +
+                             "' names a dimension scale, not a metric or inner axis");
+  for (const auto& [axis, n] : axes)
+    if (metrics_.count(axis))
+      throw std::logic_error("points table under " + sweep.path() + ": axis '" + axis +
+                             "' has a metric's name");
+  int world = 1;
+  MPI_Comm_size(sweep.comm(), &world);
+  sweep.dimension_scale("rank", static_cast<std::uint64_t>(world),
+                        "MPI rank in MPI_COMM_WORLD: axis 0 of every metric");
+  sweep.dimension_scale("point", points_, "point index: the axis of points/<key>, axis 1 of every metric");
+  for (const auto& [axis, n] : axes)
+    sweep.dimension_scale(axis, n, "index along the inner axis '" + axis + "' of the metrics that have it");
 }
 
 }  // namespace rb::h5

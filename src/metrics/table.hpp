@@ -3,6 +3,7 @@
 //
 //   /sweeps/<name>/points/<key>   [P]                role=key    what identifies point p
 //   /sweeps/<name>/<metric>       [world, P, ...]    role=metric what rank r measured at point p
+//   /sweeps/<name>/rank, point, <axis>  [n]          role=dimension  the axes' dimension scales
 //
 // A sweep fills a PointsTable while it runs (keys once, then set() per point and metric)
 // and writes it with one collective call. Values never set stay NaN (numbers), -1
@@ -76,9 +77,13 @@ class PointsTable {
   void key(const std::string& name, std::vector<std::string> values, const Meta& meta);
 
   // Metrics: declared once, on every rank, with the shape of one point's value (empty: one
-  // number per point and rank). Declaring the same name twice is an error.
-  void metric(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner = {});
-  void int_metric(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner = {});
+  // number per point and rank). Declaring the same name twice is an error. `axes` names the
+  // inner axes ("iteration", "step"): metrics that share an axis share its dimension scale, of
+  // one length; unnamed, an axis is the metric's own (<name>_axis<k>).
+  void metric(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner = {},
+              std::vector<std::string> axes = {});
+  void int_metric(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner = {},
+                  std::vector<std::string> axes = {});
   void text_metric(const std::string& name, const Meta& meta);
 
   // This rank's value at a point. A vector shorter than the declared shape is padded
@@ -89,8 +94,10 @@ class PointsTable {
   void set_int(const std::string& name, std::size_t point, const std::vector<std::int64_t>& values);
   void set_text(const std::string& name, std::size_t point, const std::string& value);
 
-  // Collective: writes `points` (attribute), points/<key> and every metric under `sweep`.
-  // Every rank must have declared the same metrics (checked; a mismatch throws everywhere).
+  // Collective: writes `points` (attribute), points/<key> and every metric under `sweep`, and
+  // the dimension scales of their axes: rank [world], point [P] and each named inner axis,
+  // attached to every key and metric. Every rank must have declared the same metrics
+  // (checked; a mismatch throws everywhere).
   void write(Group& sweep) const;
 
   // Collective over `comm` (each rank passes its own values): every point with its keys and
@@ -101,6 +108,7 @@ class PointsTable {
   struct Column {
     Meta meta;
     std::vector<std::uint64_t> inner;
+    std::vector<std::string> axes;  // the inner axes' dimension scales
     char kind = 'd';  // d: double, i: int64, t: text
     std::vector<double> d;
     std::vector<std::int64_t> i;
@@ -114,7 +122,9 @@ class PointsTable {
     std::vector<std::string> t;
   };
   Column& declare(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner,
-                  char kind);
+                  std::vector<std::string> axes, char kind);
+  // Collective: the dimension scales of `sweep` (rank, point, the inner axes), each once.
+  void write_scales(Group& sweep) const;
   Column& column(const std::string& name, char kind, std::size_t point);
   std::size_t inner_size(const Column& c) const;
   // Checks that `values` (the key's length) is the number of points and the name is new.

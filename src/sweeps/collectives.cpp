@@ -217,7 +217,7 @@ h5::PointsTable Collectives::point_table() const {
   t.int_metric("count", {"1", "count argument of the call (elements; per rank / per peer for all_gather, reduce_scatter, all_to_all)"});
   t.int_metric("wrong_elements", {"1", "output elements of this rank that failed the data check; -1 when not checked"});
   t.metric("iteration_time_s", {"s", "per-call time of each iteration of the second timed loop"},
-           {static_cast<std::uint64_t>(p_.iterations)});
+           {static_cast<std::uint64_t>(p_.iterations)}, {"iteration"});
   oom::declare_columns(t);
   return t;
 }

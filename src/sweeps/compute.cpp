@@ -189,7 +189,8 @@ h5::PointsTable ComputeSweep::point_table(const std::string& gemm_engine) const 
   t.key("size", prof::column<std::int64_t>(pts, [](const ComputePoint& p) { return p.size; }),
         {"1", "M = N = K of a GEMM; query rows = key/value rows of an attention block"});
   t.metric("rate_tflops", {"TFLOP/s", "GEMM: 2 n^3 / mean call time; attention: 4 b h rows^2 d (halved when causal) / mean forward time"});
-  t.metric("iteration_time_s", {"s", "time of each timed call"}, {static_cast<std::uint64_t>(p_.iterations)});
+  t.metric("iteration_time_s", {"s", "time of each timed call"}, {static_cast<std::uint64_t>(p_.iterations)},
+           {"iteration"});
   t.metric("max_abs_error", {"1", "largest |C - exact| of the Kokkos GEMM's result (host path; NaN elsewhere)"});
   oom::declare_columns(t);
   return t;

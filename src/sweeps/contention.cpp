@@ -247,7 +247,7 @@ h5::PointsTable make_table(const Params& p, const std::vector<Point>& pts,
   t.key("iterations", iters, {"1", "timed iterations of the point on each measuring rank"});
   t.key("label", label, {"1", "the point's plan line"});
   const auto I = static_cast<std::uint64_t>(*std::max_element(iterations.begin(), iterations.end()));
-  t.metric("time_s", {"s", "each timed iteration; NaN on feeders (they do not measure)"}, {I});
+  t.metric("time_s", {"s", "each timed iteration; NaN on feeders (they do not measure)"}, {I}, {"iteration"});
   t.metric("median_s", {"s", "median of time_s"});
   t.metric("cv", {"1", "coefficient of variation of time_s (sample standard deviation / mean)"});
   t.metric("p95_s", {"s", "95th percentile of time_s (linear interpolation)"});

@@ -124,7 +124,7 @@ class HostPingpong final : public Sweep {
     h5::PointsTable t(p_.message_sizes.size());
     t.key("message_size_bytes", p_.message_sizes, {"B", "message size of the point"});
     t.metric("one_way_time_s", {"s", "half the round-trip time of each timed iteration, rank -> partner"},
-             {static_cast<std::uint64_t>(p_.iterations)});
+             {static_cast<std::uint64_t>(p_.iterations)}, {"iteration"});
     t.metric("bandwidth_Bps", {"B/s", "message size / median one-way time"});
     t.int_metric("partner_rank", {"1", "the ring neighbour this rank pinged (rank + 1 mod world)"});
     t.int_metric("corrupt_echo", {"1", "1 when the echoed bytes differed from what this rank sent"});

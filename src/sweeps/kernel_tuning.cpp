@@ -160,8 +160,8 @@ h5::PointsTable KernelTuningSweep::make_table() const {
   const std::uint64_t I = static_cast<std::uint64_t>(p_.iterations);
   t.text_metric("status", {"1", "ok | oom | parity_failed (this rank's own verdict)"});
   t.text_metric("kernel_path", {"1", "the backend's name for the path that ran"});
-  t.metric("forward_time_s", {"s", "wall time of each timed forward pass"}, {I});
-  t.metric("backward_time_s", {"s", "wall time of each timed backward pass"}, {I});
+  t.metric("forward_time_s", {"s", "wall time of each timed forward pass"}, {I}, {"iteration"});
+  t.metric("backward_time_s", {"s", "wall time of each timed backward pass"}, {I}, {"iteration"});
   // The block kernels alone, between the backend's timing marks (CUDA events on the GPU): what
   // the paths differ in. The wall times above add the per-pass set-up the ring program also
   // pays (output init, delta, cuDNN's O copy), and are what `rb-analysis tune` compares.

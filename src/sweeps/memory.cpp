@@ -84,7 +84,8 @@ h5::PointsTable MemorySweep::point_table() const {
         {"B", "bytes per array (triad) or per copy"});
   t.metric("bandwidth_Bps", {"B/s", "moved_bytes / mean iteration time"});
   t.int_metric("moved_bytes", {"B", "bytes counted per iteration: 3 arrays x size for the triad (STREAM's count: 2 reads, 1 write), size for a copy (d2d: HBM traffic is twice this)"});
-  t.metric("iteration_time_s", {"s", "time of each timed iteration"}, {static_cast<std::uint64_t>(p_.iterations)});
+  t.metric("iteration_time_s", {"s", "time of each timed iteration"}, {static_cast<std::uint64_t>(p_.iterations)},
+           {"iteration"});
   t.int_metric("wrong_elements", {"1", "triad: elements of a[] not equal to b + 3c after the runs; -1 for copies (not checked)"});
   oom::declare_columns(t);
   return t;

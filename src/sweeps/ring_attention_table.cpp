@@ -18,7 +18,8 @@ double per_second(double amount, double seconds) { return seconds > 0 ? amount /
 // Every metric of the sweep, declared on every rank (the table checks they agree). R: the
 // largest ring size (smaller rings leave NaN / -1 in the steps they do not have).
 // Every per-rank metric of a point: name, units, description, value type (d number, i integer,
-// t text) and inner shape (- scalar, I iterations, R ring steps of the largest ring, 4 tensors).
+// t text) and inner shape (- scalar, I iterations, R ring steps of the largest ring, M members
+// of the largest ring, 4 tensors), each inner shape an axis with its dimension scale.
 struct MetricColumn {
   const char* name;
   const char* units;
@@ -30,7 +31,7 @@ struct MetricColumn {
 const MetricColumn kMetricColumns[] = {
   {"ring_id", "1", "which ring this rank belongs to (ring_order: rank gives world rank / ring size)", 'i', '-'},
   {"ring_rank", "1", "this rank's position in its ring (ring_order: rank gives world rank % ring size)", 'i', '-'},
-  {"ring_members", "1", "world ranks of this rank's ring in ring order (member i sends to member i+1); -1 pads rings smaller than the largest", 'i', 'R'},
+  {"ring_members", "1", "world ranks of this rank's ring in ring order (member i sends to member i+1); -1 pads rings smaller than the largest", 'i', 'M'},
   {"ring_nodes", "1", "distinct nodes among this rank's ring members", 'i', '-'},
   {"ring_crossing_hops", "1", "hops of this rank's ring (including the last back to the first) whose two ranks are on different nodes", 'i', '-'},
   {"comm_created", "1", "1: this point created its ring size's MPI (and NCCL) ring communicators; 0: it reused those of an earlier point of the same ring size", 'i', '-'},
@@ -81,12 +82,14 @@ const MetricColumn kMetricColumns[] = {
 void declare_metrics(h5::PointsTable& t, std::uint64_t R, std::uint64_t I) {
   for (const MetricColumn& c : kMetricColumns) {
     std::vector<std::uint64_t> inner;
-    if (c.shape == 'I') inner = {I};
-    if (c.shape == 'R') inner = {R};
-    if (c.shape == '4') inner = {4};
+    std::vector<std::string> axis;
+    if (c.shape == 'I') inner = {I}, axis = {"iteration"};
+    if (c.shape == 'R') inner = {R}, axis = {"step"};
+    if (c.shape == 'M') inner = {R}, axis = {"member"};
+    if (c.shape == '4') inner = {4}, axis = {"tensor"};  // O, dQ, dK, dV
     const h5::Meta meta{c.units, c.what};
-    if (c.type == 'd') t.metric(c.name, meta, inner);
-    if (c.type == 'i') t.int_metric(c.name, meta, inner);
+    if (c.type == 'd') t.metric(c.name, meta, inner, axis);
+    if (c.type == 'i') t.int_metric(c.name, meta, inner, axis);
     if (c.type == 't') t.text_metric(c.name, meta);
   }
   for (const char* tensor : {"out", "dq", "dk", "dv"}) {

@@ -21,7 +21,8 @@ h5py, np = harness.h5py_and_numpy()
 
 
 def every_dataset_documented(f):
-    """Names of datasets lacking units, description or a role of 'key' or 'metric'."""
+    """Names of datasets lacking units, description or a role of 'key' or 'metric' (or
+    'dimension', which only a dimension scale has)."""
     missing = []
 
     def visit(name, obj):
@@ -29,7 +30,8 @@ def every_dataset_documented(f):
             for key in ("units", "description"):
                 if key not in obj.attrs or not str(obj.attrs[key]):
                     missing.append(f"{name}@{key}")
-            if obj.attrs.get("role") not in ("key", "metric"):
+            scale = obj.attrs.get("CLASS") == b"DIMENSION_SCALE"
+            if obj.attrs.get("role") not in (("key", "metric", "dimension") if scale else ("key", "metric")):
                 missing.append(f"{name}@role")
             problem = unit_name_problem(name.split("/")[-1], str(obj.attrs.get("units", "")))
             if problem:
@@ -53,9 +55,16 @@ def unit_name_problem(name, units):
     return f"ends in '{clash[0]}' but has units '1'" if clash else ""
 
 
+def is_scale(ds):
+    """A dimension scale (role dimension, docs/hdf5-schema.md "Axes"): it names other datasets'
+    axes; documented once there, not per sweep."""
+    return ds.attrs.get("CLASS") == b"DIMENSION_SCALE" and ds.attrs.get("role") == "dimension"
+
+
 def points_table_problems(f, ranks):
     """Schema v2: in every group with a points/ subgroup, keys are [P] with role key and the
-    group's own datasets are [world, P, ...] with role metric (P = the group's 'points')."""
+    group's own datasets are [world, P, ...] with role metric (P = the group's 'points'), but
+    for the dimension scales of their axes (rank [world], point [P], ...), attached to each."""
     problems = []
 
     def visit(name, obj):
@@ -68,9 +77,15 @@ def points_table_problems(f, ranks):
         for key, ds in obj["points"].items():
             if ds.shape != (n,) or ds.attrs.get("role") != "key":
                 problems.append(f"{name}/points/{key}: shape {ds.shape} role {ds.attrs.get('role')}")
+            if [d.label for d in ds.dims] != ["point"]:
+                problems.append(f"{name}/points/{key}: axis labels {[d.label for d in ds.dims]}")
         for metric, ds in obj.items():
-            if isinstance(ds, h5py.Dataset) and (ds.shape[:2] != (ranks, n) or ds.attrs.get("role") != "metric"):
+            if not isinstance(ds, h5py.Dataset) or is_scale(ds):
+                continue
+            if ds.shape[:2] != (ranks, n) or ds.attrs.get("role") != "metric":
                 problems.append(f"{name}/{metric}: shape {ds.shape} role {ds.attrs.get('role')}")
+            if [d.label for d in ds.dims][:2] != ["rank", "point"] or not all(len(d) for d in ds.dims):
+                problems.append(f"{name}/{metric}: axes {[d.label for d in ds.dims]}, each with its scale")
     f.visititems(visit)
     return problems
 
@@ -137,6 +152,8 @@ def check_sweeps_documented(f, source):
         found = []
         g.visititems(lambda n, o: found.append((n, o)) if isinstance(o, h5py.Dataset) else None)
         for rel, ds in found:
+            if is_scale(ds):
+                continue
             role = ds.attrs.get("role")
             check(rel in docs, f"{name}/{rel} is documented in docs/sweeps/{sweep_type}.md")
             if rel in docs:

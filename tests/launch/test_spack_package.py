@@ -209,6 +209,8 @@ class Recipe(unittest.TestCase):
                          "nccl", "cudnn", "pkgconfig", "cmake"):
             self.assertIn(required, names)
         self.assertTrue(any("+mpi" in s for s, *_ in names["hdf5"]), "HDF5 must be the parallel build")
+        self.assertTrue(any("+hl" in s for s, *_ in names["hdf5"]),
+                        "HDF5 with its high-level library (the dimension scales, H5DS)")
         self.assertTrue(all(o == "+cuda" or w.startswith("cuda_arch=") and o == "+cuda"
                             for s, w, o, t in names["nccl"]), names["nccl"])
         self.assertEqual({w for s, w, o, t in names["cudnn"]}, {"+cudnn"})

@@ -77,6 +77,21 @@ def main():
         if world > 1:
             check(times[1, 1, 0] == 1.0 and t["peer"][1, 1] == 2 % world, "rank 1 point 1")
 
+        # Dimension scales (written the same way by every rank): rank, point and the inner axes,
+        # each a 0 .. n-1 dataset in the table's group, attached to and labelling every axis.
+        for scale, n in (("rank", world), ("point", 2), ("time_s_axis2", 3), ("lane", 2)):
+            s = t.get(scale)
+            check(s is not None and s.attrs.get("CLASS") == b"DIMENSION_SCALE"
+                  and s.attrs.get("role") == "dimension" and list(s[()]) == list(range(n)),
+                  f"dimension scale {scale} of {n}")
+        for name, labels in (("time_s", ["rank", "point", "time_s_axis2"]), ("peer", ["rank", "point"]),
+                             ("status", ["rank", "point"]), ("lane_s", ["rank", "point", "lane"]),
+                             ("points/dtype", ["point"])):
+            dims = t[name].dims
+            check([d.label for d in dims] == labels, f"{name} axis labels {[d.label for d in dims]}")
+            check(all(len(d) == 1 and d[0].name == t.name + "/" + lab for d, lab in zip(dims, labels)),
+                  f"{name}: each axis has its scale attached")
+
     if errors:
         for e in errors:
             print("h5py check failed:", e, file=sys.stderr)

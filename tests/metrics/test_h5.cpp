@@ -519,6 +519,7 @@ void write_points_table(File& f) {
   t.metric("time_s", {"s", "time per iteration"}, {3});
   t.int_metric("peer", {"1", "partner rank"});
   t.text_metric("status", {"1", "outcome"});
+  t.metric("lane_s", {"s", "per lane"}, {2}, {"lane"});
   for (std::size_t p = 0; p < 2; ++p) {
     if (p == 1 && rank() == 0) continue;
     t.set("time_s", p, std::vector<double>{1.0 * rank(), 2.0, 3.0});
@@ -526,6 +527,25 @@ void write_points_table(File& f) {
     t.set_text("status", p, "ok");
   }
   t.write(g);
+}
+
+TEST_CASE("points table: an axis of two lengths, or a metric named as a scale, throws everywhere") {
+  const std::string path = test_path("scale_conflicts");
+  File f = File::create(path, MPI_COMM_WORLD, true);
+  rb::h5::PointsTable t(2);
+  t.metric("a_s", {"s", "a"}, {3}, {"step"});
+  t.metric("b_s", {"s", "b"}, {4}, {"step"});
+  Group g = f.root().group("conflict");
+  CHECK(error_of([&] { t.write(g); }).find("axis 'step' of 'b_s' has length 4, another metric's 3") !=
+        std::string::npos);
+  rb::h5::PointsTable u(2);
+  u.int_metric("rank", {"1", "a metric named as the rank scale"});
+  Group h = f.root().group("named");
+  CHECK(error_of([&] { u.write(h); }).find("'rank' names a dimension scale") != std::string::npos);
+  rb::h5::PointsTable v(2);
+  CHECK(error_of([&] { v.metric("c_s", {"s", "c"}, {3}, {"x", "y"}); }).find("names 2 axes for 1") !=
+        std::string::npos);
+  f.close();
 }
 
 TEST_CASE("h5py reads the file: str attributes, .asstr() string datasets, shapes, values") {

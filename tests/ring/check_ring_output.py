@@ -179,10 +179,15 @@ def check_file(path, world, rings):
     paths = {k for row in strings(g["kernel_path"]) for k in row}
     check(paths == {"kokkos-host"}, f"kernel_path {paths}")
     check(not any(k.startswith("point_") for k in g.keys()), "no point_NNNN groups")
+    scales = {"rank": world, "point": npoints, "iteration": int(g.attrs["iterations"]), "step": max(rings),
+              "member": max(rings), "tensor": 4}  # the axes' dimension scales (docs/hdf5-schema.md)
     for name, ds in g.items():
-        if isinstance(ds, h5py.Dataset):
+        if isinstance(ds, h5py.Dataset) and ds.attrs["role"] == "dimension":
+            check(name in scales and ds.shape == (scales[name],), f"scale {name}: shape {ds.shape}")
+        elif isinstance(ds, h5py.Dataset):
             check(ds.attrs["role"] == "metric" and ds.shape[:2] == (world, npoints),
                   f"{name}: role {ds.attrs['role']}, shape {ds.shape}")
+            check([d.label for d in ds.dims][:2] == ["rank", "point"], f"{name}: axes rank, point")
     for i in range(npoints):
         check_point_metrics(g, i, world, int(g.attrs["iterations"]))
         check_pairs(g, i, world)

@@ -54,7 +54,8 @@ class Ringbench(CMakePackage, CudaPackage):
 
     depends_on("mpi")
     depends_on("hwloc@2:")
-    depends_on("hdf5+mpi")  # one file written by every rank: the parallel (MPI-IO) build
+    # One file written by every rank: the parallel (MPI-IO) build; hl: its dimension scales (H5DS).
+    depends_on("hdf5+mpi+hl")
     depends_on("yaml-cpp")
     depends_on("fmt")
     depends_on("cli11")
