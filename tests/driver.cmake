@@ -21,3 +21,18 @@ if(RINGBENCH_PYTHON)
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
   endforeach()
 endif()
+# How a run holds and ends its output (#31): OUTPUT.lock refuses a second run on it while the
+# first lives (a killed run blocks nothing); a slow point past run.point_timeout_s ends the run
+# with the guard's code, never 'complete'. 2 ranks, the file read back with h5dump.
+if(RINGBENCH_PYTHON)
+  foreach(check lock slow_point)
+    add_test(NAME driver_output_${check}
+             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/driver/output_faults.py ${check}
+                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
+                     --source ${PROJECT_SOURCE_DIR}
+                     --workdir ${RINGBENCH_TEST_OUTPUT}/driver_output_${check})
+    set_tests_properties(driver_output_${check} PROPERTIES TIMEOUT 600 LABELS "mpi;e2e"
+      SKIP_RETURN_CODE 77 PROCESSORS 2
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+  endforeach()
+endif()

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -503,9 +504,27 @@ std::unique_ptr<JsonReport> make_json_report(const CommandLine& cli, const Valid
   return json;
 }
 
+// The hang guard decided to end the run (Watchdog::fired) while this rank's main thread went
+// on (a slow point, not a hung one): the guard's exit is the run's end, so nothing more is
+// written or said. A rank whose guard fired waits for it to end the process; the others wait
+// for the launcher to end them when it does, at most a while, then end with its exit code.
+[[noreturn]] void await_guard_exit(bool fired_here) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::seconds(fired_here ? 60 : 20));
+  std::_Exit(kTimeoutExitCode);
+}
+
+// Called where every rank's main thread is outside any collective (after a sweep, at the end):
+// whether any rank's guard fired is agreed, so no rank writes 'complete' once one has.
+void stop_if_guard_fired(Watchdog* watchdog, MPI_Comm world) {
+  if (watchdog != nullptr && mpi::any_rank(watchdog->fired(), world))
+    await_guard_exit(watchdog->fired());
+}
+
 // Runs one sweep on every rank; returns "" or the failure text (the same on every rank).
 std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File& file, bool quiet,
-                      JsonReport* json) {
+                      JsonReport* json, Watchdog* watchdog) {
   const MPI_Comm world = ctx.world;
   h5::Group out = sweeps.group(sweep.name());
   out.attr("type", sweep.type());
@@ -525,6 +544,8 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (watchdog != nullptr) watchdog->idle();  // the points are over; the run's limit still counts
+  stop_if_guard_fired(watchdog, world);
   const bool failed = mpi::any_rank(!outcome.ok, world);
   // Each rank's own reason, once each, joined in rank order.
   std::string failure;
@@ -599,8 +620,7 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
     progress.watch(watchdog);
     progress.in_run(&run, i);
     const RunContext ctx{v.config, world, layout, v.backend, s.gpu_ctx.get(), paths, progress};
-    const std::string failure = run_sweep(sweep, ctx, sweeps, file, reports.screen.quiet, json);
-    if (watchdog != nullptr) watchdog->idle();
+    const std::string failure = run_sweep(sweep, ctx, sweeps, file, reports.screen.quiet, json, watchdog);
     if (!failure.empty())
       failures += (failures.empty() ? "" : "; ") + sweep.name() + ": " + failure;
   }
@@ -707,6 +727,8 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   const double sweeps_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - sweeps_start).count();
   const double foreign_cpu = foreign_cpu_fraction(cpu_at_start, world);
+  stop_if_guard_fired(watchdog.get(), world);
+  if (watchdog && !watchdog->end_run()) await_guard_exit(true);  // it fired since: its end
   try {
     run.attr("foreign_cpu_fraction", foreign_cpu);
     run.set_attr("end_time", utc_now_iso8601());

@@ -1,12 +1,14 @@
 #include "app/file_write.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <vector>
 
@@ -78,6 +80,77 @@ void write_file_replacing(const std::string& path, const std::string& text, bool
   if (error.empty()) return;
   ::unlink(temp.c_str());
   throw std::runtime_error(error);
+}
+
+namespace {
+
+constexpr const char* kHolder = "ringbench run: ";
+
+// Who holds a lock file, from what its holder wrote: its own text only (a file planted at the
+// name is not quoted).
+std::string holder_of(int fd) {
+  char buf[200] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  const std::string text(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  const std::size_t start = std::strlen(kHolder), end = text.find('\n');
+  if (text.rfind(kHolder, 0) != 0 || end == std::string::npos) return "holder unknown";
+  return text.substr(start, end - start);
+}
+
+std::string this_holder() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(kHolder) + "host " + host + " pid " + std::to_string(::getpid()) + "\n";
+}
+
+}  // namespace
+
+OutputLock::OutputLock(const std::string& output) : output_(output), path_(output + ".lock") {
+  const auto fail = [&](const std::string& why) {
+    throw std::runtime_error("cannot lock output '" + output_ + "' with '" + path_ + "': " + why);
+  };
+  std::error_code ec;  // a directory that cannot be made is claim_output's message
+  if (const auto parent = std::filesystem::path(output).parent_path(); !parent.empty())
+    std::filesystem::create_directories(parent, ec);
+  // A run that ends removes its lock file: one opened just before that is a name no other run
+  // finds any more, so the lock counts only on the file still at the path.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    struct stat st {};
+    if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      fail(std::string("it is ") + cfg::file_kind(st.st_mode) + ", not a lock file; remove it");
+    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0) fail(std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int e = errno;
+      const std::string holder = holder_of(fd);
+      ::close(fd);
+      if (e == EWOULDBLOCK)
+        throw std::runtime_error(
+            "output '" + output_ + "' is in use by another ringbench run (" + holder +
+            ", holding '" + path_ + "'); a second run on one output is refused, with or without "
+            "--force, while the first is alive: wait for it to end or choose another --output");
+      if (e == ENOLCK || e == ENOSYS || e == EOPNOTSUPP || e == EINVAL) return;  // no locks here
+      fail(std::strerror(e));
+    }
+    struct stat held {}, now {};
+    if (::fstat(fd, &held) == 0 && ::stat(path_.c_str(), &now) == 0 &&
+        held.st_ino == now.st_ino && held.st_dev == now.st_dev) {
+      fd_ = fd;
+      const std::string holder = this_holder();
+      if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, holder.data(), holder.size(), 0) < 0) {
+        // The lock holds without the holder's name: a refused run then says "holder unknown".
+      }
+      return;
+    }
+    ::close(fd);
+  }
+  fail("the lock file kept being replaced");
+}
+
+OutputLock::~OutputLock() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());
+  ::close(fd_);
 }
 
 }  // namespace rb

@@ -201,6 +201,17 @@ void Watchdog::set_point_limit(double seconds, std::string source) {
   limits_.point_source = std::move(source);
 }
 
+bool Watchdog::fired() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return fired_;
+}
+
+bool Watchdog::end_run() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!fired_) ended_ = true;
+  return !fired_;
+}
+
 void Watchdog::idle() {
   std::lock_guard<std::mutex> lock(mutex_);
   in_point_ = false;
@@ -240,8 +251,10 @@ void Watchdog::loop() {
   while (!stop_) {
     wake_.wait_for(lock, poll_);
     if (stop_) return;
+    if (ended_) continue;
     const std::string text = check(Clock::now());
     if (!text.empty()) {
+      fired_ = true;  // decided here, under the lock end_run() takes
       lock.unlock();
       fire(text);
     }

@@ -61,6 +61,14 @@ class Watchdog {
   // Stops writing (the run ended normally); the driver removes the file.
   void stop_heartbeat();
 
+  // One path chooses how the run ends. The guard decides under its lock the moment a limit
+  // passes (fired() is then true, for good, even if the slow point later ends); the main
+  // thread claims the end with end_run() before it writes a status: false when the guard
+  // decided first (the run then ends with the guard's exit code, the status left as it is),
+  // else true, and the guard fires no more (nothing is left to time but the file's close).
+  bool fired() const;
+  bool end_run();
+
   // The heartbeat slot's text (exactly kSlotBytes, newline-terminated) and its reading back;
   // exposed for tests.
   static constexpr std::size_t kSlotBytes = 64;
@@ -105,7 +113,8 @@ class Watchdog {
   std::size_t index_ = 0;
   Clock::time_point point_start_;
   bool beat_stop_ = false;
-  bool fired_ = false;
+  bool fired_ = false;  // the guard decided to end the run (set before it says so)
+  bool ended_ = false;  // the main thread claimed the run's end first
   std::string heartbeat_path_;
   int heartbeat_fd_ = -1;
   int world_size_ = 0;
