@@ -66,8 +66,8 @@ class P2pMatrix final : public Sweep {
  public:
   // The plan knows the job's size only: it assumes `nodes` equal blocks of ranks (the run
   // measures the pairs of the real layout; docs/sweeps/p2p_matrix.md).
-  P2pMatrix(P2pParams p, int world, int nodes)
-      : p_(p), world_(world), planned_layout_(prof::block_layout(world, nodes)) {}
+  P2pMatrix(P2pParams p, int world, int nodes, bool host)
+      : p_(p), world_(world), host_(host), planned_layout_(prof::block_layout(world, nodes)) {}
   std::string type() const override { return "p2p_matrix"; }
   // By arithmetic: 1,024 ranks would otherwise list a million pairs to count them.
   std::size_t point_count() const override {
@@ -103,6 +103,16 @@ class P2pMatrix final : public Sweep {
     return 8u * (7u * static_cast<std::uint64_t>(world_) + 8u) * (point_count() + 1) + 4096;
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
+  // The MPI engine holds a send and a receive buffer of the larger message size on the host
+  // (2 x 2 GiB at the host path's largest bandwidth_bytes); the NCCL engine's are on the GPU.
+  std::optional<HostMemoryNeed> host_memory_need() const override {
+    if (!host_) return std::nullopt;
+    const bool bandwidth = p_.bandwidth_bytes >= p_.latency_bytes;
+    return HostMemoryNeed{bandwidth ? "bandwidth_bytes" : "latency_bytes",
+                          2 * std::max(p_.latency_bytes, p_.bandwidth_bytes),
+                          "the p2p_matrix sweep (send and receive buffers of " +
+                              std::string(bandwidth ? "bandwidth_bytes" : "latency_bytes") + ")"};
+  }
 
  private:
   std::uint64_t planned_pairs() const {
@@ -136,6 +146,7 @@ class P2pMatrix final : public Sweep {
 
   P2pParams p_;
   int world_;
+  bool host_;  // the host path: the engine's buffers are in host memory
   std::vector<int> planned_layout_;
 };
 
@@ -412,7 +423,7 @@ std::unique_ptr<Sweep> parse_p2p_matrix(const SweepSpec& spec, const ParseContex
   p.rounds = n.get_choice("schedule", "rounds", {"rounds", "serial"}) == "rounds";
   // One rank has no pairs and no shifts: the run writes a table of 0 points rather than
   // failing, so a config stays valid at every rank count.
-  return std::make_unique<P2pMatrix>(p, ctx.world_size, ctx.node_count);
+  return std::make_unique<P2pMatrix>(p, ctx.world_size, ctx.node_count, host);
 }
 
 }  // namespace rb

@@ -12,7 +12,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "expect_error.hpp"
+#include "config/config.hpp"
 #include "sweeps/oom_point.hpp"
+#include "sweeps/p2p_matrix.hpp"
 
 namespace {
 bool contains(const std::string& s, const std::string& what) {
@@ -88,4 +90,29 @@ TEST_CASE("oom: validation names the file, line and key of a size beyond the nod
   CHECK(what.rfind("job.yaml:2:8: key 'sweeps[0].bytes': the memory sweep needs 3 TiB", 0) == 0);
   CHECK(contains(what, "2 rank(s) on this node"));
   CHECK(contains(what, "64 GiB of physical memory"));
+}
+
+// #31: p2p_matrix's host engine holds two buffers of bandwidth_bytes (4 GiB a rank at the
+// largest legal value): refused at that key like the other sweeps' sizes.
+TEST_CASE("oom: p2p_matrix's message buffers are checked against the node's memory") {
+  const rb::Config cfg = rb::parse_config_text(
+      "sweeps:\n  - type: p2p_matrix\n    bandwidth_bytes: 2147483647\n", "p2p.yaml");
+  rb::ParseContext pctx;
+  pctx.world_size = 2;
+  pctx.node_count = 1;
+  pctx.backend = rb::Backend::Host;
+  const auto sweep = rb::parse_p2p_matrix(cfg.sweeps.at(0), pctx);
+  const auto need = sweep->host_memory_need();
+  REQUIRE(need.has_value());
+  CHECK(need->key == "bandwidth_bytes");
+  CHECK(need->bytes == 2ull * 2147483647ull);
+  const rb::cfg::ConfigError e = rb::test::expect_error([&] {
+    rb::oom::check_host_memory_fits(cfg.sweeps.at(0).node, need->key, need->bytes, 2, 6ull << 30,
+                                    need->what);
+  });
+  const std::string what = e.what();
+  CAPTURE(what);
+  CHECK(what.rfind("p2p.yaml:3:22: key 'sweeps[0].bandwidth_bytes': the p2p_matrix sweep", 0) == 0);
+  pctx.backend = rb::Backend::Cuda;  // the NCCL engine's buffers are on the GPU
+  CHECK_FALSE(rb::parse_p2p_matrix(cfg.sweeps.at(0), pctx)->host_memory_need().has_value());
 }
