@@ -146,6 +146,27 @@ void parse_rules(const cfg::Node& root, attn::KernelPolicy& policy) {
   }
 }
 
+// `kernel_policy:` may name any readable file (/etc/shadow): until the file shows it is a policy
+// (a YAML map with a `kind` key), no message may quote its content (an unknown key, a duplicate
+// key or a YAML error would echo a line of it). Parses the text, or refuses it without content.
+constexpr const char* kNotAPolicy =
+    "not a tuned kernel policy: expected a YAML map with 'kind: ringbench-kernel-policy', version, "
+    "machine and rules, as `rb-analysis tune` writes (the file's content is not shown)";
+
+cfg::Node policy_root(const std::string& text, const std::string& file) {
+  const auto refuse = [&] { throw cfg::ConfigError(cfg::Location{file, 0, 0}, "", kNotAPolicy); };
+  YAML::Node yaml;
+  try {
+    yaml = cfg::load_document(text, file);
+  } catch (const cfg::ConfigError&) {
+    if (text.find(kKind) == std::string::npos) refuse();  // a policy's own YAML error is shown
+    throw;
+  }
+  const YAML::Node& map = yaml;  // const: a lookup inserts nothing
+  if (!map.IsMap() || !map["kind"]) refuse();
+  return cfg::Node(yaml, file, "");
+}
+
 }  // namespace
 
 std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, std::string file) {
@@ -158,10 +179,7 @@ std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, 
 
 std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& text,
                                                           const std::string& file) {
-  const cfg::Node root(cfg::load_document(text, file), file, "");
-  if (!root.is_map())
-    root.fail("", "expected a tuned kernel policy (a map with version, kind, machine, rules) as "
-                  "written by `rb-analysis tune`");
+  const cfg::Node root = policy_root(text, file);
   root.allow_only({"version", "kind", "machine", "source", "sweep", "date", "margin",
                    "hysteresis", "grid", "rules"});
   if (!root.has("version"))
@@ -213,7 +231,14 @@ PolicyKey read_policy_key(const cfg::Node& owner, const std::string& key, const 
 
 std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, const std::string& key) {
   const PolicyKey k = read_policy_key(owner, key, "tuned policy");
-  auto use = parse_kernel_policy_text(k.text, k.file);
+  std::shared_ptr<KernelPolicyUse> use;
+  try {
+    use = parse_kernel_policy_text(k.text, k.file);
+  } catch (const cfg::ConfigError& e) {
+    // A file that is no policy at all: said at the key that named it.
+    if (e.message() != kNotAPolicy) throw;
+    owner.fail(key, "'" + k.file + "' is " + e.message());
+  }
   use->key = k.key;
   use->where = k.where;
   use->strict = k.strict;

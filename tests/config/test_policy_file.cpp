@@ -560,6 +560,37 @@ TEST_CASE("kernel_policy in a config: a missing or bad policy file is a config e
   std::filesystem::remove_all(dir);
 }
 
+// #31: `kernel_policy:` may name any readable file; a refusal says what was expected and where,
+// never a line of the file (an /etc/shadow line parses as a map with one unknown key).
+TEST_CASE("kernel_policy naming a file that is no policy: refused without its content") {
+  const std::filesystem::path dir = scratch_dir();
+  const std::string config = (dir / "run.yaml").string();
+  const std::string sweeps = "sweeps:\n  - type: memory\n";
+  const std::string secret = "s3cretHashZZ";
+  const std::vector<std::string> foreign = {
+      "root:$6$" + secret + ":19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n",  // a map
+      "# " + secret + "\n" + secret + " is a scalar\n",                            // a scalar
+      secret + ": 1\n" + secret + ": 2\n",                                          // duplicate keys
+      "[" + secret + "\n",                                                          // not YAML
+      "version: 2\nrules: []\n" + secret + ": x\n"};                               // no kind
+  for (const std::string& text : foreign) {
+    CAPTURE(text);
+    write_file((dir / "not_policy").string(), text);
+    const ConfigError e = expect_error(
+        [&] { rb::parse_config_text(sweeps + "kernel_policy: not_policy\n", config); });
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(what.find(secret) == std::string::npos);
+    CHECK(e.where().file == config);
+    CHECK(e.where().line == 3);
+    CHECK(e.key() == "kernel_policy");
+    CHECK(what.find("'" + (dir / "not_policy").string() + "' is not a tuned kernel policy") !=
+          std::string::npos);
+    CHECK(what.find("kind: ringbench-kernel-policy") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // ---- the shipped policies on held-out shapes ----
 
 // Issue #28 measured these LongNet branches on an H100 (S = 32K at ring size 1, 16 heads, d 128,
