@@ -119,6 +119,9 @@ OutputLock::OutputLock(const std::string& output) : output_(output), path_(outpu
     if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
       fail(std::string("it is ") + cfg::file_kind(st.st_mode) + ", not a lock file; remove it");
     const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    // A folder that cannot take the file cannot take the output either: claim_output's
+    // message (the documented one) says so.
+    if (fd < 0 && (errno == EACCES || errno == EROFS || errno == ENOENT || errno == ENOTDIR)) return;
     if (fd < 0) fail(std::strerror(errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int e = errno;
