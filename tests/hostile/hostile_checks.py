@@ -345,16 +345,19 @@ def check_stopped(args):
     cmd = [args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", out]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=dict(os.environ, **harness.MPI_AS_ROOT))
-    err = []
-    drain = threading.Thread(target=lambda: err.extend(p.stderr), daemon=True)
-    drain.start()
+    err, screen = [], []
+    drain_out = threading.Thread(target=lambda: screen.extend(p.stdout), daemon=True)
+    drain_out.start()
     pids, stopped_at, victim = {}, None, 1
     try:
-        for line in p.stdout:  # rank 0's progress: stop once the second sweep is under way
+        for line in p.stderr:  # rank 0's progress (stderr): stop once the second sweep is under way
+            err.append(line)
             if "[mem] done" in line:
                 time.sleep(1.5)
                 pids = rank_pids(out, args.ringbench)
                 break
+        drain = threading.Thread(target=lambda: err.extend(p.stderr), daemon=True)
+        drain.start()
         check(len(pids) == 2, f"found both ranks' processes by the output name: {pids}")
         if victim in pids:
             os.kill(pids[victim], signal.SIGSTOP)
