@@ -48,16 +48,26 @@ def scale_ring_times(src, dst, factor):
     return dst
 
 
+# The attributes HDF5's dimension scales keep on a dataset; its axes are attached anew instead.
+SCALE_ATTRS = ("DIMENSION_LIST", "DIMENSION_LABELS")
+
+
 def _rewrite_text(group, name, values):
-    """Fixed-length strings are as wide as their longest value: a longer value needs a new dataset."""
+    """Fixed-length strings are as wide as their longest value: a longer value needs a new dataset
+    (with the old one's attributes and dimension scales)."""
     old = group[name]
-    attrs = {k: old.attrs[k] for k in old.attrs}
+    attrs = {k: old.attrs[k] for k in old.attrs if k not in SCALE_ATTRS}
+    scales = [(d.label, list(d.values())) for d in old.dims]
     width = max(1, max(len(v.encode()) for v in values.ravel()))
     del group[name]
     new = group.create_dataset(name, data=np.array([v.encode() for v in values.ravel()],
                                                    dtype=f"S{width}").reshape(values.shape))
     for k, v in attrs.items():
         new.attrs[k] = v
+    for axis, (label, attached) in enumerate(scales):
+        for scale in attached:
+            new.dims[axis].attach_scale(scale)
+        new.dims[axis].label = label
 
 
 def set_point_status(path, sweep, point, status):
@@ -74,7 +84,7 @@ def unmeasure_point(path, sweep, point, keep=("status", "ring_id", "ring_rank"))
     with h5py.File(path, "r+") as f:
         g = f["sweeps"][sweep]
         for name, ds in g.items():
-            if not isinstance(ds, h5py.Dataset) or name in keep:
+            if not isinstance(ds, h5py.Dataset) or name in keep or _text(ds.attrs.get("role", "")) == "dimension":
                 continue
             v = ds[()]
             v[:, point] = np.nan if v.dtype.kind == "f" else (-1 if v.dtype.kind == "i" else b"")

@@ -11,6 +11,7 @@ without the right to mount a tmpfs; oom without prlimit).
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import stat
@@ -261,8 +262,10 @@ def check_oom(args):
               f"{ranks} rank(s) under prlimit --as: exit {r.returncode} in {s:.1f} s, no abort")
         if r.returncode != 0:
             print(r.stdout[-2000:], r.stderr[-3000:], sep="\n")
-        notes = lines_with(r.stdout, "out of memory, skipped")
+        notes = lines_with(r.stderr, "out of memory, skipped")  # progress notes: stderr
         check(len(notes) == 4, f"one 'out of memory, skipped' line per oom point (4): {notes}")
+        check(re.search(r"^  - oom: 4 point\(s\) ran out of memory", r.stdout, re.M) is not None,
+              f"the run's summary counts the oom points: {r.stdout[-800:]}")
         if os.path.exists(out):
             check_oom_file(out, ranks)
 
