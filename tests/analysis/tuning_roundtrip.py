@@ -62,7 +62,7 @@ def ring_run(args, name, policy_file):
     h5 = os.path.join(args.workdir, name + "_run.h5")
     r = mpirun(args, 2, [args.ringbench, config, "--output", h5, "--force"])
     check(r.returncode == 0, f"ring run {name}: exit 0 ({r.returncode}) {r.stderr[-800:]}")
-    return h5, r.stdout
+    return h5, r.stdout + r.stderr  # the policy's notes are stderr's, the tables stdout's
 
 
 def text(ds):
