@@ -312,6 +312,9 @@ def memory_rates(frame, out_dir):
 
 RING_STEP_COLOURS = {"compute": "#4c72b0", "exposed wait": "#dd4444"}
 MAX_TIMELINE_RANKS = 8
+# Steps drawn per panel: a ring of 1,024 ranks has 1,024 steps, whose 16,000 bars per panel
+# took minutes to draw and cannot be told apart.
+MAX_TIMELINE_STEPS = 64
 
 
 def _timeline_points(ring, limit=4):
@@ -350,6 +353,8 @@ def ring_timeline(runs, ring, out_dir):
     fig.legend(handles, list(RING_STEP_COLOURS), loc="upper right", ncol=2, fontsize=8)
     note = (f"r0, r1, ...: the ranks (the first {MAX_TIMELINE_RANKS} at most); times are each "
             "rank's median over iterations")
+    if any(pt.ring_size > MAX_TIMELINE_STEPS for pt, _ in chosen):
+        note += f"; the first {MAX_TIMELINE_STEPS} ring steps at most"
     fig.text(0.01, 0.005, note, fontsize=7, color="#444444")
     fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1 - 0.3 / fig.get_figheight()))
     path = os.path.join(out_dir, "ring_timeline.png")
@@ -362,7 +367,7 @@ def _timeline_panel(ax, comp, wait):
     comp = np.asarray(comp, dtype=float)[:MAX_TIMELINE_RANKS]
     wait = np.asarray(wait, dtype=float)[:MAX_TIMELINE_RANKS]
     ranks, steps = comp.shape
-    steps = max(1, int(np.max(np.sum(np.isfinite(comp), axis=1))))
+    steps = min(MAX_TIMELINE_STEPS, max(1, int(np.max(np.sum(np.isfinite(comp), axis=1)))))
     width = 0.8 / ranks
     scale, unit = (1e3, "ms") if np.nanmax(comp + np.nan_to_num(wait)) >= 1e-3 else (1e6, "us")
     for r in range(ranks):

@@ -19,9 +19,20 @@ scalar metric is one number (or text) per row; an array metric ([world, P, k, ..
 object column holding one numpy array per row (per-iteration samples, ring steps). Missing
 values stay missing: NaN for numbers, <NA> for integer metrics (the file's -1), "" for text.
 Every column keeps its dataset's units and description (Sweep.units, Sweep.descriptions).
+
+Memory: a file is never read whole (one of 1,024 ranks holds GBs). Keys and metadata are read
+when the file is loaded; a metric is read when used, a block of points ([world, p0:p1, ...])
+at a time, into one least-recently-used cache of CACHE_BYTES for the whole process, whose
+blocks are dropped when it is full (docs/analysis.md#large-files). Sweep.metrics[name] is the
+metric's numpy array where it fits in one block, else a Column that reads the blocks its
+indexing needs (column[:, p], column[r, p], column[:, p0:p1]); the values are the same.
 """
+import itertools
 import os
 import re
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -61,6 +72,14 @@ ITERATION_SAMPLES = {
 # performance metric (s, memory B) is better when lower.
 RATE_UNITS = ("B/s", "TFLOP/s", "Hz")
 
+# The cache of metric blocks, for the whole process (RB_ANALYSIS_CACHE_MB sets another size),
+# and how many blocks it holds at least: a loop over points reads a few metrics at a time, and
+# each must keep its block while the others are read. A str value costs its object besides the
+# fixed-length bytes (the size of CPython's empty str).
+CACHE_BYTES = int(float(os.environ.get("RB_ANALYSIS_CACHE_MB", "") or 256) * 2**20)
+CACHE_BLOCKS = 16
+STR_OVERHEAD = 57
+
 
 class RingbenchFileError(Exception):
     """A file that cannot be analysed: missing, not HDF5, not from ringbench, or unusable."""
@@ -79,11 +98,22 @@ def _py(value):
     return value
 
 
-def _read(ds):
-    """Whole dataset as numpy; strings (fixed-length in ringbench files) as str objects."""
-    if h5py.check_string_dtype(ds.dtype) is not None or ds.dtype.kind == "S":
-        return np.asarray(ds.asstr()[()], dtype=object)
-    return ds[()]
+def _is_text(ds):
+    return h5py.check_string_dtype(ds.dtype) is not None or ds.dtype.kind == "S"
+
+
+def _read(ds, sel=()):
+    """A dataset (or its selection `sel`) as numpy; strings (fixed-length in ringbench files)
+    as str objects."""
+    if _is_text(ds):
+        return np.asarray(ds.asstr()[sel], dtype=object)
+    return ds[sel]
+
+
+def _is_scale(ds):
+    """An HDF5 dimension scale (H5DSset_scale): it labels another dataset's axis, it is not a
+    key or metric of its own."""
+    return _py(ds.attrs.get("CLASS", b"")) == "DIMENSION_SCALE"
 
 
 def _attr(obj, name, default=""):
@@ -97,23 +127,183 @@ def _row_values(values, world, int_missing):
     if moved.ndim == 2:
         flat = moved.reshape(n)
         if int_missing and flat.dtype.kind == "i":
-            return pd.array(np.where(flat == -1, None, flat), dtype="Int64")
+            return pd.arrays.IntegerArray(flat.astype(np.int64), flat == -1)  # -1: <NA>
         return flat
     return pd.Series(list(moved.reshape((n,) + moved.shape[2:])), dtype=object).to_numpy()
+
+
+class _BlockCache:
+    """Blocks of metrics, least recently used first out once CACHE_BYTES is passed (the
+    newest block always stays)."""
+
+    def __init__(self):
+        self.blocks, self.used = OrderedDict(), 0
+
+    def get(self, key):
+        hit = self.blocks.get(key)
+        if hit is None:
+            return None
+        self.blocks.move_to_end(key)
+        return hit[0]
+
+    def put(self, key, array, nbytes):
+        self.blocks[key] = (array, nbytes)
+        self.used += nbytes
+        while self.used > CACHE_BYTES and len(self.blocks) > 1:
+            self.used -= self.blocks.popitem(last=False)[1][1]
+
+    def drop(self, owner):
+        """Forgets the blocks of a run that is gone."""
+        for key in [k for k in self.blocks if k[0] == owner]:
+            self.used -= self.blocks.pop(key)[1]
+
+
+_CACHE = _BlockCache()
+_OWNERS = itertools.count()
+
+
+def set_cache_bytes(nbytes):
+    """Sets CACHE_BYTES (tests; RB_ANALYSIS_CACHE_MB for a command) and empties the cache."""
+    global CACHE_BYTES
+    CACHE_BYTES = int(nbytes)
+    _CACHE.blocks.clear()
+    _CACHE.used = 0
+
+
+def block_bytes():
+    return max(1, CACHE_BYTES // CACHE_BLOCKS)
+
+
+def _stat_key(path):
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+class _Source:
+    """The file a run's metrics are read from, opened for each read: never held open, so that
+    the process that loaded a file can still write one at its path (HDF5 refuses to open a
+    file again for writing, or to truncate it, while it is open). A file changed since it was
+    loaded is refused rather than read as if it were the same."""
+
+    def __init__(self, path):
+        self.path, self.key = path, _stat_key(path)
+
+    def read(self, name, sel, where):
+        try:
+            if _stat_key(self.path) != self.key:
+                raise RingbenchFileError(f"{self.path}: changed on disk since it was loaded; load it again")
+            with h5py.File(self.path, "r") as f:
+                return _read(f[name], sel)
+        except (OSError, RuntimeError, ValueError, KeyError) as exc:
+            raise RingbenchFileError(filecheck.unreadable(
+                where, f"HDF5: {exc}: truncated or corrupted?")) from exc
+
+
+class Column:
+    """A metric [world, P, ...] of a file, read a block of points at a time when indexed (the
+    blocks cached in _CACHE): column[:, p], column[r, p] and column[:, p0:p1] read only the
+    blocks they need; np.asarray(column) and ravel() read it whole, uncached."""
+
+    def __init__(self, ds, source, owner, where):
+        self._source, self._owner, self.where, self._name = source, owner, where, ds.name
+        self.shape, self.ndim = tuple(ds.shape), ds.ndim
+        self.text = _is_text(ds)
+        self.dtype = np.dtype(object) if self.text else ds.dtype
+        self.size = int(np.prod(self.shape))
+        value = ds.dtype.itemsize + (STR_OVERHEAD if self.text else 0)
+        self.point_bytes = value * self.size // max(1, self.shape[1])
+        self.nbytes = value * self.size
+
+    def __len__(self):
+        return self.shape[0]
+
+    def value(self):
+        """The numpy array where the metric fits in one block (cached), else this Column."""
+        return self._block(0, self._per_block()) if self.nbytes <= block_bytes() else self
+
+    def _per_block(self):
+        return max(1, block_bytes() // max(1, self.point_bytes))
+
+    def _block(self, b, n):
+        key = (self._owner, self._name, n, b)
+        got = _CACHE.get(key)
+        if got is None:
+            got = self._read(np.s_[:, b * n:min(self.shape[1], (b + 1) * n)])
+            _CACHE.put(key, got, self.point_bytes * got.shape[1])
+        return got
+
+    def _read(self, sel=()):
+        return self._source.read(self._name, sel, self.where)
+
+    def points(self, p0, p1):
+        """[world, p1 - p0, ...]: the points p0 .. p1-1, from the blocks that hold them."""
+        n = self._per_block()
+        parts = [self._block(b, n)[:, max(p0, b * n) - b * n:min(p1, (b + 1) * n) - b * n]
+                 for b in range(p0 // n, (p1 - 1) // n + 1)] if p1 > p0 else []
+        if len(parts) == 1:
+            return parts[0].copy()  # never a view: a caller keeping it would keep the block
+        return np.concatenate(parts, axis=1) if parts else self._read(np.s_[:, p0:p1])
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        npts = self.shape[1]
+        if len(key) >= 2 and isinstance(key[1], (int, np.integer)) and not isinstance(key[1], bool):
+            p = int(key[1]) + (npts if key[1] < 0 else 0)
+            if not 0 <= p < npts:
+                raise IndexError(f"{self.where}: point {key[1]} of {npts}")
+            got = self.points(p, p + 1)
+            return got[(key[0], 0) + key[2:]]
+        if len(key) >= 2 and isinstance(key[1], slice) and key[1].step in (None, 1):
+            p0, p1, _ = key[1].indices(npts)
+            return self.points(p0, max(p0, p1))[(key[0], slice(None)) + key[2:]]
+        return np.asarray(self)[key]
+
+    def __array__(self, dtype=None):
+        whole = self._read()
+        return whole if dtype is None else whole.astype(dtype)
+
+    def __iter__(self):
+        return iter(np.asarray(self))
+
+    def ravel(self):
+        return np.asarray(self).ravel()
+
+
+class Metrics(Mapping):
+    """name -> metric of one points table: its numpy array [world, P, ...] where it fits in one
+    block of the cache, else its Column. `columns` has every Column (shape, dtype, size)
+    without reading any."""
+
+    def __init__(self):
+        self.columns = {}
+
+    def __getitem__(self, name):
+        return self.columns[name].value()
+
+    def __contains__(self, name):
+        return name in self.columns
+
+    def __iter__(self):
+        return iter(self.columns)
+
+    def __len__(self):
+        return len(self.columns)
 
 
 class PointsTable:
     """One points table of a file (a sweep, or a sub-table such as a sweep's model/)."""
 
-    def __init__(self, group, world, where):
+    def __init__(self, group, world, where, origin):
+        """origin: (the run's _Source, its number in the cache): where the metrics are read."""
         self.world = world
         self.where = where  # "FILE:/sweeps/NAME" for messages
         self.units, self.descriptions = {}, {}
-        self.keys, self.metrics, self.subtables = [], {}, {}
+        self.keys, self.metrics, self.subtables = [], Metrics(), {}
         keys = {}
         if "points" in group:
             for name, ds in group["points"].items():
-                keys[name] = self._dataset(ds, name, "key", ds.ndim == 1)
+                if isinstance(ds, h5py.Dataset) and not (_is_scale(ds) and _attr(ds, "role", None) != "key"):
+                    keys[name] = _read(self._dataset(ds, name, "key", ds.ndim == 1))
         self.keys = list(keys)
         npoints = {len(v) for v in keys.values()}
         if len(npoints) > 1:
@@ -122,13 +312,17 @@ class PointsTable:
         self.points = pd.DataFrame(keys, index=pd.RangeIndex(self.npoints, name="point"))
         for name, obj in group.items():
             if isinstance(obj, h5py.Dataset):
+                if _is_scale(obj) and _attr(obj, "role", None) != "metric":
+                    continue
                 ok = obj.ndim >= 2 and obj.shape[:2] == (world, self.npoints)
-                self.metrics[name] = self._dataset(obj, name, "metric", ok)
+                self.metrics.columns[name] = Column(self._dataset(obj, name, "metric", ok), *origin,
+                                                    f"{where}/{name}")
             elif name != "points" and "points" in obj:
-                self.subtables[name] = PointsTable(obj, world, f"{where}/{name}")
+                self.subtables[name] = PointsTable(obj, world, f"{where}/{name}", origin)
         self._table = None
 
     def _dataset(self, ds, name, role, shape_ok):
+        """The dataset, its role and shape checked and its units and description kept."""
         got = _attr(ds, "role", None)
         if got != role:
             raise RingbenchFileError(f"{self.where}/{name}: role {got!r}, expected {role!r} "
@@ -138,7 +332,7 @@ class PointsTable:
             raise RingbenchFileError(f"{self.where}/{name}: shape {list(ds.shape)}, expected {want}")
         self.units[name] = str(_attr(ds, "units"))
         self.descriptions[name] = str(_attr(ds, "description"))
-        return _read(ds)
+        return ds
 
     def array(self, name):
         """A metric as stored: [world, points, ...]."""
@@ -162,10 +356,10 @@ class PointsTable:
         return found[0] if len(found) == 1 else None
 
     def scalar_metrics(self):
-        return [n for n, v in self.metrics.items() if v.ndim == 2]
+        return [n for n, c in self.metrics.columns.items() if c.ndim == 2]
 
     def array_metrics(self):
-        return [n for n, v in self.metrics.items() if v.ndim > 2]
+        return [n for n, c in self.metrics.columns.items() if c.ndim > 2]
 
     def is_rate(self, name):
         return self.units.get(name) in RATE_UNITS
@@ -178,15 +372,30 @@ class PointsTable:
         return self._table
 
     def _build_table(self):
-        p, w = self.npoints, self.world
-        cols = {"sweep": np.full(p * w, getattr(self, "name", ""), dtype=object),
-                "point": np.repeat(np.arange(p, dtype=np.int64), w),
-                "rank": np.tile(np.arange(w, dtype=np.int64), p)}
+        return self.rows(0, self.npoints, list(self.metrics))
+
+    def rows(self, p0, p1, metrics):
+        """DataFrame of the points p0 .. p1-1 with the given metrics: one row per (point, rank),
+        point-major, as `table`'s rows of those points."""
+        n, w = p1 - p0, self.world
+        cols = {"sweep": np.full(n * w, getattr(self, "name", ""), dtype=object),
+                "point": np.repeat(np.arange(p0, p1, dtype=np.int64), w),
+                "rank": np.tile(np.arange(w, dtype=np.int64), n)}
         for k in self.keys:
-            cols[k] = np.repeat(self.points[k].to_numpy(), w)
-        for m, v in self.metrics.items():
-            cols[m] = _row_values(v, w, int_missing=True)
+            cols[k] = np.repeat(self.points[k].to_numpy()[p0:p1], w)
+        for m in metrics:
+            cols[m] = _row_values(self.metrics.columns[m].points(p0, p1), w, int_missing=True)
         return pd.DataFrame(cols)
+
+    def scalar_row_chunks(self):
+        """`rows` of the scalar metrics (what a CSV holds), a run of points at a time: each
+        chunk's rows about one cache block in memory, whatever the file's size."""
+        names = self.scalar_metrics()
+        row = 16 * (3 + len(self.keys)) + sum(self.metrics.columns[m].point_bytes for m in names) \
+            // max(1, self.world)
+        step = max(1, block_bytes() // max(1, row * self.world))
+        for p0 in range(0, self.npoints, step):
+            yield self.rows(p0, min(self.npoints, p0 + step), names)
 
 
 class Sweep(PointsTable):
@@ -199,7 +408,7 @@ class Sweep(PointsTable):
         self.type = str(self.attrs.get("type", ""))
         self.status = str(self.attrs.get("status", "unknown"))
         self.failure = str(self.attrs.get("failure", ""))
-        super().__init__(group, run.world_size, f"{run.path}:/sweeps/{name}")
+        super().__init__(group, run.world_size, f"{run.path}:/sweeps/{name}", (run.source, run.owner))
 
     @property
     def completed(self):
@@ -237,6 +446,16 @@ class Sweep(PointsTable):
 def row_median(column):
     """Per row, the median of an array column (NaN where a row has no finite value)."""
     out = np.full(len(column), np.nan)
+    if isinstance(column, np.ndarray) and column.ndim == 2 and column.dtype.kind == "f" and column.shape[1]:
+        # The rows without a missing value at once (np.median along rows gives the same
+        # numbers as row by row): a thousand ranks' medians are one call, not a thousand.
+        whole = np.isfinite(column).all(axis=1)
+        out[whole] = np.median(column[whole], axis=1)
+        for i in np.flatnonzero(~whole):
+            a = column[i][np.isfinite(column[i])]
+            if a.size:
+                out[i] = np.median(a)
+        return out
     for i, v in enumerate(column):
         a = np.asarray(v, dtype=float).ravel()
         a = a[np.isfinite(a)]
@@ -247,6 +466,8 @@ def row_median(column):
 
 def numbers(column):
     """A column as float64 (NA and text become NaN)."""
+    if isinstance(column, np.ndarray) and column.dtype.kind in "fiu":
+        return column.astype(float)  # what to_numeric gives, without a Series per call
     return pd.to_numeric(pd.Series(column), errors="coerce").astype(float).to_numpy()
 
 
@@ -255,7 +476,9 @@ class Run:
 
     def __init__(self, path):
         self.path = str(path)
+        self.owner = next(_OWNERS)  # names this run's blocks in the cache
         with self._open() as f:
+            self.source = _Source(self.path)  # metrics are read from it when used
             try:
                 self._read(f)
             except (OSError, RuntimeError, KeyError, ValueError) as exc:
@@ -263,6 +486,7 @@ class Run:
                 # (the data of a damaged file): a message, not a traceback.
                 raise RingbenchFileError(filecheck.unreadable(
                     self.path, f"HDF5: {exc}: truncated or corrupted?")) from exc
+        weakref.finalize(self, _CACHE.drop, self.owner)  # its blocks leave the cache with it
 
     def _read(self, f):
         self.attrs = {k: _py(v) for k, v in f["run"].attrs.items()}

@@ -15,10 +15,9 @@ import json
 import os
 
 import numpy as np
-import pandas as pd
 
 from . import links, contention, figures, fmt, headline, model, peaks as peaks_mod, plots, reader, results, schemes
-from . import doc, scheme_report
+from . import doc, rows_csv, scheme_report
 
 TITLE = "# ringbench report"
 
@@ -180,7 +179,7 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None, given_lin
     summary = rep.summary
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write("\n".join([TITLE, ""] + doc.markdown(rep.sections)) + "\n")
-    summary["csv"] = _write_csv(rep.runs, out_dir)
+    summary["csv"] = rows_csv.write(rep.runs, out_dir)
     with open(os.path.join(out_dir, "report.json"), "w") as f:
         json.dump(_finite_json(summary), f, indent=1, default=_json_default, allow_nan=False)
     if html:
@@ -571,30 +570,6 @@ def _appendix(runs):
             md += [f"Config of {', '.join(names)} ({run.attrs.get('config_file', '?')}):", "",
                    "```yaml", run.config_text.rstrip(), "```", ""]
     return md
-
-
-def _csv_name(sweep):
-    return "points_" + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in sweep) + ".csv"
-
-
-def _write_csv(runs, out_dir):
-    """points.csv (every ring attention point and rank of every file, as before) and one
-    points_<sweep>.csv per sweep name (one row per file, point and rank)."""
-    written = []
-    ring = reader.combined_table(runs, reader.RING_TYPES)
-    if len(ring):
-        ring.to_csv(os.path.join(out_dir, "points.csv"), columns=reader.csv_columns(ring), index=False)
-        written.append("points.csv")
-    names = list(dict.fromkeys(s.name for run in runs for s in run.sweeps.values()))
-    for name in names:
-        parts = [run.sweeps[name].table.assign(run=os.path.basename(run.path), world_size=run.world_size)
-                 for run in runs if name in run.sweeps and len(run.sweeps[name].table)]
-        if not parts:
-            continue
-        t = pd.concat(parts, ignore_index=True)
-        t.to_csv(os.path.join(out_dir, _csv_name(name)), columns=reader.csv_columns(t), index=False)
-        written.append(_csv_name(name))
-    return written
 
 
 def _finite_json(o):

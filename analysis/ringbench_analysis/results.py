@@ -40,8 +40,11 @@ def cv(samples):
 
 def _slowest_samples(array, point, higher_is_worse=True):
     """Per-iteration samples of the rank whose median is worst at `point` ([world, P, it])."""
-    rows = [np.asarray(r, dtype=float) for r in array[:, point]]
-    meds = [np.median(_finite(r)) if _finite(r).size else np.nan for r in rows]
+    rows = np.asarray(array[:, point], dtype=float)
+    if not rows.size:
+        return np.array([])
+    rows = rows.reshape(len(rows), -1)
+    meds = reader.row_median(rows)  # each rank's median of its finite samples, NaN if none
     if not np.isfinite(meds).any():
         return np.array([])
     i = int(np.nanargmax(meds) if higher_is_worse else np.nanargmin(meds))
