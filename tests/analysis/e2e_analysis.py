@@ -884,10 +884,13 @@ def check_contention_screen(stdout, d):
     path and rows ('-' where a workload has none): two paths at one rows value are two lines
     a reader can tell apart (4 x H200: they were not)."""
     lines = [ln.split() for ln in stdout.splitlines()]
+    # A table wider than 100 columns is split into parts, each starting with these key columns:
+    # a point has one line in each part.
+    parts = max(1, sum(1 for t in lines if t[:2] == ["phase", "workload"]))
     missing = []
     for phase, (workload, path, rows) in d["points"]:
         want = [phase, workload, path or "-", str(rows) if int(rows) else "-"]
-        if sum(1 for t in lines if t[:4] == want) != 1:
+        if sum(1 for t in lines if t[:4] == want) != parts:
             missing.append(" ".join(want))
     check(not missing, f"the screen's contention table has one line per point with its path and rows"
                        f"{' (missing: ' + '; '.join(missing[:3]) + ')' if missing else ''}")
