@@ -471,7 +471,7 @@ def _reference(path, new):
     from . import references as R  # references -> values -> compare: imported when used
     try:
         return R.check(path, new)
-    except R.ReferenceError as e:
+    except R.ReferenceFileError as e:
         raise CompareError(f"--reference {e}")
 
 

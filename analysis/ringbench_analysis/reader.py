@@ -628,7 +628,7 @@ class Run:
             raise KeyError(f"{self.path}: no sweep named '{name}' (sweeps: {known})")
         return self.sweeps[name]
 
-    def table(self, name=None, type=None):
+    def table(self, name=None, type=None):  # type= is the documented keyword: pylint: disable=redefined-builtin
         """The table of one sweep (by name) or of all sweeps of a type, concatenated."""
         if name is not None:
             return self.sweep(name).table

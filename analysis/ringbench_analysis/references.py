@@ -27,12 +27,12 @@ from . import values
 KIND = "ringbench-reference"
 
 
-class ReferenceError(Exception):
+class ReferenceFileError(Exception):
     """A reference file that cannot be used (missing, not YAML, invalid entry)."""
 
 
 def _entry_error(path, where, what):
-    return ReferenceError(f"{path}: {where}: {what}")
+    return ReferenceFileError(f"{path}: {where}: {what}")
 
 
 def _check_tuple(path, where, ref):
@@ -73,16 +73,16 @@ def load(path):
         with open(path) as f:
             doc = yaml.safe_load(f)
     except OSError as e:
-        raise ReferenceError(f"{path}: {e.strerror or e}")
+        raise ReferenceFileError(f"{path}: {e.strerror or e}")
     except ImportError:
-        raise ReferenceError(f"{path}: reading a reference file needs PyYAML (Debian: python3-yaml)")
+        raise ReferenceFileError(f"{path}: reading a reference file needs PyYAML (Debian: python3-yaml)")
     except yaml.YAMLError as e:
-        raise ReferenceError(f"{path}: not YAML: {e}")
+        raise ReferenceFileError(f"{path}: not YAML: {e}")
     if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("version") != 1:
-        raise ReferenceError(f"{path}: not a reference file (needs kind: {KIND} and version: 1)")
+        raise ReferenceFileError(f"{path}: not a reference file (needs kind: {KIND} and version: 1)")
     refs = doc.get("references")
     if not isinstance(refs, dict) or not refs:
-        raise ReferenceError(f"{path}: references: a mapping of GPU model to a list of entries is needed")
+        raise ReferenceFileError(f"{path}: references: a mapping of GPU model to a list of entries is needed")
     for gpu, entries in refs.items():
         if not isinstance(entries, list):
             raise _entry_error(path, f"references.{gpu!r}", "must be a list of entries")
@@ -134,11 +134,11 @@ def _entry_rows(path, gpu, i, e, run):
     if sweep is None:
         return [dict(row, point=want, ok=False, why=f"{where} {what}: NEW has no sweep '{e['sweep']}'")]
     if e["metric"] not in values.headline_metrics(sweep) and e["metric"] not in sweep.metrics:
-        raise ReferenceError(f"{where}: sweep '{sweep.name}' has no metric '{e['metric']}' "
+        raise ReferenceFileError(f"{where}: sweep '{sweep.name}' has no metric '{e['metric']}' "
                              f"(it has: {', '.join(sorted(sweep.metrics))})")
     unit = values.unit(sweep, e["metric"])
     if unit != e["reference"][3]:
-        raise ReferenceError(f"{where}: unit {e['reference'][3]!r} of {e['metric']}, the file's is {unit!r}")
+        raise ReferenceFileError(f"{where}: unit {e['reference'][3]!r} of {e['metric']}, the file's is {unit!r}")
     found = _matches(sweep, want)
     if not found:
         return [dict(row, point=want, ok=False, why=f"{where} {what}: no point of NEW matches")]

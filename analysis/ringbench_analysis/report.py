@@ -289,8 +289,8 @@ def _ring_section(runs, points, ring, summary):
                                                    for s in run.sweeps_of_type(reader.RING_TYPES)}))
     md += ["Per point: time is the slowest rank's median iteration (forward + backward); TFLOP/s "
            f"per GPU is the mean FLOPs per rank (forward_flop; backward = {factor} x forward, the "
-           "sweep's flop_convention) over the slowest rank's median time of that pass; \"% of 1 GPU\" compares with the same "
-           "kernel and configuration at ring size 1; efficiency is strong scaling against the "
+           "sweep's flop_convention) over the slowest rank's median time of that pass; \"% of 1 GPU\" "
+           "compares with the same kernel and configuration at ring size 1; efficiency is strong scaling against the "
            "smallest ring size of the same S; exposed wait is the share of step time spent "
            "waiting for the next K/V block; spread is how much slower the slowest rank is than "
            f"the median rank; CV is between iterations (above {100 * results.CV_LIMIT:.0f} % flagged).", ""]
