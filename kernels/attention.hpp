@@ -11,7 +11,9 @@
 namespace rb::attn {
 
 enum class DType { F32, F16, BF16 };
-inline std::size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
+inline std::size_t dtype_size(DType t) {
+  return t == DType::F32 ? 4 : 2;
+}
 
 // The names of the storage dtypes in configs, outputs and tuned policies (one table).
 struct DTypeName {

@@ -101,8 +101,8 @@ class AttentionBackend {
 
   virtual void forward(const attn::ForwardBlock& block) = 0;
   // delta[r] = sum_d dout[r,d] * out[r,d] for `rows` rows; dout in dtype, out fp32.
-  virtual void backward_prepare(const void* dout, const float* out, float* delta,
-                                std::int64_t rows, int head_dim, attn::DType dtype) = 0;
+  virtual void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
+                                int head_dim, attn::DType dtype) = 0;
   virtual void backward(const attn::BackwardBlock& block) = 0;
   // dst[i] += src[i] for `count` fp32 values in backend memory, in the compute stream's order:
   // the ring backward adds a step's dK/dV contribution to the partial sums received from the

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstring>
 
-
 #include "attention.hpp"
 #include "host_device.hpp"
 
@@ -61,7 +60,7 @@ RB_HOST_DEVICE inline std::uint16_t float_to_half(float f) {
   const std::uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);
   if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520: inf
-  if (a < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero
+  if (a < 0x38800000u) {               // below the smallest normal half (2^-14): subnormal or zero
     if (a < 0x33000000u) return sign;  // < 2^-25 rounds to zero
     const std::uint32_t e = a >> 23;
     const std::uint32_t m = (a & 0x7fffffu) | 0x800000u;

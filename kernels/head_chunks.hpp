@@ -20,9 +20,12 @@ struct HeadRowPlace {
   std::int64_t tensor_elem;  // the row's first element in the tensor
 };
 
-RB_HOST_DEVICE inline HeadRowPlace head_row_place(const HeadChunks& c, const HeadTensor& t, std::int64_t g) {
-  const std::int64_t n = c.shard_rows, per_member = static_cast<std::int64_t>(c.batch) * c.local_heads * n;
-  const std::int64_t m = g / per_member, in_member = g % per_member;  // in_member: (b * local + h) * n + r
+RB_HOST_DEVICE inline HeadRowPlace head_row_place(const HeadChunks& c, const HeadTensor& t,
+                                                  std::int64_t g) {
+  const std::int64_t n = c.shard_rows,
+                     per_member = static_cast<std::int64_t>(c.batch) * c.local_heads * n;
+  const std::int64_t m = g / per_member,
+                     in_member = g % per_member;  // in_member: (b * local + h) * n + r
   const std::int64_t bh = in_member / n, r = in_member % n;
   const std::int64_t b = bh / c.local_heads, h = bh % c.local_heads;
   const std::size_t wire = c.wire == DType::F32 ? 4 : 2;

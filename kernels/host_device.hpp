@@ -18,9 +18,15 @@ namespace rb::attn {
 template <class F32, class F16, class BF16, class F>
 void with_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::F32: f(F32{}); return;
-    case DType::F16: f(F16{}); return;
-    case DType::BF16: f(BF16{}); return;
+    case DType::F32:
+      f(F32{});
+      return;
+    case DType::F16:
+      f(F16{});
+      return;
+    case DType::BF16:
+      f(BF16{});
+      return;
   }
 }
 

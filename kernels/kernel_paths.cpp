@@ -19,9 +19,12 @@ constexpr bool kCudnnBuilt = false;
 // As the config spells them (`dtype:`).
 const char* dtype_text(DType t) {
   switch (t) {
-    case DType::F32: return "fp32";
-    case DType::F16: return "fp16";
-    case DType::BF16: return "bf16";
+    case DType::F32:
+      return "fp32";
+    case DType::F16:
+      return "fp16";
+    case DType::BF16:
+      return "bf16";
   }
   return "?";
 }
@@ -31,7 +34,9 @@ constexpr const char* kNeedCudnn = "CMake found no cuDNN; set CUDNN_ROOT and reb
 // Head dims the fused CUDA-core kernels (simple.cu, kMaxHeadDim) and the host kernels take.
 constexpr int kFusedMaxHeadDim = 256;
 
-KernelSupport any_block() { return {}; }
+KernelSupport any_block() {
+  return {};
+}
 // A full-speed range for a path that is nowhere the fast choice: `auto` runs it only on blocks
 // no other row takes (the last candidate).
 KernelSupport no_block() {
@@ -76,7 +81,9 @@ KernelSupport cudnn_native() {
   return s;
 }
 
-TileVariant default_tile() { return {"default", "the measured-best shape", any_block()}; }
+TileVariant default_tile() {
+  return {"default", "the measured-best shape", any_block()};
+}
 
 // Shapes named warps x m-tiles (16 query rows each) per warp, keys per tile, and where Q
 // lives; flash_fwd.cu / flash_bwd.cu instantiate them (flash_tile() there maps the names).
@@ -108,7 +115,8 @@ bool takes_dtype(const KernelSupport& s, DType t) {
 
 bool takes_head_dim(const KernelSupport& s, int d) {
   return d >= 1 && (s.max_head_dim <= 0 || d <= s.max_head_dim) && d % s.head_dim_multiple == 0 &&
-         (s.head_dims.empty() || std::find(s.head_dims.begin(), s.head_dims.end(), d) != s.head_dims.end());
+         (s.head_dims.empty() ||
+          std::find(s.head_dims.begin(), s.head_dims.end(), d) != s.head_dims.end());
 }
 
 std::string head_dim_refusal(const KernelSupport& s, const std::string& what, int head_dim) {
@@ -132,8 +140,8 @@ std::string support_refusal(const KernelSupport& s, const std::string& what, DTy
   return "";
 }
 
-std::string tile_refusal(const KernelPath& k, const KernelChoice& choice, DType dtype,
-                         int head_dim, bool causal, bool dilated) {
+std::string tile_refusal(const KernelPath& k, const KernelChoice& choice, DType dtype, int head_dim,
+                         bool causal, bool dilated) {
   const TileVariant* t = find_tile(k, choice.tile);
   if (!t) {
     std::vector<std::string> known;
@@ -150,7 +158,9 @@ std::string tile_refusal(const KernelPath& k, const KernelChoice& choice, DType 
 
 }  // namespace
 
-const char* to_string(Device d) { return d == Device::Host ? "host" : "cuda"; }
+const char* to_string(Device d) {
+  return d == Device::Host ? "host" : "cuda";
+}
 
 bool KernelSupport::worth_a_call(const KernelShape& shape, int head_dim) const {
   return shape.dilated ? shape.pairs_per_call() >= min_dilated_pairs
@@ -165,24 +175,48 @@ bool KernelSupport::takes(DType dtype, int head_dim, bool is_causal, bool is_dil
 
 const std::vector<KernelPath>& kernel_paths() {
   static const std::vector<KernelPath> table = {
-      {"kokkos", Device::Host, true, "", up_to(kFusedMaxHeadDim), up_to(kFusedMaxHeadDim), true,
+      {"kokkos",
+       Device::Host,
+       true,
+       "",
+       up_to(kFusedMaxHeadDim),
+       up_to(kFusedMaxHeadDim),
+       true,
        "Kokkos tiled kernel on the host (default execution space), fp32 compute",
        {default_tile()}},
-      {"materialized", Device::Host, true, "", up_to(kFusedMaxHeadDim), up_to(kFusedMaxHeadDim),
+      {"materialized",
+       Device::Host,
+       true,
+       "",
+       up_to(kFusedMaxHeadDim),
+       up_to(kFusedMaxHeadDim),
        true,
        "materialised scores on the host: S = QK^T for 64 query rows at a time, softmax, P V "
        "(Kokkos, fp32 compute)",
        {default_tile()}},
-      {"cudnn", Device::Cuda, kCudnnBuilt, kNeedCudnn, up_to(kFusedMaxHeadDim), cudnn_native(),
-       true, "cuDNN fused flash attention (backend API); blocks cuDNN cannot take run on flash",
+      {"cudnn",
+       Device::Cuda,
+       kCudnnBuilt,
+       kNeedCudnn,
+       up_to(kFusedMaxHeadDim),
+       cudnn_native(),
+       true,
+       "cuDNN fused flash attention (backend API); blocks cuDNN cannot take run on flash",
        {default_tile()}},
       {"flash", Device::Cuda, kCudaBuilt, kNeedCuda, up_to(kFusedMaxHeadDim),
        sixteen_bit({64, 128}), true,
        "ringbench's FlashAttention-2 style tensor-core kernels (fp16/bf16, head dim 64/128; "
        "other blocks on its fused CUDA-core kernel)",
        flash_tiles()},
-      {"naive", Device::Cuda, kCudaBuilt, kNeedCuda, any_block(), no_block(), true,
-       "materialised scores with cuBLAS GEMMs: the GPU reference path", {default_tile()}},
+      {"naive",
+       Device::Cuda,
+       kCudaBuilt,
+       kNeedCuda,
+       any_block(),
+       no_block(),
+       true,
+       "materialised scores with cuBLAS GEMMs: the GPU reference path",
+       {default_tile()}},
   };
   return table;
 }
@@ -232,8 +266,7 @@ std::string kernel_refusal(const KernelChoice& choice, Device device, DType dtyp
                            bool causal, bool dilated) {
   if (choice.path == "auto") {
     if (!choice.tile.empty() && choice.tile != "default")
-      return "kernel 'auto' has no tile variants ('" + choice.tile +
-             "' needs a named path)";
+      return "kernel 'auto' has no tile variants ('" + choice.tile + "' needs a named path)";
     // auto runs a block on the row auto_kernel_path picks, which depends on the block's size:
     // the rows it picks for the smallest and the largest blocks must both take it.
     KernelShape small, large;
@@ -242,8 +275,9 @@ std::string kernel_refusal(const KernelChoice& choice, Device device, DType dtyp
     for (const KernelShape* shape : {&large, &small}) {
       const KernelPath* k = auto_kernel_path(device, dtype, head_dim, causal, *shape);
       if (!k) return std::string("this build has no ") + to_string(device) + " kernel path";
-      const std::string why = support_refusal(
-          k->supports, "kernel 'auto' (" + std::string(k->name) + ")", dtype, head_dim, causal, dilated);
+      const std::string why =
+          support_refusal(k->supports, "kernel 'auto' (" + std::string(k->name) + ")", dtype,
+                          head_dim, causal, dilated);
       if (!why.empty()) return why;
     }
     return "";

@@ -51,12 +51,12 @@ struct TileVariant {
 struct KernelPath {
   const char* name;  // as written in YAML (`kernel: NAME`) and recorded per point
   Device device;
-  bool built;                // compiled into this ringbench
-  const char* missing;       // when not built: how to get it (for the config error)
-  KernelSupport supports;    // blocks it computes (some through a documented fallback)
-  KernelSupport full_speed;  // blocks it runs natively at its best: what `auto` goes by
-  bool auto_candidate;       // `auto` may pick it
-  const char* summary;       // one line for --help and the docs
+  bool built;                      // compiled into this ringbench
+  const char* missing;             // when not built: how to get it (for the config error)
+  KernelSupport supports;          // blocks it computes (some through a documented fallback)
+  KernelSupport full_speed;        // blocks it runs natively at its best: what `auto` goes by
+  bool auto_candidate;             // `auto` may pick it
+  const char* summary;             // one line for --help and the docs
   std::vector<TileVariant> tiles;  // first is "default"
 };
 

@@ -86,7 +86,8 @@ KernelPicker::Pick KernelPicker::pick(DType dtype, const Dims& dims, const Patte
   if (policy_ != nullptr) {
     if (const KernelPath* row = policy_->pick(dtype, dims, pattern)) return {row, true};
   }
-  return {auto_kernel_path(device_, dtype, dims.head_dim, pattern.causal, kernel_shape_of(dims, pattern)),
+  return {auto_kernel_path(device_, dtype, dims.head_dim, pattern.causal,
+                           kernel_shape_of(dims, pattern)),
           false};
 }
 

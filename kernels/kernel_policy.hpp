@@ -68,7 +68,8 @@ struct KernelPolicy {
   // the range that comes first in the file.
   const KernelPath* pick(DType dtype, const Dims& dims, const Pattern& pattern) const;
   // The kernel shapes a range measured: at its smallest and its largest block rows.
-  std::pair<KernelShape, KernelShape> measured(const PolicyRule& rule, const PolicyRange& range) const;
+  std::pair<KernelShape, KernelShape> measured(const PolicyRule& rule,
+                                               const PolicyRange& range) const;
   // True when some range of the policy runs on `path`.
   bool names(const std::string& path) const;
 };

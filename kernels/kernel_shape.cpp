@@ -5,7 +5,9 @@
 namespace rb::attn {
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return b > 0 ? (a + b - 1) / b : 0;
+}
 
 }  // namespace
 

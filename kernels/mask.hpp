@@ -4,7 +4,6 @@
 // them for the per-step work and the FLOP convention.
 #include <cstdint>
 
-
 #include "attention.hpp"
 #include "host_device.hpp"
 
@@ -41,7 +40,7 @@ struct IndexRange {
 // other_are_keys: p is a query and `other` holds keys (k <= p when causal); otherwise p is
 // a key and `other` holds queries (q >= p).
 RB_HOST_DEVICE inline IndexRange partners(std::int64_t p, const Span& other, const Pattern& pat,
-                                           int head, bool other_are_keys) {
+                                          int head, bool other_are_keys) {
   IndexRange none;
   std::int64_t lo = 0, hi = other.count;
   const std::int64_t f = other.first, st = other.stride;

@@ -27,7 +27,8 @@ struct RowView {
   RB_HOST_DEVICE std::int64_t pos(std::int64_t j) const { return pos0 + j * pos_step; }
 };
 
-RB_HOST_DEVICE inline RowView make_row_view(const Span& s, std::int64_t segment, std::int64_t rate, int head) {
+RB_HOST_DEVICE inline RowView make_row_view(const Span& s, std::int64_t segment, std::int64_t rate,
+                                            int head) {
   RowView v{s.row0, 1, s.count, s.first, s.stride};
   if (segment <= 0 || rate <= 1 || s.count <= 0) return v;
   const std::int64_t r = rate;

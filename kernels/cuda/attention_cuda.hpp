@@ -30,7 +30,8 @@ void backward_prepare(const void* dout, const float* out, float* delta, std::int
 // dst[i] += src[i] for `count` fp32 values (the ring backward's partial dK/dV sums).
 void accumulate(float* dst, const float* src, std::size_t count, cudaStream_t stream);
 // backend.hpp's copy_head_chunks (the Ulysses all-to-all's packing, one launch per tensor).
-void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks, cudaStream_t stream);
+void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks,
+                      cudaStream_t stream);
 // dst = src converted to `dtype` (count values; fp32 is a copy).
 void convert_from_float(void* dst, const float* src, std::size_t count, DType dtype,
                         cudaStream_t stream);

@@ -97,22 +97,39 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage("missing value after " + a);
       return argv[++i];
     };
-    if (a == "--help" || a == "-h") { print_help(); std::exit(0); }
-    else if (a == "--seq") o.seq = std::stoll(next());
-    else if (a == "--heads") o.heads = std::stoi(next());
-    else if (a == "--head-dim") o.head_dim = std::stoi(next());
-    else if (a == "--batch") o.batch = std::stoi(next());
-    else if (a == "--dtype") o.dtype = parse_dtype(next());
-    else if (a == "--causal") o.causal = true;
-    else if (a == "--no-backward") o.backward = false;
-    else if (a == "--no-check") o.check = false;
-    else if (a == "--all-tiles") o.all_tiles = true;
-    else if (a == "--segment") o.segment = std::stoll(next());
-    else if (a == "--rate") o.rate = std::stoll(next());
-    else if (a == "--repeats") o.repeats = std::stoi(next());
-    else if (a == "--warmup") o.warmup = std::stoi(next());
-    else if (a == "--kernels") o.kernels = parse_kernels(next());
-    else usage("unknown argument " + a);
+    if (a == "--help" || a == "-h") {
+      print_help();
+      std::exit(0);
+    } else if (a == "--seq")
+      o.seq = std::stoll(next());
+    else if (a == "--heads")
+      o.heads = std::stoi(next());
+    else if (a == "--head-dim")
+      o.head_dim = std::stoi(next());
+    else if (a == "--batch")
+      o.batch = std::stoi(next());
+    else if (a == "--dtype")
+      o.dtype = parse_dtype(next());
+    else if (a == "--causal")
+      o.causal = true;
+    else if (a == "--no-backward")
+      o.backward = false;
+    else if (a == "--no-check")
+      o.check = false;
+    else if (a == "--all-tiles")
+      o.all_tiles = true;
+    else if (a == "--segment")
+      o.segment = std::stoll(next());
+    else if (a == "--rate")
+      o.rate = std::stoll(next());
+    else if (a == "--repeats")
+      o.repeats = std::stoi(next());
+    else if (a == "--warmup")
+      o.warmup = std::stoi(next());
+    else if (a == "--kernels")
+      o.kernels = parse_kernels(next());
+    else
+      usage("unknown argument " + a);
   }
   if (o.kernels.empty()) o.kernels = built_cuda_paths();
   return o;
@@ -129,10 +146,12 @@ std::vector<KernelChoice> runs_of(const Options& o) {
     if (o.all_tiles && row) {
       expanded.clear();
       for (const auto& t : row->tiles)
-        if (t.applies.takes(o.dtype, o.head_dim, o.causal, dilated)) expanded.push_back({c.path, t.name});
+        if (t.applies.takes(o.dtype, o.head_dim, o.causal, dilated))
+          expanded.push_back({c.path, t.name});
     }
     for (const KernelChoice& e : expanded) {
-      const std::string why = kernel_refusal(e, Device::Cuda, o.dtype, o.head_dim, o.causal, dilated);
+      const std::string why =
+          kernel_refusal(e, Device::Cuda, o.dtype, o.head_dim, o.causal, dilated);
       if (!why.empty()) usage(why);
       runs.push_back(e);
     }
@@ -159,9 +178,15 @@ __global__ void fill_random(T* x, std::size_t n, std::uint64_t seed, float amp) 
 
 void fill(void* p, std::size_t n, DType t, std::uint64_t seed, float amp = 1.f) {
   switch (t) {
-    case DType::F32: fill_random<<<1024, 256>>>(static_cast<float*>(p), n, seed, amp); break;
-    case DType::F16: fill_random<<<1024, 256>>>(static_cast<__half*>(p), n, seed, amp); break;
-    case DType::BF16: fill_random<<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), n, seed, amp); break;
+    case DType::F32:
+      fill_random<<<1024, 256>>>(static_cast<float*>(p), n, seed, amp);
+      break;
+    case DType::F16:
+      fill_random<<<1024, 256>>>(static_cast<__half*>(p), n, seed, amp);
+      break;
+    case DType::BF16:
+      fill_random<<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), n, seed, amp);
+      break;
   }
   RBK_LAUNCH_CHECK();
 }
@@ -194,7 +219,10 @@ Errors compare(const DevBuf& a, const DevBuf& ref) {
   double num = 0, den = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double d = double(x[i]) - double(y[i]);
-    if (!std::isfinite(x[i])) { e.max_abs = INFINITY; continue; }
+    if (!std::isfinite(x[i])) {
+      e.max_abs = INFINITY;
+      continue;
+    }
     e.max_abs = std::max(e.max_abs, std::fabs(d));
     num += d * d;
     den += double(y[i]) * double(y[i]);
@@ -219,7 +247,10 @@ struct Problem {
       : o(opt),
         n_in(std::size_t(opt.batch) * opt.heads * opt.seq * opt.head_dim),
         rows(std::size_t(opt.batch) * opt.heads * opt.seq),
-        q(n_in * dtype_size(opt.dtype)), k(q.bytes), v(q.bytes), dout(q.bytes),
+        q(n_in * dtype_size(opt.dtype)),
+        k(q.bytes),
+        v(q.bytes),
+        dout(q.bytes),
         span{0, opt.seq, 0, 1},
         scale(1.0f / std::sqrt(float(opt.head_dim))) {
     dims.batch = o.batch;
@@ -236,7 +267,8 @@ struct Problem {
     fill(k.p, n_in, o.dtype, 2);
     fill(v.p, n_in, o.dtype, 3);
     fill(dout.p, n_in, o.dtype, 4);
-    RBK_CUDA_CHECK(cudaDeviceSynchronize());  // filled on the default stream; backends use their own
+    RBK_CUDA_CHECK(
+        cudaDeviceSynchronize());  // filled on the default stream; backends use their own
   }
 };
 
@@ -246,7 +278,12 @@ struct Result {
   std::int64_t fallbacks = 0;
   DevBuf out, lse, dq, dk, dv;
   Result(const KernelChoice& c, const Problem& p)
-      : choice(c), out(p.n_in * 4), lse(p.rows * 4), dq(p.n_in * 4), dk(p.n_in * 4), dv(p.n_in * 4) {}
+      : choice(c),
+        out(p.n_in * 4),
+        lse(p.rows * 4),
+        dq(p.n_in * 4),
+        dk(p.n_in * 4),
+        dv(p.n_in * 4) {}
   std::string label() const {
     return choice.tile == "default" ? choice.path : choice.path + ":" + choice.tile;
   }
@@ -273,9 +310,17 @@ std::unique_ptr<Result> run_choice(const Problem& p, const KernelChoice& choice)
   auto r = std::make_unique<Result>(choice, p);
   gpu::CudaBackend be(choice);
   ForwardBlock fb;
-  fb.dims = p.dims; fb.dtype = p.o.dtype; fb.scale = p.scale; fb.q = p.span; fb.kv = p.span;
-  fb.pattern = p.pattern; fb.q_data = p.q.p; fb.k_data = p.k.p; fb.v_data = p.v.p;
-  fb.out = r->out.f(); fb.lse = r->lse.f();
+  fb.dims = p.dims;
+  fb.dtype = p.o.dtype;
+  fb.scale = p.scale;
+  fb.q = p.span;
+  fb.kv = p.span;
+  fb.pattern = p.pattern;
+  fb.q_data = p.q.p;
+  fb.k_data = p.k.p;
+  fb.v_data = p.v.p;
+  fb.out = r->out.f();
+  fb.lse = r->lse.f();
   r->fwd_ms = time_ms(
       be, p.o, [&] { be.init_forward(fb.out, fb.lse, std::int64_t(p.rows), p.o.head_dim); },
       [&] { be.forward(fb); });
@@ -284,10 +329,21 @@ std::unique_ptr<Result> run_choice(const Problem& p, const KernelChoice& choice)
     // As the ring does: delta (and the cudnn path's O copy) once per dO.
     be.backward_prepare(p.dout.p, fb.out, delta.f(), std::int64_t(p.rows), p.o.head_dim, p.o.dtype);
     BackwardBlock bb;
-    bb.dims = p.dims; bb.dtype = p.o.dtype; bb.scale = p.scale; bb.q = p.span; bb.kv = p.span;
-    bb.pattern = p.pattern; bb.q_data = p.q.p; bb.k_data = p.k.p; bb.v_data = p.v.p;
-    bb.dout = p.dout.p; bb.lse = fb.lse; bb.delta = delta.f();
-    bb.dq = r->dq.f(); bb.dk = r->dk.f(); bb.dv = r->dv.f();
+    bb.dims = p.dims;
+    bb.dtype = p.o.dtype;
+    bb.scale = p.scale;
+    bb.q = p.span;
+    bb.kv = p.span;
+    bb.pattern = p.pattern;
+    bb.q_data = p.q.p;
+    bb.k_data = p.k.p;
+    bb.v_data = p.v.p;
+    bb.dout = p.dout.p;
+    bb.lse = fb.lse;
+    bb.delta = delta.f();
+    bb.dq = r->dq.f();
+    bb.dk = r->dk.f();
+    bb.dv = r->dv.f();
     r->bwd_ms = time_ms(
         be, p.o,
         [&] {
@@ -309,13 +365,13 @@ void print_results(const Problem& p, const std::vector<std::unique_ptr<Result>>&
               "bwd_ms", "bwd_TFLOPs", "fwdbwd_TFLOPs", "out_relerr", "grad_relerr");
   for (auto& r : results) {
     // The reference added for the check is not reported unless asked for.
-    if (r->is_reference() && std::none_of(asked.begin(), asked.end(), [](const KernelChoice& c) {
-          return c.path == "naive";
-        }))
+    if (r->is_reference() && std::none_of(asked.begin(), asked.end(),
+                                          [](const KernelChoice& c) { return c.path == "naive"; }))
       continue;
     const double ft = p.fwd_flops / (r->fwd_ms * 1e-3) / 1e12;
     const double bt = p.o.backward ? 2.5 * p.fwd_flops / (r->bwd_ms * 1e-3) / 1e12 : 0;
-    const double fbt = p.o.backward ? 3.5 * p.fwd_flops / ((r->fwd_ms + r->bwd_ms) * 1e-3) / 1e12 : 0;
+    const double fbt =
+        p.o.backward ? 3.5 * p.fwd_flops / ((r->fwd_ms + r->bwd_ms) * 1e-3) / 1e12 : 0;
     double oe = -1, ge = -1;
     if (ref && ref != r.get()) {
       oe = compare(r->out, ref->out).rel_fro;
@@ -326,8 +382,9 @@ void print_results(const Problem& p, const std::vector<std::unique_ptr<Result>>&
     std::printf("%-24s %10.3f %12.1f %10.3f %12.1f %14.1f %12.3g %12.3g\n", r->label().c_str(),
                 r->fwd_ms, ft, r->bwd_ms, bt, fbt, oe, ge);
     if (r->fallbacks > 0)
-      std::printf("# %s: %lld block calls ran on the flash kernels (shape/pattern cuDNN cannot take)\n",
-                  r->label().c_str(), (long long)r->fallbacks);
+      std::printf(
+          "# %s: %lld block calls ran on the flash kernels (shape/pattern cuDNN cannot take)\n",
+          r->label().c_str(), (long long)r->fallbacks);
   }
 }
 
@@ -341,12 +398,17 @@ int main(int argc, char** argv) try {
   RBK_CUDA_CHECK(cudaGetDevice(&dev));
   cudaDeviceProp prop{};
   RBK_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
-  std::printf("# device %s (%d SMs), b=%d h=%d S=%lld d=%d dtype=%s causal=%d segment=%lld rate=%lld "
-              "repeats=%d warmup=%d\n",
-              prop.name, prop.multiProcessorCount, o.batch, o.heads, (long long)o.seq, o.head_dim,
-              o.dtype == DType::BF16 ? "bf16" : o.dtype == DType::F16 ? "fp16" : "fp32", o.causal, (long long)o.segment, (long long)o.rate, o.repeats, o.warmup);
+  std::printf(
+      "# device %s (%d SMs), b=%d h=%d S=%lld d=%d dtype=%s causal=%d segment=%lld rate=%lld "
+      "repeats=%d warmup=%d\n",
+      prop.name, prop.multiProcessorCount, o.batch, o.heads, (long long)o.seq, o.head_dim,
+      o.dtype == DType::BF16  ? "bf16"
+      : o.dtype == DType::F16 ? "fp16"
+                              : "fp32",
+      o.causal, (long long)o.segment, (long long)o.rate, o.repeats, o.warmup);
   std::printf("#");
-  for (const auto& [lib, version] : gpu::library_versions()) std::printf(" %s %s;", lib.c_str(), version.c_str());
+  for (const auto& [lib, version] : gpu::library_versions())
+    std::printf(" %s %s;", lib.c_str(), version.c_str());
   std::printf("\n");
 
   const Problem p(o);

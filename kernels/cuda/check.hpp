@@ -35,16 +35,26 @@ std::string library_version_text(GetProperty ok) {
 
 inline const char* cublas_status_name(cublasStatus_t s) {
   switch (s) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default: return "unknown cuBLAS status";
+    case CUBLAS_STATUS_SUCCESS:
+      return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR:
+      return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default:
+      return "unknown cuBLAS status";
   }
 }
 
@@ -60,25 +70,26 @@ inline void check_allocation(cudaError_t err, std::size_t bytes, const std::stri
     if (!device || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) free_bytes = 0;
     throw OutOfMemory(bytes, free_bytes, where);
   }
-  if (err != cudaSuccess) throw_kernel_error("CUDA", call, __FILE__, __LINE__, cudaGetErrorString(err));
+  if (err != cudaSuccess)
+    throw_kernel_error("CUDA", call, __FILE__, __LINE__, cudaGetErrorString(err));
 }
 
 }  // namespace rb::attn::gpu
 
-#define RBK_CUDA_CHECK(call)                                                              \
-  do {                                                                                    \
-    cudaError_t rbk_err_ = (call);                                                        \
-    if (rbk_err_ != cudaSuccess)                                                          \
-      ::rb::attn::gpu::throw_kernel_error("CUDA", #call, __FILE__, __LINE__,              \
-                                          cudaGetErrorString(rbk_err_));                  \
+#define RBK_CUDA_CHECK(call)                                                 \
+  do {                                                                       \
+    cudaError_t rbk_err_ = (call);                                           \
+    if (rbk_err_ != cudaSuccess)                                             \
+      ::rb::attn::gpu::throw_kernel_error("CUDA", #call, __FILE__, __LINE__, \
+                                          cudaGetErrorString(rbk_err_));     \
   } while (0)
 
-#define RBK_CUBLAS_CHECK(call)                                                            \
-  do {                                                                                    \
-    cublasStatus_t rbk_st_ = (call);                                                      \
-    if (rbk_st_ != CUBLAS_STATUS_SUCCESS)                                                 \
-      ::rb::attn::gpu::throw_kernel_error("cuBLAS", #call, __FILE__, __LINE__,            \
-                                          ::rb::attn::gpu::cublas_status_name(rbk_st_));  \
+#define RBK_CUBLAS_CHECK(call)                                                           \
+  do {                                                                                   \
+    cublasStatus_t rbk_st_ = (call);                                                     \
+    if (rbk_st_ != CUBLAS_STATUS_SUCCESS)                                                \
+      ::rb::attn::gpu::throw_kernel_error("cuBLAS", #call, __FILE__, __LINE__,           \
+                                          ::rb::attn::gpu::cublas_status_name(rbk_st_)); \
   } while (0)
 
 // Kernel launches return nothing: check the launch error right after each one.

@@ -15,17 +15,33 @@
 
 namespace rb::attn::gpu {
 
-template <typename T> __device__ __forceinline__ float to_float(T x);
-template <> __device__ __forceinline__ float to_float<float>(float x) { return x; }
-template <> __device__ __forceinline__ float to_float<__half>(__half x) { return __half2float(x); }
-template <> __device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
+template <typename T>
+__device__ __forceinline__ float to_float(T x);
+template <>
+__device__ __forceinline__ float to_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ float to_float<__half>(__half x) {
+  return __half2float(x);
+}
+template <>
+__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
   return __bfloat162float(x);
 }
 
-template <typename T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
 }
 
@@ -49,10 +65,12 @@ struct DevPattern {
   std::int64_t rate;
 };
 
-inline DevPattern dev_pattern(const Pattern& p) { return DevPattern{p.causal, p.segment, p.rate}; }
+inline DevPattern dev_pattern(const Pattern& p) {
+  return DevPattern{p.causal, p.segment, p.rate};
+}
 
-__host__ __device__ __forceinline__ bool pattern_allows(const DevPattern& p, std::int64_t qp, std::int64_t kp,
-                                               int head) {
+__host__ __device__ __forceinline__ bool pattern_allows(const DevPattern& p, std::int64_t qp,
+                                                        std::int64_t kp, int head) {
   if (p.causal && kp > qp) return false;
   if (p.segment > 0) {
     if (qp / p.segment != kp / p.segment) return false;
@@ -68,7 +86,8 @@ __host__ __device__ inline RowView make_view(const Span& s, const DevPattern& p,
 }
 
 // Mask inside views: the dilation condition already holds, only causal and segment remain.
-__host__ __device__ __forceinline__ bool view_allows(const DevPattern& p, std::int64_t qp, std::int64_t kp) {
+__host__ __device__ __forceinline__ bool view_allows(const DevPattern& p, std::int64_t qp,
+                                                     std::int64_t kp) {
   if (p.causal && kp > qp) return false;
   if (p.segment > 0 && qp / p.segment != kp / p.segment) return false;
   return true;
@@ -76,8 +95,9 @@ __host__ __device__ __forceinline__ bool view_allows(const DevPattern& p, std::i
 
 // Tile classification for block skipping: positions rise with the view index (stride > 0).
 // 0 = every pair masked (skip), 1 = some pairs masked (per-element mask), 2 = none masked.
-__host__ __device__ __forceinline__ int classify_tile(const DevPattern& p, std::int64_t qmin, std::int64_t qmax,
-                                             std::int64_t kmin, std::int64_t kmax) {
+__host__ __device__ __forceinline__ int classify_tile(const DevPattern& p, std::int64_t qmin,
+                                                      std::int64_t qmax, std::int64_t kmin,
+                                                      std::int64_t kmax) {
   if (p.causal && kmin > qmax) return 0;
   if (p.segment > 0 && (qmax / p.segment < kmin / p.segment || qmin / p.segment > kmax / p.segment))
     return 0;
@@ -98,7 +118,8 @@ __device__ __forceinline__ float log_add_exp(float a, float b) {
 // One warp merges a block's normalised output row `ob` with its log-sum-exp lb (> -inf) into
 // the running fp32 row `out` and its running log-sum-exp *lse.
 template <typename T>
-__device__ __forceinline__ void merge_row(float* out, float* lse, const T* ob, float lb, int head_dim, int lane) {
+__device__ __forceinline__ void merge_row(float* out, float* lse, const T* ob, float lb,
+                                          int head_dim, int lane) {
   const float lo = *lse;
   const float ln = log_add_exp(lo, lb);
   const float wo = (lo == -INFINITY) ? 0.f : expf(lo - ln);

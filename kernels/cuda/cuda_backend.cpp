@@ -33,7 +33,9 @@ const CudaBackend::Entry* CudaBackend::entry_of(const KernelPath& row) {
   return nullptr;
 }
 
-bool has_entry_points(const KernelPath& row) { return CudaBackend::entry_of(row) != nullptr; }
+bool has_entry_points(const KernelPath& row) {
+  return CudaBackend::entry_of(row) != nullptr;
+}
 
 namespace {
 
@@ -42,8 +44,8 @@ const KernelPath& built_cuda_row(const std::string& name) {
   if (!row) {
     std::string known;
     for (const auto& c : kernel_choices(Device::Cuda)) known += (known.empty() ? "" : ", ") + c;
-    throw std::invalid_argument("unknown CUDA attention kernel '" + name + "' (expected " +
-                                known + ")");
+    throw std::invalid_argument("unknown CUDA attention kernel '" + name + "' (expected " + known +
+                                ")");
   }
   if (!row->built)
     throw std::runtime_error("CUDA attention kernel '" + name + "' is not in this build (" +
@@ -59,12 +61,18 @@ FlashTile flash_tile(const std::string& name) {
   using F = FlashTile::Fwd;
   FlashTile t;
   if (name.empty() || name == "default") return t;
-  if (name == "fwd-4w1m-k64-qreg") t.fwd = F::W4M1K64QReg;
-  else if (name == "fwd-4w2m-k32") t.fwd = F::W4M2K32;
-  else if (name == "fwd-8w1m-k64-qreg") t.fwd = F::W8M1K64QReg;
-  else if (name == "fwd-8w2m-k32") t.fwd = F::W8M2K32;
-  else if (name == "bwd-4w-k64") t.bwd = FlashTile::Bwd::W4K64;
-  else throw std::invalid_argument("the flash kernels have no tile variant '" + name + "'");
+  if (name == "fwd-4w1m-k64-qreg")
+    t.fwd = F::W4M1K64QReg;
+  else if (name == "fwd-4w2m-k32")
+    t.fwd = F::W4M2K32;
+  else if (name == "fwd-8w1m-k64-qreg")
+    t.fwd = F::W8M1K64QReg;
+  else if (name == "fwd-8w2m-k32")
+    t.fwd = F::W8M2K32;
+  else if (name == "bwd-4w-k64")
+    t.bwd = FlashTile::Bwd::W4K64;
+  else
+    throw std::invalid_argument("the flash kernels have no tile variant '" + name + "'");
   return t;
 }
 
@@ -225,10 +233,18 @@ void CudaBackend::backward(const BackwardBlock& block) {
   count_block(cudnn_fallback_blocks() > fallbacks ? "flash" : pick.row->name, pick.from_policy);
 }
 
-void CudaBackend::forward_flash(const ForwardBlock& block) { flash_forward(block, stream_, tile_); }
-void CudaBackend::backward_flash(const BackwardBlock& block) { flash_backward(block, stream_, tile_); }
-void CudaBackend::forward_naive(const ForwardBlock& block) { naive().forward(block); }
-void CudaBackend::backward_naive(const BackwardBlock& block) { naive().backward(block); }
+void CudaBackend::forward_flash(const ForwardBlock& block) {
+  flash_forward(block, stream_, tile_);
+}
+void CudaBackend::backward_flash(const BackwardBlock& block) {
+  flash_backward(block, stream_, tile_);
+}
+void CudaBackend::forward_naive(const ForwardBlock& block) {
+  naive().forward(block);
+}
+void CudaBackend::backward_naive(const BackwardBlock& block) {
+  naive().backward(block);
+}
 
 void CudaBackend::forward_cudnn(const ForwardBlock& block) {
 #ifdef RINGBENCH_HAVE_CUDNN
@@ -266,7 +282,8 @@ void CudaBackend::backward_prepare(const void* dout, const float* out, float* de
 const void* CudaBackend::output_copy_for(const void* dout) {
   if (dout == nullptr) return nullptr;
   if (dout == out_copy_for_) return out_copy_;
-  if (dout != pending_out_.dout) return nullptr;  // no backward_prepare for it: the block falls back
+  if (dout != pending_out_.dout)
+    return nullptr;  // no backward_prepare for it: the block falls back
   const std::size_t elements = static_cast<std::size_t>(pending_out_.elements);
   const std::size_t bytes = elements * dtype_size(pending_out_.dtype);
   if (bytes > out_copy_bytes_) {
@@ -305,9 +322,13 @@ double CudaBackend::seconds_between(int from, int to) {
   return double(ms) * 1e-3;
 }
 
-void CudaBackend::reset_marks() { marks_used_ = 0; }
+void CudaBackend::reset_marks() {
+  marks_used_ = 0;
+}
 
-void CudaBackend::synchronize() { RBK_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaBackend::synchronize() {
+  RBK_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 std::unique_ptr<AttentionBackend> make_cuda_backend(const KernelChoice& choice) {
   return std::make_unique<CudaBackend>(choice);
@@ -325,8 +346,9 @@ std::string cuda_version_text(int v) {
 }
 
 std::string cublas_version_text() {
-  return library_version_text(
-      [](libraryPropertyType part, int* v) { return cublasGetProperty(part, v) == CUBLAS_STATUS_SUCCESS; });
+  return library_version_text([](libraryPropertyType part, int* v) {
+    return cublasGetProperty(part, v) == CUBLAS_STATUS_SUCCESS;
+  });
 }
 
 }  // namespace
@@ -335,7 +357,8 @@ std::vector<std::pair<std::string, std::string>> library_versions() {
   std::vector<std::pair<std::string, std::string>> out;
   int v = 0;
   out.emplace_back("CUDA runtime", cudaRuntimeGetVersion(&v) == cudaSuccess
-                                       ? cuda_version_text(v) : std::string("unknown"));
+                                       ? cuda_version_text(v)
+                                       : std::string("unknown"));
   // No driver installed: the call fails or reports 0.
   v = 0;
   const bool driver = cudaDriverGetVersion(&v) == cudaSuccess && v > 0;

@@ -60,11 +60,12 @@ __global__ void merge_call(const T* __restrict__ o_blk, const float* __restrict_
 // elements per lane (16-byte fp32, 8-byte 16-bit accesses), where the caller found the head dim
 // a multiple of 4 and both bases aligned, so every row start is.
 template <typename T>
-__global__ void add_rows(float* __restrict__ dst, const T* __restrict__ src, RowMap map, std::int64_t n_rows,
-                         int head_dim, bool vector) {
+__global__ void add_rows(float* __restrict__ dst, const T* __restrict__ src, RowMap map,
+                         std::int64_t n_rows, int head_dim, bool vector) {
   const int lane = threadIdx.x & 31;
   const std::int64_t warps = (std::int64_t(gridDim.x) * blockDim.x) >> 5;
-  for (std::int64_t w = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5; w < n_rows; w += warps) {
+  for (std::int64_t w = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5; w < n_rows;
+       w += warps) {
     float* d = dst + map(w) * head_dim;
     const T* s = src + w * head_dim;
     if (!vector) {
@@ -86,7 +87,8 @@ __global__ void add_rows(float* __restrict__ dst, const T* __restrict__ src, Row
 
 // A packed copy of the final lse rows a call covers, so the statistics tensor handed to cuDNN
 // is packed and 16-byte aligned whatever the rows.
-__global__ void gather_rows(float* __restrict__ dst, const float* __restrict__ src, RowMap map, std::int64_t n_rows) {
+__global__ void gather_rows(float* __restrict__ dst, const float* __restrict__ src, RowMap map,
+                            std::int64_t n_rows) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n_rows;
        i += std::int64_t(gridDim.x) * blockDim.x)
     dst[i] = src[map(i)];
@@ -141,16 +143,20 @@ class Desc {
 };
 using DescPtr = std::shared_ptr<Desc>;
 
-cudnnDataType_t cudnn_type(DType t) { return t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
+cudnnDataType_t cudnn_type(DType t) {
+  return t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+}
 
 using Dims4 = std::array<std::int64_t, 4>;
-Dims4 packed(const Dims4& d) { return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1}; }
+Dims4 packed(const Dims4& d) {
+  return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+}
 
 // An operation graph under construction: tensors and operations, kept alive together.
 class GraphBuilder {
  public:
-  const Desc& tensor(std::int64_t uid, const Dims4& dims, const Dims4& strides, cudnnDataType_t type,
-                     bool is_virtual = false, bool by_value = false) {
+  const Desc& tensor(std::int64_t uid, const Dims4& dims, const Dims4& strides,
+                     cudnnDataType_t type, bool is_virtual = false, bool by_value = false) {
     auto t = std::make_shared<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor descriptor");
     const std::int64_t align = 16;
     const bool virt = is_virtual;
@@ -185,7 +191,8 @@ class GraphBuilder {
         .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
     if (axis >= 0) pw->set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
     pw->finalize();
-    auto op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "pointwise operation");
+    auto op =
+        std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "pointwise operation");
     const float one = 1.f;
     op->set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw)
         .set(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
@@ -216,7 +223,8 @@ class GraphBuilder {
     rd->set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &what)
         .set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp)
         .finalize();
-    auto op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "reduction operation");
+    auto op =
+        std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "reduction operation");
     op->set(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x)
         .set(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y)
         .set(CUDNN_ATTR_OPERATION_REDUCTION_DESC, *rd)
@@ -227,8 +235,11 @@ class GraphBuilder {
 
   // A view change (transpose by strides) of a virtual tensor.
   void reshape(const Desc& x, const Desc& y) {
-    auto op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, "reshape operation");
-    op->set(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x).set(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y).finalize();
+    auto op =
+        std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, "reshape operation");
+    op->set(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x)
+        .set(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y)
+        .finalize();
     add_op(op);
   }
   // A virtual tensor with explicit strides.
@@ -263,7 +274,20 @@ class GraphBuilder {
 
 // Tensor ids of the variant pack.
 enum Uid : std::int64_t {
-  kQ = 1, kK, kV, kO, kStats, kScale, kMaskFill, kDO, kDQ, kDK, kDV, kOne, kDQAccum, kSoftmaxSum,
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kScale,
+  kMaskFill,
+  kDO,
+  kDQ,
+  kDK,
+  kDV,
+  kOne,
+  kDQAccum,
+  kSoftmaxSum,
 };
 
 // A finalized execution plan and everything it references.
@@ -276,15 +300,16 @@ struct Plan {
 
 // Layout of one library call.
 struct Shape {
-  int batch, heads, head_dim;   // heads of the call (a head group)
-  std::int64_t sq, sk;          // rows of the call
-  Dims4 q_str, kv_str;          // element strides of Q/O/dO and K/V: batch, head, row, 1
+  int batch, heads, head_dim;  // heads of the call (a head group)
+  std::int64_t sq, sk;         // rows of the call
+  Dims4 q_str, kv_str;         // element strides of Q/O/dO and K/V: batch, head, row, 1
 };
 // Strides of a head group's [b, h, rows, d] view into a [batch][heads][buf_rows][d] buffer:
 // every head_step-th head, every row_step-th row.
-Dims4 group_strides(int heads_total, std::int64_t buf_rows, int head_dim, int head_step, std::int64_t row_step) {
-  return {std::int64_t(heads_total) * buf_rows * head_dim, std::int64_t(head_step) * buf_rows * head_dim,
-          row_step * head_dim, 1};
+Dims4 group_strides(int heads_total, std::int64_t buf_rows, int head_dim, int head_step,
+                    std::int64_t row_step) {
+  return {std::int64_t(heads_total) * buf_rows * head_dim,
+          std::int64_t(head_step) * buf_rows * head_dim, row_step * head_dim, 1};
 }
 
 // Causal (top-left) mask on a [b, h, sq, sk] score tensor: keep where row >= column.
@@ -399,8 +424,9 @@ Plan make_plan(cudnnHandle_t handle, GraphBuilder& g, const char* what) {
   Plan pl;
   pl.keep = g.kept();
   auto graph = std::make_shared<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
-  graph->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(g.ops().size()),
-             g.ops().data())
+  graph
+      ->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+            std::int64_t(g.ops().size()), g.ops().data())
       .set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle)
       .finalize();
   pl.keep.push_back(graph);
@@ -505,19 +531,22 @@ struct CudnnAttention::Impl {
   }
 
   const Plan& plan(bool backward, const Shape& s, DType dtype, bool causal) {
-    const std::array<std::int64_t, 14> key{backward,    int(dtype),  causal,      s.batch,    s.heads,
-                                           s.head_dim,  s.sq,        s.sk,        s.q_str[0], s.q_str[1],
-                                           s.q_str[2],  s.kv_str[0], s.kv_str[1], s.kv_str[2]};
+    const std::array<std::int64_t, 14> key{
+        backward, int(dtype), causal,     s.batch,    s.heads,     s.head_dim,  s.sq,
+        s.sk,     s.q_str[0], s.q_str[1], s.q_str[2], s.kv_str[0], s.kv_str[1], s.kv_str[2]};
     auto it = plans.find(key);
     if (it != plans.end()) return it->second;
     auto bad = failed.find(key);  // do not rebuild a graph cuDNN already refused
     if (bad != failed.end()) throw std::runtime_error(bad->second);
     GraphBuilder g;
-    if (backward) build_backward(g, s, dtype, causal);
-    else build_forward(g, s, dtype, causal);
-    const std::string what = std::string(backward ? "backward" : "forward") + (causal ? " causal" : "") +
-                             " SDPA (" + std::to_string(s.sq) + " x " + std::to_string(s.sk) +
-                             " rows, head dim " + std::to_string(s.head_dim) + ")";
+    if (backward)
+      build_backward(g, s, dtype, causal);
+    else
+      build_forward(g, s, dtype, causal);
+    const std::string what = std::string(backward ? "backward" : "forward") +
+                             (causal ? " causal" : "") + " SDPA (" + std::to_string(s.sq) + " x " +
+                             std::to_string(s.sk) + " rows, head dim " +
+                             std::to_string(s.head_dim) + ")";
     try {
       return plans.emplace(key, make_plan(handle, g, what.c_str())).first->second;
     } catch (const std::runtime_error& e) {
@@ -530,18 +559,20 @@ struct CudnnAttention::Impl {
   // are unusual enough that a cuDNN release may refuse them, and then the whole block goes to
   // the flash kernels before anything was merged. Exact attention is never second-guessed:
   // a refusal there is an error.
-  bool strided_plans_ready(bool backward, const std::vector<SdpaGroup>& groups, const Dims& d, DType dtype);
+  bool strided_plans_ready(bool backward, const std::vector<SdpaGroup>& groups, const Dims& d,
+                           DType dtype);
 
   void execute(const Plan& pl, const Pack& args) {
     void* work = pl.workspace > 0 ? need(ws, std::size_t(pl.workspace)) : nullptr;
     Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack");
     pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, std::int64_t(args.uids.size()),
              args.uids.data())
-        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, std::int64_t(args.ptrs.size()),
-             args.ptrs.data())
+        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+             std::int64_t(args.ptrs.size()), args.ptrs.data())
         .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &work)
         .finalize();
-    RBK_CUDNN_CHECK(cudnnBackendExecute(handle, pl.plan->get(), pack.get()), "executing " + pl.engine);
+    RBK_CUDNN_CHECK(cudnnBackendExecute(handle, pl.plan->get(), pack.get()),
+                    "executing " + pl.engine);
   }
 };
 
@@ -559,8 +590,8 @@ CudnnAttention::~CudnnAttention() {
   cudaStreamSynchronize(impl_->stream);
   impl_->plans.clear();
   // Destructors must not throw: a release that fails here (process teardown) is ignored.
-  for (Impl::Buf* b : {&impl_->o_blk, &impl_->stats, &impl_->dq, &impl_->dk, &impl_->dv, &impl_->dq_acc,
-                       &impl_->sm_sum, &impl_->ws})
+  for (Impl::Buf* b : {&impl_->o_blk, &impl_->stats, &impl_->dq, &impl_->dk, &impl_->dv,
+                       &impl_->dq_acc, &impl_->sm_sum, &impl_->ws})
     if (b->p) try {
         impl_->release(b->p);
       } catch (...) {
@@ -580,20 +611,27 @@ namespace {
 // maps back onto the ring buffers.
 struct Call {
   Shape shape;
-  std::int64_t q_row, k_row;  // first buffer row (head group's first head, all batches) of Q and K/V
+  std::int64_t q_row,
+      k_row;  // first buffer row (head group's first head, all batches) of Q and K/V
   RowMap q_map, k_map;
-  std::int64_t q_n, k_n;      // packed rows of the call: batch * heads * sq (sk)
+  std::int64_t q_n, k_n;  // packed rows of the call: batch * heads * sq (sk)
 };
 
 Call make_call(const Dims& d, const SdpaGroup& g, const SdpaPiece& pc) {
   Call c;
-  c.shape = Shape{d.batch, g.heads, d.head_dim, pc.q_count, pc.k_count,
+  c.shape = Shape{d.batch,
+                  g.heads,
+                  d.head_dim,
+                  pc.q_count,
+                  pc.k_count,
                   group_strides(d.heads, d.q_rows, d.head_dim, g.head_step, g.q.step),
                   group_strides(d.heads, d.kv_rows, d.head_dim, g.head_step, g.kv.step)};
   c.q_row = std::int64_t(g.offset) * d.q_rows + g.q.row(pc.q_off);
   c.k_row = std::int64_t(g.offset) * d.kv_rows + g.kv.row(pc.k_off);
-  c.q_map = RowMap{pc.q_count, g.heads, d.heads, g.offset, g.head_step, d.q_rows, g.q.row(pc.q_off), g.q.step};
-  c.k_map = RowMap{pc.k_count, g.heads, d.heads, g.offset, g.head_step, d.kv_rows, g.kv.row(pc.k_off), g.kv.step};
+  c.q_map = RowMap{pc.q_count,  g.heads,  d.heads,           g.offset,
+                   g.head_step, d.q_rows, g.q.row(pc.q_off), g.q.step};
+  c.k_map = RowMap{pc.k_count,         g.heads,  d.heads, g.offset, g.head_step, d.kv_rows,
+                   g.kv.row(pc.k_off), g.kv.step};
   c.q_n = std::int64_t(d.batch) * g.heads * pc.q_count;
   c.k_n = std::int64_t(d.batch) * g.heads * pc.k_count;
   return c;
@@ -601,8 +639,8 @@ Call make_call(const Dims& d, const SdpaGroup& g, const SdpaPiece& pc) {
 
 }  // namespace
 
-bool CudnnAttention::Impl::strided_plans_ready(bool backward, const std::vector<SdpaGroup>& groups, const Dims& d,
-                                               DType dtype) {
+bool CudnnAttention::Impl::strided_plans_ready(bool backward, const std::vector<SdpaGroup>& groups,
+                                               const Dims& d, DType dtype) {
   for (const SdpaGroup& g : groups) {
     if (g.q.step == 1 && g.kv.step == 1 && g.head_step == 1) continue;
     for (const SdpaPiece& pc : g.pieces) try {
@@ -640,11 +678,11 @@ void CudnnAttention::forward(const ForwardBlock& b) {
       impl_->execute(pl, args);
       const unsigned blocks = grid_for(c.q_n * 32, 256);
       if (b.dtype == DType::BF16)
-        merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __nv_bfloat16*>(ob), st, b.out, b.lse,
-                                                      c.q_map, c.q_n, d.head_dim);
+        merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __nv_bfloat16*>(ob), st,
+                                                      b.out, b.lse, c.q_map, c.q_n, d.head_dim);
       else
-        merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __half*>(ob), st, b.out, b.lse, c.q_map,
-                                                      c.q_n, d.head_dim);
+        merge_call<<<blocks, 256, 0, impl_->stream>>>(static_cast<const __half*>(ob), st, b.out,
+                                                      b.lse, c.q_map, c.q_n, d.head_dim);
       RBK_LAUNCH_CHECK();
     }
 }
@@ -686,17 +724,24 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
       args.add(kO, row_ptr(out_data, c.q_row, d.head_dim, es));
       args.add(kDO, row_ptr(b.dout, c.q_row, d.head_dim, es));
       args.add(kStats, st);
-      for (auto [uid, ptr] : {std::pair<Uid, void*>{kDQ, dq}, {kDK, dk}, {kDV, dv}, {kDQAccum, dq_acc}, {kSoftmaxSum, sm_sum}})
+      for (auto [uid, ptr] : {std::pair<Uid, void*>{kDQ, dq},
+                              {kDK, dk},
+                              {kDV, dv},
+                              {kDQAccum, dq_acc},
+                              {kSoftmaxSum, sm_sum}})
         args.add(uid, ptr);
       impl_->execute(pl, args);
       auto add = [&](float* dst, const void* src, const RowMap& map, std::int64_t n) {
         const unsigned blocks = grid_for(n * 32, 256);  // a warp per row
-        const bool vector = d.head_dim % 4 == 0 && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 &&
+        const bool vector = d.head_dim % 4 == 0 &&
+                            reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 &&
                             reinterpret_cast<std::uintptr_t>(src) % 8 == 0;
         if (b.dtype == DType::BF16)
-          add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __nv_bfloat16*>(src), map, n, d.head_dim, vector);
+          add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __nv_bfloat16*>(src),
+                                                      map, n, d.head_dim, vector);
         else
-          add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __half*>(src), map, n, d.head_dim, vector);
+          add_rows<<<blocks, 256, 0, impl_->stream>>>(dst, static_cast<const __half*>(src), map, n,
+                                                      d.head_dim, vector);
         RBK_LAUNCH_CHECK();
       };
       add(b.dq, dq, c.q_map, c.q_n);
@@ -706,8 +751,9 @@ void CudnnAttention::backward(const BackwardBlock& b, const void* out_data) {
 }
 
 std::string cudnn_version_text() {
-  return library_version_text(
-      [](libraryPropertyType part, int* v) { return cudnnGetProperty(part, v) == CUDNN_STATUS_SUCCESS; });
+  return library_version_text([](libraryPropertyType part, int* v) {
+    return cudnnGetProperty(part, v) == CUDNN_STATUS_SUCCESS;
+  });
 }
 
 }  // namespace rb::attn::gpu

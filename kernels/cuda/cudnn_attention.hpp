@@ -55,5 +55,4 @@ class CudnnAttention {
 // The cuDNN library loaded at run time, e.g. "9.1.0" (cudnnGetProperty).
 std::string cudnn_version_text();
 
-
 }  // namespace rb::attn::gpu

@@ -41,7 +41,10 @@ __global__ void accumulate_kernel(float4* __restrict__ dst, const float4* __rest
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n4; i += stride) {
     float4 a = dst[i];
     const float4 b = src[i];
-    a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w;
+    a.x += b.x;
+    a.y += b.y;
+    a.z += b.z;
+    a.w += b.w;
     dst[i] = a;
   }
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < tail; i += stride)
@@ -60,7 +63,8 @@ __global__ void convert_kernel(T* __restrict__ dst, const float* __restrict__ sr
 __global__ void head_chunks_kernel(HeadChunks c, HeadTensor t, bool to_chunks, std::int64_t rows) {
   const int lane = threadIdx.x & 31;
   const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x >> 5);
-  for (std::int64_t g = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5; g < rows; g += warps) {
+  for (std::int64_t g = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5; g < rows;
+       g += warps) {
     const HeadRowPlace at = head_row_place(c, t, g);
     for (std::int64_t i = lane; i < c.width; i += 32)
       if (to_chunks)
@@ -101,7 +105,8 @@ __global__ void head_chunks_vec_kernel(HeadChunks c, HeadTensor t, bool to_chunk
   const unsigned h = slice % unsigned(c.local_heads), mb = slice / unsigned(c.local_heads);
   const unsigned b = mb % unsigned(c.batch), m = mb / unsigned(c.batch);
   const std::int64_t n = c.shard_rows, bh = std::int64_t(b) * c.local_heads + h;
-  WT* chunk = reinterpret_cast<WT*>(c.data + std::size_t(m) * c.chunk_bytes + c.offset) + bh * n * c.width;
+  WT* chunk =
+      reinterpret_cast<WT*>(c.data + std::size_t(m) * c.chunk_bytes + c.offset) + bh * n * c.width;
   const std::int64_t* joint = t.joint_row ? t.joint_row + std::int64_t(m) * n : nullptr;
   const std::int64_t shard_row0 = ((std::int64_t(b) * c.members + m) * c.local_heads + h) * n;
   const unsigned total = unsigned(n) * V;
@@ -126,13 +131,15 @@ __global__ void head_chunks_vec_kernel(HeadChunks c, HeadTensor t, bool to_chunk
 bool head_chunks_vectorizable(const HeadChunks& c, const HeadTensor& t) {
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const std::int64_t slices = std::int64_t(c.members) * c.batch * c.local_heads;
-  return c.width % 8 == 0 && aligned(c.data + c.offset) && aligned(t.data) && c.chunk_bytes % 16 == 0 &&
-         c.shard_rows * (c.width / 8) < (std::int64_t(1) << 31) && slices <= 65535;
+  return c.width % 8 == 0 && aligned(c.data + c.offset) && aligned(t.data) &&
+         c.chunk_bytes % 16 == 0 && c.shard_rows * (c.width / 8) < (std::int64_t(1) << 31) &&
+         slices <= 65535;
 }
 
 }  // namespace
 
-void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks, cudaStream_t stream) {
+void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks,
+                      cudaStream_t stream) {
   const std::int64_t rows = head_chunk_rows(c);
   if (rows <= 0) return;
   if (!head_chunks_vectorizable(c, t)) {
@@ -140,10 +147,12 @@ void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks, 
     RBK_LAUNCH_CHECK();
     return;
   }
-  const dim3 grid(grid_for(c.shard_rows * (c.width / 8), 256), unsigned(c.members * c.batch * c.local_heads));
+  const dim3 grid(grid_for(c.shard_rows * (c.width / 8), 256),
+                  unsigned(c.members * c.batch * c.local_heads));
   with_storage_type(t.type, [&](auto tensor_type) {
     with_storage_type(c.wire, [&](auto wire_type) {
-      head_chunks_vec_kernel<decltype(tensor_type), decltype(wire_type)><<<grid, 256, 0, stream>>>(c, t, to_chunks);
+      head_chunks_vec_kernel<decltype(tensor_type), decltype(wire_type)>
+          <<<grid, 256, 0, stream>>>(c, t, to_chunks);
     });
   });
   RBK_LAUNCH_CHECK();
@@ -158,12 +167,14 @@ void init_forward(float* out, float* lse, std::int64_t rows, int head_dim, cudaS
 void accumulate(float* dst, const float* src, std::size_t count, cudaStream_t stream) {
   if (count == 0) return;
   // Vector loads need 16-byte alignment of both pointers; otherwise go scalar.
-  const bool aligned = (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
+  const bool aligned =
+      (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
   const std::size_t n4 = aligned ? count / 4 : 0;
   const std::size_t done = n4 * 4, tail = count - done;
   const std::int64_t work = std::int64_t(n4 > tail ? n4 : tail);
-  accumulate_kernel<<<grid_for(work, 256), 256, 0, stream>>>(
-      reinterpret_cast<float4*>(dst), reinterpret_cast<const float4*>(src), n4, dst + done, src + done, tail);
+  accumulate_kernel<<<grid_for(work, 256), 256, 0, stream>>>(reinterpret_cast<float4*>(dst),
+                                                             reinterpret_cast<const float4*>(src),
+                                                             n4, dst + done, src + done, tail);
   RBK_LAUNCH_CHECK();
 }
 
@@ -174,27 +185,36 @@ void backward_prepare(const void* dout, const float* out, float* delta, std::int
   const std::int64_t blocks = (rows * 32 + threads - 1) / threads;
   switch (dtype) {
     case DType::F32:
-      delta_kernel<<<blocks, threads, 0, stream>>>(static_cast<const float*>(dout), out, delta, rows, head_dim);
+      delta_kernel<<<blocks, threads, 0, stream>>>(static_cast<const float*>(dout), out, delta,
+                                                   rows, head_dim);
       break;
     case DType::F16:
-      delta_kernel<<<blocks, threads, 0, stream>>>(static_cast<const __half*>(dout), out, delta, rows, head_dim);
+      delta_kernel<<<blocks, threads, 0, stream>>>(static_cast<const __half*>(dout), out, delta,
+                                                   rows, head_dim);
       break;
     case DType::BF16:
-      delta_kernel<<<blocks, threads, 0, stream>>>(static_cast<const __nv_bfloat16*>(dout), out, delta, rows, head_dim);
+      delta_kernel<<<blocks, threads, 0, stream>>>(static_cast<const __nv_bfloat16*>(dout), out,
+                                                   delta, rows, head_dim);
       break;
   }
   RBK_LAUNCH_CHECK();
 }
 
-void convert_from_float(void* dst, const float* src, std::size_t count, DType dtype, cudaStream_t stream) {
+void convert_from_float(void* dst, const float* src, std::size_t count, DType dtype,
+                        cudaStream_t stream) {
   if (count == 0) return;
   const unsigned blocks = grid_for(std::int64_t(count), 256);
   switch (dtype) {
     case DType::F32:
-      RBK_CUDA_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      RBK_CUDA_CHECK(
+          cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
       return;
-    case DType::F16: convert_kernel<<<blocks, 256, 0, stream>>>(static_cast<__half*>(dst), src, count); break;
-    case DType::BF16: convert_kernel<<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), src, count); break;
+    case DType::F16:
+      convert_kernel<<<blocks, 256, 0, stream>>>(static_cast<__half*>(dst), src, count);
+      break;
+    case DType::BF16:
+      convert_kernel<<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), src, count);
+      break;
   }
   RBK_LAUNCH_CHECK();
 }

@@ -27,9 +27,9 @@ struct BwdTraits {
   static constexpr int kBc = 16 * WARPS;  // keys per CTA
   static constexpr int kBr = 64;          // query rows per tile
   static constexpr int kThreads = 32 * WARPS;
-  static constexpr std::size_t kSmem =
-      std::size_t(2 * kBc + 4 * kBr) * HD * sizeof(T) + std::size_t(kBc) * kBr * sizeof(T) +
-      std::size_t(4 * kBr) * sizeof(float);
+  static constexpr std::size_t kSmem = std::size_t(2 * kBc + 4 * kBr) * HD * sizeof(T) +
+                                       std::size_t(kBc) * kBr * sizeof(T) +
+                                       std::size_t(4 * kBr) * sizeof(float);
 };
 
 __device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
@@ -50,17 +50,19 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);
   T* sV = sK + kBc * HD;
-  T* sQ = sV + kBc * HD;        // [2][kBr][HD]
-  T* sdO = sQ + 2 * kBr * HD;   // [2][kBr][HD]
-  T* sdS = sdO + 2 * kBr * HD;  // [kBc][kBr], dS^T
+  T* sQ = sV + kBc * HD;                                  // [2][kBr][HD]
+  T* sdO = sQ + 2 * kBr * HD;                             // [2][kBr][HD]
+  T* sdS = sdO + 2 * kBr * HD;                            // [kBc][kBr], dS^T
   float* sL = reinterpret_cast<float*>(sdS + kBc * kBr);  // [2][kBr], lse * log2(e)
-  float* sD = sL + 2 * kBr;                                // [2][kBr], delta
+  float* sD = sL + 2 * kBr;                               // [2][kBr], delta
 
   const int bh = blockIdx.y;
   const int head = bh % p.heads;
   const DevPattern pat = DIL ? p.pat : DevPattern{p.pat.causal, 0, 1};
-  const RowView qv = DIL ? make_view(p.qs, p.pat, head) : RowView{p.qs.row0, 1, p.qs.count, p.qs.first, p.qs.stride};
-  const RowView kv = DIL ? make_view(p.kvs, p.pat, head) : RowView{p.kvs.row0, 1, p.kvs.count, p.kvs.first, p.kvs.stride};
+  const RowView qv = DIL ? make_view(p.qs, p.pat, head)
+                         : RowView{p.qs.row0, 1, p.qs.count, p.qs.first, p.qs.stride};
+  const RowView kv = DIL ? make_view(p.kvs, p.pat, head)
+                         : RowView{p.kvs.row0, 1, p.kvs.count, p.kvs.first, p.kvs.stride};
   const std::int64_t k0 = std::int64_t(blockIdx.x) * kBc;
   if (k0 >= kv.count || qv.count <= 0) return;
   const std::int64_t k1 = std::min<std::int64_t>(k0 + kBc, kv.count);
@@ -91,7 +93,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   bool pre_valid = false;
   auto load_q_tile = [&](int t, int buf) {
     const std::int64_t a = std::int64_t(t) * kBr;
-    load_rows<T, HD, Tr::kThreads, kBr, 2>({sQ + buf * kBr * HD, sdO + buf * kBr * HD}, {Qg, dOg}, qv, a);
+    load_rows<T, HD, Tr::kThreads, kBr, 2>({sQ + buf * kBr * HD, sdO + buf * kBr * HD}, {Qg, dOg},
+                                           qv, a);
     const std::int64_t j = a + threadIdx.x;
     pre_valid = threadIdx.x < kBr && j < qv.count;
     if (pre_valid) {
@@ -132,11 +135,13 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
   // ldmatrix byte addresses: per-thread offsets into the swizzled tiles (mma::swz_bytes).
   // a_off: A operand rows of this warp's keys (K, V); b_off: B operand rows (Q, dO);
   // t_off: transposed B operand (dO, Q, K); ds_off: the transposed dS^T tile.
-  const std::uint32_t sKa = mma::smem_addr(sK), sVa = mma::smem_addr(sV), sdSa = mma::smem_addr(sdS);
+  const std::uint32_t sKa = mma::smem_addr(sK), sVa = mma::smem_addr(sV),
+                      sdSa = mma::smem_addr(sdS);
   const std::uint32_t a_off = mma::swz_bytes<HD>(warp * 16 + (lane & 15), lane >> 4);
   const std::uint32_t b_off = mma::swz_bytes<HD>((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
   const std::uint32_t t_off = mma::swz_bytes<HD>((lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
-  const std::uint32_t ds_off = mma::swz_bytes<kBr>((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+  const std::uint32_t ds_off =
+      mma::swz_bytes<kBr>((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
   constexpr std::uint32_t kRows16 = 16 * HD * sizeof(T);  // bytes of 16 rows of an HD tile
   // dq rows start on 16-byte boundaries when the buffer does (rows are HD floats).
   [[maybe_unused]] const bool dq_vec4 = (reinterpret_cast<std::uintptr_t>(p.dq) & 15u) == 0;
@@ -171,7 +176,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
         for (int e = 0; e < 4; ++e) {
           const std::int64_t qi = qa + nt * 8 + 2 * tq + (e & 1);
           const int h = e >> 1;
-          const bool ok = qi < qv.count && kj[h] < kv.count && view_allows(pat, qv.pos(qi), kpos[h]);
+          const bool ok =
+              qi < qv.count && kj[h] < kv.count && view_allows(pat, qv.pos(qi), kpos[h]);
           allowed |= std::uint32_t(ok) << (nt * 4 + e);
         }
     }
@@ -202,7 +208,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
         if (masked && !((allowed >> (nt * 4 + e)) & 1u)) pv = 0.f;
         s[nt][e] = pv;
       }
-    // dV += P^T dO
+      // dV += P^T dO
 #pragma unroll
     for (int kk = 0; kk < kBr / 16; ++kk) {
       std::uint32_t a[4];
@@ -302,7 +308,9 @@ __global__ void __launch_bounds__(32 * WARPS) flash_bwd_kernel(const FlashParams
             const float ox = p.scale * (odd ? o[0] : e[0]), oy = p.scale * (odd ? o[1] : e[1]);
             const float4 v = odd ? make_float4(p.scale * rx, p.scale * ry, ox, oy)
                                  : make_float4(ox, oy, p.scale * rx, p.scale * ry);
-            if (row_ok) atomicAdd(reinterpret_cast<float4*>(dst + (odd ? (2 * m + 1) * 8 - 2 : 2 * m * 8)), v);
+            if (row_ok)
+              atomicAdd(reinterpret_cast<float4*>(dst + (odd ? (2 * m + 1) * 8 - 2 : 2 * m * 8)),
+                        v);
           }
           continue;
         }
@@ -345,19 +353,23 @@ void launch_bwd_as(const BackwardBlock& b, cudaStream_t stream) {
   static bool configured = false;
   if (!configured) {
     RBK_CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_kernel<T, HD, WARPS, DIL>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmem)));
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(Tr::kSmem)));
     configured = true;
   }
   const FlashParams p = make_params(b);
-  const dim3 grid(unsigned((b.kv.count + Tr::kBc - 1) / Tr::kBc), unsigned(b.dims.batch * b.dims.heads));
+  const dim3 grid(unsigned((b.kv.count + Tr::kBc - 1) / Tr::kBc),
+                  unsigned(b.dims.batch * b.dims.heads));
   flash_bwd_kernel<T, HD, WARPS, DIL><<<grid, Tr::kThreads, Tr::kSmem, stream>>>(p);
   RBK_LAUNCH_CHECK();
 }
 
 template <typename T, int HD, int WARPS>
 void launch_bwd(const BackwardBlock& b, cudaStream_t stream) {
-  if (b.pattern.segment > 0) launch_bwd_as<T, HD, WARPS, true>(b, stream);
-  else launch_bwd_as<T, HD, WARPS, false>(b, stream);
+  if (b.pattern.segment > 0)
+    launch_bwd_as<T, HD, WARPS, true>(b, stream);
+  else
+    launch_bwd_as<T, HD, WARPS, false>(b, stream);
 }
 
 }  // namespace
@@ -371,12 +383,17 @@ void flash_backward(const BackwardBlock& b, cudaStream_t stream, FlashTile tile)
   if (b.dtype == DType::BF16) {
     // Default at head dim 128: 8 warps / 128 keys per CTA (half the dQ atomics of the
     // bwd-4w-k64 variant; measured faster on H200).
-    if (b.dims.head_dim == 128 && tile.bwd == FlashTile::Bwd::W4K64) launch_bwd<__nv_bfloat16, 128, 4>(b, stream);
-    else if (b.dims.head_dim == 128) launch_bwd<__nv_bfloat16, 128, 8>(b, stream);
-    else launch_bwd<__nv_bfloat16, 64, 4>(b, stream);
+    if (b.dims.head_dim == 128 && tile.bwd == FlashTile::Bwd::W4K64)
+      launch_bwd<__nv_bfloat16, 128, 4>(b, stream);
+    else if (b.dims.head_dim == 128)
+      launch_bwd<__nv_bfloat16, 128, 8>(b, stream);
+    else
+      launch_bwd<__nv_bfloat16, 64, 4>(b, stream);
   } else {
-    if (b.dims.head_dim == 128) launch_bwd<__half, 128, 8>(b, stream);
-    else launch_bwd<__half, 64, 4>(b, stream);
+    if (b.dims.head_dim == 128)
+      launch_bwd<__half, 128, 8>(b, stream);
+    else
+      launch_bwd<__half, 64, 4>(b, stream);
   }
 }
 

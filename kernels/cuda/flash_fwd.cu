@@ -47,14 +47,16 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
   constexpr int kBr = Tr::kBr, kBc = Tr::kBc;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
-  T* sK = sQ + kBr * HD;       // [2][kBc][HD]
-  T* sV = sK + 2 * kBc * HD;   // [2][kBc][HD]
+  T* sK = sQ + kBr * HD;      // [2][kBc][HD]
+  T* sV = sK + 2 * kBc * HD;  // [2][kBc][HD]
 
   const int bh = blockIdx.y;
   const int head = bh % p.heads;
   const DevPattern pat = DIL ? p.pat : DevPattern{p.pat.causal, 0, 1};
-  const RowView qv = DIL ? make_view(p.qs, p.pat, head) : RowView{p.qs.row0, 1, p.qs.count, p.qs.first, p.qs.stride};
-  const RowView kv = DIL ? make_view(p.kvs, p.pat, head) : RowView{p.kvs.row0, 1, p.kvs.count, p.kvs.first, p.kvs.stride};
+  const RowView qv = DIL ? make_view(p.qs, p.pat, head)
+                         : RowView{p.qs.row0, 1, p.qs.count, p.qs.first, p.qs.stride};
+  const RowView kv = DIL ? make_view(p.kvs, p.pat, head)
+                         : RowView{p.kvs.row0, 1, p.kvs.count, p.kvs.first, p.kvs.stride};
   const std::int64_t q0 = std::int64_t(blockIdx.x) * kBr;
   if (q0 >= qv.count || kv.count <= 0) return;
   const std::int64_t q1 = std::min<std::int64_t>(q0 + kBr, qv.count);
@@ -94,7 +96,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int kk = 0; kk < HD / 16; ++kk)
-        mma::ldmatrix_x4(qf[mt][kk], sQ + mma::swz<HD>(wrow + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+        mma::ldmatrix_x4(qf[mt][kk],
+                         sQ + mma::swz<HD>(wrow + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
   }
 
   // ldmatrix byte addresses: per-thread offsets into the swizzled tiles (mma::swz_bytes)
@@ -125,8 +128,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
     mma::cp_async_wait<0>();
     __syncthreads();
     if (tn < n_tiles) {
-      load_rows<T, HD, Tr::kThreads, kBc, 2>({sK + (buf ^ 1) * kBc * HD, sV + (buf ^ 1) * kBc * HD}, {Kg, Vg}, kv,
-                                             std::int64_t(tn) * kBc);
+      load_rows<T, HD, Tr::kThreads, kBc, 2>({sK + (buf ^ 1) * kBc * HD, sV + (buf ^ 1) * kBc * HD},
+                                             {Kg, Vg}, kv, std::int64_t(tn) * kBc);
     }
     mma::cp_async_commit();
     const std::uint32_t k_a = sKa + buf * kBc * HD * sizeof(T);
@@ -159,7 +162,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int i = 0; i < kBc / 8; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
-    auto load_q = [&](std::uint32_t (&qa)[MT][4], std::uint32_t q_a, int kk) {
+    auto load_q = [&](std::uint32_t(&qa)[MT][4], std::uint32_t q_a, int kk) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         if constexpr (QREG) {
@@ -170,7 +173,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
         }
       }
     };
-    auto load_k = [&](std::uint32_t (&b)[4], int kk, int np) {
+    auto load_k = [&](std::uint32_t(&b)[4], int kk, int np) {
       mma::ldmatrix_x4(b, k_a + mma::kstep(k_off, kk) + np * kRows16);
     };
     if constexpr (!QREG && !DIL) {
@@ -223,7 +226,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
         for (int nt = 0; nt < kBc / 8; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e)
-            if (!(allowed[mt] >> ((e >> 1) * (kBc / 4) + nt * 2 + (e & 1)) & 1u)) s[mt][nt][e] = -INFINITY;
+            if (!(allowed[mt] >> ((e >> 1) * (kBc / 4) + nt * 2 + (e & 1)) & 1u))
+              s[mt][nt][e] = -INFINITY;
     }
 
     // Online softmax in the exp2 domain of the scaled scores.
@@ -233,7 +237,8 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
       for (int h = 0; h < 2; ++h) {
         float mx = -INFINITY;
 #pragma unroll
-        for (int nt = 0; nt < kBc / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+        for (int nt = 0; nt < kBc / 8; ++nt)
+          mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         const float m_new = fmaxf(row_max[mt][h], mx * sl2);
@@ -255,7 +260,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd_kernel(const FlashParams
         }
       }
 
-    // O += P V
+      // O += P V
 #pragma unroll
     for (int kk = 0; kk < kBc / 16; ++kk) {
       std::uint32_t a[MT][4];
@@ -315,19 +320,23 @@ void launch_fwd_as(const ForwardBlock& b, cudaStream_t stream) {
   static bool configured = false;  // the attribute is per function; set it once
   if (!configured) {
     RBK_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<T, HD, WARPS, MT, BC, QREG, DIL>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmem)));
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(Tr::kSmem)));
     configured = true;
   }
   const FlashParams p = make_params(b);
-  const dim3 grid(unsigned((b.q.count + Tr::kBr - 1) / Tr::kBr), unsigned(b.dims.batch * b.dims.heads));
+  const dim3 grid(unsigned((b.q.count + Tr::kBr - 1) / Tr::kBr),
+                  unsigned(b.dims.batch * b.dims.heads));
   flash_fwd_kernel<T, HD, WARPS, MT, BC, QREG, DIL><<<grid, Tr::kThreads, Tr::kSmem, stream>>>(p);
   RBK_LAUNCH_CHECK();
 }
 
 template <typename T, int HD, int WARPS, int MT, int BC, bool QREG>
 void launch_fwd(const ForwardBlock& b, cudaStream_t stream) {
-  if (b.pattern.segment > 0) launch_fwd_as<T, HD, WARPS, MT, BC, QREG, true>(b, stream);
-  else launch_fwd_as<T, HD, WARPS, MT, BC, QREG, false>(b, stream);
+  if (b.pattern.segment > 0)
+    launch_fwd_as<T, HD, WARPS, MT, BC, QREG, true>(b, stream);
+  else
+    launch_fwd_as<T, HD, WARPS, MT, BC, QREG, false>(b, stream);
 }
 
 }  // namespace
@@ -345,11 +354,21 @@ void flash_forward(const ForwardBlock& b, cudaStream_t stream, FlashTile tile) {
   if (b.dtype == DType::BF16) {
     if (b.dims.head_dim == 128) {
       switch (tile.fwd) {
-        case F::W4M1K64QReg: launch_fwd<__nv_bfloat16, 128, 4, 1, 64, true>(b, stream); break;
-        case F::W4M2K32: launch_fwd<__nv_bfloat16, 128, 4, 2, 32, false>(b, stream); break;
-        case F::W8M1K64QReg: launch_fwd<__nv_bfloat16, 128, 8, 1, 64, true>(b, stream); break;
-        case F::W8M2K32: launch_fwd<__nv_bfloat16, 128, 8, 2, 32, false>(b, stream); break;
-        default: launch_fwd<__nv_bfloat16, 128, 4, 2, 64, false>(b, stream); break;
+        case F::W4M1K64QReg:
+          launch_fwd<__nv_bfloat16, 128, 4, 1, 64, true>(b, stream);
+          break;
+        case F::W4M2K32:
+          launch_fwd<__nv_bfloat16, 128, 4, 2, 32, false>(b, stream);
+          break;
+        case F::W8M1K64QReg:
+          launch_fwd<__nv_bfloat16, 128, 8, 1, 64, true>(b, stream);
+          break;
+        case F::W8M2K32:
+          launch_fwd<__nv_bfloat16, 128, 8, 2, 32, false>(b, stream);
+          break;
+        default:
+          launch_fwd<__nv_bfloat16, 128, 4, 2, 64, false>(b, stream);
+          break;
       }
     } else if (tile.fwd == F::W4M1K64QReg) {
       launch_fwd<__nv_bfloat16, 64, 4, 1, 64, true>(b, stream);
@@ -357,8 +376,10 @@ void flash_forward(const ForwardBlock& b, cudaStream_t stream, FlashTile tile) {
       launch_fwd<__nv_bfloat16, 64, 4, 2, 64, true>(b, stream);
     }
   } else {
-    if (b.dims.head_dim == 128) launch_fwd<__half, 128, 4, 2, 64, false>(b, stream);
-    else launch_fwd<__half, 64, 4, 2, 64, true>(b, stream);
+    if (b.dims.head_dim == 128)
+      launch_fwd<__half, 128, 4, 2, 64, false>(b, stream);
+    else
+      launch_fwd<__half, 64, 4, 2, 64, true>(b, stream);
   }
 }
 

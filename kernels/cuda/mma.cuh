@@ -20,7 +20,9 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                "r"(src_size));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
@@ -49,8 +51,10 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
                : "r"(addr));
 }
 
-template <typename T> struct MmaOp;
-template <> struct MmaOp<__nv_bfloat16> {
+template <typename T>
+struct MmaOp;
+template <>
+struct MmaOp<__nv_bfloat16> {
   __device__ __forceinline__ static void run(float (&c)[4], const std::uint32_t (&a)[4],
                                              std::uint32_t b0, std::uint32_t b1) {
     asm volatile(
@@ -64,7 +68,8 @@ template <> struct MmaOp<__nv_bfloat16> {
     return *reinterpret_cast<std::uint32_t*>(&v);
   }
 };
-template <> struct MmaOp<__half> {
+template <>
+struct MmaOp<__half> {
   __device__ __forceinline__ static void run(float (&c)[4], const std::uint32_t (&a)[4],
                                              std::uint32_t b0, std::uint32_t b1) {
     asm volatile(
@@ -120,7 +125,8 @@ __device__ __forceinline__ std::uint32_t opaque(std::uint32_t addr) {
 // a[4] from a C fragment pair (the m16n8 accumulators of n-tiles 2k and 2k+1) for the
 // next product: the P (or dS) operand in registers, converted to 16-bit.
 template <typename T>
-__device__ __forceinline__ void c_to_a(std::uint32_t (&a)[4], const float (&c0)[4], const float (&c1)[4]) {
+__device__ __forceinline__ void c_to_a(std::uint32_t (&a)[4], const float (&c0)[4],
+                                       const float (&c1)[4]) {
   a[0] = MmaOp<T>::pack(c0[0], c0[1]);
   a[1] = MmaOp<T>::pack(c0[2], c0[3]);
   a[2] = MmaOp<T>::pack(c1[0], c1[1]);

@@ -20,9 +20,12 @@ namespace {
 
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
-    case DType::F32: return CUDA_R_32F;
-    case DType::F16: return CUDA_R_16F;
-    case DType::BF16: return CUDA_R_16BF;
+    case DType::F32:
+      return CUDA_R_32F;
+    case DType::F16:
+      return CUDA_R_16F;
+    case DType::BF16:
+      return CUDA_R_16BF;
   }
   return CUDA_R_32F;
 }
@@ -40,17 +43,17 @@ void gemm_rm(cublasHandle_t h, bool trans_a, bool trans_b, int m, int n, int k, 
 }
 
 struct Task {
-  int bh0;            // first flattened (batch, head) index
-  int nbh;            // heads in this task
-  std::int64_t r0;    // first query row (relative to the span)
-  std::int64_t m;     // query rows
+  int bh0;          // first flattened (batch, head) index
+  int nbh;          // heads in this task
+  std::int64_t r0;  // first query row (relative to the span)
+  std::int64_t m;   // query rows
 };
 
 // One block per (head, query row): mask, max, sum, probabilities, block lse.
 template <typename T>
 __global__ void softmax_rows(const float* __restrict__ scores, T* __restrict__ probs,
-                             float* __restrict__ block_lse, std::int64_t m, std::int64_t n,
-                             int bh0, int heads, Span q, Span kv, std::int64_t r0, DevPattern pat) {
+                             float* __restrict__ block_lse, std::int64_t m, std::int64_t n, int bh0,
+                             int heads, Span q, Span kv, std::int64_t r0, DevPattern pat) {
   const std::int64_t row = blockIdx.x;  // (head in task) * m + i
   const int hh = int(row / m);
   const std::int64_t i = row % m;
@@ -87,8 +90,9 @@ __global__ void softmax_rows(const float* __restrict__ scores, T* __restrict__ p
 
 // Fused merge of the block result (o_blk, lse_blk) into the running (out, lse). One warp per row.
 __global__ void merge_rows(const float* __restrict__ o_blk, const float* __restrict__ lse_blk,
-                           float* __restrict__ out, float* __restrict__ lse, std::int64_t m, int nbh,
-                           int bh0, std::int64_t q_rows, std::int64_t row_base, int head_dim) {
+                           float* __restrict__ out, float* __restrict__ lse, std::int64_t m,
+                           int nbh, int bh0, std::int64_t q_rows, std::int64_t row_base,
+                           int head_dim) {
   const std::int64_t w = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   if (w >= m * nbh) return;
@@ -112,8 +116,8 @@ __global__ void bwd_probs(const float* __restrict__ scores, T* __restrict__ prob
     const std::int64_t i = e / n, j = e % n;
     const float l = lse[(bh0 + hh) * q_rows + q.row0 + r0 + i];
     const std::int64_t idx = hh * m * n + e;
-    const bool ok = l != -INFINITY &&
-                    pattern_allows(pat, q.first + (r0 + i) * q.stride, kv.first + j * kv.stride, head);
+    const bool ok = l != -INFINITY && pattern_allows(pat, q.first + (r0 + i) * q.stride,
+                                                     kv.first + j * kv.stride, head);
     probs[idx] = T(ok ? expf(scores[idx] - l) : 0.f);
   }
 }
@@ -121,8 +125,9 @@ __global__ void bwd_probs(const float* __restrict__ scores, T* __restrict__ prob
 // Backward: dS = scale * P * (dP - delta), written over P.
 template <typename T>
 __global__ void bwd_dscores(const float* __restrict__ dp, T* __restrict__ probs,
-                            const float* __restrict__ delta, std::int64_t m, std::int64_t n, int bh0,
-                            std::int64_t q_rows, std::int64_t q_row0, std::int64_t r0, float scale) {
+                            const float* __restrict__ delta, std::int64_t m, std::int64_t n,
+                            int bh0, std::int64_t q_rows, std::int64_t q_row0, std::int64_t r0,
+                            float scale) {
   const int hh = blockIdx.y;
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < m * n;
        e += std::int64_t(gridDim.x) * blockDim.x) {
@@ -213,7 +218,8 @@ void NaiveAttention::forward(const ForwardBlock& blk) {
   const bool f32 = blk.dtype == DType::F32;
   // scores fp32 (probabilities overwrite them in place for fp32), probabilities in dtype,
   // block output fp32, block lse.
-  const std::size_t per_row = std::size_t(n) * 4 + (f32 ? 0 : std::size_t(n) * es) + std::size_t(hd) * 4 + 4;
+  const std::size_t per_row =
+      std::size_t(n) * 4 + (f32 ? 0 : std::size_t(n) * es) + std::size_t(hd) * 4 + 4;
   const std::size_t max_rows = task_rows(m_all, bh_total, per_row, budget_);
   char* ws = static_cast<char*>(workspace(per_row * max_rows + 256 * 4));
   const cudaDataType_t ty = cuda_type(blk.dtype);
@@ -240,8 +246,8 @@ void NaiveAttention::forward(const ForwardBlock& blk) {
     with_storage_type(blk.dtype, [&](auto tag) {
       using T = decltype(tag);
       softmax_rows<T><<<unsigned(rows), 256, 0, stream_>>>(scores, static_cast<T*>(probs), lse_blk,
-                                                            t.m, n, t.bh0, d.heads, blk.q, blk.kv,
-                                                            t.r0, pat);
+                                                           t.m, n, t.bh0, d.heads, blk.q, blk.kv,
+                                                           t.r0, pat);
     });
     RBK_LAUNCH_CHECK();
     // O_blk[m x hd] = P V
@@ -293,8 +299,8 @@ void NaiveAttention::backward(const BackwardBlock& blk) {
     gemm_rm(h, true, false, int(n), hd, int(t.m), 1.f, probs, ty, n, ss, dob, ty, hd, sq, 1.f,
             blk.dv + kvoff, hd, skv, t.nbh);
     // dP[m x n] = dO V^T
-    gemm_rm(h, false, true, int(t.m), int(n), hd, 1.f, dob, ty, hd, sq, vb, ty, hd, skv, 0.f, scores,
-            n, ss, t.nbh);
+    gemm_rm(h, false, true, int(t.m), int(n), hd, 1.f, dob, ty, hd, sq, vb, ty, hd, skv, 0.f,
+            scores, n, ss, t.nbh);
     with_storage_type(blk.dtype, [&](auto tag) {
       using T = decltype(tag);
       bwd_dscores<T><<<grid, 256, 0, stream_>>>(scores, static_cast<T*>(probs), blk.delta, t.m, n,

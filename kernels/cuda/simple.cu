@@ -15,8 +15,8 @@
 namespace rb::attn::gpu {
 namespace {
 
-constexpr int kWarps = 8;   // rows per CTA
-constexpr int kTile = 16;   // staged rows per tile
+constexpr int kWarps = 8;               // rows per CTA
+constexpr int kTile = 16;               // staged rows per tile
 constexpr int kPer = kMaxHeadDim / 32;  // head-dim elements per lane
 
 __device__ __forceinline__ float warp_sum(float x) {
@@ -71,12 +71,15 @@ struct QueryWarp {
   float* sK;  // staged key tile [kTile][hd]
   float* sV;  // staged value tile [kTile][hd]
   __device__ QueryWarp(const FlashParams& p, int hd, float* sm)
-      : bh(blockIdx.y), lane(threadIdx.x & 31),
+      : bh(blockIdx.y),
+        lane(threadIdx.x & 31),
         qv(make_view(p.qs, p.pat, bh % p.heads)),
         kv(make_view(p.kvs, p.pat, bh % p.heads)),
         q0(std::int64_t(blockIdx.x) * kWarps),
         q1(std::min<std::int64_t>(q0 + kWarps, qv.count)),
-        qi(q0 + (threadIdx.x >> 5)), sK(sm), sV(sm + kTile * hd) {}
+        qi(q0 + (threadIdx.x >> 5)),
+        sK(sm),
+        sV(sm + kTile * hd) {}
   __device__ bool idle() const { return q0 >= qv.count || kv.count <= 0; }
   __device__ bool has_row() const { return qi < qv.count; }
   // The warp's global query row (row 0 of the head for a warp past the end: a safe address).
@@ -259,7 +262,8 @@ __global__ void __launch_bounds__(32 * kWarps) simple_dq_kernel(const FlashParam
 void check_head_dim(int hd) {
   if (hd <= 0 || hd > kMaxHeadDim)
     throw std::invalid_argument("CUDA attention: head_dim " + std::to_string(hd) +
-                                " is outside the supported range 1.." + std::to_string(kMaxHeadDim));
+                                " is outside the supported range 1.." +
+                                std::to_string(kMaxHeadDim));
 }
 
 }  // namespace
@@ -269,7 +273,8 @@ void simple_forward(const ForwardBlock& b, cudaStream_t stream) {
   const int hd = b.dims.head_dim;
   check_head_dim(hd);
   const FlashParams p = make_params(b);
-  const dim3 grid(unsigned((b.q.count + kWarps - 1) / kWarps), unsigned(b.dims.batch * b.dims.heads));
+  const dim3 grid(unsigned((b.q.count + kWarps - 1) / kWarps),
+                  unsigned(b.dims.batch * b.dims.heads));
   const std::size_t smem = std::size_t(2 * kTile * hd) * sizeof(float);
   with_storage_type(b.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -287,10 +292,12 @@ void simple_backward(const BackwardBlock& b, cudaStream_t stream) {
   const std::size_t smem_kv = std::size_t(2 * kTile * hd + 2 * kTile) * sizeof(float);
   with_storage_type(b.dtype, [&](auto tag) {
     using T = decltype(tag);
-    simple_dkdv_kernel<T><<<dim3(unsigned((b.kv.count + kWarps - 1) / kWarps), bh), 32 * kWarps,
-                            smem_kv, stream>>>(p, hd);
-    simple_dq_kernel<T><<<dim3(unsigned((b.q.count + kWarps - 1) / kWarps), bh), 32 * kWarps,
-                          smem_kv, stream>>>(p, hd);
+    simple_dkdv_kernel<T>
+        <<<dim3(unsigned((b.kv.count + kWarps - 1) / kWarps), bh), 32 * kWarps, smem_kv, stream>>>(
+            p, hd);
+    simple_dq_kernel<T>
+        <<<dim3(unsigned((b.q.count + kWarps - 1) / kWarps), bh), 32 * kWarps, smem_kv, stream>>>(
+            p, hd);
   });
   RBK_LAUNCH_CHECK();
 }

@@ -13,8 +13,8 @@ namespace rb::attn::gpu {
 // kernel's instructions per key tile). N tensors with the same view (K and V, Q and dO) share
 // the offsets.
 template <typename T, int HD, int THREADS, int ROWS, int N>
-__device__ __forceinline__ void load_rows(T* const (&smem)[N], const T* const (&base)[N], const RowView& v,
-                                          std::int64_t j0) {
+__device__ __forceinline__ void load_rows(T* const (&smem)[N], const T* const (&base)[N],
+                                          const RowView& v, std::int64_t j0) {
   constexpr int kChunks = HD / 8;
   static_assert(THREADS % kChunks == 0, "a pass covers whole rows");
   constexpr int kRowsPerPass = THREADS / kChunks;
@@ -34,14 +34,16 @@ __device__ __forceinline__ void load_rows(T* const (&smem)[N], const T* const (&
     const bool valid = i * kRowsPerPass < left;
 #pragma unroll
     for (int n = 0; n < N; ++n)
-      mma::cp_async16(smem[n] + dst + i * kRowsPerPass * HD, valid ? base[n] + off : base[n], valid);
+      mma::cp_async16(smem[n] + dst + i * kRowsPerPass * HD, valid ? base[n] + off : base[n],
+                      valid);
     off += inc;
   }
 }
 
 // One tensor's rows.
 template <typename T, int HD, int THREADS, int ROWS>
-__device__ __forceinline__ void load_rows(T* smem, const T* base, const RowView& v, std::int64_t j0) {
+__device__ __forceinline__ void load_rows(T* smem, const T* base, const RowView& v,
+                                          std::int64_t j0) {
   load_rows<T, HD, THREADS, ROWS, 1>({smem}, {base}, v, j0);
 }
 

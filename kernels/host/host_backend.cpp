@@ -1,5 +1,6 @@
 // The Kokkos host AttentionBackend: memory in the default memory space, kernels from
-// host_kernels.cpp (row "kokkos") or materialized_kernels.cpp (row "materialized"), and timing marks as host monotonic clock readings after a fence.
+// host_kernels.cpp (row "kokkos") or materialized_kernels.cpp (row "materialized"), and timing
+// marks as host monotonic clock readings after a fence.
 #include <chrono>
 #include <new>
 #include <stdexcept>
@@ -56,7 +57,8 @@ class KokkosHostBackend final : public AttentionBackend {
   void release(void* p) override {
     if (p == nullptr) return;
     auto it = sizes_.find(p);
-    if (it == sizes_.end()) throw std::invalid_argument("kokkos-host release: pointer not allocated here");
+    if (it == sizes_.end())
+      throw std::invalid_argument("kokkos-host release: pointer not allocated here");
     current_ -= it->second;
     sizes_.erase(it);
     Kokkos::kokkos_free<Mem>(p);
@@ -85,7 +87,8 @@ class KokkosHostBackend final : public AttentionBackend {
   void forward(const attn::ForwardBlock& block) override {
     const KernelPicker::Pick pick = picker_.pick(block.dtype, block.dims, block.pattern);
     if (is_materialized(*pick.row))
-      attn::host::materialized_forward(block, scratch(attn::host::materialized_forward_scratch(block)));
+      attn::host::materialized_forward(block,
+                                       scratch(attn::host::materialized_forward_scratch(block)));
     else
       attn::host::forward(block);
     count_block(pick.row->name, pick.from_policy);
@@ -157,7 +160,8 @@ std::unique_ptr<AttentionBackend> make_host_backend() {
 }
 
 std::unique_ptr<AttentionBackend> make_host_backend(const KernelChoice& choice) {
-  const std::string want = choice.path == "auto" ? auto_headline_path(Device::Host)->name : choice.path;
+  const std::string want =
+      choice.path == "auto" ? auto_headline_path(Device::Host)->name : choice.path;
   const KernelPath* row = find_kernel_path(want, Device::Host);
   if (!row)
     throw std::invalid_argument("make_host_backend: '" + choice.path +

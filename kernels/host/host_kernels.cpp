@@ -39,13 +39,16 @@ void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) {
 
 void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks) {
   Kokkos::parallel_for(
-      "rb::attn::host::copy_head_chunks", Policy(0, head_chunk_rows(c)), KOKKOS_LAMBDA(std::int64_t g) {
+      "rb::attn::host::copy_head_chunks", Policy(0, head_chunk_rows(c)),
+      KOKKOS_LAMBDA(std::int64_t g) {
         const HeadRowPlace at = head_row_place(c, t, g);
         for (std::int64_t i = 0; i < c.width; ++i)
           if (to_chunks)
-            store_from_float(at.chunk, c.wire, i, load_as_float(t.data, t.type, at.tensor_elem + i));
+            store_from_float(at.chunk, c.wire, i,
+                             load_as_float(t.data, t.type, at.tensor_elem + i));
           else
-            store_from_float(t.data, t.type, at.tensor_elem + i, load_as_float(at.chunk, c.wire, i));
+            store_from_float(t.data, t.type, at.tensor_elem + i,
+                             load_as_float(at.chunk, c.wire, i));
       });
 }
 
@@ -86,8 +89,8 @@ void forward_impl(const ForwardBlock& blk) {
         const float old = blk.lse[qrow];
         const float hi = old > block_lse ? old : block_lse;
         const float merged = hi + KE::log(KE::exp(old - hi) + KE::exp(block_lse - hi));
-        const float w_old = KE::exp(old - merged);       // 0 when old == -inf
-        const float w_new = KE::exp(m - merged);         // = exp(block_lse - merged) / l
+        const float w_old = KE::exp(old - merged);  // 0 when old == -inf
+        const float w_new = KE::exp(m - merged);    // = exp(block_lse - merged) / l
         float* o = blk.out + qrow * d;
         for (int c = 0; c < d; ++c) o[c] = o[c] * w_old + acc[c] * w_new;
         blk.lse[qrow] = merged;
@@ -98,7 +101,8 @@ void forward_impl(const ForwardBlock& blk) {
 
 void forward(const ForwardBlock& b) {
   check_head_dim(b.dims.head_dim, "host forward");
-  if (static_cast<std::int64_t>(b.dims.batch) * b.dims.heads * b.q.count == 0 || b.kv.count == 0) return;
+  if (static_cast<std::int64_t>(b.dims.batch) * b.dims.heads * b.q.count == 0 || b.kv.count == 0)
+    return;
   dispatch(b.dtype, [&](auto tag) { forward_impl<decltype(tag)>(b); });
 }
 
@@ -190,7 +194,9 @@ void backward_impl(const BackwardBlock& blk) {
 
 void backward(const BackwardBlock& b) {
   check_head_dim(b.dims.head_dim, "host backward");
-  if (static_cast<std::int64_t>(b.dims.batch) * b.dims.heads == 0 || b.q.count == 0 || b.kv.count == 0) return;
+  if (static_cast<std::int64_t>(b.dims.batch) * b.dims.heads == 0 || b.q.count == 0 ||
+      b.kv.count == 0)
+    return;
   dispatch(b.dtype, [&](auto tag) { backward_impl<decltype(tag)>(b); });
 }
 

@@ -46,7 +46,8 @@ KOKKOS_INLINE_FUNCTION float dot_row(const float* q, const void* k, std::int64_t
   int c = 0;
   for (; c + 8 <= d; c += 8)
     for (int j = 0; j < 8; ++j) lane[j] += q[c + j] * T::ld(k, base + c + j);
-  float s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  float s =
+      ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
   for (; c < d; ++c) s += q[c] * T::ld(k, base + c);
   return s;
 }

@@ -42,17 +42,18 @@ template <class T, class Block, class Attended, class Masked>
 void for_each_pair(const char* label, const Block& blk, std::int64_t r0, std::int64_t r1,
                    Attended attended, Masked masked) {
   const std::int64_t kvc = blk.kv.count;
-  Kokkos::parallel_for(label, Policy(0, (r1 - r0) * kvc), KOKKOS_LAMBDA(std::int64_t e) {
-    const std::int64_t j = e % kvc;
-    const RowWork w = work_of(blk, r0 + e / kvc);
-    if (!in_range(w.others, j)) {
-      masked(e);
-      return;
-    }
-    float q[kMaxHeadDim];
-    const std::int64_t krow = load_query<T>(blk, w, j, q);
-    attended(e, w, krow, q);
-  });
+  Kokkos::parallel_for(
+      label, Policy(0, (r1 - r0) * kvc), KOKKOS_LAMBDA(std::int64_t e) {
+        const std::int64_t j = e % kvc;
+        const RowWork w = work_of(blk, r0 + e / kvc);
+        if (!in_range(w.others, j)) {
+          masked(e);
+          return;
+        }
+        float q[kMaxHeadDim];
+        const std::int64_t krow = load_query<T>(blk, w, j, q);
+        attended(e, w, krow, q);
+      });
 }
 
 // Scores of the flattened query rows [r0, r1) against every key row: S[t][j], -inf where
@@ -73,8 +74,7 @@ template <class T>
 void softmax_pv(const ForwardBlock& blk, std::int64_t r0, std::int64_t r1, const float* S) {
   const std::int64_t kvc = blk.kv.count;
   Kokkos::parallel_for(
-      "rb::attn::host::materialized_softmax_pv", Policy(0, r1 - r0),
-      KOKKOS_LAMBDA(std::int64_t t) {
+      "rb::attn::host::materialized_softmax_pv", Policy(0, r1 - r0), KOKKOS_LAMBDA(std::int64_t t) {
         namespace KE = Kokkos::Experimental;
         const int d = blk.dims.head_dim;
         const RowWork w = work_of(blk, r0 + t);
@@ -115,7 +115,8 @@ void probabilities(const BackwardBlock& blk, std::int64_t r0, std::int64_t r1, f
       [=](std::int64_t e, const RowWork& w, std::int64_t krow, const float* q) {
         float g[kMaxHeadDim];
         for (int c = 0; c < d; ++c) g[c] = T::ld(blk.dout, w.row * d + c);
-        const float p = Kokkos::Experimental::exp(dot_row<T>(q, blk.k_data, krow * d, d) - blk.lse[w.row]);
+        const float p =
+            Kokkos::Experimental::exp(dot_row<T>(q, blk.k_data, krow * d, d) - blk.lse[w.row]);
         P[e] = p;
         dS[e] = p * (dot_row<T>(g, blk.v_data, krow * d, d) - blk.delta[w.row]) * blk.scale;
       },

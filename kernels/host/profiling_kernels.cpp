@@ -22,20 +22,22 @@ GemmResult gemm_t(int n, int warmup, int iterations) {
   using View = Kokkos::View<T**, Kokkos::LayoutRight>;
   View a("gemm_a", n, n), b("gemm_b", n, n), c("gemm_c", n, n);
   // A(i,k) = (i + k) % 3 - 1, B(k,j) = 1: every C(i,j) is the row sum of A, known exactly.
-  Kokkos::parallel_for("gemm_init", Kokkos::MDRangePolicy<Kokkos::Rank<2>>({0, 0}, {n, n}),
-                       KOKKOS_LAMBDA(int i, int k) {
-                         a(i, k) = static_cast<T>((i + k) % 3 - 1);
-                         b(i, k) = static_cast<T>(1);
-                       });
+  Kokkos::parallel_for(
+      "gemm_init", Kokkos::MDRangePolicy<Kokkos::Rank<2>>({0, 0}, {n, n}),
+      KOKKOS_LAMBDA(int i, int k) {
+        a(i, k) = static_cast<T>((i + k) % 3 - 1);
+        b(i, k) = static_cast<T>(1);
+      });
   // One row of C per work item; k outer, j inner so B and C rows stream through the cache.
   auto call = [&] {
-    Kokkos::parallel_for("gemm_rows", Kokkos::RangePolicy<>(0, n), KOKKOS_LAMBDA(int i) {
-      for (int j = 0; j < n; ++j) c(i, j) = 0;
-      for (int k = 0; k < n; ++k) {
-        const T aik = a(i, k);
-        for (int j = 0; j < n; ++j) c(i, j) += aik * b(k, j);
-      }
-    });
+    Kokkos::parallel_for(
+        "gemm_rows", Kokkos::RangePolicy<>(0, n), KOKKOS_LAMBDA(int i) {
+          for (int j = 0; j < n; ++j) c(i, j) = 0;
+          for (int k = 0; k < n; ++k) {
+            const T aik = a(i, k);
+            for (int j = 0; j < n; ++j) c(i, j) += aik * b(k, j);
+          }
+        });
   };
   for (int w = 0; w < warmup; ++w) timed(call);
   GemmResult r;

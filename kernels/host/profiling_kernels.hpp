@@ -9,9 +9,9 @@
 namespace rb::prof::host {
 
 struct TriadResult {
-  std::vector<double> seconds;    // per timed iteration
+  std::vector<double> seconds;          // per timed iteration
   std::size_t bytes_per_iteration = 0;  // 3 arrays x n x 8 B (STREAM's count: 2 reads, 1 write)
-  std::size_t wrong = 0;          // elements of a[] not equal to b + s*c afterwards
+  std::size_t wrong = 0;                // elements of a[] not equal to b + s*c afterwards
 };
 // a[i] = b[i] + s * c[i] over `n` doubles per array, in host memory (DefaultHostExecutionSpace).
 TriadResult triad(std::size_t n, int warmup, int iterations);

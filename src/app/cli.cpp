@@ -117,8 +117,8 @@ void describe_options(CLI::App& app, CommandLine& cli, Options& o) {
 ParsedCommandLine usage_error(const std::string& why) {
   ParsedCommandLine p;
   p.exit_code = 2;
-  p.message = fmt::format("ringbench: {}\n{}\nRun 'ringbench --help' for the options.\n", why,
-                          kUsageLine);
+  p.message =
+      fmt::format("ringbench: {}\n{}\nRun 'ringbench --help' for the options.\n", why, kUsageLine);
   return p;
 }
 
@@ -140,8 +140,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     cli.command_line += " " + a;
-    if (a.rfind("--kokkos-", 0) == 0) cli.kokkos_args.push_back(a);
-    else ours.push_back(argv[i]);
+    if (a.rfind("--kokkos-", 0) == 0)
+      cli.kokkos_args.push_back(a);
+    else
+      ours.push_back(argv[i]);
   }
   Options o;
   CLI::App app{"", "ringbench"};
@@ -162,18 +164,21 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   }
   if (cli.config_path.empty()) return usage_error("no config file given");
   cli.only.erase(std::remove(cli.only.begin(), cli.only.end(), std::string()), cli.only.end());
-  if (!cli.output.empty() && cli.output.size() < 3) return usage_error("--output needs a file name");
+  if (!cli.output.empty() && cli.output.size() < 3)
+    return usage_error("--output needs a file name");
   if (cli.world_size > 0 && !cli.dry_run)
-    return usage_error("--world-size plans a --dry-run; a real run takes its size from the launcher");
+    return usage_error(
+        "--world-size plans a --dry-run; a real run takes its size from the launcher");
   if (!cli.estimate_from.empty() && !cli.dry_run)
     return usage_error("--estimate-from goes with --dry-run");
   if (cli.quiet && cli.verbose) return usage_error("--quiet and --verbose contradict each other");
   if (cli.json == "-" && cli.dry_run)
     return usage_error("--json - writes a run's results to stdout; a --dry-run has none");
   if (cli.world_size > 0 && o.ranks_per_node > 0 && cli.world_size % o.ranks_per_node != 0)
-    return usage_error(fmt::format("--world-size {} is not a multiple of --ranks-per-node {}: "
-                                   "every node of the planned job runs the same number of ranks",
-                                   cli.world_size, o.ranks_per_node));
+    return usage_error(
+        fmt::format("--world-size {} is not a multiple of --ranks-per-node {}: "
+                    "every node of the planned job runs the same number of ranks",
+                    cli.world_size, o.ranks_per_node));
   if (o.ranks_per_node > 0) {
     cli.simulated.ranks_per_node = o.ranks_per_node;
     cli.simulated.placement = o.placement == "cyclic" ? Placement::Cyclic : Placement::Block;

@@ -10,17 +10,17 @@ namespace rb {
 
 struct CommandLine {
   std::string config_path;
-  std::string output;               // --output FILE.h5 (empty: <output_dir>/<run.name>_<UTC>.h5)
-  std::vector<std::string> only;    // --only SWEEP[,SWEEP]
+  std::string output;             // --output FILE.h5 (empty: <output_dir>/<run.name>_<UTC>.h5)
+  std::vector<std::string> only;  // --only SWEEP[,SWEEP]
   bool dry_run = false;
   bool force = false;
-  bool quiet = false;               // --quiet: errors, warnings and the final line only
-  bool verbose = false;             // --verbose: --dry-run lists every point
-  bool wide = false;                // --wide: tables one line a row, however wide
-  std::string json;                 // --json FILE (- : stdout): one record per point (docs/user-guide.md)
-  int world_size = 0;               // --world-size N: plan a --dry-run for N ranks, no launcher
-  std::string estimate_from;        // --estimate-from FILE.h5: measured times for the estimate
-  double timeout_s = 0;             // --timeout SECONDS: the whole run's limit (0: run.timeout_s)
+  bool quiet = false;         // --quiet: errors, warnings and the final line only
+  bool verbose = false;       // --verbose: --dry-run lists every point
+  bool wide = false;          // --wide: tables one line a row, however wide
+  std::string json;           // --json FILE (- : stdout): one record per point (docs/user-guide.md)
+  int world_size = 0;         // --world-size N: plan a --dry-run for N ranks, no launcher
+  std::string estimate_from;  // --estimate-from FILE.h5: measured times for the estimate
+  double timeout_s = 0;       // --timeout SECONDS: the whole run's limit (0: run.timeout_s)
   // --ranks-per-node K [--placement block|cyclic]; inactive: the environment's
   // (RINGBENCH_RANKS_PER_NODE, RINGBENCH_PLACEMENT), else the real node layout.
   SimulatedNodes simulated;
@@ -32,7 +32,7 @@ struct CommandLine {
 // `message` (to stdout for --help/--version, to stderr for usage errors).
 struct ParsedCommandLine {
   CommandLine cli;
-  int exit_code = -1;   // -1: go on and run; 0: --help/--version; 2: usage error
+  int exit_code = -1;         // -1: go on and run; 0: --help/--version; 2: usage error
   bool show_version = false;  // --version: the caller prints version_text() (needs MPI only)
   std::string message;
 };

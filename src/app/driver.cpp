@@ -61,7 +61,9 @@ std::string utc_now(const char* strftime_format) {
   return buf;
 }
 
-std::string utc_now_iso8601() { return utc_now("%Y-%m-%dT%H:%M:%SZ"); }
+std::string utc_now_iso8601() {
+  return utc_now("%Y-%m-%dT%H:%M:%SZ");
+}
 
 // True on every rank when any rank has an error; the lowest such rank prints it once.
 bool first_error_reported(const std::string& error, const char* prefix, MPI_Comm world) {
@@ -106,20 +108,25 @@ struct Validated {
 Backend resolve_backend(const Config& config, const cfg::Node& root, bool dry_run, int min_gpus,
                         std::string* plan_note) {
   switch (config.backend) {
-    case Backend::Host: return Backend::Host;
+    case Backend::Host:
+      return Backend::Host;
     case Backend::Auto:
       return built_with_cuda() && min_gpus > 0 ? Backend::Cuda : Backend::Host;
-    case Backend::Cuda: break;
+    case Backend::Cuda:
+      break;
   }
   if (!built_with_cuda())
-    root.fail("backend", "backend 'cuda' asked for, but this ringbench was built without "
-                         "CUDA/NCCL (rebuild with -DRINGBENCH_ENABLE_CUDA=ON)");
+    root.fail("backend",
+              "backend 'cuda' asked for, but this ringbench was built without "
+              "CUDA/NCCL (rebuild with -DRINGBENCH_ENABLE_CUDA=ON)");
   if (min_gpus == 0) {
     if (!dry_run)
-      root.fail("backend", "backend 'cuda' asked for, but at least one rank sees no GPU "
-                           "(check CUDA_VISIBLE_DEVICES and the allocation)");
-    *plan_note = "no GPU is visible here: validated and planned for the cuda backend; "
-                 "the run itself needs a GPU on every rank";
+      root.fail("backend",
+                "backend 'cuda' asked for, but at least one rank sees no GPU "
+                "(check CUDA_VISIBLE_DEVICES and the allocation)");
+    *plan_note =
+        "no GPU is visible here: validated and planned for the cuda backend; "
+        "the run itself needs a GPU on every rank";
   }
   return Backend::Cuda;
 }
@@ -164,8 +171,7 @@ Validated validate(const std::string& text, const CommandLine& cli, const RankLa
   v.config = parse_config_text(text, cli.config_path);  // the one parse of the text
   v.backend = resolve_backend(v.config, v.config.root, cli.dry_run, min_gpus, &v.plan_note);
   check_only_names(cli, v.config);
-  const ParseContext pctx{layout.world_size, layout.node_count, v.backend,
-                          v.config.kernel_policy};
+  const ParseContext pctx{layout.world_size, layout.node_count, v.backend, v.config.kernel_policy};
   for (const auto& spec : v.config.sweeps) {
     if (!selected(cli, spec.name)) continue;
     auto sweep = parse_sweep(spec, pctx);
@@ -177,8 +183,8 @@ Validated validate(const std::string& text, const CommandLine& cli, const RankLa
 }
 
 std::optional<Validated> validate_everywhere(const std::string& text, const CommandLine& cli,
-                                             const RankLayout& layout, int min_gpus,
-                                             MPI_Comm world, bool planned = false) {
+                                             const RankLayout& layout, int min_gpus, MPI_Comm world,
+                                             bool planned = false) {
   std::optional<Validated> v;
   std::string error;
   try {
@@ -225,8 +231,9 @@ RankLayout planned_layout(const CommandLine& cli) {
 int plan_without_launcher(const CommandLine& cli, const std::string& text, MPI_Comm world) {
   if (mpi::size_of(world) > 1) {
     if (mpi::rank_of(world) == 0)
-      fmt::print(stderr, "ringbench: --world-size plans a job without a launcher, but this one "
-                         "already has {} ranks: drop --world-size, or run without mpirun\n",
+      fmt::print(stderr,
+                 "ringbench: --world-size plans a job without a launcher, but this one "
+                 "already has {} ranks: drop --world-size, or run without mpirun\n",
                  mpi::size_of(world));
     return 2;
   }
@@ -291,7 +298,8 @@ std::optional<RankSetup> set_up_rank(const Validated& v, const RankLayout& layou
 
 void print_rank_warnings(const std::vector<std::string>& warnings) {
   for (std::size_t i = 0; i < warnings.size(); ++i)
-    if (!warnings[i].empty()) fmt::print(stderr, "ringbench: warning: rank {}: {}\n", i, warnings[i]);
+    if (!warnings[i].empty())
+      fmt::print(stderr, "ringbench: warning: rank {}: {}\n", i, warnings[i]);
 }
 
 // What ran where, on the results stream (a log of stdout says what its tables measured);
@@ -299,9 +307,9 @@ void print_rank_warnings(const std::vector<std::string>& warnings) {
 void print_header(const Validated& v, const CommandLine& cli, const RankLayout& layout,
                   const RankSetup& s, int min_gpus, int mpi_thread_level, const Screen& screen,
                   MPI_Comm world) {
-  std::string line = fmt::format("rank {} on {} (node {}, local {}): cpus {}, NUMA {}",
-                                 layout.rank, layout.hostname, layout.node_index,
-                                 layout.local_rank, s.cpuset, s.numa);
+  std::string line =
+      fmt::format("rank {} on {} (node {}, local {}): cpus {}, NUMA {}", layout.rank,
+                  layout.hostname, layout.node_index, layout.local_rank, s.cpuset, s.numa);
   if (s.gpu.index >= 0) line += fmt::format(", GPU {} {}", s.gpu.index, s.gpu.name);
   const auto lines = mpi::gather_strings(line, world);
   const auto warnings = mpi::gather_strings(s.warning, world);
@@ -316,7 +324,8 @@ void print_header(const Validated& v, const CommandLine& cli, const RankLayout& 
   say(fmt::format("ringbench {} (commit {}): {}", kVersion, kGitCommit, cli.config_path), "");
   say(fmt::format("{}, backend {}, {} GPU(s) per rank visible, binding {}, MPI thread level {}",
                   layout_text(layout), to_string(v.backend), min_gpus,
-                  to_string(v.config.binding.policy), MpiEnvironment::thread_level_name(mpi_thread_level)),
+                  to_string(v.config.binding.policy),
+                  MpiEnvironment::thread_level_name(mpi_thread_level)),
       "");
   std::string libraries;
   for (const auto& [name, text] : library_versions())
@@ -325,7 +334,8 @@ void print_header(const Validated& v, const CommandLine& cli, const RankLayout& 
   const std::size_t shown = std::min<std::size_t>(lines.size(), 16);
   for (std::size_t i = 0; i < shown; ++i) say(lines[i], "  ");
   if (lines.size() > shown)
-    fmt::print(screen.results, "  ... {} more ranks (see /ranks in the output)\n", lines.size() - shown);
+    fmt::print(screen.results, "  ... {} more ranks (see /ranks in the output)\n",
+               lines.size() - shown);
   std::fflush(screen.results);
 }
 
@@ -336,8 +346,8 @@ std::string output_path(const CommandLine& cli, const Config& c, MPI_Comm world)
   // One timestamp for all ranks (rank 0's), so every rank opens the same file.
   std::string stamp = utc_now("%Y%m%dT%H%M%SZ");
   mpi::broadcast_string(stamp, world);
-  return fmt::format("{}/{}_{}.h5", c.run.output_dir.empty() ? "." : c.run.output_dir,
-                     c.run.name, stamp);
+  return fmt::format("{}/{}_{}.h5", c.run.output_dir.empty() ? "." : c.run.output_dir, c.run.name,
+                     stamp);
 }
 
 // The config file is passed so that an --output naming it is refused (even with --force).
@@ -373,7 +383,8 @@ bool json_path_refused(const CommandLine& cli, MPI_Comm world) {
 
 // Rank 0 locks the output for the whole run (OutputLock: a second run on it is refused while
 // this one is alive); its refusal is every rank's.
-bool output_lock_refused(const std::string& path, std::unique_ptr<OutputLock>& lock, MPI_Comm world) {
+bool output_lock_refused(const std::string& path, std::unique_ptr<OutputLock>& lock,
+                         MPI_Comm world) {
   std::string error;
   if (mpi::rank_of(world) == 0) {
     try {
@@ -429,20 +440,24 @@ void write_ranks_table(h5::Group& root, const RankLayout& layout, const RankSetu
   ranks.write_per_rank("rank", id(layout.rank), key("1", "MPI rank in MPI_COMM_WORLD"));
   ranks.write_per_rank_string("hostname", layout.hostname, key("1", "host the rank ran on"));
   ranks.write_per_rank("node_index", id(layout.node_index),
-                       key("1", "node index, ordered by the lowest rank on each node "
-                                "(simulated nodes with --ranks-per-node)"));
+                       key("1",
+                           "node index, ordered by the lowest rank on each node "
+                           "(simulated nodes with --ranks-per-node)"));
   ranks.write_per_rank("local_rank", id(layout.local_rank),
                        key("1", "rank within its node (from MPI_Comm_split_type shared)"));
   ranks.write_per_rank("gpu_index", id(s.gpu.index),
                        key("1", "CUDA device ordinal the rank drove; -1 on the host path"));
   ranks.write_per_rank_string("gpu_name", s.gpu.name, key("1", "GPU product name; empty on host"));
-  ranks.write_per_rank_string("gpu_arch", s.gpu.arch,
-                              key("1", "GPU compute capability major.minor (9.0: Hopper); empty on host"));
+  ranks.write_per_rank_string(
+      "gpu_arch", s.gpu.arch,
+      key("1", "GPU compute capability major.minor (9.0: Hopper); empty on host"));
   ranks.write_per_rank_string("gpu_uuid", s.gpu.uuid, key("1", "GPU UUID; empty on host"));
   ranks.write_per_rank_string("gpu_pci_bus_id", s.gpu.pci_bus_id,
                               key("1", "GPU PCI bus id; empty on host"));
-  ranks.write_per_rank_string("cpuset", s.cpuset, key("1", "effective CPU binding (PU list) "
-                                                           "after ringbench applied its policy"));
+  ranks.write_per_rank_string("cpuset", s.cpuset,
+                              key("1",
+                                  "effective CPU binding (PU list) "
+                                  "after ringbench applied its policy"));
   ranks.write_per_rank("numa_node", id(s.numa),
                        key("1", "NUMA node covering the cpuset; -1 when several or unknown"));
   ranks.write_per_rank_string("binding_policy", to_string(s.decision.policy),
@@ -483,7 +498,8 @@ void write_json(const JsonReport& json, const std::string& status, const std::st
 
 // Rank 0's --json report (null elsewhere or without --json): the header is what /run records.
 std::unique_ptr<JsonReport> make_json_report(const CommandLine& cli, const Validated& v,
-                                             const RankLayout& layout, const std::string& out_path) {
+                                             const RankLayout& layout,
+                                             const std::string& out_path) {
   if (cli.json.empty() || layout.rank != 0) return nullptr;
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> h = {
@@ -536,8 +552,10 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
   } catch (const std::exception& e) {
     // A sweep that throws on one rank leaves the others inside a collective: the only
     // safe end is MPI_Abort. The file keeps status 'running' and every earlier sweep.
-    fmt::print(stderr, "ringbench: rank {}: sweep '{}' failed: {}; aborting the run (completed "
-                       "sweeps are in {})\n", ctx.layout.rank, sweep.name(), e.what(), file.path());
+    fmt::print(stderr,
+               "ringbench: rank {}: sweep '{}' failed: {}; aborting the run (completed "
+               "sweeps are in {})\n",
+               ctx.layout.rank, sweep.name(), e.what(), file.path());
     std::fflush(stderr);
     if (json != nullptr) write_json(*json, "failed", sweep.name() + ": " + e.what());
     MPI_Abort(world, 1);
@@ -562,11 +580,12 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
     out.attr("wall_time_s", seconds);
     file.flush();
   } catch (const std::exception& e) {
-    stop_on_output_error(e, "sweep '" + sweep.name() + "'", file.path(), ctx.layout.rank, json, world);
+    stop_on_output_error(e, "sweep '" + sweep.name() + "'", file.path(), ctx.layout.rank, json,
+                         world);
   }
   if (ctx.layout.rank == 0 && (failed || !quiet))  // a progress line (the summary repeats failures)
-    fmt::print(stderr, "{} [{}] {} in {}{}\n", utc_clock(), sweep.name(), failed ? "FAILED" : "done",
-               duration_text(seconds), failed ? ": " + failure : "");
+    fmt::print(stderr, "{} [{}] {} in {}{}\n", utc_clock(), sweep.name(),
+               failed ? "FAILED" : "done", duration_text(seconds), failed ? ": " + failure : "");
   if (json != nullptr) {
     json->sweep_done(failed ? "failed" : "complete", failure, seconds);
     write_json(*json, "running", "");
@@ -612,15 +631,17 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
     Sweep& sweep = *v.sweeps[i];
     if (watchdog != nullptr && v.config.run.point_timeout_auto) {
       const double limit = auto_point_timeout_s(estimates[i]);
-      watchdog->set_point_limit(limit, fmt::format("run.point_timeout_s: auto, {:g} x the sweep's estimate "
-                                                   "of {:.0f} s, at least {:g} s; set a number or off",
-                                                   kAutoPointFactor, estimates[i], kAutoPointFloorS));
+      watchdog->set_point_limit(
+          limit, fmt::format("run.point_timeout_s: auto, {:g} x the sweep's estimate "
+                             "of {:.0f} s, at least {:g} s; set a number or off",
+                             kAutoPointFactor, estimates[i], kAutoPointFloorS));
     }
     Progress progress(layout.rank, sweep.name(), sweep.point_count());
     progress.watch(watchdog);
     progress.in_run(&run, i);
     const RunContext ctx{v.config, world, layout, v.backend, s.gpu_ctx.get(), paths, progress};
-    const std::string failure = run_sweep(sweep, ctx, sweeps, file, reports.screen.quiet, json, watchdog);
+    const std::string failure =
+        run_sweep(sweep, ctx, sweeps, file, reports.screen.quiet, json, watchdog);
     if (!failure.empty())
       failures += (failures.empty() ? "" : "; ") + sweep.name() + ": " + failure;
   }
@@ -646,8 +667,10 @@ std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, in
   }
   if (!mpi::any_rank(!error.empty(), world)) error = watchdog.start_heartbeat(path, world_size);
   if (!error.empty())
-    fmt::print(stderr, "ringbench: warning: rank {}: the hang guard cannot name a stopped rank: "
-                       "{}\n", mpi::rank_of(world), error);
+    fmt::print(stderr,
+               "ringbench: warning: rank {}: the hang guard cannot name a stopped rank: "
+               "{}\n",
+               mpi::rank_of(world), error);
   return created ? path : "";
 }
 
@@ -702,7 +725,8 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   if (json_path_refused(cli, world)) return 1;
   std::unique_ptr<OutputLock> lock;  // rank 0's, released when the run returns (after the file)
   if (output_lock_refused(out_path, lock, world)) return 1;
-  std::optional<h5::File> file = open_output(out_path, cli.force, cli.config_path, v->config.run, world);
+  std::optional<h5::File> file =
+      open_output(out_path, cli.force, cli.config_path, v->config.run, world);
   if (!file) return 1;
   h5::Group root = file->root();
   h5::Group run = root.group("run");

@@ -20,7 +20,8 @@ void check_hang_point(const char* name, const std::string& v) {
   const auto colon = v.rfind(':');
   const std::string index = colon == std::string::npos ? "" : v.substr(colon + 1);
   if (colon == 0 || index.empty() || index.find_first_not_of("0123456789") != std::string::npos)
-    cfg::env_fail(name, v, "SWEEP:INDEX (a sweep name and a point index from 0, e.g. collectives:0)");
+    cfg::env_fail(name, v,
+                  "SWEEP:INDEX (a sweep name and a point index from 0, e.g. collectives:0)");
 }
 
 // The variables ringbench itself reads (grep getenv in src/; RINGBENCH_FAULT_PARITY_PATH is any
@@ -49,20 +50,21 @@ void check_kokkos_variables() {
     std::int64_t min;
     const char* meaning;
   };
-  for (const Integer& k : {Integer{"KOKKOS_NUM_THREADS", 1, "host threads"},
-                           Integer{"KOKKOS_NUMA", 1, "NUMA regions"},
-                           Integer{"KOKKOS_DEVICE_ID", 0, "the GPU's index"},
-                           Integer{"KOKKOS_NUM_DEVICES", 1, "GPUs per node"},
-                           Integer{"KOKKOS_RAND_DEVICES", 1, "GPUs to pick from at random"},
-                           Integer{"KOKKOS_SKIP_DEVICE", 0, "a GPU index not to use"}})
+  for (const Integer& k :
+       {Integer{"KOKKOS_NUM_THREADS", 1, "host threads"}, Integer{"KOKKOS_NUMA", 1, "NUMA regions"},
+        Integer{"KOKKOS_DEVICE_ID", 0, "the GPU's index"},
+        Integer{"KOKKOS_NUM_DEVICES", 1, "GPUs per node"},
+        Integer{"KOKKOS_RAND_DEVICES", 1, "GPUs to pick from at random"},
+        Integer{"KOKKOS_SKIP_DEVICE", 0, "a GPU index not to use"}})
     if (const auto v = env_value(k.name, false)) env_int(k.name, *v, k.min, INT_MAX, k.meaning);
   const auto rand_devices = env_value("KOKKOS_RAND_DEVICES", false);
   if (rand_devices && env_value("KOKKOS_NUM_DEVICES", false))
     cfg::env_fail("KOKKOS_RAND_DEVICES", *rand_devices,
                   "it unset while KOKKOS_NUM_DEVICES is set (Kokkos takes one of the two)");
   if (rand_devices && *rand_devices == "1" && env_value("KOKKOS_SKIP_DEVICE", false))
-    cfg::env_fail("KOKKOS_RAND_DEVICES", *rand_devices,
-                  "at least 2 when KOKKOS_SKIP_DEVICE is set (skipping the only device leaves none)");
+    cfg::env_fail(
+        "KOKKOS_RAND_DEVICES", *rand_devices,
+        "at least 2 when KOKKOS_SKIP_DEVICE is set (skipping the only device leaves none)");
   for (const char* name : {"KOKKOS_DISABLE_WARNINGS", "KOKKOS_TUNE_INTERNALS"}) {
     const auto v = env_value(name, false);
     if (!v) continue;

@@ -23,22 +23,23 @@ CostAssumptions cost_assumptions(Backend backend) {
     a.point_overhead_s = 0.5;  // communicators, allocation, host parity reference per point
     a.light_point_s = 0.005;
   } else {
-    a.device_tflops = 0.02;    // Kokkos fp32 on a few cores per rank
-    a.memory_Bps = 5e9;        // a rank's share of DRAM bandwidth
-    a.link_Bps = 2e9;          // MPI through shared memory
-    a.latency_s = 2e-6;        // one MPI message
-    a.point_overhead_s = 0.002; // barriers, communicator splits, parity checks
+    a.device_tflops = 0.02;      // Kokkos fp32 on a few cores per rank
+    a.memory_Bps = 5e9;          // a rank's share of DRAM bandwidth
+    a.link_Bps = 2e9;            // MPI through shared memory
+    a.latency_s = 2e-6;          // one MPI message
+    a.point_overhead_s = 0.002;  // barriers, communicator splits, parity checks
     a.light_point_s = 0.001;
   }
   return a;
 }
 
 std::string assumptions_text(const CostAssumptions& a) {
-  return fmt::format("assumed per rank: compute {} TFLOP/s, memory {}/s, link {}/s, latency {:.0f} us "
-                     "per call, {:.0f} ms per point (set-up, checks; {:.0f} ms for collectives, "
-                     "p2p and ping-pong points)",
-                     a.device_tflops, format_bytes(a.memory_Bps), format_bytes(a.link_Bps),
-                     a.latency_s * 1e6, a.point_overhead_s * 1e3, a.light_point_s * 1e3);
+  return fmt::format(
+      "assumed per rank: compute {} TFLOP/s, memory {}/s, link {}/s, latency {:.0f} us "
+      "per call, {:.0f} ms per point (set-up, checks; {:.0f} ms for collectives, "
+      "p2p and ping-pong points)",
+      a.device_tflops, format_bytes(a.memory_Bps), format_bytes(a.link_Bps), a.latency_s * 1e6,
+      a.point_overhead_s * 1e3, a.light_point_s * 1e3);
 }
 
 std::vector<double> model_estimates(const std::vector<std::unique_ptr<Sweep>>& sweeps,

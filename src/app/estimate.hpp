@@ -31,10 +31,10 @@ double auto_point_timeout_s(double sweep_estimate_s);
 
 // What an earlier file says a sweep took.
 struct Measured {
-  bool found = false;          // some or all of the sweep's points matched
-  double seconds = 0;          // the matched points' measured time plus the model's for the rest
+  bool found = false;  // some or all of the sweep's points matched
+  double seconds = 0;  // the matched points' measured time plus the model's for the rest
   std::size_t points = 0, matched_points = 0;
-  std::string why_not;         // when not found: why the model is used instead
+  std::string why_not;  // when not found: why the model is used instead
 };
 // Reads `file` with the h5 layer (serially, on the caller). The file's sweep must have the
 // same name and type and be complete. Sweeps with point labels (ring_attention,

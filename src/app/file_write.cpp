@@ -42,13 +42,15 @@ bool write_all(int fd, const std::string& text) {
 
 }  // namespace
 
-std::string refusal_to_replace(const std::string& path, bool replace_link, const std::string& what) {
+std::string refusal_to_replace(const std::string& path, bool replace_link,
+                               const std::string& what) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return "";  // nothing there (or the write will say why)
   if (S_ISREG(st.st_mode) || (replace_link && S_ISLNK(st.st_mode))) return "";
   return what + " '" + path + "' is " + cfg::file_kind(st.st_mode) + "; ringbench replaces only " +
-         (replace_link ? "a regular file or a link there (never a FIFO, device, socket or directory)"
-                       : "a regular file there (never a link, FIFO, device, socket or directory)") +
+         (replace_link
+              ? "a regular file or a link there (never a FIFO, device, socket or directory)"
+              : "a regular file there (never a link, FIFO, device, socket or directory)") +
          ": remove it or choose another path";
 }
 
@@ -73,10 +75,12 @@ void write_file_replacing(const std::string& path, const std::string& text, bool
   }
   std::string error;
   if (!ok)
-    error = "cannot write the " + what + " '" + path + "' (through '" + temp + "'): " + std::strerror(why);
+    error = "cannot write the " + what + " '" + path + "' (through '" + temp +
+            "'): " + std::strerror(why);
   if (error.empty()) error = refusal_to_replace(path, replace_link, what);  // taken meanwhile?
   if (error.empty() && ::rename(temp.c_str(), path.c_str()) != 0)
-    error = "cannot rename '" + temp + "' to the " + what + " '" + path + "': " + std::strerror(errno);
+    error =
+        "cannot rename '" + temp + "' to the " + what + " '" + path + "': " + std::strerror(errno);
   if (error.empty()) return;
   ::unlink(temp.c_str());
   throw std::runtime_error(error);
@@ -118,10 +122,12 @@ OutputLock::OutputLock(const std::string& output) : output_(output), path_(outpu
     struct stat st {};
     if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
       fail(std::string("it is ") + cfg::file_kind(st.st_mode) + ", not a lock file; remove it");
-    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    const int fd =
+        ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     // A folder that cannot take the file cannot take the output either: claim_output's
     // message (the documented one) says so.
-    if (fd < 0 && (errno == EACCES || errno == EROFS || errno == ENOENT || errno == ENOTDIR)) return;
+    if (fd < 0 && (errno == EACCES || errno == EROFS || errno == ENOENT || errno == ENOTDIR))
+      return;
     if (fd < 0) fail(std::strerror(errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int e = errno;
@@ -130,14 +136,16 @@ OutputLock::OutputLock(const std::string& output) : output_(output), path_(outpu
       if (e == EWOULDBLOCK)
         throw std::runtime_error(
             "output '" + output_ + "' is in use by another ringbench run (" + holder +
-            ", holding '" + path_ + "'); a second run on one output is refused, with or without "
+            ", holding '" + path_ +
+            "'); a second run on one output is refused, with or without "
             "--force, while the first is alive: wait for it to end or choose another --output");
       if (e == ENOLCK || e == ENOSYS || e == EOPNOTSUPP || e == EINVAL) return;  // no locks here
       fail(std::strerror(e));
     }
-    struct stat held {}, now {};
-    if (::fstat(fd, &held) == 0 && ::stat(path_.c_str(), &now) == 0 &&
-        held.st_ino == now.st_ino && held.st_dev == now.st_dev) {
+    struct stat held {
+    }, now{};
+    if (::fstat(fd, &held) == 0 && ::stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+        held.st_dev == now.st_dev) {
       fd_ = fd;
       const std::string holder = this_holder();
       if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, holder.data(), holder.size(), 0) < 0) {

@@ -14,19 +14,26 @@ std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c == '"') out += "\\\"";
-    else if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20) out += fmt::format("\\u{:04x}", c);
-    else out += ch;
+    if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c < 0x20)
+      out += fmt::format("\\u{:04x}", c);
+    else
+      out += ch;
   }
   return out + "\"";
 }
 
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";
-  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<long long>(v));
+  if (v == std::floor(v) && std::fabs(v) < 1e15)
+    return fmt::format("{}", static_cast<long long>(v));
   return fmt::format("{}", v);  // shortest text that reads back as the same double
 }
 
@@ -51,17 +58,19 @@ std::string record_text(const std::string& sweep, const std::string& type, std::
     keys += (keys.empty() ? "" : ", ") + json_string(k.name) + ": " + value_of(k);
   for (const auto& m : r.metrics) {
     // A metric shown with two statistics (e.g. min and max over ranks) is keyed by both.
-    const std::string name = m.name + (m.how.inner == h5::OverInner::None ? "" : "." + h5::to_string(m.how.inner)) +
-                             "." + h5::to_string(m.how.ranks);
-    metrics += fmt::format("{}{}: {{\"value\": {}, \"units\": {}, \"dataset\": {}, \"over_inner\": {}, "
-                           "\"over_ranks\": {}, \"statistic\": {}}}",
-                           metrics.empty() ? "" : ", ", json_string(name), value_of(m),
-                           json_string(m.units), json_string(m.name),
-                           json_string(h5::to_string(m.how.inner)),
-                           json_string(h5::to_string(m.how.ranks)), json_string(m.statistic));
+    const std::string name =
+        m.name + (m.how.inner == h5::OverInner::None ? "" : "." + h5::to_string(m.how.inner)) +
+        "." + h5::to_string(m.how.ranks);
+    metrics += fmt::format(
+        "{}{}: {{\"value\": {}, \"units\": {}, \"dataset\": {}, \"over_inner\": {}, "
+        "\"over_ranks\": {}, \"statistic\": {}}}",
+        metrics.empty() ? "" : ", ", json_string(name), value_of(m), json_string(m.units),
+        json_string(m.name), json_string(h5::to_string(m.how.inner)),
+        json_string(h5::to_string(m.how.ranks)), json_string(m.statistic));
   }
-  return fmt::format("{{\"sweep\": {}, \"type\": {}, \"point\": {}, \"keys\": {{{}}}, \"metrics\": {{{}}}}}",
-                     json_string(sweep), json_string(type), index, keys, metrics);
+  return fmt::format(
+      "{{\"sweep\": {}, \"type\": {}, \"point\": {}, \"keys\": {{{}}}, \"metrics\": {{{}}}}}",
+      json_string(sweep), json_string(type), index, keys, metrics);
 }
 
 }  // namespace
@@ -91,13 +100,14 @@ void JsonReport::write(const std::string& run_status, const std::string& failure
   std::string records;
   for (std::size_t s = 0; s < sweeps_.size(); ++s) {
     const Sweep& sw = sweeps_[s];
-    text += fmt::format("{}\n    {{\"name\": {}, \"type\": {}, \"status\": {}, \"failure\": {}, "
-                        "\"wall_time_s\": {}, \"points\": {}}}",
-                        s ? "," : "", json_string(sw.name), json_string(sw.type),
-                        json_string(sw.status), json_string(sw.failure), json_number(sw.seconds),
-                        sw.records.size());
+    text += fmt::format(
+        "{}\n    {{\"name\": {}, \"type\": {}, \"status\": {}, \"failure\": {}, "
+        "\"wall_time_s\": {}, \"points\": {}}}",
+        s ? "," : "", json_string(sw.name), json_string(sw.type), json_string(sw.status),
+        json_string(sw.failure), json_number(sw.seconds), sw.records.size());
     for (std::size_t i = 0; i < sw.records.size(); ++i)
-      records += (records.empty() ? "\n    " : ",\n    ") + record_text(sw.name, sw.type, i, sw.records[i]);
+      records += (records.empty() ? "\n    " : ",\n    ") +
+                 record_text(sw.name, sw.type, i, sw.records[i]);
   }
   text += "\n  ],\n  \"records\": [" + records + "\n  ]\n}\n";
   if (to_stdout()) {

@@ -21,7 +21,8 @@ class JsonReport {
   // it only a regular file there is replaced.
   JsonReport(std::string path, std::vector<std::pair<std::string, std::string>> header,
              bool replace_link = false);
-  void add_sweep(const std::string& name, const std::string& type, std::vector<h5::PointRecord> records);
+  void add_sweep(const std::string& name, const std::string& type,
+                 std::vector<h5::PointRecord> records);
   // Marks the last added sweep complete or failed.
   void sweep_done(const std::string& status, const std::string& failure, double seconds);
   // Rewrites the file; throws std::runtime_error naming the path when it cannot. To stdout

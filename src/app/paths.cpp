@@ -24,7 +24,8 @@ PathFactories host_factories() {
   f.copy_engine_probe = [](MPI_Comm) {
     return ring::CopyEngineProbe{false, "the host path moves K/V with MPI"};
   };
-  f.copy_engine_transport = [](MPI_Comm, attn::AttentionBackend&) -> std::unique_ptr<ring::RingTransport> {
+  f.copy_engine_transport = [](MPI_Comm,
+                               attn::AttentionBackend&) -> std::unique_ptr<ring::RingTransport> {
     throw std::logic_error("the copy-engine transport needs the cuda path");
   };
   f.group_transport = [](MPI_Comm group_comm, attn::AttentionBackend&) {

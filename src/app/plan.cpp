@@ -52,8 +52,8 @@ Estimates estimates(const PlanView& plan, const CommandLine& cli) {
       e.seconds[i] = m[i].seconds;
       e.source[i] = m[i].matched_points == m[i].points
                         ? "measured"
-                        : fmt::format("measured {} of {} points, model the rest", m[i].matched_points,
-                                      m[i].points);
+                        : fmt::format("measured {} of {} points, model the rest",
+                                      m[i].matched_points, m[i].points);
       ++e.measured;
     } else {
       e.source[i] = "model (" + m[i].why_not + ")";
@@ -71,21 +71,26 @@ void print_points(const PlanView& plan) {
 
 // What the hang guard will allow a point (run.point_timeout_s) and the whole run.
 void print_hang_guard(const RunSection& run, const std::vector<double>& model_s) {
-  std::string point = "off (run.point_timeout_s: off): a point that deadlocks waits for the run's limit";
+  std::string point =
+      "off (run.point_timeout_s: off): a point that deadlocks waits for the run's limit";
   if (run.point_timeout_auto && !model_s.empty()) {
     double lo = auto_point_timeout_s(model_s[0]), hi = lo;
     for (double m : model_s) {
       lo = std::min(lo, auto_point_timeout_s(m));
       hi = std::max(hi, auto_point_timeout_s(m));
     }
-    point = fmt::format("{}{}{} per point (run.point_timeout_s: auto, {:g} x its sweep's estimate, at "
-                        "least {})", duration_text(lo), hi > lo ? " to " : "", hi > lo ? duration_text(hi) : "",
-                        kAutoPointFactor, duration_text(kAutoPointFloorS));
+    point = fmt::format(
+        "{}{}{} per point (run.point_timeout_s: auto, {:g} x its sweep's estimate, at "
+        "least {})",
+        duration_text(lo), hi > lo ? " to " : "", hi > lo ? duration_text(hi) : "",
+        kAutoPointFactor, duration_text(kAutoPointFloorS));
   } else if (run.point_timeout_s > 0) {
     point = fmt::format("{} per point (run.point_timeout_s)", duration_text(run.point_timeout_s));
   }
   fmt::print("hang guard: {}{}\n", point,
-             run.timeout_s > 0 ? fmt::format("; {} for the run (run.timeout_s)", duration_text(run.timeout_s)) : "");
+             run.timeout_s > 0
+                 ? fmt::format("; {} for the run (run.timeout_s)", duration_text(run.timeout_s))
+                 : "");
 }
 
 }  // namespace
@@ -100,8 +105,13 @@ int print_plan(const PlanView& plan, const CommandLine& cli) {
   fmt::print("{}, backend {}, binding {}\n", plan.layout, to_string(plan.backend), plan.binding);
   if (!plan.note.empty()) fmt::print("note: {}\n", plan.note);
   const Estimates e = estimates(plan, cli);
-  h5::TextTable t({{"sweep", "", true}, {"type", "", true}, {"points"}, {"iterations", "", true},
-                   {"output"}, {"estimate"}, {"from", "", true}});
+  h5::TextTable t({{"sweep", "", true},
+                   {"type", "", true},
+                   {"points"},
+                   {"iterations", "", true},
+                   {"output"},
+                   {"estimate"},
+                   {"from", "", true}});
   std::uint64_t bytes = 0;
   std::size_t points = 0;
   double seconds = 0;
@@ -109,16 +119,16 @@ int print_plan(const PlanView& plan, const CommandLine& cli) {
     const Sweep& s = *plan.sweeps[i];
     const std::size_t n = s.point_count();
     t.row({s.name(), s.type(), std::to_string(n), s.iterations_text(),
-           format_bytes(static_cast<double>(s.estimated_output_bytes())), duration_text(e.seconds[i]),
-           e.source[i]});
+           format_bytes(static_cast<double>(s.estimated_output_bytes())),
+           duration_text(e.seconds[i]), e.source[i]});
     bytes += s.estimated_output_bytes();
     points += n;
     seconds += e.seconds[i];
   }
   fmt::print("{}", t.render("", {}, cli.wide ? 0 : h5::kTerminalWidth));
   fmt::print("total: {} sweep{}, {} points, about {} of output; estimated run time {}\n",
-             plan.sweeps.size(), plan.sweeps.size() == 1 ? "" : "s", points, format_bytes(static_cast<double>(bytes)),
-             duration_text(seconds));
+             plan.sweeps.size(), plan.sweeps.size() == 1 ? "" : "s", points,
+             format_bytes(static_cast<double>(bytes)), duration_text(seconds));
   if (e.measured < plan.sweeps.size())
     fmt::print("  cost model ({}): {}\n", to_string(plan.backend),
                assumptions_text(cost_assumptions(plan.backend)));
@@ -127,7 +137,8 @@ int print_plan(const PlanView& plan, const CommandLine& cli) {
                cli.estimate_from);
   fmt::print("suggested: #SBATCH --time={} (the estimate x 1.5 + 5 min for start-up)\n",
              slurm_time(seconds));
-  if (plan.run != nullptr) print_hang_guard(*plan.run, model_estimates(plan.sweeps, cost_assumptions(plan.backend)));
+  if (plan.run != nullptr)
+    print_hang_guard(*plan.run, model_estimates(plan.sweeps, cost_assumptions(plan.backend)));
   if (cli.verbose) print_points(plan);
   fmt::print("nothing was run{}\n", cli.verbose ? "" : "; --verbose lists every point");
   return 0;

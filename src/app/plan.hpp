@@ -14,11 +14,11 @@ namespace rb {
 
 struct PlanView {
   const std::vector<std::unique_ptr<Sweep>>& sweeps;
-  std::string layout;   // "ranks 64, nodes 8 (...)"
+  std::string layout;  // "ranks 64, nodes 8 (...)"
   int world_size = 1;
   Backend backend = Backend::Host;
   std::string binding;
-  std::string note;     // e.g. planned for GPUs on a machine without one
+  std::string note;                 // e.g. planned for GPUs on a machine without one
   const RunSection* run = nullptr;  // the hang guard's limits, printed with the plan
 };
 

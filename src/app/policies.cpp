@@ -21,7 +21,8 @@ namespace {
 
 // Each policy file once, in sweep order: the sweeps' kernel_policies() or cp_policies().
 template <class Use, class Of>
-std::vector<std::shared_ptr<Use>> policy_uses(const std::vector<std::unique_ptr<Sweep>>& sweeps, Of of) {
+std::vector<std::shared_ptr<Use>> policy_uses(const std::vector<std::unique_ptr<Sweep>>& sweeps,
+                                              Of of) {
   std::vector<std::shared_ptr<Use>> uses;
   for (const auto& sweep : sweeps)
     for (auto& use : of(*sweep))
@@ -37,12 +38,24 @@ std::string library_version(const char* name) {
 
 // What a kind of policy steers, for the messages: "kernel: auto" or "scheme: auto", and what
 // that follows without the file.
-const char* steers(const KernelPolicyUse&) { return "kernel: auto"; }
-const char* steers(const CpPolicyUse&) { return "scheme: auto"; }
-const char* kind_of(const KernelPolicyUse&) { return "kernel policy"; }
-const char* kind_of(const CpPolicyUse&) { return "CP policy"; }
-const char* without_it(const KernelPolicyUse&) { return "kernel: auto follows the built-in rule"; }
-const char* without_it(const CpPolicyUse&) { return "scheme: auto runs the ring (the built-in rule)"; }
+const char* steers(const KernelPolicyUse&) {
+  return "kernel: auto";
+}
+const char* steers(const CpPolicyUse&) {
+  return "scheme: auto";
+}
+const char* kind_of(const KernelPolicyUse&) {
+  return "kernel policy";
+}
+const char* kind_of(const CpPolicyUse&) {
+  return "CP policy";
+}
+const char* without_it(const KernelPolicyUse&) {
+  return "kernel: auto follows the built-in rule";
+}
+const char* without_it(const CpPolicyUse&) {
+  return "scheme: auto runs the ring (the built-in rule)";
+}
 
 // Whether one policy applies on every rank: "" or the first rank's reason. Every rank must
 // also have read the same bytes (a node with a stale copy would run other kernels).
@@ -64,7 +77,8 @@ std::string policy_reason(const Use& use, const GpuInfo& gpu, Backend backend, M
 // A policy tuned on another GPU model of this architecture applies (applicability() said so):
 // say it once and record "ported from MODEL" with the file, or (strict) refuse through `refusal`.
 template <class Use>
-void port_if_other_model(Use& use, const GpuInfo& gpu, Backend backend, std::string& refusal, MPI_Comm world) {
+void port_if_other_model(Use& use, const GpuInfo& gpu, Backend backend, std::string& refusal,
+                         MPI_Comm world) {
   const ThisMachine here{to_string(backend), gpu.name, "", gpu.arch};
   const std::string from = ported_from(use, here);
   if (from.empty()) return;
@@ -75,8 +89,10 @@ void port_if_other_model(Use& use, const GpuInfo& gpu, Backend backend, std::str
     return;
   }
   if (mpi::rank_of(world) == 0)
-    fmt::print(stderr, "warning: {}:{}: key '{}': tuned policy {} ported: {}; {} follows it (strict: true "
-               "refuses instead)\n", use.where.file, use.where.line, use.key, use.file, why, steers(use));
+    fmt::print(stderr,
+               "warning: {}:{}: key '{}': tuned policy {} ported: {}; {} follows it (strict: true "
+               "refuses instead)\n",
+               use.where.file, use.where.line, use.key, use.file, why, steers(use));
   use.source.description += " ported from " + from;
 }
 
@@ -95,19 +111,24 @@ bool decide(const std::vector<std::shared_ptr<Use>>& uses, Backend backend, cons
     if (why.empty()) {
       port_if_other_model(*use, gpu, backend, strict_refusal, world);
       if (!strict_refusal.empty()) {
-        if (root) fmt::print(stderr, "ringbench: invalid config: {} refused (strict): {}\n", where, strict_refusal);
+        if (root)
+          fmt::print(stderr, "ringbench: invalid config: {} refused (strict): {}\n", where,
+                     strict_refusal);
         return false;
       }
       if (root && !quiet)
-        fmt::print(stderr, "{}: {} is followed by {}\n", kind_of(*use), use->source.description, steers(*use));
+        fmt::print(stderr, "{}: {} is followed by {}\n", kind_of(*use), use->source.description,
+                   steers(*use));
       continue;
     }
     if (use->strict) {
-      if (root) fmt::print(stderr, "ringbench: invalid config: {} refused (strict): {}\n", where, why);
+      if (root)
+        fmt::print(stderr, "ringbench: invalid config: {} refused (strict): {}\n", where, why);
       return false;
     }
     if (root)
-      fmt::print(stderr, "warning: {} not applied: {}; {} (strict: true refuses instead)\n", where, why, without_it(*use));
+      fmt::print(stderr, "warning: {} not applied: {}; {} (strict: true refuses instead)\n", where,
+                 why, without_it(*use));
     use->source = {nullptr, "built-in (" + use->file + " not applied: " + why + ")"};
   }
   return true;
@@ -117,7 +138,8 @@ bool decide(const std::vector<std::shared_ptr<Use>>& uses, Backend backend, cons
 
 bool decide_policies(const std::vector<std::unique_ptr<Sweep>>& sweeps, Backend backend,
                      const GpuInfo& gpu, bool quiet, MPI_Comm world) {
-  const auto kernel = policy_uses<KernelPolicyUse>(sweeps, [](const Sweep& w) { return w.kernel_policies(); });
+  const auto kernel =
+      policy_uses<KernelPolicyUse>(sweeps, [](const Sweep& w) { return w.kernel_policies(); });
   const auto cp = policy_uses<CpPolicyUse>(sweeps, [](const Sweep& w) { return w.cp_policies(); });
   // Every line here is a note or a warning: stderr, as the progress lines (stdout keeps the
   // header, the tables and the summary).

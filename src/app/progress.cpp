@@ -32,7 +32,9 @@ std::string duration_text(double s) {
 }
 
 RunProgress::RunProgress(std::vector<double> estimated_s, Screen screen, RecordsSink sink)
-    : estimated_s_(std::move(estimated_s)), screen_(screen), sink_(std::move(sink)),
+    : estimated_s_(std::move(estimated_s)),
+      screen_(screen),
+      sink_(std::move(sink)),
       start_(std::chrono::steady_clock::now()) {}
 
 double RunProgress::elapsed_s() const {
@@ -56,8 +58,12 @@ void RunProgress::records(std::size_t sweep, std::vector<h5::PointRecord> r) con
 
 Progress::Progress(int rank, std::string sweep, std::size_t total_points, double min_interval_s,
                    std::FILE* out)
-    : rank_(rank), sweep_(std::move(sweep)), total_(total_points),
-      start_(std::chrono::steady_clock::now()), min_interval_s_(min_interval_s), out_(out) {}
+    : rank_(rank),
+      sweep_(std::move(sweep)),
+      total_(total_points),
+      start_(std::chrono::steady_clock::now()),
+      min_interval_s_(min_interval_s),
+      out_(out) {}
 
 std::string Progress::prefix() const {
   if (run_ == nullptr) return fmt::format("{} [{}]", utc_clock(), sweep_);
@@ -90,11 +96,12 @@ void Progress::print_point(std::size_t index, const std::string& label) {
     eta = fmt::format("ETA >= {:.1f} s", per_point * static_cast<double>(total_ - index));
   }
   if (run_ != nullptr) {
-    const double fraction = total_ > 0 ? static_cast<double>(index) / static_cast<double>(total_) : 0;
+    const double fraction =
+        total_ > 0 ? static_cast<double>(index) / static_cast<double>(total_) : 0;
     eta += "; run ETA ~" + duration_text(run_->eta_s(index_, fraction));
   }
-  fmt::print(out_, "{} point {}/{} {} (elapsed {:.1f} s, {})\n", prefix(), index + 1, total_,
-             label, elapsed, eta);
+  fmt::print(out_, "{} point {}/{} {} (elapsed {:.1f} s, {})\n", prefix(), index + 1, total_, label,
+             elapsed, eta);
   std::fflush(out_);
 }
 

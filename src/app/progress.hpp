@@ -1,8 +1,8 @@
 #pragma once
 // Rank-0-only progress lines with a UTC timestamp, elapsed time and ETA, on stderr; silent
-// elsewhere and with --quiet. The results tables go to the Screen's results stream. Every rank's sweep calls point_started, so it also tells this rank's hang
-// guard (if any) which point runs, and holds the test-only hang hook
-// (RINGBENCH_TEST_HANG_POINT, app/watchdog.hpp).
+// elsewhere and with --quiet. The results tables go to the Screen's results stream. Every rank's
+// sweep calls point_started, so it also tells this rank's hang guard (if any) which point runs, and
+// holds the test-only hang hook (RINGBENCH_TEST_HANG_POINT, app/watchdog.hpp).
 #include <chrono>
 #include <cstdio>
 #include <functional>

@@ -54,9 +54,8 @@ std::string attribute_name(std::string s) {
 // (I_MPI_*), MPICH and Cray MPICH (MPICH_*), UCX (UCX_*) and Open MPI (OMPI_*) each pick
 // transports and collective algorithms from their variables.
 bool changes_results(const std::string& name) {
-  static const char* const prefixes[] = {"NCCL_", "CUDA_",  "RINGBENCH_", "OMPI_", "UCX_",
-                                         "FI_",   "PMIX_",  "I_MPI_",     "MPICH_",
-                                         "OMP_",  "KOKKOS_"};
+  static const char* const prefixes[] = {"NCCL_", "CUDA_",  "RINGBENCH_", "OMPI_", "UCX_",   "FI_",
+                                         "PMIX_", "I_MPI_", "MPICH_",     "OMP_",  "KOKKOS_"};
   static const char* const exact[] = {"SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NTASKS"};
   for (const char* p : prefixes)
     if (name.rfind(p, 0) == 0) return true;
@@ -67,10 +66,8 @@ bool changes_results(const std::string& name) {
 
 NamedValues library_versions() {
   NamedValues v = {
-      {"mpi", mpi_library_version()},
-      {"hdf5", h5::library_version()},
-      {"hwloc", hwloc_library_version()},
-      {"kokkos", kokkos_version()},
+      {"mpi", mpi_library_version()},           {"hdf5", h5::library_version()},
+      {"hwloc", hwloc_library_version()},       {"kokkos", kokkos_version()},
 #ifdef RINGBENCH_YAML_CPP_VERSION
       {"yaml_cpp", RINGBENCH_YAML_CPP_VERSION},
 #endif
@@ -127,8 +124,9 @@ void write_rank_clocks(h5::Group& ranks, const GpuInfo& gpu) {
   ranks.write_per_rank("sm_clock_max_hz", clocks.sm_max_hz,
                        {"Hz", "maximum SM clock of the rank's GPU (NVML); NaN when unavailable"});
   ranks.write_per_rank("sm_clock_hz", clocks.sm_current_hz,
-                       {"Hz", "SM clock of the rank's GPU when the run started (NVML); NaN when "
-                              "unavailable"});
+                       {"Hz",
+                        "SM clock of the rank's GPU when the run started (NVML); NaN when "
+                        "unavailable"});
   ranks.write_per_rank_string("sm_clock_note", clocks.note,
                               {"1", "why a clock is NaN; empty when both were read"});
 }

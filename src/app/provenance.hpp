@@ -20,7 +20,8 @@ NamedValues library_versions();
 
 // The variables of this process's environment that change results, sorted by name: NCCL_*,
 // CUDA_*, RINGBENCH_*, the MPI families (OMPI_*, UCX_*, FI_*, PMIX_*, I_MPI_*, MPICH_*), OMP_*,
-// KOKKOS_*, SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_NTASKS. `environ` is passed in so tests can give their own.
+// KOKKOS_*, SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_NTASKS. `environ` is passed in so tests can
+// give their own.
 NamedValues result_environment(const char* const* environ_entries);
 
 // "ringbench 0.1.0 (commit abc, CUDA path built)" and one line per library.

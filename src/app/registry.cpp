@@ -18,7 +18,8 @@ const std::vector<SweepKind>& sweep_kinds() {
       {"host_pingpong", parse_host_pingpong,
        "MPI latency and bandwidth between ring neighbours (host buffers)"},
       {"ring_attention", parse_ring_attention,
-       "ring attention (exact and dilated) forward/backward over sequence length x ring size, parity-checked"},
+       "ring attention (exact and dilated) forward/backward over sequence length x ring size, "
+       "parity-checked"},
       {"collectives", parse_collectives,
        "NCCL / MPI collectives over message sizes, nccl-tests timing, alpha-beta cost model"},
       {"p2p_matrix", parse_p2p_matrix,
@@ -28,9 +29,11 @@ const std::vector<SweepKind>& sweep_kinds() {
       {"memory", parse_memory,
        "per-rank host STREAM triad, device copy and host<->device pinned/pageable bandwidth"},
       {"kernel_tuning", parse_kernel_tuning,
-       "every built kernel path timed forward/backward per block shape (ring size 1), parity-checked"},
+       "every built kernel path timed forward/backward per block shape (ring size 1), "
+       "parity-checked"},
       {"contention", parse_contention,
-       "workloads alone, concurrently unbound and bound per policy, with feeder ranks and GPU/node monitors"},
+       "workloads alone, concurrently unbound and bound per policy, with feeder ranks and GPU/node "
+       "monitors"},
   };
   return kinds;
 }

@@ -11,7 +11,7 @@
 namespace rb {
 namespace {
 
-constexpr std::size_t kExamples = 3;   // points named per category; the rest are counted
+constexpr std::size_t kExamples = 3;  // points named per category; the rest are counted
 constexpr std::size_t kLabelChars = 64;
 
 // The point as a person reads it: its plan line where the sweep keeps one, else its keys'
@@ -62,9 +62,10 @@ namespace {
 
 std::string category_heading(const std::string& category, std::size_t n) {
   if (category == "noisy")
-    return fmt::format("noisy: {} point(s) vary by more than {:.0f} % between iterations (CV, "
-                       "slowest rank): untrustworthy",
-                       n, 100 * kNoisyCv);
+    return fmt::format(
+        "noisy: {} point(s) vary by more than {:.0f} % between iterations (CV, "
+        "slowest rank): untrustworthy",
+        n, 100 * kNoisyCv);
   if (category == "wrong data")
     return fmt::format("wrong data: {} point(s) whose results failed the data check", n);
   if (category == "oom") return fmt::format("oom: {} point(s) ran out of memory on some rank", n);
@@ -78,8 +79,10 @@ std::string more_line(const Findings& list, std::size_t shown, std::size_t width
   for (std::size_t i = shown; i < list.size(); ++i) {
     auto it = std::find_if(per_sweep.begin(), per_sweep.end(),
                            [&](const auto& p) { return p.first == list[i].sweep; });
-    if (it == per_sweep.end()) per_sweep.emplace_back(list[i].sweep, 1);
-    else ++it->second;
+    if (it == per_sweep.end())
+      per_sweep.emplace_back(list[i].sweep, 1);
+    else
+      ++it->second;
   }
   std::string text = fmt::format("... {} more:", list.size() - shown);
   for (std::size_t i = 0; i < per_sweep.size(); ++i)
@@ -102,10 +105,9 @@ std::string RunSummary::text(const std::string& path, const std::string& failure
     by[f.category].push_back(f);
   }
   const bool nothing = failures.empty() && order.empty();
-  out += fmt::format("  {} sweep(s), {} point(s) in {}; {}\n", sweeps, points_,
-                     duration_text(seconds),
-                     nothing ? "nothing stood out (every point ok, no noisy iterations)"
-                             : "what stood out:");
+  out += fmt::format(
+      "  {} sweep(s), {} point(s) in {}; {}\n", sweeps, points_, duration_text(seconds),
+      nothing ? "nothing stood out (every point ok, no noisy iterations)" : "what stood out:");
   if (!failures.empty()) out += h5::wrapped("failed: " + failures, width, "  - ", "      ");
   for (const std::string& c : order) {
     auto& list = by[c];
@@ -114,13 +116,18 @@ std::string RunSummary::text(const std::string& path, const std::string& failure
     out += h5::wrapped(category_heading(c, list.size()), width, "  - ", "    ");
     for (std::size_t i = 0; i < std::min(list.size(), kExamples); ++i) {
       const Finding& f = list[i];
-      out += h5::wrapped(f.sweep + " " + f.point + (f.detail.empty() ? "" : ": " + f.detail),
-                         width, "      ", "        ");
+      out += h5::wrapped(f.sweep + " " + f.point + (f.detail.empty() ? "" : ": " + f.detail), width,
+                         "      ", "        ");
     }
     if (list.size() > kExamples) out += more_line(list, kExamples, width);
   }
-  // One line, however long the path: it is a command to copy.
-  out += "  report: rb-analysis report " + path + " --out " + report_dir_for(path) + "\n";
+  // A command to copy whole: one line, or where that is too wide two joined by a backslash
+  // (a shell reads them as one); only a path longer than a line makes a longer one.
+  const std::string command = "rb-analysis report " + path;
+  const std::string out_dir = "--out " + report_dir_for(path);
+  const std::string one_line = "  report: " + command + " " + out_dir;
+  out += one_line.size() <= width ? one_line + "\n"
+                                  : "  report: " + command + " \\\n            " + out_dir + "\n";
   return out;
 }
 

@@ -31,7 +31,8 @@ ssize_t write_or_drop(void* cookie, const char* data, std::size_t size) {
       const bool first = !sink.gone.exchange(true);
       if (first && sink.fd == STDOUT_FILENO) {
         const std::string note = std::string("ringbench: note: standard output is gone (") +
-                                 std::strerror(errno) + "): nothing more is printed there; the "
+                                 std::strerror(errno) +
+                                 "): nothing more is printed there; the "
                                  "run goes on and writes its output file in full\n";
         (void)!::write(STDERR_FILENO, note.data(), note.size());  // stderr may be gone too
       }
@@ -59,7 +60,8 @@ void keep_running_without_readers() {
   std::fflush(stderr);
   // glibc's stdout and stderr are variables a program may set; the old FILEs stay open (the
   // C++ streams still use them, and they fail quietly now that SIGPIPE is ignored).
-  if (std::FILE* out = stream_over(out_sink, ::isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF)) stdout = out;
+  if (std::FILE* out = stream_over(out_sink, ::isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF))
+    stdout = out;
   if (std::FILE* err = stream_over(err_sink, _IONBF)) stderr = err;
 }
 

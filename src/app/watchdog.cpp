@@ -118,7 +118,8 @@ std::string Watchdog::silent_ranks_text(int self, const std::vector<Beat>& befor
   std::string silent, elsewhere;
   std::size_t n_silent = 0, n_elsewhere = 0;
   const std::string here = self >= 0 && static_cast<std::size_t>(self) < after.size()
-                               ? after[static_cast<std::size_t>(self)].where : "";
+                               ? after[static_cast<std::size_t>(self)].where
+                               : "";
   for (std::size_t r = 0; r < after.size() && r < before.size(); ++r) {
     if (static_cast<int>(r) == self || after[r].fired) continue;
     const Beat& b = after[r];
@@ -134,9 +135,11 @@ std::string Watchdog::silent_ranks_text(int self, const std::vector<Beat>& befor
     return n > kMaxNamed ? fmt::format(" and {} more", n - kMaxNamed) : std::string();
   };
   if (n_silent > 0)
-    return fmt::format("ringbench: rank {}: the rank(s) the others wait for: {}{} sent no "
-                       "heartbeat for {:g} s: the process is stopped (SIGSTOP, a debugger), "
-                       "frozen, or its node is gone\n", self, silent, more(n_silent), silence_s);
+    return fmt::format(
+        "ringbench: rank {}: the rank(s) the others wait for: {}{} sent no "
+        "heartbeat for {:g} s: the process is stopped (SIGSTOP, a debugger), "
+        "frozen, or its node is gone\n",
+        self, silent, more(n_silent), silence_s);
   if (n_elsewhere > 0)
     return fmt::format("ringbench: rank {}: ranks at another point than this one: {}{}\n", self,
                        elsewhere, more(n_elsewhere));
@@ -220,12 +223,13 @@ void Watchdog::idle() {
 std::string Watchdog::message(int rank, const std::string& sweep, std::size_t index,
                               const std::string& label, double seconds, double limit,
                               const std::string& source) {
-  const std::string where =
-      sweep.empty() ? std::string("between points")
-                    : fmt::format("sweep {} point {} ({})", sweep, index, label);
-  return fmt::format("ringbench: rank {}: TIMEOUT: {} has run {:.1f} s > limit {:g} s ({}); "
-                     "stopping with exit code {}\n",
-                     rank, where, seconds, limit, source, kTimeoutExitCode);
+  const std::string where = sweep.empty()
+                                ? std::string("between points")
+                                : fmt::format("sweep {} point {} ({})", sweep, index, label);
+  return fmt::format(
+      "ringbench: rank {}: TIMEOUT: {} has run {:.1f} s > limit {:g} s ({}); "
+      "stopping with exit code {}\n",
+      rank, where, seconds, limit, source, kTimeoutExitCode);
 }
 
 // Called with mutex_ held.

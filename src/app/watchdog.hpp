@@ -31,8 +31,8 @@ namespace rb {
 constexpr int kTimeoutExitCode = 124;  // as timeout(1)
 
 struct WatchdogLimits {
-  double run_s = 0;    // 0: no limit on the whole run
-  double point_s = 0;  // 0: no limit on one point
+  double run_s = 0;                          // 0: no limit on the whole run
+  double point_s = 0;                        // 0: no limit on one point
   std::string run_source = "run.timeout_s";  // or "--timeout": named in the message
   std::string point_source = "run.point_timeout_s";
   bool point_auto = false;  // the point limit is set per sweep (set_point_limit)
@@ -72,13 +72,13 @@ class Watchdog {
   // The heartbeat slot's text (exactly kSlotBytes, newline-terminated) and its reading back;
   // exposed for tests.
   static constexpr std::size_t kSlotBytes = 64;
-  static std::string slot_text(unsigned long long beat, const std::string& sweep,
-                               std::size_t index, bool in_point, bool fired);
+  static std::string slot_text(unsigned long long beat, const std::string& sweep, std::size_t index,
+                               bool in_point, bool fired);
   struct Beat {
     bool seen = false;   // the slot was ever written
     bool fired = false;  // its guard fired (it is not silent, it is stopping)
     unsigned long long count = 0;
-    std::string where;   // "sweep S point N" or "between points"
+    std::string where;  // "sweep S point N" or "between points"
   };
   static Beat parse_slot(const std::string& slot);
   // The line naming silent ranks (counter unchanged between `before` and `after`), else the

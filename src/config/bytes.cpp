@@ -12,9 +12,8 @@ struct Unit {
   std::uint64_t factor;
 };
 const Unit kByteUnits[] = {
-    {"B", 1ULL},
-    {"KiB", 1ULL << 10}, {"MiB", 1ULL << 20}, {"GiB", 1ULL << 30}, {"TiB", 1ULL << 40},
-    {"KB", 1000ULL}, {"MB", 1000ULL * 1000}, {"GB", 1000ULL * 1000 * 1000},
+    {"B", 1ULL},         {"KiB", 1ULL << 10}, {"MiB", 1ULL << 20},    {"GiB", 1ULL << 30},
+    {"TiB", 1ULL << 40}, {"KB", 1000ULL},     {"MB", 1000ULL * 1000}, {"GB", 1000ULL * 1000 * 1000},
 };
 
 }  // namespace
@@ -63,8 +62,10 @@ std::string format_bytes(double bytes) {
     ++u;
   }
   char buf[48];
-  if (u == 0 || b == std::floor(b)) std::snprintf(buf, sizeof buf, "%.0f %s", b, units[u]);
-  else std::snprintf(buf, sizeof buf, "%.1f %s", b, units[u]);
+  if (u == 0 || b == std::floor(b))
+    std::snprintf(buf, sizeof buf, "%.0f %s", b, units[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", b, units[u]);
   return buf;
 }
 

@@ -66,8 +66,12 @@ E value_of(const Names<E>& names, const std::string& name) {
 
 }  // namespace
 
-const char* to_string(Backend b) { return name_of(kBackends, b); }
-const char* to_string(BindingPolicy p) { return name_of(kPolicies, p); }
+const char* to_string(Backend b) {
+  return name_of(kBackends, b);
+}
+const char* to_string(BindingPolicy p) {
+  return name_of(kPolicies, p);
+}
 
 namespace {
 
@@ -95,8 +99,8 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& file,
         if (!inserted)
           throw ConfigError(here, join_path(path, k),
                             "duplicate key '" + k + "' in the same map, at lines " +
-                                std::to_string(pos->second) + " and " +
-                                std::to_string(here.line) + "; keep only one");
+                                std::to_string(pos->second) + " and " + std::to_string(here.line) +
+                                "; keep only one");
         reject_duplicate_keys(it->second, file, join_path(path, k));
       }
     }
@@ -134,8 +138,8 @@ YAML::Node load_single_document(const std::string& text, const std::string& file
   } catch (const YAML::Exception& e) {
     throw ConfigError(location_of(file, e.mark), "", "cannot parse the YAML: " + e.msg);
   }
-  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull() &&
-                            documents[0].Mark().is_null()))
+  if (documents.empty() ||
+      (documents.size() == 1 && documents[0].IsNull() && documents[0].Mark().is_null()))
     throw ConfigError(Location{file, 0, 0}, "",
                       "the file is empty; expected a map with a 'sweeps' list");
   if (documents.size() > 1)
@@ -158,8 +162,8 @@ double positive_seconds(const cfg::Node& run, const std::string& key) {
   if (!run.has(key)) return 0;
   const double value = run.get_double(key, 0);
   if (!(value > 0))
-    run.child(key).fail("", "expected a number of seconds > 0, got " +
-                                run.child(key).yaml().Scalar());
+    run.child(key).fail("",
+                        "expected a number of seconds > 0, got " + run.child(key).yaml().Scalar());
   return value;
 }
 
@@ -184,8 +188,10 @@ std::vector<std::pair<std::string, std::string>> parse_mpiio_hints(const cfg::No
     // Open MPI 36 and 256, MPICH 255 and 1024.
     constexpr std::size_t kMaxHintName = MPI_MAX_INFO_KEY - 1, kMaxHintValue = MPI_MAX_INFO_VAL - 1;
     if (key.empty() || key.size() > kMaxHintName)
-      map.fail(key, "MPI-IO hint names are 1 to " + std::to_string(kMaxHintName) + " characters "
-                    "(MPI_MAX_INFO_KEY of this MPI), got " + std::to_string(key.size()));
+      map.fail(key, "MPI-IO hint names are 1 to " + std::to_string(kMaxHintName) +
+                        " characters "
+                        "(MPI_MAX_INFO_KEY of this MPI), got " +
+                        std::to_string(key.size()));
     if (value.yaml().Scalar().size() > kMaxHintValue)
       value.fail("", "MPI-IO hint values are at most " + std::to_string(kMaxHintValue) +
                          " characters (MPI_MAX_INFO_VAL of this MPI), got " +
@@ -197,20 +203,22 @@ std::vector<std::pair<std::string, std::string>> parse_mpiio_hints(const cfg::No
 
 RunSection parse_run(const cfg::Node& run) {
   RunSection section;
-  run.allow_only({"name", "output_dir", "timeout_s", "point_timeout_s", "mpiio_hints",
-                  "alignment_bytes"});
+  run.allow_only(
+      {"name", "output_dir", "timeout_s", "point_timeout_s", "mpiio_hints", "alignment_bytes"});
   section.name = run.get_string("name", section.name);
   check_name(run, "name", section.name);
   section.output_dir = run.get_string("output_dir", section.output_dir);
   if (section.output_dir.empty())
     run.fail("output_dir", "expected a directory path, got an empty string");
   section.timeout_s = positive_seconds(run, "timeout_s");
-  const std::string point = run.has("point_timeout_s") ? run.child("point_timeout_s").yaml().Scalar() : "auto";
+  const std::string point =
+      run.has("point_timeout_s") ? run.child("point_timeout_s").yaml().Scalar() : "auto";
   section.point_timeout_auto = point == "auto";
   if (point != "auto" && point != "off") {
     if (run.child("point_timeout_s").yaml().IsScalar() && !point.empty() &&
         std::isalpha(static_cast<unsigned char>(point[0])))
-      run.child("point_timeout_s").fail("", "expected a number of seconds > 0, auto or off, got " + point);
+      run.child("point_timeout_s")
+          .fail("", "expected a number of seconds > 0, auto or off, got " + point);
     section.point_timeout_s = positive_seconds(run, "point_timeout_s");
   }
   section.mpiio_hints = parse_mpiio_hints(run);
@@ -281,8 +289,8 @@ Config parse_config_text(const std::string& text, const std::string& file) {
   const YAML::Node yaml = load_single_document(text, file);
   cfg::Node root(yaml, file, "");
   if (!yaml.IsMap())
-    root.fail("", "expected a map with a 'sweeps' list at the top level, got " +
-                      describe_shape(yaml));
+    root.fail("",
+              "expected a map with a 'sweeps' list at the top level, got " + describe_shape(yaml));
   reject_duplicate_keys(yaml, file, "");
   root.allow_only({"run", "backend", "binding", "kernel_policy", "sweeps"});
   if (root.has("run")) config.run = parse_run(root.child("run"));
@@ -318,7 +326,10 @@ std::string read_config_file(const std::string& path) {
   check(info);
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) fail(std::strerror(errno));
-  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) { ::close(*f); delete f; });
+  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
+    ::close(*f);
+    delete f;
+  });
   if (::fstat(fd, &info) != 0) fail(std::strerror(errno));
   check(info);
   std::string text;
@@ -329,7 +340,8 @@ std::string read_config_file(const std::string& path) {
     if (n < 0) fail(std::strerror(errno));
     if (n == 0) break;
     text.append(buffer, static_cast<std::size_t>(n));
-    if (text.size() > kMaxConfigBytes) fail("it grew past " + std::to_string(kMaxConfigBytes) + " bytes while being read");
+    if (text.size() > kMaxConfigBytes)
+      fail("it grew past " + std::to_string(kMaxConfigBytes) + " bytes while being read");
   }
   return text;
 }

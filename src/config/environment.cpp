@@ -18,8 +18,8 @@ void env_fail(const char* name, const std::string& value, const std::string& exp
                     "expected " + expected + ", got '" + value + "'; fix it or unset it");
 }
 
-std::int64_t env_int(const char* name, const std::string& value, std::int64_t min,
-                     std::int64_t max, const std::string& meaning) {
+std::int64_t env_int(const char* name, const std::string& value, std::int64_t min, std::int64_t max,
+                     const std::string& meaning) {
   const std::string expected = "an integer between " + std::to_string(min) + " and " +
                                std::to_string(max) + (meaning.empty() ? "" : " (" + meaning + ")");
   // strtoll alone would take " 4", "4abc" and an overflow: the whole text must be the number.
@@ -32,7 +32,8 @@ std::int64_t env_int(const char* name, const std::string& value, std::int64_t mi
   return n;
 }
 
-double env_number(const char* name, const std::string& value, double min, const std::string& meaning) {
+double env_number(const char* name, const std::string& value, double min,
+                  const std::string& meaning) {
   std::ostringstream expected;
   expected << "a number >= " << min << (meaning.empty() ? "" : " (" + meaning + ")");
   char* end = nullptr;

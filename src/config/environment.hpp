@@ -21,11 +21,12 @@ std::optional<std::string> env_value(const char* name, bool empty_is_unset = tru
 
 // `value` (of variable `name`) as a plain decimal integer in [min, max] (an optional sign, digits,
 // nothing else); `meaning` follows the range in the message ("ranks per simulated node").
-std::int64_t env_int(const char* name, const std::string& value, std::int64_t min,
-                     std::int64_t max, const std::string& meaning);
+std::int64_t env_int(const char* name, const std::string& value, std::int64_t min, std::int64_t max,
+                     const std::string& meaning);
 
 // `value` as a finite number >= min.
-double env_number(const char* name, const std::string& value, double min, const std::string& meaning);
+double env_number(const char* name, const std::string& value, double min,
+                  const std::string& meaning);
 
 // `value` as one of `choices` (exact, case-sensitive).
 std::string env_choice(const char* name, const std::string& value,

@@ -23,7 +23,11 @@ namespace {
 std::size_t utf8_length(const std::string& s, std::size_t i) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char c = byte(i);
-  const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  const std::size_t n = c < 0x80           ? 1
+                        : (c >> 5) == 0x6  ? 2
+                        : (c >> 4) == 0xE  ? 3
+                        : (c >> 3) == 0x1E ? 4
+                                           : 0;
   if (n == 0 || (n == 2 && c < 0xC2) || i + n > s.size()) return 0;
   for (std::size_t k = 1; k < n; ++k)
     if ((byte(i + k) >> 6) != 0x2) return 0;
@@ -53,8 +57,7 @@ std::string one_line(const std::string& s) {
   return out;
 }
 
-std::string format_what(const Location& where, const std::string& key,
-                        const std::string& message) {
+std::string format_what(const Location& where, const std::string& key, const std::string& message) {
   std::string out = where.file.empty() ? std::string("<config>") : where.file;
   if (where.line > 0) {
     out += ":" + std::to_string(where.line);
@@ -112,7 +115,9 @@ std::string describe(const YAML::Node& n) {
   }
 }
 
-bool is_plain_scalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
+bool is_plain_scalar(const YAML::Node& n) {
+  return n.IsScalar() && n.Tag() != "!";
+}
 
 // The value was quoted although a number or bool was expected: say how to fix it.
 std::string quote_hint(const YAML::Node& n) {
@@ -137,18 +142,24 @@ IntParse parse_int(const std::string& text, std::int64_t& value) {
   for (; i < text.size(); ++i) {
     int digit;
     char c = text[i];
-    if (c >= '0' && c <= '9') digit = c - '0';
-    else if (base == 16 && c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    else if (base == 16 && c >= 'A' && c <= 'F') digit = c - 'A' + 10;
-    else return IntParse::NotAnInteger;
-    if (magnitude > (~0ULL - digit) / base) overflow = true;
-    else magnitude = magnitude * base + digit;
+    if (c >= '0' && c <= '9')
+      digit = c - '0';
+    else if (base == 16 && c >= 'a' && c <= 'f')
+      digit = c - 'a' + 10;
+    else if (base == 16 && c >= 'A' && c <= 'F')
+      digit = c - 'A' + 10;
+    else
+      return IntParse::NotAnInteger;
+    if (magnitude > (~0ULL - digit) / base)
+      overflow = true;
+    else
+      magnitude = magnitude * base + digit;
   }
   const unsigned long long limit =
       negative ? 1ULL + static_cast<unsigned long long>(INT64_MAX) : INT64_MAX;
   if (overflow || magnitude > limit) return IntParse::OutOfRange;
-  value = negative ? static_cast<std::int64_t>(0ULL - magnitude)
-                   : static_cast<std::int64_t>(magnitude);
+  value =
+      negative ? static_cast<std::int64_t>(0ULL - magnitude) : static_cast<std::int64_t>(magnitude);
   return IntParse::Ok;
 }
 
@@ -197,8 +208,9 @@ std::string string_of(const Node& v) {
   // The config reader refuses these first (yaml_guard.cpp); a Node built from YAML::Load alone
   // (a sweep's own document) reaches here: a NUL would cut the string short where it is used.
   if (y.Scalar().find('\0') != std::string::npos)
-    v.fail("", "the value contains a NUL byte (\\0), which would cut it short where it is used; "
-               "remove it");
+    v.fail("",
+           "the value contains a NUL byte (\\0), which would cut it short where it is used; "
+           "remove it");
   return y.Scalar();
 }
 
@@ -329,7 +341,9 @@ void Node::fail(const std::string& key, const std::string& message) const {
   throw ConfigError(location(), key_path(key), message);
 }
 
-bool Node::has(const std::string& key) const { return find_entry(node_, key).has_value(); }
+bool Node::has(const std::string& key) const {
+  return find_entry(node_, key).has_value();
+}
 
 Node Node::child(const std::string& key) const {
   require_map();
@@ -348,7 +362,9 @@ Node Node::element(std::size_t index) const {
   return Node(node_[index], file_, path_ + "[" + std::to_string(index) + "]");
 }
 
-std::size_t Node::size() const { return node_.IsDefined() ? node_.size() : 0; }
+std::size_t Node::size() const {
+  return node_.IsDefined() ? node_.size() : 0;
+}
 
 std::vector<std::string> Node::keys() const {
   require_map();
@@ -363,8 +379,7 @@ std::vector<std::string> Node::keys() const {
 }
 
 void Node::require_map() const {
-  if (!node_.IsDefined() || !node_.IsMap())
-    fail("", "expected a map, got " + describe(node_));
+  if (!node_.IsDefined() || !node_.IsMap()) fail("", "expected a map, got " + describe(node_));
   // yaml-cpp keeps both entries of a duplicated key and lookups see only the first, so a
   // repeated key would silently ignore the user's second value.
   std::map<std::string, int> seen;  // key -> 1-based line of its first occurrence
@@ -406,13 +421,11 @@ std::int64_t Node::get_int(const std::string& key, std::int64_t fallback, std::i
   return int_of(child(key), min, max);
 }
 
-std::int64_t Node::require_int(const std::string& key, std::int64_t min,
-                               std::int64_t max) const {
+std::int64_t Node::require_int(const std::string& key, std::int64_t min, std::int64_t max) const {
   return int_of(child(key), min, max);
 }
 
-double Node::get_double(const std::string& key, double fallback, double min,
-                        double max) const {
+double Node::get_double(const std::string& key, double fallback, double min, double max) const {
   if (is_unset(*this)) return fallback;
   require_map();
   if (!has(key)) return fallback;
@@ -422,7 +435,8 @@ double Node::get_double(const std::string& key, double fallback, double min,
   if (!is_plain_scalar(y)) v.fail("", expected + ", got " + describe(y) + quote_hint(y));
   const std::string text = y.Scalar();
   // strtod alone would also take "inf", "nan" and hex floats.
-  bool plain_number = !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string::npos;
+  bool plain_number =
+      !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string::npos;
   char* end = nullptr;
   errno = 0;
   double value = plain_number ? std::strtod(text.c_str(), &end) : 0.0;
@@ -453,7 +467,9 @@ std::string Node::get_string(const std::string& key, const std::string& fallback
   return string_of(child(key));
 }
 
-std::string Node::require_string(const std::string& key) const { return string_of(child(key)); }
+std::string Node::require_string(const std::string& key) const {
+  return string_of(child(key));
+}
 
 std::string Node::get_choice(const std::string& key, const std::string& fallback,
                              const std::vector<std::string>& choices) const {
@@ -474,7 +490,8 @@ std::uint64_t Node::get_bytes(const std::string& key, std::uint64_t fallback,
 void Node::check_list_length() const {
   if (!node_.IsSequence() || node_.size() <= kMaxListValues) return;
   fail("", "a list may hold at most " + std::to_string(kMaxListValues) + " values, got " +
-               std::to_string(node_.size()) + ": the sweep records its lists as HDF5 attributes, "
+               std::to_string(node_.size()) +
+               ": the sweep records its lists as HDF5 attributes, "
                "which HDF5 limits to 64 KiB (8 bytes a value); split the sweep into several "
                "sweeps, each with a part of the list");
 }

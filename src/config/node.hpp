@@ -59,18 +59,18 @@ class Node {
   bool is_sequence() const { return node_.IsSequence(); }
 
   bool has(const std::string& key) const;
-  Node child(const std::string& key) const;   // required: error if missing
-  Node element(std::size_t index) const;      // for sequences
-  std::size_t size() const;                   // sequence length
-  std::vector<std::string> keys() const;      // map keys in file order
+  Node child(const std::string& key) const;  // required: error if missing
+  Node element(std::size_t index) const;     // for sequences
+  std::size_t size() const;                  // sequence length
+  std::vector<std::string> keys() const;     // map keys in file order
 
   // Rejects keys outside `allowed`, with a did-you-mean suggestion.
   void allow_only(const std::vector<std::string>& allowed) const;
   void require_map() const;
 
   // Optional scalars with defaults; range checks are inclusive.
-  std::int64_t get_int(const std::string& key, std::int64_t fallback,
-                       std::int64_t min = INT64_MIN, std::int64_t max = INT64_MAX) const;
+  std::int64_t get_int(const std::string& key, std::int64_t fallback, std::int64_t min = INT64_MIN,
+                       std::int64_t max = INT64_MAX) const;
   std::int64_t require_int(const std::string& key, std::int64_t min = INT64_MIN,
                            std::int64_t max = INT64_MAX) const;
   double get_double(const std::string& key, double fallback, double min = -1e308,

@@ -28,8 +28,8 @@ PolicyMachine parse_policy_machine(const cfg::Node& root) {
     root.fail("machine", "required: where the policy was tuned (device, gpu, cudnn, ...)");
   const cfg::Node m = root.child("machine");
   m.require_map();
-  m.allow_only({"device", "gpu", "gpu_arch", "cuda_driver", "cuda_runtime", "cudnn", "ringbench_version",
-                "commit"});
+  m.allow_only({"device", "gpu", "gpu_arch", "cuda_driver", "cuda_runtime", "cudnn",
+                "ringbench_version", "commit"});
   PolicyMachine out;
   if (!m.has("device")) m.fail("device", "required: host or cuda");
   out.device = m.get_choice("device", "", {"host", "cuda"});
@@ -53,7 +53,8 @@ std::vector<std::string> path_names(attn::Device device) {
   return names;
 }
 
-const attn::KernelPath& known_path(const cfg::Node& n, const std::string& key, attn::Device device) {
+const attn::KernelPath& known_path(const cfg::Node& n, const std::string& key,
+                                   attn::Device device) {
   const std::string name = n.get_string(key, "");
   if (const attn::KernelPath* row = attn::find_kernel_path(name, device)) return *row;
   const auto names = path_names(device);
@@ -87,15 +88,17 @@ attn::PolicyRange parse_range(const cfg::Node& e, const attn::PolicyShape& shape
                               attn::Device device, std::int64_t previous_max) {
   e.require_map();
   e.allow_only({"block_rows_min", "block_rows_max", "path", "default_path", "speedup"});
-  if (e.has("default_path") && !e.child("default_path").yaml().IsNull()) known_path(e, "default_path", device);
+  if (e.has("default_path") && !e.child("default_path").yaml().IsNull())
+    known_path(e, "default_path", device);
   attn::PolicyRange range;
   range.rows_min = e.require_int("block_rows_min", 1);
   range.rows_max = e.require_int("block_rows_max", range.rows_min);
   if (range.rows_min <= previous_max)
-    e.fail("block_rows_min", "ranges must ascend without overlap: " +
-                                 std::to_string(range.rows_min) + " <= the previous range's end " +
-                                 std::to_string(previous_max));
-  if (!e.has("path")) e.fail("path", "required: a kernel path, or null where no path passed parity");
+    e.fail("block_rows_min",
+           "ranges must ascend without overlap: " + std::to_string(range.rows_min) +
+               " <= the previous range's end " + std::to_string(previous_max));
+  if (!e.has("path"))
+    e.fail("path", "required: a kernel path, or null where no path passed parity");
   if (e.child("path").yaml().IsNull()) return range;
   range.row = &known_path(e, "path", device);
   if (!range.row->supports.takes(shape.dtype, shape.head_dim, shape.causal, shape.segment > 0))
@@ -170,7 +173,8 @@ cfg::Node policy_root(const std::string& text, const std::string& file) {
 }  // namespace
 
 std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, std::string file) {
-  if (file.empty()) owner.fail(key, "expected the path of a tuned policy file, got an empty string");
+  if (file.empty())
+    owner.fail(key, "expected the path of a tuned policy file, got an empty string");
   if (file[0] == '/') return file;
   const std::string& config = owner.file();
   const auto slash = config.rfind('/');
@@ -180,20 +184,22 @@ std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, 
 std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& text,
                                                           const std::string& file) {
   const cfg::Node root = policy_root(text, file);
-  root.allow_only({"version", "kind", "machine", "source", "sweep", "date", "margin",
-                   "hysteresis", "grid", "rules"});
+  root.allow_only({"version", "kind", "machine", "source", "sweep", "date", "margin", "hysteresis",
+                   "grid", "rules"});
   if (!root.has("version"))
     root.fail("version", "required: the policy format version (" + std::to_string(kVersion) + ")");
   const std::int64_t version = root.require_int("version");
   if (version == 1)
-    root.fail("version", "a version 1 policy does not say the batch and heads it was tuned at, "
-                         "which auto needs to match blocks by kernel shape; run `rb-analysis tune` "
-                         "on its sweep file (`source:`) again to write version 2");
+    root.fail("version",
+              "a version 1 policy does not say the batch and heads it was tuned at, "
+              "which auto needs to match blocks by kernel shape; run `rb-analysis tune` "
+              "on its sweep file (`source:`) again to write version 2");
   if (version != kVersion)
     root.fail("version", "this ringbench reads policy version " + std::to_string(kVersion) +
                              ", the file is version " + std::to_string(version));
   if (root.get_string("kind", "") != kKind)
-    root.fail("kind", std::string("expected '") + kKind + "' (a file written by `rb-analysis tune`)");
+    root.fail("kind",
+              std::string("expected '") + kKind + "' (a file written by `rb-analysis tune`)");
   auto use = std::make_shared<KernelPolicyUse>();
   use->file = file;
   use->machine = parse_policy_machine(root);
@@ -229,7 +235,8 @@ PolicyKey read_policy_key(const cfg::Node& owner, const std::string& key, const 
   return k;
 }
 
-std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, const std::string& key) {
+std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner,
+                                                     const std::string& key) {
   const PolicyKey k = read_policy_key(owner, key, "tuned policy");
   std::shared_ptr<KernelPolicyUse> use;
   try {
@@ -248,9 +255,9 @@ std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, con
 std::string known_gpu_arch(const std::string& gpu) {
   // Longest names first: "GH200" before "H200".
   static const std::pair<const char*, const char*> kModels[] = {
-      {"GH200", "9.0"}, {"H100", "9.0"}, {"H200", "9.0"}, {"H800", "9.0"}, {"H20", "9.0"},
-      {"A100", "8.0"}, {"A800", "8.0"}, {"A30", "8.0"}, {"L40S", "8.9"}, {"L40", "8.9"}, {"L4", "8.9"},
-      {"B200", "10.0"}, {"B100", "10.0"}, {"GB200", "10.0"}};
+      {"GH200", "9.0"}, {"H100", "9.0"},  {"H200", "9.0"},  {"H800", "9.0"},  {"H20", "9.0"},
+      {"A100", "8.0"},  {"A800", "8.0"},  {"A30", "8.0"},   {"L40S", "8.9"},  {"L40", "8.9"},
+      {"L4", "8.9"},    {"B200", "10.0"}, {"B100", "10.0"}, {"GB200", "10.0"}};
   for (const auto& [name, arch] : kModels)
     if (gpu.find(name) != std::string::npos) return arch;
   return "";
@@ -267,10 +274,13 @@ std::string ported_from(const KernelPolicyUse& use, const ThisMachine& here) {
 
 std::string machine_applicability(const PolicyMachine& m, const ThisMachine& here) {
   if (m.device != here.device)
-    return "it was tuned on the " + m.device + " path and this run is on the " + here.device + " path";
-  if (here.device == "cuda" && m.gpu != here.gpu && (m.gpu_arch.empty() || m.gpu_arch != here.gpu_arch))
-    return "it was tuned on GPU '" + m.gpu + "' (sm " + (m.gpu_arch.empty() ? "unknown" : m.gpu_arch) +
-           ") and this rank has '" + here.gpu + "' (sm " + (here.gpu_arch.empty() ? "unknown" : here.gpu_arch) +
+    return "it was tuned on the " + m.device + " path and this run is on the " + here.device +
+           " path";
+  if (here.device == "cuda" && m.gpu != here.gpu &&
+      (m.gpu_arch.empty() || m.gpu_arch != here.gpu_arch))
+    return "it was tuned on GPU '" + m.gpu + "' (sm " +
+           (m.gpu_arch.empty() ? "unknown" : m.gpu_arch) + ") and this rank has '" + here.gpu +
+           "' (sm " + (here.gpu_arch.empty() ? "unknown" : here.gpu_arch) +
            "), another architecture";
   if (here.device == "cuda" && m.cudnn != here.cudnn)
     return "it was tuned with cuDNN " + (m.cudnn.empty() ? "(none)" : m.cudnn) +

@@ -22,10 +22,10 @@ struct PolicyMachine {
 
 // One `kernel_policy:` key of the config and the file it names.
 struct KernelPolicyUse {
-  std::string key;       // "kernel_policy" or "sweeps[2].kernel_policy"
-  cfg::Location where;   // of the key in the config
-  std::string file;      // resolved path
-  bool strict = false;   // refuse (instead of warning) when it does not apply here
+  std::string key;      // "kernel_policy" or "sweeps[2].kernel_policy"
+  cfg::Location where;  // of the key in the config
+  std::string file;     // resolved path
+  bool strict = false;  // refuse (instead of warning) when it does not apply here
   PolicyMachine machine;
   std::shared_ptr<const attn::KernelPolicy> policy;
   // What auto follows, set by the driver after applicability(): the policy, or the built-in
@@ -51,7 +51,8 @@ struct PolicyKey {
 PolicyKey read_policy_key(const cfg::Node& owner, const std::string& key, const std::string& what);
 
 // Reads `owner.key` (read_policy_key) and parses the kernel policy. Throws cfg::ConfigError.
-std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner, const std::string& key);
+std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner,
+                                                     const std::string& key);
 
 // The policy's rules from its text (exposed for tests). `file` names it in errors.
 std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& text,
@@ -59,9 +60,9 @@ std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& tex
 
 // What this rank runs on, for applicability().
 struct ThisMachine {
-  std::string device;  // host | cuda
-  std::string gpu;     // GPU model ("" on the host)
-  std::string cudnn;   // cuDNN version text as /run/libraries records it ("" on the host)
+  std::string device;    // host | cuda
+  std::string gpu;       // GPU model ("" on the host)
+  std::string cudnn;     // cuDNN version text as /run/libraries records it ("" on the host)
   std::string gpu_arch;  // compute capability "9.0" ("" on the host)
 };
 

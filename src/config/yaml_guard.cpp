@@ -63,10 +63,10 @@ class ExpansionCounter final : public YAML::EventHandler {
   struct Open {
     YAML::anchor_t anchor;
     std::uint64_t count_before;
-    int line;                // 1-based, where the collection starts
+    int line;  // 1-based, where the collection starts
     bool map;
-    bool at_key = true;      // map: the next node is a key (else the value of `key`)
-    std::size_t index = 0;   // sequence: the next node's index
+    bool at_key = true;     // map: the next node is a key (else the value of `key`)
+    std::size_t index = 0;  // sequence: the next node's index
     std::string key;
     // Where a merge key `<<` was read, until its value ends (then it is refused: the alias
     // checks of the value come first); null otherwise.
@@ -96,8 +96,10 @@ class ExpansionCounter final : public YAML::EventHandler {
     if (!parent.map) {
       ++parent.index;
     } else {
-      if (parent.at_key) parent.key = text;
-      else if (!parent.merge_mark.is_null()) refuse_merge_key(parent.merge_mark);
+      if (parent.at_key)
+        parent.key = text;
+      else if (!parent.merge_mark.is_null())
+        refuse_merge_key(parent.merge_mark);
       parent.at_key = !parent.at_key;
     }
   }
@@ -105,15 +107,19 @@ class ExpansionCounter final : public YAML::EventHandler {
   std::string path_here() const {
     std::string path;
     for (const Open& o : open_) {
-      if (!o.map) path += "[" + std::to_string(o.index) + "]";
-      else if (!o.at_key) path += (path.empty() ? "" : ".") + o.key;
-      else break;  // the node is a key: its map's path names it
+      if (!o.map)
+        path += "[" + std::to_string(o.index) + "]";
+      else if (!o.at_key)
+        path += (path.empty() ? "" : ".") + o.key;
+      else
+        break;  // the node is a key: its map's path names it
     }
     return path;
   }
   // The 1-based line of text_[pos].
   int line_of(std::size_t pos) const {
-    return 1 + static_cast<int>(std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+    return 1 + static_cast<int>(std::count(text_.begin(),
+                                           text_.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
   }
   // The name after '*' at an alias's mark (yaml-cpp hands out only a number).
   std::string alias_name(const YAML::Mark& mark) const {
@@ -128,8 +134,9 @@ class ExpansionCounter final : public YAML::EventHandler {
       if (o.anchor != anchor) continue;
       const std::string name = alias_name(mark);
       // A block collection's mark is its first entry, a line below its `&name`: the text says.
-      const std::size_t amp =
-          mark.pos > 0 ? text_.rfind("&" + name, static_cast<std::size_t>(mark.pos)) : std::string::npos;
+      const std::size_t amp = mark.pos > 0
+                                  ? text_.rfind("&" + name, static_cast<std::size_t>(mark.pos))
+                                  : std::string::npos;
       const int line = amp == std::string::npos ? o.line : line_of(amp);
       throw ConfigError(Location{file_, mark.line + 1, mark.column + 1}, path_here(),
                         "the alias '*" + name + "' stands for the " + (o.map ? "map" : "list") +
@@ -181,9 +188,11 @@ class ExpansionCounter final : public YAML::EventHandler {
     const int line = line_of(at);
     const std::string quote(1, text_[at]);
     throw ConfigError(Location{file_, line, static_cast<int>(at - line_start) + 1}, "",
-                      "unterminated quoted string: the " + quote + " opened here is never "
-                      "closed, so everything after it up to the end of the file would be one "
-                      "value; add the closing " + quote);
+                      "unterminated quoted string: the " + quote +
+                          " opened here is never "
+                          "closed, so everything after it up to the end of the file would be one "
+                          "value; add the closing " +
+                          quote);
   }
 
   const std::string& text_;

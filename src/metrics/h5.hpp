@@ -17,8 +17,9 @@ namespace rb::h5 {
 struct Meta {
   std::string units;        // "s", "B", "B/s", "TFLOP/s", "FLOP", "Hz", "1" for counts and ratios
   std::string description;  // one sentence
-  std::string role = "metric";  // "key": says which point or rank a row is; "metric": a measurement;
-                                // "dimension": a dimension scale (Group::dimension_scale)
+  std::string role =
+      "metric";  // "key": says which point or rank a row is; "metric": a measurement;
+                 // "dimension": a dimension scale (Group::dimension_scale)
 };
 
 inline constexpr int kSchemaVersion = 2;  // /run schema_version; docs/hdf5-schema.md

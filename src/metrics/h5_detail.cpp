@@ -70,7 +70,8 @@ bool output_free_bytes(unsigned long long& free_bytes, std::string& dir) {
   dir = fs::path(file).has_parent_path() ? fs::path(file).parent_path().string() : ".";
   struct statvfs vfs {};
   if (file.empty() || ::statvfs(dir.c_str(), &vfs) != 0) return false;
-  free_bytes = static_cast<unsigned long long>(vfs.f_bavail) * static_cast<unsigned long long>(vfs.f_frsize);
+  free_bytes =
+      static_cast<unsigned long long>(vfs.f_bavail) * static_cast<unsigned long long>(vfs.f_frsize);
   return true;
 }
 

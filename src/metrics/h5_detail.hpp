@@ -39,7 +39,8 @@ class Handle {
     if (id_ >= 0 && closer_ != nullptr) {
       int finalized = 0;
       MPI_Finalized(&finalized);
-      // After MPI_Finalize an MPI-IO file cannot be closed any more; leaking is the only safe option.
+      // After MPI_Finalize an MPI-IO file cannot be closed any more; leaking is the only safe
+      // option.
       if (!finalized && H5Iis_valid(id_) > 0) rc = closer_(id_);
     }
     id_ = -1;
@@ -99,9 +100,12 @@ std::uint64_t product(const std::vector<std::uint64_t>& dims);
 // The MPI and HDF5 types of the numbers the file holds (double, int64; uint64 for shapes).
 template <class T>
 MPI_Datatype mpi_type() {
-  if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return MPI_INT64_T;
-  else return MPI_UINT64_T;
+  if constexpr (std::is_same_v<T, double>)
+    return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return MPI_INT64_T;
+  else
+    return MPI_UINT64_T;
 }
 template <class T>
 hid_t h5_type() {

@@ -19,7 +19,9 @@ Id open_dataset(hid_t parent, const std::string& name, const std::string& path) 
   return Id(check_id(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), "H5Dopen2", path), H5Dclose);
 }
 
-std::string base_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+std::string base_name(const std::string& path) {
+  return path.substr(path.find_last_of('/') + 1);
+}
 
 }  // namespace
 
@@ -45,23 +47,27 @@ std::vector<std::string> Group::dataset_names() const {
   check(H5Gget_info(h_->id(), &info), "H5Gget_info", path_);
   std::vector<std::string> names;
   for (hsize_t i = 0; i < info.nlinks; ++i) {
-    const ssize_t n = H5Lget_name_by_idx(h_->id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0,
-                                         H5P_DEFAULT);
+    const ssize_t n =
+        H5Lget_name_by_idx(h_->id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
     check(n < 0 ? -1 : 0, "H5Lget_name_by_idx", path_);
     std::string name(static_cast<std::size_t>(n) + 1, '\0');
     check(H5Lget_name_by_idx(h_->id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
-                             H5P_DEFAULT) < 0 ? -1 : 0,
+                             H5P_DEFAULT) < 0
+              ? -1
+              : 0,
           "H5Lget_name_by_idx", path_);
     name.resize(static_cast<std::size_t>(n));
-    Id obj(check_id(H5Oopen(h_->id(), name.c_str(), H5P_DEFAULT), "H5Oopen", join_path(path_, name)),
-           H5Oclose);
+    Id obj(
+        check_id(H5Oopen(h_->id(), name.c_str(), H5P_DEFAULT), "H5Oopen", join_path(path_, name)),
+        H5Oclose);
     if (H5Iget_type(*obj) == H5I_DATASET) names.push_back(name);
   }
   return names;
 }
 
 void Group::attach_scales(const std::string& dataset, const std::vector<std::string>& scales) {
-  if (!h_) throw std::runtime_error("HDF5 group used before it was opened (scales of " + dataset + ")");
+  if (!h_)
+    throw std::runtime_error("HDF5 group used before it was opened (scales of " + dataset + ")");
   const std::string path = join_path(path_, dataset);
   Id ds = open_dataset(h_->id(), dataset, path);
   Id space(check_id(H5Dget_space(*ds), "H5Dget_space", path), H5Sclose);

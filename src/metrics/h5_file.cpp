@@ -49,7 +49,8 @@ Id parallel_fapl(MPI_Comm comm, const std::string& path, const IoHints& hints = 
   const MpiInfo info(hints.mpiio);  // HDF5 keeps its own copy
   check(H5Pset_fapl_mpio(*fapl, comm, info.get()), "H5Pset_fapl_mpio", path);
   if (hints.alignment_bytes > 0)
-    check(H5Pset_alignment(*fapl, hints.alignment_bytes, hints.alignment_bytes), "H5Pset_alignment", path);
+    check(H5Pset_alignment(*fapl, hints.alignment_bytes, hints.alignment_bytes), "H5Pset_alignment",
+          path);
   check(H5Pset_all_coll_metadata_ops(*fapl, true), "H5Pset_all_coll_metadata_ops", path);
   check(H5Pset_coll_metadata_write(*fapl, true), "H5Pset_coll_metadata_write", path);
   // Closing the file closes every group and dataset still open in it (Groups handed out
@@ -76,8 +77,8 @@ std::string this_host() {
 // What rank 0 writes into the claimed file for every rank to read back: this run's own text,
 // so a file of the same name on another node's local disk cannot pass for it.
 std::string claim_token(const std::string& host) {
-  return "ringbench output claim: host " + host + " pid " + std::to_string(::getpid()) +
-         " t " + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
+  return "ringbench output claim: host " + host + " pid " + std::to_string(::getpid()) + " t " +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
 }
 
 // --force replaces a regular file or a link (the link itself, never its target); a FIFO, a
@@ -86,7 +87,8 @@ std::string claim_token(const std::string& host) {
 std::string not_replaceable(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return "";
-  return "output '" + path + "' is " + cfg::file_kind(st.st_mode) + ", not a regular file; "
+  return "output '" + path + "' is " + cfg::file_kind(st.st_mode) +
+         ", not a regular file; "
          "ringbench writes a new file, or with --force replaces only a regular file or a link, "
          "never a FIFO, device or socket: choose another --output";
 }
@@ -111,11 +113,14 @@ std::string claim_output(const std::string& path, bool force, const std::string&
     throw std::runtime_error(refused);
   if (exists && fs::is_symlink(st) && !force)
     throw std::runtime_error("output '" + path + "' is a symbolic link (to '" +
-                             fs::read_symlink(p, ec).string() + "'); ringbench does not write "
+                             fs::read_symlink(p, ec).string() +
+                             "'); ringbench does not write "
                              "through links: choose another --output, or pass --force to "
                              "replace the link itself (never its target)");
   if (exists && !force)
-    throw std::runtime_error("output file '" + path + "' already exists; pass --force to overwrite it or choose another --output");
+    throw std::runtime_error(
+        "output file '" + path +
+        "' already exists; pass --force to overwrite it or choose another --output");
   if (p.has_parent_path()) {
     fs::create_directories(p.parent_path(), ec);
     if (ec)
@@ -128,21 +133,23 @@ std::string claim_output(const std::string& path, bool force, const std::string&
   if (target.size() > kMaxMpiioPath)
     throw std::runtime_error("output path '" + path + "' is too long for MPI-IO (" +
                              std::to_string(target.size()) + " characters" +
-                             (exists ? " for its temporary name" : "") + "; Open MPI aborts "
+                             (exists ? " for its temporary name" : "") +
+                             "; Open MPI aborts "
                              "above about 245): use a shorter --output, e.g. a relative path");
   const int fd = ::open(target.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0)
     throw std::runtime_error(
-        errno == EEXIST
-            ? "output file '" + path + "' appeared while this run was starting (another run "
-              "with the same --output?); choose another --output"
-            : "cannot create output file '" + target + "': " + std::strerror(errno));
+        errno == EEXIST ? "output file '" + path +
+                              "' appeared while this run was starting (another run "
+                              "with the same --output?); choose another --output"
+                        : "cannot create output file '" + target + "': " + std::strerror(errno));
   const bool wrote = ::write(fd, token.data(), token.size()) == static_cast<ssize_t>(token.size());
   const int write_errno = errno;
   ::close(fd);
   if (!wrote) {
     ::unlink(target.c_str());
-    throw std::runtime_error("cannot write output file '" + target + "': " + std::strerror(write_errno));
+    throw std::runtime_error("cannot write output file '" + target +
+                             "': " + std::strerror(write_errno));
   }
   return target;
 }
@@ -164,8 +171,11 @@ std::string check_same_file(const std::string& path, const std::string& target,
       why = "it holds another run's or another node's file";
   }
   if (why.empty()) return "";
-  return "rank " + std::to_string(rank) + " (host " + this_host() + ") does not see the output "
-         "file '" + path + "' that rank 0 (host " + host0 + ") created (" + why + "): every rank "
+  return "rank " + std::to_string(rank) + " (host " + this_host() +
+         ") does not see the output "
+         "file '" +
+         path + "' that rank 0 (host " + host0 + ") created (" + why +
+         "): every rank "
          "must see one file, so --output must be on a file system all nodes share, not /tmp or "
          "node-local scratch";
 }
@@ -198,7 +208,8 @@ File File::create(const std::string& path, MPI_Comm comm, bool force, const std:
   // collective create; the first rank's reason is everyone's.
   const auto agree = [&](const std::string& mine) {
     const std::vector<std::string> errors = mpi::gather_strings(mine, comm);
-    const auto bad = std::find_if(errors.begin(), errors.end(), [](const auto& e) { return !e.empty(); });
+    const auto bad =
+        std::find_if(errors.begin(), errors.end(), [](const auto& e) { return !e.empty(); });
     if (bad == errors.end()) return;
     f.file_.reset();
     if (rank == 0) ::unlink(target.c_str());
@@ -207,9 +218,9 @@ File File::create(const std::string& path, MPI_Comm comm, bool force, const std:
   agree(check_same_file(path, target, token, rank, host0));
   try {
     Id fapl = parallel_fapl(comm, target, hints);
-    f.file_ = shared(check_id(H5Fcreate(target.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, *fapl),
-                              "H5Fcreate", path),
-                     H5Fclose);
+    f.file_ = shared(
+        check_id(H5Fcreate(target.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, *fapl), "H5Fcreate", path),
+        H5Fclose);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -253,7 +264,8 @@ File File::open_read(const std::string& path, MPI_Comm comm) {
   silence_hdf5();
   Id fapl = parallel_fapl(comm, path);
   File f;
-  f.file_ = shared(check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, *fapl), "H5Fopen", path), H5Fclose);
+  f.file_ =
+      shared(check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, *fapl), "H5Fopen", path), H5Fclose);
   f.comm_ = comm;
   f.path_ = path;
   return f;
@@ -268,7 +280,9 @@ File::~File() {
 }
 
 File::File(File&& o) noexcept
-    : file_(std::move(o.file_)), comm_(o.comm_), path_(std::move(o.path_)),
+    : file_(std::move(o.file_)),
+      comm_(o.comm_),
+      path_(std::move(o.path_)),
       pending_(std::move(o.pending_)) {
   o.comm_ = MPI_COMM_NULL;
   o.pending_.clear();
@@ -355,8 +369,8 @@ void File::replace_old() {
     if (!error.empty())
       error += " (it appeared after the run started; the new file stays as '" + pending_ + "')";
     else if (::rename(pending_.c_str(), path_.c_str()) != 0)
-      error = "cannot move the new output file '" + pending_ + "' over '" + path_ + "': " +
-              std::strerror(errno);
+      error = "cannot move the new output file '" + pending_ + "' over '" + path_ +
+              "': " + std::strerror(errno);
   }
   mpi::broadcast_string(error, comm_);
   if (error.empty()) written_file() = path_;

@@ -23,25 +23,30 @@ template <class T>
 std::vector<T> read_numeric(const std::string& file, const std::string& dataset,
                             std::vector<std::uint64_t>* dims) {
   auto f = open_serial(file);
-  Id d(check_id(H5Dopen2(f->id(), dataset.c_str(), H5P_DEFAULT), "H5Dopen2", file + ":" + dataset), H5Dclose);
+  Id d(check_id(H5Dopen2(f->id(), dataset.c_str(), H5P_DEFAULT), "H5Dopen2", file + ":" + dataset),
+       H5Dclose);
   Id space(check_id(H5Dget_space(*d), "H5Dget_space", dataset), H5Sclose);
   const int nd = H5Sget_simple_extent_ndims(*space);
   check(nd, "H5Sget_simple_extent_ndims", dataset);
   std::vector<hsize_t> shape(static_cast<std::size_t>(nd));
-  if (nd > 0) check(H5Sget_simple_extent_dims(*space, shape.data(), nullptr), "H5Sget_simple_extent_dims", dataset);
+  if (nd > 0)
+    check(H5Sget_simple_extent_dims(*space, shape.data(), nullptr), "H5Sget_simple_extent_dims",
+          dataset);
   if (dims) dims->assign(shape.begin(), shape.end());
   std::uint64_t n = 1;
   for (hsize_t s : shape) n *= s;
   std::vector<T> out(n);
-  if (n > 0) check(H5Dread(*d, h5_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "H5Dread", file + ":" + dataset);
+  if (n > 0)
+    check(H5Dread(*d, h5_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "H5Dread",
+          file + ":" + dataset);
   return out;
 }
 
 // Reads a string attribute or dataset whose type is `type` and whose space has `n` elements,
 // whichever of variable- or fixed-length it was written as.
 template <class ReadFn>
-std::vector<std::string> read_string_values(hid_t stored_type, std::size_t n, const std::string& what,
-                                            ReadFn read) {
+std::vector<std::string> read_string_values(hid_t stored_type, std::size_t n,
+                                            const std::string& what, ReadFn read) {
   std::vector<std::string> out(n);
   if (n == 0) return out;
   const htri_t vl = H5Tis_variable_str(stored_type);
@@ -67,7 +72,6 @@ std::vector<std::string> read_string_values(hid_t stored_type, std::size_t n, co
 }
 
 }  // namespace
-
 
 std::vector<double> read_doubles(const std::string& file, const std::string& dataset,
                                  std::vector<std::uint64_t>* dims) {
@@ -114,7 +118,8 @@ struct OpenAttr {
   OpenAttr(const std::string& path, const std::string& object, const std::string& name)
       : file(open_serial(path)),
         what(path + ":" + object + "@" + name),
-        attr(check_id(H5Aopen_by_name(file->id(), object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+        attr(check_id(H5Aopen_by_name(file->id(), object.c_str(), name.c_str(), H5P_DEFAULT,
+                                      H5P_DEFAULT),
                       "H5Aopen_by_name", what),
              H5Aclose),
         type(check_id(H5Aget_type(*attr), "H5Aget_type", what), H5Tclose) {}
@@ -122,7 +127,8 @@ struct OpenAttr {
 
 }  // namespace
 
-std::string read_string_attr(const std::string& file, const std::string& object, const std::string& attr) {
+std::string read_string_attr(const std::string& file, const std::string& object,
+                             const std::string& attr) {
   OpenAttr o(file, object, attr);
   const std::string& what = o.what;
   Id& a = o.attr;
@@ -131,13 +137,15 @@ std::string read_string_attr(const std::string& file, const std::string& object,
   Id space(check_id(H5Aget_space(*a), "H5Aget_space", what), H5Sclose);
   const hssize_t n = H5Sget_simple_extent_npoints(*space);
   if (n != 1) throw std::runtime_error("attribute '" + what + "' is not a scalar string");
-  return read_string_values(*o.type, 1, what, [&](hid_t mem, void* buf) { return H5Aread(*a, mem, buf); })[0];
+  return read_string_values(*o.type, 1, what,
+                            [&](hid_t mem, void* buf) { return H5Aread(*a, mem, buf); })[0];
 }
 
 namespace {
 
 template <class T>
-std::vector<T> read_numeric_attr(const std::string& file, const std::string& object, const std::string& attr) {
+std::vector<T> read_numeric_attr(const std::string& file, const std::string& object,
+                                 const std::string& attr) {
   OpenAttr o(file, object, attr);
   const std::string& what = o.what;
   Id& a = o.attr;

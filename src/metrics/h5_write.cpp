@@ -68,11 +68,14 @@ void write_numeric_attr(hid_t obj, const std::string& object, const std::string&
 
 void check_meta(const std::string& dataset, const Meta& meta) {
   if (meta.units.empty() || meta.description.empty())
-    throw std::runtime_error("dataset '" + dataset + "' needs non-empty units and description (got units '" +
-                             meta.units + "', description '" + meta.description + "')");
+    throw std::runtime_error("dataset '" + dataset +
+                             "' needs non-empty units and description (got units '" + meta.units +
+                             "', description '" + meta.description + "')");
   if (meta.role != "key" && meta.role != "metric" && meta.role != "dimension")
-    throw std::runtime_error("dataset '" + dataset + "': role must be 'key', 'metric' or "
-                             "'dimension', not '" + meta.role + "'");
+    throw std::runtime_error("dataset '" + dataset +
+                             "': role must be 'key', 'metric' or "
+                             "'dimension', not '" +
+                             meta.role + "'");
 }
 
 void write_meta(hid_t dset, const std::string& dataset, const Meta& meta, MPI_Comm comm) {
@@ -81,8 +84,9 @@ void write_meta(hid_t dset, const std::string& dataset, const Meta& meta, MPI_Co
   write_string_attr(dset, dataset, "role", meta.role, comm);
 }
 
-std::shared_ptr<Handle> create_dataset(hid_t parent, const std::string& name, const std::string& dataset,
-                                       hid_t type, const std::vector<std::uint64_t>& dims) {
+std::shared_ptr<Handle> create_dataset(hid_t parent, const std::string& name,
+                                       const std::string& dataset, hid_t type,
+                                       const std::vector<std::uint64_t>& dims) {
   Id space = simple_space(dims, dataset);
   return shared(check_id(H5Dcreate2(parent, name.c_str(), type, *space, H5P_DEFAULT, H5P_DEFAULT,
                                     H5P_DEFAULT),
@@ -121,18 +125,17 @@ void check_same_row_shape(const std::string& dataset, std::size_t elements,
   MPI_Allreduce(row_dims.data(), mn.data(), static_cast<int>(nd), MPI_UINT64_T, MPI_MIN, comm);
   if (mx != mn) {
     throw std::runtime_error("per-rank dataset '" + dataset +
-                             "': ranks passed rows of different shapes (smallest " + shape_text(mn) +
-                             ", largest " + shape_text(mx) + "; this rank " + shape_text(row_dims) +
-                             "); every rank must pass the same shape");
+                             "': ranks passed rows of different shapes (smallest " +
+                             shape_text(mn) + ", largest " + shape_text(mx) + "; this rank " +
+                             shape_text(row_dims) + "); every rank must pass the same shape");
   }
 }
 
 void collective_write(hid_t dset, hid_t mem_type, hid_t mspace, hid_t fspace, const void* buf,
                       const std::string& dataset, MPI_Comm comm) {
   Id dxpl = collective_dxpl(dataset);
-  agreed(comm, [&] {
-    check(H5Dwrite(dset, mem_type, mspace, fspace, *dxpl, buf), "H5Dwrite", dataset);
-  });
+  agreed(comm,
+         [&] { check(H5Dwrite(dset, mem_type, mspace, fspace, *dxpl, buf), "H5Dwrite", dataset); });
   const haddr_t offset = H5Dget_offset(dset);  // HADDR_UNDEF unless contiguous and allocated
   if (offset != HADDR_UNDEF)
     written_end() = std::max<std::uint64_t>(written_end(), offset + H5Dget_storage_size(dset));
@@ -200,9 +203,10 @@ void shared_impl(hid_t parent, const std::string& name, const std::string& datas
   bcast_vector(dims, comm);
   const bool bad = dims != dims_in || product(dims_in) != data.size();
   if (any_rank(bad, comm))
-    throw std::runtime_error("shared dataset '" + dataset + "': every rank must pass the same shape and " +
-                             "matching data (rank 0's shape " + shape_text(dims) + ", this rank's " +
-                             shape_text(dims_in) + " with " + std::to_string(data.size()) + " values)");
+    throw std::runtime_error(
+        "shared dataset '" + dataset + "': every rank must pass the same shape and " +
+        "matching data (rank 0's shape " + shape_text(dims) + ", this rank's " +
+        shape_text(dims_in) + " with " + std::to_string(data.size()) + " values)");
   auto dset = create_dataset(parent, name, dataset, h5_type<T>(), dims);
   write_from_rank0(dset->id(), h5_type<T>(), data.data(), dataset, comm);
   write_meta(dset->id(), dataset, meta, comm);
@@ -264,7 +268,8 @@ Group Group::group(const std::string& name) {
   } else {
     Id lcpl(check_id(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate", path), H5Pclose);
     check(H5Pset_create_intermediate_group(*lcpl, 1), "H5Pset_create_intermediate_group", path);
-    id = check_id(H5Gcreate2(h_->id(), name.c_str(), *lcpl, H5P_DEFAULT, H5P_DEFAULT), "H5Gcreate2", path);
+    id = check_id(H5Gcreate2(h_->id(), name.c_str(), *lcpl, H5P_DEFAULT, H5P_DEFAULT), "H5Gcreate2",
+                  path);
   }
   return Group(shared(id, H5Gclose), comm_, path);
 }
@@ -321,15 +326,27 @@ void Group::shared_array(const std::string& name, const std::vector<T>& data,
 }
 
 void Group::write_per_rank(const std::string& name, const std::vector<double>& row,
-                           const std::vector<std::uint64_t>& row_dims, const Meta& meta) { per_rank(name, row, row_dims, meta); }
+                           const std::vector<std::uint64_t>& row_dims, const Meta& meta) {
+  per_rank(name, row, row_dims, meta);
+}
 void Group::write_per_rank(const std::string& name, const std::vector<std::int64_t>& row,
-                           const std::vector<std::uint64_t>& row_dims, const Meta& meta) { per_rank(name, row, row_dims, meta); }
-void Group::write_per_rank(const std::string& name, double value, const Meta& meta) { per_rank<double>(name, {value}, {}, meta); }
-void Group::write_per_rank(const std::string& name, std::int64_t value, const Meta& meta) { per_rank<std::int64_t>(name, {value}, {}, meta); }
+                           const std::vector<std::uint64_t>& row_dims, const Meta& meta) {
+  per_rank(name, row, row_dims, meta);
+}
+void Group::write_per_rank(const std::string& name, double value, const Meta& meta) {
+  per_rank<double>(name, {value}, {}, meta);
+}
+void Group::write_per_rank(const std::string& name, std::int64_t value, const Meta& meta) {
+  per_rank<std::int64_t>(name, {value}, {}, meta);
+}
 void Group::write_shared(const std::string& name, const std::vector<double>& data,
-                         const std::vector<std::uint64_t>& dims, const Meta& meta) { shared_array(name, data, dims, meta); }
+                         const std::vector<std::uint64_t>& dims, const Meta& meta) {
+  shared_array(name, data, dims, meta);
+}
 void Group::write_shared(const std::string& name, const std::vector<std::int64_t>& data,
-                         const std::vector<std::uint64_t>& dims, const Meta& meta) { shared_array(name, data, dims, meta); }
+                         const std::vector<std::uint64_t>& dims, const Meta& meta) {
+  shared_array(name, data, dims, meta);
+}
 
 namespace {
 
@@ -349,7 +366,8 @@ void per_rank_strings_impl(hid_t parent, const std::string& name, const std::str
 
 }  // namespace
 
-void Group::write_per_rank_string(const std::string& name, const std::string& value, const Meta& meta) {
+void Group::write_per_rank_string(const std::string& name, const std::string& value,
+                                  const Meta& meta) {
   require_valid(h_, name);
   per_rank_strings_impl(h_->id(), name, join_path(path_, name), {value}, {}, meta, comm_);
 }
@@ -370,12 +388,14 @@ void Group::write_shared_strings(const std::string& name, const std::vector<std:
   for (const auto& s : data) hdr[1] = std::max<std::uint64_t>(hdr[1], s.size());
   MPI_Bcast(hdr, 2, MPI_UINT64_T, 0, comm_);
   if (any_rank(hdr[0] != data.size(), comm_))
-    throw std::runtime_error("shared string dataset '" + dataset + "': every rank must pass the same " +
-                             "list (rank 0 has " + std::to_string(hdr[0]) + " strings, this rank " +
+    throw std::runtime_error("shared string dataset '" + dataset +
+                             "': every rank must pass the same " + "list (rank 0 has " +
+                             std::to_string(hdr[0]) + " strings, this rank " +
                              std::to_string(data.size()) + ")");
   Id type = fixed_utf8_type(hdr[1], dataset);
   auto dset = create_dataset(h_->id(), name, dataset, *type, {hdr[0]});
-  const std::vector<char> buf = mpi::rank_of(comm_) == 0 ? pack_fixed(data, hdr[1]) : std::vector<char>();
+  const std::vector<char> buf =
+      mpi::rank_of(comm_) == 0 ? pack_fixed(data, hdr[1]) : std::vector<char>();
   write_from_rank0(dset->id(), *type, buf.data(), dataset, comm_);
   write_meta(dset->id(), dataset, meta, comm_);
 }

@@ -27,8 +27,12 @@ inline double quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
-inline double median(const std::vector<double>& v) { return quantile(v, 0.5); }
-inline double percentile(const std::vector<double>& v, double p) { return quantile(v, p / 100.0); }
+inline double median(const std::vector<double>& v) {
+  return quantile(v, 0.5);
+}
+inline double percentile(const std::vector<double>& v, double p) {
+  return quantile(v, p / 100.0);
+}
 
 inline double mean(const std::vector<double>& v) {
   const auto f = finite(v);
@@ -40,12 +44,14 @@ inline double mean(const std::vector<double>& v) {
 
 inline double min(const std::vector<double>& v) {
   const auto f = finite(v);
-  return f.empty() ? std::numeric_limits<double>::quiet_NaN() : *std::min_element(f.begin(), f.end());
+  return f.empty() ? std::numeric_limits<double>::quiet_NaN()
+                   : *std::min_element(f.begin(), f.end());
 }
 
 inline double max(const std::vector<double>& v) {
   const auto f = finite(v);
-  return f.empty() ? std::numeric_limits<double>::quiet_NaN() : *std::max_element(f.begin(), f.end());
+  return f.empty() ? std::numeric_limits<double>::quiet_NaN()
+                   : *std::max_element(f.begin(), f.end());
 }
 
 // Coefficient of variation: sample standard deviation / mean.

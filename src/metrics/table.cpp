@@ -17,8 +17,8 @@ namespace {
 
 const std::vector<std::pair<std::string, std::string>>& unit_suffixes() {
   static const std::vector<std::pair<std::string, std::string>> table = {
-      {"s", "_s"}, {"B", "_bytes"}, {"B/s", "_Bps"}, {"TFLOP/s", "_tflops"},
-      {"FLOP", "_flop"}, {"Hz", "_hz"}, {"1", ""}};
+      {"s", "_s"},       {"B", "_bytes"}, {"B/s", "_Bps"}, {"TFLOP/s", "_tflops"},
+      {"FLOP", "_flop"}, {"Hz", "_hz"},   {"1", ""}};
   return table;
 }
 
@@ -39,7 +39,8 @@ std::string unit_suffix(const std::string& units) {
     if (u == units) return suffix;
   std::string known;
   for (const auto& [u, suffix] : unit_suffixes()) known += (known.empty() ? "" : ", ") + u;
-  throw std::invalid_argument("units '" + units + "' are not in the unit-naming rule (" + known + ")");
+  throw std::invalid_argument("units '" + units + "' are not in the unit-naming rule (" + known +
+                              ")");
 }
 
 void check_unit_name(const std::string& name, const std::string& units) {
@@ -91,10 +92,12 @@ PointsTable::Column& PointsTable::declare(const std::string& name, const Meta& m
                                           std::vector<std::uint64_t> inner,
                                           std::vector<std::string> axes, char kind) {
   check_unit_name(name, meta.units);
-  if (metrics_.count(name)) throw std::logic_error("points table: metric '" + name + "' declared twice");
+  if (metrics_.count(name))
+    throw std::logic_error("points table: metric '" + name + "' declared twice");
   if (!axes.empty() && axes.size() != inner.size())
-    throw std::logic_error("points table: metric '" + name + "' names " + std::to_string(axes.size()) +
-                           " axes for " + std::to_string(inner.size()) + " inner dimensions");
+    throw std::logic_error("points table: metric '" + name + "' names " +
+                           std::to_string(axes.size()) + " axes for " +
+                           std::to_string(inner.size()) + " inner dimensions");
   for (std::size_t k = axes.size(); k < inner.size(); ++k)
     axes.push_back(name + "_axis" + std::to_string(k + 2));  // axes 0 and 1: rank, point
   Column c;
@@ -110,8 +113,8 @@ PointsTable::Column& PointsTable::declare(const std::string& name, const Meta& m
   return metrics_.emplace(name, std::move(c)).first->second;
 }
 
-void PointsTable::metric(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner,
-                         std::vector<std::string> axes) {
+void PointsTable::metric(const std::string& name, const Meta& meta,
+                         std::vector<std::uint64_t> inner, std::vector<std::string> axes) {
   declare(name, meta, std::move(inner), std::move(axes), 'd');
 }
 void PointsTable::int_metric(const std::string& name, const Meta& meta,
@@ -122,11 +125,14 @@ void PointsTable::text_metric(const std::string& name, const Meta& meta) {
   declare(name, meta, {}, {}, 't');
 }
 
-std::size_t PointsTable::inner_size(const Column& c) const { return product(c.inner); }
+std::size_t PointsTable::inner_size(const Column& c) const {
+  return product(c.inner);
+}
 
 PointsTable::Column& PointsTable::column(const std::string& name, char kind, std::size_t point) {
   auto it = metrics_.find(name);
-  if (it == metrics_.end()) throw std::logic_error("points table: metric '" + name + "' was not declared");
+  if (it == metrics_.end())
+    throw std::logic_error("points table: metric '" + name + "' was not declared");
   if (it->second.kind != kind)
     throw std::logic_error("points table: metric '" + name + "' set with the wrong value type");
   if (point >= points_)
@@ -149,12 +155,14 @@ void put_point(std::vector<T>& column, std::size_t per_point, std::size_t point,
     throw std::logic_error("points table: metric '" + name + "' takes " +
                            std::to_string(per_point) + " values per point, got " +
                            std::to_string(values.size()));
-  std::copy(values.begin(), values.end(), column.begin() + static_cast<std::ptrdiff_t>(point * per_point));
+  std::copy(values.begin(), values.end(),
+            column.begin() + static_cast<std::ptrdiff_t>(point * per_point));
 }
 
 }  // namespace
 
-void PointsTable::set(const std::string& name, std::size_t point, const std::vector<double>& values) {
+void PointsTable::set(const std::string& name, std::size_t point,
+                      const std::vector<double>& values) {
   Column& c = column(name, 'd', point);
   put_point(c.d, inner_size(c), point, values, name);
 }
@@ -234,9 +242,11 @@ void PointsTable::write_scales(Group& sweep) const {
   MPI_Comm_size(sweep.comm(), &world);
   sweep.dimension_scale("rank", static_cast<std::uint64_t>(world),
                         "MPI rank in MPI_COMM_WORLD: axis 0 of every metric");
-  sweep.dimension_scale("point", points_, "point index: the axis of points/<key>, axis 1 of every metric");
+  sweep.dimension_scale("point", points_,
+                        "point index: the axis of points/<key>, axis 1 of every metric");
   for (const auto& [axis, n] : axes)
-    sweep.dimension_scale(axis, n, "index along the inner axis '" + axis + "' of the metrics that have it");
+    sweep.dimension_scale(axis, n,
+                          "index along the inner axis '" + axis + "' of the metrics that have it");
 }
 
 }  // namespace rb::h5
@@ -250,12 +260,18 @@ constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
 double over_ranks(const std::vector<double>& v, OverRanks how) {
   switch (how) {
-    case OverRanks::Max: return stats::max(v);
-    case OverRanks::Min: return stats::min(v);
-    case OverRanks::Mean: return stats::mean(v);
-    case OverRanks::Rank0: return v.empty() ? kMissing : v[0];
-    case OverRanks::Slowest: throw std::logic_error("over_ranks: 'slowest' needs the ranks' medians");
-    case OverRanks::Sum: break;
+    case OverRanks::Max:
+      return stats::max(v);
+    case OverRanks::Min:
+      return stats::min(v);
+    case OverRanks::Mean:
+      return stats::mean(v);
+    case OverRanks::Rank0:
+      return v.empty() ? kMissing : v[0];
+    case OverRanks::Slowest:
+      throw std::logic_error("over_ranks: 'slowest' needs the ranks' medians");
+    case OverRanks::Sum:
+      break;
   }
   const auto f = stats::finite(v);
   if (f.empty()) return kMissing;
@@ -266,11 +282,16 @@ double over_ranks(const std::vector<double>& v, OverRanks how) {
 
 double over_inner(const std::vector<double>& v, OverInner how) {
   switch (how) {
-    case OverInner::Median: return stats::median(v);
-    case OverInner::Max: return stats::max(v);
-    case OverInner::Sum: return over_ranks(v, OverRanks::Sum);
-    case OverInner::Cv: return stats::cv(v);
-    case OverInner::None: break;
+    case OverInner::Median:
+      return stats::median(v);
+    case OverInner::Max:
+      return stats::max(v);
+    case OverInner::Sum:
+      return over_ranks(v, OverRanks::Sum);
+    case OverInner::Cv:
+      return stats::cv(v);
+    case OverInner::None:
+      break;
   }
   return v.empty() ? kMissing : v[0];
 }
@@ -279,23 +300,34 @@ double over_inner(const std::vector<double>& v, OverInner how) {
 
 std::string to_string(OverInner o) {
   switch (o) {
-    case OverInner::Median: return "median";
-    case OverInner::Sum: return "sum";
-    case OverInner::Max: return "max";
-    case OverInner::Cv: return "cv";
-    case OverInner::None: break;
+    case OverInner::Median:
+      return "median";
+    case OverInner::Sum:
+      return "sum";
+    case OverInner::Max:
+      return "max";
+    case OverInner::Cv:
+      return "cv";
+    case OverInner::None:
+      break;
   }
   return "none";
 }
 
 std::string to_string(OverRanks o) {
   switch (o) {
-    case OverRanks::Max: return "max";
-    case OverRanks::Min: return "min";
-    case OverRanks::Mean: return "mean";
-    case OverRanks::Sum: return "sum";
-    case OverRanks::Slowest: return "slowest";
-    case OverRanks::Rank0: break;
+    case OverRanks::Max:
+      return "max";
+    case OverRanks::Min:
+      return "min";
+    case OverRanks::Mean:
+      return "mean";
+    case OverRanks::Sum:
+      return "sum";
+    case OverRanks::Slowest:
+      return "slowest";
+    case OverRanks::Rank0:
+      break;
   }
   return "rank0";
 }
@@ -330,7 +362,8 @@ std::vector<double> PointsTable::inner_reduced(const Column& c, OverInner how) c
     for (std::size_t j = 0; j < k; ++j) {
       if (c.kind == 'd') one[j] = c.d[p * k + j];
       // -1 is the integer metrics' missing marker.
-      else one[j] = c.i[p * k + j] == -1 ? kMissing : static_cast<double>(c.i[p * k + j]);
+      else
+        one[j] = c.i[p * k + j] == -1 ? kMissing : static_cast<double>(c.i[p * k + j]);
     }
     out[p] = over_inner(one, how);
   }

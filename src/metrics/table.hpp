@@ -45,18 +45,18 @@ struct Headline {
 };
 // "median over iterations, max over ranks" (inner dimension named as the metric's units imply).
 std::string statistic_text(const Headline& h);
-std::string to_string(OverInner o);   // "none" | "median" | "sum" | "max" | "cv"
-std::string to_string(OverRanks o);   // "max" | "min" | "mean" | "sum" | "rank0" | "slowest"
+std::string to_string(OverInner o);  // "none" | "median" | "sum" | "max" | "cv"
+std::string to_string(OverRanks o);  // "max" | "min" | "mean" | "sum" | "rank0" | "slowest"
 
 // One point as rank 0 shows it: every key and the sweep's headline metrics.
 struct PointRecord {
   struct Field {
     std::string name;
-    std::string units;        // metrics only
-    std::string statistic;    // metrics only
-    Headline how;             // metrics only
+    std::string units;      // metrics only
+    std::string statistic;  // metrics only
+    Headline how;           // metrics only
     bool is_text = false;
-    double number = 0;        // NaN: missing
+    double number = 0;  // NaN: missing
     std::string text;
   };
   std::vector<Field> keys;
@@ -109,7 +109,7 @@ class PointsTable {
     Meta meta;
     std::vector<std::uint64_t> inner;
     std::vector<std::string> axes;  // the inner axes' dimension scales
-    char kind = 'd';  // d: double, i: int64, t: text
+    char kind = 'd';                // d: double, i: int64, t: text
     std::vector<double> d;
     std::vector<std::int64_t> i;
     std::vector<std::string> t;
@@ -134,8 +134,8 @@ class PointsTable {
   PointRecord::Field key_field(const std::string& name, const Key& k, std::size_t point) const;
 
   std::size_t points_;
-  std::vector<std::pair<std::string, Key>> keys_;   // in declaration order
-  std::map<std::string, Column> metrics_;           // sorted: the same order on every rank
+  std::vector<std::pair<std::string, Key>> keys_;  // in declaration order
+  std::map<std::string, Column> metrics_;          // sorted: the same order on every rank
 };
 
 }  // namespace rb::h5

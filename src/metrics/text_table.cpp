@@ -21,8 +21,10 @@ std::string sig3(double value) {
     std::snprintf(buf, sizeof buf, "%.2e", value);
     return buf;
   }
-  const int decimals = a >= 100 || a == 0 ? 0 : a >= 10 ? 1 : a >= 1 ? 2
-                       : std::min(9, 2 - static_cast<int>(std::floor(std::log10(a))));
+  const int decimals = a >= 100 || a == 0 ? 0
+                       : a >= 10          ? 1
+                       : a >= 1           ? 2
+                                : std::min(9, 2 - static_cast<int>(std::floor(std::log10(a))));
   return fixed(value, decimals);
 }
 
@@ -207,8 +209,8 @@ std::string TextTable::render(const std::string& title, const std::vector<std::s
   if (!dropped.empty()) {
     std::string names;
     for (std::size_t c : dropped) names += (names.empty() ? "" : ", ") + columns_[c].header;
-    out += wrapped("not shown at this width: " + names + " (--wide shows every column)",
-                   note_width, "  ", "  ");
+    out += wrapped("not shown at this width: " + names + " (--wide shows every column)", note_width,
+                   "  ", "  ");
   }
   return out;
 }

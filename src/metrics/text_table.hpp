@@ -18,8 +18,8 @@ class TextTable {
     Column(std::string h, std::string u = "", bool l = false)
         : header(std::move(h)), units(std::move(u)), left(l) {}
     std::string header;
-    std::string units;   // second header line, e.g. "(GB/s)"; empty: none
-    bool left = false;   // text columns align left, numbers right
+    std::string units;  // second header line, e.g. "(GB/s)"; empty: none
+    bool left = false;  // text columns align left, numbers right
   };
   explicit TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
   // A label centred over columns [first, first + count) above the headers ("out-of-place").
@@ -52,7 +52,8 @@ class TextTable {
                                               std::size_t width) const;
   std::string render_part(const std::vector<std::size_t>& cols,
                           const std::vector<std::size_t>& w) const;
-  std::string span_line(const std::vector<std::size_t>& cols, const std::vector<std::size_t>& w) const;
+  std::string span_line(const std::vector<std::size_t>& cols,
+                        const std::vector<std::size_t>& w) const;
 
   std::vector<Column> columns_;
   std::vector<Span> spans_;

@@ -10,7 +10,9 @@
 namespace rb::coll {
 namespace {
 
-char* at(void* base, std::size_t offset) { return static_cast<char*>(base) + offset; }
+char* at(void* base, std::size_t offset) {
+  return static_cast<char*>(base) + offset;
+}
 
 // ---- byte counts (nccl-tests' setupArgs / GetCollByteCount) ---------------------------------
 // Every rank sends and receives `count` elements.
@@ -57,9 +59,15 @@ Sizes per_peer(std::size_t count, std::size_t elem, int n) {
 //  - all_to_all: every rank keeps 1/n of its S bytes and sends the other (n-1)/n.
 //  - broadcast, reduce: a pipelined chain moves all S bytes once through every link: 1.
 //  - send/recv (ring neighbour exchange): one message over one link: 1.
-double two_phases(int n) { return 2.0 * (n - 1.0) / n; }
-double one_phase(int n) { return (n - 1.0) / n; }
-double once(int) { return 1.0; }
+double two_phases(int n) {
+  return 2.0 * (n - 1.0) / n;
+}
+double one_phase(int n) {
+  return (n - 1.0) / n;
+}
+double once(int) {
+  return 1.0;
+}
 
 // ---- where input and output lie -------------------------------------------------------------
 void same_buffer(const Call& c, Transport, Regions& r) {  // all_reduce, sendrecv
@@ -68,7 +76,8 @@ void same_buffer(const Call& c, Transport, Regions& r) {  // all_reduce, sendrec
   r.output_count = c.sizes.count;
 }
 void gather_regions(const Call& c, Transport, Regions& r) {
-  r.input = c.in_place ? at(c.recv, static_cast<std::size_t>(c.rank) * c.sizes.send_inplace_offset) : c.send;
+  r.input = c.in_place ? at(c.recv, static_cast<std::size_t>(c.rank) * c.sizes.send_inplace_offset)
+                       : c.send;
   r.input_count = c.sizes.count;
   r.output_count = c.sizes.count * static_cast<std::size_t>(c.nranks);
 }
@@ -77,7 +86,8 @@ void scatter_regions(const Call& c, Transport t, Regions& r) {
   r.input = c.in_place ? c.recv : c.send;
   r.input_count = c.sizes.count * static_cast<std::size_t>(c.nranks);
   // MPI leaves the in-place result at the start of the buffer, NCCL at rank * count.
-  r.output = (c.in_place && t == Transport::Nccl) ? at(c.recv, static_cast<std::size_t>(c.rank) * w) : c.recv;
+  r.output = (c.in_place && t == Transport::Nccl) ? at(c.recv, static_cast<std::size_t>(c.rank) * w)
+                                                  : c.recv;
   r.output_count = c.sizes.count;
   r.zero_bytes = c.in_place ? c.sizes.send_bytes : c.sizes.recv_bytes;
 }
@@ -153,7 +163,8 @@ void mpi_all_reduce(const Call& c, MPI_Comm comm) {
 }
 void mpi_all_gather(const Call& c, MPI_Comm comm) {
   const MPI_Datatype t = mpi_datatype(c.dtype);
-  RB_MPI_CHECK(MPI_Allgather(c.in_place ? MPI_IN_PLACE : c.send, mpi_count(c), t, c.recv, mpi_count(c), t, comm));
+  RB_MPI_CHECK(MPI_Allgather(c.in_place ? MPI_IN_PLACE : c.send, mpi_count(c), t, c.recv,
+                             mpi_count(c), t, comm));
 }
 void mpi_reduce_scatter(const Call& c, MPI_Comm comm) {
   RB_MPI_CHECK(MPI_Reduce_scatter_block(c.in_place ? MPI_IN_PLACE : c.send, c.recv, mpi_count(c),
@@ -210,7 +221,8 @@ const std::vector<Collective>& collectives() {
 const Collective& collective(Op op) {
   for (const auto& c : collectives())
     if (c.op == op) return c;
-  throw std::logic_error("collective table: no row for operation " + std::to_string(static_cast<int>(op)));
+  throw std::logic_error("collective table: no row for operation " +
+                         std::to_string(static_cast<int>(op)));
 }
 
 std::vector<std::string> op_names() {
@@ -219,7 +231,9 @@ std::vector<std::string> op_names() {
   return names;
 }
 
-const char* op_name(Op op) { return collective(op).name; }
+const char* op_name(Op op) {
+  return collective(op).name;
+}
 
 Op op_from_name(const std::string& name) {
   for (const auto& c : collectives())
@@ -227,7 +241,9 @@ Op op_from_name(const std::string& name) {
   throw std::invalid_argument("unknown collective operation '" + name + "'");
 }
 
-const char* transport_name(Transport t) { return t == Transport::Mpi ? "mpi" : "nccl"; }
+const char* transport_name(Transport t) {
+  return t == Transport::Mpi ? "mpi" : "nccl";
+}
 
 Sizes sizes_for(Op op, std::size_t requested_bytes, std::size_t elem, int n) {
   Sizes s = collective(op).sizes(requested_bytes / elem, elem, n);
@@ -235,7 +251,8 @@ Sizes sizes_for(Op op, std::size_t requested_bytes, std::size_t elem, int n) {
   return s;
 }
 
-Call call_for(Op op, prof::DType t, bool in_place, std::size_t requested_bytes, int rank, int nranks, int root) {
+Call call_for(Op op, prof::DType t, bool in_place, std::size_t requested_bytes, int rank,
+              int nranks, int root) {
   Call c;
   c.op = op;
   c.dtype = t;
@@ -265,18 +282,23 @@ Regions regions(const Call& c, Transport t) {
 std::size_t count_mismatches_host(const Regions& r, prof::DType t) {
   std::size_t wrong = 0;
   for (std::size_t j = 0; j < r.output_count; ++j)
-    if (!prof::matches(t, prof::load(r.output, j, t), prof::expected_value(r.expect, j), r.expect.nranks))
+    if (!prof::matches(t, prof::load(r.output, j, t), prof::expected_value(r.expect, j),
+                       r.expect.nranks))
       ++wrong;
   return wrong;
 }
 
 MPI_Datatype mpi_datatype(prof::DType t) {
   switch (t) {
-    case prof::DType::F32: return MPI_FLOAT;
-    case prof::DType::F64: return MPI_DOUBLE;
+    case prof::DType::F32:
+      return MPI_FLOAT;
+    case prof::DType::F64:
+      return MPI_DOUBLE;
     case prof::DType::F16:
-    case prof::DType::BF16: return MPI_UINT16_T;
-    case prof::DType::I32: return MPI_INT32_T;
+    case prof::DType::BF16:
+      return MPI_UINT16_T;
+    case prof::DType::I32:
+      return MPI_INT32_T;
   }
   return MPI_FLOAT;
 }

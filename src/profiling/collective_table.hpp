@@ -22,10 +22,10 @@ const char* transport_name(Transport t);
 // Buffer sizes for one point, from the requested size S (bytes), the element size w and the
 // group size n; count = S / w elements.
 struct Sizes {
-  std::size_t count = 0;            // the `count` argument passed to the collective call
-  std::size_t send_bytes = 0;       // bytes each rank sends from (its input buffer)
-  std::size_t recv_bytes = 0;       // bytes each rank receives into (its output buffer)
-  std::size_t bytes = 0;            // the reported size: max(send, recv); algbw = bytes / time
+  std::size_t count = 0;                // the `count` argument passed to the collective call
+  std::size_t send_bytes = 0;           // bytes each rank sends from (its input buffer)
+  std::size_t recv_bytes = 0;           // bytes each rank receives into (its output buffer)
+  std::size_t bytes = 0;                // the reported size: max(send, recv); algbw = bytes / time
   std::size_t send_inplace_offset = 0;  // in-place input = recv buffer + rank * this (NCCL layout)
   std::size_t recv_inplace_offset = 0;  // in-place output = recv buffer + rank * this (NCCL layout)
 };
@@ -78,8 +78,12 @@ std::vector<std::string> op_names();
 const char* op_name(Op op);
 Op op_from_name(const std::string& name);  // throws std::invalid_argument
 
-inline double busbw_factor(Op op, int n) { return collective(op).busbw_factor(n); }
-inline bool supports_in_place(Op op) { return collective(op).in_place; }
+inline double busbw_factor(Op op, int n) {
+  return collective(op).busbw_factor(n);
+}
+inline bool supports_in_place(Op op) {
+  return collective(op).in_place;
+}
 Sizes sizes_for(Op op, std::size_t requested_bytes, std::size_t elem, int n);
 
 // algbw = bytes / time; busbw = algbw * busbw_factor(op, n).
@@ -91,7 +95,8 @@ inline double busbw(Op op, int n, std::size_t bytes, double seconds) {
 }
 
 // The call of `op` at a requested message size for this rank of its group (buffers unset).
-Call call_for(Op op, prof::DType t, bool in_place, std::size_t requested_bytes, int rank, int nranks, int root);
+Call call_for(Op op, prof::DType t, bool in_place, std::size_t requested_bytes, int rank,
+              int nranks, int root);
 Regions regions(const Call& c, Transport t);
 // The host-side check: the number of output elements that differ from the expectation.
 std::size_t count_mismatches_host(const Regions& r, prof::DType t);

@@ -13,11 +13,11 @@ struct Point {
 };
 
 struct Fit {
-  double alpha_s = 0;         // latency: the time of a zero-byte operation
-  double beta_Bps = 0;        // asymptotic algorithm bandwidth (B/s); +inf when time does not grow with m
-  double rel_rms_error = 0;   // sqrt(mean(((t_fit - t) / t)^2)) over the points used
-  std::size_t points = 0;     // points used (those with bytes >= 0 and seconds > 0)
-  bool ok = false;            // false when fewer than 2 usable points
+  double alpha_s = 0;   // latency: the time of a zero-byte operation
+  double beta_Bps = 0;  // asymptotic algorithm bandwidth (B/s); +inf when time does not grow with m
+  double rel_rms_error = 0;            // sqrt(mean(((t_fit - t) / t)^2)) over the points used
+  std::size_t points = 0;              // points used (those with bytes >= 0 and seconds > 0)
+  bool ok = false;                     // false when fewer than 2 usable points
   double predict(double bytes) const;  // alpha + bytes / beta
 };
 

@@ -19,7 +19,8 @@ void Engine::launch(const coll::Call& base, std::size_t iter, std::size_t group)
 std::unique_ptr<Engine> make_engine(const EngineSetup& setup) {
   if (setup.backend != Backend::Cuda) return make_mpi_engine(setup);
 #ifdef RINGBENCH_HAVE_CUDA
-  if (!setup.nccl_world) throw std::runtime_error("the cuda backend has no world NCCL communicator");
+  if (!setup.nccl_world)
+    throw std::runtime_error("the cuda backend has no world NCCL communicator");
   return make_nccl_engine(setup);
 #else
   throw std::runtime_error("the cuda backend needs a build with CUDA and NCCL");

@@ -46,7 +46,8 @@ class Engine {
   void launch(const coll::Call& c, std::size_t iter, std::size_t group);
   // Per-call seconds of `n` launches (device events on NCCL, a host clock around each
   // blocking call on MPI).
-  virtual std::vector<double> iteration_times(const coll::Call& c, std::size_t n, std::size_t group) = 0;
+  virtual std::vector<double> iteration_times(const coll::Call& c, std::size_t n,
+                                              std::size_t group) = 0;
   // Output elements of the last call that differ from the expectation (waits for it).
   virtual std::int64_t wrong_elements(const coll::Call& c) = 0;
 
@@ -84,7 +85,8 @@ class ComputeEngine {
   // C = A * B, n x n x n, in `dtype` (float32, float64; GPU also bfloat16, float16, tf32).
   virtual Timing gemm(const std::string& dtype, int n, int warmup, int iterations) = 0;
   // Copies of `bytes` of `kind` (d2d, h2d_pinned, ...); the host backend has none (throws).
-  virtual std::vector<double> copy(const std::string& kind, std::size_t bytes, int warmup, int iterations) = 0;
+  virtual std::vector<double> copy(const std::string& kind, std::size_t bytes, int warmup,
+                                   int iterations) = 0;
 };
 
 std::unique_ptr<ComputeEngine> make_compute_engine(Backend backend);

@@ -7,10 +7,14 @@ namespace rb::groups {
 
 std::string Spec::label() const {
   switch (kind) {
-    case Kind::World: return "world";
-    case Kind::IntraNode: return "intra_node";
-    case Kind::InterNode: return "inter_node";
-    case Kind::Blocks: return std::to_string(block);
+    case Kind::World:
+      return "world";
+    case Kind::IntraNode:
+      return "intra_node";
+    case Kind::InterNode:
+      return "inter_node";
+    case Kind::Blocks:
+      return std::to_string(block);
   }
   return "world";
 }
@@ -50,10 +54,14 @@ std::string validate(const Spec& spec, int world_size) {
 
 Assignment assign(const Spec& spec, const RankLayout& layout) {
   switch (spec.kind) {
-    case Kind::World: return {0, layout.rank};
-    case Kind::IntraNode: return {layout.node_index, layout.local_rank};
-    case Kind::InterNode: return {layout.local_rank, layout.node_index};
-    case Kind::Blocks: return {layout.rank / spec.block, layout.rank % spec.block};
+    case Kind::World:
+      return {0, layout.rank};
+    case Kind::IntraNode:
+      return {layout.node_index, layout.local_rank};
+    case Kind::InterNode:
+      return {layout.local_rank, layout.node_index};
+    case Kind::Blocks:
+      return {layout.rank / spec.block, layout.rank % spec.block};
   }
   return {0, layout.rank};
 }

@@ -5,7 +5,8 @@
 //   intra_node  one group per node: the ranks sharing a node
 //   inter_node  one group per local rank: one rank per node, all with the same local rank
 //   <k>         consecutive blocks of k ranks (k must divide the world size)
-// Node membership comes from RankLayout (--ranks-per-node / RINGBENCH_RANKS_PER_NODE simulate nodes).
+// Node membership comes from RankLayout (--ranks-per-node / RINGBENCH_RANKS_PER_NODE simulate
+// nodes).
 #include <string>
 #include <vector>
 
@@ -41,10 +42,10 @@ Assignment assign(const Spec& spec, const RankLayout& layout);
 // This rank's group: a communicator over its members (collective over `world`).
 struct Group {
   Spec spec;
-  int id = 0;      // the color; groups of one kind have distinct ids
-  int rank = 0;    // rank in the group
+  int id = 0;    // the color; groups of one kind have distinct ids
+  int rank = 0;  // rank in the group
   int size = 1;
-  Comm comm;       // owned split of world
+  Comm comm;  // owned split of world
   MPI_Comm get() const { return comm.get(); }
 };
 Group make_group(const Spec& spec, MPI_Comm world, const RankLayout& layout);

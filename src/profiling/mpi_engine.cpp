@@ -13,7 +13,8 @@ namespace {
 
 class MpiEngine final : public Engine {
  public:
-  explicit MpiEngine(const EngineSetup& s) : world_(s.world), host_send_(s.bytes), host_recv_(s.bytes) {
+  explicit MpiEngine(const EngineSetup& s)
+      : world_(s.world), host_send_(s.bytes), host_recv_(s.bytes) {
     bytes_ = s.bytes;
     send_ = host_send_.get();
     recv_ = host_recv_.get();
@@ -26,9 +27,11 @@ class MpiEngine final : public Engine {
   void prepare(const coll::Call& c) override {
     const coll::Regions r = coll::regions(c, coll::Transport::Mpi);
     std::memset(r.zero, 0, r.zero_bytes);
-    for (std::size_t i = 0; i < r.input_count; ++i) store(r.input, i, c.dtype, input_value(c.rank, i));
+    for (std::size_t i = 0; i < r.input_count; ++i)
+      store(r.input, i, c.dtype, input_value(c.rank, i));
   }
-  std::vector<double> iteration_times(const coll::Call& c, std::size_t n, std::size_t group) override {
+  std::vector<double> iteration_times(const coll::Call& c, std::size_t n,
+                                      std::size_t group) override {
     std::vector<double> s(n);
     for (std::size_t it = 0; it < n; ++it) {
       const double a = now_s();
@@ -38,12 +41,14 @@ class MpiEngine final : public Engine {
     return s;
   }
   std::int64_t wrong_elements(const coll::Call& c) override {
-    return static_cast<std::int64_t>(coll::count_mismatches_host(coll::regions(c, coll::Transport::Mpi), c.dtype));
+    return static_cast<std::int64_t>(
+        coll::count_mismatches_host(coll::regions(c, coll::Transport::Mpi), c.dtype));
   }
 
   void post(std::size_t bytes, int to, int from) override {
     if (bytes > static_cast<std::size_t>(INT32_MAX))
-      throw std::runtime_error("MPI message of " + std::to_string(bytes) + " bytes exceeds int counts");
+      throw std::runtime_error("MPI message of " + std::to_string(bytes) +
+                               " bytes exceeds int counts");
     const int n = static_cast<int>(bytes);
     if (to >= 0) {
       reqs_.emplace_back();
@@ -65,7 +70,9 @@ class MpiEngine final : public Engine {
   }
 
  protected:
-  void run(const coll::Call& c, std::size_t group) override { coll::collective(c.op).mpi(c, groups_.at(group)); }
+  void run(const coll::Call& c, std::size_t group) override {
+    coll::collective(c.op).mpi(c, groups_.at(group));
+  }
 
  private:
   MPI_Comm world_;
@@ -77,7 +84,9 @@ class MpiEngine final : public Engine {
 class HostComputeEngine final : public ComputeEngine {
  public:
   std::string gemm_engine() const override { return "kokkos"; }
-  std::string description() const override { return "Kokkos GEMM-like kernel (default execution space)"; }
+  std::string description() const override {
+    return "Kokkos GEMM-like kernel (default execution space)";
+  }
   Timing gemm(const std::string& dtype, int n, int warmup, int iterations) override {
     const auto r = host::gemm(n, dtype == "float64", warmup, iterations);
     return {r.seconds, r.flops, r.max_abs_error};
@@ -89,7 +98,11 @@ class HostComputeEngine final : public ComputeEngine {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_mpi_engine(const EngineSetup& setup) { return std::make_unique<MpiEngine>(setup); }
-std::unique_ptr<ComputeEngine> make_host_compute_engine() { return std::make_unique<HostComputeEngine>(); }
+std::unique_ptr<Engine> make_mpi_engine(const EngineSetup& setup) {
+  return std::make_unique<MpiEngine>(setup);
+}
+std::unique_ptr<ComputeEngine> make_host_compute_engine() {
+  return std::make_unique<HostComputeEngine>();
+}
 
 }  // namespace rb::prof

@@ -6,8 +6,8 @@
 
 namespace rb::coll::nccl {
 
-#define RB_NCCL_ABSENT(name)                                                                \
-  void name(const Call&, void*, void*) {                                                   \
+#define RB_NCCL_ABSENT(name)                                                                  \
+  void name(const Call&, void*, void*) {                                                      \
     throw std::logic_error("NCCL " #name ": this ringbench was built without CUDA and NCCL"); \
   }
 RB_NCCL_ABSENT(all_reduce)

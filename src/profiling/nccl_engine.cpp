@@ -17,7 +17,8 @@ namespace {
 
 class NcclEngine final : public Engine {
  public:
-  explicit NcclEngine(const EngineSetup& s) : world_(s.nccl_world->raw()), dev_send_(s.bytes), dev_recv_(s.bytes) {
+  explicit NcclEngine(const EngineSetup& s)
+      : world_(s.nccl_world->raw()), dev_send_(s.bytes), dev_recv_(s.bytes) {
     bytes_ = s.bytes;
     send_ = dev_send_.get();
     recv_ = dev_recv_.get();
@@ -47,7 +48,8 @@ class NcclEngine final : public Engine {
     cuda::fill_input(r.input, r.input_count, c.dtype, c.rank, stream_.get());
     wait("the buffer fill");
   }
-  std::vector<double> iteration_times(const coll::Call& c, std::size_t n, std::size_t group) override {
+  std::vector<double> iteration_times(const coll::Call& c, std::size_t n,
+                                      std::size_t group) override {
     cuda::EventTimeline tl(n + 1, stream_.get());
     tl.mark(0);
     for (std::size_t it = 0; it < n; ++it) {
@@ -61,7 +63,8 @@ class NcclEngine final : public Engine {
   }
   std::int64_t wrong_elements(const coll::Call& c) override {
     const coll::Regions r = coll::regions(c, coll::Transport::Nccl);
-    return static_cast<std::int64_t>(cuda::count_mismatches(r.output, r.output_count, c.dtype, r.expect, stream_.get()));
+    return static_cast<std::int64_t>(
+        cuda::count_mismatches(r.output, r.output_count, c.dtype, r.expect, stream_.get()));
   }
 
   void post(std::size_t bytes, int to, int from) override {
@@ -93,8 +96,8 @@ class NcclEngine final : public Engine {
   void* world_;
   cuda::DeviceBuffer dev_send_, dev_recv_;
   cuda::Stream stream_;
-  std::vector<NcclComm> own_;  // one per group spec; empty for the world
-  std::vector<void*> groups_;  // the ncclComm_t of each group spec
+  std::vector<NcclComm> own_;       // one per group spec; empty for the world
+  std::vector<void*> groups_;       // the ncclComm_t of each group spec
   std::vector<NcclCommRef> comms_;  // every communicator above, named for error messages
 
   void wait(const std::string& what) {
@@ -111,14 +114,17 @@ class NcclEngine final : public Engine {
 class GpuComputeEngine final : public ComputeEngine {
  public:
   std::string gemm_engine() const override { return "cublaslt"; }
-  std::string description() const override { return "cuBLASLt (heuristic algorithm, 32 MiB workspace)"; }
+  std::string description() const override {
+    return "cuBLASLt (heuristic algorithm, 32 MiB workspace)";
+  }
   Timing gemm(const std::string& dtype, int n, int warmup, int iterations) override {
     Timing t;
     t.seconds = cuda::gemm_seconds(dtype, n, n, n, warmup, iterations, stream_.get());
     t.flop = 2.0 * static_cast<double>(n) * n * n;
     return t;
   }
-  std::vector<double> copy(const std::string& kind, std::size_t bytes, int warmup, int iterations) override {
+  std::vector<double> copy(const std::string& kind, std::size_t bytes, int warmup,
+                           int iterations) override {
     return cuda::copy_seconds(kind, bytes, warmup, iterations, stream_.get());
   }
 
@@ -128,7 +134,11 @@ class GpuComputeEngine final : public ComputeEngine {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_nccl_engine(const EngineSetup& setup) { return std::make_unique<NcclEngine>(setup); }
-std::unique_ptr<ComputeEngine> make_gpu_compute_engine() { return std::make_unique<GpuComputeEngine>(); }
+std::unique_ptr<Engine> make_nccl_engine(const EngineSetup& setup) {
+  return std::make_unique<NcclEngine>(setup);
+}
+std::unique_ptr<ComputeEngine> make_gpu_compute_engine() {
+  return std::make_unique<GpuComputeEngine>();
+}
 
 }  // namespace rb::prof

@@ -52,20 +52,28 @@ PairSpec parse_pair_spec(const std::string& text) {
   if (text == "per_node_pair") return {PairSet::PerNodePair};
   if (text.rfind("sample:", 0) == 0) {
     const std::string n = text.substr(7);
-    if (!n.empty() && n.size() <= 9 && std::all_of(n.begin(), n.end(), ::isdigit) && std::stoll(n) > 0)
+    if (!n.empty() && n.size() <= 9 && std::all_of(n.begin(), n.end(), ::isdigit) &&
+        std::stoll(n) > 0)
       return {PairSet::Sample, std::stoll(n)};
   }
-  throw std::invalid_argument("expected all | intra_node | node_leaders | per_node_pair | "
-                              "sample:N (N pairs, 1 to 999999999), got '" + text + "'");
+  throw std::invalid_argument(
+      "expected all | intra_node | node_leaders | per_node_pair | "
+      "sample:N (N pairs, 1 to 999999999), got '" +
+      text + "'");
 }
 
 std::string to_string(const PairSpec& spec) {
   switch (spec.set) {
-    case PairSet::All: return "all";
-    case PairSet::IntraNode: return "intra_node";
-    case PairSet::NodeLeaders: return "node_leaders";
-    case PairSet::PerNodePair: return "per_node_pair";
-    case PairSet::Sample: return "sample:" + std::to_string(spec.sample);
+    case PairSet::All:
+      return "all";
+    case PairSet::IntraNode:
+      return "intra_node";
+    case PairSet::NodeLeaders:
+      return "node_leaders";
+    case PairSet::PerNodePair:
+      return "per_node_pair";
+    case PairSet::Sample:
+      return "sample:" + std::to_string(spec.sample);
   }
   return "?";
 }
@@ -113,11 +121,16 @@ std::vector<Pair> select_pairs(const PairSpec& spec, const std::vector<int>& nod
 std::uint64_t count_pairs(const PairSpec& spec, int nodes, int per_node) {
   const std::uint64_t n = nodes, k = per_node, w = n * k;
   switch (spec.set) {
-    case PairSet::All: return w * (w - 1);
-    case PairSet::IntraNode: return n * k * (k - 1);
-    case PairSet::NodeLeaders: return n * (n - 1);
-    case PairSet::PerNodePair: return k * (k - 1) + n * (n - 1);
-    case PairSet::Sample: return std::min<std::uint64_t>(spec.sample, w * (w - 1));
+    case PairSet::All:
+      return w * (w - 1);
+    case PairSet::IntraNode:
+      return n * k * (k - 1);
+    case PairSet::NodeLeaders:
+      return n * (n - 1);
+    case PairSet::PerNodePair:
+      return k * (k - 1) + n * (n - 1);
+    case PairSet::Sample:
+      return std::min<std::uint64_t>(spec.sample, w * (w - 1));
   }
   return 0;
 }
@@ -131,12 +144,16 @@ std::uint64_t count_pairs(const PairSpec& spec, const std::vector<int>& node_siz
     within += ordered(static_cast<std::uint64_t>(k));
   }
   switch (spec.set) {
-    case PairSet::All: return ordered(w);
-    case PairSet::IntraNode: return within;
-    case PairSet::NodeLeaders: return ordered(node_sizes.size());
+    case PairSet::All:
+      return ordered(w);
+    case PairSet::IntraNode:
+      return within;
+    case PairSet::NodeLeaders:
+      return ordered(node_sizes.size());
     case PairSet::PerNodePair:
       return ordered(static_cast<std::uint64_t>(node_sizes.front())) + ordered(node_sizes.size());
-    case PairSet::Sample: return std::min<std::uint64_t>(spec.sample, ordered(w));
+    case PairSet::Sample:
+      return std::min<std::uint64_t>(spec.sample, ordered(w));
   }
   return 0;
 }
@@ -163,12 +180,14 @@ std::vector<int> node_sizes(const std::vector<int>& node_of) {
 bool covers_all_pairs(const PairSpec& spec, int world) {
   const std::uint64_t w = static_cast<std::uint64_t>(std::max(world, 0));
   return spec.set == PairSet::All ||
-         (spec.set == PairSet::Sample && static_cast<std::uint64_t>(spec.sample) >= w * (w > 0 ? w - 1 : 0));
+         (spec.set == PairSet::Sample &&
+          static_cast<std::uint64_t>(spec.sample) >= w * (w > 0 ? w - 1 : 0));
 }
 
 std::uint64_t tournament_round_count(int world) {
   if (world < 2) return 0;
-  return world % 2 == 0 ? 2u * static_cast<std::uint64_t>(world - 1) : 2u * static_cast<std::uint64_t>(world);
+  return world % 2 == 0 ? 2u * static_cast<std::uint64_t>(world - 1)
+                        : 2u * static_cast<std::uint64_t>(world);
 }
 
 std::vector<std::vector<Pair>> schedule_rounds(const std::vector<Pair>& pairs, int world) {

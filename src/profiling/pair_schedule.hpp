@@ -15,8 +15,8 @@ enum class PairSet { All, IntraNode, NodeLeaders, PerNodePair, Sample };
 
 struct PairSpec {
   PairSet set = PairSet::All;
-  std::int64_t sample = 0;     // Sample: pairs drawn (without repeats)
-  std::uint64_t seed = 1;      // Sample: the same seed draws the same pairs on every rank
+  std::int64_t sample = 0;  // Sample: pairs drawn (without repeats)
+  std::uint64_t seed = 1;   // Sample: the same seed draws the same pairs on every rank
 };
 
 struct Pair {

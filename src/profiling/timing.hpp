@@ -23,11 +23,16 @@ class HostBuffer {
   explicit HostBuffer(std::size_t bytes) : bytes_(bytes) {
     const std::size_t rounded = ((bytes ? bytes : 1) + 4095) / 4096 * 4096;
     p_ = std::aligned_alloc(4096, rounded);
-    if (!p_) throw std::runtime_error("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+    if (!p_)
+      throw std::runtime_error("cannot allocate " + std::to_string(bytes) +
+                               " bytes of host memory");
     std::memset(p_, 0, rounded);
   }
   ~HostBuffer() { std::free(p_); }
-  HostBuffer(HostBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; o.bytes_ = 0; }
+  HostBuffer(HostBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
   HostBuffer& operator=(HostBuffer&& o) noexcept {
     if (this != &o) {
       std::free(p_);
@@ -55,10 +60,13 @@ inline double now_s() {
 
 // Names as written in the YAML and the HDF5 file.
 inline const std::vector<std::string>& dtype_names() {
-  static const std::vector<std::string> names = {"float32", "float64", "float16", "bfloat16", "int32"};
+  static const std::vector<std::string> names = {"float32", "float64", "float16", "bfloat16",
+                                                 "int32"};
   return names;
 }
-inline const char* dtype_name(DType t) { return dtype_names()[static_cast<std::size_t>(t)].c_str(); }
+inline const char* dtype_name(DType t) {
+  return dtype_names()[static_cast<std::size_t>(t)].c_str();
+}
 inline DType dtype_from_name(const std::string& s) {
   const auto& names = dtype_names();
   for (std::size_t i = 0; i < names.size(); ++i)

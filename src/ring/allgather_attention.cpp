@@ -11,8 +11,8 @@ AllGatherAttention::AllGatherAttention(const Problem& p, attn::AttentionBackend&
   check_group(tr_.group_size(), p_.ring_size);
   rank_ = tr_.group_rank();
   calls_ = calls_per_owner(p_, rank_);
-  gqa_ = KvExpansion(be_, p_.batch, p_.heads, p_.num_kv_heads(), p_.local_rows(), p_.head_dim, p_.dtype,
-                     with_backward_);
+  gqa_ = KvExpansion(be_, p_.batch, p_.heads, p_.num_kv_heads(), p_.local_rows(), p_.head_dim,
+                     p_.dtype, with_backward_);
   const std::size_t R = static_cast<std::size_t>(p_.ring_size);
   kv_all_ = BackendBuffer(be_, R * 2 * shards_.kv_shard_bytes);
   if (!with_backward_) return;
@@ -21,8 +21,10 @@ AllGatherAttention::AllGatherAttention(const Problem& p, attn::AttentionBackend&
 }
 
 StepKernels AllGatherAttention::kernels() const {
-  return {be_, attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()},
-          p_.dtype, p_.scale(), shards_.q.ptr, gqa_.kernel_shard_bytes()};
+  return {
+      be_,           attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()},
+      p_.dtype,      p_.scale(),
+      shards_.q.ptr, gqa_.kernel_shard_bytes()};
 }
 
 double AllGatherAttention::collective_seconds(int before, int after, double host_wait) {
@@ -34,15 +36,17 @@ void AllGatherAttention::forward() {
   const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes;
   reset_steps(fwd_);
   be_.reset_marks();
-  be_.init_forward(shards_.out.floats(), shards_.lse.floats(), static_cast<std::int64_t>(shards_.rows), p_.head_dim);
+  be_.init_forward(shards_.out.floats(), shards_.lse.floats(),
+                   static_cast<std::int64_t>(shards_.rows), p_.head_dim);
   const int g0 = be_.mark();
   const double host_wait = tr_.all_gather(shards_.kv.ptr, kv_all_.ptr, kv_bytes);
   const int g1 = be_.mark();
   bytes_sent_ += static_cast<std::uint64_t>(R - 1) * kv_bytes;  // a ring all-gather's share
   std::vector<int> marks{g1};
   for (int owner = 0; owner < R; ++owner) {
-    kernels().forward(calls_[static_cast<std::size_t>(owner)], gqa_.expand(kv_all_.bytes() + owner * kv_bytes),
-                      shards_.out.floats(), shards_.lse.floats());
+    kernels().forward(calls_[static_cast<std::size_t>(owner)],
+                      gqa_.expand(kv_all_.bytes() + owner * kv_bytes), shards_.out.floats(),
+                      shards_.lse.floats());
     marks.push_back(be_.mark());
   }
   be_.synchronize();
@@ -56,7 +60,8 @@ void AllGatherAttention::backward() {
   if (!with_backward_) throw std::logic_error("all-gather attention: constructed without backward");
   if (!have_forward_) throw std::logic_error("all-gather attention: backward() before forward()");
   const int R = p_.ring_size;
-  const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes, dkdv_floats = 2 * shards_.kv_shard_floats;
+  const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes,
+                    dkdv_floats = 2 * shards_.kv_shard_floats;
   reset_steps(bwd_);
   be_.reset_marks();
   be_.backward_prepare(shards_.dout.ptr, shards_.out.floats(), delta_.floats(),
@@ -67,12 +72,14 @@ void AllGatherAttention::backward() {
   for (int owner = 0; owner < R; ++owner) {
     float* dkdv = dkdv_all_.floats() + owner * dkdv_floats;
     float* grads = gqa_.grads(dkdv);
-    kernels().backward(calls_[static_cast<std::size_t>(owner)], gqa_.expand(kv_all_.bytes() + owner * kv_bytes),
-                       shards_.dout.ptr, shards_.lse.floats(), delta_.floats(), shards_.dq.floats(), grads);
+    kernels().backward(calls_[static_cast<std::size_t>(owner)],
+                       gqa_.expand(kv_all_.bytes() + owner * kv_bytes), shards_.dout.ptr,
+                       shards_.lse.floats(), delta_.floats(), shards_.dq.floats(), grads);
     gqa_.fold(dkdv);
     marks.push_back(be_.mark());
   }
-  const double host_wait = tr_.reduce_scatter_sum(dkdv_all_.floats(), shards_.dkdv.floats(), dkdv_floats);
+  const double host_wait =
+      tr_.reduce_scatter_sum(dkdv_all_.floats(), shards_.dkdv.floats(), dkdv_floats);
   const int g1 = be_.mark();
   bytes_sent_ += static_cast<std::uint64_t>(R - 1) * dkdv_floats * sizeof(float);
   be_.synchronize();

@@ -12,7 +12,9 @@ namespace {
 using attn::Pattern;
 using attn::Span;
 
-std::int64_t last_position(const Span& s) { return s.position(s.count - 1); }
+std::int64_t last_position(const Span& s) {
+  return s.position(s.count - 1);
+}
 
 bool same_spans(const std::vector<Span>& a, const std::vector<Span>& b) {
   if (a.size() != b.size()) return false;
@@ -87,7 +89,8 @@ bool merge_dense(const std::vector<Span>& qs, const std::vector<Span>& ks, const
 
 }  // namespace
 
-std::vector<BlockCall> block_calls(const std::vector<Span>& q_spans, const std::vector<Span>& kv_spans,
+std::vector<BlockCall> block_calls(const std::vector<Span>& q_spans,
+                                   const std::vector<Span>& kv_spans,
                                    const std::vector<Pattern>& patterns) {
   std::vector<BlockCall> calls;
   for (const Pattern& pat : patterns) {

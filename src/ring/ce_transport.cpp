@@ -20,7 +20,9 @@ namespace {
 constexpr int kOfferTag = 7301, kPulledTag = 7302, kSetupTag = 7303;
 const char* const kWho = "copy-engine transport";
 
-void mpi(int rc, const char* call) { throw_if_mpi_error(rc, kWho, call); }
+void mpi(int rc, const char* call) {
+  throw_if_mpi_error(rc, kWho, call);
+}
 
 // The allocation a device pointer lies in: IPC handles name whole allocations. Through the
 // runtime's driver entry point, so the program does not link libcuda (CI has no driver).
@@ -33,7 +35,8 @@ Allocation allocation_of(const void* p) {
   static const GetRange get_range = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
-    RB_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &found));
+    RB_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000,
+                                                   cudaEnableDefault, &found));
     if (found != cudaDriverEntryPointSuccess || fn == nullptr)
       throw std::runtime_error(std::string(kWho) + ": the driver has no cuMemGetAddressRange");
     return reinterpret_cast<GetRange>(fn);
@@ -41,7 +44,8 @@ Allocation allocation_of(const void* p) {
   CUdeviceptr base = 0;
   std::size_t size = 0;
   if (get_range(&base, &size, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS)
-    throw std::runtime_error(std::string(kWho) + ": not a device allocation (cuMemGetAddressRange)");
+    throw std::runtime_error(std::string(kWho) +
+                             ": not a device allocation (cuMemGetAddressRange)");
   return {reinterpret_cast<char*>(base), size};
 }
 
@@ -91,7 +95,8 @@ class CopyEngineTransport final : public RingTransport {
 
 CopyEngineTransport::CopyEngineTransport(MPI_Comm ring_comm, AttentionBackend& backend) {
   if (!backend.on_device() || backend.stream() == nullptr)
-    throw std::invalid_argument(std::string(kWho) + " needs a GPU attention backend (got '" + backend.name() + "')");
+    throw std::invalid_argument(std::string(kWho) + " needs a GPU attention backend (got '" +
+                                backend.name() + "')");
   mpi(MPI_Comm_dup(ring_comm, &comm_), "MPI_Comm_dup");
   MPI_Comm_rank(comm_, &n_.rank);
   MPI_Comm_size(comm_, &n_.size);
@@ -115,8 +120,9 @@ void CopyEngineTransport::exchange_events() {
   cudaIpcEventHandle_t mine_ready{}, mine_pulled{}, their_ready{}, their_pulled{};
   RB_CUDA_CHECK(cudaIpcGetEventHandle(&mine_ready, ready_));
   RB_CUDA_CHECK(cudaIpcGetEventHandle(&mine_pulled, pulled_));
-  mpi(MPI_Sendrecv(&mine_ready, sizeof mine_ready, MPI_BYTE, n_.next, kSetupTag, &their_ready, sizeof their_ready,
-                   MPI_BYTE, n_.prev, kSetupTag, comm_, MPI_STATUS_IGNORE), "MPI_Sendrecv (events)");
+  mpi(MPI_Sendrecv(&mine_ready, sizeof mine_ready, MPI_BYTE, n_.next, kSetupTag, &their_ready,
+                   sizeof their_ready, MPI_BYTE, n_.prev, kSetupTag, comm_, MPI_STATUS_IGNORE),
+      "MPI_Sendrecv (events)");
   mpi(MPI_Sendrecv(&mine_pulled, sizeof mine_pulled, MPI_BYTE, n_.prev, kSetupTag, &their_pulled,
                    sizeof their_pulled, MPI_BYTE, n_.next, kSetupTag, comm_, MPI_STATUS_IGNORE),
       "MPI_Sendrecv (events)");
@@ -140,7 +146,8 @@ CopyEngineTransport::~CopyEngineTransport() {
 void CopyEngineTransport::take_pulled_token() {
   if (!token_due_) return;
   char token = 0;
-  mpi(MPI_Recv(&token, 1, MPI_BYTE, n_.next, kPulledTag, comm_, MPI_STATUS_IGNORE), "MPI_Recv (pull issued)");
+  mpi(MPI_Recv(&token, 1, MPI_BYTE, n_.next, kPulledTag, comm_, MPI_STATUS_IGNORE),
+      "MPI_Recv (pull issued)");
   token_due_ = false;
 }
 
@@ -156,10 +163,14 @@ const char* CopyEngineTransport::mapped(const Offer& offer) {
 }
 
 void CopyEngineTransport::post(const void* send, void* recv, std::size_t bytes) {
-  if (in_flight_) throw std::logic_error(std::string(kWho) + ": post() while an exchange is in flight (call wait() first)");
+  if (in_flight_)
+    throw std::logic_error(std::string(kWho) +
+                           ": post() while an exchange is in flight (call wait() first)");
   in_flight_ = true;
-  if (n_.size == 1) {  // a ring of one passes the block to itself, in stream order (wait(): nothing)
-    if (bytes) RB_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, compute_));
+  if (n_.size ==
+      1) {  // a ring of one passes the block to itself, in stream order (wait(): nothing)
+    if (bytes)
+      RB_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, compute_));
     return;
   }
   // 1. The next rank has issued its pull from what I sent last: my copy writes after it.
@@ -174,13 +185,16 @@ void CopyEngineTransport::post(const void* send, void* recv, std::size_t bytes) 
   RB_CUDA_CHECK(cudaIpcGetMemHandle(&offer_out_.memory, a.base));
   offer_out_.offset = static_cast<std::uint64_t>(static_cast<const char*>(send) - a.base);
   offer_out_.bytes = bytes;
-  mpi(MPI_Isend(&offer_out_, sizeof offer_out_, MPI_BYTE, n_.next, kOfferTag, comm_, &offer_req_), "MPI_Isend (offer)");
+  mpi(MPI_Isend(&offer_out_, sizeof offer_out_, MPI_BYTE, n_.next, kOfferTag, comm_, &offer_req_),
+      "MPI_Isend (offer)");
   // 4. Pull the previous rank's block once it is produced and my buffer is free.
   Offer in{};
-  mpi(MPI_Recv(&in, sizeof in, MPI_BYTE, n_.prev, kOfferTag, comm_, MPI_STATUS_IGNORE), "MPI_Recv (offer)");
+  mpi(MPI_Recv(&in, sizeof in, MPI_BYTE, n_.prev, kOfferTag, comm_, MPI_STATUS_IGNORE),
+      "MPI_Recv (offer)");
   if (in.bytes != bytes)
-    throw std::logic_error(std::string(kWho) + ": the previous rank offers " + std::to_string(in.bytes) +
-                           " B where this rank expects " + std::to_string(bytes) + " B");
+    throw std::logic_error(std::string(kWho) + ": the previous rank offers " +
+                           std::to_string(in.bytes) + " B where this rank expects " +
+                           std::to_string(bytes) + " B");
   const char* from = mapped(in);
   RB_CUDA_CHECK(cudaStreamWaitEvent(copy_, prev_ready_, 0));
   RB_CUDA_CHECK(cudaStreamWaitEvent(copy_, ready_, 0));
@@ -189,7 +203,8 @@ void CopyEngineTransport::post(const void* send, void* recv, std::size_t bytes) 
   // 5. Tell the previous rank: it may overwrite what I read once `pulled` has happened.
   RB_CUDA_CHECK(cudaEventRecord(pulled_, copy_));
   mpi(MPI_Wait(&token_req_, MPI_STATUS_IGNORE), "MPI_Wait (pull issued)");
-  mpi(MPI_Isend(&token_out_, 1, MPI_BYTE, n_.prev, kPulledTag, comm_, &token_req_), "MPI_Isend (pull issued)");
+  mpi(MPI_Isend(&token_out_, 1, MPI_BYTE, n_.prev, kPulledTag, comm_, &token_req_),
+      "MPI_Isend (pull issued)");
   token_due_ = true;
 }
 
@@ -211,7 +226,8 @@ void CopyEngineTransport::finish() {
 std::string hop_problem(int rank, int prev, const std::string& prev_bus) {
   int mine = 0, theirs = -1;
   RB_CUDA_CHECK(cudaGetDevice(&mine));
-  const std::string who = "ring rank " + std::to_string(rank) + " cannot read ring rank " + std::to_string(prev) + "'s GPU";
+  const std::string who = "ring rank " + std::to_string(rank) + " cannot read ring rank " +
+                          std::to_string(prev) + "'s GPU";
   if (cudaDeviceGetByPCIBusId(&theirs, prev_bus.c_str()) != cudaSuccess) {
     cudaGetLastError();
     return who + " (" + prev_bus + " is not visible to its process: CUDA_VISIBLE_DEVICES?)";
@@ -219,7 +235,9 @@ std::string hop_problem(int rank, int prev, const std::string& prev_bus) {
   if (theirs == mine) return "";  // one GPU, two processes: IPC within the device
   int can = 0;
   RB_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, mine, theirs));
-  return can ? "" : who + " (no peer access between devices " + std::to_string(mine) + " and " + std::to_string(theirs) + ")";
+  return can ? ""
+             : who + " (no peer access between devices " + std::to_string(mine) + " and " +
+                   std::to_string(theirs) + ")";
 }
 
 }  // namespace
@@ -233,8 +251,9 @@ CopyEngineProbe probe_copy_engine(MPI_Comm ring_comm) {
   RB_CUDA_CHECK(cudaGetDevice(&device));
   std::array<char, 32> bus{}, prev_bus{};
   RB_CUDA_CHECK(cudaDeviceGetPCIBusId(bus.data(), static_cast<int>(bus.size()), device));
-  mpi(MPI_Sendrecv(bus.data(), static_cast<int>(bus.size()), MPI_CHAR, next, kSetupTag, prev_bus.data(),
-                   static_cast<int>(prev_bus.size()), MPI_CHAR, prev, kSetupTag, ring_comm, MPI_STATUS_IGNORE),
+  mpi(MPI_Sendrecv(bus.data(), static_cast<int>(bus.size()), MPI_CHAR, next, kSetupTag,
+                   prev_bus.data(), static_cast<int>(prev_bus.size()), MPI_CHAR, prev, kSetupTag,
+                   ring_comm, MPI_STATUS_IGNORE),
       "MPI_Sendrecv (PCI bus ids)");
   std::array<char, 256> mine{}, first{};
   const std::string problem = size > 1 ? hop_problem(rank, prev, std::string(prev_bus.data())) : "";
@@ -247,11 +266,13 @@ CopyEngineProbe probe_copy_engine(MPI_Comm ring_comm) {
   mpi(MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, ring_comm), "MPI_Allreduce (probe)");
   if (out.bad == 0) return {true, ""};
   if (rank == out.rank) first = mine;
-  mpi(MPI_Bcast(first.data(), static_cast<int>(first.size()), MPI_CHAR, out.rank, ring_comm), "MPI_Bcast (probe)");
+  mpi(MPI_Bcast(first.data(), static_cast<int>(first.size()), MPI_CHAR, out.rank, ring_comm),
+      "MPI_Bcast (probe)");
   return {false, std::string(first.data())};
 }
 
-std::unique_ptr<RingTransport> make_copy_engine_transport(MPI_Comm ring_comm, AttentionBackend& backend) {
+std::unique_ptr<RingTransport> make_copy_engine_transport(MPI_Comm ring_comm,
+                                                          AttentionBackend& backend) {
   return std::make_unique<CopyEngineTransport>(ring_comm, backend);
 }
 

@@ -33,6 +33,7 @@ namespace rb::ring {
 CopyEngineProbe probe_copy_engine(MPI_Comm ring_comm);
 
 // Collective over ring_comm. Throws where a neighbour's GPU cannot be reached.
-std::unique_ptr<RingTransport> make_copy_engine_transport(MPI_Comm ring_comm, AttentionBackend& backend);
+std::unique_ptr<RingTransport> make_copy_engine_transport(MPI_Comm ring_comm,
+                                                          AttentionBackend& backend);
 
 }  // namespace rb::ring

@@ -48,7 +48,8 @@ struct OverlapCalibration {
 
 enum class Scheme { Ring, AllGather, Ulysses, Hybrid };
 const char* to_string(Scheme s);
-Scheme scheme_from_string(const std::string& s);  // throws std::invalid_argument naming the known ones
+Scheme scheme_from_string(
+    const std::string& s);  // throws std::invalid_argument naming the known ones
 std::vector<std::string> scheme_names();
 
 // Bytes one rank sends per iteration (forward, and backward when asked): what the cost model
@@ -56,7 +57,8 @@ std::vector<std::string> scheme_names();
 // hop; all-gather: its ring share of the gather and of the dK/dV reduce-scatter; Ulysses: the
 // other ranks' chunks of its all-to-alls).
 // ulysses_degree: hybrid's subgroup size (ignored by the other schemes).
-std::uint64_t bytes_sent_per_iteration(const Problem& p, Scheme s, bool backward, int ulysses_degree = 1);
+std::uint64_t bytes_sent_per_iteration(const Problem& p, Scheme s, bool backward,
+                                       int ulysses_degree = 1);
 
 class ContextParallelAttention {
  public:

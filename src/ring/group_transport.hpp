@@ -33,6 +33,7 @@ class GroupTransport {
 std::unique_ptr<GroupTransport> make_mpi_group_transport(MPI_Comm group_comm);
 // The GPU transport (CUDA builds): NCCL collectives on backend's compute stream, over the NCCL
 // communicator attached to group_comm (ring/ring_comms.hpp) or one of its own made from MPI.
-std::unique_ptr<GroupTransport> make_nccl_group_transport(MPI_Comm group_comm, attn::AttentionBackend& backend);
+std::unique_ptr<GroupTransport> make_nccl_group_transport(MPI_Comm group_comm,
+                                                          attn::AttentionBackend& backend);
 
 }  // namespace rb::ring

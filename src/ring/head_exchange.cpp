@@ -6,8 +6,13 @@
 namespace rb::ring {
 
 HeadExchange::HeadExchange(attn::AttentionBackend& backend, GroupTransport& transport, int batch,
-                           std::int64_t shard_rows, std::int64_t joint_rows, std::vector<std::vector<RowRun>> runs)
-    : be_(backend), tr_(transport), batch_(batch), members_(transport.group_size()), n_(shard_rows),
+                           std::int64_t shard_rows, std::int64_t joint_rows,
+                           std::vector<std::vector<RowRun>> runs)
+    : be_(backend),
+      tr_(transport),
+      batch_(batch),
+      members_(transport.group_size()),
+      n_(shard_rows),
       joint_rows_(joint_rows) {
   // The runs become one joint row per shard row, in backend memory once: the packing kernels
   // look rows up instead of the host issuing a copy per member, head and run.
@@ -15,9 +20,11 @@ HeadExchange::HeadExchange(attn::AttentionBackend& backend, GroupTransport& tran
   for (std::size_t m = 0; m < runs.size(); ++m)
     for (const RowRun& run : runs[m])
       for (std::int64_t i = 0; i < run.count; ++i)
-        joint_row[m * static_cast<std::size_t>(n_) + static_cast<std::size_t>(run.row + i)] = run.joint + i;
+        joint_row[m * static_cast<std::size_t>(n_) + static_cast<std::size_t>(run.row + i)] =
+            run.joint + i;
   for (std::int64_t j : joint_row)
-    if (j < 0 || j >= joint_rows_) throw std::logic_error("HeadExchange: the runs leave a shard row without a joint row");
+    if (j < 0 || j >= joint_rows_)
+      throw std::logic_error("HeadExchange: the runs leave a shard row without a joint row");
   joint_row_ = BackendBuffer(be_, joint_row.size() * sizeof(std::int64_t));
   be_.copy_to_device(joint_row_.ptr, joint_row.data(), joint_row.size() * sizeof(std::int64_t));
 }
@@ -26,23 +33,26 @@ std::size_t HeadExchange::chunk_bytes(const std::vector<HeadPart>& parts) const 
   std::size_t sum = 0;
   for (const HeadPart& t : parts)
     sum += static_cast<std::size_t>(batch_) * static_cast<std::size_t>(t.heads / members_) *
-           static_cast<std::size_t>(n_) * static_cast<std::size_t>(t.width) * attn::dtype_size(t.wire);
+           static_cast<std::size_t>(n_) * static_cast<std::size_t>(t.width) *
+           attn::dtype_size(t.wire);
   return sum;
 }
 
 void HeadExchange::to_heads(const std::vector<HeadPart>& shards, const std::vector<HeadPart>& joint,
                             char* send, char* recv) {
   const std::size_t chunk = chunk_bytes(shards);
-  if (chunk_bytes(joint) != chunk) throw std::logic_error("HeadExchange: shards and joint parts differ on the wire");
+  if (chunk_bytes(joint) != chunk)
+    throw std::logic_error("HeadExchange: shards and joint parts differ on the wire");
   copy_parts(shards, send, chunk, false, true);
   exchange(chunk, send, recv);
   copy_parts(joint, recv, chunk, true, false);
 }
 
-void HeadExchange::to_shards(const std::vector<HeadPart>& joint, const std::vector<HeadPart>& shards,
-                             char* send, char* recv) {
+void HeadExchange::to_shards(const std::vector<HeadPart>& joint,
+                             const std::vector<HeadPart>& shards, char* send, char* recv) {
   const std::size_t chunk = chunk_bytes(joint);
-  if (chunk_bytes(shards) != chunk) throw std::logic_error("HeadExchange: joint and shard parts differ on the wire");
+  if (chunk_bytes(shards) != chunk)
+    throw std::logic_error("HeadExchange: joint and shard parts differ on the wire");
   copy_parts(joint, send, chunk, true, true);
   exchange(chunk, send, recv);
   copy_parts(shards, recv, chunk, false, false);
@@ -54,8 +64,8 @@ void HeadExchange::exchange(std::size_t chunk, const char* send, char* recv) {
 }
 
 // A member's chunk: the parts one after another, each [batch][heads / P][n][width] on the wire.
-void HeadExchange::copy_parts(const std::vector<HeadPart>& tensors, char* buffer, std::size_t chunk, bool joint,
-                              bool to_chunks) const {
+void HeadExchange::copy_parts(const std::vector<HeadPart>& tensors, char* buffer, std::size_t chunk,
+                              bool joint, bool to_chunks) const {
   std::size_t offset = 0;
   for (const HeadPart& t : tensors) {
     attn::HeadChunks c;

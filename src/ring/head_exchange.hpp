@@ -36,14 +36,17 @@ class HeadExchange {
  public:
   // runs[m]: where member m's shard rows sit among the joint_rows joint rows.
   HeadExchange(attn::AttentionBackend& backend, GroupTransport& transport, int batch,
-               std::int64_t shard_rows, std::int64_t joint_rows, std::vector<std::vector<RowRun>> runs);
+               std::int64_t shard_rows, std::int64_t joint_rows,
+               std::vector<std::vector<RowRun>> runs);
 
   // Bytes of one member's chunk of an exchange of these parts.
   std::size_t chunk_bytes(const std::vector<HeadPart>& parts) const;
   // Shards -> this member's heads of the joint rows (send, recv: scratch of P chunks each).
-  void to_heads(const std::vector<HeadPart>& shards, const std::vector<HeadPart>& joint, char* send, char* recv);
+  void to_heads(const std::vector<HeadPart>& shards, const std::vector<HeadPart>& joint, char* send,
+                char* recv);
   // This member's heads of the joint rows -> shards.
-  void to_shards(const std::vector<HeadPart>& joint, const std::vector<HeadPart>& shards, char* send, char* recv);
+  void to_shards(const std::vector<HeadPart>& joint, const std::vector<HeadPart>& shards,
+                 char* send, char* recv);
   std::uint64_t bytes_sent() const { return bytes_sent_; }  // to the other members, so far
 
  private:

@@ -41,8 +41,8 @@ class HeadReference {
 };
 
 // Full-sequence reference: each rank generates every position of the head (4 x S x d floats).
-std::unique_ptr<HeadReference> make_full_reference(const Problem& p, std::uint64_t seed, int ring_rank,
-                                                   MPI_Comm ring_comm);
+std::unique_ptr<HeadReference> make_full_reference(const Problem& p, std::uint64_t seed,
+                                                   int ring_rank, MPI_Comm ring_comm);
 // Streamed reference: each rank generates its own block; the other blocks pass around the
 // ring (MPI over ring_comm, moved in place), one block of 2 x S/R x d floats at a time.
 std::unique_ptr<HeadReference> make_streamed_reference(const Problem& p, std::uint64_t seed,

@@ -22,7 +22,8 @@ namespace {
 std::vector<RowRun> member_runs(const Problem& p, const Problem& inner, int u, int a, int m) {
   std::unordered_map<std::int64_t, std::int64_t> joint;
   const std::vector<std::int64_t> mine = local_positions(inner, a);
-  for (std::size_t i = 0; i < mine.size(); ++i) joint.emplace(mine[i], static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    joint.emplace(mine[i], static_cast<std::int64_t>(i));
   std::vector<RowRun> runs;
   const std::vector<std::int64_t> pos = local_positions(p, a * u + m);
   for (std::size_t i = 0; i < pos.size(); ++i) {
@@ -42,28 +43,34 @@ std::vector<RowRun> member_runs(const Problem& p, const Problem& inner, int u, i
 
 std::string hybrid_problem_error(const Problem& p, int u) {
   const std::string U = std::to_string(u), R = std::to_string(p.ring_size);
-  if (u < 1 || p.ring_size % u != 0) return "ulysses_degree " + U + " does not divide the ring size " + R;
-  if (p.heads % u != 0) return "num_heads " + std::to_string(p.heads) + " is not divisible by ulysses_degree " + U;
+  if (u < 1 || p.ring_size % u != 0)
+    return "ulysses_degree " + U + " does not divide the ring size " + R;
+  if (p.heads % u != 0)
+    return "num_heads " + std::to_string(p.heads) + " is not divisible by ulysses_degree " + U;
   if (p.num_kv_heads() % u != 0)
-    return "num_kv_heads " + std::to_string(p.num_kv_heads()) + " is not divisible by ulysses_degree " + U;
+    return "num_kv_heads " + std::to_string(p.num_kv_heads()) +
+           " is not divisible by ulysses_degree " + U;
   for (const Branch& b : p.branches)
     if (b.rate > 1 && (p.heads / u) % b.rate != 0)
-      return "dilation rate " + std::to_string(b.rate) + " does not divide the " + std::to_string(p.heads / u) +
-             " heads per Ulysses member (num_heads / ulysses_degree)";
+      return "dilation rate " + std::to_string(b.rate) + " does not divide the " +
+             std::to_string(p.heads / u) + " heads per Ulysses member (num_heads / ulysses_degree)";
   const Problem inner = hybrid_inner_problem(p, u);
   const std::string e = problem_error(inner);
   if (!e.empty()) return "the inner ring (ring size " + std::to_string(inner.ring_size) + "): " + e;
   for (int a = 0; a < inner.ring_size; ++a)
     for (int m = 0; m < u; ++m)
       if (member_runs(p, inner, u, a, m).empty())
-        return std::string("the ") + to_string(p.layout) + " layout of " + R + " ranks does not split into " +
-               std::to_string(inner.ring_size) + " subgroups of " + U +
-               " consecutive ranks holding one inner-ring rank's rows each (contiguous and zigzag do)";
+        return std::string("the ") + to_string(p.layout) + " layout of " + R +
+               " ranks does not split into " + std::to_string(inner.ring_size) + " subgroups of " +
+               U +
+               " consecutive ranks holding one inner-ring rank's rows each (contiguous and zigzag "
+               "do)";
   return "";
 }
 
-HybridAttention::HybridAttention(const Problem& p, int ulysses_degree, attn::AttentionBackend& backend,
-                                 RingTransport& ring, GroupTransport& heads, bool with_backward)
+HybridAttention::HybridAttention(const Problem& p, int ulysses_degree,
+                                 attn::AttentionBackend& backend, RingTransport& ring,
+                                 GroupTransport& heads, bool with_backward)
     : ShardedScheme(p, backend, with_backward, "hybrid attention"), u_(ulysses_degree) {
   const std::string why = hybrid_problem_error(p_, u_);
   if (!why.empty()) throw std::invalid_argument("hybrid attention: " + why);
@@ -73,18 +80,21 @@ HybridAttention::HybridAttention(const Problem& p, int ulysses_degree, attn::Att
   const int a = ring.ring_rank();
   std::vector<std::vector<RowRun>> runs;
   for (int m = 0; m < u_; ++m) runs.push_back(member_runs(p_, inner_, u_, a, m));
-  heads_ = std::make_unique<HeadExchange>(be_, heads, p_.batch, p_.local_rows(), inner_.local_rows(), std::move(runs));
+  heads_ = std::make_unique<HeadExchange>(be_, heads, p_.batch, p_.local_rows(),
+                                          inner_.local_rows(), std::move(runs));
   ring_ = std::make_unique<RingAttention>(inner_, be_, ring, with_backward_);
   const Shards& s = shards_;
   const std::size_t f32 = sizeof(float);
   // O, dQ, dK, dV cross in the input dtype (head_exchange.hpp), LSE in fp32: the forward's
   // exchanges are the largest (the backward's dO out, dQ dK dV back are at most Q K V's bytes).
-  const std::size_t exchange = std::max(s.shard_bytes + 2 * s.kv_shard_bytes, s.shard_bytes + s.rows * f32);
+  const std::size_t exchange =
+      std::max(s.shard_bytes + 2 * s.kv_shard_bytes, s.shard_bytes + s.rows * f32);
   send_ = BackendBuffer(be_, exchange);
   recv_ = BackendBuffer(be_, exchange);
 }
 
-void HybridAttention::steps_from_ring(const StepTimes& inner, double exchange_s, StepTimes& out) const {
+void HybridAttention::steps_from_ring(const StepTimes& inner, double exchange_s,
+                                      StepTimes& out) const {
   reset_steps(out);
   std::copy(inner.compute.begin(), inner.compute.end(), out.compute.begin());
   std::copy(inner.wait.begin(), inner.wait.end(), out.wait.begin());
@@ -100,15 +110,18 @@ void HybridAttention::forward() {
   const int m0 = be_.mark();
   const Shards& s = shards_;
   heads_->to_heads({{s.q.bytes(), H, d, t, t}, {s.k(), Hkv, d, t, t}, {s.v(), Hkv, d, t, t}},
-                   {{in.q, H, d, t, t}, {in.k, Hkv, d, t, t}, {in.v, Hkv, d, t, t}}, send_.bytes(), recv_.bytes());
+                   {{in.q, H, d, t, t}, {in.k, Hkv, d, t, t}, {in.v, Hkv, d, t, t}}, send_.bytes(),
+                   recv_.bytes());
   const int m1 = be_.mark();
   be_.synchronize();
   const double to_heads = be_.seconds_between(m0, m1);
   ring_->forward();  // resets the backend's marks
   be_.reset_marks();
   const int m2 = be_.mark();
-  heads_->to_shards({{reinterpret_cast<char*>(in.out), H, d, F32, t}, {reinterpret_cast<char*>(in.lse), H, 1, F32, F32}},
-                    {{s.out.bytes(), H, d, F32, t}, {s.lse.bytes(), H, 1, F32, F32}}, send_.bytes(), recv_.bytes());
+  heads_->to_shards({{reinterpret_cast<char*>(in.out), H, d, F32, t},
+                     {reinterpret_cast<char*>(in.lse), H, 1, F32, F32}},
+                    {{s.out.bytes(), H, d, F32, t}, {s.lse.bytes(), H, 1, F32, F32}}, send_.bytes(),
+                    recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
   steps_from_ring(ring_->forward_steps(), to_heads + be_.seconds_between(m2, m3), fwd_);
@@ -123,16 +136,19 @@ void HybridAttention::backward() {
   be_.reset_marks();
   const int m0 = be_.mark();
   const Shards& s = shards_;
-  heads_->to_heads({{s.dout.bytes(), H, d, t, t}}, {{in.dout, H, d, t, t}}, send_.bytes(), recv_.bytes());
+  heads_->to_heads({{s.dout.bytes(), H, d, t, t}}, {{in.dout, H, d, t, t}}, send_.bytes(),
+                   recv_.bytes());
   const int m1 = be_.mark();
   be_.synchronize();
   const double to_heads = be_.seconds_between(m0, m1);
   ring_->backward();
   be_.reset_marks();
   const int m2 = be_.mark();
-  heads_->to_shards({{reinterpret_cast<char*>(in.dq), H, d, F32, t}, {reinterpret_cast<char*>(in.dk), Hkv, d, F32, t},
+  heads_->to_shards({{reinterpret_cast<char*>(in.dq), H, d, F32, t},
+                     {reinterpret_cast<char*>(in.dk), Hkv, d, F32, t},
                      {reinterpret_cast<char*>(in.dv), Hkv, d, F32, t}},
-                    {{s.dq.bytes(), H, d, F32, t}, {reinterpret_cast<char*>(s.dk()), Hkv, d, F32, t},
+                    {{s.dq.bytes(), H, d, F32, t},
+                     {reinterpret_cast<char*>(s.dk()), Hkv, d, F32, t},
                      {reinterpret_cast<char*>(s.dv()), Hkv, d, F32, t}},
                     send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();

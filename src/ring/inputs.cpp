@@ -39,20 +39,24 @@ void input_row(std::uint64_t seed, Tensor t, attn::DType dtype, int b, int h, st
   for (int c = 0; c < d; ++c) out[c] = element(prefix, c, dtype);
 }
 
-std::vector<unsigned char> make_shard(const Problem& p, int ring_rank, std::uint64_t seed, Tensor t) {
+std::vector<unsigned char> make_shard(const Problem& p, int ring_rank, std::uint64_t seed,
+                                      Tensor t) {
   const std::vector<std::int64_t> pos = local_positions(p, ring_rank);
   const std::int64_t n = p.local_rows(), d = p.head_dim;
   const bool kv = t == Tensor::K || t == Tensor::V;  // K/V heads: num_kv_heads (GQA)
   const int heads = kv ? p.num_kv_heads() : p.heads;
-  std::vector<unsigned char> out(static_cast<std::size_t>(kv ? p.kv_shard_elements() : p.shard_elements()) *
-                                 attn::dtype_size(p.dtype));
+  std::vector<unsigned char> out(
+      static_cast<std::size_t>(kv ? p.kv_shard_elements() : p.shard_elements()) *
+      attn::dtype_size(p.dtype));
   std::vector<float> row(static_cast<std::size_t>(d));
   std::int64_t idx = 0;
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < heads; ++h)
       for (std::int64_t i = 0; i < n; ++i) {
-        input_row(seed, t, p.dtype, b, h, pos[static_cast<std::size_t>(i)], static_cast<int>(d), row.data());
-        for (int c = 0; c < d; ++c, ++idx) attn::store_from_float(out.data(), p.dtype, idx, row[static_cast<std::size_t>(c)]);
+        input_row(seed, t, p.dtype, b, h, pos[static_cast<std::size_t>(i)], static_cast<int>(d),
+                  row.data());
+        for (int c = 0; c < d; ++c, ++idx)
+          attn::store_from_float(out.data(), p.dtype, idx, row[static_cast<std::size_t>(c)]);
       }
   return out;
 }

@@ -21,6 +21,7 @@ void input_row(std::uint64_t seed, Tensor t, attn::DType dtype, int b, int h, st
 
 // This ring rank's shard in storage bytes, [batch][heads][local_rows][head_dim] (K and V:
 // [batch][num_kv_heads][local_rows][head_dim]; K/V head j is input head j of those tensors).
-std::vector<unsigned char> make_shard(const Problem& p, int ring_rank, std::uint64_t seed, Tensor t);
+std::vector<unsigned char> make_shard(const Problem& p, int ring_rank, std::uint64_t seed,
+                                      Tensor t);
 
 }  // namespace rb::ring

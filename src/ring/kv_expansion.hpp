@@ -25,7 +25,9 @@ class KvExpansion {
   // K then V for the kernels: `kv` itself, or its expansion (V at kernel_shard_bytes()).
   const char* expand(const char* kv);
   // Bytes of one K or V block as the kernels see it (the offset of V in what expand returns).
-  std::size_t kernel_shard_bytes() const { return (active() ? expanded_elems_ : compact_elems_) * elem_; }
+  std::size_t kernel_shard_bytes() const {
+    return (active() ? expanded_elems_ : compact_elems_) * elem_;
+  }
   // Where the kernels accumulate dK then dV: `compact` itself, or a zeroed expanded buffer that
   // fold() then adds into `compact`.
   float* grads(float* compact);

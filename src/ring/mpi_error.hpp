@@ -13,7 +13,8 @@ inline void throw_if_mpi_error(int rc, const char* who, const char* call) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  throw std::runtime_error(std::string(who) + ": " + call + " failed: " + std::string(text, static_cast<std::size_t>(len)));
+  throw std::runtime_error(std::string(who) + ": " + call +
+                           " failed: " + std::string(text, static_cast<std::size_t>(len)));
 }
 
 }  // namespace rb::ring

@@ -14,7 +14,9 @@
 namespace rb::ring {
 namespace {
 
-void check(int rc, const char* call) { throw_if_mpi_error(rc, "MPI group transport", call); }
+void check(int rc, const char* call) {
+  throw_if_mpi_error(rc, "MPI group transport", call);
+}
 
 // A (count, datatype) pair for `units` elements of `base`, counted in chunks when too many.
 class Count {
@@ -67,14 +69,16 @@ class MpiGroupTransport final : public GroupTransport {
   double all_gather(const void* send, void* recv, std::size_t bytes) override {
     const auto t0 = clock::now();
     const Count n(bytes, MPI_BYTE);
-    check(MPI_Allgather(send, n.count(), n.type(), recv, n.count(), n.type(), comm_), "MPI_Allgather");
+    check(MPI_Allgather(send, n.count(), n.type(), recv, n.count(), n.type(), comm_),
+          "MPI_Allgather");
     return since(t0);
   }
 
   double reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
     const auto t0 = clock::now();
     if (count > static_cast<std::size_t>(INT_MAX))  // MPI_SUM needs a predefined type
-      throw std::invalid_argument("MPI group transport: reduce-scatter of more than INT_MAX floats per rank");
+      throw std::invalid_argument(
+          "MPI group transport: reduce-scatter of more than INT_MAX floats per rank");
     check(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_),
           "MPI_Reduce_scatter_block");
     return since(t0);
@@ -83,7 +87,8 @@ class MpiGroupTransport final : public GroupTransport {
   double all_to_all(const void* send, void* recv, std::size_t bytes) override {
     const auto t0 = clock::now();
     const Count n(bytes, MPI_BYTE);
-    check(MPI_Alltoall(send, n.count(), n.type(), recv, n.count(), n.type(), comm_), "MPI_Alltoall");
+    check(MPI_Alltoall(send, n.count(), n.type(), recv, n.count(), n.type(), comm_),
+          "MPI_Alltoall");
     return since(t0);
   }
 

@@ -16,7 +16,9 @@
 namespace rb::ring {
 namespace {
 
-void check(int rc, const char* call) { throw_if_mpi_error(rc, "MPI transport", call); }
+void check(int rc, const char* call) {
+  throw_if_mpi_error(rc, "MPI transport", call);
+}
 
 // MPI counts are int: larger messages go as several pieces (matched in order by tag).
 constexpr std::size_t kMaxPiece = std::size_t{1} << 30;
@@ -33,7 +35,8 @@ class MpiTransport final : public RingTransport {
     prev_ = (rank_ + size_ - 1) % size_;
   }
   ~MpiTransport() override {
-    if (!requests_.empty()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    if (!requests_.empty())
+      MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
     if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   }
   MpiTransport(const MpiTransport&) = delete;
@@ -45,12 +48,14 @@ class MpiTransport final : public RingTransport {
 
   void post(const void* send, void* recv, std::size_t bytes) override {
     if (!requests_.empty())
-      throw std::logic_error("MPI transport: post() while the previous exchange is still in flight");
+      throw std::logic_error(
+          "MPI transport: post() while the previous exchange is still in flight");
     int tag = 0;
     for (std::size_t off = 0; off < bytes || (bytes == 0 && tag == 0); off += kMaxPiece, ++tag) {
       const int n = static_cast<int>(std::min(kMaxPiece, bytes - off));
       MPI_Request r;
-      check(MPI_Irecv(static_cast<char*>(recv) + off, n, MPI_BYTE, prev_, tag, comm_, &r), "MPI_Irecv");
+      check(MPI_Irecv(static_cast<char*>(recv) + off, n, MPI_BYTE, prev_, tag, comm_, &r),
+            "MPI_Irecv");
       requests_.push_back(r);
       check(MPI_Isend(static_cast<const char*>(send) + off, n, MPI_BYTE, next_, tag, comm_, &r),
             "MPI_Isend");
@@ -62,7 +67,8 @@ class MpiTransport final : public RingTransport {
   double wait() override {
     const auto t0 = std::chrono::steady_clock::now();
     if (!requests_.empty()) {
-      const int rc = MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+      const int rc =
+          MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
       requests_.clear();
       check(rc, "MPI_Waitall");
     }

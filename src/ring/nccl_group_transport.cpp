@@ -54,9 +54,8 @@ class NcclGroupTransport final : public GroupTransport {
   int group_rank() const override { return comm_->rank(); }
 
   double all_gather(const void* send, void* recv, std::size_t bytes) override {
-    enqueue("ncclAllGather", [&](ncclComm_t c) {
-      return ncclAllGather(send, recv, bytes, ncclUint8, c, stream_);
-    });
+    enqueue("ncclAllGather",
+            [&](ncclComm_t c) { return ncclAllGather(send, recv, bytes, ncclUint8, c, stream_); });
     return 0.0;
   }
 
@@ -107,7 +106,8 @@ class NcclGroupTransport final : public GroupTransport {
 
 }  // namespace
 
-std::unique_ptr<GroupTransport> make_nccl_group_transport(MPI_Comm group_comm, attn::AttentionBackend& backend) {
+std::unique_ptr<GroupTransport> make_nccl_group_transport(MPI_Comm group_comm,
+                                                          attn::AttentionBackend& backend) {
   return std::make_unique<NcclGroupTransport>(group_comm, backend);
 }
 

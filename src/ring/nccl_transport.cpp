@@ -17,8 +17,8 @@
 namespace rb::ring {
 
 struct NcclTransport::Impl {
-  NcclComm own;                   // made here when the ring communicator has none attached
-  const NcclComm* comm = nullptr; // `own`, or the one attached by RingComms (borrowed)
+  NcclComm own;                    // made here when the ring communicator has none attached
+  const NcclComm* comm = nullptr;  // `own`, or the one attached by RingComms (borrowed)
   cudaStream_t compute = nullptr;
   cudaStream_t comm_stream = nullptr;
   cudaEvent_t ready = nullptr;  // compute stream: the send buffer is produced
@@ -59,7 +59,8 @@ NcclTransport::NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend)
   int least = 0, greatest = 0;
   RB_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   const bool high = priority != nullptr && std::string(priority) == "high";
-  RB_CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->comm_stream, cudaStreamNonBlocking, high ? greatest : least));
+  RB_CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->comm_stream, cudaStreamNonBlocking,
+                                             high ? greatest : least));
   RB_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->ready, cudaEventDisableTiming));
   RB_CUDA_CHECK(cudaEventCreate(&impl_->start));
   RB_CUDA_CHECK(cudaEventCreate(&impl_->done));
@@ -84,20 +85,26 @@ NcclTransport::~NcclTransport() {
   if (impl_->comm_stream) cudaStreamDestroy(impl_->comm_stream);
 }
 
-int NcclTransport::ring_size() const { return impl_->comm->size(); }
-int NcclTransport::ring_rank() const { return impl_->comm->rank(); }
+int NcclTransport::ring_size() const {
+  return impl_->comm->size();
+}
+int NcclTransport::ring_rank() const {
+  return impl_->comm->rank();
+}
 
 void NcclTransport::post(const void* send, void* recv, std::size_t bytes) {
   Impl& m = *impl_;
   if (m.in_flight)
-    throw std::logic_error("NCCL transport: post() while an exchange is in flight (call wait() first)");
+    throw std::logic_error(
+        "NCCL transport: post() while an exchange is in flight (call wait() first)");
   RB_CUDA_CHECK(cudaEventRecord(m.ready, m.compute));
   RB_CUDA_CHECK(cudaStreamWaitEvent(m.comm_stream, m.ready, 0));
   RB_CUDA_CHECK(cudaEventRecord(m.start, m.comm_stream));
   const int size = m.comm->size(), rank = m.comm->rank();
   if (size == 1) {
     // A ring of one passes the block to itself.
-    if (bytes) RB_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, m.comm_stream));
+    if (bytes)
+      RB_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, m.comm_stream));
   } else if (bytes) {
     auto c = static_cast<ncclComm_t>(m.comm->raw());
     try {

@@ -3,8 +3,8 @@
 // the compute stream by events, so that the transfer for ring step i+1 runs while step i
 // computes and nothing blocks the host inside the loop (owner: cuda).
 //
-//   compute stream:  ...produce send buf... [ready]        ...compute step i...  wait(done) use recv
-//   comm stream:                       wait(ready) [start] group{send next, recv prev} [done]
+//   compute stream:  ...produce send buf... [ready]        ...compute step i...  wait(done) use
+//   recv comm stream:                       wait(ready) [start] group{send next, recv prev} [done]
 //
 // post() records `ready` on the compute stream, makes the comm stream wait on it, and
 // enqueues the grouped send/recv (ncclGroupStart/End) followed by `done`; wait() makes the

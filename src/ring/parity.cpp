@@ -54,18 +54,21 @@ struct ParityPlan {
   std::vector<std::int64_t> fwd_rows, grad_rows;  // grad_rows is a subset of fwd_rows
 };
 
-std::string sampled_note(const Problem& p, const ParityPlan& plan, std::size_t sampled, bool backward) {
+std::string sampled_note(const Problem& p, const ParityPlan& plan, std::size_t sampled,
+                         bool backward) {
   const int g = p.group();
   std::string note = "sampled, streamed reference: heads (b,h)=(0,0)";
   if (plan.heads.size() > static_cast<std::size_t>(g))
     note += " and (" + std::to_string(p.batch - 1) + "," + std::to_string(p.heads - 1) + ")";
   if (g > 1) note += ", each with the " + std::to_string(g) + " heads of its K/V group";
-  note += plan.all_rows ? ", out on every local row" : ", out on " + std::to_string(sampled) + " rows per rank";
+  note += plan.all_rows ? ", out on every local row"
+                        : ", out on " + std::to_string(sampled) + " rows per rank";
   if (backward) note += ", gradients on " + std::to_string(sampled) + " rows per rank";
   return note;
 }
 
-ParityPlan plan_parity(const Problem& p, bool backward, const ParityOptions& opt, ParityReport& rep) {
+ParityPlan plan_parity(const Problem& p, bool backward, const ParityOptions& opt,
+                       ParityReport& rep) {
   const std::int64_t n = p.local_rows();
   ParityPlan plan;
   rep.sampled = rep.mode == ParityMode::Sampled;
@@ -95,10 +98,12 @@ ParityPlan plan_parity(const Problem& p, bool backward, const ParityOptions& opt
   plan.grad_rows = sample;
   rep.note = sampled_note(p, plan, sample.size(), backward);
   if (backward && !plan.all_rows)
-    rep.note += "; dK/dV use the ring's own log-sum-exp and rowsum(dO*O) as softmax normaliser "
-                "(a reference forward on every row would cost " + std::to_string(all_rows_cost) +
-                " > budget " + std::to_string(opt.dkv_budget) + "; the ring's log-sum-exp is "
-                "checked on the sampled rows)";
+    rep.note +=
+        "; dK/dV use the ring's own log-sum-exp and rowsum(dO*O) as softmax normaliser "
+        "(a reference forward on every row would cost " +
+        std::to_string(all_rows_cost) + " > budget " + std::to_string(opt.dkv_budget) +
+        "; the ring's log-sum-exp is "
+        "checked on the sampled rows)";
   return plan;
 }
 
@@ -106,15 +111,23 @@ ParityPlan plan_parity(const Problem& p, bool backward, const ParityOptions& opt
 class ParityCheck {
  public:
   ParityCheck(const Problem& p, HeadReference& ref, const RingResult& r)
-      : p_(p), ref_(ref), r_(r), d_(static_cast<std::size_t>(p.head_dim)),
-        n_(static_cast<std::size_t>(p.local_rows())), lse_loc_(n_), delta_loc_(n_) {}
+      : p_(p),
+        ref_(ref),
+        r_(r),
+        d_(static_cast<std::size_t>(p.head_dim)),
+        n_(static_cast<std::size_t>(p.local_rows())),
+        lse_loc_(n_),
+        delta_loc_(n_) {}
 
   void load_head(int b, int h) {
     ref_.load_head(b, h);
-    base_ = (static_cast<std::size_t>(b) * static_cast<std::size_t>(p_.heads) + static_cast<std::size_t>(h)) * n_;
+    base_ = (static_cast<std::size_t>(b) * static_cast<std::size_t>(p_.heads) +
+             static_cast<std::size_t>(h)) *
+            n_;
     const int g = p_.group();
     kv_base_ = (static_cast<std::size_t>(b) * static_cast<std::size_t>(p_.num_kv_heads()) +
-                static_cast<std::size_t>(h / g)) * n_;
+                static_cast<std::size_t>(h / g)) *
+               n_;
     first_of_group_ = h % g == 0;
     last_of_group_ = h % g == g - 1;
   }
@@ -177,8 +190,9 @@ class ParityCheck {
     rep.dk = dk_.stats();
     rep.dv = dv_.stats();
     // The reference's own buffers plus this check's per-row normalisers and row results.
-    const std::size_t mine = (lse_loc_.size() + delta_loc_.size() + lse_.capacity() + o_.capacity() +
-                              g_.capacity() + g2_.capacity()) * sizeof(double);
+    const std::size_t mine = (lse_loc_.size() + delta_loc_.size() + lse_.capacity() +
+                              o_.capacity() + g_.capacity() + g2_.capacity()) *
+                             sizeof(double);
     rep.reference_bytes = ref_.peak_bytes() + static_cast<std::int64_t>(mine);
   }
 
@@ -202,15 +216,21 @@ class ParityCheck {
 
 const char* to_string(ParityMode m) {
   switch (m) {
-    case ParityMode::Auto: return "auto";
-    case ParityMode::Full: return "full";
-    case ParityMode::Sampled: return "sampled";
-    case ParityMode::Off: return "off";
+    case ParityMode::Auto:
+      return "auto";
+    case ParityMode::Full:
+      return "full";
+    case ParityMode::Sampled:
+      return "sampled";
+    case ParityMode::Off:
+      return "off";
   }
   return "auto";
 }
 
-std::vector<std::string> parity_mode_names() { return {"auto", "full", "sampled", "off"}; }
+std::vector<std::string> parity_mode_names() {
+  return {"auto", "full", "sampled", "off"};
+}
 
 ParityMode parity_mode_from_string(const std::string& s) {
   for (ParityMode m : {ParityMode::Auto, ParityMode::Full, ParityMode::Sampled, ParityMode::Off})
@@ -244,14 +264,18 @@ double parity_seconds(const Problem& p, const ParityOptions& opt, bool backward)
            (kPerPairDim * passes * n * S * d * branches + kPerFullValue * 4 * S * d);
   const double heads = (p.batch * p.heads > p.group() ? 2.0 : 1.0) * p.group();
   const double rows = std::min<double>(n, sampled_rows_per_rank(p, opt));
-  return heads * (kPerPairDim * passes * rows * S * d * branches + kPerLocalRowDim * passes * n * d);
+  return heads *
+         (kPerPairDim * passes * rows * S * d * branches + kPerLocalRowDim * passes * n * d);
 }
 
 double default_tolerance(attn::DType t) {
   switch (t) {
-    case attn::DType::F32: return 2e-4;
-    case attn::DType::F16: return 5e-3;
-    case attn::DType::BF16: return 2e-2;
+    case attn::DType::F32:
+      return 2e-4;
+    case attn::DType::F16:
+      return 5e-3;
+    case attn::DType::BF16:
+      return 2e-2;
   }
   return 2e-4;
 }
@@ -260,10 +284,12 @@ ParityReport check_parity(const Problem& p, std::uint64_t seed, int ring_rank, M
                           const RingResult& r, bool backward, const ParityOptions& opt) {
   ParityReport rep;
   rep.mode = resolve_parity_mode(p, opt);
-  if (rep.mode == ParityMode::Off) throw std::invalid_argument("check_parity: the parity check is off");
+  if (rep.mode == ParityMode::Off)
+    throw std::invalid_argument("check_parity: the parity check is off");
   const ParityPlan plan = plan_parity(p, backward, opt, rep);
-  const std::unique_ptr<HeadReference> ref = rep.sampled ? make_streamed_reference(p, seed, ring_rank, ring_comm)
-                                                         : make_full_reference(p, seed, ring_rank, ring_comm);
+  const std::unique_ptr<HeadReference> ref =
+      rep.sampled ? make_streamed_reference(p, seed, ring_rank, ring_comm)
+                  : make_full_reference(p, seed, ring_rank, ring_comm);
   ParityCheck check(p, *ref, r);
   for (auto [b, h] : plan.heads) {
     check.load_head(b, h);

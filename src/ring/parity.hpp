@@ -27,7 +27,7 @@ std::vector<std::string> parity_mode_names();
 struct ErrorStats {
   double max_abs = std::numeric_limits<double>::quiet_NaN();
   double max_rel = std::numeric_limits<double>::quiet_NaN();  // max_abs / max |reference|
-  std::int64_t compared = 0;                                   // elements compared
+  std::int64_t compared = 0;                                  // elements compared
 };
 
 struct ParityOptions {
@@ -41,18 +41,18 @@ struct ParityOptions {
   int sample_rows = 0;
   // Measured on a GPU node's host core (H100 VM): 1.7e10 took 43 s (S = 8192, 2 heads,
   // d = 128), so 2e9 keeps the check to a few seconds per point.
-  double dkv_budget = 2e9;    // sampled: per-rank cost of the sampled heads' reference forward
-                              // on every local row; above it dK/dV use the ring's own
-                              // lse/delta as normaliser
+  double dkv_budget = 2e9;  // sampled: per-rank cost of the sampled heads' reference forward
+                            // on every local row; above it dK/dV use the ring's own
+                            // lse/delta as normaliser
 };
 
 struct ParityReport {
   ErrorStats out, dq, dk, dv;
-  ErrorStats lse;             // log-sum-exp of the forward rows checked (max_rel vs max |lse_ref|)
+  ErrorStats lse;  // log-sum-exp of the forward rows checked (max_rel vs max |lse_ref|)
   ParityMode mode = ParityMode::Full;  // the one that ran (auto resolved)
-  bool sampled = false;       // true: sampled heads and rows
-  std::int64_t reference_bytes = 0;  // host bytes this rank's reference held at its largest
-  std::string note;           // how it was sampled, or why dK/dV were not checked
+  bool sampled = false;                // true: sampled heads and rows
+  std::int64_t reference_bytes = 0;    // host bytes this rank's reference held at its largest
+  std::string note;                    // how it was sampled, or why dK/dV were not checked
 };
 
 // Rows per rank a sampled check compares (opt.sample_rows, or auto's choice for the ring).

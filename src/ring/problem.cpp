@@ -34,7 +34,8 @@ std::vector<std::string> names(const std::pair<Value, const char*> (&table)[N]) 
 }
 
 template <class Value, std::size_t N>
-Value value_of(const std::pair<Value, const char*> (&table)[N], const std::string& s, const char* what) {
+Value value_of(const std::pair<Value, const char*> (&table)[N], const std::string& s,
+               const char* what) {
   std::string known;
   for (const auto& [value, name] : table) {
     if (s == name) return value;
@@ -45,14 +46,28 @@ Value value_of(const std::pair<Value, const char*> (&table)[N], const std::strin
 
 }  // namespace
 
-const char* to_string(Layout l) { return name_of(kLayouts, l); }
-Layout layout_from_string(const std::string& s) { return value_of(kLayouts, s, "layout"); }
-attn::DType dtype_from_string(const std::string& s) { return value_of(kDTypes, s, "dtype"); }
-const char* to_string(attn::DType t) { return name_of(kDTypes, t); }
-std::vector<std::string> layout_names() { return names(kLayouts); }
-std::vector<std::string> dtype_names() { return names(kDTypes); }
+const char* to_string(Layout l) {
+  return name_of(kLayouts, l);
+}
+Layout layout_from_string(const std::string& s) {
+  return value_of(kLayouts, s, "layout");
+}
+attn::DType dtype_from_string(const std::string& s) {
+  return value_of(kDTypes, s, "dtype");
+}
+const char* to_string(attn::DType t) {
+  return name_of(kDTypes, t);
+}
+std::vector<std::string> layout_names() {
+  return names(kLayouts);
+}
+std::vector<std::string> dtype_names() {
+  return names(kDTypes);
+}
 
-float Problem::scale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+float Problem::scale() const {
+  return 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
 
 std::vector<attn::Pattern> Problem::patterns() const {
   std::vector<attn::Pattern> out;
@@ -78,8 +93,8 @@ std::string problem_error(const Problem& p) {
            std::to_string(p.heads) + ", " + std::to_string(p.head_dim) + ")";
   if (p.ring_size < 1) return "ring size must be >= 1 (got " + R + ")";
   if (p.kv_heads < 0 || p.kv_heads > p.heads || (p.kv_heads > 0 && p.heads % p.kv_heads != 0))
-    return "num_kv_heads " + std::to_string(p.kv_heads) + " must divide num_heads " + std::to_string(p.heads) +
-           " (each K/V head serves num_heads / num_kv_heads query heads)";
+    return "num_kv_heads " + std::to_string(p.kv_heads) + " must divide num_heads " +
+           std::to_string(p.heads) + " (each K/V head serves num_heads / num_kv_heads query heads)";
   if (p.seq_len < 1) return "sequence length must be >= 1 (got " + S + ")";
   if (p.layout == Layout::Zigzag && p.seq_len % (2 * p.ring_size) != 0)
     return "zigzag layout needs the sequence length divisible by 2 x ring size: " + S + " % " +
@@ -130,7 +145,8 @@ std::vector<attn::Span> local_spans(const Problem& p, int r) {
 std::vector<std::int64_t> local_positions(const Problem& p, int r) {
   std::vector<std::int64_t> pos(static_cast<std::size_t>(p.local_rows()));
   for (const attn::Span& s : local_spans(p, r))
-    for (std::int64_t i = 0; i < s.count; ++i) pos[static_cast<std::size_t>(s.row0 + i)] = s.position(i);
+    for (std::int64_t i = 0; i < s.count; ++i)
+      pos[static_cast<std::size_t>(s.row0 + i)] = s.position(i);
   return pos;
 }
 
@@ -158,7 +174,8 @@ std::int64_t pair_count(const Problem& p, int q_rank, int kv_rank) {
 std::vector<std::int64_t> step_pairs(const Problem& p, int ring_rank) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(p.ring_size));
   for (int s = 0; s < p.ring_size; ++s)
-    out[static_cast<std::size_t>(s)] = pair_count(p, ring_rank, kv_owner(ring_rank, s, p.ring_size));
+    out[static_cast<std::size_t>(s)] =
+        pair_count(p, ring_rank, kv_owner(ring_rank, s, p.ring_size));
   return out;
 }
 

@@ -22,7 +22,8 @@ void Reference::load_head(int b, int h) {
     t.resize(static_cast<std::size_t>(S * d));
     for (std::int64_t pos = 0; pos < S; ++pos)
       for (int c = 0; c < d; ++c)
-        t[static_cast<std::size_t>(pos * d + c)] = input_value(seed_, which, p_.dtype, b, head, pos, c);
+        t[static_cast<std::size_t>(pos * d + c)] =
+            input_value(seed_, which, p_.dtype, b, head, pos, c);
   };
   fill(q_, Tensor::Q);
   fill(k_, Tensor::K);
@@ -120,7 +121,10 @@ namespace {
 class FullReference final : public HeadReference {
  public:
   FullReference(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm)
-      : p_(p), ref_(p, seed), pos_(local_positions(p, ring_rank)), comm_(ring_comm),
+      : p_(p),
+        ref_(p, seed),
+        pos_(local_positions(p, ring_rank)),
+        comm_(ring_comm),
         d_(static_cast<std::size_t>(p.head_dim)) {}
 
   void load_head(int b, int h) override {
@@ -131,20 +135,24 @@ class FullReference final : public HeadReference {
                std::vector<double>& lse) override {
     out.assign(rows.size() * d_, 0.0);
     lse.assign(rows.size(), 0.0);
-    for (std::size_t i = 0; i < rows.size(); ++i) ref_.forward_row(at(rows[i]), &out[i * d_], &lse[i]);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      ref_.forward_row(at(rows[i]), &out[i * d_], &lse[i]);
   }
   double delta(std::int64_t row, const double* o) const override { return ref_.delta(at(row), o); }
   void dq(const std::vector<std::int64_t>& rows, const std::vector<double>& lse,
           const std::vector<double>& delta, std::vector<double>& dq) override {
     dq.assign(rows.size() * d_, 0.0);
-    for (std::size_t i = 0; i < rows.size(); ++i) ref_.dq_row(at(rows[i]), lse[i], delta[i], &dq[i * d_]);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      ref_.dq_row(at(rows[i]), lse[i], delta[i], &dq[i * d_]);
   }
   void dkv(const std::vector<std::int64_t>& rows, const std::vector<double>& lse_local,
-           const std::vector<double>& delta_local, std::vector<double>& dk, std::vector<double>& dv) override {
+           const std::vector<double>& delta_local, std::vector<double>& dk,
+           std::vector<double>& dv) override {
     gather(lse_local, lse_glob_);
     gather(delta_local, delta_glob_);
     // lse and delta at every position, and the gather's buffer.
-    peak_ = std::max(peak_, ref_.bytes() + 3 * p_.seq_len * static_cast<std::int64_t>(sizeof(double)));
+    peak_ =
+        std::max(peak_, ref_.bytes() + 3 * p_.seq_len * static_cast<std::int64_t>(sizeof(double)));
     dk.assign(rows.size() * d_, 0.0);
     dv.assign(rows.size() * d_, 0.0);
     for (std::size_t i = 0; i < rows.size(); ++i)
@@ -164,7 +172,8 @@ class FullReference final : public HeadReference {
       const std::vector<std::int64_t> other = local_positions(p_, rr);
       for (int i = 0; i < n; ++i)
         global[static_cast<std::size_t>(other[static_cast<std::size_t>(i)])] =
-            all[static_cast<std::size_t>(rr) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)];
+            all[static_cast<std::size_t>(rr) * static_cast<std::size_t>(n) +
+                static_cast<std::size_t>(i)];
     }
   }
   Problem p_;
@@ -178,8 +187,8 @@ class FullReference final : public HeadReference {
 
 }  // namespace
 
-std::unique_ptr<HeadReference> make_full_reference(const Problem& p, std::uint64_t seed, int ring_rank,
-                                                   MPI_Comm ring_comm) {
+std::unique_ptr<HeadReference> make_full_reference(const Problem& p, std::uint64_t seed,
+                                                   int ring_rank, MPI_Comm ring_comm) {
   return std::make_unique<FullReference>(p, seed, ring_rank, ring_comm);
 }
 

@@ -25,7 +25,8 @@ class Reference {
   void dkv_row(std::int64_t k, const std::vector<double>& lse, const std::vector<double>& delta,
                double* dk, double* dv) const;
   std::int64_t bytes() const {
-    return static_cast<std::int64_t>((q_.capacity() + k_.capacity() + v_.capacity() + do_.capacity()) * sizeof(float));
+    return static_cast<std::int64_t>(
+        (q_.capacity() + k_.capacity() + v_.capacity() + do_.capacity()) * sizeof(float));
   }
 
  private:

@@ -12,9 +12,10 @@ RingAttention::RingAttention(const Problem& p, AttentionBackend& backend, RingTr
   check_group(tr_.ring_size(), p_.ring_size);
   rank_ = tr_.ring_rank();
   calls_ = calls_per_owner(p_, rank_);
-  gqa_ = KvExpansion(be_, p_.batch, p_.heads, p_.num_kv_heads(), p_.local_rows(), p_.head_dim, p_.dtype,
-                     with_backward_);
-  const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes, dkdv_bytes = 2 * shards_.kv_shard_floats * sizeof(float);
+  gqa_ = KvExpansion(be_, p_.batch, p_.heads, p_.num_kv_heads(), p_.local_rows(), p_.head_dim,
+                     p_.dtype, with_backward_);
+  const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes,
+                    dkdv_bytes = 2 * shards_.kv_shard_floats * sizeof(float);
   const std::size_t packet = with_backward_ ? kv_bytes + dkdv_bytes : kv_bytes;
   if (p_.ring_size > 1) {
     pkt_[0] = Buffer(be_, packet);
@@ -37,7 +38,8 @@ int RingAttention::backward_owner(int s) const {
 // partial dK/dV only (the own block needs no K/V); step R - 1's reaches the block's owner.
 std::size_t RingAttention::backward_hop_bytes(int s) const {
   const int R = p_.ring_size;
-  const std::size_t kv = 2 * shards_.kv_shard_bytes, dkdv = 2 * shards_.kv_shard_floats * sizeof(float);
+  const std::size_t kv = 2 * shards_.kv_shard_bytes,
+                    dkdv = 2 * shards_.kv_shard_floats * sizeof(float);
   if (R == 1) return 0;
   if (s == 0) return R >= 3 ? kv : 0;
   if (s <= R - 3) return kv + dkdv;
@@ -64,8 +66,10 @@ void RingAttention::compute_backward(const char* kv, int owner, float* dkdv) {
 }
 
 StepKernels RingAttention::kernels() const {
-  return {be_, attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()},
-          p_.dtype, p_.scale(), shards_.q.ptr, gqa_.kernel_shard_bytes()};
+  return {
+      be_,           attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()},
+      p_.dtype,      p_.scale(),
+      shards_.q.ptr, gqa_.kernel_shard_bytes()};
 }
 
 void RingAttention::forward() {
@@ -75,7 +79,8 @@ void RingAttention::forward() {
   std::vector<int> marks(3 * static_cast<std::size_t>(R));
   std::vector<double> host_wait(static_cast<std::size_t>(R), 0.0);
   be_.reset_marks();
-  be_.init_forward(shards_.out.floats(), shards_.lse.floats(), static_cast<std::int64_t>(shards_.rows), p_.head_dim);
+  be_.init_forward(shards_.out.floats(), shards_.lse.floats(),
+                   static_cast<std::int64_t>(shards_.rows), p_.head_dim);
   // With backward, the first block received (rank r - 1's) lands in kv_prev_ and stays there
   // for the backward's first step; the others alternate between the two packets.
   char* first = with_backward_ ? kv_prev_.bytes() : pkt_[0].bytes();
@@ -104,7 +109,8 @@ void RingAttention::backward() {
   if (!with_backward_) throw std::logic_error("ring attention: constructed without backward");
   if (!have_forward_) throw std::logic_error("ring attention: backward() before forward()");
   const int R = p_.ring_size;
-  const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes, dkdv_floats = 2 * shards_.kv_shard_floats,
+  const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes,
+                    dkdv_floats = 2 * shards_.kv_shard_floats,
                     dkdv_bytes = dkdv_floats * sizeof(float);
   reset_steps(bwd_);
   std::vector<int> marks(4 * static_cast<std::size_t>(R));
@@ -128,17 +134,21 @@ void RingAttention::backward() {
   // last step computes on its own K/V and receives its own block's partial sum.
   for (int s = 0; s < R; ++s) {
     const bool own = s == R - 1;
-    const char* kv = s == 0 ? kv_prev_.bytes() : own ? shards_.kv.bytes() : pkt_[(s - 1) % 2].bytes();
+    const char* kv = s == 0 ? kv_prev_.bytes()
+                     : own  ? shards_.kv.bytes()
+                            : pkt_[(s - 1) % 2].bytes();
     char* recv = own ? nullptr : pkt_[s % 2].bytes();
     const std::size_t bytes = backward_hop_bytes(s);
     if (s == 0) {
-      if (bytes > 0) post(kv_prev_.ptr, recv, bytes);  // nothing to pass on yet: o_0's first visitor
+      if (bytes > 0)
+        post(kv_prev_.ptr, recv, bytes);  // nothing to pass on yet: o_0's first visitor
     } else if (own) {
       post(pkt_[(s - 1) % 2].bytes() + kv_bytes, shards_.dkdv.ptr, bytes);  // o_{R-2}'s sum, home
     } else if (s <= R - 3) {
       post(pkt_[(s - 1) % 2].ptr, recv, bytes);
     } else {
-      post(pkt_[(s - 1) % 2].bytes() + kv_bytes, recv + kv_bytes, bytes);  // the next block is the own one
+      post(pkt_[(s - 1) % 2].bytes() + kv_bytes, recv + kv_bytes,
+           bytes);  // the next block is the own one
     }
     const std::size_t m = 4 * static_cast<std::size_t>(s);
     be_.fill_zero(contrib_.ptr, dkdv_bytes);
@@ -166,8 +176,15 @@ void RingAttention::backward() {
 
 RingAttention::DeviceTensors RingAttention::device_tensors() const {
   const Shards& s = shards_;
-  return {s.q.bytes(), s.k(), s.v(), s.dout.bytes(), s.out.floats(), s.lse.floats(), s.dq.floats(),
-          s.dkdv.ptr ? s.dk() : nullptr, s.dkdv.ptr ? s.dv() : nullptr};
+  return {s.q.bytes(),
+          s.k(),
+          s.v(),
+          s.dout.bytes(),
+          s.out.floats(),
+          s.lse.floats(),
+          s.dq.floats(),
+          s.dkdv.ptr ? s.dk() : nullptr,
+          s.dkdv.ptr ? s.dv() : nullptr};
 }
 
 }  // namespace rb::ring

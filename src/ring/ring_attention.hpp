@@ -40,7 +40,8 @@ class RingAttention final : public ShardedScheme {
   void forward() override;
   void backward() override;  // after forward()
   Scheme scheme() const override { return Scheme::Ring; }
-  std::optional<OverlapCalibration> calibrate_overlap(MPI_Comm sync, int repeats) override;  // ring_overlap.cpp
+  std::optional<OverlapCalibration> calibrate_overlap(MPI_Comm sync,
+                                                      int repeats) override;  // ring_overlap.cpp
 
   // The ring's own buffers on the backend, for a scheme that fills and reads them there (hybrid):
   // inputs as load_inputs() takes them, results as result() returns them.

@@ -9,7 +9,8 @@ namespace {
 // and kept until MPI_Finalize (freeing them would gain nothing).
 int make_keyval() {
   int keyval = MPI_KEYVAL_INVALID;
-  RB_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &keyval, nullptr));
+  RB_MPI_CHECK(
+      MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &keyval, nullptr));
   return keyval;
 }
 int nccl_keyval() {
@@ -49,7 +50,10 @@ MPI_Comm attached_transport_comm(MPI_Comm ring_comm) {
 
 RingComms::RingComms(MPI_Comm world, std::vector<int> node_of, RingOrder order,
                      std::function<NcclComm&()> world_nccl)
-    : world_(world), node_of_(std::move(node_of)), order_(order), world_nccl_(std::move(world_nccl)) {
+    : world_(world),
+      node_of_(std::move(node_of)),
+      order_(order),
+      world_nccl_(std::move(world_nccl)) {
   if (world_nccl_) split_ = split_everywhere(world_);
 }
 

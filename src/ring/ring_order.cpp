@@ -28,8 +28,7 @@ int crossing_hops(const std::vector<int>& members, const std::vector<int>& node_
   const std::size_t n = members.size();
   if (n < 2) return 0;
   int hops = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    hops += node_of[members[i]] != node_of[members[(i + 1) % n]];
+  for (std::size_t i = 0; i < n; ++i) hops += node_of[members[i]] != node_of[members[(i + 1) % n]];
   return hops;
 }
 
@@ -59,7 +58,8 @@ std::string spread_warning(const RingPlacement& p, const std::vector<int>& node_
   if (static_cast<long>(p.members.size()) > on_node) return "";
   return "ring " + std::to_string(p.ring_id) + " of " + std::to_string(p.members.size()) +
          " ranks fits in one node but spans " + std::to_string(p.nodes_spanned) + " (" +
-         std::to_string(p.crossing_hops) + " node-crossing hops): use ring_order: node_aware, "
+         std::to_string(p.crossing_hops) +
+         " node-crossing hops): use ring_order: node_aware, "
          "or a ring size that divides the ranks per node";
 }
 
@@ -69,6 +69,8 @@ RingOrder parse_ring_order(const std::string& name) {
   throw std::invalid_argument("unknown ring order '" + name + "' (node_aware | rank)");
 }
 
-const char* to_string(RingOrder order) { return order == RingOrder::NodeAware ? "node_aware" : "rank"; }
+const char* to_string(RingOrder order) {
+  return order == RingOrder::NodeAware ? "node_aware" : "rank";
+}
 
 }  // namespace rb::ring

@@ -41,13 +41,15 @@ double RingAttention::transfer_alone(MPI_Comm sync, std::size_t bytes) {
   const auto t1 = std::chrono::steady_clock::now();
   tr_.finish();
   be_.synchronize();
-  return be_.on_device() ? be_.seconds_between(a, b) : std::chrono::duration<double>(t1 - t0).count();
+  return be_.on_device() ? be_.seconds_between(a, b)
+                         : std::chrono::duration<double>(t1 - t0).count();
 }
 
 std::vector<double> RingAttention::forward_compute_alone() {
   const int R = p_.ring_size;
   be_.reset_marks();
-  be_.init_forward(shards_.out.floats(), shards_.lse.floats(), static_cast<std::int64_t>(shards_.rows), p_.head_dim);
+  be_.init_forward(shards_.out.floats(), shards_.lse.floats(),
+                   static_cast<std::int64_t>(shards_.rows), p_.head_dim);
   std::vector<int> marks{be_.mark()};
   for (int s = 0; s < R; ++s) {  // every owner's block shape, on this rank's own K/V
     compute_forward(shards_.kv.bytes(), kv_owner(rank_, s, R));
@@ -62,7 +64,8 @@ std::vector<double> RingAttention::forward_compute_alone() {
 // As the backward's steps count it: the block's kernels and the add into the travelling dK/dV.
 std::vector<double> RingAttention::backward_compute_alone() {
   const int R = p_.ring_size;
-  const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes, dkdv_floats = 2 * shards_.kv_shard_floats;
+  const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes,
+                    dkdv_floats = 2 * shards_.kv_shard_floats;
   be_.reset_marks();
   be_.backward_prepare(shards_.dout.ptr, shards_.out.floats(), delta_.floats(),
                        static_cast<std::int64_t>(shards_.rows), p_.head_dim, p_.dtype);
@@ -85,7 +88,8 @@ std::vector<double> RingAttention::backward_compute_alone() {
 std::optional<OverlapCalibration> RingAttention::calibrate_overlap(MPI_Comm sync, int repeats) {
   const int R = p_.ring_size;
   if (R == 1 || repeats < 1) return std::nullopt;
-  const std::size_t kv = 2 * shards_.kv_shard_bytes, dkdv = 2 * shards_.kv_shard_floats * sizeof(float);
+  const std::size_t kv = 2 * shards_.kv_shard_bytes,
+                    dkdv = 2 * shards_.kv_shard_floats * sizeof(float);
   std::vector<double> hop, packet, partial;
   std::vector<std::vector<double>> fwd, bwd;
   for (int i = 0; i < repeats; ++i) {
@@ -103,10 +107,12 @@ std::optional<OverlapCalibration> RingAttention::calibrate_overlap(MPI_Comm sync
   c.step_compute_alone = step_medians(fwd);
   if (with_backward_) {
     // The backward's hops by size (backward_hop_bytes): K/V, K/V + dK/dV, or dK/dV.
-    const double by_size[] = {c.hop_transfer_alone_s, stats::median(packet), stats::median(partial)};
+    const double by_size[] = {c.hop_transfer_alone_s, stats::median(packet),
+                              stats::median(partial)};
     for (int s = 0; s < R; ++s) {
       const std::size_t bytes = backward_hop_bytes(s);
-      if (bytes > 0) c.backward_transfer_alone_s += by_size[bytes == kv ? 0 : bytes == kv + dkdv ? 1 : 2];
+      if (bytes > 0)
+        c.backward_transfer_alone_s += by_size[bytes == kv ? 0 : bytes == kv + dkdv ? 1 : 2];
     }
     c.backward_step_compute_alone = step_medians(bwd);
   }

@@ -31,8 +31,9 @@ ShardedScheme::ShardedScheme(const Problem& p, attn::AttentionBackend& backend, 
 
 void ShardedScheme::check_group(int transport_size, int expected) const {
   if (transport_size != expected)
-    throw std::invalid_argument(std::string(name_) + ": transport group has " + std::to_string(transport_size) +
-                                " ranks, problem group size " + std::to_string(expected));
+    throw std::invalid_argument(std::string(name_) + ": transport group has " +
+                                std::to_string(transport_size) + " ranks, problem group size " +
+                                std::to_string(expected));
 }
 
 void ShardedScheme::reset_steps(StepTimes& t) const {

@@ -37,7 +37,8 @@ class ShardedScheme : public ContextParallelAttention {
 
  protected:
   // Checks p (throws std::invalid_argument with problem_error) and allocates the shards.
-  ShardedScheme(const Problem& p, attn::AttentionBackend& backend, bool with_backward, const char* name);
+  ShardedScheme(const Problem& p, attn::AttentionBackend& backend, bool with_backward,
+                const char* name);
   // "NAME: transport group has G ranks, problem group size R" unless they agree.
   void check_group(int transport_size, int expected) const;
   // Steps of this scheme, zeroed: as many as the problem's ring size.

@@ -22,7 +22,8 @@ void set_call(Block& b, const BlockCall& call) {
 
 }  // namespace
 
-void StepKernels::forward(const std::vector<BlockCall>& calls, const char* kv, float* out, float* lse) const {
+void StepKernels::forward(const std::vector<BlockCall>& calls, const char* kv, float* out,
+                          float* lse) const {
   attn::ForwardBlock fb;
   fill_shared(*this, fb, kv);
   fb.out = out;

@@ -12,7 +12,7 @@ namespace rb::ring {
 
 struct StepKernels {
   attn::AttentionBackend& backend;
-  attn::Dims dims;      // q_rows: this rank's rows, kv_rows: the rows of one K/V set
+  attn::Dims dims;  // q_rows: this rank's rows, kv_rows: the rows of one K/V set
   attn::DType dtype = attn::DType::F32;
   float scale = 1.0f;
   const void* q = nullptr;         // [batch][heads][q_rows][head_dim] in dtype
@@ -21,8 +21,8 @@ struct StepKernels {
   // out / lse: the running fp32 output and log-sum-exp of the q rows.
   void forward(const std::vector<BlockCall>& calls, const char* kv, float* out, float* lse) const;
   // dkdv: K then V gradients (fp32, kv_rows each) of this K/V set, accumulated.
-  void backward(const std::vector<BlockCall>& calls, const char* kv, const void* dout, const float* lse,
-                const float* delta, float* dq, float* dkdv) const;
+  void backward(const std::vector<BlockCall>& calls, const char* kv, const void* dout,
+                const float* lse, const float* delta, float* dq, float* dkdv) const;
 };
 
 }  // namespace rb::ring

@@ -34,15 +34,21 @@ void shift(std::vector<T>& block, MPI_Datatype type, int to, int from, MPI_Comm 
   constexpr std::size_t kPiece = (std::size_t{4} << 20) / sizeof(T);
   for (std::size_t off = 0; off < block.size(); off += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, block.size() - off));
-    RB_MPI_CHECK(MPI_Sendrecv_replace(block.data() + off, n, type, to, 71, from, 71, comm, MPI_STATUS_IGNORE));
+    RB_MPI_CHECK(MPI_Sendrecv_replace(block.data() + off, n, type, to, 71, from, 71, comm,
+                                      MPI_STATUS_IGNORE));
   }
 }
 
 class StreamedReference final : public HeadReference {
  public:
   StreamedReference(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm)
-      : p_(p), seed_(seed), rank_(ring_rank), comm_(ring_comm), patterns_(p.patterns()),
-        pos_(local_positions(p, ring_rank)), d_(static_cast<std::size_t>(p.head_dim)),
+      : p_(p),
+        seed_(seed),
+        rank_(ring_rank),
+        comm_(ring_comm),
+        patterns_(p.patterns()),
+        pos_(local_positions(p, ring_rank)),
+        d_(static_cast<std::size_t>(p.head_dim)),
         scale_(1.0 / std::sqrt(static_cast<double>(p.head_dim))) {}
 
   void load_head(int b, int h) override {
@@ -106,7 +112,8 @@ class StreamedReference final : public HeadReference {
   }
 
   void dkv(const std::vector<std::int64_t>& rows, const std::vector<double>& lse_local,
-           const std::vector<double>& delta_local, std::vector<double>& dk, std::vector<double>& dv) override {
+           const std::vector<double>& delta_local, std::vector<double>& dk,
+           std::vector<double>& dv) override {
     const std::vector<float> k = local_rows(Tensor::K, rows), v = local_rows(Tensor::V, rows);
     dk.assign(rows.size() * d_, 0.0);
     dv.assign(rows.size() * d_, 0.0);
@@ -115,16 +122,19 @@ class StreamedReference final : public HeadReference {
     cur_.y = delta_local;
     around_ring([&](const Block& blk, const std::vector<std::int64_t>& qpos) {
       // Here the local rows are keys and the visiting block's rows queries.
-      each_pair(rows, qpos, [&](std::size_t i, std::size_t j, int w) {
-        const float* q = &blk.a[j * d_];
-        const float* g = &blk.b[j * d_];
-        const double P = w * std::exp(dot(q, &k[i * d_]) * scale_ - blk.x[j]);
-        const double ds = P * (dot(g, &v[i * d_]) - blk.y[j]) * scale_;
-        for (std::size_t c = 0; c < d_; ++c) {
-          dv[i * d_ + c] += P * g[c];
-          dk[i * d_ + c] += ds * q[c];
-        }
-      }, true);
+      each_pair(
+          rows, qpos,
+          [&](std::size_t i, std::size_t j, int w) {
+            const float* q = &blk.a[j * d_];
+            const float* g = &blk.b[j * d_];
+            const double P = w * std::exp(dot(q, &k[i * d_]) * scale_ - blk.x[j]);
+            const double ds = P * (dot(g, &v[i * d_]) - blk.y[j]) * scale_;
+            for (std::size_t c = 0; c < d_; ++c) {
+              dv[i * d_ + c] += P * g[c];
+              dk[i * d_ + c] += ds * q[c];
+            }
+          },
+          true);
     });
   }
 
@@ -137,8 +147,8 @@ class StreamedReference final : public HeadReference {
   // per local row (the block is far larger than the cache; the tile's rows are not).
   // local_is_key: the local rows are keys (dK/dV), else queries.
   template <class F>
-  void each_pair(const std::vector<std::int64_t>& rows, const std::vector<std::int64_t>& visiting, F f,
-                 bool local_is_key = false) const {
+  void each_pair(const std::vector<std::int64_t>& rows, const std::vector<std::int64_t>& visiting,
+                 F f, bool local_is_key = false) const {
     constexpr std::size_t kTile = 32;
     for (std::size_t i0 = 0; i0 < rows.size(); i0 += kTile) {
       const std::size_t i1 = std::min(rows.size(), i0 + kTile);

@@ -27,9 +27,9 @@ struct CopyEngineProbe {
 };
 
 struct TransportFacts {
-  bool on_device = false;      // a GPU attention backend (else MPI on the host)
+  bool on_device = false;  // a GPU attention backend (else MPI on the host)
   int ring_size = 1;
-  int nodes_spanned = 1;       // nodes the ring's ranks sit on
+  int nodes_spanned = 1;                 // nodes the ring's ranks sit on
   std::optional<CopyEngineProbe> probe;  // absent where it was not needed (nor run)
 };
 

@@ -13,15 +13,19 @@ std::string ulysses_problem_error(const Problem& p) {
     return "num_heads " + H + " is not divisible by the group size " + P +
            " (Ulysses gives each rank heads / group of the heads)";
   if (p.num_kv_heads() % p.ring_size != 0)
-    return "num_kv_heads " + std::to_string(p.num_kv_heads()) + " is not divisible by the group size " + P +
-           " (Ulysses gives each rank num_kv_heads / group of the K/V heads, those of its query heads; "
-           "fewer or unevenly split K/V heads would need them replicated, which this build does not do)";
+    return "num_kv_heads " + std::to_string(p.num_kv_heads()) +
+           " is not divisible by the group size " + P +
+           " (Ulysses gives each rank num_kv_heads / group of the K/V heads, those of its query "
+           "heads; "
+           "fewer or unevenly split K/V heads would need them replicated, which this build does "
+           "not do)";
   const int local = p.heads / p.ring_size;
   for (const Branch& b : p.branches)
     if (b.rate > 1 && local % b.rate != 0)
-      return "dilation rate " + std::to_string(b.rate) + " does not divide the " + std::to_string(local) +
-             " heads per rank (num_heads " + H + " / group " + P +
-             "): a dilated branch picks rows by head % rate, which must be the same on every rank's heads";
+      return "dilation rate " + std::to_string(b.rate) + " does not divide the " +
+             std::to_string(local) + " heads per rank (num_heads " + H + " / group " + P +
+             "): a dilated branch picks rows by head % rate, which must be the same on every "
+             "rank's heads";
   return "";
 }
 
@@ -47,7 +51,8 @@ UlyssesAttention::UlyssesAttention(const Problem& p, attn::AttentionBackend& bac
   S_ = p_.seq_len;
   std::vector<std::vector<RowRun>> runs;
   for (int r = 0; r < group_; ++r) runs.push_back(position_runs(p_, r));  // joint rows: positions
-  heads_ = std::make_unique<HeadExchange>(be_, transport, p_.batch, p_.local_rows(), S_, std::move(runs));
+  heads_ = std::make_unique<HeadExchange>(be_, transport, p_.batch, p_.local_rows(), S_,
+                                          std::move(runs));
   const attn::Span whole{0, S_, 0, 1};  // the sequence in position order
   calls_ = block_calls({whole}, {whole}, p_.patterns());
   gqa_ = KvExpansion(be_, p_.batch, p_.heads / group_, p_.num_kv_heads() / group_, S_, p_.head_dim,
@@ -59,7 +64,8 @@ UlyssesAttention::UlyssesAttention(const Problem& p, attn::AttentionBackend& bac
   outf_ = BackendBuffer(be_, s.shard_floats * f32);
   lsef_ = BackendBuffer(be_, s.rows * f32);
   // O, dQ, dK, dV cross in the input dtype (head_exchange.hpp), LSE in fp32.
-  std::size_t exchange = std::max(s.shard_bytes + 2 * s.kv_shard_bytes, s.shard_bytes + s.rows * f32);
+  std::size_t exchange =
+      std::max(s.shard_bytes + 2 * s.kv_shard_bytes, s.shard_bytes + s.rows * f32);
   if (with_backward_) {
     doutf_ = BackendBuffer(be_, s.shard_bytes);
     deltaf_ = BackendBuffer(be_, s.rows * f32);
@@ -79,7 +85,9 @@ void UlyssesAttention::forward() {
   be_.reset_marks();
   const int m0 = be_.mark();
   heads_->to_heads({{s.q.bytes(), H, d, t, t}, {s.k(), Hkv, d, t, t}, {s.v(), Hkv, d, t, t}},
-                   {{qf_.bytes(), H, d, t, t}, {kvf_.bytes(), Hkv, d, t, t}, {kvf_.bytes() + s.kv_shard_bytes, Hkv, d, t, t}},
+                   {{qf_.bytes(), H, d, t, t},
+                    {kvf_.bytes(), Hkv, d, t, t},
+                    {kvf_.bytes() + s.kv_shard_bytes, Hkv, d, t, t}},
                    send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
@@ -88,7 +96,8 @@ void UlyssesAttention::forward() {
   const int m2 = be_.mark();
   // O (head_dim per row) and LSE (one per row) back to the position owners in one all-to-all.
   heads_->to_shards({{outf_.bytes(), H, d, F32, t}, {lsef_.bytes(), H, 1, F32, F32}},
-                    {{s.out.bytes(), H, d, F32, t}, {s.lse.bytes(), H, 1, F32, F32}}, send_.bytes(), recv_.bytes());
+                    {{s.out.bytes(), H, d, F32, t}, {s.lse.bytes(), H, 1, F32, F32}}, send_.bytes(),
+                    recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
   fwd_.compute[0] = be_.seconds_between(m1, m2);
@@ -107,20 +116,23 @@ void UlyssesAttention::backward() {
   reset_steps(bwd_);
   be_.reset_marks();
   const int m0 = be_.mark();
-  heads_->to_heads({{s.dout.bytes(), H, d, t, t}}, {{doutf_.bytes(), H, d, t, t}}, send_.bytes(), recv_.bytes());
+  heads_->to_heads({{s.dout.bytes(), H, d, t, t}}, {{doutf_.bytes(), H, d, t, t}}, send_.bytes(),
+                   recv_.bytes());
   const int m1 = be_.mark();
   const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
   be_.backward_prepare(doutf_.ptr, outf_.floats(), deltaf_.floats(), rows, p_.head_dim, p_.dtype);
   be_.fill_zero(dqf_.ptr, s.shard_floats * f32);
   be_.fill_zero(dkvf_.ptr, 2 * s.kv_shard_floats * f32);
   float* grads = gqa_.grads(dkvf_.floats());
-  kernels().backward(calls_, gqa_.expand(kvf_.bytes()), doutf_.ptr, lsef_.floats(), deltaf_.floats(),
-                     dqf_.floats(), grads);
+  kernels().backward(calls_, gqa_.expand(kvf_.bytes()), doutf_.ptr, lsef_.floats(),
+                     deltaf_.floats(), dqf_.floats(), grads);
   gqa_.fold(dkvf_.floats());
   const int m2 = be_.mark();
-  heads_->to_shards({{dqf_.bytes(), H, d, F32, t}, {dkvf_.bytes(), Hkv, d, F32, t},
+  heads_->to_shards({{dqf_.bytes(), H, d, F32, t},
+                     {dkvf_.bytes(), Hkv, d, F32, t},
                      {dkvf_.bytes() + s.kv_shard_floats * f32, Hkv, d, F32, t}},
-                    {{s.dq.bytes(), H, d, F32, t}, {reinterpret_cast<char*>(s.dk()), Hkv, d, F32, t},
+                    {{s.dq.bytes(), H, d, F32, t},
+                     {reinterpret_cast<char*>(s.dk()), Hkv, d, F32, t},
                      {reinterpret_cast<char*>(s.dv()), Hkv, d, F32, t}},
                     send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
@@ -130,9 +142,9 @@ void UlyssesAttention::backward() {
 }
 
 StepKernels UlyssesAttention::kernels() const {
-  return {be_, attn::Dims{p_.batch, p_.heads / group_, p_.head_dim, S_, S_}, p_.dtype, p_.scale(), qf_.ptr,
-          gqa_.kernel_shard_bytes()};
+  return {be_,      attn::Dims{p_.batch, p_.heads / group_, p_.head_dim, S_, S_},
+          p_.dtype, p_.scale(),
+          qf_.ptr,  gqa_.kernel_shard_bytes()};
 }
-
 
 }  // namespace rb::ring

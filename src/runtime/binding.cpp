@@ -58,13 +58,16 @@ std::string gpu_label(const MachineModel& m, int gpu) {
   // model_for_gpus names GPUs by bus id, and its index is a slot, not a CUDA ordinal.
   if (!bus.empty() && name == bus) return "GPU " + bus;
   std::string s = "GPU " + std::to_string(gpu);
-  if (!bus.empty()) s += " (" + bus + ")";
-  else if (!name.empty()) s += " (" + name + ")";
+  if (!bus.empty())
+    s += " (" + bus + ")";
+  else if (!name.empty())
+    s += " (" + name + ")";
   return s;
 }
 
-BindingDecision decide_numa(const MachineModel& m, int local_rank, int local_size, const std::string& prefix,
-                            BindingPolicy policy, const std::string& suffix) {
+BindingDecision decide_numa(const MachineModel& m, int local_rank, int local_size,
+                            const std::string& prefix, BindingPolicy policy,
+                            const std::string& suffix) {
   BindingDecision d;
   d.policy = policy;
   const int nd = static_cast<int>(m.numa.size());
@@ -72,10 +75,11 @@ BindingDecision decide_numa(const MachineModel& m, int local_rank, int local_siz
   const NumaDomain& dom = m.numa[static_cast<std::size_t>(pos)];
   d.pus = domain_pus(dom);
   d.numa_os_index = dom.os_index;
-  d.explanation = prefix + "numa -> " + numa_label(m, pos) + " (PUs " + format_cpu_list(d.pus) + ")";
+  d.explanation =
+      prefix + "numa -> " + numa_label(m, pos) + " (PUs " + format_cpu_list(d.pus) + ")";
   if (local_size > nd)
-    d.explanation += ", shared by " + std::to_string(local_size) + " local ranks over " + std::to_string(nd) +
-                     " domain(s)";
+    d.explanation += ", shared by " + std::to_string(local_size) + " local ranks over " +
+                     std::to_string(nd) + " domain(s)";
   d.explanation += suffix;
   return d;
 }
@@ -126,12 +130,16 @@ BindingDecision decide_binding(const MachineModel& machine, BindingPolicy policy
     }
     // Memory follows the cores only when they all sit in one domain.
     d.numa_os_index = domain >= 0 ? machine.numa[static_cast<std::size_t>(domain)].os_index : -1;
-    d.explanation = prefix + "core -> " + std::to_string(last - first) + " core(s), PUs " + format_cpu_list(d.pus) +
-                    (domain >= 0 ? " in " + numa_label(machine, domain) : std::string(" across NUMA domains")) + note;
+    d.explanation =
+        prefix + "core -> " + std::to_string(last - first) + " core(s), PUs " +
+        format_cpu_list(d.pus) +
+        (domain >= 0 ? " in " + numa_label(machine, domain) : std::string(" across NUMA domains")) +
+        note;
     return d;
   }
 
-  if (policy == BindingPolicy::Numa) return decide_numa(machine, local_rank, local_size, prefix, policy, "");
+  if (policy == BindingPolicy::Numa)
+    return decide_numa(machine, local_rank, local_size, prefix, policy, "");
 
   // gpu-near
   std::string reason;
@@ -147,8 +155,8 @@ BindingDecision decide_binding(const MachineModel& machine, BindingPolicy policy
       const NumaDomain& dom = machine.numa[static_cast<std::size_t>(pos)];
       d.pus = domain_pus(dom);
       d.numa_os_index = dom.os_index;
-      d.explanation = prefix + "gpu-near -> " + numa_label(machine, pos) + " (PUs " + format_cpu_list(d.pus) +
-                      ") next to " + gpu_label(machine, gpu_index);
+      d.explanation = prefix + "gpu-near -> " + numa_label(machine, pos) + " (PUs " +
+                      format_cpu_list(d.pus) + ") next to " + gpu_label(machine, gpu_index);
       return d;
     }
   }
@@ -156,15 +164,18 @@ BindingDecision decide_binding(const MachineModel& machine, BindingPolicy policy
                      " (gpu-near fell back to numa: " + reason + ")");
 }
 
-std::string launcher_binding_warning(const std::string& cpuset_before, const std::string& machine_cpuset,
+std::string launcher_binding_warning(const std::string& cpuset_before,
+                                     const std::string& machine_cpuset,
                                      const BindingDecision& decision) {
   if (cpuset_before.empty() || cpuset_before == machine_cpuset) return "";  // launcher did not bind
   if (decision.pus.empty()) return "";  // ringbench keeps the launcher's binding
   const std::string chosen = format_cpu_list(decision.pus);
   if (chosen == cpuset_before) return "";
   return "the launcher bound this rank to PUs " + cpuset_before + " (machine: " + machine_cpuset +
-         "); ringbench's " + to_string(decision.policy) + " binding replaced it with PUs " + chosen +
-         ". Launch with `mpirun --bind-to none` (or `--bind-to numa` with binding: numa or gpu-near) "
+         "); ringbench's " + to_string(decision.policy) + " binding replaced it with PUs " +
+         chosen +
+         ". Launch with `mpirun --bind-to none` (or `--bind-to numa` with binding: numa or "
+         "gpu-near) "
          "so the two do not disagree";
 }
 
@@ -186,7 +197,9 @@ std::vector<int> bitmap_indices(hwloc_const_bitmap_t set) {
   std::vector<int> out;
   if (hwloc_bitmap_weight(set) < 0) return out;  // infinite set: not a real binding
   unsigned i = 0;
-  hwloc_bitmap_foreach_begin(i, set) { out.push_back(static_cast<int>(i)); }
+  hwloc_bitmap_foreach_begin(i, set) {
+    out.push_back(static_cast<int>(i));
+  }
   hwloc_bitmap_foreach_end();
   return out;
 }
@@ -230,11 +243,14 @@ struct Topology::Impl {
       NumaDomain d;
       d.os_index = os_index;
       hwloc_obj_t last_core = nullptr;
-      for (hwloc_obj_t pu = hwloc_get_next_obj_inside_cpuset_by_type(topo, cpuset, HWLOC_OBJ_PU, nullptr);
-           pu != nullptr; pu = hwloc_get_next_obj_inside_cpuset_by_type(topo, cpuset, HWLOC_OBJ_PU, pu)) {
+      for (hwloc_obj_t pu =
+               hwloc_get_next_obj_inside_cpuset_by_type(topo, cpuset, HWLOC_OBJ_PU, nullptr);
+           pu != nullptr;
+           pu = hwloc_get_next_obj_inside_cpuset_by_type(topo, cpuset, HWLOC_OBJ_PU, pu)) {
         if (hwloc_bitmap_isset(claimed.b, pu->os_index)) continue;
         hwloc_bitmap_set(claimed.b, pu->os_index);
-        // A PU without a Core ancestor (synthetic "pu" levels directly under a package) is its own core.
+        // A PU without a Core ancestor (synthetic "pu" levels directly under a package) is its own
+        // core.
         hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
         if (core == nullptr || core != last_core || d.cores.empty()) d.cores.emplace_back();
         last_core = core;
@@ -282,7 +298,8 @@ Topology& Topology::operator=(Topology&&) noexcept = default;
 namespace {
 
 std::runtime_error hwloc_error(const std::string& what, const std::string& source) {
-  return std::runtime_error("hwloc: " + what + " failed for " + source + ": " + std::strerror(errno));
+  return std::runtime_error("hwloc: " + what + " failed for " + source + ": " +
+                            std::strerror(errno));
 }
 
 }  // namespace
@@ -301,7 +318,8 @@ Topology Topology::load_xml(const std::string& path) {
   auto impl = std::make_unique<Impl>();
   impl->source = "XML " + path;
   if (hwloc_topology_init(&impl->topo) != 0) throw hwloc_error("hwloc_topology_init", impl->source);
-  if (hwloc_topology_set_xml(impl->topo, path.c_str()) != 0) throw hwloc_error("hwloc_topology_set_xml", impl->source);
+  if (hwloc_topology_set_xml(impl->topo, path.c_str()) != 0)
+    throw hwloc_error("hwloc_topology_set_xml", impl->source);
   hwloc_topology_set_io_types_filter(impl->topo, HWLOC_TYPE_FILTER_KEEP_ALL);
   if (hwloc_topology_load(impl->topo) != 0) throw hwloc_error("hwloc_topology_load", impl->source);
   return Topology(std::move(impl));
@@ -325,7 +343,8 @@ MachineModel Topology::model() const {
   // GPUs: CUDA OS devices carry the CUDA ordinal in their name; NVML ones the NVML index
   // (nvidia-smi's); bare PCI devices are a last resort in PCI order.
   std::map<int, hwloc_obj_t> cuda, nvml;
-  for (hwloc_obj_t os = hwloc_get_next_osdev(t, nullptr); os != nullptr; os = hwloc_get_next_osdev(t, os)) {
+  for (hwloc_obj_t os = hwloc_get_next_osdev(t, nullptr); os != nullptr;
+       os = hwloc_get_next_osdev(t, os)) {
     const auto type = os->attr->osdev.type;
     if (type != HWLOC_OBJ_OSDEV_GPU && type != HWLOC_OBJ_OSDEV_COPROC) continue;
     int n = numbered(os->name, "cuda");
@@ -338,7 +357,8 @@ MachineModel Topology::model() const {
   for (const auto& kv : named) gpus.push_back(kv.second);
   if (gpus.empty()) {
     std::vector<std::pair<std::string, hwloc_obj_t>> pci;
-    for (hwloc_obj_t p = hwloc_get_next_pcidev(t, nullptr); p != nullptr; p = hwloc_get_next_pcidev(t, p)) {
+    for (hwloc_obj_t p = hwloc_get_next_pcidev(t, nullptr); p != nullptr;
+         p = hwloc_get_next_pcidev(t, p)) {
       const unsigned cls = p->attr->pcidev.class_id;
       if (p->attr->pcidev.vendor_id == 0x10de && (cls == 0x0300 || cls == 0x0302))
         pci.emplace_back(pci_bus_id(p), p);
@@ -386,8 +406,10 @@ int Topology::current_numa_node() const {
     return -1;
   const int nn = hwloc_get_nbobjs_by_type(impl_->topo, HWLOC_OBJ_NUMANODE);
   for (int i = 0; i < nn; ++i) {
-    hwloc_obj_t node = hwloc_get_obj_by_type(impl_->topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
-    if (node->cpuset != nullptr && !hwloc_bitmap_iszero(node->cpuset) && hwloc_bitmap_isincluded(set.b, node->cpuset))
+    hwloc_obj_t node =
+        hwloc_get_obj_by_type(impl_->topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+    if (node->cpuset != nullptr && !hwloc_bitmap_iszero(node->cpuset) &&
+        hwloc_bitmap_isincluded(set.b, node->cpuset))
       return static_cast<int>(node->os_index);
   }
   return -1;
@@ -399,8 +421,8 @@ std::string Topology::apply(const BindingDecision& decision, std::string* warnin
   Bitmap cpus;
   for (int pu : decision.pus) hwloc_bitmap_set(cpus.b, static_cast<unsigned>(pu));
   if (hwloc_set_cpubind(impl_->topo, cpus.b, HWLOC_CPUBIND_PROCESS) != 0)
-    throw std::runtime_error("hwloc_set_cpubind(PUs " + format_cpu_list(decision.pus) + ", process) failed on " +
-                             impl_->source + ": " + std::strerror(errno));
+    throw std::runtime_error("hwloc_set_cpubind(PUs " + format_cpu_list(decision.pus) +
+                             ", process) failed on " + impl_->source + ": " + std::strerror(errno));
   if (decision.numa_os_index >= 0) {
     Bitmap nodes;
     hwloc_bitmap_set(nodes.b, static_cast<unsigned>(decision.numa_os_index));
@@ -409,9 +431,12 @@ std::string Topology::apply(const BindingDecision& decision, std::string* warnin
     // container that forbids it must not stop the benchmark.
     if (hwloc_set_membind(impl_->topo, nodes.b, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET) != 0) {
       const std::string msg = "memory binding to NUMA " + std::to_string(decision.numa_os_index) +
-                              " failed (" + std::strerror(errno) + "); CPU binding kept, memory follows first touch";
-      if (warning) *warning = msg;
-      else std::fprintf(stderr, "ringbench: warning: %s\n", msg.c_str());
+                              " failed (" + std::strerror(errno) +
+                              "); CPU binding kept, memory follows first touch";
+      if (warning)
+        *warning = msg;
+      else
+        std::fprintf(stderr, "ringbench: warning: %s\n", msg.c_str());
     }
   }
   return current_cpuset();

@@ -17,17 +17,17 @@ struct NumaDomain {
 };
 
 struct MachineModel {
-  std::vector<NumaDomain> numa;         // in topology order
-  std::vector<int> gpu_numa;            // index = GPU index, value = NumaDomain position (-1 unknown)
-  std::vector<std::string> gpu_names;   // hwloc OS device names ("cuda0", "nvml3", ...)
+  std::vector<NumaDomain> numa;  // in topology order
+  std::vector<int> gpu_numa;     // index = GPU index, value = NumaDomain position (-1 unknown)
+  std::vector<std::string> gpu_names;        // hwloc OS device names ("cuda0", "nvml3", ...)
   std::vector<std::string> gpu_pci_bus_ids;  // "0000:b7:00.0" per GPU; empty string if unknown
 };
 
 struct BindingDecision {
   BindingPolicy policy = BindingPolicy::None;
-  std::vector<int> pus;       // PU os indices to bind to; empty = leave unbound
-  int numa_os_index = -1;     // memory binding target; -1 = none
-  std::string explanation;    // one line, for the header and the log
+  std::vector<int> pus;     // PU os indices to bind to; empty = leave unbound
+  int numa_os_index = -1;   // memory binding target; -1 = none
+  std::string explanation;  // one line, for the header and the log
 };
 
 // Pure decision. local_rank/local_size: position of this rank on its node; gpu_index: the
@@ -53,7 +53,7 @@ std::string hwloc_library_version();
 class Topology {
  public:
   static Topology load_this_machine();
-  static Topology load_xml(const std::string& path);          // keeps I/O objects (GPUs)
+  static Topology load_xml(const std::string& path);               // keeps I/O objects (GPUs)
   static Topology load_synthetic(const std::string& description);  // hwloc synthetic syntax
   ~Topology();
   Topology(Topology&&) noexcept;
@@ -68,9 +68,9 @@ class Topology {
   // A failed CPU binding throws; a failed memory binding (unsupported, not permitted) is not
   // fatal: it is reported through *warning, or on stderr when warning is null.
   std::string apply(const BindingDecision& decision, std::string* warning = nullptr) const;
-  std::string machine_cpuset() const;   // list form of all PUs this process may use
-  std::string current_cpuset() const;   // list form of the process binding
-  int current_numa_node() const;        // NUMA os index covering the current cpuset, -1 if several
+  std::string machine_cpuset() const;  // list form of all PUs this process may use
+  std::string current_cpuset() const;  // list form of the process binding
+  int current_numa_node() const;       // NUMA os index covering the current cpuset, -1 if several
 
  private:
   struct Impl;

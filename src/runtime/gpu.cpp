@@ -51,7 +51,9 @@ std::atomic<bool>& process_ending() {
 }
 }  // namespace
 
-void mark_nccl_process_ending() noexcept { process_ending().store(true); }
+void mark_nccl_process_ending() noexcept {
+  process_ending().store(true);
+}
 
 int live_nccl_comm_count() {
   std::lock_guard<std::mutex> lock(registry_mutex());
@@ -60,7 +62,9 @@ int live_nccl_comm_count() {
 
 #ifdef RINGBENCH_HAVE_CUDA
 
-bool built_with_cuda() { return true; }
+bool built_with_cuda() {
+  return true;
+}
 
 int visible_gpu_count() {
   int count = 0;
@@ -78,8 +82,9 @@ std::string format_uuid(const cudaUUID_t& uuid) {
   const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
   char s[64];
   std::snprintf(s, sizeof s,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
   return s;
 }
 }  // namespace
@@ -90,7 +95,8 @@ GpuInfo select_gpu(int local_rank) {
     throw std::runtime_error("select_gpu: no CUDA device is visible on rank " +
                              std::to_string(mpi::world_rank_or_minus_one()) +
                              " (check the driver and CUDA_VISIBLE_DEVICES)");
-  if (local_rank < 0) throw std::runtime_error("select_gpu: negative local rank " + std::to_string(local_rank));
+  if (local_rank < 0)
+    throw std::runtime_error("select_gpu: negative local rank " + std::to_string(local_rank));
   GpuInfo info;
   info.index = local_rank % count;
   RB_CUDA_CHECK(cudaSetDevice(info.index));
@@ -107,7 +113,8 @@ GpuInfo select_gpu(int local_rank) {
   // short form use 4, which is what the /ranks table and hwloc lookups expect.
   if (info.pci_bus_id.size() == 16 && info.pci_bus_id.compare(0, 4, "0000") == 0)
     info.pci_bus_id = info.pci_bus_id.substr(4);
-  for (auto& c : info.pci_bus_id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& c : info.pci_bus_id)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return info;
 }
 
@@ -138,8 +145,8 @@ NcclComm NcclComm::split(const NcclComm& parent, int color, int key) {
     throw std::runtime_error("NCCL communicator split: the parent communicator is empty");
   ncclComm_t c = nullptr;
   const double t0 = MPI_Wtime();
-  RB_NCCL_CHECK(ncclCommSplit(static_cast<ncclComm_t>(parent.comm_), color < 0 ? NCCL_SPLIT_NOCOLOR : color,
-                              key, &c, nullptr));
+  RB_NCCL_CHECK(ncclCommSplit(static_cast<ncclComm_t>(parent.comm_),
+                              color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &c, nullptr));
   NcclComm out;
   out.creation_s_ = MPI_Wtime() - t0;
   if (c == nullptr) return out;  // this rank is in no group
@@ -153,7 +160,9 @@ NcclComm NcclComm::split(const NcclComm& parent, int color, int key) {
   return out;
 }
 #else  // NCCL older than 2.18: no ncclCommSplit
-bool NcclComm::split_supported() { return false; }
+bool NcclComm::split_supported() {
+  return false;
+}
 
 NcclComm NcclComm::split(const NcclComm&, int, int) {
   throw std::runtime_error("NCCL communicator split needs NCCL >= 2.18 (built against " +
@@ -210,8 +219,12 @@ NcclCommHealth nccl_comm_health(void* comm) {
 
 #else  // host-only build
 
-bool built_with_cuda() { return false; }
-int visible_gpu_count() { return 0; }
+bool built_with_cuda() {
+  return false;
+}
+int visible_gpu_count() {
+  return 0;
+}
 
 GpuInfo select_gpu(int) {
   throw std::runtime_error(
@@ -227,7 +240,9 @@ NcclComm::NcclComm(MPI_Comm) {
       "-DRINGBENCH_ENABLE_CUDA=ON, or use backend: host)");
 }
 
-bool NcclComm::split_supported() { return false; }
+bool NcclComm::split_supported() {
+  return false;
+}
 
 NcclComm NcclComm::split(const NcclComm&, int, int) {
   throw std::runtime_error(
@@ -237,8 +252,12 @@ NcclComm NcclComm::split(const NcclComm&, int, int) {
 
 NcclComm::~NcclComm() = default;
 
-int abort_live_nccl_comms() noexcept { return 0; }
-bool abort_nccl_comm(void*) noexcept { return false; }
+int abort_live_nccl_comms() noexcept {
+  return 0;
+}
+bool abort_nccl_comm(void*) noexcept {
+  return false;
+}
 
 NcclCommHealth nccl_comm_health(void*) {
   // Without NCCL no communicator is ever live.
@@ -271,6 +290,8 @@ NcclComm& NcclComm::operator=(NcclComm&& o) noexcept {
   return *this;
 }
 
-void* NcclComm::raw() const { return comm_; }
+void* NcclComm::raw() const {
+  return comm_;
+}
 
 }  // namespace rb

@@ -9,12 +9,12 @@
 namespace rb {
 
 struct GpuInfo {
-  int index = -1;          // CUDA device ordinal; -1 on the host path
+  int index = -1;  // CUDA device ordinal; -1 on the host path
   std::string name;
   std::string uuid;        // "GPU-xxxxxxxx-..."
   std::string pci_bus_id;  // "0000:18:00.0"
   std::size_t total_memory = 0;
-  std::string arch;        // compute capability "major.minor" ("9.0" on H100 and H200); "" on the host
+  std::string arch;  // compute capability "major.minor" ("9.0" on H100 and H200); "" on the host
 };
 
 bool built_with_cuda();

@@ -84,7 +84,9 @@ ProcessSample read_process(Notes& notes) {
     s.involuntary_switches = keyed_value(status, "nonvoluntary_ctxt_switches");
   }
   if (std::isnan(s.voluntary_switches) || std::isnan(s.involuntary_switches))
-    notes.add("context switches: /proc/self/status has no voluntary_ctxt_switches/nonvoluntary_ctxt_switches");
+    notes.add(
+        "context switches: /proc/self/status has no "
+        "voluntary_ctxt_switches/nonvoluntary_ctxt_switches");
   if (!read_text("/proc/self/sched", sched))
     notes.add("migrations: cannot read /proc/self/sched (kernel without CONFIG_SCHED_DEBUG?)");
   else if (std::isnan(s.migrations = keyed_value(sched, "se.nr_migrations")))
@@ -107,7 +109,8 @@ std::vector<CpuTimes> read_cpu_times() {
   if (!read_text("/proc/stat", text)) return cpus;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
-    if (line.compare(0, 3, "cpu") != 0 || line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3])))
+    if (line.compare(0, 3, "cpu") != 0 || line.size() < 4 ||
+        !std::isdigit(static_cast<unsigned char>(line[3])))
       continue;  // the aggregate "cpu " line and everything else
     std::istringstream fields(line.substr(3));
     CpuTimes cpu;
@@ -143,7 +146,8 @@ class NodeReader {
     for (const CpuTimes& cpu : read_cpu_times()) cpu_ids.push_back(cpu.id);
     if (cpu_ids.empty()) notes_.add("cpu_busy: cannot read per-CPU lines from /proc/stat");
     numa_ids = numa_node_ids();
-    if (numa_ids.empty()) notes_.add("numa: no /sys/devices/system/node/node* (kernel without NUMA?)");
+    if (numa_ids.empty())
+      notes_.add("numa: no /sys/devices/system/node/node* (kernel without NUMA?)");
   }
   NodeSample read();
 
@@ -182,7 +186,8 @@ NodeSample NodeReader::read() {
     const bool found = read_text(path, text);
     s.numa_hit.push_back(found ? keyed_value(text, "numa_hit") : kNaN);
     s.numa_miss.push_back(found ? keyed_value(text, "numa_miss") : kNaN);
-    if (!found) notes_.add("numa: cannot read " + path);
+    if (!found)
+      notes_.add("numa: cannot read " + path);
     else if (std::isnan(s.numa_hit.back()) || std::isnan(s.numa_miss.back()))
       notes_.add("numa: " + path + " has no numa_hit/numa_miss");
   }
@@ -279,10 +284,11 @@ bool GpuReader::accept(Query& query, nvml::Return rc) {
   if (rc == nvml::kSuccess) return true;
   if (rc == nvml::kNotSupported || rc == nvml::kFunctionNotFound) {
     query.off = true;
-    notes_.add(std::string("gpu ") + query.metric + ": " + query.entry + " not supported on this GPU");
+    notes_.add(std::string("gpu ") + query.metric + ": " + query.entry +
+               " not supported on this GPU");
   } else {
-    notes_.add(std::string("gpu ") + query.metric + ": " + query.entry + " failed (NaN where it did): " +
-               lib_.error_string(rc));
+    notes_.add(std::string("gpu ") + query.metric + ": " + query.entry +
+               " failed (NaN where it did): " + lib_.error_string(rc));
   }
   return false;
 }
@@ -295,8 +301,10 @@ void GpuReader::read_clocks_power(GpuSample& s) {
   if (!mem_clock_.off && accept(mem_clock_, clock_(device_, nvml::kClockMem, &value)))
     s.mem_clock_hz = value * 1e6;
   if (!power_.off && accept(power_, power_fn_(device_, &value))) s.power_w = value * 1e-3;  // mW
-  if (!energy_.off && accept(energy_, energy_fn_(device_, &count))) s.energy_j = count * 1e-3;  // mJ
-  if (!temperature_.off && accept(temperature_, temperature_fn_(device_, nvml::kTemperatureGpu, &value)))
+  if (!energy_.off && accept(energy_, energy_fn_(device_, &count)))
+    s.energy_j = count * 1e-3;  // mJ
+  if (!temperature_.off &&
+      accept(temperature_, temperature_fn_(device_, nvml::kTemperatureGpu, &value)))
     s.temperature_c = value;
   if (!throttle_.off && accept(throttle_, throttle_fn_(device_, &count)))
     s.throttle_reasons = static_cast<double>(count);  // the bits in use fit a double exactly
@@ -312,8 +320,10 @@ void GpuReader::read_activity(GpuSample& s) {
     s.gpu_util = utilization.gpu / 100.0;
     s.mem_util = utilization.memory / 100.0;
   }
-  if (!pcie_tx_.off && accept(pcie_tx_, pcie_fn_(device_, nvml::kPcieTxBytes, &value))) s.pcie_tx_Bps = value * kKB;
-  if (!pcie_rx_.off && accept(pcie_rx_, pcie_fn_(device_, nvml::kPcieRxBytes, &value))) s.pcie_rx_Bps = value * kKB;
+  if (!pcie_tx_.off && accept(pcie_tx_, pcie_fn_(device_, nvml::kPcieTxBytes, &value)))
+    s.pcie_tx_Bps = value * kKB;
+  if (!pcie_rx_.off && accept(pcie_rx_, pcie_fn_(device_, nvml::kPcieRxBytes, &value)))
+    s.pcie_rx_Bps = value * kKB;
   // The v1 query's "used" counts the driver's own reservation too (about 0.5 GB on an idle
   // H100 where nvidia-smi says 0 MiB), so compare samples with each other, not with nvidia-smi.
   nvml::Memory memory{};
@@ -359,8 +369,8 @@ struct Monitor::Impl {
   std::atomic<Clock::rep> origin{Clock::now().time_since_epoch().count()};
 
   std::thread thread;
-  std::mutex join_mutex;       // stop() from two threads joins once
-  mutable std::mutex mutex;    // guards what follows
+  std::mutex join_mutex;     // stop() from two threads joins once
+  mutable std::mutex mutex;  // guards what follows
   std::condition_variable wake;
   bool started = false, stopping = false;
   std::vector<MonitorSample> samples;
@@ -379,7 +389,8 @@ MonitorSample Monitor::Impl::take() {
 // missed instead of catching up in a burst, so every t_s is past a tick of its own and the
 // series stays strictly increasing.
 void Monitor::Impl::run() {
-  const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.interval_s));
+  const auto period = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options.interval_s));
   Clock::time_point next{Clock::duration(origin.load())};
   std::unique_lock<std::mutex> lock(mutex);
   while (!stopping) {
@@ -402,13 +413,16 @@ void Monitor::Impl::run() {
 Monitor::Monitor(MonitorOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   const double interval = impl_->options.interval_s;
   if (!(interval >= 1e-3) || !std::isfinite(interval))
-    throw std::invalid_argument("monitor interval must be at least 1 ms, got " + std::to_string(interval) + " s");
+    throw std::invalid_argument("monitor interval must be at least 1 ms, got " +
+                                std::to_string(interval) + " s");
   if (impl_->options.node) impl_->node = std::make_unique<NodeReader>(impl_->notes);
   if (!impl_->options.gpu_pci_bus_id.empty())
     impl_->gpu = std::make_unique<GpuReader>(impl_->options.gpu_pci_bus_id, impl_->notes);
 }
 
-Monitor::~Monitor() { stop(); }
+Monitor::~Monitor() {
+  stop();
+}
 
 void Monitor::start() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -429,21 +443,33 @@ void Monitor::stop() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-double Monitor::now() const { return impl_->seconds_since_origin(); }
+double Monitor::now() const {
+  return impl_->seconds_since_origin();
+}
 
 std::vector<MonitorSample> Monitor::samples() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->samples;
 }
 
-std::vector<std::string> Monitor::unavailable() const { return impl_->notes.lines(); }
+std::vector<std::string> Monitor::unavailable() const {
+  return impl_->notes.lines();
+}
 
-int Monitor::cpu_count() const { return impl_->node ? static_cast<int>(impl_->node->cpu_ids.size()) : 0; }
+int Monitor::cpu_count() const {
+  return impl_->node ? static_cast<int>(impl_->node->cpu_ids.size()) : 0;
+}
 
-int Monitor::numa_count() const { return impl_->node ? static_cast<int>(impl_->node->numa_ids.size()) : 0; }
+int Monitor::numa_count() const {
+  return impl_->node ? static_cast<int>(impl_->node->numa_ids.size()) : 0;
+}
 
-std::vector<int> Monitor::cpu_ids() const { return impl_->node ? impl_->node->cpu_ids : std::vector<int>{}; }
+std::vector<int> Monitor::cpu_ids() const {
+  return impl_->node ? impl_->node->cpu_ids : std::vector<int>{};
+}
 
-std::vector<int> Monitor::numa_ids() const { return impl_->node ? impl_->node->numa_ids : std::vector<int>{}; }
+std::vector<int> Monitor::numa_ids() const {
+  return impl_->node ? impl_->node->numa_ids : std::vector<int>{};
+}
 
 }  // namespace rb

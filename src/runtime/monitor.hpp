@@ -35,8 +35,8 @@ struct GpuSample {
 // the first sample, which has no previous one), and the NUMA allocation counters of each node
 // (/sys/devices/system/node/node*/numastat). A busy fraction covers (previous t_s, t_s].
 struct NodeSample {
-  std::vector<double> cpu_busy;                  // per CPU (os index order)
-  std::vector<double> numa_hit, numa_miss;       // per NUMA node, counters (pages)
+  std::vector<double> cpu_busy;             // per CPU (os index order)
+  std::vector<double> numa_hit, numa_miss;  // per NUMA node, counters (pages)
 };
 
 // This process: context switches (/proc/self/status) and CPU migrations (/proc/self/sched,
@@ -75,8 +75,8 @@ class Monitor {
   // One line per metric family that is unavailable here and why ("gpu: cannot load
   // libnvidia-ml.so.1", "migrations: /proc/self/sched has no se.nr_migrations", ...).
   std::vector<std::string> unavailable() const;
-  int cpu_count() const;   // width of NodeSample::cpu_busy (0 without the node series)
-  int numa_count() const;  // width of numa_hit / numa_miss
+  int cpu_count() const;              // width of NodeSample::cpu_busy (0 without the node series)
+  int numa_count() const;             // width of numa_hit / numa_miss
   std::vector<int> cpu_ids() const;   // OS index of each cpu_busy column (cpuN of /proc/stat)
   std::vector<int> numa_ids() const;  // node number of each numa_hit / numa_miss column
 

@@ -50,16 +50,20 @@ int simulated_node_of(int rank, int world, const SimulatedNodes& sim) {
 
 }  // namespace
 
-const char* to_string(Placement p) { return p == Placement::Cyclic ? "cyclic" : "block"; }
+const char* to_string(Placement p) {
+  return p == Placement::Cyclic ? "cyclic" : "block";
+}
 
 SimulatedNodes simulated_nodes_from_environment() {
   SimulatedNodes sim;
   const char* name = nullptr;
   const char* v = first_set({"RINGBENCH_RANKS_PER_NODE", "RINGBENCH_TEST_RANKS_PER_NODE"}, &name);
   if (v == nullptr) return sim;
-  sim.ranks_per_node = static_cast<int>(cfg::env_int(name, v, 1, 1 << 20, "ranks per simulated node"));
+  sim.ranks_per_node =
+      static_cast<int>(cfg::env_int(name, v, 1, 1 << 20, "ranks per simulated node"));
   const auto placement = cfg::env_value("RINGBENCH_PLACEMENT");
-  if (placement && cfg::env_choice("RINGBENCH_PLACEMENT", *placement, {"block", "cyclic"}) == "cyclic")
+  if (placement &&
+      cfg::env_choice("RINGBENCH_PLACEMENT", *placement, {"block", "cyclic"}) == "cyclic")
     sim.placement = Placement::Cyclic;
   return sim;
 }
@@ -68,17 +72,19 @@ void mpi_check(int rc, const char* call, const char* file, int line) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING + 1] = {0};
   int len = 0;
-  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "error code %d", rc);
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+    std::snprintf(text, sizeof text, "error code %d", rc);
   throw std::runtime_error(std::string("MPI call ") + call + " failed at " + file + ":" +
-                           std::to_string(line) + " on rank " + std::to_string(mpi::world_rank_or_minus_one()) +
-                           ": " + text);
+                           std::to_string(line) + " on rank " +
+                           std::to_string(mpi::world_rank_or_minus_one()) + ": " + text);
 }
 
 MpiEnvironment::MpiEnvironment(int& argc, char**& argv) {
   int provided = 0;
   const int rc = MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   if (rc != MPI_SUCCESS)
-    throw std::runtime_error("MPI_Init_thread(MPI_THREAD_FUNNELED) failed with code " + std::to_string(rc));
+    throw std::runtime_error("MPI_Init_thread(MPI_THREAD_FUNNELED) failed with code " +
+                             std::to_string(rc));
   thread_level_ = provided;
   // MPI_COMM_WORLD keeps MPI's default handler (errors are fatal, and MPI names the call):
   // switching it to MPI_ERRORS_RETURN would let every unchecked call elsewhere fail silently.
@@ -145,7 +151,8 @@ RankLayout discover_rank_layout(MPI_Comm world, const SimulatedNodes& simulated,
     const int node = simulated_node_of(layout.rank, layout.world_size, simulated);
     RB_MPI_CHECK(MPI_Comm_split(world, node, layout.rank, &raw_node));
   } else {
-    RB_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, layout.rank, MPI_INFO_NULL, &raw_node));
+    RB_MPI_CHECK(
+        MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, layout.rank, MPI_INFO_NULL, &raw_node));
   }
   Comm node(raw_node);
   layout.local_rank = node.rank();

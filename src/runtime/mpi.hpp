@@ -61,9 +61,9 @@ SimulatedNodes simulated_nodes_from_environment();
 struct RankLayout {
   int rank = 0;
   int world_size = 1;
-  int node_index = 0;   // 0..node_count-1, ordered by the lowest world rank on each node
+  int node_index = 0;  // 0..node_count-1, ordered by the lowest world rank on each node
   int node_count = 1;
-  int local_rank = 0;   // rank within the node
+  int local_rank = 0;  // rank within the node
   int local_size = 1;
   std::string hostname;
   SimulatedNodes simulated;  // what produced node_index/local_rank when active()

@@ -88,7 +88,9 @@ NcclWaitOps nccl_stream_wait_ops(void*) {
     throw std::logic_error("NCCL wait: this ringbench was built without CUDA and NCCL");
   });
 }
-NcclWaitOps nccl_event_wait_ops(void* cuda_event) { return nccl_stream_wait_ops(cuda_event); }
+NcclWaitOps nccl_event_wait_ops(void* cuda_event) {
+  return nccl_stream_wait_ops(cuda_event);
+}
 #endif
 
 // Some sweeps time a batch of NCCL work with the host clock around the wait (p2p_matrix), so
@@ -110,9 +112,10 @@ std::string nccl_failure_message(const NcclCommRef& comm, const NcclCommHealth& 
   std::string text = "NCCL error on the " + comm.name + " " + context + ": " + health.error +
                      " (ncclResult_t " + std::to_string(health.code) + ")";
   if (!health.last_error.empty()) text += "; NCCL says: " + health.last_error;
-  return text + ". The wait's communicators are aborted (ncclCommAbort). A peer rank died or "
-                "the network failed: look for a rank that exited or did not report, and see "
-                "docs/troubleshooting.md (NCCL errors)";
+  return text +
+         ". The wait's communicators are aborted (ncclCommAbort). A peer rank died or "
+         "the network failed: look for a rank that exited or did not report, and see "
+         "docs/troubleshooting.md (NCCL errors)";
 }
 
 NcclCheck check_nccl_comms(const NcclWaitOps& ops, const std::vector<NcclCommRef>& comms,
@@ -121,8 +124,10 @@ NcclCheck check_nccl_comms(const NcclWaitOps& ops, const std::vector<NcclCommRef
     const NcclCommHealth h = ops.health(c.comm);
     if (h.gone)
       return {NcclCheck::State::Gone,
-              "the " + c.name + " was aborted (after an earlier NCCL error, or by the hang "
-              "guard) and cannot be used " + context,
+              "the " + c.name +
+                  " was aborted (after an earlier NCCL error, or by the hang "
+                  "guard) and cannot be used " +
+                  context,
               h.ending};
     if (h.code != kNcclSuccess && h.code != kNcclInProgress)
       return {NcclCheck::State::Failed, nccl_failure_message(c, h, context)};

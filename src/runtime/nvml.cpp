@@ -52,7 +52,8 @@ void* NvmlLibrary::raw_symbol(const char* name) const {
 
 std::string NvmlLibrary::error_string(nvml::Return rc) const {
   // Readable before the init succeeded too: it explains a failed nvmlInit.
-  auto text = handle_ ? reinterpret_cast<ErrorStringFn>(dlsym(handle_, "nvmlErrorString")) : nullptr;
+  auto text =
+      handle_ ? reinterpret_cast<ErrorStringFn>(dlsym(handle_, "nvmlErrorString")) : nullptr;
   return text ? text(rc) : "NVML error " + std::to_string(rc);
 }
 
@@ -91,11 +92,15 @@ GpuClocks read_gpu_clocks(const std::string& pci_bus_id) {
     return clocks;
   }
   unsigned int mhz = 0;
-  if (const int rc = max_clock(device, nvml::kClockSm, &mhz); rc == 0) clocks.sm_max_hz = mhz * 1e6;
-  else clocks.note = "max SM clock unavailable: " + lib.error_string(rc);
-  if (const int rc = clock(device, nvml::kClockSm, &mhz); rc == 0) clocks.sm_current_hz = mhz * 1e6;
-  else clocks.note += (clocks.note.empty() ? "" : "; ") + std::string("current SM clock unavailable: ") +
-                      lib.error_string(rc);
+  if (const int rc = max_clock(device, nvml::kClockSm, &mhz); rc == 0)
+    clocks.sm_max_hz = mhz * 1e6;
+  else
+    clocks.note = "max SM clock unavailable: " + lib.error_string(rc);
+  if (const int rc = clock(device, nvml::kClockSm, &mhz); rc == 0)
+    clocks.sm_current_hz = mhz * 1e6;
+  else
+    clocks.note += (clocks.note.empty() ? "" : "; ") +
+                   std::string("current SM clock unavailable: ") + lib.error_string(rc);
   return clocks;
 }
 

@@ -9,9 +9,9 @@
 namespace rb {
 
 struct GpuClocks {
-  double sm_max_hz = std::numeric_limits<double>::quiet_NaN();  // NaN: unavailable
+  double sm_max_hz = std::numeric_limits<double>::quiet_NaN();      // NaN: unavailable
   double sm_current_hz = std::numeric_limits<double>::quiet_NaN();  // NaN: unavailable
-  std::string note;                  // "" when both were read; otherwise why not
+  std::string note;  // "" when both were read; otherwise why not
 };
 
 // Clocks of the GPU at `pci_bus_id` ("0000:18:00.0"); an empty id (host path) is noted as such.

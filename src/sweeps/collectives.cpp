@@ -74,7 +74,9 @@ class Collectives final : public Sweep {
   }
   std::string type() const override { return "collectives"; }
   std::size_t point_count() const override { return points_.size(); }
-  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  std::string iterations_text() const override {
+    return rb::iterations_text(p_.iterations, p_.warmup);
+  }
   // Per call: a latency plus twice the size at the link rate (an all-reduce's 2(n-1)/n);
   // the iterations run twice (batch and per-call timing), the check once more.
   double estimated_seconds(const CostAssumptions& a) const override {
@@ -98,7 +100,9 @@ class Collectives final : public Sweep {
   std::uint64_t estimated_output_bytes() const override {
     // per point and rank: the iteration times and ~10 scalars; the model's rows
     return static_cast<std::uint64_t>(points_.size()) * 8u *
-               (static_cast<std::uint64_t>(world_) * static_cast<std::uint64_t>(p_.iterations + 10) + 8u) +
+               (static_cast<std::uint64_t>(world_) *
+                    static_cast<std::uint64_t>(p_.iterations + 10) +
+                8u) +
            65536u;
   }
 
@@ -108,10 +112,13 @@ class Collectives final : public Sweep {
   static std::uint64_t engine_host_bytes(Backend backend, std::size_t bytes) {
     return backend == Backend::Host ? 2 * static_cast<std::uint64_t>(bytes) : 0;
   }
-  std::size_t largest_buffer() const { return std::max<std::size_t>(static_cast<std::size_t>(p_.max_bytes), 64); }
+  std::size_t largest_buffer() const {
+    return std::max<std::size_t>(static_cast<std::size_t>(p_.max_bytes), 64);
+  }
   std::optional<HostMemoryNeed> host_memory_need() const override {
-    return HostMemoryNeed{"max_bytes", engine_host_bytes(p_.host ? Backend::Host : Backend::Cuda, largest_buffer()),
-                          "the collectives sweep (send and receive buffers of max_bytes)"};
+    return HostMemoryNeed{
+        "max_bytes", engine_host_bytes(p_.host ? Backend::Host : Backend::Cuda, largest_buffer()),
+        "the collectives sweep (send and receive buffers of max_bytes)"};
   }
 
  private:
@@ -119,7 +126,8 @@ class Collectives final : public Sweep {
   // ran out on this rank. Not collective: the caller agrees over the ranks.
   oom::Record ensure_engine(RunContext& ctx, prof::EngineSetup setup, std::size_t bytes,
                             std::unique_ptr<prof::Engine>& engine, std::size_t& capacity) const;
-  Measured measure(RunContext& ctx, prof::Engine& e, const groups::Group& g, const PointDef& d) const;
+  Measured measure(RunContext& ctx, prof::Engine& e, const groups::Group& g,
+                   const PointDef& d) const;
   h5::PointsTable point_table() const;
   void record(h5::PointsTable& t, std::size_t pi, const groups::Group& g, const Measured& m) const;
   void write_attributes(h5::Group& out, Transport transport) const;
@@ -130,8 +138,8 @@ class Collectives final : public Sweep {
   }
   // Returns the fit's terminal table (rank 0).
   std::string fit_model(RunContext& ctx, h5::Group& out, Transport transport,
-                 const std::vector<double>& time, const std::vector<std::int64_t>& bytes,
-                 const std::vector<std::int64_t>& group_size) const;
+                        const std::vector<double>& time, const std::vector<std::int64_t>& bytes,
+                        const std::vector<std::int64_t>& group_size) const;
 
   CollParams p_;
   int world_;
@@ -139,8 +147,8 @@ class Collectives final : public Sweep {
 };
 
 oom::Record Collectives::ensure_engine(RunContext& ctx, prof::EngineSetup setup, std::size_t bytes,
-                                      std::unique_ptr<prof::Engine>& engine,
-                                      std::size_t& capacity) const {
+                                       std::unique_ptr<prof::Engine>& engine,
+                                       std::size_t& capacity) const {
   if (engine && capacity >= bytes) return {};
   engine.reset();  // the smaller buffers go first
   capacity = 0;
@@ -158,8 +166,8 @@ oom::Record Collectives::ensure_engine(RunContext& ctx, prof::EngineSetup setup,
 // One point: warmup, nccl-tests' batch timing, a per-iteration timing loop and the data check.
 Measured Collectives::measure(RunContext& ctx, prof::Engine& e, const groups::Group& g,
                               const PointDef& d) const {
-  coll::Call c = coll::call_for(d.op, d.dtype, d.in_place, static_cast<std::size_t>(d.requested), g.rank,
-                                g.size, p_.root % g.size);
+  coll::Call c = coll::call_for(d.op, d.dtype, d.in_place, static_cast<std::size_t>(d.requested),
+                                g.rank, g.size, p_.root % g.size);
   c.send = e.send();
   c.recv = e.recv();
 
@@ -196,26 +204,42 @@ Measured Collectives::measure(RunContext& ctx, prof::Engine& e, const groups::Gr
 h5::PointsTable Collectives::point_table() const {
   const std::size_t P = points_.size();
   h5::PointsTable t(P);
-  t.key("operation", prof::column<std::string>(points_, [](const PointDef& d) { return coll::op_name(d.op); }),
+  t.key("operation",
+        prof::column<std::string>(points_, [](const PointDef& d) { return coll::op_name(d.op); }),
         {"1", "collective operation"});
-  t.key("group", prof::column<std::string>(points_, [&](const PointDef& d) { return p_.groups[d.group].label(); }),
+  t.key("group",
+        prof::column<std::string>(points_,
+                                  [&](const PointDef& d) { return p_.groups[d.group].label(); }),
         {"1", "group kind: world, intra_node, inter_node or a group size"});
-  t.key("dtype", prof::column<std::string>(points_, [](const PointDef& d) { return prof::dtype_name(d.dtype); }),
+  t.key("dtype",
+        prof::column<std::string>(points_,
+                                  [](const PointDef& d) { return prof::dtype_name(d.dtype); }),
         {"1", "element type"});
-  t.key("in_place", prof::column<std::int64_t>(points_, [](const PointDef& d) { return d.in_place ? 1 : 0; }),
+  t.key("in_place",
+        prof::column<std::int64_t>(points_, [](const PointDef& d) { return d.in_place ? 1 : 0; }),
         {"1", "1 when the operation ran in place"});
-  t.key("message_size_bytes", prof::column<std::int64_t>(points_, [](const PointDef& d) { return d.requested; }),
+  t.key("message_size_bytes",
+        prof::column<std::int64_t>(points_, [](const PointDef& d) { return d.requested; }),
         {"B", "message size requested (min_bytes * factor^k)"});
   t.metric("time_s", {"s", "this rank's batch average time per operation"});
   t.metric("group_time_s", {"s", "slowest rank of this rank's group (its batch average)"});
   t.metric("algbw_Bps", {"B/s", "size_bytes / group_time_s of this rank's group"});
-  t.metric("busbw_Bps", {"B/s", "algbw_Bps x the nccl-tests bus factor for this rank's group size"});
-  t.int_metric("group_id", {"1", "id of this rank's group (node index for intra_node, local rank for inter_node, block index for sizes, 0 for world)"});
+  t.metric("busbw_Bps",
+           {"B/s", "algbw_Bps x the nccl-tests bus factor for this rank's group size"});
+  t.int_metric("group_id", {"1",
+                            "id of this rank's group (node index for intra_node, local rank for "
+                            "inter_node, block index for sizes, 0 for world)"});
   t.int_metric("group_size", {"1", "ranks in this rank's group"});
   t.int_metric("group_rank", {"1", "this rank's rank within its group"});
-  t.int_metric("size_bytes", {"B", "size as nccl-tests reports it at this rank's group size (max of send and receive bytes per rank); algbw = size / time"});
-  t.int_metric("count", {"1", "count argument of the call (elements; per rank / per peer for all_gather, reduce_scatter, all_to_all)"});
-  t.int_metric("wrong_elements", {"1", "output elements of this rank that failed the data check; -1 when not checked"});
+  t.int_metric("size_bytes", {"B",
+                              "size as nccl-tests reports it at this rank's group size (max of "
+                              "send and receive bytes per rank); algbw = size / time"});
+  t.int_metric("count", {"1",
+                         "count argument of the call (elements; per rank / per peer for "
+                         "all_gather, reduce_scatter, all_to_all)"});
+  t.int_metric(
+      "wrong_elements",
+      {"1", "output elements of this rank that failed the data check; -1 when not checked"});
   t.metric("iteration_time_s", {"s", "per-call time of each iteration of the second timed loop"},
            {static_cast<std::uint64_t>(p_.iterations)}, {"iteration"});
   oom::declare_columns(t);
@@ -271,10 +295,21 @@ std::string redop_of(const std::string& op) {
 // One row per operation, group, dtype and size; out-of-place and in-place side by side.
 std::string Collectives::screen_table(const std::vector<h5::PointRecord>& records,
                                       std::size_t width) const {
-  h5::TextTable t({{"operation", "", true}, {"group", "", true}, {"type", "", true},
-                   {"redop", "", true}, {"root"}, {"size", "(B)"}, {"count", "(elements)"},
-                   {"time", "(us)"}, {"algbw", "(GB/s)"}, {"busbw", "(GB/s)"}, {"#wrong"},
-                   {"time", "(us)"}, {"algbw", "(GB/s)"}, {"busbw", "(GB/s)"}, {"#wrong"}});
+  h5::TextTable t({{"operation", "", true},
+                   {"group", "", true},
+                   {"type", "", true},
+                   {"redop", "", true},
+                   {"root"},
+                   {"size", "(B)"},
+                   {"count", "(elements)"},
+                   {"time", "(us)"},
+                   {"algbw", "(GB/s)"},
+                   {"busbw", "(GB/s)"},
+                   {"#wrong"},
+                   {"time", "(us)"},
+                   {"algbw", "(GB/s)"},
+                   {"busbw", "(GB/s)"},
+                   {"#wrong"}});
   t.span(7, 4, "out-of-place");
   t.span(11, 4, "in-place");
   t.repeat({0, 1, 2, 5});  // operation, group, type, size: which point a row is
@@ -284,7 +319,8 @@ std::string Collectives::screen_table(const std::vector<h5::PointRecord>& record
   for (const auto& r : records) {
     const std::string op = r.text("operation"), group = r.text("group");
     // On one node intra_node is the world again: its rows would repeat the world's.
-    const bool same_as_world = group != "world" && r.num("group_size") == world_ && has_world_group();
+    const bool same_as_world =
+        group != "world" && r.num("group_size") == world_ && has_world_group();
     if (r.num("group_size") < 2 || same_as_world) {
       const std::string why = same_as_world ? "all ranks in one group: the world's rows again"
                                             : "one rank per group: local copies, no link";
@@ -292,8 +328,8 @@ std::string Collectives::screen_table(const std::vector<h5::PointRecord>& record
         omitted.push_back(group + " (" + why);
       continue;
     }
-    const std::string key = op + "|" + group + "|" + r.text("dtype") + "|" +
-                            h5::fixed(r.num("message_size_bytes"), 0);
+    const std::string key =
+        op + "|" + group + "|" + r.text("dtype") + "|" + h5::fixed(r.num("message_size_bytes"), 0);
     auto it = std::find(row_key.begin(), row_key.end(), key);
     if (it == row_key.end()) {
       if (!rows.empty() && rows.back()[0] != op) {  // a blank line between operations
@@ -302,9 +338,9 @@ std::string Collectives::screen_table(const std::vector<h5::PointRecord>& record
       }
       row_key.push_back(key);
       const bool rooted = op == "broadcast" || op == "reduce";
-      rows.push_back({op, group, r.text("dtype"), redop_of(op), rooted ? std::to_string(p_.root) : "-1",
-                      h5::fixed(r.num("size_bytes"), 0), h5::fixed(r.num("count"), 0),
-                      "-", "-", "-", "-", "-", "-", "-", "-"});
+      rows.push_back({op, group, r.text("dtype"), redop_of(op),
+                      rooted ? std::to_string(p_.root) : "-1", h5::fixed(r.num("size_bytes"), 0),
+                      h5::fixed(r.num("count"), 0), "-", "-", "-", "-", "-", "-", "-", "-"});
       it = row_key.end() - 1;
     }
     auto& row = rows[static_cast<std::size_t>(it - row_key.begin())];
@@ -380,8 +416,9 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, group_size.data(), n, MPI_INT64_T, MPI_MAX, ctx.world));
   RB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wrong.data(), n, MPI_INT64_T, MPI_SUM, ctx.world));
   const std::string fit_text = fit_model(ctx, out, transport, time, bytes, group_size);
-  report_results(ctx, table, screen_headlines(),
-                 [&](const auto& r) { return screen_table(r, ctx.progress.table_width()) + fit_text; });
+  report_results(ctx, table, screen_headlines(), [&](const auto& r) {
+    return screen_table(r, ctx.progress.table_width()) + fit_text;
+  });
 
   SweepOutcome outcome;
   for (std::size_t pi = 0; pi < P && outcome.ok; ++pi)
@@ -396,13 +433,15 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
 // The alpha-beta model, one series per (operation, group, dtype, in_place), fitted to the
 // points' slowest-rank times; every rank fits the same numbers and writes them in its row.
 std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport,
-                            const std::vector<double>& time, const std::vector<std::int64_t>& bytes,
-                            const std::vector<std::int64_t>& group_size) const {
+                                   const std::vector<double>& time,
+                                   const std::vector<std::int64_t>& bytes,
+                                   const std::vector<std::int64_t>& group_size) const {
   std::vector<std::vector<std::size_t>> series;  // point indices, sizes ascending
   std::map<std::tuple<int, std::size_t, int, bool>, std::size_t> index;
   for (std::size_t pi = 0; pi < points_.size(); ++pi) {
     const auto& d = points_[pi];
-    const auto key = std::make_tuple(static_cast<int>(d.op), d.group, static_cast<int>(d.dtype), d.in_place);
+    const auto key =
+        std::make_tuple(static_cast<int>(d.op), d.group, static_cast<int>(d.dtype), d.in_place);
     auto it = index.emplace(key, series.size()).first;
     if (it->second == series.size()) series.emplace_back();
     series[it->second].push_back(pi);
@@ -427,15 +466,24 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
   model.key("in_place", in_place, {"1", "1 for in-place series"});
   model.key("group_size", gsize, {"1", "ranks per group of the series (the largest group)"});
   model.metric("alpha_s", {"s", "fitted latency (time of a zero-byte operation)"});
-  model.metric("beta_Bps", {"B/s", "fitted asymptotic algorithm bandwidth; inf when time does not grow with size"});
-  model.metric("bus_beta_Bps", {"B/s", "beta_Bps x bus factor: the bus bandwidth, for extrapolating to other group sizes"});
+  model.metric(
+      "beta_Bps",
+      {"B/s", "fitted asymptotic algorithm bandwidth; inf when time does not grow with size"});
+  model.metric(
+      "bus_beta_Bps",
+      {"B/s", "beta_Bps x bus factor: the bus bandwidth, for extrapolating to other group sizes"});
   model.metric("fit_rel_error", {"1", "relative RMS error of the fit over the series' points"});
   model.int_metric("fit_points", {"1", "points of the series the fit used (size > 0)"});
 
   std::set<std::size_t> single_rank_groups_noted;
-  h5::TextTable fits({{"operation", "", true}, {"group", "", true}, {"type", "", true},
-                      {"variant", "", true}, {"alpha", "(us)"}, {"beta", "(GB/s)"},
-                      {"bus beta", "(GB/s)"}, {"fit error", "(%)"}});
+  h5::TextTable fits({{"operation", "", true},
+                      {"group", "", true},
+                      {"type", "", true},
+                      {"variant", "", true},
+                      {"alpha", "(us)"},
+                      {"beta", "(GB/s)"},
+                      {"bus beta", "(GB/s)"},
+                      {"fit error", "(%)"}});
   for (std::size_t si = 0; si < S; ++si) {
     std::vector<cost::Point> pts;
     for (std::size_t pi : series[si])
@@ -446,7 +494,8 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
     if (f.ok) {
       model.set("alpha_s", si, f.alpha_s);
       model.set("beta_Bps", si, f.beta_Bps);
-      model.set("bus_beta_Bps", si, f.beta_Bps * coll::busbw_factor(d.op, static_cast<int>(gsize[si])));
+      model.set("bus_beta_Bps", si,
+                f.beta_Bps * coll::busbw_factor(d.op, static_cast<int>(gsize[si])));
       model.set("fit_rel_error", si, f.rel_rms_error);
     }
     // One fit row per series under the results table. Groups of one rank (inter_node on a
@@ -467,10 +516,12 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
               h5::fixed(f.rel_rms_error * 100, 0)});
   }
   h5::Group g = out.group("model");
-  g.attr("formula", "t(m) = alpha_s + m / beta_Bps; m = the points' size_bytes (largest over ranks), t = their time_s (slowest rank); fit: least squares on relative error (weights 1/t^2)");
+  g.attr("formula",
+         "t(m) = alpha_s + m / beta_Bps; m = the points' size_bytes (largest over ranks), t = "
+         "their time_s (slowest rank); fit: least squares on relative error (weights 1/t^2)");
   model.write(g);
-  return fits.render("  alpha-beta fit per series, t(m) = alpha + m / beta (model/ in the file):", {},
-                     ctx.progress.table_width());
+  return fits.render("  alpha-beta fit per series, t(m) = alpha + m / beta (model/ in the file):",
+                     {}, ctx.progress.table_width());
 }
 
 }  // namespace
@@ -531,7 +582,8 @@ std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseConte
     if (p.max_bytes / min_elem > static_cast<std::uint64_t>(INT_MAX))
       n.fail("max_bytes", "max_bytes " + std::to_string(p.max_bytes) +
                               " is too large for MPI's int counts on the host path (at most " +
-                              std::to_string(static_cast<std::uint64_t>(INT_MAX) * min_elem) + " bytes for these dtypes)");
+                              std::to_string(static_cast<std::uint64_t>(INT_MAX) * min_elem) +
+                              " bytes for these dtypes)");
   }
   return std::make_unique<Collectives>(std::move(p), ctx.world_size);
 }

@@ -14,5 +14,4 @@ namespace rb {
 
 std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseContext& ctx);
 
-
 }  // namespace rb

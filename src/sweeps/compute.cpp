@@ -13,7 +13,6 @@
 #include "runtime/mpi_util.hpp"
 #include "sweeps/oom_point.hpp"
 
-
 namespace rb {
 namespace {
 
@@ -54,24 +53,28 @@ class ComputeSweep final : public Sweep {
                         std::to_string(n) + "^3, every rank at once");
     if (p_.attention.enabled)
       for (auto r : p_.attention.rows)
-        lines.push_back("attention block forward (" + p_.attention.kernel + ") " + p_.attention.dtype +
-                        " rows " + std::to_string(r) + ", every rank at once");
+        lines.push_back("attention block forward (" + p_.attention.kernel + ") " +
+                        p_.attention.dtype + " rows " + std::to_string(r) + ", every rank at once");
     return lines;
   }
   std::size_t point_count() const override {
-    return p_.dtypes.size() * p_.sizes.size() + (p_.attention.enabled ? p_.attention.rows.size() : 0);
+    return p_.dtypes.size() * p_.sizes.size() +
+           (p_.attention.enabled ? p_.attention.rows.size() : 0);
   }
-  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  std::string iterations_text() const override {
+    return rb::iterations_text(p_.iterations, p_.warmup);
+  }
   // GEMM: 2 n^3 FLOPs per call; attention: 4 b h rows^2 d (half when causal); at the device rate.
   double estimated_seconds(const CostAssumptions& a) const override {
     double flop = 0;
     for (std::size_t t = 0; t < p_.dtypes.size(); ++t)
-      for (auto n : p_.sizes) flop += 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+      for (auto n : p_.sizes)
+        flop += 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
     const AttentionParams& at = p_.attention;
     if (at.enabled)
       for (auto r : at.rows)
-        flop += 4.0 * static_cast<double>(at.batch * at.heads * at.head_dim) * static_cast<double>(r) *
-                static_cast<double>(r) * (at.causal ? 0.5 : 1.0);
+        flop += 4.0 * static_cast<double>(at.batch * at.heads * at.head_dim) *
+                static_cast<double>(r) * static_cast<double>(r) * (at.causal ? 0.5 : 1.0);
     return static_cast<double>(p_.iterations + p_.warmup) * flop / (a.device_tflops * 1e12) +
            static_cast<double>(point_count()) * a.point_overhead_s;
   }
@@ -180,18 +183,26 @@ std::vector<ComputePoint> compute_points(const ComputeParams& p) {
 h5::PointsTable ComputeSweep::point_table(const std::string& gemm_engine) const {
   const auto pts = compute_points(p_);
   h5::PointsTable t(pts.size());
-  t.key("operation", prof::column<std::string>(pts, [](const ComputePoint& p) { return p.attention ? "attention_forward" : "gemm"; }),
+  t.key("operation",
+        prof::column<std::string>(
+            pts, [](const ComputePoint& p) { return p.attention ? "attention_forward" : "gemm"; }),
         {"1", "gemm, or attention_forward: one forward block of the ring attention kernel path"});
-  t.key("engine", prof::column<std::string>(pts, [&](const ComputePoint& p) { return p.attention ? p_.attention.kernel : gemm_engine; }),
+  t.key("engine",
+        prof::column<std::string>(
+            pts,
+            [&](const ComputePoint& p) { return p.attention ? p_.attention.kernel : gemm_engine; }),
         {"1", "cublaslt, kokkos, or the attention kernel path (auto, flash, cudnn, naive)"});
   t.key("dtype", prof::column<std::string>(pts, [](const ComputePoint& p) { return p.dtype; }),
         {"1", "element type (tf32: float32 data on TF32 tensor cores)"});
   t.key("size", prof::column<std::int64_t>(pts, [](const ComputePoint& p) { return p.size; }),
         {"1", "M = N = K of a GEMM; query rows = key/value rows of an attention block"});
-  t.metric("rate_tflops", {"TFLOP/s", "GEMM: 2 n^3 / mean call time; attention: 4 b h rows^2 d (halved when causal) / mean forward time"});
-  t.metric("iteration_time_s", {"s", "time of each timed call"}, {static_cast<std::uint64_t>(p_.iterations)},
-           {"iteration"});
-  t.metric("max_abs_error", {"1", "largest |C - exact| of the Kokkos GEMM's result (host path; NaN elsewhere)"});
+  t.metric("rate_tflops", {"TFLOP/s",
+                           "GEMM: 2 n^3 / mean call time; attention: 4 b h rows^2 d (halved when "
+                           "causal) / mean forward time"});
+  t.metric("iteration_time_s", {"s", "time of each timed call"},
+           {static_cast<std::uint64_t>(p_.iterations)}, {"iteration"});
+  t.metric("max_abs_error",
+           {"1", "largest |C - exact| of the Kokkos GEMM's result (host path; NaN elsewhere)"});
   oom::declare_columns(t);
   return t;
 }
@@ -207,16 +218,22 @@ std::vector<h5::Headline> compute_headlines() {
 
 std::string ComputeSweep::screen_table(const std::vector<h5::PointRecord>& records,
                                        std::size_t width) const {
-  h5::TextTable t({{"operation", "", true}, {"engine", "", true}, {"dtype", "", true},
-                   {"size", "(n)"}, {"min rank", "(TFLOP/s)"}, {"max rank", "(TFLOP/s)"},
-                   {"median time", "(ms)"}, {"status", "", true}});
+  h5::TextTable t({{"operation", "", true},
+                   {"engine", "", true},
+                   {"dtype", "", true},
+                   {"size", "(n)"},
+                   {"min rank", "(TFLOP/s)"},
+                   {"max rank", "(TFLOP/s)"},
+                   {"median time", "(ms)"},
+                   {"status", "", true}});
   t.repeat({0, 1, 2, 3});
   for (const auto& r : records) {
     double lo = NAN, hi = NAN;  // the two rate_tflops headlines: min, then max over ranks
     for (const auto& f : r.metrics)
       if (f.name == "rate_tflops") (std::isnan(lo) ? lo : hi) = f.number;
     t.row({r.text("operation"), r.text("engine"), r.text("dtype"), h5::fixed(r.num("size"), 0),
-           h5::sig3(lo), h5::sig3(hi), h5::sig3(r.num("iteration_time_s") * 1e3), r.text("status")});
+           h5::sig3(lo), h5::sig3(hi), h5::sig3(r.num("iteration_time_s") * 1e3),
+           r.text("status")});
   }
   return t.render(results_title(*this) + " GEMM (n x n x n) and attention block rate per rank",
                   {"TFLOP/s: FLOPs / mean call time of each rank (slowest and fastest rank); "
@@ -275,13 +292,15 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
       if (!note.empty()) continue;
     }
     if (oom_point) {
-      ctx.progress.note("point " + std::to_string(pi) + " (" + labels[pi] + "): out of memory, skipped");
+      ctx.progress.note("point " + std::to_string(pi) + " (" + labels[pi] +
+                        "): out of memory, skipped");
       continue;
     }
     if (!pt.attention && r.max_abs_error > 0.5 && outcome.ok) {
       outcome.ok = false;
-      outcome.failure = "compute: rank " + std::to_string(rank) + ": Kokkos GEMM " + pt.dtype + " " +
-                        std::to_string(pt.size) + " is off by " + std::to_string(r.max_abs_error);
+      outcome.failure = "compute: rank " + std::to_string(rank) + ": Kokkos GEMM " + pt.dtype +
+                        " " + std::to_string(pt.size) + " is off by " +
+                        std::to_string(r.max_abs_error);
     }
     table.set("rate_tflops", pi, r.flop / stats::mean(r.seconds) / 1e12);
     table.set("iteration_time_s", pi, r.seconds);
@@ -292,16 +311,19 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
   out.attr("iterations", p_.iterations);
   if (p_.attention.enabled) {
     const AttentionParams& a = p_.attention;
-    out.attr("attention", note.empty() ? "forward block (" + a.kernel + "), " + a.dtype + ", batch " +
-                                             std::to_string(a.batch) + ", heads " + std::to_string(a.heads) +
-                                             ", head_dim " + std::to_string(a.head_dim) + (a.causal ? ", causal" : "")
-                                       : "not measured on every rank: " + note);
+    out.attr("attention", note.empty()
+                              ? "forward block (" + a.kernel + "), " + a.dtype + ", batch " +
+                                    std::to_string(a.batch) + ", heads " + std::to_string(a.heads) +
+                                    ", head_dim " + std::to_string(a.head_dim) +
+                                    (a.causal ? ", causal" : "")
+                              : "not measured on every rank: " + note);
     if (!note.empty()) ctx.progress.note("attention block rate not measured: " + note);
   } else if (!p_.gpu) {
     out.attr("attention", "skipped: the attention block rate is measured on the cuda backend only");
   }
   table.write(out);
-  report_results(ctx, table, compute_headlines(), [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });
+  report_results(ctx, table, compute_headlines(),
+                 [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });
   return outcome;
 }
 
@@ -312,8 +334,9 @@ std::unique_ptr<Sweep> parse_compute(const SweepSpec& spec, const ParseContext& 
   n.allow_only({"type", "name", "sizes", "dtypes", "warmup", "iterations", "attention"});
   ComputeParams p;
   p.gpu = ctx.backend == Backend::Cuda;
-  p.sizes = n.get_int_list("sizes", p.gpu ? std::vector<std::int64_t>{1024, 2048, 4096, 8192}
-                                          : std::vector<std::int64_t>{128, 256, 512},
+  p.sizes = n.get_int_list("sizes",
+                           p.gpu ? std::vector<std::int64_t>{1024, 2048, 4096, 8192}
+                                 : std::vector<std::int64_t>{128, 256, 512},
                            1, 65536);
   if (p.gpu) {
     p.dtypes = n.get_choice_list("dtypes", {"bfloat16", "float16", "tf32", "float32"}, kGpuTypes);
@@ -322,7 +345,9 @@ std::unique_ptr<Sweep> parse_compute(const SweepSpec& spec, const ParseContext& 
     const auto all = n.get_choice_list("dtypes", kHostTypes, kGpuTypes);
     for (const auto& t : all)
       if (t != "float32" && t != "float64")
-        n.fail("dtypes", "dtype " + t + " needs the cuda backend (cuBLASLt); the host path's Kokkos kernel runs float32 and float64");
+        n.fail("dtypes", "dtype " + t +
+                             " needs the cuda backend (cuBLASLt); the host path's Kokkos kernel "
+                             "runs float32 and float64");
     p.dtypes = all;
   }
   p.warmup = n.get_int("warmup", p.warmup, 0, 100000);

@@ -51,19 +51,19 @@ std::vector<Point> make_points(const Params& p) {
   std::vector<Point> pts;
   const int m = p.measuring_ranks();
   const std::string measurers = rank_range(0, m - 1);
-  const std::string reps = p.duration_s > 0
-                               ? "iterations for about " + number(p.duration_s) + " s"
-                               : std::to_string(p.iterations) + " iterations";
+  const std::string reps = p.duration_s > 0 ? "iterations for about " + number(p.duration_s) + " s"
+                                            : std::to_string(p.iterations) + " iterations";
   const std::string timing = reps + " (+" + std::to_string(p.warmup) + " warmup)";
   for (std::size_t ph = 0; ph < p.phases.size(); ++ph) {
     const Phase& phase = p.phases[ph];
-    std::string who = m == 1 ? measurers
+    std::string who = m == 1                           ? measurers
                       : phase.kind == PhaseKind::Alone ? "each of " + measurers + " in turn"
                                                        : measurers + " at once";
     if (phase.kind != PhaseKind::Alone && p.feeders > 0)
       who += ", " + rank_range(p.measuring_ranks(), p.world_size - 1) + " feeding";
     for (std::size_t i = 0; i < p.items.size(); ++i)
-      pts.push_back({ph, i, phase.name + ": " + describe_item(p, p.items[i]) + ", " + who + ", " + timing});
+      pts.push_back(
+          {ph, i, phase.name + ": " + describe_item(p, p.items[i]) + ", " + who + ", " + timing});
   }
   return pts;
 }
@@ -79,9 +79,16 @@ struct PointRecord {
 class Runner {
  public:
   Runner(const Params& p, const std::vector<Point>& points, RunContext& ctx)
-      : p_(p), points_(points), ctx_(ctx), rank_(ctx.layout.rank), binder_(ctx), work_(p, ctx),
-        monitor_options_(monitor_options(ctx, p.monitor_interval_s)), monitor_(monitor_options_),
-        records(points.size()), phase_binding(p.phases.size()) {}
+      : p_(p),
+        points_(points),
+        ctx_(ctx),
+        rank_(ctx.layout.rank),
+        binder_(ctx),
+        work_(p, ctx),
+        monitor_options_(monitor_options(ctx, p.monitor_interval_s)),
+        monitor_(monitor_options_),
+        records(points.size()),
+        phase_binding(p.phases.size()) {}
 
   void run_all();
   void write_monitor_table(h5::Group& out) {
@@ -126,8 +133,10 @@ void Runner::run_all() {
     if (ph > 0) sleep_s(p_.cooldown_s);
     bind(ph);
     quiet_barrier(ctx_.world);
-    if (p_.phases[ph].kind == PhaseKind::Alone) run_alone(ph);
-    else run_concurrent(ph);
+    if (p_.phases[ph].kind == PhaseKind::Alone)
+      run_alone(ph);
+    else
+      run_concurrent(ph);
   }
   try {
     end = binder_.restore();
@@ -213,7 +222,8 @@ void Runner::probe_iterations() {
       const Measurement m = work_.run(p_.items[w], 3);
       const double median = stats::median(m.seconds);
       if (median > 0)
-        mine = static_cast<std::int64_t>(std::clamp(std::ceil(p_.duration_s / median), 1.0, 100000.0));
+        mine =
+            static_cast<std::int64_t>(std::clamp(std::ceil(p_.duration_s / median), 1.0, 100000.0));
     }
     MPI_Request r = MPI_REQUEST_NULL;
     RB_MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, MPI_INT64_T, MPI_MAX, ctx_.world, &r));
@@ -241,26 +251,44 @@ h5::PointsTable make_table(const Params& p, const std::vector<Point>& pts,
   }
   t.key("phase", phase, {"1", "alone, concurrent_unbound or concurrent_bound:<policy>"});
   t.key("workload", workload, {"1", "the measured workload (docs/sweeps/contention.md)"});
-  t.key("path", path, {"1", "attention blocks: the kernel path as configured (auto or a path name); empty for the other workloads"});
-  t.key("rows", rows, {"1", "attention blocks: query rows = key/value rows; 0 for the other workloads"});
-  t.key("binding", binding, {"1", "launcher (the binding the run started with), unbound, or the policy"});
+  t.key("path", path,
+        {"1",
+         "attention blocks: the kernel path as configured (auto or a path name); empty for the "
+         "other workloads"});
+  t.key("rows", rows,
+        {"1", "attention blocks: query rows = key/value rows; 0 for the other workloads"});
+  t.key("binding", binding,
+        {"1", "launcher (the binding the run started with), unbound, or the policy"});
   t.key("iterations", iters, {"1", "timed iterations of the point on each measuring rank"});
   t.key("label", label, {"1", "the point's plan line"});
-  const auto I = static_cast<std::uint64_t>(*std::max_element(iterations.begin(), iterations.end()));
-  t.metric("time_s", {"s", "each timed iteration; NaN on feeders (they do not measure)"}, {I}, {"iteration"});
+  const auto I =
+      static_cast<std::uint64_t>(*std::max_element(iterations.begin(), iterations.end()));
+  t.metric("time_s", {"s", "each timed iteration; NaN on feeders (they do not measure)"}, {I},
+           {"iteration"});
   t.metric("median_s", {"s", "median of time_s"});
   t.metric("cv", {"1", "coefficient of variation of time_s (sample standard deviation / mean)"});
   t.metric("p95_s", {"s", "95th percentile of time_s (linear interpolation)"});
   t.metric("p99_s", {"s", "99th percentile of time_s (linear interpolation)"});
-  t.metric("slowdown", {"1", "median_s / the same rank's alone median_s of the same workload, path and rows (1 at alone; NaN without alone)"});
-  t.metric("rate_Bps", {"B/s", "copies and triad: bytes moved per iteration (triad: 3 x triad_bytes) / median_s"});
+  t.metric("slowdown", {"1",
+                        "median_s / the same rank's alone median_s of the same workload, path and "
+                        "rows (1 at alone; NaN without alone)"});
+  t.metric(
+      "rate_Bps",
+      {"B/s", "copies and triad: bytes moved per iteration (triad: 3 x triad_bytes) / median_s"});
   t.metric("rate_tflops", {"TFLOP/s", "gemm and attention: FLOP per iteration / median_s"});
   t.text_metric("role", {"1", "measure or feeder"});
-  t.text_metric("cpuset", {"1", "PUs the rank was bound to in this phase (hwloc, after the change)"});
-  t.text_metric("nodeset", {"1", "memory policy in effect in this phase (get_mempolicy): default, bind:<nodes>, preferred_many:<nodes>, interleave:<nodes>, preferred:<nodes>, local"});
-  t.text_metric("binding_note", {"1", "why this binding (decide_binding's explanation) and any warning"});
+  t.text_metric("cpuset",
+                {"1", "PUs the rank was bound to in this phase (hwloc, after the change)"});
+  t.text_metric("nodeset",
+                {"1",
+                 "memory policy in effect in this phase (get_mempolicy): default, bind:<nodes>, "
+                 "preferred_many:<nodes>, interleave:<nodes>, preferred:<nodes>, local"});
+  t.text_metric("binding_note",
+                {"1", "why this binding (decide_binding's explanation) and any warning"});
   t.text_metric("error", {"1", "why the workload failed on this rank; empty when it ran"});
-  t.metric("phase_start_s", {"s", "Monitor::now() when the rank started its work for the point (monitor/t_s clock)"});
+  t.metric(
+      "phase_start_s",
+      {"s", "Monitor::now() when the rank started its work for the point (monitor/t_s clock)"});
   t.metric("phase_end_s", {"s", "Monitor::now() when the rank finished its work for the point"});
   t.metric("fed_bytes", {"B", "feeders: bytes copied (host and H2D) while the point ran"});
   return t;
@@ -318,8 +346,9 @@ void write_attributes(h5::Group& out, const Params& p) {
   out.attr("triad_bytes", static_cast<std::int64_t>(p.triad_bytes));
   out.attr("feeder_copy_bytes", static_cast<std::int64_t>(p.feeder.copy_bytes));
   out.attr("feeder_threads", static_cast<std::int64_t>(p.feeder.threads));
-  out.attr("clock", "phase_start_s, phase_end_s and monitor/t_s are seconds since each rank's "
-                    "monitor started; the monitors start together right after a barrier");
+  out.attr("clock",
+           "phase_start_s, phase_end_s and monitor/t_s are seconds since each rank's "
+           "monitor started; the monitors start together right after a barrier");
 }
 
 // restore/: the binding at the start and after the restore, per rank.
@@ -369,14 +398,16 @@ std::vector<double> point_medians(const Runner& r, MPI_Comm world) {
 std::vector<Shape> path_shapes(const Params& p) {
   std::vector<Shape> shapes;
   for (const Item& it : p.items)
-    if (!it.path.empty() && std::find(shapes.begin(), shapes.end(), Shape{it.workload, it.rows}) == shapes.end())
+    if (!it.path.empty() &&
+        std::find(shapes.begin(), shapes.end(), Shape{it.workload, it.rows}) == shapes.end())
       shapes.push_back({it.workload, it.rows});
   return shapes;
 }
 
 // The fastest path of `shape` in phase `ph`; "" when fewer than two paths have a time. On a
 // tie the first in config order (the analysis's idxmin).
-std::string fastest_path(const Params& p, const std::vector<double>& medians, std::size_t ph, const Shape& shape) {
+std::string fastest_path(const Params& p, const std::vector<double>& medians, std::size_t ph,
+                         const Shape& shape) {
   std::string best;
   double best_s = kNaN;
   int timed = 0;
@@ -400,12 +431,14 @@ void write_tuning_mismatch(h5::Group& out, const Params& p, const Runner& r, MPI
     std::int64_t n = 0, diff = 0;
     std::string said;
     for (const Shape& s : shapes) {
-      const std::string ref = fastest_path(p, medians, 0, s), best = fastest_path(p, medians, ph, s);
+      const std::string ref = fastest_path(p, medians, 0, s),
+                        best = fastest_path(p, medians, ph, s);
       if (ref.empty() || best.empty()) continue;
       ++n;
       if (best == ref) continue;
       ++diff;
-      said += (said.empty() ? "" : "; ") + s.first + ", " + std::to_string(s.second) + ": " + ref + " -> " + best;
+      said += (said.empty() ? "" : "; ") + s.first + ", " + std::to_string(s.second) + ": " + ref +
+              " -> " + best;
     }
     phase.push_back(p.phases[ph].name);
     counted.push_back(n);
@@ -417,10 +450,17 @@ void write_tuning_mismatch(h5::Group& out, const Params& p, const Runner& r, MPI
   const std::vector<std::uint64_t> dims{phase.size()};
   g.attr("reference", p.phases.empty() ? std::string() : p.phases[0].name);
   g.write_shared_strings("phase", phase, {"1", "the phase, in run order", "key"});
-  g.write_shared("shapes", counted, dims, {"1", "shapes (workload, rows) with a fastest of two or more paths timed here and in the reference phase"});
-  g.write_shared("mismatched", mismatched, dims, {"1", "of those, shapes whose fastest path differs from the reference phase's"});
-  g.write_shared("fraction", fraction, dims, {"1", "mismatched / shapes (the tuning mismatch); NaN when shapes is 0"});
-  g.write_shared_strings("changes", changes, {"1", "'workload, rows: reference path -> this phase's fastest', joined with '; '"});
+  g.write_shared("shapes", counted, dims,
+                 {"1",
+                  "shapes (workload, rows) with a fastest of two or more paths timed here and in "
+                  "the reference phase"});
+  g.write_shared("mismatched", mismatched, dims,
+                 {"1", "of those, shapes whose fastest path differs from the reference phase's"});
+  g.write_shared("fraction", fraction, dims,
+                 {"1", "mismatched / shapes (the tuning mismatch); NaN when shapes is 0"});
+  g.write_shared_strings(
+      "changes", changes,
+      {"1", "'workload, rows: reference path -> this phase's fastest', joined with '; '"});
 }
 
 // One iteration of an item at the assumed rates: attention 4 d per pair forward (half when
@@ -431,11 +471,12 @@ double item_seconds(const Params& p, const Item& it, const CostAssumptions& a) {
   if (host || it.workload == "attention") {
     const AttentionShape& s = host ? p.host_attention : p.attention;
     const double rows = static_cast<double>(it.rows);
-    const double flop = 4.0 * s.batch * s.heads * s.head_dim * rows * rows * (s.causal ? 0.5 : 1.0) *
-                        (s.backward ? 3.5 : 1.0);
+    const double flop = 4.0 * s.batch * s.heads * s.head_dim * rows * rows *
+                        (s.causal ? 0.5 : 1.0) * (s.backward ? 3.5 : 1.0);
     return flop / (a.device_tflops * 1e12);
   }
-  if (it.workload == "gemm") return 2.0 * std::pow(static_cast<double>(p.gemm_size), 3) / (a.device_tflops * 1e12);
+  if (it.workload == "gemm")
+    return 2.0 * std::pow(static_cast<double>(p.gemm_size), 3) / (a.device_tflops * 1e12);
   if (it.workload == "triad") return 3.0 * static_cast<double>(p.triad_bytes) / a.memory_Bps;
   if (it.workload == "d2d_copy") return static_cast<double>(p.copy_bytes) / a.memory_Bps;
   return static_cast<double>(p.copy_bytes) / a.link_Bps + a.latency_s;
@@ -472,17 +513,24 @@ std::vector<h5::Headline> contention_headlines() {
 
 std::string contention_table(const std::string& title, const std::vector<h5::PointRecord>& records,
                              std::size_t width) {
-  h5::TextTable t({{"phase", "", true}, {"workload", "", true}, {"path", "", true}, {"rows"}, {"binding", "", true},
-                   {"median", "(ms)"}, {"p99", "(ms)"}, {"cv", "(%)"}, {"slowdown", "(x alone)"}});
+  h5::TextTable t({{"phase", "", true},
+                   {"workload", "", true},
+                   {"path", "", true},
+                   {"rows"},
+                   {"binding", "", true},
+                   {"median", "(ms)"},
+                   {"p99", "(ms)"},
+                   {"cv", "(%)"},
+                   {"slowdown", "(x alone)"}});
   t.repeat({0, 1, 2, 3, 4});
   for (const auto& r : records)
     t.row({r.text("phase"), r.text("workload"), r.text("path").empty() ? "-" : r.text("path"),
            r.num("rows") > 0 ? h5::fixed(r.num("rows"), 0) : "-", r.text("binding"),
            h5::sig3(r.num("median_s") * 1e3), h5::sig3(r.num("p99_s") * 1e3),
            h5::fixed(r.num("cv") * 100, 1), h5::fixed(r.num("slowdown"), 2)});
-  return t.render(title + " the same work alone, concurrent unbound and bound",
-                  {"each column: the measuring rank with the largest value (feeders do not measure)"},
-                  width);
+  return t.render(
+      title + " the same work alone, concurrent unbound and bound",
+      {"each column: the measuring rank with the largest value (feeders do not measure)"}, width);
 }
 
 class ContentionSweep final : public Sweep {
@@ -494,7 +542,9 @@ class ContentionSweep final : public Sweep {
     return p_.duration_s > 0 ? "about " + number(p_.duration_s) + " s each"
                              : rb::iterations_text(p_.iterations, p_.warmup);
   }
-  double estimated_seconds(const CostAssumptions& a) const override { return contention_seconds(p_, a); }
+  double estimated_seconds(const CostAssumptions& a) const override {
+    return contention_seconds(p_, a);
+  }
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
     for (const Point& pt : points_) lines.push_back(pt.label);
@@ -502,14 +552,17 @@ class ContentionSweep final : public Sweep {
   }
   std::uint64_t estimated_output_bytes() const override {
     const auto world = static_cast<std::uint64_t>(p_.world_size);
-    const std::uint64_t per_point = world * (static_cast<std::uint64_t>(p_.iterations) + 16) * 8 + 1024;
+    const std::uint64_t per_point =
+        world * (static_cast<std::uint64_t>(p_.iterations) + 16) * 8 + 1024;
     // Monitor: ~200 numbers per sample and rank (wider with many CPUs), sampled for the whole
     // sweep: with duration_s about its timed seconds x 1.5 (contention stretches them), else ~1000.
     double seconds = 0;
     for (const Phase& ph : p_.phases)
       seconds += (ph.kind == PhaseKind::Alone ? p_.measuring_ranks() : 1) * p_.duration_s *
                  static_cast<double>(p_.items.size());
-    const auto samples = p_.duration_s > 0 ? static_cast<std::uint64_t>(1.5 * seconds / p_.monitor_interval_s) : 1000u;
+    const auto samples = p_.duration_s > 0
+                             ? static_cast<std::uint64_t>(1.5 * seconds / p_.monitor_interval_s)
+                             : 1000u;
     return 8192 + points_.size() * per_point + world * samples * 200 * 8;
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override {
@@ -519,10 +572,9 @@ class ContentionSweep final : public Sweep {
     h5::PointsTable t = make_table(p_, points_, r.iterations);
     fill_table(t, p_, points_, r, ctx.layout.rank);
     t.write(out);
-    report_results(ctx, t, contention_headlines(),
-                   [&](const auto& recs) {
-                     return contention_table(results_title(*this), recs, ctx.progress.table_width());
-                   });
+    report_results(ctx, t, contention_headlines(), [&](const auto& recs) {
+      return contention_table(results_title(*this), recs, ctx.progress.table_width());
+    });
     r.write_monitor_table(out);
     write_restore(out, r);
     write_tuning_mismatch(out, p_, r, ctx.world);

@@ -65,15 +65,23 @@ std::string describe(const MemPolicy& m) {
   if (m.mode < 0) return "unknown (" + m.error + ")";
   const std::string nodes = format_cpu_list(mask_bits(m.nodes));
   switch (m.mode & ~kMpolFlags) {
-    case kMpolDefault: return "default";
-    case kMpolLocal: return "local";
-    case kMpolBind: return "bind:" + nodes;
-    case kMpolInterleave: return "interleave:" + nodes;
-    case kMpolPreferred: return nodes.empty() ? "local" : "preferred:" + nodes;
+    case kMpolDefault:
+      return "default";
+    case kMpolLocal:
+      return "local";
+    case kMpolBind:
+      return "bind:" + nodes;
+    case kMpolInterleave:
+      return "interleave:" + nodes;
+    case kMpolPreferred:
+      return nodes.empty() ? "local" : "preferred:" + nodes;
     // What recent hwloc sets for HWLOC_MEMBIND_BIND without STRICT (Linux 5.15+).
-    case kMpolPreferredMany: return "preferred_many:" + nodes;
-    case kMpolWeightedInterleave: return "weighted_interleave:" + nodes;
-    default: return "mode " + std::to_string(m.mode) + ":" + nodes;
+    case kMpolPreferredMany:
+      return "preferred_many:" + nodes;
+    case kMpolWeightedInterleave:
+      return "weighted_interleave:" + nodes;
+    default:
+      return "mode " + std::to_string(m.mode) + ":" + nodes;
   }
 }
 

@@ -27,9 +27,9 @@ std::string describe(const MemPolicy& m);
 std::vector<int> parse_cpu_list(const std::string& list);
 
 struct AppliedBinding {
-  std::string cpuset;  // PU list in effect after the change
-  std::string nodeset; // describe(read_mempolicy()) after the change
-  std::string note;    // the policy's explanation, and any warning (memory binding refused)
+  std::string cpuset;   // PU list in effect after the change
+  std::string nodeset;  // describe(read_mempolicy()) after the change
+  std::string note;     // the policy's explanation, and any warning (memory binding refused)
 };
 
 class PhaseBinder {

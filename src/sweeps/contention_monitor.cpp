@@ -30,12 +30,14 @@ std::vector<double> series(const std::vector<MonitorSample>& s, std::size_t t,
 }
 
 // `width` numbers per sample, row-major [t, width], NaN where a sample has fewer.
-std::vector<double> wide_series(const std::vector<MonitorSample>& s, std::size_t t, std::size_t width,
-                                const std::function<const std::vector<double>&(const MonitorSample&)>& row) {
+std::vector<double> wide_series(
+    const std::vector<MonitorSample>& s, std::size_t t, std::size_t width,
+    const std::function<const std::vector<double>&(const MonitorSample&)>& row) {
   std::vector<double> out(t * width, kNaN);
   for (std::size_t i = 0; i < s.size() && i < t; ++i) {
     const std::vector<double>& r = row(s[i]);
-    std::copy_n(r.begin(), std::min(r.size(), width), out.begin() + static_cast<std::ptrdiff_t>(i * width));
+    std::copy_n(r.begin(), std::min(r.size(), width),
+                out.begin() + static_cast<std::ptrdiff_t>(i * width));
   }
   return out;
 }
@@ -52,13 +54,18 @@ const std::vector<GpuField>& gpu_fields() {
       {"sm_clock_hz", &GpuSample::sm_clock_hz, "Hz", "SM clock (NVML)"},
       {"mem_clock_hz", &GpuSample::mem_clock_hz, "Hz", "memory clock (NVML)"},
       {"power_w", &GpuSample::power_w, "W", "board power draw (NVML)"},
-      {"energy_j", &GpuSample::energy_j, "J", "energy counter since the driver loaded (NVML); differences count"},
+      {"energy_j", &GpuSample::energy_j, "J",
+       "energy counter since the driver loaded (NVML); differences count"},
       {"temperature_c", &GpuSample::temperature_c, "degC", "GPU temperature (NVML)"},
       {"gpu_util", &GpuSample::gpu_util, "1", "fraction of NVML's last period a kernel ran"},
-      {"mem_util", &GpuSample::mem_util, "1", "fraction of NVML's last period device memory was read or written"},
-      {"throttle_reasons", &GpuSample::throttle_reasons, "1", "NVML clocks-event (throttle) reason bitmask, as a number"},
-      {"pcie_tx_Bps", &GpuSample::pcie_tx_Bps, "B/s", "PCIe transmit throughput (NVML, ~20 ms window)"},
-      {"pcie_rx_Bps", &GpuSample::pcie_rx_Bps, "B/s", "PCIe receive throughput (NVML, ~20 ms window)"},
+      {"mem_util", &GpuSample::mem_util, "1",
+       "fraction of NVML's last period device memory was read or written"},
+      {"throttle_reasons", &GpuSample::throttle_reasons, "1",
+       "NVML clocks-event (throttle) reason bitmask, as a number"},
+      {"pcie_tx_Bps", &GpuSample::pcie_tx_Bps, "B/s",
+       "PCIe transmit throughput (NVML, ~20 ms window)"},
+      {"pcie_rx_Bps", &GpuSample::pcie_rx_Bps, "B/s",
+       "PCIe receive throughput (NVML, ~20 ms window)"},
       {"memory_used_bytes", &GpuSample::memory_used_bytes, "B", "device memory in use (NVML)"},
   };
   return fields;
@@ -72,9 +79,12 @@ struct ProcessField {
 
 const std::vector<ProcessField>& process_fields() {
   static const std::vector<ProcessField> fields = {
-      {"voluntary_switches", &ProcessSample::voluntary_switches, "this process's voluntary context switches so far (/proc/self/status)"},
-      {"involuntary_switches", &ProcessSample::involuntary_switches, "this process's involuntary context switches so far (/proc/self/status)"},
-      {"migrations", &ProcessSample::migrations, "this process's CPU migrations so far (/proc/self/sched se.nr_migrations)"},
+      {"voluntary_switches", &ProcessSample::voluntary_switches,
+       "this process's voluntary context switches so far (/proc/self/status)"},
+      {"involuntary_switches", &ProcessSample::involuntary_switches,
+       "this process's involuntary context switches so far (/proc/self/status)"},
+      {"migrations", &ProcessSample::migrations,
+       "this process's CPU migrations so far (/proc/self/sched se.nr_migrations)"},
   };
   return fields;
 }
@@ -85,16 +95,21 @@ h5::Meta metric(const std::string& units, const std::string& description) {
 
 void write_who(h5::Group& g, const Monitor& m, const MonitorOptions& o, double stop_s,
                std::size_t samples) {
-  g.write_per_rank_string("gpu_pci_bus_id", o.gpu_pci_bus_id,
-                          {"1", "GPU whose series this rank recorded (the lowest local rank driving it); empty: none", "key"});
-  g.write_per_rank("watches_node", static_cast<std::int64_t>(o.node ? 1 : 0),
-                   {"1", "1: this rank recorded the node series (cpu_busy, numa_*): local rank 0", "key"});
+  g.write_per_rank_string(
+      "gpu_pci_bus_id", o.gpu_pci_bus_id,
+      {"1", "GPU whose series this rank recorded (the lowest local rank driving it); empty: none",
+       "key"});
+  g.write_per_rank(
+      "watches_node", static_cast<std::int64_t>(o.node ? 1 : 0),
+      {"1", "1: this rank recorded the node series (cpu_busy, numa_*): local rank 0", "key"});
   g.write_per_rank("samples", static_cast<std::int64_t>(samples),
                    metric("1", "samples this rank's monitor took (rows past it are NaN padding)"));
-  g.write_per_rank("stop_s", stop_s,
-                   metric("s", "Monitor::now() when this rank's monitor stopped, after the last phase"));
-  g.write_per_rank_string("unavailable", cfg::join(m.unavailable(), "\n"),
-                          metric("1", "metric families unavailable on this rank and why, one per line"));
+  g.write_per_rank(
+      "stop_s", stop_s,
+      metric("s", "Monitor::now() when this rank's monitor stopped, after the last phase"));
+  g.write_per_rank_string(
+      "unavailable", cfg::join(m.unavailable(), "\n"),
+      metric("1", "metric families unavailable on this rank and why, one per line"));
 }
 
 }  // namespace
@@ -118,25 +133,51 @@ void write_monitor(h5::Group& sweep, const Monitor& monitor, const MonitorOption
                    double stop_s, MPI_Comm world) {
   const std::vector<MonitorSample> s = monitor.samples();
   // At least one row and column everywhere: HDF5 datasets of every rank need the same shape.
-  const auto t = static_cast<std::size_t>(std::max<std::int64_t>(1, max_over_ranks(static_cast<std::int64_t>(s.size()), world)));
-  const auto c = static_cast<std::size_t>(std::max<std::int64_t>(1, max_over_ranks(monitor.cpu_count(), world)));
-  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(1, max_over_ranks(monitor.numa_count(), world)));
+  const auto t = static_cast<std::size_t>(
+      std::max<std::int64_t>(1, max_over_ranks(static_cast<std::int64_t>(s.size()), world)));
+  const auto c = static_cast<std::size_t>(
+      std::max<std::int64_t>(1, max_over_ranks(monitor.cpu_count(), world)));
+  const auto n = static_cast<std::size_t>(
+      std::max<std::int64_t>(1, max_over_ranks(monitor.numa_count(), world)));
   h5::Group g = sweep.group("monitor");
   g.attr("interval_s", options.interval_s);
-  g.write_per_rank("t_s", series(s, t, [](const MonitorSample& x) { return x.t_s; }), {t},
-                   metric("s", "sample time: seconds since this rank's monitor started (the clock of phase_start_s)"));
+  g.write_per_rank(
+      "t_s", series(s, t, [](const MonitorSample& x) { return x.t_s; }), {t},
+      metric(
+          "s",
+          "sample time: seconds since this rank's monitor started (the clock of phase_start_s)"));
   for (const GpuField& f : gpu_fields())
-    g.write_per_rank(f.name, series(s, t, [&f](const MonitorSample& x) { return x.gpu.*f.member; }), {t},
-                     metric(f.units, std::string(f.description) + "; NaN on ranks not watching a GPU or when unavailable"));
+    g.write_per_rank(f.name, series(s, t, [&f](const MonitorSample& x) { return x.gpu.*f.member; }),
+                     {t},
+                     metric(f.units, std::string(f.description) +
+                                         "; NaN on ranks not watching a GPU or when unavailable"));
   for (const ProcessField& f : process_fields())
-    g.write_per_rank(f.name, series(s, t, [&f](const MonitorSample& x) { return x.process.*f.member; }), {t},
-                     metric("1", std::string(f.description) + "; NaN when unavailable"));
-  g.write_per_rank("cpu_busy", wide_series(s, t, c, [](const MonitorSample& x) -> const std::vector<double>& { return x.node.cpu_busy; }),
-                   {t, c}, metric("1", "busy fraction of each CPU (os index) since the previous sample (/proc/stat); local rank 0 only"));
-  g.write_per_rank("numa_hit", wide_series(s, t, n, [](const MonitorSample& x) -> const std::vector<double>& { return x.node.numa_hit; }),
-                   {t, n}, metric("1", "numa_hit counter (pages) of each NUMA node (numastat); local rank 0 only"));
-  g.write_per_rank("numa_miss", wide_series(s, t, n, [](const MonitorSample& x) -> const std::vector<double>& { return x.node.numa_miss; }),
-                   {t, n}, metric("1", "numa_miss counter (pages) of each NUMA node (numastat); local rank 0 only"));
+    g.write_per_rank(f.name,
+                     series(s, t, [&f](const MonitorSample& x) { return x.process.*f.member; }),
+                     {t}, metric("1", std::string(f.description) + "; NaN when unavailable"));
+  g.write_per_rank("cpu_busy",
+                   wide_series(s, t, c,
+                               [](const MonitorSample& x) -> const std::vector<double>& {
+                                 return x.node.cpu_busy;
+                               }),
+                   {t, c},
+                   metric("1",
+                          "busy fraction of each CPU (os index) since the previous sample "
+                          "(/proc/stat); local rank 0 only"));
+  g.write_per_rank(
+      "numa_hit",
+      wide_series(
+          s, t, n,
+          [](const MonitorSample& x) -> const std::vector<double>& { return x.node.numa_hit; }),
+      {t, n},
+      metric("1", "numa_hit counter (pages) of each NUMA node (numastat); local rank 0 only"));
+  g.write_per_rank(
+      "numa_miss",
+      wide_series(
+          s, t, n,
+          [](const MonitorSample& x) -> const std::vector<double>& { return x.node.numa_miss; }),
+      {t, n},
+      metric("1", "numa_miss counter (pages) of each NUMA node (numastat); local rank 0 only"));
   write_who(g, monitor, options, stop_s, s.size());
 }
 

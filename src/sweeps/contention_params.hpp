@@ -53,14 +53,14 @@ struct Params {
   std::vector<Item> items;             // per phase: workloads in order, each per path, then rows
   int feeders = 0;                     // the last `feeders` ranks feed instead of measuring
   int world_size = 1;
-  bool gpu = false;                    // backend cuda
+  bool gpu = false;  // backend cuda
   std::int64_t iterations = 30;
-  double duration_s = 0;               // > 0: iterations per workload from a probe
+  double duration_s = 0;  // > 0: iterations per workload from a probe
   std::int64_t warmup = 3;
   double cooldown_s = 1.0;
   double monitor_interval_s = 0.1;
-  AttentionShape attention;            // the GPU attention block (workload attention)
-  AttentionShape host_attention;       // the host block (workload host_attention)
+  AttentionShape attention;       // the GPU attention block (workload attention)
+  AttentionShape host_attention;  // the host block (workload host_attention)
   int gemm_size = 4096;
   std::string gemm_dtype = "bfloat16";  // the compute engine's name of the dtype
   std::uint64_t copy_bytes = 64u << 20;

@@ -26,8 +26,10 @@ double since(Clock::time_point t0) {
 // The workload names of the config and the compute engine's copy kind of each copy.
 const std::vector<std::pair<std::string, std::string>>& copy_kinds() {
   static const std::vector<std::pair<std::string, std::string>> kinds = {
-      {"d2d_copy", "d2d"},         {"h2d_pinned", "h2d_pinned"},
-      {"d2h_pinned", "d2h_pinned"}, {"h2d_pageable", "h2d_pageable"},
+      {"d2d_copy", "d2d"},
+      {"h2d_pinned", "h2d_pinned"},
+      {"d2h_pinned", "d2h_pinned"},
+      {"h2d_pageable", "h2d_pageable"},
       {"d2h_pageable", "d2h_pageable"}};
   return kinds;
 }
@@ -136,8 +138,8 @@ BlockCalls block_calls(const ring::Problem& pr, const BlockBuffers& b) {
 
 // Wall time of each (forward [+ backward]) pass including the launches and the final
 // synchronisation: CPU contention delays launches, and that is part of what is measured.
-Measurement attention_block(attn::AttentionBackend& be, const AttentionShape& a, std::int64_t seq_len,
-                            int warmup, int iterations) {
+Measurement attention_block(attn::AttentionBackend& be, const AttentionShape& a,
+                            std::int64_t seq_len, int warmup, int iterations) {
   const ring::Problem pr = block_problem(a, seq_len);
   ring::check_problem(pr);
   const BlockBuffers buf(be, pr);
@@ -164,9 +166,9 @@ Measurement attention_block(attn::AttentionBackend& be, const AttentionShape& a,
 }  // namespace
 
 const std::vector<std::string>& workload_names() {
-  static const std::vector<std::string> names = {
-      "attention", "gemm", "d2d_copy", "h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable",
-      "triad", "host_attention"};
+  static const std::vector<std::string> names = {"attention",    "gemm",       "d2d_copy",
+                                                 "h2d_pinned",   "d2h_pinned", "h2d_pageable",
+                                                 "d2h_pageable", "triad",      "host_attention"};
   return names;
 }
 
@@ -175,7 +177,9 @@ bool needs_gpu(const std::string& workload) {
 }
 
 Workloads::Workloads(const Params& p, const RunContext& ctx)
-    : p_(p), paths_(ctx.paths), gpu_(ctx.backend == Backend::Cuda),
+    : p_(p),
+      paths_(ctx.paths),
+      gpu_(ctx.backend == Backend::Cuda),
       engine_(prof::make_compute_engine(ctx.backend)) {}
 
 Workloads::~Workloads() = default;
@@ -194,7 +198,8 @@ std::string listed(const std::vector<T>& v) {
 }
 
 // The block's shape; `rows` and `kernel` as given (one value, or the list with slashes).
-std::string block_shape(const AttentionShape& a, const std::string& rows, const std::string& kernel) {
+std::string block_shape(const AttentionShape& a, const std::string& rows,
+                        const std::string& kernel) {
   return "batch " + std::to_string(a.batch) + ", heads " + std::to_string(a.heads) + ", head_dim " +
          std::to_string(a.head_dim) + ", rows " + rows + ", " + ring::to_string(a.dtype) +
          (a.causal ? ", causal" : "") + (a.backward ? ", forward+backward" : ", forward") + " (" +
@@ -205,10 +210,12 @@ std::string block_shape(const AttentionShape& a, const std::string& rows, const 
 
 std::string describe_workload(const Params& p, const std::string& w) {
   if (w == "attention")
-    return "attention block on the GPU, " + block_shape(p.attention, listed(p.attention.rows), listed(p.attention.kernels));
+    return "attention block on the GPU, " +
+           block_shape(p.attention, listed(p.attention.rows), listed(p.attention.kernels));
   if (w == "host_attention")
-    return "attention block on the host, " +
-           block_shape(p.host_attention, listed(p.host_attention.rows), listed(p.host_attention.kernels));
+    return "attention block on the host, " + block_shape(p.host_attention,
+                                                         listed(p.host_attention.rows),
+                                                         listed(p.host_attention.kernels));
   if (w == "gemm") return "GEMM " + p.gemm_dtype + " " + std::to_string(p.gemm_size) + "^3";
   if (w == "triad")
     return "host STREAM triad, " + format_bytes(static_cast<double>(p.triad_bytes)) + " per array";
@@ -217,9 +224,11 @@ std::string describe_workload(const Params& p, const std::string& w) {
 
 std::string describe_item(const Params& p, const Item& it) {
   if (it.workload == "attention")
-    return "attention block on the GPU, " + block_shape(p.attention, std::to_string(it.rows), it.path);
+    return "attention block on the GPU, " +
+           block_shape(p.attention, std::to_string(it.rows), it.path);
   if (it.workload == "host_attention")
-    return "attention block on the host, " + block_shape(p.host_attention, std::to_string(it.rows), it.path);
+    return "attention block on the host, " +
+           block_shape(p.host_attention, std::to_string(it.rows), it.path);
   return describe_workload(p, it.workload);
 }
 
@@ -228,8 +237,10 @@ Measurement Workloads::run(const Item& item, std::int64_t iterations) {
     return measure(item, static_cast<int>(p_.warmup), static_cast<int>(iterations));
   } catch (const std::exception& e) {
     Measurement m;
-    m.error = item.workload + (item.path.empty() ? "" : " (" + item.path + ", rows " + std::to_string(item.rows) + ")") +
-              ": " + e.what();
+    m.error =
+        item.workload +
+        (item.path.empty() ? "" : " (" + item.path + ", rows " + std::to_string(item.rows) + ")") +
+        ": " + e.what();
     return m;
   }
 }
@@ -238,7 +249,8 @@ Measurement Workloads::measure(const Item& it, int warmup, int iterations) {
   const std::string& w = it.workload;
   Measurement m;
   if (w == "triad") {
-    const auto r = prof::host::triad(static_cast<std::size_t>(p_.triad_bytes / 8), warmup, iterations);
+    const auto r =
+        prof::host::triad(static_cast<std::size_t>(p_.triad_bytes / 8), warmup, iterations);
     m.seconds = r.seconds;
     m.bytes = static_cast<double>(r.bytes_per_iteration);
     if (r.wrong > 0) m.error = "triad: " + std::to_string(r.wrong) + " wrong elements";
@@ -299,7 +311,8 @@ struct FeedBuffers {
 
 }  // namespace
 
-double feed_until(const FeederParams& f, prof::ComputeEngine* gpu, const std::function<bool()>& stop) {
+double feed_until(const FeederParams& f, prof::ComputeEngine* gpu,
+                  const std::function<bool()>& stop) {
   std::atomic<bool> done{false};
   std::atomic<double> fed{0};
   auto add = [&fed](double b) {

@@ -28,7 +28,7 @@ std::string describe_item(const Params& p, const Item& item);
 
 // One workload's timed iterations on this rank.
 struct Measurement {
-  std::vector<double> seconds;  // each timed iteration
+  std::vector<double> seconds;                              // each timed iteration
   double bytes = std::numeric_limits<double>::quiet_NaN();  // moved per iteration (copies, triad)
   double flop = std::numeric_limits<double>::quiet_NaN();   // per iteration (gemm, attention)
   std::string error;  // non-empty: the workload failed here (why); seconds may be empty
@@ -56,7 +56,8 @@ class Workloads {
 // work), and on the cuda backend the calling thread also copies pageable host memory to the
 // device, until `stop()` (asked by the calling thread between units) says the measuring ranks
 // are done. Returns the bytes copied (host and H2D).
-double feed_until(const FeederParams& f, prof::ComputeEngine* gpu, const std::function<bool()>& stop);
+double feed_until(const FeederParams& f, prof::ComputeEngine* gpu,
+                  const std::function<bool()>& stop);
 
 // Waits for `request` with MPI_Test and short sleeps: a rank that waits must not take a CPU
 // from the ones that run (MPI_Wait polls at full speed in most MPI libraries).

@@ -19,8 +19,9 @@ CpShape parse_shape(const cfg::Node& r) {
   for (const char* key : {"dtype", "head_dim", "num_heads", "num_kv_heads", "causal", "layout",
                           "dilation", "ring_size", "span"})
     if (!r.has(key))
-      r.fail(key, "required in every rule (dtype, head_dim, num_heads, num_kv_heads, causal, layout, "
-                  "dilation, ring_size, span)");
+      r.fail(key,
+             "required in every rule (dtype, head_dim, num_heads, num_kv_heads, causal, layout, "
+             "dilation, ring_size, span)");
   CpShape s;
   s.dtype = r.get_choice("dtype", "", ring::dtype_names());
   s.head_dim = static_cast<int>(r.require_int("head_dim", 1, 1024));
@@ -36,14 +37,16 @@ CpShape parse_shape(const cfg::Node& r) {
 
 CpRange parse_range(const cfg::Node& e, const CpShape& shape, std::int64_t previous_max) {
   e.require_map();
-  e.allow_only({"tokens_min", "tokens_max", "scheme", "ulysses_degree", "default_scheme", "speedup"});
+  e.allow_only(
+      {"tokens_min", "tokens_max", "scheme", "ulysses_degree", "default_scheme", "speedup"});
   CpRange range;
   range.tokens_min = e.require_int("tokens_min", 1);
   range.tokens_max = e.require_int("tokens_max", range.tokens_min);
   if (range.tokens_min <= previous_max)
     e.fail("tokens_min", "ranges must ascend without overlap: " + std::to_string(range.tokens_min) +
                              " <= the previous range's end " + std::to_string(previous_max));
-  if (!e.has("scheme")) e.fail("scheme", "required: a scheme, or null where no scheme passed parity");
+  if (!e.has("scheme"))
+    e.fail("scheme", "required: a scheme, or null where no scheme passed parity");
   if (e.has("default_scheme")) e.get_choice("default_scheme", "", ring::scheme_names());
   if (e.child("scheme").yaml().IsNull()) return range;
   range.scheme = e.get_choice("scheme", "", ring::scheme_names());
@@ -57,7 +60,8 @@ CpRange parse_range(const cfg::Node& e, const CpShape& shape, std::int64_t previ
                                    " must divide the rule's ring_size " + std::to_string(R));
   } else if (e.has("ulysses_degree") && e.require_int("ulysses_degree") != range.ulysses_degree) {
     e.fail("ulysses_degree", "scheme " + range.scheme + " at ring size " + std::to_string(R) +
-                                 " splits heads over " + std::to_string(range.ulysses_degree) + " rank(s)");
+                                 " splits heads over " + std::to_string(range.ulysses_degree) +
+                                 " rank(s)");
   }
   return range;
 }
@@ -68,7 +72,8 @@ CpRule parse_rule(const cfg::Node& r) {
                 "ring_size", "span", "ranges"});
   CpRule rule;
   rule.shape = parse_shape(r);
-  if (!r.has("ranges")) r.fail("ranges", "required: a list of tokens-per-rank ranges and their schemes");
+  if (!r.has("ranges"))
+    r.fail("ranges", "required: a list of tokens-per-rank ranges and their schemes");
   const cfg::Node ranges = r.child("ranges");
   if (!ranges.is_sequence() || ranges.size() == 0)
     ranges.fail("", "expected a non-empty list of {tokens_min, tokens_max, scheme}");
@@ -89,7 +94,8 @@ void parse_rules(const cfg::Node& root, CpPolicy& policy) {
     CpRule rule = parse_rule(r);
     for (std::size_t j = 0; j < policy.rules.size(); ++j)
       if (policy.rules[j].shape == rule.shape)
-        r.fail("", "a second rule for the shape of rules[" + std::to_string(j) + "]; keep one rule per shape");
+        r.fail("", "a second rule for the shape of rules[" + std::to_string(j) +
+                       "]; keep one rule per shape");
     policy.rules.push_back(std::move(rule));
   }
 }
@@ -103,11 +109,13 @@ double ratio_distance(std::int64_t tokens, std::int64_t lo, std::int64_t hi) {
 
 }  // namespace
 
-std::string cp_dilation_text(const std::vector<std::int64_t>& segments, const std::vector<std::int64_t>& rates) {
+std::string cp_dilation_text(const std::vector<std::int64_t>& segments,
+                             const std::vector<std::int64_t>& rates) {
   if (segments.empty()) return "none";
   std::string out;
   for (std::size_t i = 0; i < segments.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(segments[i]) + "/" + std::to_string(i < rates.size() ? rates[i] : 1);
+    out += (i ? ", " : "") + std::to_string(segments[i]) + "/" +
+           std::to_string(i < rates.size() ? rates[i] : 1);
   return out;
 }
 
@@ -118,7 +126,8 @@ std::string cp_span(int ring_size, int ranks_per_node) {
 const CpRange* CpPolicy::pick(const CpShape& shape, std::int64_t tokens) const {
   for (const CpRule& rule : rules) {
     if (!(rule.shape == shape) || rule.ranges.empty()) continue;
-    const double beyond = ratio_distance(tokens, rule.ranges.front().tokens_min, rule.ranges.back().tokens_max);
+    const double beyond =
+        ratio_distance(tokens, rule.ranges.front().tokens_min, rule.ranges.back().tokens_max);
     if (beyond > kCpPolicyReach) return nullptr;  // nothing measured near: the built-in rule
     const CpRange* best = nullptr;
     double best_distance = std::numeric_limits<double>::infinity();
@@ -134,19 +143,23 @@ const CpRange* CpPolicy::pick(const CpShape& shape, std::int64_t tokens) const {
   return nullptr;
 }
 
-std::shared_ptr<CpPolicyUse> parse_cp_policy_text(const std::string& text, const std::string& file) {
+std::shared_ptr<CpPolicyUse> parse_cp_policy_text(const std::string& text,
+                                                  const std::string& file) {
   const cfg::Node root(cfg::load_document(text, file), file, "");
   if (!root.is_map())
-    root.fail("", "expected a tuned CP policy (a map with version, kind, machine, rules) as written by "
-                  "`rb-analysis tune-cp`");
-  root.allow_only({"version", "kind", "machine", "source", "sweep", "date", "margin", "hysteresis", "rules"});
+    root.fail("",
+              "expected a tuned CP policy (a map with version, kind, machine, rules) as written by "
+              "`rb-analysis tune-cp`");
+  root.allow_only(
+      {"version", "kind", "machine", "source", "sweep", "date", "margin", "hysteresis", "rules"});
   if (!root.has("version")) root.fail("version", "required: the CP policy format version (1)");
   const std::int64_t version = root.require_int("version");
   if (version != kVersion)
     root.fail("version", "this ringbench reads CP policy version " + std::to_string(kVersion) +
                              ", the file is version " + std::to_string(version));
   if (root.get_string("kind", "") != kKind)
-    root.fail("kind", std::string("expected '") + kKind + "' (a file written by `rb-analysis tune-cp`)");
+    root.fail("kind",
+              std::string("expected '") + kKind + "' (a file written by `rb-analysis tune-cp`)");
   auto use = std::make_shared<CpPolicyUse>();
   use->file = file;
   use->machine = parse_policy_machine(root);

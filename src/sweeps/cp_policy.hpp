@@ -37,7 +37,8 @@ struct CpShape {
 };
 
 // The dilation text of a CpShape from a sweep's LongNet branches.
-std::string cp_dilation_text(const std::vector<std::int64_t>& segments, const std::vector<std::int64_t>& rates);
+std::string cp_dilation_text(const std::vector<std::int64_t>& segments,
+                             const std::vector<std::int64_t>& rates);
 // "node" when a group of `ring_size` ranks fits one node of `ranks_per_node`, else "nodes".
 std::string cp_span(int ring_size, int ranks_per_node);
 

@@ -26,14 +26,16 @@ class HostPingpong final : public Sweep {
   explicit HostPingpong(PingpongParams p) : p_(std::move(p)) {}
   std::string type() const override { return "host_pingpong"; }
   std::size_t point_count() const override { return p_.message_sizes.size(); }
-  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  std::string iterations_text() const override {
+    return rb::iterations_text(p_.iterations, p_.warmup);
+  }
   // Each rank in turn: round trips of two latencies and twice the size at the link rate.
   double estimated_seconds(const CostAssumptions& a) const override {
     double total = 0;
     for (auto s : p_.message_sizes)
       total += a.light_point_s + static_cast<double>(p_.world_size) *
-                                        static_cast<double>(p_.iterations + p_.warmup) * 2 *
-                                        (a.latency_s + static_cast<double>(s) / a.link_Bps);
+                                     static_cast<double>(p_.iterations + p_.warmup) * 2 *
+                                     (a.latency_s + static_cast<double>(s) / a.link_Bps);
     return total;
   }
 
@@ -82,7 +84,8 @@ class HostPingpong final : public Sweep {
     out.attr("warmup", p_.warmup);
     out.attr("iterations", p_.iterations);
     table.write(out);
-    report_results(ctx, table, headlines(), [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });
+    report_results(ctx, table, headlines(),
+                   [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });
     SweepOutcome outcome;
     if (corrupt > 0) {
       outcome.ok = false;
@@ -95,7 +98,8 @@ class HostPingpong final : public Sweep {
  private:
   struct Buffers {
     Buffers(std::size_t bytes, int rank) : send(bytes), recv(bytes) {
-      for (std::size_t i = 0; i < send.size(); ++i) send[i] = static_cast<char>((i * 31 + rank) & 0x7f);
+      for (std::size_t i = 0; i < send.size(); ++i)
+        send[i] = static_cast<char>((i * 31 + rank) & 0x7f);
     }
     std::vector<char> send, recv;
   };
@@ -109,25 +113,28 @@ class HostPingpong final : public Sweep {
   }
 
   std::string screen_table(const std::vector<h5::PointRecord>& records, std::size_t width) const {
-    h5::TextTable t({{"size", "(B)"}, {"one-way", "(us)"}, {"bandwidth", "(GB/s)"},
-                     {"corrupt", "(echoes)"}});
+    h5::TextTable t(
+        {{"size", "(B)"}, {"one-way", "(us)"}, {"bandwidth", "(GB/s)"}, {"corrupt", "(echoes)"}});
     for (const auto& r : records)
       t.row({h5::fixed(r.num("message_size_bytes"), 0), h5::fixed(r.num("one_way_time_s") * 1e6, 2),
              h5::sig3(r.num("bandwidth_Bps") / 1e9), h5::fixed(r.num("corrupt_echo"), 0)});
-    return t.render(results_title(*this) + " MPI ping-pong, each rank with rank + 1, one pair at a time",
-                    {"one-way: half the round trip, median over iterations, slowest rank; "
-                     "bandwidth: size / that rank's median, slowest rank"},
-                    width);
+    return t.render(
+        results_title(*this) + " MPI ping-pong, each rank with rank + 1, one pair at a time",
+        {"one-way: half the round trip, median over iterations, slowest rank; "
+         "bandwidth: size / that rank's median, slowest rank"},
+        width);
   }
 
   h5::PointsTable point_table() const {
     h5::PointsTable t(p_.message_sizes.size());
     t.key("message_size_bytes", p_.message_sizes, {"B", "message size of the point"});
-    t.metric("one_way_time_s", {"s", "half the round-trip time of each timed iteration, rank -> partner"},
+    t.metric("one_way_time_s",
+             {"s", "half the round-trip time of each timed iteration, rank -> partner"},
              {static_cast<std::uint64_t>(p_.iterations)}, {"iteration"});
     t.metric("bandwidth_Bps", {"B/s", "message size / median one-way time"});
     t.int_metric("partner_rank", {"1", "the ring neighbour this rank pinged (rank + 1 mod world)"});
-    t.int_metric("corrupt_echo", {"1", "1 when the echoed bytes differed from what this rank sent"});
+    t.int_metric("corrupt_echo",
+                 {"1", "1 when the echoed bytes differed from what this rank sent"});
     return t;
   }
 
@@ -141,7 +148,8 @@ class HostPingpong final : public Sweep {
                                   MPI_CHAR, partner, 7, world, MPI_STATUS_IGNORE));
       } else {
         RB_MPI_CHECK(MPI_Send(b.send.data(), bytes, MPI_CHAR, partner, 7, world));
-        RB_MPI_CHECK(MPI_Recv(b.recv.data(), bytes, MPI_CHAR, partner, 8, world, MPI_STATUS_IGNORE));
+        RB_MPI_CHECK(
+            MPI_Recv(b.recv.data(), bytes, MPI_CHAR, partner, 8, world, MPI_STATUS_IGNORE));
       }
       if (it >= p_.warmup) one_way.push_back(0.5 * (prof::now_s() - t0));
     }

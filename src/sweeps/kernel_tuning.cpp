@@ -37,7 +37,7 @@ struct TuningParams {
   std::int64_t seed = 1234;
   int sample_rows = 32;
   double tolerance = 0.0;  // 0: the dtype's default
-  int world_size = 1;       // metrics are [world, P, ...]
+  int world_size = 1;      // metrics are [world, P, ...]
 };
 
 // One shape on one kernel path.
@@ -69,7 +69,9 @@ class KernelTuningSweep final : public Sweep {
       : p_(std::move(p)), points_(std::move(points)) {}
   std::string type() const override { return "kernel_tuning"; }
   std::size_t point_count() const override { return points_.size(); }
-  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  std::string iterations_text() const override {
+    return rb::iterations_text(p_.iterations, p_.warmup);
+  }
   // Each point: one block of rows x rows forward and backward (3.5x the forward's 4 d per
   // pair, half when causal) at the device rate, plus the per-point set-up and parity check.
   double estimated_seconds(const CostAssumptions& a) const override {
@@ -77,7 +79,8 @@ class KernelTuningSweep final : public Sweep {
     for (const Point& pt : points_) {
       const ring::Problem& pr = pt.problem;
       const double rows = static_cast<double>(pr.seq_len);
-      const double flop = 3.5 * 4.0 * pr.batch * pr.heads * pr.head_dim * rows * rows * (pr.causal ? 0.5 : 1.0);
+      const double flop =
+          3.5 * 4.0 * pr.batch * pr.heads * pr.head_dim * rows * rows * (pr.causal ? 0.5 : 1.0);
       total += static_cast<double>(p_.iterations + p_.warmup) * flop / (a.device_tflops * 1e12) +
                a.point_overhead_s;
     }
@@ -146,17 +149,20 @@ h5::PointsTable KernelTuningSweep::make_table() const {
     label.push_back(pt.label);
     tol.push_back(tolerance(pt.problem));
   }
-  t.key("block_rows", std::move(rows), {"1", "query and key rows of the block (the whole sequence at ring size 1)"});
+  t.key("block_rows", std::move(rows),
+        {"1", "query and key rows of the block (the whole sequence at ring size 1)"});
   t.key("head_dim", std::move(hd), {"1", "head dimension d"});
   t.key("dtype", std::move(dtype), {"1", "storage dtype of Q, K, V, dO"});
   t.key("causal", std::move(causal), {"1", "1: causal mask, 0: none"});
   t.key("segment", std::move(seg), {"1", "LongNet segment length (0: no dilation)"});
   t.key("rate", std::move(rate), {"1", "LongNet dilation rate (0: no dilation)"});
   t.key("path", std::move(path), {"1", "kernel path of the kernel path table that ran the point"});
-  t.key("auto_path", std::move(auto_path),
-        {"1", "the path the built-in `auto` rule runs on this shape (what a tuned policy replaces)"});
+  t.key(
+      "auto_path", std::move(auto_path),
+      {"1", "the path the built-in `auto` rule runs on this shape (what a tuned policy replaces)"});
   t.key("label", std::move(label), {"1", "the point's plan line"});
-  t.key("tolerance", std::move(tol), {"1", "largest max_rel_error before the point is parity_failed"});
+  t.key("tolerance", std::move(tol),
+        {"1", "largest max_rel_error before the point is parity_failed"});
   const std::uint64_t I = static_cast<std::uint64_t>(p_.iterations);
   t.text_metric("status", {"1", "ok | oom | parity_failed (this rank's own verdict)"});
   t.text_metric("kernel_path", {"1", "the backend's name for the path that ran"});
@@ -203,15 +209,23 @@ std::vector<h5::Headline> tuning_headlines() {
 
 std::string tuning_table(const std::string& title, const std::vector<h5::PointRecord>& records,
                          std::size_t width) {
-  h5::TextTable t({{"rows"}, {"head_dim"}, {"dtype", "", true}, {"causal"}, {"dilation", "(w/r)", true},
-                   {"path", "", true}, {"auto", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"}, {"max rel err"},
+  h5::TextTable t({{"rows"},
+                   {"head_dim"},
+                   {"dtype", "", true},
+                   {"causal"},
+                   {"dilation", "(w/r)", true},
+                   {"path", "", true},
+                   {"auto", "", true},
+                   {"fwd", "(ms)"},
+                   {"bwd", "(ms)"},
+                   {"max rel err"},
                    {"status", "(rank 0)", true}});
   t.repeat({0, 1, 2, 3, 4, 5});  // the block shape and the path
   for (const auto& r : records) {
     // Without the branch, the LongNet rows of one block size read as repeats of the dense row.
-    const std::string dilation = r.num("segment") > 0 ? h5::fixed(r.num("segment"), 0) + "/" +
-                                                            h5::fixed(r.num("rate"), 0)
-                                                      : "-";
+    const std::string dilation =
+        r.num("segment") > 0 ? h5::fixed(r.num("segment"), 0) + "/" + h5::fixed(r.num("rate"), 0)
+                             : "-";
     t.row({h5::fixed(r.num("block_rows"), 0), h5::fixed(r.num("head_dim"), 0), r.text("dtype"),
            h5::fixed(r.num("causal"), 0), dilation, r.text("path"), r.text("auto_path"),
            h5::sig3(r.num("forward_time_s") * 1e3), h5::sig3(r.num("backward_time_s") * 1e3),
@@ -247,14 +261,14 @@ SweepOutcome KernelTuningSweep::run(RunContext& ctx, h5::Group& out) {
     ctx.progress.note("PARITY FAILED at " + where + (r.failure.empty() ? "" : ": " + r.failure));
     if (outcome.ok) {
       outcome.ok = false;
-      outcome.failure = where + ": parity failed" + (r.failure.empty() ? "" : " (" + r.failure + ")");
+      outcome.failure =
+          where + ": parity failed" + (r.failure.empty() ? "" : " (" + r.failure + ")");
     }
   }
   table.write(out);
-  report_results(ctx, table, tuning_headlines(),
-                 [&](const auto& r) {
-                   return tuning_table(results_title(*this), r, ctx.progress.table_width());
-                 });
+  report_results(ctx, table, tuning_headlines(), [&](const auto& r) {
+    return tuning_table(results_title(*this), r, ctx.progress.table_width());
+  });
   return outcome;
 }
 
@@ -301,7 +315,8 @@ PointResult KernelTuningSweep::run_point(RunContext& ctx, attn::AttentionBackend
   ring::RingResult result = ra->result();
   if (fault_injected(pt.path))
     for (float& x : result.out) x *= 1.25f;
-  const ring::ParityReport par = ring::check_parity(prob, seed, 0, MPI_COMM_SELF, result, true, opt);
+  const ring::ParityReport par =
+      ring::check_parity(prob, seed, 0, MPI_COMM_SELF, result, true, opt);
   r.max_rel = worst_rel(par);
   if (!(r.max_rel <= tolerance(prob))) {
     r.status = "parity_failed";
@@ -340,7 +355,8 @@ void KernelTuningSweep::time_iterations(ring::RingAttention& ra, PointResult& r)
 std::vector<Dilation> parse_dilations(const cfg::Node& n) {
   if (!n.has("dilations")) return {Dilation{}};
   const cfg::Node list = n.child("dilations");
-  if (!list.is_sequence()) n.fail("dilations", "expected a list of `none` or [segment, rate] pairs");
+  if (!list.is_sequence())
+    n.fail("dilations", "expected a list of `none` or [segment, rate] pairs");
   list.check_list_length();  // recorded as the segment_lengths and dilation_rates attributes
   std::vector<Dilation> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -361,10 +377,12 @@ std::vector<Dilation> parse_dilations(const cfg::Node& n) {
     }
     if (d.segment < 1 || d.rate < 1 || d.rate > d.segment || d.segment % d.rate != 0)
       n.fail("dilations", entry + ": segment " + std::to_string(d.segment) + ", rate " +
-                              std::to_string(d.rate) + ": need 1 <= rate <= segment and segment % rate == 0");
+                              std::to_string(d.rate) +
+                              ": need 1 <= rate <= segment and segment % rate == 0");
     out.push_back(d);
   }
-  if (out.empty()) n.fail("dilations", "empty: give at least one entry (`none` for exact attention)");
+  if (out.empty())
+    n.fail("dilations", "empty: give at least one entry (`none` for exact attention)");
   return out;
 }
 
@@ -422,7 +440,8 @@ void add_points(attn::Device device, const ring::Problem& pr, const Dilation& d,
     if (kp.device != device || !kp.built) continue;
     if (!paths.empty() && std::find(paths.begin(), paths.end(), kp.name) == paths.end()) continue;
     if (!attn::kernel_refusal({kp.name, "default"}, device, pr.dtype, pr.head_dim, pr.causal,
-                              d.segment != 0).empty())
+                              d.segment != 0)
+             .empty())
       continue;
     points.push_back({pr, d, kp.name, builtin ? builtin->name : "", point_label(pr, d, kp.name)});
   }
@@ -453,7 +472,9 @@ std::unique_ptr<Sweep> parse_kernel_tuning(const SweepSpec& spec, const ParseCon
   // (as in ring_attention's validate.tolerance).
   p.tolerance = n.get_double("tolerance", 0.0, 0.0, 1.0);
   if (n.has("tolerance") && !(p.tolerance > 0))
-    n.fail("tolerance", "tolerance must be > 0; leave it out for the dtype's default (bf16 0.02, fp16 0.005, fp32 0.0002)");
+    n.fail("tolerance",
+           "tolerance must be > 0; leave it out for the dtype's default (bf16 0.02, fp16 0.005, "
+           "fp32 0.0002)");
   p.sample_rows = static_cast<int>(n.get_int("sample_rows", 32, 2, 1 << 20));
 
   const attn::Device device = cuda ? attn::Device::Cuda : attn::Device::Host;
@@ -474,8 +495,9 @@ std::unique_ptr<Sweep> parse_kernel_tuning(const SweepSpec& spec, const ParseCon
               ++unfit;
           }
   if (points.empty() && unfit > 0)
-    n.fail("dilations", "no block size of block_rows is a multiple of a segment of dilations "
-                        "(a dilated shape needs block rows >= its segment, divisible by it)");
+    n.fail("dilations",
+           "no block size of block_rows is a multiple of a segment of dilations "
+           "(a dilated shape needs block rows >= its segment, divisible by it)");
   if (points.empty())
     n.fail("head_dims", "no kernel path of this build on " + std::string(attn::to_string(device)) +
                             " takes any block of the grid");

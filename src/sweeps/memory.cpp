@@ -12,7 +12,6 @@
 #include "profiling/engine.hpp"
 #include "sweeps/oom_point.hpp"
 
-
 namespace rb {
 namespace {
 
@@ -20,7 +19,7 @@ const std::vector<std::string> kCopyKinds = {"d2d", "h2d_pinned", "d2h_pinned", 
                                              "d2h_pageable"};
 
 struct MemoryParams {
-  std::uint64_t bytes = 0;        // per array (triad) / per copy
+  std::uint64_t bytes = 0;  // per array (triad) / per copy
   std::int64_t warmup = 2;
   std::int64_t iterations = 10;
   bool triad = true;
@@ -32,18 +31,22 @@ class MemorySweep final : public Sweep {
   explicit MemorySweep(MemoryParams p) : p_(std::move(p)) {}
   std::string type() const override { return "memory"; }
   std::size_t point_count() const override { return (p_.triad ? 1 : 0) + p_.copies.size(); }
-  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  std::string iterations_text() const override {
+    return rb::iterations_text(p_.iterations, p_.warmup);
+  }
   // The triad moves 3 arrays, a copy its size, per iteration, at the memory rate.
   double estimated_seconds(const CostAssumptions& a) const override {
     const double arrays = (p_.triad ? 3.0 : 0.0) + static_cast<double>(p_.copies.size());
-    return static_cast<double>(p_.iterations + p_.warmup) * arrays * static_cast<double>(p_.bytes) / a.memory_Bps +
+    return static_cast<double>(p_.iterations + p_.warmup) * arrays * static_cast<double>(p_.bytes) /
+               a.memory_Bps +
            static_cast<double>(point_count()) * a.point_overhead_s;
   }
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
     const std::string size = format_bytes(static_cast<double>(p_.bytes));
     if (p_.triad) lines.push_back("host STREAM triad, " + size + " per array, every rank at once");
-    for (const auto& k : p_.copies) lines.push_back("copy " + k + ", " + size + ", every rank at once");
+    for (const auto& k : p_.copies)
+      lines.push_back("copy " + k + ", " + size + ", every rank at once");
     return lines;
   }
   std::uint64_t estimated_output_bytes() const override {
@@ -79,14 +82,22 @@ std::vector<std::string> memory_points(const MemoryParams& p) {
 h5::PointsTable MemorySweep::point_table() const {
   const auto kinds = memory_points(p_);
   h5::PointsTable t(kinds.size());
-  t.key("kind", kinds, {"1", "triad (host STREAM triad), d2d (device to device), h2d/d2h pinned or pageable copies"});
+  t.key("kind", kinds,
+        {"1",
+         "triad (host STREAM triad), d2d (device to device), h2d/d2h pinned or pageable copies"});
   t.key("size_bytes", std::vector<std::int64_t>(kinds.size(), static_cast<std::int64_t>(p_.bytes)),
         {"B", "bytes per array (triad) or per copy"});
   t.metric("bandwidth_Bps", {"B/s", "moved_bytes / mean iteration time"});
-  t.int_metric("moved_bytes", {"B", "bytes counted per iteration: 3 arrays x size for the triad (STREAM's count: 2 reads, 1 write), size for a copy (d2d: HBM traffic is twice this)"});
-  t.metric("iteration_time_s", {"s", "time of each timed iteration"}, {static_cast<std::uint64_t>(p_.iterations)},
-           {"iteration"});
-  t.int_metric("wrong_elements", {"1", "triad: elements of a[] not equal to b + 3c after the runs; -1 for copies (not checked)"});
+  t.int_metric("moved_bytes",
+               {"B",
+                "bytes counted per iteration: 3 arrays x size for the triad (STREAM's count: 2 "
+                "reads, 1 write), size for a copy (d2d: HBM traffic is twice this)"});
+  t.metric("iteration_time_s", {"s", "time of each timed iteration"},
+           {static_cast<std::uint64_t>(p_.iterations)}, {"iteration"});
+  t.int_metric(
+      "wrong_elements",
+      {"1",
+       "triad: elements of a[] not equal to b + 3c after the runs; -1 for copies (not checked)"});
   oom::declare_columns(t);
   return t;
 }
@@ -103,17 +114,22 @@ std::vector<h5::Headline> MemorySweep::headlines() {
 
 std::string MemorySweep::screen_table(const std::vector<h5::PointRecord>& records,
                                       std::size_t width) const {
-  h5::TextTable t({{"kind", "", true}, {"size", "(B)"}, {"min rank", "(GB/s)"},
-                   {"max rank", "(GB/s)"}, {"median time", "(ms)"}, {"#wrong"}, {"status", "", true}});
+  h5::TextTable t({{"kind", "", true},
+                   {"size", "(B)"},
+                   {"min rank", "(GB/s)"},
+                   {"max rank", "(GB/s)"},
+                   {"median time", "(ms)"},
+                   {"#wrong"},
+                   {"status", "", true}});
   t.repeat({0, 1});
   for (const auto& r : records) {
     // Two headlines share the metric: the first is the min over ranks, the second the max.
     double lo = NAN, hi = NAN;
     for (const auto& f : r.metrics)
       if (f.name == "bandwidth_Bps") (std::isnan(lo) ? lo : hi) = f.number;
-    t.row({r.text("kind"), h5::fixed(r.num("size_bytes"), 0), h5::sig3(lo / 1e9), h5::sig3(hi / 1e9),
-           h5::sig3(r.num("iteration_time_s") * 1e3), h5::fixed(r.num("wrong_elements"), 0),
-           r.text("status")});
+    t.row({r.text("kind"), h5::fixed(r.num("size_bytes"), 0), h5::sig3(lo / 1e9),
+           h5::sig3(hi / 1e9), h5::sig3(r.num("iteration_time_s") * 1e3),
+           h5::fixed(r.num("wrong_elements"), 0), r.text("status")});
   }
   return t.render(results_title(*this) + " memory bandwidth per rank",
                   {"GB/s: moved bytes / mean iteration time of each rank (slowest and fastest "
@@ -135,13 +151,14 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
     const std::uint64_t available = oom::meminfo_bytes("MemAvailable");
     RB_MPI_CHECK(MPI_Barrier(ctx.world));
     Timing r;
-    const oom::Record ran_out = oom::attempt("memory " + kinds[pi], host_bytes(kinds[pi]),
-                                             ctx.layout.local_size, available,
-                                             [&] { r = measure(kinds[pi], *engine); });
+    const oom::Record ran_out =
+        oom::attempt("memory " + kinds[pi], host_bytes(kinds[pi]), ctx.layout.local_size, available,
+                     [&] { r = measure(kinds[pi], *engine); });
     const bool oom_point = oom::on_any_rank(ran_out, ctx.world);
     oom::record_status(table, pi, oom_point, ran_out);
     if (oom_point) {
-      ctx.progress.note("point " + std::to_string(pi) + " (" + labels[pi] + "): out of memory, skipped");
+      ctx.progress.note("point " + std::to_string(pi) + " (" + labels[pi] +
+                        "): out of memory, skipped");
       continue;
     }
     table.set("bandwidth_Bps", pi, static_cast<double>(r.moved_bytes) / stats::mean(r.seconds));
@@ -159,7 +176,8 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   out.attr("iterations", p_.iterations);
   if (p_.copies.empty()) out.attr("copies", "skipped: the host backend has no device");
   table.write(out);
-  report_results(ctx, table, headlines(), [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });
+  report_results(ctx, table, headlines(),
+                 [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });
   return outcome;
 }
 
@@ -173,11 +191,13 @@ std::uint64_t MemorySweep::host_bytes(const std::string& kind) const {
 std::optional<Sweep::HostMemoryNeed> MemorySweep::host_memory_need() const {
   std::uint64_t most = 0;
   for (const auto& kind : memory_points(p_)) most = std::max(most, host_bytes(kind));
-  return HostMemoryNeed{"bytes", most, "the memory sweep (3 arrays of 'bytes' for the triad, 1 for a host copy)"};
+  return HostMemoryNeed{"bytes", most,
+                        "the memory sweep (3 arrays of 'bytes' for the triad, 1 for a host copy)"};
 }
 
 // The triad runs on the host (Kokkos) on every backend; the copies on the device.
-MemorySweep::Timing MemorySweep::measure(const std::string& kind, prof::ComputeEngine& engine) const {
+MemorySweep::Timing MemorySweep::measure(const std::string& kind,
+                                         prof::ComputeEngine& engine) const {
   const int warmup = static_cast<int>(p_.warmup), iterations = static_cast<int>(p_.iterations);
   if (kind == "triad") {
     const auto r = prof::host::triad(static_cast<std::size_t>(p_.bytes / 8), warmup, iterations);
@@ -205,7 +225,8 @@ std::unique_ptr<Sweep> parse_memory(const SweepSpec& spec, const ParseContext& c
     p.copies = n.get_choice_list("copies", kCopyKinds, kCopyKinds);
   }
   if (!p.triad && p.copies.empty())
-    n.fail("triad", "nothing to measure: triad is false and there are no copies on the host backend");
+    n.fail("triad",
+           "nothing to measure: triad is false and there are no copies on the host backend");
   return std::make_unique<MemorySweep>(std::move(p));
 }
 

@@ -12,5 +12,4 @@ namespace rb {
 
 std::unique_ptr<Sweep> parse_memory(const SweepSpec& spec, const ParseContext& ctx);
 
-
 }  // namespace rb

@@ -95,13 +95,17 @@ Record attempt(const std::string& what, std::uint64_t need, int ranks_on_node,
 
 // Collective over `world`, once per point on every rank: whether any rank ran out, so every
 // rank skips the point's collective calls together.
-inline bool on_any_rank(const Record& r, MPI_Comm world) { return mpi::any_rank(r.ran_out(), world); }
+inline bool on_any_rank(const Record& r, MPI_Comm world) {
+  return mpi::any_rank(r.ran_out(), world);
+}
 
 // The point status and out-of-memory columns (the names ring_attention uses).
 inline void declare_columns(h5::PointsTable& t) {
   t.text_metric("status", {"1", "ok | oom (the same on every rank)"});
-  t.int_metric("oom_requested_bytes", {"B", "allocation that failed on this rank (-1: this rank did not run out)"});
-  t.int_metric("oom_free_bytes", {"B", "memory available (host: MemAvailable) when that allocation failed"});
+  t.int_metric("oom_requested_bytes",
+               {"B", "allocation that failed on this rank (-1: this rank did not run out)"});
+  t.int_metric("oom_free_bytes",
+               {"B", "memory available (host: MemAvailable) when that allocation failed"});
   t.text_metric("oom_message", {"1", "the allocation failure on this rank (empty if none)"});
 }
 
@@ -121,10 +125,13 @@ inline void check_host_memory_fits(const cfg::Node& n, const std::string& key, s
                                    int ranks_on_node, std::uint64_t node_memory,
                                    const std::string& what) {
   if (node_memory == 0 || fits(need, ranks_on_node, node_memory)) return;
-  n.fail(key, what + " needs " + format_bytes(static_cast<double>(need)) + " of host memory per "
-              "rank, " + std::to_string(ranks_on_node) + " rank(s) on this node: more than its " +
-              format_bytes(static_cast<double>(node_memory)) + " of physical memory (MemTotal); "
-              "use a smaller value or fewer ranks per node");
+  n.fail(key, what + " needs " + format_bytes(static_cast<double>(need)) +
+                  " of host memory per "
+                  "rank, " +
+                  std::to_string(ranks_on_node) + " rank(s) on this node: more than its " +
+                  format_bytes(static_cast<double>(node_memory)) +
+                  " of physical memory (MemTotal); "
+                  "use a smaller value or fewer ranks per node");
 }
 
 }  // namespace rb::oom

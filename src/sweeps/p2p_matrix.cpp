@@ -16,7 +16,6 @@
 #include "profiling/pair_schedule.hpp"
 #include "profiling/timing.hpp"
 
-
 namespace rb {
 namespace {
 
@@ -28,8 +27,8 @@ struct P2pParams {
   std::int64_t latency_iterations = 100;
   bool bidirectional = true;
   bool concurrent = true;
-  prof::PairSpec pairs;   // which ordered pairs (pairs:, seed:)
-  bool rounds = true;     // schedule: rounds (disjoint pairs at once) | serial (one pair at a time)
+  prof::PairSpec pairs;  // which ordered pairs (pairs:, seed:)
+  bool rounds = true;    // schedule: rounds (disjoint pairs at once) | serial (one pair at a time)
 };
 
 // The points: the pairs round by round (a round's pairs are measured at the same time, each rank
@@ -85,7 +84,8 @@ class P2pMatrix final : public Sweep {
   double estimated_seconds(const CostAssumptions& a) const override {
     const double msgs = static_cast<double>(p_.iterations + p_.warmup);
     const double stream = msgs * static_cast<double>(p_.bandwidth_bytes) / a.link_Bps;
-    const double pingpong = static_cast<double>(p_.latency_iterations + p_.warmup) * 2 * a.latency_s;
+    const double pingpong =
+        static_cast<double>(p_.latency_iterations + p_.warmup) * 2 * a.latency_s;
     const double round = a.light_point_s + (pingpong + stream) * (p_.bidirectional ? 2 : 1);
     return static_cast<double>(planned_rounds()) * round +
            static_cast<double>(shift_count()) * (a.light_point_s + stream);
@@ -130,8 +130,8 @@ class P2pMatrix final : public Sweep {
     if (!pt.pair)
       return "concurrent: every rank r -> r+" + std::to_string(pt.shift) + ", " +
              format_bytes(static_cast<double>(p_.bandwidth_bytes));
-    return "pair " + std::to_string(pt.sender) + " -> " + std::to_string(pt.receiver) + ": latency " +
-           format_bytes(static_cast<double>(p_.latency_bytes)) + ", bandwidth " +
+    return "pair " + std::to_string(pt.sender) + " -> " + std::to_string(pt.receiver) +
+           ": latency " + format_bytes(static_cast<double>(p_.latency_bytes)) + ", bandwidth " +
            format_bytes(static_cast<double>(p_.bandwidth_bytes)) +
            (p_.bidirectional && pt.sender < pt.receiver ? ", one way and both ways" : ", one way") +
            "; round " + std::to_string(pt.round + 1) + "/" + std::to_string(rounds) +
@@ -142,7 +142,8 @@ class P2pMatrix final : public Sweep {
                             std::size_t width) const;
   void measure_round(RunContext& ctx, prof::Engine& link, const std::vector<prof::Pair>& round,
                      std::size_t first, int round_index, h5::PointsTable& t) const;
-  void measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi, h5::PointsTable& t) const;
+  void measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi,
+                     h5::PointsTable& t) const;
 
   P2pParams p_;
   int world_;
@@ -161,33 +162,54 @@ double timed(MPI_Comm world, F&& body) {
 
 h5::PointsTable P2pMatrix::point_table(const std::vector<P2pPoint>& points) const {
   h5::PointsTable t(points.size());
-  t.key("pattern", prof::column<std::string>(points, [](const P2pPoint& p) { return p.pair ? "pair" : "concurrent"; }),
-        {"1", "pair: one ordered pair (with the other pairs of its round); concurrent: every rank r sends to r + shift at once"});
+  t.key("pattern",
+        prof::column<std::string>(points,
+                                  [](const P2pPoint& p) { return p.pair ? "pair" : "concurrent"; }),
+        {"1",
+         "pair: one ordered pair (with the other pairs of its round); concurrent: every rank r "
+         "sends to r + shift at once"});
   t.key("sender", prof::column<std::int64_t>(points, [](const P2pPoint& p) { return p.sender; }),
         {"1", "sending rank of a pair point; -1 for concurrent points"});
-  t.key("receiver", prof::column<std::int64_t>(points, [](const P2pPoint& p) { return p.receiver; }),
+  t.key("receiver",
+        prof::column<std::int64_t>(points, [](const P2pPoint& p) { return p.receiver; }),
         {"1", "receiving rank of a pair point; -1 for concurrent points"});
   t.key("shift", prof::column<std::int64_t>(points, [](const P2pPoint& p) { return p.shift; }),
         {"1", "receiver - sender modulo the world size"});
-  t.metric("latency_s", {"s", "one-way latency of latency_bytes messages on this rank of the pair: ping-pong round trip / 2"});
-  t.metric("bandwidth_Bps", {"B/s", "one-way bandwidth of bandwidth_bytes messages, iterations in flight, as this rank of the pair completed them"});
-  t.metric("latency_bidir_s", {"s", "time per exchange when both ranks of the pair send latency_bytes to each other at once (points with sender < receiver)"});
-  t.metric("bandwidth_bidir_Bps", {"B/s", "both directions at once: bytes the pair moved (both ways) per second of this rank (points with sender < receiver)"});
-  t.metric("concurrent_bandwidth_Bps", {"B/s", "bandwidth_bytes x iterations / this rank's time while every rank r sent to r + shift and received from r - shift"});
-  t.metric("round", {"1", "the round (0-based) in which this rank of the pair measured it; the pairs of a round run at the same time, no rank in two of them"});
-  t.metric("pairs_in_round", {"1", "pairs measured at the same time as this one, itself included (1: alone)"});
+  t.metric("latency_s", {"s",
+                         "one-way latency of latency_bytes messages on this rank of the pair: "
+                         "ping-pong round trip / 2"});
+  t.metric("bandwidth_Bps", {"B/s",
+                             "one-way bandwidth of bandwidth_bytes messages, iterations in flight, "
+                             "as this rank of the pair completed them"});
+  t.metric("latency_bidir_s", {"s",
+                               "time per exchange when both ranks of the pair send latency_bytes "
+                               "to each other at once (points with sender < receiver)"});
+  t.metric("bandwidth_bidir_Bps", {"B/s",
+                                   "both directions at once: bytes the pair moved (both ways) per "
+                                   "second of this rank (points with sender < receiver)"});
+  t.metric("concurrent_bandwidth_Bps",
+           {"B/s",
+            "bandwidth_bytes x iterations / this rank's time while every rank r sent to r + shift "
+            "and received from r - shift"});
+  t.metric("round", {"1",
+                     "the round (0-based) in which this rank of the pair measured it; the pairs of "
+                     "a round run at the same time, no rank in two of them"});
+  t.metric("pairs_in_round",
+           {"1", "pairs measured at the same time as this one, itself included (1: alone)"});
   return t;
 }
 
 // The pairs of one round at the same time; ranks outside them only join the barriers. Its
 // points are first .. first + round.size() - 1, in the round's order.
-void P2pMatrix::measure_round(RunContext& ctx, prof::Engine& link, const std::vector<prof::Pair>& round,
-                              std::size_t first, int round_index, h5::PointsTable& t) const {
+void P2pMatrix::measure_round(RunContext& ctx, prof::Engine& link,
+                              const std::vector<prof::Pair>& round, std::size_t first,
+                              int round_index, h5::PointsTable& t) const {
   const int me = ctx.layout.rank;
   std::size_t pi = round.size();  // this rank's pair in the round, if any
   for (std::size_t i = 0; i < round.size(); ++i)
     if (round[i].sender == me || round[i].receiver == me) pi = i;
-  const int a = pi < round.size() ? round[pi].sender : -1, b = pi < round.size() ? round[pi].receiver : -1;
+  const int a = pi < round.size() ? round[pi].sender : -1,
+            b = pi < round.size() ? round[pi].receiver : -1;
   const bool is_a = me == a, is_b = me == b;
   const int peer = is_a ? b : a;
   const std::size_t lat = static_cast<std::size_t>(p_.latency_bytes);
@@ -214,8 +236,10 @@ void P2pMatrix::measure_round(RunContext& ctx, prof::Engine& link, const std::ve
   const bool both_ways = (is_a || is_b) && a < b;
   auto exchange = [&](std::size_t bytes, std::int64_t n, bool each_step) {
     for (std::int64_t i = 0; i < n && both_ways; ++i) {
-      if (each_step) link.step(bytes, peer, peer);
-      else link.post(bytes, peer, peer);
+      if (each_step)
+        link.step(bytes, peer, peer);
+      else
+        link.post(bytes, peer, peer);
     }
     link.sync();
   };
@@ -244,8 +268,8 @@ void P2pMatrix::measure_round(RunContext& ctx, prof::Engine& link, const std::ve
   }
 }
 
-void P2pMatrix::measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoint& pt, std::size_t pi,
-                              h5::PointsTable& t) const {
+void P2pMatrix::measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoint& pt,
+                              std::size_t pi, h5::PointsTable& t) const {
   const int me = ctx.layout.rank;
   const int to = (me + pt.shift) % world_, from = (me - pt.shift + world_) % world_;
   const std::size_t bw = static_cast<std::size_t>(p_.bandwidth_bytes);
@@ -255,7 +279,8 @@ void P2pMatrix::measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoin
   };
   shifted(p_.warmup);
   const double mine = timed(ctx.world, [&] { shifted(p_.iterations); });
-  t.set("concurrent_bandwidth_Bps", pi, static_cast<double>(bw) * static_cast<double>(p_.iterations) / mine);
+  t.set("concurrent_bandwidth_Bps", pi,
+        static_cast<double>(bw) * static_cast<double>(p_.iterations) / mine);
 }
 
 // A pair's figure as its slower end measured it (both ranks of a pair time it).
@@ -304,10 +329,11 @@ std::string matrix_text(const std::vector<h5::PointRecord>& records, int world,
     t.row({std::to_string(a), h5::sig3(at(lo)), std::to_string(lo), h5::sig3(stats::median(row)),
            h5::sig3(at(hi)), std::to_string(hi)});
   }
-  return t.render(title, {"the " + std::to_string(world) + " x " + std::to_string(world) +
-                          " matrix is omitted (over " + std::to_string(kFullMatrixRanks) +
-                          " ranks): each sender's min, median and max over receivers; every pair "
-                          "is in the file and in --json"},
+  return t.render(title,
+                  {"the " + std::to_string(world) + " x " + std::to_string(world) +
+                   " matrix is omitted (over " + std::to_string(kFullMatrixRanks) +
+                   " ranks): each sender's min, median and max over receivers; every pair "
+                   "is in the file and in --json"},
                   width);
 }
 
@@ -318,7 +344,8 @@ std::string P2pMatrix::screen_tables(const std::vector<h5::PointRecord>& records
   const std::string title =
       results_title(*this) + " point to point, pairs " + prof::to_string(p_.pairs) + ": " +
       std::to_string(pairs) + " ordered pairs " +
-      (p_.rounds ? "in " + std::to_string(rounds) + " rounds of disjoint pairs at once" : "one at a time");
+      (p_.rounds ? "in " + std::to_string(rounds) + " rounds of disjoint pairs at once"
+                 : "one at a time");
   std::string s = width == 0 ? title + "\n" : h5::wrapped(title, width, "", "  ");
   s += matrix_text(records, world_, "bandwidth_Bps", 1e-9,
                    "  bandwidth (GB/s), " + format_bytes(static_cast<double>(p_.bandwidth_bytes)) +
@@ -333,8 +360,10 @@ std::string P2pMatrix::screen_tables(const std::vector<h5::PointRecord>& records
     if (r.text("pattern") == "concurrent")
       t.row({h5::fixed(r.num("shift"), 0), h5::sig3(r.num("concurrent_bandwidth_Bps") / 1e9)});
   if (t.rows() > 0)
-    s += t.render("  concurrent: every rank r sends to r + shift at once, slowest rank:", {}, width);
-  if (p_.bidirectional) s += "  bidirectional figures (sender < receiver): in the file and in --json\n";
+    s +=
+        t.render("  concurrent: every rank r sends to r + shift at once, slowest rank:", {}, width);
+  if (p_.bidirectional)
+    s += "  bidirectional figures (sender < receiver): in the file and in --json\n";
   return s;
 }
 
@@ -352,20 +381,25 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   setup.nccl_world = ctx.gpu ? &ctx.gpu->world_nccl() : nullptr;
   setup.bytes = static_cast<std::size_t>(std::max(p_.latency_bytes, p_.bandwidth_bytes));
   const std::unique_ptr<prof::Engine> link = prof::make_engine(setup);
-  const Rounds rounds = measured_rounds(p_, gather_node_of(ctx.world, ctx.layout.node_index, world_));
+  const Rounds rounds =
+      measured_rounds(p_, gather_node_of(ctx.world, ctx.layout.node_index, world_));
   const std::vector<P2pPoint> points = points_of(rounds, world_, p_.concurrent);
   // Progress counts the plan's points, made for equal nodes; the real nodes can differ.
   const std::size_t planned = point_count();
   if (points.size() != planned)
-    ctx.progress.note("the ranks' nodes are not the plan's equal blocks: " + std::to_string(points.size()) +
-                      " points measured where the plan counted " + std::to_string(planned));
+    ctx.progress.note(
+        "the ranks' nodes are not the plan's equal blocks: " + std::to_string(points.size()) +
+        " points measured where the plan counted " + std::to_string(planned));
   const auto progress_index = [&](std::size_t i) {
-    return points.size() == planned || planned == 0 ? i : std::min(planned - 1, i * planned / points.size());
+    return points.size() == planned || planned == 0
+               ? i
+               : std::min(planned - 1, i * planned / points.size());
   };
   h5::PointsTable table = point_table(points);
   std::size_t pi = 0;
   for (std::size_t r = 0; r < rounds.size(); pi += rounds[r].size(), ++r) {
-    ctx.progress.point_started(progress_index(pi), label(points[pi], rounds[r].size(), rounds.size()));
+    ctx.progress.point_started(progress_index(pi),
+                               label(points[pi], rounds[r].size(), rounds.size()));
     measure_round(ctx, *link, rounds[r], pi, static_cast<int>(r), table);
   }
   for (; pi < points.size(); ++pi) {
@@ -383,8 +417,9 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   out.attr("schedule", p_.rounds ? "rounds" : "serial");
   out.attr("rounds", static_cast<std::int64_t>(rounds.size()));
   table.write(out);
-  report_results(ctx, table, screen_headlines(),
-                 [&](const auto& r) { return screen_tables(r, rounds.size(), ctx.progress.table_width()); });
+  report_results(ctx, table, screen_headlines(), [&](const auto& r) {
+    return screen_tables(r, rounds.size(), ctx.progress.table_width());
+  });
   return {};
 }
 
@@ -400,7 +435,8 @@ std::unique_ptr<Sweep> parse_p2p_matrix(const SweepSpec& spec, const ParseContex
   p.bandwidth_bytes = n.get_bytes("bandwidth_bytes", host ? (4u << 20) : (256u << 20), 1);
   if (host && (p.bandwidth_bytes > static_cast<std::uint64_t>(INT32_MAX) ||
                p.latency_bytes > static_cast<std::uint64_t>(INT32_MAX)))
-    n.fail("bandwidth_bytes", "messages above 2 GiB - 1 do not fit MPI's int counts on the host path");
+    n.fail("bandwidth_bytes",
+           "messages above 2 GiB - 1 do not fit MPI's int counts on the host path");
   p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
   p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
   p.latency_iterations = n.get_int("latency_iterations", p.latency_iterations, 1, 10000000);

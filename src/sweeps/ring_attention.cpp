@@ -40,10 +40,12 @@ std::string short_number(double x) {
   return b;
 }
 
+std::vector<double> as_doubles(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
 
-std::vector<double> as_doubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
-
-std::vector<double> shard_as_doubles(const std::vector<unsigned char>& bytes, const ring::Problem& p) {
+std::vector<double> shard_as_doubles(const std::vector<unsigned char>& bytes,
+                                     const ring::Problem& p) {
   std::vector<double> out(bytes.size() / attn::dtype_size(p.dtype));  // Q/dO or (GQA) smaller K/V
   for (std::size_t i = 0; i < out.size(); ++i) {
     float f = 0;
@@ -132,7 +134,9 @@ class RingAttentionSweep final : public Sweep {
     return timed_plan(points_, p_.iterations, p_.warmup);
   }
   std::size_t point_count() const override { return points_.size(); }
-  std::string iterations_text() const override { return rb::iterations_text(p_.iterations, p_.warmup); }
+  std::string iterations_text() const override {
+    return rb::iterations_text(p_.iterations, p_.warmup);
+  }
   // Per point and iteration: this rank's attention FLOPs at the device rate plus the bytes its
   // scheme sends at the link rate (ring: R - 1 hops of K and V; backward: 2.5x the FLOPs, K, V,
   // dK, dV hops; the other schemes' collectives: ring::bytes_sent_per_iteration).
@@ -141,17 +145,20 @@ class RingAttentionSweep final : public Sweep {
     for (const Point& pt : points_) {
       const ring::Problem& pr = pt.problem;
       const double rows = static_cast<double>(pr.local_rows());
-      double flop = 4.0 * pr.batch * pr.heads * pr.head_dim * rows * static_cast<double>(pr.seq_len);
+      double flop =
+          4.0 * pr.batch * pr.heads * pr.head_dim * rows * static_cast<double>(pr.seq_len);
       if (pr.causal) flop /= 2;
       if (p_.backward) flop *= 3.5;
-      const double step_bytes =
-          static_cast<double>(ring::bytes_sent_per_iteration(pr, pt.scheme, p_.backward, pt.ulysses_degree));
+      const double step_bytes = static_cast<double>(
+          ring::bytes_sent_per_iteration(pr, pt.scheme, p_.backward, pt.ulysses_degree));
       const double iteration = flop / (a.device_tflops * 1e12) + step_bytes / a.link_Bps +
                                (pr.ring_size - 1) * a.latency_s;
       // The overlap calibration runs the ring's compute and transfers once more per repeat, apart.
       const bool calibrated = pr.ring_size > 1 && pt.scheme == ring::Scheme::Ring;
-      const double runs = static_cast<double>(p_.iterations + p_.warmup + (calibrated ? p_.overlap_repeats : 0));
-      total += runs * iteration + a.point_overhead_s + ring::parity_seconds(pr, parity_options(), p_.backward);
+      const double runs =
+          static_cast<double>(p_.iterations + p_.warmup + (calibrated ? p_.overlap_repeats : 0));
+      total += runs * iteration + a.point_overhead_s +
+               ring::parity_seconds(pr, parity_options(), p_.backward);
     }
     return total;
   }
@@ -167,8 +174,8 @@ class RingAttentionSweep final : public Sweep {
   std::uint64_t estimated_output_bytes() const override {
     std::uint64_t total = 4096;
     // Every point's metrics are as wide as the largest ring's (padded), plus ~40 scalars.
-    const std::uint64_t per_rank = 8ull * (3ull * static_cast<std::uint64_t>(p_.iterations) +
-                                           5ull * max_ring_size() + 40);
+    const std::uint64_t per_rank =
+        8ull * (3ull * static_cast<std::uint64_t>(p_.iterations) + 5ull * max_ring_size() + 40);
     total += points_.size() * (per_rank * static_cast<std::uint64_t>(p_.world_size) + 512);
     if (p_.dump && !points_.empty())
       total += 8ull * 8 * static_cast<std::uint64_t>(points_[0].problem.shard_elements()) *
@@ -201,10 +208,11 @@ class RingAttentionSweep final : public Sweep {
   // Records in `r` which transport moves the data, and why.
   std::unique_ptr<ring::ContextParallelAttention> make_scheme(
       const RunContext& ctx, const Point& pt, attn::AttentionBackend& backend, MPI_Comm group,
-      std::unique_ptr<ring::RingTransport>& ring_tr, std::unique_ptr<ring::GroupTransport>& group_tr,
-      PointResult& r) const;
+      std::unique_ptr<ring::RingTransport>& ring_tr,
+      std::unique_ptr<ring::GroupTransport>& group_tr, PointResult& r) const;
   std::unique_ptr<ring::RingTransport> make_ring_transport(const RunContext& ctx, const Point& pt,
-                                                           attn::AttentionBackend& backend, MPI_Comm ring_comm,
+                                                           attn::AttentionBackend& backend,
+                                                           MPI_Comm ring_comm,
                                                            PointResult& r) const;
   ring::ParityOptions parity_options() const;
   void check_point(MPI_Comm world, MPI_Comm ring_comm, const ring::RingResult& res,
@@ -249,8 +257,8 @@ void RingAttentionSweep::write_attributes(h5::Group& out, const attn::AttentionB
 h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   h5::PointsTable t(points_.size());
   std::vector<std::int64_t> seq, rs, nr;
-  std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label, scheme, asked, cp_source,
-      transport;
+  std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label, scheme, asked,
+      cp_source, transport;
   std::vector<std::int64_t> ulysses;
   std::vector<double> tol;
   for (const Point& pt : points_) {
@@ -274,25 +282,36 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   t.key("seq_len", std::move(seq), {"1", "total sequence length S (all ranks of a ring together)"});
   t.key("ring_size", std::move(rs), {"1", "ranks per ring R"});
   t.key("num_rings", std::move(nr), {"1", "concurrent rings (world / R)"});
-  t.key("layout", std::move(layout), {"1", "sequence layout over the ring: contiguous, zigzag or striped"});
+  t.key("layout", std::move(layout),
+        {"1", "sequence layout over the ring: contiguous, zigzag or striped"});
   t.key("scheme", std::move(scheme),
-        {"1", "context-parallel scheme: ring, allgather, ulysses or hybrid (docs/ring-attention.md, schemes)"});
+        {"1",
+         "context-parallel scheme: ring, allgather, ulysses or hybrid (docs/ring-attention.md, "
+         "schemes)"});
   t.key("scheme_asked", std::move(asked), {"1", "the scheme the config named, or auto"});
   t.key("cp_policy", std::move(cp_source),
-        {"1", "where scheme: auto's choice came from: the CP policy file and its sha256, built-in "
-              "(no file, the file not applied and why, or no measured shape within reach: ring), "
-              "or none: scheme X named"});
+        {"1",
+         "where scheme: auto's choice came from: the CP policy file and its sha256, built-in "
+         "(no file, the file not applied and why, or no measured shape within reach: ring), "
+         "or none: scheme X named"});
   t.key("transport_asked", std::move(transport),
-        {"1", "how the config asked the ring's K/V to travel: auto, nccl or copy_engine (what ran: transport)"});
+        {"1",
+         "how the config asked the ring's K/V to travel: auto, nccl or copy_engine (what ran: "
+         "transport)"});
   t.key("ulysses_degree", std::move(ulysses),
-        {"1", "ranks that split the heads: hybrid's ulysses_degree, the ring size under ulysses, 1 otherwise"});
+        {"1",
+         "ranks that split the heads: hybrid's ulysses_degree, the ring size under ulysses, 1 "
+         "otherwise"});
   t.key("dtype", std::move(dtype), {"1", "storage dtype of Q, K, V, dO"});
-  t.key("compute_dtype", std::move(compute), {"1", "dtype the block kernels compute in (fp32 on the host)"});
+  t.key("compute_dtype", std::move(compute),
+        {"1", "dtype the block kernels compute in (fp32 on the host)"});
   t.key("kernel", std::move(kernel), {"1", "kernel path asked for (kernel: in the config)"});
-  t.key("kernel_tile", std::move(tile), {"1", "tile variant asked for (kernel_tile: in the config)"});
+  t.key("kernel_tile", std::move(tile),
+        {"1", "tile variant asked for (kernel_tile: in the config)"});
   t.key("kernel_policy", std::move(policy),
-        {"1", "where kernel: auto's rule came from: built-in, or the tuned policy file and its "
-              "sha256, or built-in with why the file was not applied"});
+        {"1",
+         "where kernel: auto's rule came from: built-in, or the tuned policy file and its "
+         "sha256, or built-in with why the file was not applied"});
   t.key("label", std::move(label), {"1", "the point's plan line"});
   t.key("tolerance", std::move(tol), {"1", "largest *_max_rel before the point is parity_failed"});
   declare_metrics(t, max_ring_size(), static_cast<std::uint64_t>(p_.iterations));
@@ -322,12 +341,14 @@ void RingAttentionSweep::warn_spread_rings(RunContext& ctx, const std::vector<in
   int more = 0;
   for (const auto R : p_.ring_sizes)
     for (const auto& members : ring::form_rings(node_of, static_cast<int>(R), p_.ring_order)) {
-      const std::string w = ring::spread_warning(ring::place_in_ring(members.front(), node_of,
-                                                                     static_cast<int>(R), p_.ring_order),
-                                                 node_of);
+      const std::string w = ring::spread_warning(
+          ring::place_in_ring(members.front(), node_of, static_cast<int>(R), p_.ring_order),
+          node_of);
       if (w.empty()) continue;
-      if (first.empty()) first = w;
-      else ++more;
+      if (first.empty())
+        first = w;
+      else
+        ++more;
     }
   if (first.empty()) return;
   ctx.progress.note("warning: " + first +
@@ -352,8 +373,7 @@ void RingAttentionSweep::settle_auto_points() {
 
 SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
   settle_auto_points();
-  auto backend =
-      ctx.paths.attention_backend({p_.kernel, p_.kernel_tile, policy_source().policy});
+  auto backend = ctx.paths.attention_backend({p_.kernel, p_.kernel_tile, policy_source().policy});
   write_attributes(out, *backend, ctx.progress);
   h5::PointsTable table = make_table(!backend->on_device());
   const std::vector<int> node_of = nodes_of_world(ctx);
@@ -381,8 +401,9 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
   if (ctx.gpu != nullptr && ctx.gpu->has_world_nccl())
     out.attr("world_nccl_create_time_s", ctx.gpu->world_nccl().creation_seconds());
   table.write(out);
-  report_results(ctx, table, ring_headlines(),
-                 [&](const auto& r) { return ring_table(results_title(*this), r, ctx.progress.table_width()); });
+  report_results(ctx, table, ring_headlines(), [&](const auto& r) {
+    return ring_table(results_title(*this), r, ctx.progress.table_width());
+  });
   return outcome;
 }
 
@@ -420,8 +441,9 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
     r.oom_requested = (p_.backward ? 4 : 3) * prob.shard_elements() *
                       static_cast<std::int64_t>(attn::dtype_size(prob.dtype));
     r.oom_free = static_cast<std::int64_t>(oom::meminfo_bytes("MemAvailable"));
-    r.oom_message = "host input shards: out of memory allocating " + std::to_string(r.oom_requested) +
-                    " B (" + std::to_string(r.oom_free) + " B available; " + e.what() + ")";
+    r.oom_message = "host input shards: out of memory allocating " +
+                    std::to_string(r.oom_requested) + " B (" + std::to_string(r.oom_free) +
+                    " B available; " + e.what() + ")";
   }
   if (on_any_rank(ctx.world, !r.oom_message.empty())) {
     r.status = "oom";
@@ -450,7 +472,8 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   return r;
 }
 
-void RingAttentionSweep::time_iterations(MPI_Comm world, ring::ContextParallelAttention& ra, PointResult& r) const {
+void RingAttentionSweep::time_iterations(MPI_Comm world, ring::ContextParallelAttention& ra,
+                                         PointResult& r) const {
   const std::size_t R = static_cast<std::size_t>(ra.problem().ring_size);
   std::vector<std::vector<double>> fc(R), fw(R), bc(R), bw(R);
   using clock = std::chrono::steady_clock;
@@ -483,7 +506,8 @@ void RingAttentionSweep::time_iterations(MPI_Comm world, ring::ContextParallelAt
     r.backward_step_compute = medians(bc);
     r.backward_step_wait = medians(bw);
   }
-  r.bytes_sent = static_cast<std::int64_t>(ra.bytes_sent() / static_cast<std::uint64_t>(p_.iterations));
+  r.bytes_sent =
+      static_cast<std::int64_t>(ra.bytes_sent() / static_cast<std::uint64_t>(p_.iterations));
 }
 
 // The ring's transport as the point asks (ring/transport_choice.hpp): the decision is the same
@@ -498,12 +522,15 @@ std::unique_ptr<ring::RingTransport> RingAttentionSweep::make_ring_transport(
   facts.on_device = backend.on_device();
   facts.ring_size = size;
   facts.nodes_spanned = static_cast<int>(std::max<std::int64_t>(1, r.ring_nodes));
-  if (ring::needs_copy_engine_probe(pt.transport, facts)) facts.probe = ctx.paths.copy_engine_probe(ring_comm);
+  if (ring::needs_copy_engine_probe(pt.transport, facts))
+    facts.probe = ctx.paths.copy_engine_probe(ring_comm);
   const ring::TransportDecision d = ring::decide_transport(pt.transport, facts);
-  if (!d.error.empty()) throw std::runtime_error("ring_attention point " + pt.label + ": " + d.error);
+  if (!d.error.empty())
+    throw std::runtime_error("ring_attention point " + pt.label + ": " + d.error);
   r.transport = ring::to_string(d.kind);
   r.transport_reason = d.reason;
-  if (d.kind == ring::RingTransportKind::CopyEngine) return ctx.paths.copy_engine_transport(ring_comm, backend);
+  if (d.kind == ring::RingTransportKind::CopyEngine)
+    return ctx.paths.copy_engine_transport(ring_comm, backend);
   return ctx.paths.ring_transport(ring_comm, backend);
 }
 
@@ -529,7 +556,8 @@ std::unique_ptr<ring::ContextParallelAttention> RingAttentionSweep::make_scheme(
     r.transport = ring_tr->name() + " ring, " + group_tr->name() + " all-to-all";
     MPI_Comm_free(&heads);
     MPI_Comm_free(&across);
-    return std::make_unique<ring::HybridAttention>(pt.problem, u, backend, *ring_tr, *group_tr, p_.backward);
+    return std::make_unique<ring::HybridAttention>(pt.problem, u, backend, *ring_tr, *group_tr,
+                                                   p_.backward);
   }
   group_tr = ctx.paths.group_transport(group, backend);
   r.transport = group_tr->name();
@@ -546,16 +574,17 @@ ring::ParityOptions RingAttentionSweep::parity_options() const {
   return opt;
 }
 
-void RingAttentionSweep::check_point(MPI_Comm world, MPI_Comm ring_comm, const ring::RingResult& res,
-                                     const ring::Problem& prob, PointResult& r) const {
+void RingAttentionSweep::check_point(MPI_Comm world, MPI_Comm ring_comm,
+                                     const ring::RingResult& res, const ring::Problem& prob,
+                                     PointResult& r) const {
   const ring::ParityOptions opt = parity_options();
   if (opt.mode == ring::ParityMode::Off) {
     r.parity.mode = ring::ParityMode::Off;
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  r.parity = ring::check_parity(prob, static_cast<std::uint64_t>(p_.seed), static_cast<int>(r.ring_rank),
-                                ring_comm, res, p_.backward, opt);
+  r.parity = ring::check_parity(prob, static_cast<std::uint64_t>(p_.seed),
+                                static_cast<int>(r.ring_rank), ring_comm, res, p_.backward, opt);
   r.parity_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.failure = parity_verdict(world, r.parity, tolerance(prob));
   if (!r.failure.empty()) r.status = "parity_failed";
@@ -565,25 +594,33 @@ void RingAttentionSweep::write_dump(h5::Group& out, const ring::Problem& prob, i
                                     const Shards& in, const ring::RingResult& res) const {
   h5::Group d = out.group("dump");
   d.attr("point", std::int64_t{0});
-  d.attr("layout", "per rank [world, batch, heads, local_rows, head_dim]; row i of a rank holds global position positions[rank, i]");
-  const std::vector<std::uint64_t> dims = {static_cast<std::uint64_t>(prob.batch),
-                                           static_cast<std::uint64_t>(prob.heads),
-                                           static_cast<std::uint64_t>(prob.local_rows()),
-                                           static_cast<std::uint64_t>(prob.head_dim)};
+  d.attr("layout",
+         "per rank [world, batch, heads, local_rows, head_dim]; row i of a rank holds global "
+         "position positions[rank, i]");
+  const std::vector<std::uint64_t> dims = {
+      static_cast<std::uint64_t>(prob.batch), static_cast<std::uint64_t>(prob.heads),
+      static_cast<std::uint64_t>(prob.local_rows()), static_cast<std::uint64_t>(prob.head_dim)};
   const std::vector<std::uint64_t> rows = {dims[0], dims[1], dims[2]};
-  const std::vector<std::uint64_t> kv = {dims[0], static_cast<std::uint64_t>(prob.num_kv_heads()), dims[2], dims[3]};
+  const std::vector<std::uint64_t> kv = {dims[0], static_cast<std::uint64_t>(prob.num_kv_heads()),
+                                         dims[2], dims[3]};
   d.write_per_rank("positions", ring::local_positions(prob, ring_rank), {dims[2]},
                    {"1", "global sequence position of each local row"});
-  d.write_per_rank("q", shard_as_doubles(in.q, prob), dims, {"1", "queries as stored (storage dtype values)"});
-  d.write_per_rank("k", shard_as_doubles(in.k, prob), kv, {"1", "keys as stored ([..., num_kv_heads, ...])"});
-  d.write_per_rank("v", shard_as_doubles(in.v, prob), kv, {"1", "values as stored ([..., num_kv_heads, ...])"});
+  d.write_per_rank("q", shard_as_doubles(in.q, prob), dims,
+                   {"1", "queries as stored (storage dtype values)"});
+  d.write_per_rank("k", shard_as_doubles(in.k, prob), kv,
+                   {"1", "keys as stored ([..., num_kv_heads, ...])"});
+  d.write_per_rank("v", shard_as_doubles(in.v, prob), kv,
+                   {"1", "values as stored ([..., num_kv_heads, ...])"});
   d.write_per_rank("o", as_doubles(res.out), dims, {"1", "ring attention output (fp32)"});
-  d.write_per_rank("lse", as_doubles(res.lse), rows, {"1", "log-sum-exp (natural log) of each query row"});
+  d.write_per_rank("lse", as_doubles(res.lse), rows,
+                   {"1", "log-sum-exp (natural log) of each query row"});
   if (!p_.backward) return;
   d.write_per_rank("do", shard_as_doubles(in.dO, prob), dims, {"1", "output gradient as stored"});
   d.write_per_rank("dq", as_doubles(res.dq), dims, {"1", "query gradient (fp32)"});
-  d.write_per_rank("dk", as_doubles(res.dk), kv, {"1", "key gradient (fp32), on the block's owner"});
-  d.write_per_rank("dv", as_doubles(res.dv), kv, {"1", "value gradient (fp32), on the block's owner"});
+  d.write_per_rank("dk", as_doubles(res.dk), kv,
+                   {"1", "key gradient (fp32), on the block's owner"});
+  d.write_per_rank("dv", as_doubles(res.dv), kv,
+                   {"1", "value gradient (fp32), on the block's owner"});
 }
 
 }  // namespace

@@ -38,18 +38,22 @@ void parse_dilation(const cfg::Node& n, RingParams& p) {
   p.segment_lengths = n.get_int_list("segment_lengths", {}, 1);
   p.dilation_rates = n.get_int_list("dilation_rates", {}, 1);
   if (p.segment_lengths.size() != p.dilation_rates.size())
-    n.fail(p.segment_lengths.size() < p.dilation_rates.size() ? "segment_lengths" : "dilation_rates",
-           "segment_lengths has " + std::to_string(p.segment_lengths.size()) +
-               " entries and dilation_rates " + std::to_string(p.dilation_rates.size()) +
-               ": one dilation rate per segment length");
+    n.fail(
+        p.segment_lengths.size() < p.dilation_rates.size() ? "segment_lengths" : "dilation_rates",
+        "segment_lengths has " + std::to_string(p.segment_lengths.size()) +
+            " entries and dilation_rates " + std::to_string(p.dilation_rates.size()) +
+            ": one dilation rate per segment length");
   for (std::size_t i = 0; i < p.segment_lengths.size(); ++i) {
-    const std::string w = std::to_string(p.segment_lengths[i]), r = std::to_string(p.dilation_rates[i]);
+    const std::string w = std::to_string(p.segment_lengths[i]),
+                      r = std::to_string(p.dilation_rates[i]);
     const std::string entry = " (entry " + std::to_string(i) + ")";
     if (p.dilation_rates[i] > p.segment_lengths[i])
-      n.fail("dilation_rates", "dilation rate " + r + entry + " is larger than its segment length " + w);
+      n.fail("dilation_rates",
+             "dilation rate " + r + entry + " is larger than its segment length " + w);
     if (p.segment_lengths[i] % p.dilation_rates[i] != 0)
-      n.fail("segment_lengths", "segment length " + w + entry + " is not divisible by its dilation rate " +
-                                    r + ": " + w + " % " + r + " = " +
+      n.fail("segment_lengths", "segment length " + w + entry +
+                                    " is not divisible by its dilation rate " + r + ": " + w +
+                                    " % " + r + " = " +
                                     std::to_string(p.segment_lengths[i] % p.dilation_rates[i]));
   }
 }
@@ -66,8 +70,9 @@ std::vector<std::int64_t> parse_ring_sizes(const cfg::Node& n, int world) {
   const std::string ws = std::to_string(world);
   for (auto R : sizes)
     if (R > world || world % R != 0)
-      n.fail("ring_sizes", "ring size " + std::to_string(R) + " does not divide the world size " + ws +
-                               " (" + ws + " % " + std::to_string(R) + " = " + std::to_string(world % R) +
+      n.fail("ring_sizes", "ring size " + std::to_string(R) + " does not divide the world size " +
+                               ws + " (" + ws + " % " + std::to_string(R) + " = " +
+                               std::to_string(world % R) +
                                "): the world splits into world / ring size concurrent rings");
   return sizes;
 }
@@ -122,7 +127,8 @@ void parse_validate(const cfg::Node& n, RingParams& p) {
   v.require_map();
   v.allow_only({"dump", "reference", "sample_rows", "tolerance"});
   p.dump = v.get_bool("dump", false);
-  p.parity_mode = ring::parity_mode_from_string(v.get_choice("reference", "auto", ring::parity_mode_names()));
+  p.parity_mode =
+      ring::parity_mode_from_string(v.get_choice("reference", "auto", ring::parity_mode_names()));
   if (v.get_string("sample_rows", "auto") != "auto")
     p.sample_rows = static_cast<int>(v.get_int("sample_rows", 32, 2, 1 << 20));
   // Absent: the dtype's default (p.tolerance stays 0, ring::tolerance_for). An explicit 0 used to
@@ -156,13 +162,17 @@ void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
     return std::find(p.schemes.begin(), p.schemes.end(), name) != p.schemes.end();
   };
   if (asks("hybrid") && !n.has("ulysses_degree"))
-    n.fail("scheme", "scheme hybrid needs ulysses_degree: the ranks of each Ulysses subgroup (e.g. the GPUs of a node)");
+    n.fail("scheme",
+           "scheme hybrid needs ulysses_degree: the ranks of each Ulysses subgroup (e.g. the GPUs "
+           "of a node)");
   if (!asks("hybrid") && n.has("ulysses_degree"))
     n.fail("ulysses_degree", "ulysses_degree is hybrid's (scheme: hybrid, or a list with it)");
-  if (asks("hybrid")) p.ulysses_degree = static_cast<int>(n.get_int("ulysses_degree", 1, 1, 1 << 20));
+  if (asks("hybrid"))
+    p.ulysses_degree = static_cast<int>(n.get_int("ulysses_degree", 1, 1, 1 << 20));
   if (n.has("cp_policy") && !asks("auto"))
     n.fail("cp_policy", "a tuned CP policy steers scheme: auto, but this sweep names scheme " +
-                            cfg::join(p.schemes, ", ") + "; add auto to scheme, or remove cp_policy");
+                            cfg::join(p.schemes, ", ") +
+                            "; add auto to scheme, or remove cp_policy");
   if (n.has("cp_policy")) p.cp_policy = parse_cp_policy(n, "cp_policy");
   p.ranks_per_node = std::max(1, ctx.world_size / std::max(1, ctx.node_count));
 }
@@ -173,8 +183,9 @@ void parse_transport(const cfg::Node& n, const ParseContext& ctx, RingParams& p)
   p.transports = n.get_choice_list("transport", {"auto"}, ring::transport_ask_names());
   for (const std::string& t : p.transports)
     if (t != "auto" && ctx.backend != Backend::Cuda)
-      n.fail("transport", "transport " + t + " needs backend: cuda (the host path moves K/V with MPI); "
-                          "remove the key or use auto");
+      n.fail("transport", "transport " + t +
+                              " needs backend: cuda (the host path moves K/V with MPI); "
+                              "remove the key or use auto");
   p.overlap_repeats = static_cast<int>(n.get_int("overlap_repeats", p.overlap_repeats, 0, 1000));
 }
 
@@ -202,8 +213,9 @@ Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::i
     // A branch's own inconsistency is the segment's fault; one against S is the sequence's.
     const bool seg = e.rfind("branch", 0) == 0 && e.find("sequence length") == std::string::npos &&
                      e.find("longer than") == std::string::npos;
-    n.fail(seg ? "segment_lengths" : "seq_lengths", "point S=" + std::to_string(S) + ", ring size " +
-                                                        std::to_string(R) + ", layout " + layout + ": " + e);
+    n.fail(seg ? "segment_lengths" : "seq_lengths", "point S=" + std::to_string(S) +
+                                                        ", ring size " + std::to_string(R) +
+                                                        ", layout " + layout + ": " + e);
   }
   if (scheme == ring::Scheme::Ulysses) {
     const std::string why = ring::ulysses_problem_error(pr);
@@ -240,8 +252,9 @@ Point make_auto_point(const cfg::Node& n, const RingParams& p, std::int64_t S, s
   pt.scheme_auto = true;
   pt.scheme_from_policy = range != nullptr;
   pt.scheme_source = range != nullptr ? source.description
-                     : source.policy ? "built-in (" + source.policy->file + ": no measured shape within reach)"
-                                     : source.description;
+                     : source.policy
+                         ? "built-in (" + source.policy->file + ": no measured shape within reach)"
+                         : source.description;
   pt.label = point_label(p, pt);
   return pt;
 }
@@ -259,8 +272,9 @@ std::string point_label(const RingParams& p, const Point& pt) {
                                                            : name + " ";
   return by + "S=" + std::to_string(pr.seq_len) + " R=" + std::to_string(pr.ring_size) + " (" +
          std::to_string(pt.num_rings) + (pt.num_rings == 1 ? " ring) " : " rings) ") +
-         (p.causal ? "causal " : "") + ring::to_string(pr.layout) + " " + ring::to_string(pr.dtype) +
-         " b=" + std::to_string(p.batch) + " h=" + std::to_string(p.num_heads) +
+         (p.causal ? "causal " : "") + ring::to_string(pr.layout) + " " +
+         ring::to_string(pr.dtype) + " b=" + std::to_string(p.batch) +
+         " h=" + std::to_string(p.num_heads) +
          (p.num_kv_heads == p.num_heads ? "" : " kvh=" + std::to_string(p.num_kv_heads)) +
          " d=" + std::to_string(p.head_dim) + (p.segment_lengths.empty() ? "" : " dilated") +
          (p.backward ? " fwd+bwd" : " fwd") +
@@ -283,28 +297,34 @@ CpShape cp_shape_of(const RingParams& p, const ring::Problem& pr) {
 
 Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::Node& n = spec.node;
-  n.allow_only({"type", "name", "batch", "seq_lengths", "num_heads", "num_kv_heads", "head_dim", "embed_dim",
-                "dtype", "causal", "layout", "segment_lengths", "dilation_rates", "ring_sizes",
-                "ring_order", "warmup", "iterations", "backward", "seed", "kernel", "kernel_tile",
-                "kernel_policy", "validate", "scheme", "ulysses_degree", "cp_policy", "transport",
-                "overlap_repeats"});
+  n.allow_only({"type",           "name",          "batch",      "seq_lengths",
+                "num_heads",      "num_kv_heads",  "head_dim",   "embed_dim",
+                "dtype",          "causal",        "layout",     "segment_lengths",
+                "dilation_rates", "ring_sizes",    "ring_order", "warmup",
+                "iterations",     "backward",      "seed",       "kernel",
+                "kernel_tile",    "kernel_policy", "validate",   "scheme",
+                "ulysses_degree", "cp_policy",     "transport",  "overlap_repeats"});
   RingParams p;
   p.world_size = ctx.world_size;
   p.backend = ctx.backend;
   p.batch = static_cast<int>(n.get_int("batch", 1, 1, 1 << 20));
-  if (!n.has("seq_lengths")) n.fail("seq_lengths", "required: the total sequence lengths to sweep, e.g. [4096, 16384]");
+  if (!n.has("seq_lengths"))
+    n.fail("seq_lengths", "required: the total sequence lengths to sweep, e.g. [4096, 16384]");
   p.seq_lengths = n.get_int_list("seq_lengths", {}, 1, std::int64_t{1} << 40);
   p.num_heads = static_cast<int>(n.get_int("num_heads", 8, 1, 1 << 16));
   p.head_dim = parse_head_dim(n, p.num_heads);
   parse_kv_heads(n, p);
   p.causal = n.get_bool("causal", false);
-  p.layouts = n.get_choice_list("layout", {p.causal ? "zigzag" : "contiguous"}, ring::layout_names());
-  p.dtypes = n.get_choice_list("dtype", {ctx.backend == Backend::Cuda ? "bf16" : "fp32"}, ring::dtype_names());
+  p.layouts =
+      n.get_choice_list("layout", {p.causal ? "zigzag" : "contiguous"}, ring::layout_names());
+  p.dtypes = n.get_choice_list("dtype", {ctx.backend == Backend::Cuda ? "bf16" : "fp32"},
+                               ring::dtype_names());
   parse_dilation(n, p);
   parse_kernel(n, p);
   parse_policy(n, ctx, p);
   p.ring_sizes = parse_ring_sizes(n, ctx.world_size);
-  p.ring_order = ring::parse_ring_order(n.get_choice("ring_order", "node_aware", {"node_aware", "rank"}));
+  p.ring_order =
+      ring::parse_ring_order(n.get_choice("ring_order", "node_aware", {"node_aware", "rank"}));
   p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
   p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
   p.backward = n.get_bool("backward", true);
@@ -321,7 +341,8 @@ Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
           for (const std::string& scheme : p.schemes)
             for (const std::string& transport : p.transports) {
               Point pt = scheme == "auto" ? make_auto_point(n, p, S, R, layout, dtype)
-                                          : make_point(n, p, S, R, layout, dtype, ring::scheme_from_string(scheme),
+                                          : make_point(n, p, S, R, layout, dtype,
+                                                       ring::scheme_from_string(scheme),
                                                        p.ulysses_degree, "scheme");
               pt.transport = *ring::transport_ask_from_string(transport);
               pt.label = point_label(p, pt);

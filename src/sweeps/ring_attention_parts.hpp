@@ -47,9 +47,9 @@ struct RingParams {
   // level's); null: the built-in rule.
   std::shared_ptr<KernelPolicyUse> policy;
   bool dump = false;
-  int sample_rows = 0;  // 0: auto (ring::sampled_rows_per_rank)
+  int sample_rows = 0;                                    // 0: auto (ring::sampled_rows_per_rank)
   ring::ParityMode parity_mode = ring::ParityMode::Auto;  // validate.reference
-  double tolerance = 0.0;  // 0: the dtype's default
+  double tolerance = 0.0;                                 // 0: the dtype's default
   int world_size = 1;
   Backend backend = Backend::Host;
   // node_aware: rings cut from the ranks grouped node by node, so they cross nodes as few
@@ -73,8 +73,8 @@ struct RingParams {
 struct Point {
   ring::Problem problem;
   ring::Scheme scheme = ring::Scheme::Ring;  // what runs (auto: as resolved)
-  int ulysses_degree = 1;  // ranks splitting heads: hybrid U, ulysses R, 1 otherwise
-  bool scheme_auto = false;  // scheme: auto chose `scheme`
+  int ulysses_degree = 1;           // ranks splitting heads: hybrid U, ulysses R, 1 otherwise
+  bool scheme_auto = false;         // scheme: auto chose `scheme`
   bool scheme_from_policy = false;  // ... from the CP policy (else the built-in rule: ring)
   std::string scheme_source;  // where auto's choice came from; "none: scheme X named" otherwise
   int num_rings = 1;
@@ -92,7 +92,7 @@ struct PointResult {
   double comm_create_s = 0.0;
   std::string kernel_path;
   attn::BlockCalls block_calls;  // per iteration (forward + backward)
-  std::string oom_message;  // empty: this rank did not run out (another one did)
+  std::string oom_message;       // empty: this rank did not run out (another one did)
   std::int64_t oom_requested = -1, oom_free = -1;
   std::vector<double> forward_s, backward_s, total_s;  // per timed iteration
   std::vector<double> step_compute, step_wait, backward_step_compute, backward_step_wait;

@@ -13,7 +13,9 @@ namespace rb::ring_sweep {
 
 namespace {
 
-double per_second(double amount, double seconds) { return seconds > 0 ? amount / seconds : kNaN; }
+double per_second(double amount, double seconds) {
+  return seconds > 0 ? amount / seconds : kNaN;
+}
 
 // Every metric of the sweep, declared on every rank (the table checks they agree). R: the
 // largest ring size (smaller rings leave NaN / -1 in the steps they do not have).
@@ -29,52 +31,124 @@ struct MetricColumn {
 };
 
 const MetricColumn kMetricColumns[] = {
-  {"ring_id", "1", "which ring this rank belongs to (ring_order: rank gives world rank / ring size)", 'i', '-'},
-  {"ring_rank", "1", "this rank's position in its ring (ring_order: rank gives world rank % ring size)", 'i', '-'},
-  {"ring_members", "1", "world ranks of this rank's ring in ring order (member i sends to member i+1); -1 pads rings smaller than the largest", 'i', 'M'},
-  {"ring_nodes", "1", "distinct nodes among this rank's ring members", 'i', '-'},
-  {"ring_crossing_hops", "1", "hops of this rank's ring (including the last back to the first) whose two ranks are on different nodes", 'i', '-'},
-  {"comm_created", "1", "1: this point created its ring size's MPI (and NCCL) ring communicators; 0: it reused those of an earlier point of the same ring size", 'i', '-'},
-  {"comm_create_time_s", "s", "seconds this rank spent creating the ring communicators at this point (0 when reused)", 'd', '-'},
-  {"status", "1", "ok | oom | parity_failed (the same on every rank)", 't', '-'},
-  {"kernel_path", "1", "the attention backend's name (its headline path; what ran is paths_ran)", 't', '-'},
-  {"paths_ran", "1", "the kernel paths that ran this point's blocks: one name, or each with its block calls per iteration, most first (`cudnn 6 / flash 2`), from block_calls_*", 't', '-'},
-  {"forward_time_s", "s", "wall time of each timed forward pass (after a world barrier)", 'd', 'I'},
-  {"backward_time_s", "s", "wall time of each timed backward pass (NaN without backward)", 'd', 'I'},
-  {"total_time_s", "s", "forward plus backward wall time of each timed iteration", 'd', 'I'},
-  {"step_compute_s", "s", "forward: median over iterations of each ring step's block-kernel time", 'd', 'R'},
-  {"step_wait_s", "s", "forward: median over iterations of each ring step's exposed communication (time blocked waiting for the next K/V block)", 'd', 'R'},
-  {"backward_step_compute_s", "s", "backward: median over iterations of each ring step's kernel time (incl. adding dK/dV partial sums)", 'd', 'R'},
-  {"backward_step_wait_s", "s", "backward: median over iterations of each ring step's exposed communication (the own block is the last step's: it waits for the own block's dK/dV sums)", 'd', 'R'},
-  {"step_pairs", "1", "attending (query, key) pairs computed at each ring step, summed over batch, heads and branches", 'i', 'R'},
-  {"bytes_sent_bytes", "B", "bytes this rank sent to its ring neighbour per iteration (forward + backward)", 'i', '-'},
-  {"peak_memory_bytes", "B", "high-water mark of the attention backend's allocations during the point", 'i', '-'},
-  {"forward_flop", "FLOP", "forward FLOPs of this rank per iteration (FlashAttention convention: 4 d per attending pair)", 'd', '-'},
-  {"forward_tflops", "TFLOP/s", "forward_flop / median forward_time_s", 'd', '-'},
-  {"backward_tflops", "TFLOP/s", "2.5 x forward_flop / median backward_time_s", 'd', '-'},
-  {"total_tflops", "TFLOP/s", "(forward + backward FLOPs) / median total_time_s", 'd', '-'},
-  {"lse_max_abs", "1", "max |lse - lse_ref| (natural log) over this rank's checked query rows", 'd', '-'},
-  {"parity_elements", "1", "elements compared with the reference for O, dQ, dK, dV", 'i', '4'},
-  {"parity_mode", "1", "full | sampled | off: the reference that checked the point (validate.reference, auto resolved); off: not checked", 't', '-'},
-  {"parity_sampled", "1", "1: sampled heads and rows were checked, 0: every element", 'i', '-'},
-  {"parity_reference_bytes", "B", "host bytes this rank's parity reference held at its largest (full: O(S), sampled: O(S/R))", 'i', '-'},
-  {"parity_note", "1", "which heads and rows were compared, and where the dK/dV normaliser came from", 't', '-'},
-  {"parity_time_s", "s", "host time of this rank's reference computation and comparison (outside the timed regions)", 'd', '-'},
-  {"transport", "1", "what moved this rank's data: the ring's transport (mpi, nccl or copy_engine); allgather and ulysses: their group transport; hybrid: both", 't', '-'},
-  {"transport_reason", "1", "why that transport: asked for, or auto's reason (one node with peer access on every hop, or why not)", 't', '-'},
-  {"overlap_repeats", "1", "repeats of the overlap calibration behind the *_alone_s metrics (0: none: not the ring scheme, a ring of one, or overlap_repeats: 0)", 'i', '-'},
-  {"hop_transfer_alone_s", "s", "one forward hop (this rank's K/V block) with nothing else running: post to usable, median of the repeats", 'd', '-'},
-  {"forward_transfer_alone_s", "s", "the forward's R - 1 hops alone, one after another", 'd', '-'},
-  {"backward_transfer_alone_s", "s", "the backward's hops alone, one after another (K/V, K/V + dK/dV, dK/dV)", 'd', '-'},
-  {"step_compute_alone_s", "s", "forward: each ring step's block kernels with no transfer in flight, median of the repeats", 'd', 'R'},
-  {"backward_step_compute_alone_s", "s", "backward: each ring step's kernels and dK/dV add with no transfer in flight", 'd', 'R'},
-  {"overlap_efficiency", "1", "forward: 1 - sum(step_wait_s) / forward_transfer_alone_s, the share of the transfers hidden behind the blocks (1: all, 0: none; below 0: waiting longer than the transfers take, e.g. for a slower rank)", 'd', '-'},
-  {"backward_overlap_efficiency", "1", "backward: 1 - sum(backward_step_wait_s) / backward_transfer_alone_s", 'd', '-'},
-  {"kernel_slowdown", "1", "forward: sum(step_compute_s) / sum(step_compute_alone_s), what the transfers in flight cost the block kernels (1: nothing)", 'd', '-'},
-  {"backward_kernel_slowdown", "1", "backward: sum(backward_step_compute_s) / sum(backward_step_compute_alone_s)", 'd', '-'},
-  {"oom_requested_bytes", "B", "allocation that failed on this rank (-1: this rank did not run out)", 'i', '-'},
-  {"oom_free_bytes", "B", "memory free when that allocation failed", 'i', '-'},
-  {"oom_message", "1", "the allocation failure on this rank (empty if none)", 't', '-'},
+    {"ring_id", "1",
+     "which ring this rank belongs to (ring_order: rank gives world rank / ring size)", 'i', '-'},
+    {"ring_rank", "1",
+     "this rank's position in its ring (ring_order: rank gives world rank % ring size)", 'i', '-'},
+    {"ring_members", "1",
+     "world ranks of this rank's ring in ring order (member i sends to member i+1); -1 pads rings "
+     "smaller than the largest",
+     'i', 'M'},
+    {"ring_nodes", "1", "distinct nodes among this rank's ring members", 'i', '-'},
+    {"ring_crossing_hops", "1",
+     "hops of this rank's ring (including the last back to the first) whose two ranks are on "
+     "different nodes",
+     'i', '-'},
+    {"comm_created", "1",
+     "1: this point created its ring size's MPI (and NCCL) ring communicators; 0: it reused those "
+     "of an earlier point of the same ring size",
+     'i', '-'},
+    {"comm_create_time_s", "s",
+     "seconds this rank spent creating the ring communicators at this point (0 when reused)", 'd',
+     '-'},
+    {"status", "1", "ok | oom | parity_failed (the same on every rank)", 't', '-'},
+    {"kernel_path", "1", "the attention backend's name (its headline path; what ran is paths_ran)",
+     't', '-'},
+    {"paths_ran", "1",
+     "the kernel paths that ran this point's blocks: one name, or each with its block calls per "
+     "iteration, most first (`cudnn 6 / flash 2`), from block_calls_*",
+     't', '-'},
+    {"forward_time_s", "s", "wall time of each timed forward pass (after a world barrier)", 'd',
+     'I'},
+    {"backward_time_s", "s", "wall time of each timed backward pass (NaN without backward)", 'd',
+     'I'},
+    {"total_time_s", "s", "forward plus backward wall time of each timed iteration", 'd', 'I'},
+    {"step_compute_s", "s", "forward: median over iterations of each ring step's block-kernel time",
+     'd', 'R'},
+    {"step_wait_s", "s",
+     "forward: median over iterations of each ring step's exposed communication (time blocked "
+     "waiting for the next K/V block)",
+     'd', 'R'},
+    {"backward_step_compute_s", "s",
+     "backward: median over iterations of each ring step's kernel time (incl. adding dK/dV partial "
+     "sums)",
+     'd', 'R'},
+    {"backward_step_wait_s", "s",
+     "backward: median over iterations of each ring step's exposed communication (the own block is "
+     "the last step's: it waits for the own block's dK/dV sums)",
+     'd', 'R'},
+    {"step_pairs", "1",
+     "attending (query, key) pairs computed at each ring step, summed over batch, heads and "
+     "branches",
+     'i', 'R'},
+    {"bytes_sent_bytes", "B",
+     "bytes this rank sent to its ring neighbour per iteration (forward + backward)", 'i', '-'},
+    {"peak_memory_bytes", "B",
+     "high-water mark of the attention backend's allocations during the point", 'i', '-'},
+    {"forward_flop", "FLOP",
+     "forward FLOPs of this rank per iteration (FlashAttention convention: 4 d per attending pair)",
+     'd', '-'},
+    {"forward_tflops", "TFLOP/s", "forward_flop / median forward_time_s", 'd', '-'},
+    {"backward_tflops", "TFLOP/s", "2.5 x forward_flop / median backward_time_s", 'd', '-'},
+    {"total_tflops", "TFLOP/s", "(forward + backward FLOPs) / median total_time_s", 'd', '-'},
+    {"lse_max_abs", "1", "max |lse - lse_ref| (natural log) over this rank's checked query rows",
+     'd', '-'},
+    {"parity_elements", "1", "elements compared with the reference for O, dQ, dK, dV", 'i', '4'},
+    {"parity_mode", "1",
+     "full | sampled | off: the reference that checked the point (validate.reference, auto "
+     "resolved); off: not checked",
+     't', '-'},
+    {"parity_sampled", "1", "1: sampled heads and rows were checked, 0: every element", 'i', '-'},
+    {"parity_reference_bytes", "B",
+     "host bytes this rank's parity reference held at its largest (full: O(S), sampled: O(S/R))",
+     'i', '-'},
+    {"parity_note", "1",
+     "which heads and rows were compared, and where the dK/dV normaliser came from", 't', '-'},
+    {"parity_time_s", "s",
+     "host time of this rank's reference computation and comparison (outside the timed regions)",
+     'd', '-'},
+    {"transport", "1",
+     "what moved this rank's data: the ring's transport (mpi, nccl or copy_engine); allgather and "
+     "ulysses: their group transport; hybrid: both",
+     't', '-'},
+    {"transport_reason", "1",
+     "why that transport: asked for, or auto's reason (one node with peer access on every hop, or "
+     "why not)",
+     't', '-'},
+    {"overlap_repeats", "1",
+     "repeats of the overlap calibration behind the *_alone_s metrics (0: none: not the ring "
+     "scheme, a ring of one, or overlap_repeats: 0)",
+     'i', '-'},
+    {"hop_transfer_alone_s", "s",
+     "one forward hop (this rank's K/V block) with nothing else running: post to usable, median of "
+     "the repeats",
+     'd', '-'},
+    {"forward_transfer_alone_s", "s", "the forward's R - 1 hops alone, one after another", 'd',
+     '-'},
+    {"backward_transfer_alone_s", "s",
+     "the backward's hops alone, one after another (K/V, K/V + dK/dV, dK/dV)", 'd', '-'},
+    {"step_compute_alone_s", "s",
+     "forward: each ring step's block kernels with no transfer in flight, median of the repeats",
+     'd', 'R'},
+    {"backward_step_compute_alone_s", "s",
+     "backward: each ring step's kernels and dK/dV add with no transfer in flight", 'd', 'R'},
+    {"overlap_efficiency", "1",
+     "forward: 1 - sum(step_wait_s) / forward_transfer_alone_s, the share of the transfers hidden "
+     "behind the blocks (1: all, 0: none; below 0: waiting longer than the transfers take, e.g. "
+     "for a slower rank)",
+     'd', '-'},
+    {"backward_overlap_efficiency", "1",
+     "backward: 1 - sum(backward_step_wait_s) / backward_transfer_alone_s", 'd', '-'},
+    {"kernel_slowdown", "1",
+     "forward: sum(step_compute_s) / sum(step_compute_alone_s), what the transfers in flight cost "
+     "the block kernels (1: nothing)",
+     'd', '-'},
+    {"backward_kernel_slowdown", "1",
+     "backward: sum(backward_step_compute_s) / sum(backward_step_compute_alone_s)", 'd', '-'},
+    {"oom_requested_bytes", "B",
+     "allocation that failed on this rank (-1: this rank did not run out)", 'i', '-'},
+    {"oom_free_bytes", "B", "memory free when that allocation failed", 'i', '-'},
+    {"oom_message", "1", "the allocation failure on this rank (empty if none)", 't', '-'},
 };
 
 }  // namespace
@@ -94,7 +168,8 @@ void declare_metrics(h5::PointsTable& t, std::uint64_t R, std::uint64_t I) {
   }
   for (const char* tensor : {"out", "dq", "dk", "dv"}) {
     const std::string n = tensor;
-    t.metric(n + "_max_abs", {"1", "max |" + n + " - reference| over this rank's checked elements"});
+    t.metric(n + "_max_abs",
+             {"1", "max |" + n + " - reference| over this rank's checked elements"});
     t.metric(n + "_max_rel", {"1", n + "_max_abs / max |reference| over the same elements"});
   }
 }
@@ -126,9 +201,11 @@ std::string paths_ran(const attn::BlockCalls& calls) {
     if (entry.second > 0) ran.push_back(entry);
   if (ran.empty()) return "-";
   if (ran.size() == 1) return ran[0].first;
-  std::stable_sort(ran.begin(), ran.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(ran.begin(), ran.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string out;
-  for (const auto& [name, n] : ran) out += (out.empty() ? "" : " / ") + name + " " + std::to_string(n);
+  for (const auto& [name, n] : ran)
+    out += (out.empty() ? "" : " / ") + name + " " + std::to_string(n);
   return out;
 }
 
@@ -162,10 +239,12 @@ void record_parity(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
     t.set(std::string(name) + "_max_rel", pi, e->max_rel);
   }
   t.set("lse_max_abs", pi, par.lse.max_abs);
-  t.set_int("parity_elements", pi, {par.out.compared, par.dq.compared, par.dk.compared, par.dv.compared});
+  t.set_int("parity_elements", pi,
+            {par.out.compared, par.dq.compared, par.dk.compared, par.dv.compared});
   t.set_int("parity_sampled", pi, par.sampled ? 1 : 0);
   t.set_int("parity_reference_bytes", pi, par.reference_bytes);
-  t.set_text("parity_note", pi, par.note.empty() ? std::string("every element of every head checked") : par.note);
+  t.set_text("parity_note", pi,
+             par.note.empty() ? std::string("every element of every head checked") : par.note);
   t.set("parity_time_s", pi, r.parity_s);
 }
 
@@ -188,8 +267,10 @@ void record_overlap(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   if (c.backward_step_compute_alone.empty()) return;
   t.set("backward_transfer_alone_s", pi, c.backward_transfer_alone_s);
   t.set("backward_step_compute_alone_s", pi, c.backward_step_compute_alone);
-  t.set("backward_overlap_efficiency", pi, 1.0 - sum(r.backward_step_wait) / c.backward_transfer_alone_s);
-  t.set("backward_kernel_slowdown", pi, sum(r.backward_step_compute) / sum(c.backward_step_compute_alone));
+  t.set("backward_overlap_efficiency", pi,
+        1.0 - sum(r.backward_step_wait) / c.backward_transfer_alone_s);
+  t.set("backward_kernel_slowdown", pi,
+        sum(r.backward_step_compute) / sum(c.backward_step_compute_alone));
 }
 
 }  // namespace
@@ -278,7 +359,9 @@ std::string parity_cell(const h5::PointRecord& r) {
 
 // "97/95": a forward and a backward figure; "-" for what was not measured.
 std::string pair_cell(double fwd, double bwd, int decimals) {
-  const auto one = [&](double x) { return std::isnan(x) ? std::string("-") : h5::fixed(x, decimals); };
+  const auto one = [&](double x) {
+    return std::isnan(x) ? std::string("-") : h5::fixed(x, decimals);
+  };
   if (std::isnan(fwd) && std::isnan(bwd)) return "-";
   return std::isnan(bwd) ? one(fwd) : one(fwd) + "/" + one(bwd);
 }
@@ -290,7 +373,8 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
   // A scheme column only where a sweep compares or chooses schemes: a ring sweep reads as before.
   bool schemes = false;
   for (const auto& r : records)
-    schemes = schemes || (!r.text("scheme").empty() && r.text("scheme") != "ring") || r.text("scheme_asked") == "auto";
+    schemes = schemes || (!r.text("scheme").empty() && r.text("scheme") != "ring") ||
+              r.text("scheme_asked") == "auto";
   // A transport column where a sweep compares transports; overlap columns where a ring travelled.
   bool transports = false, overlap = false;
   for (const auto& r : records) {
@@ -305,8 +389,12 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
   // S to dtype say which point a row is; a split table begins every part with them (the
   // kernel column, often wide, stays in the first part).
   const std::size_t key_columns = cols.size();
-  for (auto c : std::vector<h5::TextTable::Column>{{"kernel", "", true}, {"fwd", "(ms)"}, {"bwd", "(ms)"},
-                   {"fwd", "(TFLOP/s/GPU)"}, {"fwd+bwd", "(TFLOP/s/GPU)"}, {"wait", "(% fwd)"}})
+  for (auto c : std::vector<h5::TextTable::Column>{{"kernel", "", true},
+                                                   {"fwd", "(ms)"},
+                                                   {"bwd", "(ms)"},
+                                                   {"fwd", "(TFLOP/s/GPU)"},
+                                                   {"fwd+bwd", "(TFLOP/s/GPU)"},
+                                                   {"wait", "(% fwd)"}})
     cols.push_back(c);
   if (overlap) {
     cols.emplace_back("hidden", "(% fwd/bwd)");
@@ -325,36 +413,43 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
     if (label.find(" causal ") != std::string::npos) layout += " causal";
     if (label.find(" dilated") != std::string::npos) layout += " dilated";
     const double fwd_ms = r.num("forward_time_s") * 1e3;
-    std::vector<std::string> row = {h5::fixed(r.num("seq_len"), 0), h5::fixed(r.num("ring_size"), 0),
+    std::vector<std::string> row = {h5::fixed(r.num("seq_len"), 0),
+                                    h5::fixed(r.num("ring_size"), 0),
                                     h5::fixed(r.num("num_rings"), 0)};
-    if (schemes) row.push_back((r.text("scheme_asked") == "auto" ? "auto:" : "") + r.text("scheme"));
+    if (schemes)
+      row.push_back((r.text("scheme_asked") == "auto" ? "auto:" : "") + r.text("scheme"));
     if (transports) row.push_back(r.text("transport"));
-    // What ran, never the backend's headline name (rank 0's blocks; every rank runs the same calls).
-    const std::string ran = r.text("paths_ran").empty() ? r.text("kernel_path") : r.text("paths_ran");
-    for (auto cell : {layout, r.text("dtype"), ran, h5::sig3(fwd_ms),
-                      h5::sig3(r.num("backward_time_s") * 1e3), h5::sig3(r.num("forward_tflops")),
-                      h5::sig3(r.num("total_tflops")), h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1)})
+    // What ran, never the backend's headline name (rank 0's blocks; every rank runs the same
+    // calls).
+    const std::string ran =
+        r.text("paths_ran").empty() ? r.text("kernel_path") : r.text("paths_ran");
+    for (auto cell :
+         {layout, r.text("dtype"), ran, h5::sig3(fwd_ms), h5::sig3(r.num("backward_time_s") * 1e3),
+          h5::sig3(r.num("forward_tflops")), h5::sig3(r.num("total_tflops")),
+          h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1)})
       row.push_back(cell);
     if (overlap) {
-      row.push_back(pair_cell(100.0 * r.num("overlap_efficiency"), 100.0 * r.num("backward_overlap_efficiency"), 0));
+      row.push_back(pair_cell(100.0 * r.num("overlap_efficiency"),
+                              100.0 * r.num("backward_overlap_efficiency"), 0));
       row.push_back(pair_cell(r.num("kernel_slowdown"), r.num("backward_kernel_slowdown"), 2));
     }
     row.push_back(parity_cell(r));
     row.push_back(h5::sig3(worst_rel_error(r)));
     t.row(std::move(row));
   }
-  return t.render(title + " ring attention, forward and backward",
-                  {"ms: median over iterations, slowest rank; TFLOP/s/GPU: each rank's FLOPs / its "
-                   "median time, mean over ranks (FlashAttention convention); wait: exposed "
-                   "forward communication summed over ring steps (allgather, ulysses: its "
-                   "collectives), slowest rank, as % of fwd; "
-                   "hidden: share of the transfers alone hidden behind the blocks (overlap "
-                   "efficiency, lowest rank), kernel: block kernels with transfers in flight / alone "
-                   "(highest rank), forward/backward; "
-                   "parity: rank 0's verdict (sampled: sampled heads and rows against the streamed "
-                   "reference; off: not checked, validate.reference: off), max rel err: largest over "
-                   "ranks and O, dQ, dK, dV"},
-                  width);
+  return t.render(
+      title + " ring attention, forward and backward",
+      {"ms: median over iterations, slowest rank; TFLOP/s/GPU: each rank's FLOPs / its "
+       "median time, mean over ranks (FlashAttention convention); wait: exposed "
+       "forward communication summed over ring steps (allgather, ulysses: its "
+       "collectives), slowest rank, as % of fwd; "
+       "hidden: share of the transfers alone hidden behind the blocks (overlap "
+       "efficiency, lowest rank), kernel: block kernels with transfers in flight / alone "
+       "(highest rank), forward/backward; "
+       "parity: rank 0's verdict (sampled: sampled heads and rows against the streamed "
+       "reference; off: not checked, validate.reference: off), max rel err: largest over "
+       "ranks and O, dQ, dK, dV"},
+      width);
 }
 
 const char* const kFlopConvention =

@@ -58,19 +58,20 @@ class ProgressReporter {
 // The cost model of the dry-run's time estimate (docs/user-guide.md): assumed rates, printed
 // with every estimate. Each sweep turns its plan into seconds with them.
 struct CostAssumptions {
-  double device_tflops = 0;    // attention and GEMM rate of one rank
-  double memory_Bps = 0;       // memory copies and STREAM triad of one rank
-  double link_Bps = 0;         // bandwidth of one rank's link (ring steps, collectives, p2p)
-  double latency_s = 0;        // per message or collective call
-  double point_overhead_s = 0; // per point: communicators, allocation, set-up, parity checks
-  double light_point_s = 0;    // per point of collectives, p2p and ping-pong: barriers only
+  double device_tflops = 0;     // attention and GEMM rate of one rank
+  double memory_Bps = 0;        // memory copies and STREAM triad of one rank
+  double link_Bps = 0;          // bandwidth of one rank's link (ring steps, collectives, p2p)
+  double latency_s = 0;         // per message or collective call
+  double point_overhead_s = 0;  // per point: communicators, allocation, set-up, parity checks
+  double light_point_s = 0;     // per point of collectives, p2p and ping-pong: barriers only
 };
 
 // How a sweep gets the kernels and transports of this run's path: the driver fills these in
 // (host: Kokkos + MPI; cuda: CUDA kernels + NCCL), so no sweep names a GPU factory.
 struct PathFactories {
   // A kernel path from the kernel path table (kernels/kernel_paths.hpp) and its tile variant.
-  std::function<std::unique_ptr<attn::AttentionBackend>(const attn::KernelChoice&)> attention_backend;
+  std::function<std::unique_ptr<attn::AttentionBackend>(const attn::KernelChoice&)>
+      attention_backend;
   // The ring's default transport: MPI on the host path, NCCL on the GPU path.
   std::function<std::unique_ptr<ring::RingTransport>(MPI_Comm ring_comm, attn::AttentionBackend&)>
       ring_transport;
@@ -108,15 +109,15 @@ struct RunContext {
   const Config& config;
   MPI_Comm world;
   const RankLayout& layout;
-  Backend backend;          // resolved: Host or Cuda
-  GpuContext* gpu;          // nullptr on the host path
+  Backend backend;  // resolved: Host or Cuda
+  GpuContext* gpu;  // nullptr on the host path
   const PathFactories& paths;
   ProgressReporter& progress;  // this sweep's progress lines
 };
 
 struct SweepOutcome {
-  bool ok = true;            // false marks the run failed (e.g. a parity check above tolerance)
-  std::string failure;       // which point and why; same text on every rank is not required
+  bool ok = true;       // false marks the run failed (e.g. a parity check above tolerance)
+  std::string failure;  // which point and why; same text on every rank is not required
 };
 
 class Sweep {
@@ -125,7 +126,7 @@ class Sweep {
   virtual std::string type() const = 0;
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
-  virtual std::vector<std::string> plan() const = 0;          // one line per point
+  virtual std::vector<std::string> plan() const = 0;  // one line per point
   // How many points plan() has; sweeps with many points count them without building labels.
   virtual std::size_t point_count() const { return plan().size(); }
   // "20 (+3 warmup)": the timed iterations of each point, for the dry-run's summary.
@@ -148,7 +149,7 @@ class Sweep {
   virtual std::vector<std::shared_ptr<KernelPolicyUse>> kernel_policies() const { return {}; }
   // The CP policies `scheme: auto` follows (cp_policy:); the driver decides whether each applies.
   virtual std::vector<std::shared_ptr<CpPolicyUse>> cp_policies() const { return {}; }
-  virtual std::uint64_t estimated_output_bytes() const = 0;   // for --dry-run
+  virtual std::uint64_t estimated_output_bytes() const = 0;  // for --dry-run
   virtual SweepOutcome run(RunContext& ctx, h5::Group& out) = 0;
 
  private:
@@ -182,7 +183,8 @@ void report_results(RunContext& ctx, const h5::PointsTable& table,
   ctx.progress.results(text, std::move(records));
 }
 
-// "== name (type) ==" ("== type ==" when unnamed): the start of the first line of a sweep's results table.
+// "== name (type) ==" ("== type ==" when unnamed): the start of the first line of a sweep's results
+// table.
 inline std::string results_title(const Sweep& s) {
   return "== " + s.name() + (s.name() == s.type() ? "" : " (" + s.type() + ")") + " ==";
 }

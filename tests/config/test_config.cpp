@@ -22,8 +22,8 @@
 namespace {
 
 using rb::cfg::ConfigError;
-using rb::test::expect_error;
 using rb::cfg::Node;
+using rb::test::expect_error;
 
 // A Node over a YAML snippet, as a sweep parser would see its own map.
 Node node_of(const std::string& text, const std::string& path = "sweeps[0]") {
@@ -34,8 +34,8 @@ Node node_of(const std::string& text, const std::string& path = "sweeps[0]") {
 // table can exercise value errors exactly as they surface to users.
 void parse_like_a_sweep(const rb::SweepSpec& spec) {
   const Node& n = spec.node;
-  n.allow_only({"type", "name", "ring_sizes", "message_size", "iterations", "causal",
-                "tolerance", "mode", "dtypes", "warmup"});
+  n.allow_only({"type", "name", "ring_sizes", "message_size", "iterations", "causal", "tolerance",
+                "mode", "dtypes", "warmup"});
   n.get_int_list("ring_sizes", {2}, 1);
   n.get_bytes("message_size", 1024, 1);
   n.get_int("iterations", 10, 1, 1000000);
@@ -50,7 +50,6 @@ void load_and_validate(const std::string& text) {
   rb::Config c = rb::parse_config_text(text, "test.yaml");
   for (const rb::SweepSpec& s : c.sweeps) parse_like_a_sweep(s);
 }
-
 
 std::filesystem::path scratch_dir() {
   auto dir = std::filesystem::temp_directory_path() /
@@ -110,9 +109,11 @@ TEST_CASE("run time limits: optional, seconds > 0; the point limit auto by defau
   CHECK(d.run.timeout_s == 0.0);  // no limit on the run
   CHECK(d.run.point_timeout_s == 0.0);
   CHECK(d.run.point_timeout_auto);  // points: from each sweep's estimate
-  rb::Config a = rb::parse_config_text("run: {point_timeout_s: auto}\nsweeps: [{type: memory}]\n", "t.yaml");
+  rb::Config a =
+      rb::parse_config_text("run: {point_timeout_s: auto}\nsweeps: [{type: memory}]\n", "t.yaml");
   CHECK(a.run.point_timeout_auto);
-  rb::Config off = rb::parse_config_text("run: {point_timeout_s: off}\nsweeps: [{type: memory}]\n", "t.yaml");
+  rb::Config off =
+      rb::parse_config_text("run: {point_timeout_s: off}\nsweeps: [{type: memory}]\n", "t.yaml");
   CHECK_FALSE(off.run.point_timeout_auto);
   CHECK(off.run.point_timeout_s == 0.0);
 }
@@ -120,7 +121,8 @@ TEST_CASE("run time limits: optional, seconds > 0; the point limit auto by defau
 TEST_CASE("run.mpiio_hints and run.alignment_bytes: in file order, as text") {
   rb::Config c = rb::parse_config_text(
       "run:\n  mpiio_hints: {striping_factor: 8, romio_cb_write: enable}\n"
-      "  alignment_bytes: 4MiB\nsweeps: [{type: memory}]\n", "t.yaml");
+      "  alignment_bytes: 4MiB\nsweeps: [{type: memory}]\n",
+      "t.yaml");
   using Hints = std::vector<std::pair<std::string, std::string>>;
   CHECK(c.run.mpiio_hints == Hints{{"striping_factor", "8"}, {"romio_cb_write", "enable"}});
   CHECK(c.run.alignment_bytes == 4u << 20);
@@ -144,9 +146,9 @@ TEST_CASE("run.mpiio_hints: names and values as long as this MPI's MPI_Info take
   CHECK(value.where().line == 3);
   CHECK(value.where().column == 21);
   CHECK(value.key() == "run.mpiio_hints.cb_config_list");
-  CHECK(value.message() == "MPI-IO hint values are at most " + std::to_string(MPI_MAX_INFO_VAL - 1) +
-                               " characters (MPI_MAX_INFO_VAL of this MPI), got " +
-                               std::to_string(MPI_MAX_INFO_VAL));
+  CHECK(value.message() ==
+        "MPI-IO hint values are at most " + std::to_string(MPI_MAX_INFO_VAL - 1) +
+            " characters (MPI_MAX_INFO_VAL of this MPI), got " + std::to_string(MPI_MAX_INFO_VAL));
   const ConfigError name =
       expect_error([&] { rb::parse_config_text(config(longest_name + "k", "1"), "t.yaml"); });
   CHECK(name.where().line == 3);
@@ -207,7 +209,8 @@ TEST_CASE("only a regular file of at most 16 MiB is read: FIFO, device, huge fil
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   // No writer ever opens the FIFO: a plain fopen would block here forever.
   auto e = expect_error([&] { rb::read_config_file(fifo); });
-  CHECK(std::string(e.what()).find("it is a FIFO (named pipe), not a YAML file") != std::string::npos);
+  CHECK(std::string(e.what()).find("it is a FIFO (named pipe), not a YAML file") !=
+        std::string::npos);
   e = expect_error([&] { rb::read_config_file("/dev/zero"); });
   CHECK(std::string(e.what()).find("it is a character device") != std::string::npos);
   const auto big = dir / "big.yaml";
@@ -273,7 +276,8 @@ TEST_CASE("an alias inside the collection its anchor names is refused at its key
     CHECK(e.where().column == c.column);
     CHECK(e.key() == c.key);
     CHECK(e.message().find("stands for the " + c.kind + " anchored") != std::string::npos);
-    CHECK(e.message().find("' at line " + std::to_string(c.anchor_line) + ",") != std::string::npos);
+    CHECK(e.message().find("' at line " + std::to_string(c.anchor_line) + ",") !=
+          std::string::npos);
     CHECK(e.message().find("would contain itself") != std::string::npos);
   }
   // The same anchor repeated after its collection closed is an ordinary alias.
@@ -328,7 +332,8 @@ TEST_CASE("a string with a NUL byte is refused at its key") {
       {"run:\n  output_dir: \"/scratch/a\\0b\"\n" + tail, 2, "run.output_dir"},
       {"run:\n  output_dir: \"/scratch/a\\x00\"\n" + tail, 2, "run.output_dir"},
       {"run:\n  mpiio_hints:\n    \"striping\\0_factor\": 8\n" + tail, 3, "run.mpiio_hints"},
-      {"run:\n  mpiio_hints: {striping_factor: \"8\\0\"}\n" + tail, 2, "run.mpiio_hints.striping_factor"},
+      {"run:\n  mpiio_hints: {striping_factor: \"8\\0\"}\n" + tail, 2,
+       "run.mpiio_hints.striping_factor"},
       {"sweeps:\n  - {type: memory, name: \"m\\0\"}\n", 2, "sweeps[0].name"}};
   for (const Case& c : cases) {
     CAPTURE(c.yaml);
@@ -361,122 +366,228 @@ TEST_CASE("malformed configs fail with the line and an actionable message") {
   const std::string S = "sweeps:\n  - type: ring_attention\n";  // a valid prefix, lines 1-2
   const std::filesystem::path dir = scratch_dir();
   const std::vector<BadCase> cases = {
-      {"syntax: unclosed flow list", S + "    ring_sizes: [1, 2\n    causal: true\n", 4,
+      {"syntax: unclosed flow list",
+       S + "    ring_sizes: [1, 2\n    causal: true\n",
+       4,
        {"YAML syntax error", "end of sequence flow not found"}},
-      {"syntax: bad indentation", "run:\n  name: a\n output_dir: b\nsweeps: [{type: t}]\n", 3,
+      {"syntax: bad indentation",
+       "run:\n  name: a\n output_dir: b\nsweeps: [{type: t}]\n",
+       3,
        {"YAML syntax error"}},
-      {"syntax: tab indentation", "run:\n\tname: a\nsweeps: [{type: t}]\n", 2,
+      {"syntax: tab indentation",
+       "run:\n\tname: a\nsweeps: [{type: t}]\n",
+       2,
        {"YAML syntax error"}},
       // yaml-cpp lets an unclosed quote run to the end of the file (no error, or one at the
       // last line): the message names the line and column where the quote opens.
-      {"syntax: unterminated double quote", S + "    mode: \"exact\n    causal: true\n  - type: t\n", 3,
+      {"syntax: unterminated double quote",
+       S + "    mode: \"exact\n    causal: true\n  - type: t\n",
+       3,
        {"test.yaml:3:11:", "unterminated quoted string", "add the closing \""}},
-      {"syntax: unterminated single quote", "run:\n  name: 'it''s\n" + S, 2,
+      {"syntax: unterminated single quote",
+       "run:\n  name: 'it''s\n" + S,
+       2,
        {"test.yaml:2:9:", "unterminated quoted string", "the ' opened here"}},
-      {"syntax: unterminated quote in a flow map", "run: {name: \"abc}\n" + S + "    causal: true\n", 1,
+      {"syntax: unterminated quote in a flow map",
+       "run: {name: \"abc}\n" + S + "    causal: true\n",
+       1,
        {"test.yaml:1:13:", "unterminated quoted string"}},
-      {"wrong type: string for int", S + "    iterations: abc\n", 3,
+      {"wrong type: string for int",
+       S + "    iterations: abc\n",
+       3,
        {"key 'sweeps[0].iterations'", "expected an integer between 1 and 1000000", "got 'abc'"}},
-      {"wrong type: map for list", S + "    ring_sizes: {a: 1}\n", 3,
+      {"wrong type: map for list",
+       S + "    ring_sizes: {a: 1}\n",
+       3,
        {"key 'sweeps[0].ring_sizes'", "non-empty list", "got a map"}},
-      {"wrong type: list for scalar", S + "    iterations: [1, 2]\n", 3,
+      {"wrong type: list for scalar",
+       S + "    iterations: [1, 2]\n",
+       3,
        {"key 'sweeps[0].iterations'", "expected an integer", "got a list"}},
-      {"negative byte size", S + "    message_size: -2\n", 3,
+      {"negative byte size",
+       S + "    message_size: -2\n",
+       3,
        {"key 'sweeps[0].message_size'", "expected a byte size", "got '-2'"}},
-      {"zero byte size", S + "    message_size: 0\n", 3,
+      {"zero byte size",
+       S + "    message_size: 0\n",
+       3,
        {"key 'sweeps[0].message_size'", "expected a byte size >= 1, got 0"}},
-      {"zero in a size list", S + "    ring_sizes: [2, 4, 0]\n", 3,
+      {"zero in a size list",
+       S + "    ring_sizes: [2, 4, 0]\n",
+       3,
        {"key 'sweeps[0].ring_sizes[2]'", "expected an integer >= 1, got 0"}},
-      {"negative scalar size", S + "    ring_sizes: -2\n", 3,
+      {"negative scalar size",
+       S + "    ring_sizes: -2\n",
+       3,
        {"key 'sweeps[0].ring_sizes'", "expected an integer >= 1, got -2"}},
-      {"unknown top-level key", "sweep:\n  - type: t\n", 1,
+      {"unknown top-level key",
+       "sweep:\n  - type: t\n",
+       1,
        {"unknown key 'sweep'", "did you mean 'sweeps'?"}},
-      {"unknown top-level key without suggestion", "frobnicate: 1\n" + S, 1,
-       {"key 'frobnicate'", "unknown key", "expected one of: run, backend, binding, kernel_policy, sweeps"}},
-      {"unknown key inside binding", "binding:\n  polcy: core\n" + S, 2,
+      {"unknown top-level key without suggestion",
+       "frobnicate: 1\n" + S,
+       1,
+       {"key 'frobnicate'", "unknown key",
+        "expected one of: run, backend, binding, kernel_policy, sweeps"}},
+      {"unknown key inside binding",
+       "binding:\n  polcy: core\n" + S,
+       2,
        {"key 'binding.polcy'", "unknown key 'polcy'; did you mean 'policy'?"}},
-      {"unknown key inside run", "run:\n  outptu_dir: x\n" + S, 2,
+      {"unknown key inside run",
+       "run:\n  outptu_dir: x\n" + S,
+       2,
        {"key 'run.outptu_dir'", "did you mean 'output_dir'?"}},
-      {"unknown key inside a sweep", S + "    ring_size: [2]\n", 3,
+      {"unknown key inside a sweep",
+       S + "    ring_size: [2]\n",
+       3,
        {"key 'sweeps[0].ring_size'", "did you mean 'ring_sizes'?"}},
       {"missing sweeps", "backend: host\n", 1, {"missing required key 'sweeps'"}},
-      {"empty sweeps list", "backend: host\nsweeps: []\n", 2,
+      {"empty sweeps list",
+       "backend: host\nsweeps: []\n",
+       2,
        {"key 'sweeps'", "expected a non-empty list of sweeps", "got an empty list"}},
       {"sweeps is a map", "sweeps:\n  type: t\n", 2, {"key 'sweeps'", "got a map"}},
-      {"sweep is a scalar", "sweeps:\n  - type: t\n  - compute\n", 3,
+      {"sweep is a scalar",
+       "sweeps:\n  - type: t\n  - compute\n",
+       3,
        {"key 'sweeps[1]'", "expected a map with a 'type' key", "got the scalar 'compute'"}},
-      {"sweep without type", "sweeps:\n  - type: t\n  - name: second\n    ring_sizes: 2\n", 3,
+      {"sweep without type",
+       "sweeps:\n  - type: t\n  - name: second\n    ring_sizes: 2\n",
+       3,
        {"key 'sweeps[1]'", "missing required key 'type'"}},
-      {"duplicate sweep names", S + "    name: x\n  - type: compute\n    name: x\n", 5,
+      {"duplicate sweep names",
+       S + "    name: x\n  - type: compute\n    name: x\n",
+       5,
        {"key 'sweeps[1].name'", "duplicate sweep name 'x'", "sweeps[0] (line 3)",
         "sweeps[1] (line 5)"}},
-      {"duplicate default sweep names", "sweeps:\n  - type: memory\n  - type: memory\n", 3,
+      {"duplicate default sweep names",
+       "sweeps:\n  - type: memory\n  - type: memory\n",
+       3,
        {"key 'sweeps[1]'", "duplicate sweep name 'memory'", "line 2", "line 3"}},
-      {"run.mpiio_hints a list", "run:\n  mpiio_hints: [cb_nodes]\n" + S, 2,
+      {"run.mpiio_hints a list",
+       "run:\n  mpiio_hints: [cb_nodes]\n" + S,
+       2,
        {"key 'run.mpiio_hints'", "expected a map of MPI-IO hint names", "got a list"}},
-      {"run.mpiio_hints value a map", "run:\n  mpiio_hints:\n    cb_nodes: {a: 1}\n" + S, 3,
+      {"run.mpiio_hints value a map",
+       "run:\n  mpiio_hints:\n    cb_nodes: {a: 1}\n" + S,
+       3,
        {"key 'run.mpiio_hints.cb_nodes'", "expected a value", "got a map"}},
       {"run.mpiio_hints name too long",
-       "run:\n  mpiio_hints:\n    a_hint_name_longer_than_open_mpi_takes: 1\n" + S, 3,
+       "run:\n  mpiio_hints:\n    a_hint_name_longer_than_open_mpi_takes: 1\n" + S,
+       3,
        {"key 'run.mpiio_hints.a_hint_name_longer_than_open_mpi_takes'", "1 to 35 characters"}},
-      {"run.alignment_bytes not a size", "run:\n  alignment_bytes: lots\n" + S, 2,
+      {"run.alignment_bytes not a size",
+       "run:\n  alignment_bytes: lots\n" + S,
+       2,
        {"key 'run.alignment_bytes'"}},
-      {"zero run.point_timeout_s", "run:\n  point_timeout_s: 0\n" + S, 2,
+      {"zero run.point_timeout_s",
+       "run:\n  point_timeout_s: 0\n" + S,
+       2,
        {"key 'run.point_timeout_s'", "expected a number of seconds > 0, got 0"}},
-      {"run.point_timeout_s a word", "run:\n  point_timeout_s: never\n" + S, 2,
+      {"run.point_timeout_s a word",
+       "run:\n  point_timeout_s: never\n" + S,
+       2,
        {"key 'run.point_timeout_s'", "expected a number of seconds > 0, auto or off, got never"}},
-      {"negative run.timeout_s", "run:\n  name: a\n  timeout_s: -5\n" + S, 3,
+      {"negative run.timeout_s",
+       "run:\n  name: a\n  timeout_s: -5\n" + S,
+       3,
        {"key 'run.timeout_s'", "expected a number of seconds > 0, got -5"}},
-      {"run.timeout_s not a number", "run:\n  timeout_s: 10min\n" + S, 2,
+      {"run.timeout_s not a number",
+       "run:\n  timeout_s: 10min\n" + S,
+       2,
        {"key 'run.timeout_s'", "expected a number", "got '10min'"}},
-      {"bad run.name characters", "run:\n  name: my run\n" + S, 2,
+      {"bad run.name characters",
+       "run:\n  name: my run\n" + S,
+       2,
        {"key 'run.name'", "letters, digits", "got 'my run'", "' ' at position 3"}},
-      {"bad sweep name characters", S + "    name: a/b\n", 3,
+      {"bad sweep name characters",
+       S + "    name: a/b\n",
+       3,
        {"key 'sweeps[0].name'", "got 'a/b'"}},
       {"empty file", "", 0, {"the file is empty; expected a map with a 'sweeps' list"}},
-      {"comments-only file", "# nothing here\n\n   # still nothing\n", 0,
-       {"the file is empty"}},
-      {"missing file", "", 0, {"cannot read the file", "No such file or directory"},
+      {"comments-only file", "# nothing here\n\n   # still nothing\n", 0, {"the file is empty"}},
+      {"missing file",
+       "",
+       0,
+       {"cannot read the file", "No such file or directory"},
        (dir / "does-not-exist.yaml").string()},
       {"directory as file", "", 0, {"cannot read the file", "directory"}, dir.string()},
-      {"bad backend choice", "backend: cdua\n" + S, 1,
+      {"bad backend choice",
+       "backend: cdua\n" + S,
+       1,
        {"key 'backend'", "expected one of auto|host|cuda, got 'cdua'", "did you mean 'cuda'?"}},
-      {"backend with the wrong case", "backend: Host\n" + S, 1,
+      {"backend with the wrong case",
+       "backend: Host\n" + S,
+       1,
        {"got 'Host'", "did you mean 'host'?"}},
-      {"bad byte suffix", S + "    message_size: 64 mb\n", 3,
+      {"bad byte suffix",
+       S + "    message_size: 64 mb\n",
+       3,
        {"key 'sweeps[0].message_size'", "got 'mb' in '64 mb'", "did you mean 'MB'?"}},
-      {"unknown byte suffix", S + "    message_size: 64XB\n", 3,
+      {"unknown byte suffix",
+       S + "    message_size: 64XB\n",
+       3,
        {"expected a byte-size suffix B|KiB|MiB|GiB|TiB|KB|MB|GB", "got 'XB'"}},
-      {"float for int", S + "    iterations: 3.5\n", 3,
+      {"float for int",
+       S + "    iterations: 3.5\n",
+       3,
        {"key 'sweeps[0].iterations'", "expected an integer", "got 3.5"}},
-      {"bool for int", S + "    iterations: true\n", 3,
+      {"bool for int",
+       S + "    iterations: true\n",
+       3,
        {"key 'sweeps[0].iterations'", "expected an integer", "got 'true'"}},
-      {"quoted number for int", S + "    warmup: \"5\"\n", 3,
+      {"quoted number for int",
+       S + "    warmup: \"5\"\n",
+       3,
        {"key 'sweeps[0].warmup'", "got the string \"5\"", "remove the quotes"}},
-      {"empty list", S + "    ring_sizes: []\n", 3,
+      {"empty list",
+       S + "    ring_sizes: []\n",
+       3,
        {"key 'sweeps[0].ring_sizes'", "non-empty list", "got an empty list"}},
-      {"nested list", S + "    ring_sizes: [2, [4, 8]]\n", 3,
+      {"nested list",
+       S + "    ring_sizes: [2, [4, 8]]\n",
+       3,
        {"key 'sweeps[0].ring_sizes[1]'", "got a list", "lists do not nest"}},
-      {"duplicate top-level key", "backend: host\n" + S + "backend: cuda\n", 4,
+      {"duplicate top-level key",
+       "backend: host\n" + S + "backend: cuda\n",
+       4,
        {"key 'backend'", "duplicate key 'backend'", "lines 1 and 4"}},
-      {"duplicate key inside a sweep", S + "    iterations: 5\n    iterations: 6\n", 4,
+      {"duplicate key inside a sweep",
+       S + "    iterations: 5\n    iterations: 6\n",
+       4,
        {"key 'sweeps[0].iterations'", "lines 3 and 4"}},
-      {"out-of-range int", S + "    iterations: 2000000\n", 3,
+      {"out-of-range int",
+       S + "    iterations: 2000000\n",
+       3,
        {"expected an integer between 1 and 1000000, got 2000000"}},
-      {"int beyond 64 bits", S + "    warmup: 99999999999999999999\n", 3,
+      {"int beyond 64 bits",
+       S + "    warmup: 99999999999999999999\n",
+       3,
        {"key 'sweeps[0].warmup'", "does not fit in 64 bits"}},
-      {"null value", S + "    iterations:\n    causal: true\n", 3,
+      {"null value",
+       S + "    iterations:\n    causal: true\n",
+       3,
        {"key 'sweeps[0].iterations'", "got an empty value (null)"}},
-      {"null binding section", "binding:\n" + S, 1,
+      {"null binding section",
+       "binding:\n" + S,
+       1,
        {"key 'binding'", "expected a map", "got an empty value (null)"}},
-      {"bad bool", S + "    causal: maybe\n", 3,
+      {"bad bool",
+       S + "    causal: maybe\n",
+       3,
        {"key 'sweeps[0].causal'", "expected true or false, got 'maybe'"}},
-      {"double out of range", S + "    tolerance: 1.5\n", 3,
+      {"double out of range",
+       S + "    tolerance: 1.5\n",
+       3,
        {"key 'sweeps[0].tolerance'", "expected a number between 0 and 1, got 1.5"}},
-      {"bad element in a choice list", S + "    dtypes: [fp16, bf61]\n", 3,
+      {"bad element in a choice list",
+       S + "    dtypes: [fp16, bf61]\n",
+       3,
        {"key 'sweeps[0].dtypes[1]'", "expected one of fp16|bf16|fp32, got 'bf61'",
         "did you mean 'bf16'?"}},
-      {"document is a list", "- type: t\n- type: u\n", 1,
+      {"document is a list",
+       "- type: t\n- type: u\n",
+       1,
        {"expected a map with a 'sweeps' list at the top level, got a list"}},
       {"two documents", S + "---\n" + S, 4, {"expected one YAML document, got 2"}},
   };
@@ -515,20 +626,20 @@ TEST_CASE("malformed configs fail with the line and an actionable message") {
 TEST_CASE("quoted strings: closed ones parse, the opening of an unclosed one is found") {
   using rb::cfg::quote_is_closed;
   CHECK(quote_is_closed("\"a\"", 0));
-  CHECK(quote_is_closed("\"a\\\"b\" x", 0));       // \" is escaped, the last " closes
-  CHECK_FALSE(quote_is_closed("\"a\\\"", 0));       // only an escaped quote
+  CHECK(quote_is_closed("\"a\\\"b\" x", 0));   // \" is escaped, the last " closes
+  CHECK_FALSE(quote_is_closed("\"a\\\"", 0));  // only an escaped quote
   CHECK(quote_is_closed("'it''s' x", 0));
   CHECK_FALSE(quote_is_closed("'it''s", 0));
-  CHECK(quote_is_closed("'a\\'", 0));                // no escapes in single quotes
+  CHECK(quote_is_closed("'a\\'", 0));  // no escapes in single quotes
   CHECK_FALSE(quote_is_closed("\"multi\nline", 0));
   // Quotes that close on a later line, quotes inside plain scalars and anchored quoted
   // scalars are fine.
-  const std::string ok = "run:\n  name: \"a\"\n  output_dir: \"two\n    lines\"\n"
-                         "sweeps:\n  - {type: t, x: don't, y: &q 'a''b', z: *q, w: !!str \"v\"}\n";
+  const std::string ok =
+      "run:\n  name: \"a\"\n  output_dir: \"two\n    lines\"\n"
+      "sweeps:\n  - {type: t, x: don't, y: &q 'a''b', z: *q, w: !!str \"v\"}\n";
   CHECK_NOTHROW(rb::parse_config_text(ok, "ok.yaml"));
-  const ConfigError e = expect_error([] {
-    rb::parse_config_text("sweeps:\n  - {type: t, y: &q 'open}\n", "t.yaml");
-  });
+  const ConfigError e = expect_error(
+      [] { rb::parse_config_text("sweeps:\n  - {type: t, y: &q 'open}\n", "t.yaml"); });
   CHECK(e.where().line == 2);
   CHECK(e.where().column == 21);  // the quote, after the anchor
 }
@@ -542,9 +653,13 @@ TEST_CASE("ConfigError formats one line: FILE:LINE:COL: key 'KEY': MESSAGE") {
         "a.yaml: cannot read");
   CHECK(std::string(ConfigError({"a.yaml", 2, 1}, "", "x").what()) == "a.yaml:2:1: x");
   // Bytes that are not UTF-8 and control characters are shown escaped; UTF-8 stays as it is.
-  CHECK(std::string(ConfigError({"a.yaml", 2, 9}, "run.name", "got 'a\xff\xfe\x01" "b' \xe2\x86\x92 na\xc3\xafve").what()) ==
+  CHECK(std::string(ConfigError({"a.yaml", 2, 9}, "run.name",
+                                "got 'a\xff\xfe\x01"
+                                "b' \xe2\x86\x92 na\xc3\xafve")
+                        .what()) ==
         "a.yaml:2:9: key 'run.name': got 'a\\xFF\\xFE\\x01b' \xe2\x86\x92 na\xc3\xafve");
-  CHECK(std::string(ConfigError({"a.yaml", 0, 0}, "", "cut \xe2\x86").what()) == "a.yaml: cut \\xE2\\x86");
+  CHECK(std::string(ConfigError({"a.yaml", 0, 0}, "", "cut \xe2\x86").what()) ==
+        "a.yaml: cut \\xE2\\x86");
   ConfigError e({"f", 1, 2}, "k", "m");
   CHECK(e.key() == "k");
   CHECK(e.message() == "m");
@@ -552,8 +667,9 @@ TEST_CASE("ConfigError formats one line: FILE:LINE:COL: key 'KEY': MESSAGE") {
 }
 
 TEST_CASE("get_int validates integer scalars and ranges") {
-  Node n = node_of("a: 42\nb: -7\nc: 0x10\nd: +3\ne: 010\nf: 3.5\ng: abc\nh: true\n"
-                   "i: [1]\nj: {x: 1}\nk:\nl: \"5\"\n");
+  Node n = node_of(
+      "a: 42\nb: -7\nc: 0x10\nd: +3\ne: 010\nf: 3.5\ng: abc\nh: true\n"
+      "i: [1]\nj: {x: 1}\nk:\nl: \"5\"\n");
   CHECK(n.get_int("a", 0) == 42);
   CHECK(n.get_int("b", 0) == -7);
   CHECK(n.get_int("c", 0) == 16);
@@ -577,8 +693,9 @@ TEST_CASE("get_int validates integer scalars and ranges") {
   CHECK(missing.message() == "missing required key 'zz'");
   CHECK(missing.where().line == 1);  // the enclosing map
 
-  Node extremes = node_of("lo: -9223372036854775808\nhi: 9223372036854775807\n"
-                          "over: 9223372036854775808\n");
+  Node extremes = node_of(
+      "lo: -9223372036854775808\nhi: 9223372036854775807\n"
+      "over: 9223372036854775808\n");
   CHECK(extremes.get_int("lo", 0) == INT64_MIN);
   CHECK(extremes.get_int("hi", 0) == INT64_MAX);
   CHECK(expect_error([&] { extremes.get_int("over", 0); }).message().find("64 bits") !=
@@ -625,8 +742,9 @@ TEST_CASE("get_bytes accepts integers and binary/decimal suffixes") {
 }
 
 TEST_CASE("get_int_list takes a scalar or a list of scalars") {
-  Node n = node_of("one: 4\nmany: [1, 2, 3]\nblock:\n  - 8\n  - 16\nempty: []\n"
-                   "nested: [1, [2]]\nmap: {a: 1}\nbad: [1, x, 3]\nnull_el: [1, ~]\n");
+  Node n = node_of(
+      "one: 4\nmany: [1, 2, 3]\nblock:\n  - 8\n  - 16\nempty: []\n"
+      "nested: [1, [2]]\nmap: {a: 1}\nbad: [1, x, 3]\nnull_el: [1, ~]\n");
   CHECK(n.get_int_list("one", {}) == std::vector<std::int64_t>{4});
   CHECK(n.get_int_list("many", {}) == std::vector<std::int64_t>{1, 2, 3});
   CHECK(n.get_int_list("block", {}, 1, 16) == std::vector<std::int64_t>{8, 16});
@@ -662,8 +780,10 @@ TEST_CASE("a list holds at most kMaxListValues values, refused at its key") {
   for (const std::string value : {"7", "a"}) {
     const Node n = node_of(list_of(most + 1, value));
     const ConfigError e = expect_error([&] {
-      if (value == "7") n.get_int_list("sizes", {});
-      else n.get_choice_list("sizes", {}, {"a", "b"});
+      if (value == "7")
+        n.get_int_list("sizes", {});
+      else
+        n.get_choice_list("sizes", {}, {"a", "b"});
     });
     CHECK(e.key() == "sweeps[0].sizes");
     CHECK(e.where().line == 2);
@@ -675,8 +795,9 @@ TEST_CASE("a list holds at most kMaxListValues values, refused at its key") {
 }
 
 TEST_CASE("get_choice and get_choice_list are case-sensitive with suggestions") {
-  Node n = node_of("mode: dilated\ntypo: dilatde\ncase: Exact\nfar: zzz\nlist: [exact, dilated]\n"
-                   "one: exact\n");
+  Node n = node_of(
+      "mode: dilated\ntypo: dilatde\ncase: Exact\nfar: zzz\nlist: [exact, dilated]\n"
+      "one: exact\n");
   const std::vector<std::string> modes = {"exact", "dilated"};
   CHECK(n.get_choice("mode", "exact", modes) == "dilated");
   CHECK(n.get_choice("absent", "exact", modes) == "exact");
@@ -691,8 +812,9 @@ TEST_CASE("get_choice and get_choice_list are case-sensitive with suggestions") 
 }
 
 TEST_CASE("get_double, get_bool and get_string") {
-  Node n = node_of("d: 2.5\ni: 3\ne: 1e-3\nbad: 1.2.3\nnan: .nan\nt: true\ny: yes\noff: off\n"
-                   "maybe: maybe\nqt: \"true\"\ns: hello\nnum: 123\nseq: [a]\nnul: ~\n");
+  Node n = node_of(
+      "d: 2.5\ni: 3\ne: 1e-3\nbad: 1.2.3\nnan: .nan\nt: true\ny: yes\noff: off\n"
+      "maybe: maybe\nqt: \"true\"\ns: hello\nnum: 123\nseq: [a]\nnul: ~\n");
   CHECK(n.get_double("d", 0) == 2.5);
   CHECK(n.get_double("i", 0) == 3.0);
   CHECK(n.get_double("e", 0) == doctest::Approx(1e-3));
@@ -731,8 +853,7 @@ TEST_CASE("map helpers: has, child, element, keys, allow_only, fail") {
   CHECK(list.size() == 2);
   CHECK(list.element(1).path() == "sweeps[3].list[1]");
   CHECK(list.element(1).location().column == 12);
-  CHECK(expect_error([&] { list.element(2); }).message().find("out of range") !=
-        std::string::npos);
+  CHECK(expect_error([&] { list.element(2); }).message().find("out of range") != std::string::npos);
   CHECK_NOTHROW(n.allow_only({"a", "sub", "list"}));
   ConfigError unknown = expect_error([&] { n.allow_only({"a", "subs", "lists"}); });
   CHECK(unknown.key() == "sweeps[3].sub");

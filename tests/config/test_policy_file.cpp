@@ -21,9 +21,9 @@
 
 namespace {
 
+using rb::attn::DType;
 using rb::cfg::ConfigError;
 using rb::test::expect_error;
-using rb::attn::DType;
 
 constexpr const char* kFile = "/policies/host_tuned.yaml";
 
@@ -78,9 +78,11 @@ std::string cuda_policy(int head_dim = 128, const std::string& path = "flash") {
          "machine: {device: cuda, gpu: NVIDIA H200, cuda_driver: '13.0', cuda_runtime: '13.0',\n"
          "          cudnn: 9.14.0, ringbench_version: 0.1.0, commit: 0123456789ab}\n"
          "rules:\n"
-         "- {dtype: bf16, head_dim: " + std::to_string(head_dim) +
+         "- {dtype: bf16, head_dim: " +
+         std::to_string(head_dim) +
          ", causal: false, segment: 0, rate: 0,\n"
-         "   ranges: [{block_rows_min: 512, block_rows_max: 4096, path: " + path + "}]}\n";
+         "   ranges: [{block_rows_min: 512, block_rows_max: 4096, path: " +
+         path + "}]}\n";
 }
 
 // `text` with the first occurrence of `from` replaced by `to` (REQUIREs that it is there).
@@ -99,7 +101,6 @@ int line_of(const std::string& text, const std::string& needle, int nth = 0) {
   for (std::size_t i = 0; i < at; ++i) line += text[i] == '\n' ? 1 : 0;
   return line;
 }
-
 
 // A refusal of policy `text`: it names the policy file, `key` and `line`, and says `says`.
 void check_refused(const std::string& text, const std::string& key, int line,
@@ -169,7 +170,8 @@ TEST_CASE("sha256_hex: 1000 bytes with the high bit set agree with sha256sum") {
   //   for i in range(1000)))" | sha256sum
   std::string bytes;
   for (int i = 0; i < 1000; ++i) bytes.push_back(static_cast<char>((i * 31 + 7) % 256));
-  CHECK(rb::sha256_hex(bytes) == "5097e7d587352f5097062ae679f37bda5802d9f875aba14c8cb4d1a188ada179");
+  CHECK(rb::sha256_hex(bytes) ==
+        "5097e7d587352f5097062ae679f37bda5802d9f875aba14c8cb4d1a188ada179");
 }
 
 // ---- reading a policy file ----
@@ -246,9 +248,10 @@ TEST_CASE("policy file: an unknown path name, or a path that cannot run the rule
   check_refused(wide_cuda, "rules[0].ranges[0].path", line_of(wide_cuda, "path: flash"),
                 {"kernel path 'flash' cannot run this rule's blocks"});
   // A wrong default_path is refused too (it is only informative, but a typo is a bad file).
-  const std::string bad_default = with(host_policy(), "default_path: kokkos", "default_path: kokos");
-  check_refused(bad_default, "rules[0].ranges[0].default_path", line_of(bad_default, "default_path:"),
-                {"did you mean 'kokkos'?"});
+  const std::string bad_default =
+      with(host_policy(), "default_path: kokkos", "default_path: kokos");
+  check_refused(bad_default, "rules[0].ranges[0].default_path",
+                line_of(bad_default, "default_path:"), {"did you mean 'kokkos'?"});
 }
 
 TEST_CASE("policy file: ranges must ascend without overlap") {
@@ -256,15 +259,16 @@ TEST_CASE("policy file: ranges must ascend without overlap") {
   check_refused(overlap, "rules[0].ranges[1].block_rows_min",
                 line_of(overlap, "block_rows_min: 64"),
                 {"ranges must ascend without overlap", "64 <= the previous range's end 64"});
-  const std::string descending = with(with(host_policy(), "block_rows_min: 1024", "block_rows_min: 128"),
-                                      "block_rows_max: 1024", "block_rows_max: 128");
+  const std::string descending =
+      with(with(host_policy(), "block_rows_min: 1024", "block_rows_min: 128"),
+           "block_rows_max: 1024", "block_rows_max: 128");
   check_refused(descending, "rules[0].ranges[2].block_rows_min",
                 line_of(descending, "block_rows_min: 128"),
                 {"128 <= the previous range's end 512"});
   // A range whose end is below its start.
   const std::string inverted = with(host_policy(), "block_rows_max: 64", "block_rows_max: 16");
-  check_refused(inverted, "rules[0].ranges[0].block_rows_max", line_of(inverted, "block_rows_max: 16"),
-                {"got 16"});
+  check_refused(inverted, "rules[0].ranges[0].block_rows_max",
+                line_of(inverted, "block_rows_max: 16"), {"got 16"});
 }
 
 TEST_CASE("policy file: a second rule for one shape, an inconsistent segment and rate") {
@@ -276,7 +280,8 @@ TEST_CASE("policy file: a second rule for one shape, an inconsistent segment and
   // A second rule that differs only in causal is another shape: accepted.
   CHECK(rb::parse_kernel_policy_text(ok + with(rule, "causal: false", "causal: true"), kFile)
             ->policy->rules.size() == 2);
-  const std::string not_dividing = with(with(ok, "segment: 0", "segment: 32"), "rate: 0", "rate: 3");
+  const std::string not_dividing =
+      with(with(ok, "segment: 0", "segment: 32"), "rate: 0", "rate: 3");
   check_refused(not_dividing, "rules[0].rate", line_of(not_dividing, "rate: 3"),
                 {"segment 32, rate 3", "rate >= 1 dividing segment"});
   const std::string rate_only = with(ok, "rate: 0", "rate: 2");
@@ -296,12 +301,13 @@ TEST_CASE("policy file: unknown keys, YAML syntax errors and duplicate keys") {
   const std::string tab = with(ok, "  device: host", "\tdevice: host");
   check_refused(tab, "", line_of(tab, "\tdevice"), {"YAML syntax error"});
   const std::string dup = ok + "version: 2\n";
-  check_refused(dup, "version", line_of(dup, "version: 2", 1),
-                {"duplicate key 'version'", "lines 1 and " + std::to_string(line_of(dup, "version: 2", 1))});
-  const std::string dup_in_range = with(ok, "    path: materialized\n",
-                                        "    path: materialized\n    path: kokkos\n");
-  check_refused(dup_in_range, "rules[0].ranges[1].path", line_of(dup_in_range, "    path: kokkos", 1),
-                {"duplicate key 'path'"});
+  check_refused(
+      dup, "version", line_of(dup, "version: 2", 1),
+      {"duplicate key 'version'", "lines 1 and " + std::to_string(line_of(dup, "version: 2", 1))});
+  const std::string dup_in_range =
+      with(ok, "    path: materialized\n", "    path: materialized\n    path: kokkos\n");
+  check_refused(dup_in_range, "rules[0].ranges[1].path",
+                line_of(dup_in_range, "    path: kokkos", 1), {"duplicate key 'path'"});
 }
 
 // ---- the lookup rule ----
@@ -356,8 +362,12 @@ std::string dilated_policy() {
          "grid: {batch: 1, num_heads: 8}\n"
          "machine: {device: cuda, gpu: NVIDIA H100 80GB HBM3, gpu_arch: '9.0', cudnn: 9.14.0}\n"
          "rules:\n" +
-         rule + "segment: 2048, rate: 1,\n   ranges: [{block_rows_min: 2048, block_rows_max: 65536, path: cudnn}]}\n" +
-         rule + "segment: 8192, rate: 4,\n   ranges: [{block_rows_min: 8192, block_rows_max: 65536, path: flash}]}\n";
+         rule +
+         "segment: 2048, rate: 1,\n   ranges: [{block_rows_min: 2048, block_rows_max: 65536, path: "
+         "cudnn}]}\n" +
+         rule +
+         "segment: 8192, rate: 4,\n   ranges: [{block_rows_min: 8192, block_rows_max: 65536, path: "
+         "flash}]}\n";
 }
 
 TEST_CASE("KernelPolicy::pick: dilated branches follow the measured kernel shape they resemble") {
@@ -370,10 +380,12 @@ TEST_CASE("KernelPolicy::pick: dilated branches follow the measured kernel shape
   };
   // Measured shapes: sub-blocks of 2048 rows, 8 heads per call (w 2048 r 1) or 2 (w 8192 r 4).
   auto measured = p.measured(p.rules[0], p.rules[0].ranges[0]);
-  CHECK((measured.first.sub_rows == 2048 && measured.first.heads_per_call == 8 && measured.first.calls == 1));
+  CHECK((measured.first.sub_rows == 2048 && measured.first.heads_per_call == 8 &&
+         measured.first.calls == 1));
   CHECK(measured.second.calls == 32);
   measured = p.measured(p.rules[1], p.rules[1].ranges[0]);
-  CHECK((measured.first.sub_rows == 2048 && measured.first.heads_per_call == 2 && measured.first.calls == 4));
+  CHECK((measured.first.sub_rows == 2048 && measured.first.heads_per_call == 2 &&
+         measured.first.calls == 4));
   // The tuned branches themselves.
   CHECK(bf16(16384, 8, 2048, 1) == cudnn);
   CHECK(bf16(16384, 8, 8192, 4) == flash);
@@ -414,7 +426,8 @@ TEST_CASE("KernelPicker: a fixed row ignores the policy; auto follows it, then t
   CHECK(with_policy.is_auto());
   CHECK(with_policy.pick(DType::F32, dims, exact).row == mat);
   CHECK(with_policy.pick(DType::F32, dims, exact).from_policy);
-  dims.q_rows = dims.kv_rows = 8;  // out of reach of every range: the built-in rule, not counted as the policy's
+  dims.q_rows = dims.kv_rows =
+      8;  // out of reach of every range: the built-in rule, not counted as the policy's
   CHECK(with_policy.pick(DType::F32, dims, exact).row == builtin);
   CHECK_FALSE(with_policy.pick(DType::F32, dims, exact).from_policy);
 
@@ -430,11 +443,13 @@ TEST_CASE("applicability: same machine applies; device, GPU or cuDNN differing i
   const auto host = rb::parse_kernel_policy_text(host_policy(), kFile);
   CHECK(rb::applicability(*host, {"host", "", "", ""}) == "");
   const std::string on_cuda = rb::applicability(*host, {"cuda", "NVIDIA H200", "9.14.0", ""});
-  CHECK(on_cuda.find("tuned on the host path and this run is on the cuda path") != std::string::npos);
+  CHECK(on_cuda.find("tuned on the host path and this run is on the cuda path") !=
+        std::string::npos);
 
   const auto cuda = rb::parse_kernel_policy_text(cuda_policy(), kFile);
   const std::string on_host = rb::applicability(*cuda, {"host", "", "", ""});
-  CHECK(on_host.find("tuned on the cuda path and this run is on the host path") != std::string::npos);
+  CHECK(on_host.find("tuned on the cuda path and this run is on the host path") !=
+        std::string::npos);
   const std::string gpu = rb::applicability(*cuda, {"cuda", "NVIDIA H100 80GB HBM3", "9.14.0", ""});
   CHECK(gpu.find("GPU 'NVIDIA H200'") != std::string::npos);
   CHECK(gpu.find("'NVIDIA H100 80GB HBM3'") != std::string::npos);
@@ -445,8 +460,11 @@ TEST_CASE("applicability: same machine applies; device, GPU or cuDNN differing i
   CHECK(no_cudnn.find("this run has (none)") != std::string::npos);
 }
 
-TEST_CASE("portability: another GPU model of the same architecture applies, ported; another architecture does not") {
-  const auto h200 = rb::parse_kernel_policy_text(cuda_policy(), kFile);  // no gpu_arch: known_gpu_arch
+TEST_CASE(
+    "portability: another GPU model of the same architecture applies, ported; another architecture "
+    "does not") {
+  const auto h200 =
+      rb::parse_kernel_policy_text(cuda_policy(), kFile);  // no gpu_arch: known_gpu_arch
   CHECK(h200->machine.gpu_arch == "9.0");
   const rb::ThisMachine h100{"cuda", "NVIDIA H100 80GB HBM3", "9.14.0", "9.0"};
   CHECK(rb::applicability(*h200, h100) == "");
@@ -455,18 +473,21 @@ TEST_CASE("portability: another GPU model of the same architecture applies, port
   CHECK(rb::ported_from(*h200, same) == "");  // tuned here: nothing to port
   const rb::ThisMachine a100{"cuda", "NVIDIA A100-SXM4-80GB", "9.14.0", "8.0"};
   const std::string other = rb::applicability(*h200, a100);
-  CHECK(other.find("it was tuned on GPU 'NVIDIA H200' (sm 9.0) and this rank has 'NVIDIA A100-SXM4-80GB' (sm 8.0), "
+  CHECK(other.find("it was tuned on GPU 'NVIDIA H200' (sm 9.0) and this rank has 'NVIDIA "
+                   "A100-SXM4-80GB' (sm 8.0), "
                    "another architecture") == 0);
   CHECK(rb::ported_from(*h200, a100) == "");
   // The file's own gpu_arch wins over the name table; cuDNN must still match.
-  const auto marked = rb::parse_kernel_policy_text(with(cuda_policy(), "gpu: NVIDIA H200,", "gpu: Some GPU, gpu_arch: '9.0',"), kFile);
+  const auto marked = rb::parse_kernel_policy_text(
+      with(cuda_policy(), "gpu: NVIDIA H200,", "gpu: Some GPU, gpu_arch: '9.0',"), kFile);
   CHECK(marked->machine.gpu_arch == "9.0");
   CHECK(rb::applicability(*marked, h100) == "");
   CHECK(rb::ported_from(*marked, h100) == "Some GPU");
-  CHECK(rb::applicability(*h200, {"cuda", "NVIDIA H100 80GB HBM3", "9.10.2", "9.0"}).find("tuned with cuDNN 9.14.0") !=
-        std::string::npos);
+  CHECK(rb::applicability(*h200, {"cuda", "NVIDIA H100 80GB HBM3", "9.10.2", "9.0"})
+            .find("tuned with cuDNN 9.14.0") != std::string::npos);
   // An unknown model without gpu_arch ports nowhere.
-  const auto unknown = rb::parse_kernel_policy_text(with(cuda_policy(), "gpu: NVIDIA H200,", "gpu: Mystery X,"), kFile);
+  const auto unknown = rb::parse_kernel_policy_text(
+      with(cuda_policy(), "gpu: NVIDIA H200,", "gpu: Mystery X,"), kFile);
   CHECK(unknown->machine.gpu_arch == "");
   CHECK(rb::applicability(*unknown, h100).find("(sm unknown)") != std::string::npos);
 }
@@ -503,7 +524,8 @@ TEST_CASE("kernel_policy in a config: FILE relative to the config's folder, or {
   const std::string config = (dir / "run.yaml").string();
   const std::string sweeps = "sweeps:\n  - type: memory\n";
 
-  const rb::Config plain = rb::parse_config_text("kernel_policy: policies/host.yaml\n" + sweeps, config);
+  const rb::Config plain =
+      rb::parse_config_text("kernel_policy: policies/host.yaml\n" + sweeps, config);
   REQUIRE(plain.kernel_policy != nullptr);
   CHECK(plain.kernel_policy->file == policy);
   CHECK(plain.kernel_policy->key == "kernel_policy");
@@ -520,8 +542,8 @@ TEST_CASE("kernel_policy in a config: FILE relative to the config's folder, or {
   CHECK(strict.kernel_policy->where.line == 3);
 
   // An absolute path is taken as it is.
-  const rb::Config absolute = rb::parse_config_text("kernel_policy: " + policy + "\n" + sweeps,
-                                                    "/elsewhere/run.yaml");
+  const rb::Config absolute =
+      rb::parse_config_text("kernel_policy: " + policy + "\n" + sweeps, "/elsewhere/run.yaml");
   CHECK(absolute.kernel_policy->file == policy);
   std::filesystem::remove_all(dir);
 }
@@ -537,14 +559,15 @@ TEST_CASE("kernel_policy in a config: a missing or bad policy file is a config e
   CHECK(missing.where().file == config);
   CHECK(missing.where().line == 3);
   CHECK(missing.key() == "kernel_policy");
-  CHECK(what.find("cannot read the tuned policy file '" + (dir / "policies" / "absent.yaml").string() +
-                  "'") != std::string::npos);
+  CHECK(what.find("cannot read the tuned policy file '" +
+                  (dir / "policies" / "absent.yaml").string() + "'") != std::string::npos);
 
   const ConfigError empty = expect_error(
       [&] { rb::parse_config_text("kernel_policy: {file: '', strict: true}\n" + sweeps, config); });
   CHECK(empty.key() == "kernel_policy");
-  const ConfigError typo = expect_error(
-      [&] { rb::parse_config_text("kernel_policy: {file: a.yaml, strikt: true}\n" + sweeps, config); });
+  const ConfigError typo = expect_error([&] {
+    rb::parse_config_text("kernel_policy: {file: a.yaml, strikt: true}\n" + sweeps, config);
+  });
   CHECK(typo.key() == "kernel_policy.strikt");
   CHECK(std::string(typo.what()).find("did you mean 'strict'?") != std::string::npos);
 
@@ -552,8 +575,8 @@ TEST_CASE("kernel_policy in a config: a missing or bad policy file is a config e
   const std::string policy = (dir / "policies" / "bad.yaml").string();
   const std::string bad = with(host_policy(), "path: materialized", "path: materialised");
   write_file(policy, bad);
-  const ConfigError inside =
-      expect_error([&] { rb::parse_config_text("kernel_policy: policies/bad.yaml\n" + sweeps, config); });
+  const ConfigError inside = expect_error(
+      [&] { rb::parse_config_text("kernel_policy: policies/bad.yaml\n" + sweeps, config); });
   CHECK(inside.where().file == policy);
   CHECK(inside.key() == "rules[0].ranges[1].path");
   CHECK(inside.where().line == line_of(bad, "path: materialised"));
@@ -570,8 +593,8 @@ TEST_CASE("kernel_policy naming a file that is no policy: refused without its co
   const std::vector<std::string> foreign = {
       "root:$6$" + secret + ":19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n",  // a map
       "# " + secret + "\n" + secret + " is a scalar\n",                            // a scalar
-      secret + ": 1\n" + secret + ": 2\n",                                          // duplicate keys
-      "[" + secret + "\n",                                                          // not YAML
+      secret + ": 1\n" + secret + ": 2\n",                                         // duplicate keys
+      "[" + secret + "\n",                                                         // not YAML
       "version: 2\nrules: []\n" + secret + ": x\n"};                               // no kind
   for (const std::string& text : foreign) {
     CAPTURE(text);
@@ -595,9 +618,9 @@ TEST_CASE("kernel_policy naming a file that is no policy: refused without its co
 
 // Issue #28 measured these LongNet branches on an H100 (S = 32K at ring size 1, 16 heads, d 128,
 // bf16, fwd+bwd, median of 6): w 8192 r 2 cuDNN 356 vs flash 155 TFLOP/s, w 4096 r 2 cuDNN 228
-// vs 121, w 8192 r 8 flash 70 vs cuDNN 31, w 2048 r 4 flash 55 vs cuDNN 22. None is a tuned shape of
-// inputs/tuned_h100.yaml or tuned_h200.yaml (8 heads; w 2048 r 1, 4096 r 2, 8192 r 4): auto
-// must still pick the measured winner, through the policy or the built-in rule.
+// vs 121, w 8192 r 8 flash 70 vs cuDNN 31, w 2048 r 4 flash 55 vs cuDNN 22. None is a tuned shape
+// of inputs/tuned_h100.yaml or tuned_h200.yaml (8 heads; w 2048 r 1, 4096 r 2, 8192 r 4): auto must
+// still pick the measured winner, through the policy or the built-in rule.
 TEST_CASE("shipped policies: auto picks issue #28's measured winners on untuned LongNet shapes") {
   const auto* cudnn = rb::attn::find_kernel_path("cudnn", rb::attn::Device::Cuda);
   const auto* flash = rb::attn::find_kernel_path("flash", rb::attn::Device::Cuda);

@@ -29,7 +29,9 @@ bool cudnn_built() {
   return row && row->built;
 }
 
-std::mt19937_64 rng_fresh() { return std::mt19937_64((std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()); }
+std::mt19937_64 rng_fresh() {
+  return std::mt19937_64((std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}());
+}
 
 std::vector<__nv_bfloat16> random_bf16(std::size_t n, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -58,7 +60,11 @@ BlockResult run_block(attn::AttentionBackend& be, std::uint64_t seed, std::int64
                       std::int64_t kv_first = 0) {
   std::mt19937_64 rng(seed);
   attn::Dims d;
-  d.batch = 1; d.heads = 2; d.head_dim = 64; d.q_rows = 200; d.kv_rows = 150;
+  d.batch = 1;
+  d.heads = 2;
+  d.head_dim = 64;
+  d.q_rows = 200;
+  d.kv_rows = 150;
   const std::size_t nq = std::size_t(d.heads) * d.q_rows * d.head_dim;
   const std::size_t nk = std::size_t(d.heads) * d.kv_rows * d.head_dim;
   const auto hq = random_bf16(nq, rng), hk = random_bf16(nk, rng), hv = random_bf16(nk, rng),
@@ -77,9 +83,17 @@ BlockResult run_block(attn::AttentionBackend& be, std::uint64_t seed, std::int64
   auto* dv = static_cast<float*>(be.allocate(nk * 4));
   be.init_forward(out, lse, std::int64_t(d.heads) * d.q_rows, d.head_dim);
   attn::ForwardBlock f;
-  f.dims = d; f.dtype = attn::DType::BF16; f.scale = 0.125f;
-  f.q = {0, 200, q_first, 1}; f.kv = {0, 150, kv_first, 1}; f.pattern.causal = true;
-  f.q_data = q; f.k_data = k; f.v_data = v; f.out = out; f.lse = lse;
+  f.dims = d;
+  f.dtype = attn::DType::BF16;
+  f.scale = 0.125f;
+  f.q = {0, 200, q_first, 1};
+  f.kv = {0, 150, kv_first, 1};
+  f.pattern.causal = true;
+  f.q_data = q;
+  f.k_data = k;
+  f.v_data = v;
+  f.out = out;
+  f.lse = lse;
   be.reset_marks();
   const int m0 = be.mark();
   be.forward(f);
@@ -91,9 +105,21 @@ BlockResult run_block(attn::AttentionBackend& be, std::uint64_t seed, std::int64
   be.fill_zero(dk, nk * 4);
   be.fill_zero(dv, nk * 4);
   attn::BackwardBlock b;
-  b.dims = d; b.dtype = f.dtype; b.scale = f.scale; b.q = f.q; b.kv = f.kv; b.pattern = f.pattern;
-  b.q_data = q; b.k_data = k; b.v_data = v; b.dout = dout; b.lse = lse; b.delta = delta;
-  b.dq = dq; b.dk = dk; b.dv = dv;
+  b.dims = d;
+  b.dtype = f.dtype;
+  b.scale = f.scale;
+  b.q = f.q;
+  b.kv = f.kv;
+  b.pattern = f.pattern;
+  b.q_data = q;
+  b.k_data = k;
+  b.v_data = v;
+  b.dout = dout;
+  b.lse = lse;
+  b.delta = delta;
+  b.dq = dq;
+  b.dk = dk;
+  b.dv = dv;
   be.backward(b);
   r.out.resize(nq);
   be.copy_to_host(r.out.data(), out, nq * 4);
@@ -194,7 +220,8 @@ TEST_SUITE("cuda backend") {
     be->release(dz);
   }
 
-  TEST_CASE("every built CUDA path and tile agrees with naive on a causal bf16 block; marks time it") {
+  TEST_CASE(
+      "every built CUDA path and tile agrees with naive on a causal bf16 block; marks time it") {
     const std::uint64_t seed = rng_fresh()();
     CAPTURE(seed);
     auto naive = make_backend("naive");
@@ -237,7 +264,8 @@ TEST_SUITE("cuda backend") {
       const BlockResult b = run_block(*naive, seed, firsts.first, firsts.second);
       CHECK(rel_err(a.out, b.out) < 1e-2);
       CHECK(rel_err(a.grads, b.grads) < 2e-2);
-      MESSAGE("cudnn vs naive: out " << rel_err(a.out, b.out) << ", grads " << rel_err(a.grads, b.grads));
+      MESSAGE("cudnn vs naive: out " << rel_err(a.out, b.out) << ", grads "
+                                     << rel_err(a.grads, b.grads));
       auto* be = dynamic_cast<attn::gpu::CudaBackend*>(cudnn.get());
       REQUIRE(be != nullptr);
       CHECK(be->cudnn_fallback_blocks() == 0);  // cuDNN did the work, not the flash kernels

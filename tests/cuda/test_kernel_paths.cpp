@@ -31,7 +31,8 @@ std::string auto_name(DType t, int head_dim, std::int64_t rows, int heads = 8,
   Pattern pattern;
   pattern.segment = segment;
   pattern.rate = rate;
-  const KernelPath* row = auto_kernel_path(Device::Cuda, t, head_dim, false, kernel_shape_of(dims, pattern));
+  const KernelPath* row =
+      auto_kernel_path(Device::Cuda, t, head_dim, false, kernel_shape_of(dims, pattern));
   return row ? row->name : "";
 }
 
@@ -132,7 +133,9 @@ TEST_CASE("library versions are reported without a GPU") {
   CHECK(versions[2].first == "cuBLAS");
   CHECK(contains(versions[2].second, "."));
   CHECK(versions[3].first == "cuDNN");
-  if (built("cudnn")) CHECK(contains(versions[3].second, "."));
-  else CHECK(versions[3].second == "not built");
+  if (built("cudnn"))
+    CHECK(contains(versions[3].second, "."));
+  else
+    CHECK(versions[3].second == "not built");
   for (const auto& [lib, version] : versions) MESSAGE(lib << ": " << version);
 }

@@ -50,28 +50,125 @@ Pattern pat(bool causal, std::int64_t segment = 0, std::int64_t rate = 1) {
 
 std::vector<Case> cases() {
   return {
-      {"exact bf16 d128", DType::BF16, 1, 2, 128, 192, 192, {0, 192, 0, 1}, {0, 192, 0, 1}, pat(false)},
-      {"causal bf16 d64 1000 rows", DType::BF16, 1, 1, 64, 1000, 1000, {0, 1000, 0, 1}, {0, 1000, 0, 1}, pat(true)},
-      {"causal fp16 d128 offset spans", DType::F16, 2, 2, 128, 130, 200, {5, 120, 300, 1}, {10, 180, 150, 1}, pat(true)},
-      {"causal bf16 d128 strided spans", DType::BF16, 1, 2, 128, 258, 258, {0, 258, 1, 3}, {0, 258, 0, 3}, pat(true)},
-      {"dilated bf16 d64", DType::BF16, 1, 4, 64, 300, 300, {0, 300, 0, 1}, {0, 300, 0, 1}, pat(false, 64, 4)},
-      {"dilated causal fp16 d128 stride 2", DType::F16, 1, 3, 128, 257, 257, {0, 257, 2, 2}, {0, 257, 0, 2}, pat(true, 32, 4)},
-      {"causal fp32 d96", DType::F32, 1, 2, 96, 150, 150, {0, 150, 0, 1}, {0, 150, 0, 1}, pat(true)},
-      {"dilated bf16 d96", DType::BF16, 2, 2, 96, 100, 120, {0, 100, 0, 1}, {0, 120, 0, 1}, pat(false, 40, 2)},
-      {"fully masked block fp16 d64", DType::F16, 1, 2, 64, 64, 64, {0, 64, 0, 1}, {0, 64, 1000, 1}, pat(true)},
-      {"one query row fp16 d64", DType::F16, 1, 2, 64, 3, 77, {1, 1, 500, 1}, {0, 77, 0, 7}, pat(true)},
+      {"exact bf16 d128",
+       DType::BF16,
+       1,
+       2,
+       128,
+       192,
+       192,
+       {0, 192, 0, 1},
+       {0, 192, 0, 1},
+       pat(false)},
+      {"causal bf16 d64 1000 rows",
+       DType::BF16,
+       1,
+       1,
+       64,
+       1000,
+       1000,
+       {0, 1000, 0, 1},
+       {0, 1000, 0, 1},
+       pat(true)},
+      {"causal fp16 d128 offset spans",
+       DType::F16,
+       2,
+       2,
+       128,
+       130,
+       200,
+       {5, 120, 300, 1},
+       {10, 180, 150, 1},
+       pat(true)},
+      {"causal bf16 d128 strided spans",
+       DType::BF16,
+       1,
+       2,
+       128,
+       258,
+       258,
+       {0, 258, 1, 3},
+       {0, 258, 0, 3},
+       pat(true)},
+      {"dilated bf16 d64",
+       DType::BF16,
+       1,
+       4,
+       64,
+       300,
+       300,
+       {0, 300, 0, 1},
+       {0, 300, 0, 1},
+       pat(false, 64, 4)},
+      {"dilated causal fp16 d128 stride 2",
+       DType::F16,
+       1,
+       3,
+       128,
+       257,
+       257,
+       {0, 257, 2, 2},
+       {0, 257, 0, 2},
+       pat(true, 32, 4)},
+      {"causal fp32 d96",
+       DType::F32,
+       1,
+       2,
+       96,
+       150,
+       150,
+       {0, 150, 0, 1},
+       {0, 150, 0, 1},
+       pat(true)},
+      {"dilated bf16 d96",
+       DType::BF16,
+       2,
+       2,
+       96,
+       100,
+       120,
+       {0, 100, 0, 1},
+       {0, 120, 0, 1},
+       pat(false, 40, 2)},
+      {"fully masked block fp16 d64",
+       DType::F16,
+       1,
+       2,
+       64,
+       64,
+       64,
+       {0, 64, 0, 1},
+       {0, 64, 1000, 1},
+       pat(true)},
+      {"one query row fp16 d64",
+       DType::F16,
+       1,
+       2,
+       64,
+       3,
+       77,
+       {1, 1, 500, 1},
+       {0, 77, 0, 7},
+       pat(true)},
       {"fp32 d128 exact", DType::F32, 1, 1, 128, 70, 90, {0, 70, 0, 1}, {0, 90, 0, 1}, pat(false)},
   };
 }
 
-double tol_out(DType t) { return t == DType::BF16 ? 1e-2 : t == DType::F16 ? 4e-3 : 1e-4; }
-double tol_grad(DType t) { return t == DType::BF16 ? 2e-2 : t == DType::F16 ? 8e-3 : 1e-4; }
+double tol_out(DType t) {
+  return t == DType::BF16 ? 1e-2 : t == DType::F16 ? 4e-3 : 1e-4;
+}
+double tol_grad(DType t) {
+  return t == DType::BF16 ? 2e-2 : t == DType::F16 ? 8e-3 : 1e-4;
+}
 
 double round_to(DType t, double x) {
   switch (t) {
-    case DType::F32: return double(float(x));
-    case DType::F16: return double(__half2float(__float2half(float(x))));
-    case DType::BF16: return double(__bfloat162float(__float2bfloat16(float(x))));
+    case DType::F32:
+      return double(float(x));
+    case DType::F16:
+      return double(__half2float(__float2half(float(x))));
+    case DType::BF16:
+      return double(__bfloat162float(__float2bfloat16(float(x))));
   }
   return x;
 }
@@ -153,13 +250,17 @@ class KernelSubject final : public Subject {
   KernelSubject() { make_stream(); }  // the CUDA-core kernel
   ~KernelSubject() override { cudaStreamDestroy(stream_); }
   void forward(const ForwardBlock& b) override {
-    if (naive_budget_) naive().forward(b);
-    else gpu::simple_forward(b, stream_);
+    if (naive_budget_)
+      naive().forward(b);
+    else
+      gpu::simple_forward(b, stream_);
     RBK_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void backward(const BackwardBlock& b, const float*) override {
-    if (naive_budget_) naive().backward(b);
-    else gpu::simple_backward(b, stream_);
+    if (naive_budget_)
+      naive().backward(b);
+    else
+      gpu::simple_backward(b, stream_);
     RBK_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
@@ -168,7 +269,12 @@ class KernelSubject final : public Subject {
   gpu::NaiveAttention& naive() {
     if (!naive_)
       naive_ = std::make_unique<gpu::NaiveAttention>(
-          stream_, [](std::size_t n) { void* p; RBK_CUDA_CHECK(cudaMalloc(&p, n)); return p; },
+          stream_,
+          [](std::size_t n) {
+            void* p;
+            RBK_CUDA_CHECK(cudaMalloc(&p, n));
+            return p;
+          },
           [](void* p) { RBK_CUDA_CHECK(cudaFree(p)); }, naive_budget_);
     return *naive_;
   }
@@ -198,8 +304,10 @@ std::vector<SubjectKind> subjects_for(const Case& c) {
                      [choice] { return std::make_unique<PathSubject>(choice); }, row.name, t.name});
     }
   }
-  out.push_back({"naive-chunked", [] { return std::make_unique<KernelSubject>(std::size_t(48) << 10); }, "", ""});
-  out.push_back({"flash's CUDA-core kernel", [] { return std::make_unique<KernelSubject>(); }, "", ""});
+  out.push_back({"naive-chunked",
+                 [] { return std::make_unique<KernelSubject>(std::size_t(48) << 10); }, "", ""});
+  out.push_back(
+      {"flash's CUDA-core kernel", [] { return std::make_unique<KernelSubject>(); }, "", ""});
   return out;
 }
 
@@ -246,7 +354,9 @@ Inputs make_inputs(const Case& c, std::mt19937_64& rng) {
   return in;
 }
 
-bool in_span(const Span& s, std::int64_t row) { return row >= s.row0 && row < s.row0 + s.count; }
+bool in_span(const Span& s, std::int64_t row) {
+  return row >= s.row0 && row < s.row0 + s.count;
+}
 
 // The fields a forward and a backward block share, for case `c` on these device inputs.
 template <typename Block>
@@ -360,8 +470,10 @@ void check_backward(const SubjectKind& s, const Case& c, std::uint64_t seed) {
     for (auto& e : x) e = u(rng);
     return x;
   };
-  const std::vector<float> dq0 = prior(rdq.size()), dk0 = prior(rdk.size()), dv0 = prior(rdv.size());
-  Dev q(in.q), k(in.k), v(in.v), dout(in.dout), lse(lse_f), delta(delta_f), dq(dq0), dk(dk0), dv(dv0);
+  const std::vector<float> dq0 = prior(rdq.size()), dk0 = prior(rdk.size()),
+                           dv0 = prior(rdv.size());
+  Dev q(in.q), k(in.k), v(in.v), dout(in.dout), lse(lse_f), delta(delta_f), dq(dq0), dk(dk0),
+      dv(dv0);
   BackwardBlock b;
   describe(b, c, in, q, k, v);
   b.dout = dout.p;
@@ -409,11 +521,13 @@ void check_backward(const SubjectKind& s, const Case& c, std::uint64_t seed) {
   const double eq = compare("dq", dq, dq0, rdq, c.q_rows, c.q);
   const double ek = compare("dk", dk, dk0, rdk, c.kv_rows, c.kv);
   const double ev = compare("dv", dv, dv0, rdv, c.kv_rows, c.kv);
-  MESSAGE(c.name << " [" << s.label << "] backward: rel err dq " << eq << " dk " << ek
-                 << " dv " << ev);
+  MESSAGE(c.name << " [" << s.label << "] backward: rel err dq " << eq << " dk " << ek << " dv "
+                 << ev);
 }
 
-std::uint64_t fresh_seed() { return (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}(); }
+std::uint64_t fresh_seed() {
+  return (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+}
 
 }  // namespace
 

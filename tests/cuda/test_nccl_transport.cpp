@@ -37,7 +37,8 @@ TEST_SUITE("nccl") {
     const std::size_t n = (std::size_t(1) << 20) + 3;  // odd byte count of floats
     auto* send = static_cast<float*>(be->allocate(n * 4));
     auto* pattern = static_cast<float*>(be->allocate(n * 4));
-    float* recv[2] = {static_cast<float*>(be->allocate(n * 4)), static_cast<float*>(be->allocate(n * 4))};
+    float* recv[2] = {static_cast<float*>(be->allocate(n * 4)),
+                      static_cast<float*>(be->allocate(n * 4))};
     const int prev = (rank - 1 + size) % size;
     std::vector<float> host(n), got(n);
     for (int step = 0; step < 4; ++step) {

@@ -54,7 +54,12 @@ TEST_CASE("sdpa split covers exactly the allowed pairs of random causal block pa
         const bool allowed = pat.allows(q.position(i), k.position(j), 0);
         const int c = coverage(*pieces, i, j);
         if (c != (allowed ? 1 : 0)) {
-          CAPTURE(t); CAPTURE(i); CAPTURE(j); CAPTURE(q.first); CAPTURE(k.first); CAPTURE(q.stride);
+          CAPTURE(t);
+          CAPTURE(i);
+          CAPTURE(j);
+          CAPTURE(q.first);
+          CAPTURE(k.first);
+          CAPTURE(q.stride);
           CHECK(c == (allowed ? 1 : 0));
           return;
         }
@@ -120,7 +125,8 @@ TEST_CASE("sdpa head groups cover exactly the allowed (head, query row, key row)
           for (std::int64_t a = 0; a < pc.q_count; ++a)
             for (std::int64_t b = 0; b < pc.k_count; ++b) {
               if (pc.causal && b > a) continue;
-              const std::int64_t i = g.q.row(pc.q_off + a) - q.row0, j = g.kv.row(pc.k_off + b) - k.row0;
+              const std::int64_t i = g.q.row(pc.q_off + a) - q.row0,
+                                 j = g.kv.row(pc.k_off + b) - k.row0;
               ++cover[(std::size_t(h) * q.count + i) * k.count + j];
             }
         }
@@ -133,7 +139,12 @@ TEST_CASE("sdpa head groups cover exactly the allowed (head, query row, key row)
           const bool allowed = pat.allows(q.position(i), k.position(j), h);
           const int c = cover[(std::size_t(h) * q.count + i) * k.count + j];
           if (c != (allowed ? 1 : 0)) {
-            CAPTURE(t); CAPTURE(h); CAPTURE(i); CAPTURE(j); CAPTURE(pat.segment); CAPTURE(pat.rate);
+            CAPTURE(t);
+            CAPTURE(h);
+            CAPTURE(i);
+            CAPTURE(j);
+            CAPTURE(pat.segment);
+            CAPTURE(pat.rate);
             CHECK(c == (allowed ? 1 : 0));
             return;
           }
@@ -141,7 +152,7 @@ TEST_CASE("sdpa head groups cover exactly the allowed (head, query row, key row)
         }
   }
   CHECK(groups_seen > 0);
-  CHECK(strided_views > 0);   // some groups read every step-th row
-  CHECK(multi_segment > 0);   // some groups span several segments
+  CHECK(strided_views > 0);  // some groups read every step-th row
+  CHECK(multi_segment > 0);  // some groups span several segments
   CHECK(checked > 100000);
 }

@@ -46,7 +46,8 @@ TEST_CASE("row views hold exactly the rows of the head's dilation offset, in ord
     std::vector<std::int64_t> rows, pos;
     for (std::int64_t i = 0; i < t.span.count; ++i) {
       const std::int64_t p = t.span.position(i);
-      const bool takes_part = t.pat.segment <= 0 || t.pat.rate <= 1 || p % t.pat.rate == t.head % t.pat.rate;
+      const bool takes_part =
+          t.pat.segment <= 0 || t.pat.rate <= 1 || p % t.pat.rate == t.head % t.pat.rate;
       if (takes_part) {
         rows.push_back(t.span.row0 + i);
         pos.push_back(p);
@@ -114,7 +115,8 @@ TEST_CASE("swizzled tile offsets: chunk steps are XORs, row steps immediates") {
       for (int tid = 0; tid < threads; ++tid) {
         const int c = tid % (COLS / 8), r0 = tid / (COLS / 8);
         for (int i = 0; i < 8; ++i)
-          REQUIRE(mma::swz<COLS>(r0 + i * rows_per_pass, c) == mma::swz<COLS>(r0, c) + i * rows_per_pass * COLS);
+          REQUIRE(mma::swz<COLS>(r0 + i * rows_per_pass, c) ==
+                  mma::swz<COLS>(r0, c) + i * rows_per_pass * COLS);
       }
     }
     // and the swizzle stays a permutation of the chunks of each row

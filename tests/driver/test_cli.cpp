@@ -85,13 +85,13 @@ TEST_CASE("--timeout takes positive seconds; exit code 124 is documented in --he
 
 TEST_CASE("usage errors exit 2 with a message and the usage line") {
   const std::vector<std::vector<const char*>> bad = {
-      {},                                               // no config
-      {"run.yaml", "--bogus"},                          // unknown option
-      {"a.yaml", "b.yaml"},                             // two configs
-      {"run.yaml", "--output"},                         // missing value
-      {"run.yaml", "--output", "x"},                    // too short to be a file name
-      {"run.yaml", "--ranks-per-node", "0"},            // out of range
-      {"run.yaml", "--placement", "cyclic"},            // needs --ranks-per-node
+      {},                                     // no config
+      {"run.yaml", "--bogus"},                // unknown option
+      {"a.yaml", "b.yaml"},                   // two configs
+      {"run.yaml", "--output"},               // missing value
+      {"run.yaml", "--output", "x"},          // too short to be a file name
+      {"run.yaml", "--ranks-per-node", "0"},  // out of range
+      {"run.yaml", "--placement", "cyclic"},  // needs --ranks-per-node
       {"run.yaml", "--ranks-per-node", "2", "--placement", "round-robin"},
   };
   for (const auto& args : bad) {
@@ -113,22 +113,34 @@ TEST_CASE("--version asks for the version text, which names the libraries") {
 }
 
 TEST_CASE("the recorded environment keeps only the variables that change results") {
-  const char* env[] = {"NCCL_ALGO=Ring",   "CUDA_VISIBLE_DEVICES=0,1", "HOME=/root",
-                       "OMPI_MCA_btl=self", "SLURM_JOB_ID=42",          "SLURM_PROCID=3",
-                       "PATH=/usr/bin",    "KOKKOS_NUM_THREADS=4",      "RINGBENCH_PLACEMENT=cyclic",
-                       "UCX_TLS=rc",       "OMP_NUM_THREADS=8",         "NOEQUALS",
-                       "FI_PROVIDER=efa",  "PMIX_RANK=0",               "I_MPI_FABRICS=shm:ofi",
-                       "MPICH_GPU_SUPPORT_ENABLED=1",                   "FIX=1",
-                       "MPICH=1",          "XPMIX_RANK=1",              nullptr};
+  const char* env[] = {"NCCL_ALGO=Ring",
+                       "CUDA_VISIBLE_DEVICES=0,1",
+                       "HOME=/root",
+                       "OMPI_MCA_btl=self",
+                       "SLURM_JOB_ID=42",
+                       "SLURM_PROCID=3",
+                       "PATH=/usr/bin",
+                       "KOKKOS_NUM_THREADS=4",
+                       "RINGBENCH_PLACEMENT=cyclic",
+                       "UCX_TLS=rc",
+                       "OMP_NUM_THREADS=8",
+                       "NOEQUALS",
+                       "FI_PROVIDER=efa",
+                       "PMIX_RANK=0",
+                       "I_MPI_FABRICS=shm:ofi",
+                       "MPICH_GPU_SUPPORT_ENABLED=1",
+                       "FIX=1",
+                       "MPICH=1",
+                       "XPMIX_RANK=1",
+                       nullptr};
   const rb::NamedValues kept = rb::result_environment(env);
   std::vector<std::string> names;
   for (const auto& [name, value] : kept) names.push_back(name);
   // Prefixes, not substrings: FIX, MPICH and XPMIX_RANK are not kept.
-  CHECK(names == std::vector<std::string>{"CUDA_VISIBLE_DEVICES", "FI_PROVIDER", "I_MPI_FABRICS",
-                                          "KOKKOS_NUM_THREADS", "MPICH_GPU_SUPPORT_ENABLED",
-                                          "NCCL_ALGO", "OMPI_MCA_btl", "OMP_NUM_THREADS",
-                                          "PMIX_RANK", "RINGBENCH_PLACEMENT", "SLURM_JOB_ID",
-                                          "UCX_TLS"});
+  CHECK(names == std::vector<std::string>{
+                     "CUDA_VISIBLE_DEVICES", "FI_PROVIDER", "I_MPI_FABRICS", "KOKKOS_NUM_THREADS",
+                     "MPICH_GPU_SUPPORT_ENABLED", "NCCL_ALGO", "OMPI_MCA_btl", "OMP_NUM_THREADS",
+                     "PMIX_RANK", "RINGBENCH_PLACEMENT", "SLURM_JOB_ID", "UCX_TLS"});
   CHECK(kept[0].second == "0,1");
 }
 
@@ -157,7 +169,7 @@ TEST_CASE("--quiet, --json, and the dry-run options; --world-size only plans") {
   CHECK(p.cli.verbose);
   CHECK(p.cli.estimate_from == "old.h5");
   for (const auto& bad : std::vector<std::vector<const char*>>{
-           {"run.yaml", "--world-size", "4"},                 // a real run takes the launcher's size
+           {"run.yaml", "--world-size", "4"},  // a real run takes the launcher's size
            {"run.yaml", "--dry-run", "--world-size", "0"},
            {"run.yaml", "--dry-run", "--world-size", "6", "--ranks-per-node", "4"},
            {"run.yaml", "--estimate-from", "old.h5"},

@@ -35,8 +35,8 @@ TEST_CASE("oom: fits divides what is there by the ranks on the node") {
   using rb::oom::fits;
   CHECK(fits(10, 2, 20));
   CHECK_FALSE(fits(11, 2, 20));
-  CHECK(fits(20, 0, 20));                  // no rank count: one rank
-  CHECK(fits(1ull << 62, 8, 0));           // unknown memory: the allocator decides
+  CHECK(fits(20, 0, 20));         // no rank count: one rank
+  CHECK(fits(1ull << 62, 8, 0));  // unknown memory: the allocator decides
 }
 
 TEST_CASE("oom: attempt turns each kind of failure into a record, success into none") {
@@ -46,15 +46,15 @@ TEST_CASE("oom: attempt turns each kind of failure into a record, success into n
   CHECK_FALSE(ok.ran_out());
   CHECK(runs == 1);
 
-  const auto bad_alloc = rb::oom::attempt("memory triad", 4096, 1, now, [] { throw std::bad_alloc(); });
+  const auto bad_alloc =
+      rb::oom::attempt("memory triad", 4096, 1, now, [] { throw std::bad_alloc(); });
   CHECK(bad_alloc.ran_out());
   CHECK(bad_alloc.requested == 4096);
   CHECK(bad_alloc.free > 0);
   CHECK(contains(bad_alloc.message, "memory triad: out of memory allocating 4096 B"));
 
-  const auto backend = rb::oom::attempt("x", 0, 1, now, [] {
-    throw rb::attn::OutOfMemory(123, 45, "kokkos-host allocate");
-  });
+  const auto backend = rb::oom::attempt(
+      "x", 0, 1, now, [] { throw rb::attn::OutOfMemory(123, 45, "kokkos-host allocate"); });
   CHECK(backend.requested == 123);
   CHECK(backend.free == 45);
   CHECK(contains(backend.message, "kokkos-host allocate: out of memory"));
@@ -68,8 +68,8 @@ TEST_CASE("oom: attempt turns each kind of failure into a record, success into n
   CHECK(huge.free == 1000);
   CHECK(contains(huge.message, "not tried: the 2 ranks on this node need 600 B each"));
   // More than the address space allows: the untouched reservation fails first.
-  const auto reserve = rb::oom::attempt("gemm", std::numeric_limits<std::uint64_t>::max() / 4, 1,
-                                        0, [&] { ++runs; });
+  const auto reserve = rb::oom::attempt("gemm", std::numeric_limits<std::uint64_t>::max() / 4, 1, 0,
+                                        [&] { ++runs; });
   CHECK(runs == 0);
   CHECK(contains(reserve.message, "the allocation failed"));
 
@@ -80,7 +80,8 @@ TEST_CASE("oom: attempt turns each kind of failure into a record, success into n
 
 TEST_CASE("oom: validation names the file, line and key of a size beyond the node") {
   const rb::cfg::Node n(YAML::Load("type: memory\nbytes: 1TiB\n"), "job.yaml", "sweeps[0]");
-  CHECK_NOTHROW(rb::oom::check_host_memory_fits(n, "bytes", 3ull << 40, 1, 0, "memory"));  // unknown
+  CHECK_NOTHROW(
+      rb::oom::check_host_memory_fits(n, "bytes", 3ull << 40, 1, 0, "memory"));  // unknown
   CHECK_NOTHROW(rb::oom::check_host_memory_fits(n, "bytes", 1 << 20, 4, 1ull << 30, "memory"));
   const rb::cfg::ConfigError e = rb::test::expect_error([&] {
     rb::oom::check_host_memory_fits(n, "bytes", 3ull << 40, 2, 64ull << 30, "the memory sweep");

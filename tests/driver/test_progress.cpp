@@ -70,7 +70,8 @@ TEST_CASE("progress: in a run, lines say the sweep number and the run's ETA; --q
   // Sweep 1 estimated 1 s, sweep 2 3 s: half of sweep 2 done leaves 1.5 of 4 estimated seconds.
   // Progress lines and results in one file here; a run sends them to stderr and stdout.
   const rb::Screen screen{false, 100, f, f};
-  rb::RunProgress run({1.0, 3.0}, screen, [&](std::size_t, std::vector<rb::h5::PointRecord> r) { got = r; });
+  rb::RunProgress run({1.0, 3.0}, screen,
+                      [&](std::size_t, std::vector<rb::h5::PointRecord> r) { got = r; });
   CHECK(run.eta_s(1, 0.5) == doctest::Approx(run.elapsed_s() * 1.5 / 2.5).epsilon(0.5));
   CHECK(run.eta_s(0, 0.0) < 0);  // nothing done yet: unknown
   rb::Progress p(0, "coll", 2, 0.0, f);

@@ -20,7 +20,8 @@ rb::h5::PointRecord::Field text_field(const std::string& name, const std::string
   return f;
 }
 
-rb::h5::PointRecord::Field number(const std::string& name, double v, OverInner inner, OverRanks ranks) {
+rb::h5::PointRecord::Field number(const std::string& name, double v, OverInner inner,
+                                  OverRanks ranks) {
   rb::h5::PointRecord::Field f;
   f.name = name;
   f.number = v;
@@ -29,8 +30,8 @@ rb::h5::PointRecord::Field number(const std::string& name, double v, OverInner i
 }
 
 // A point with keys (operation, size), a status, a CV and a wrong-element count.
-rb::h5::PointRecord point(const std::string& op, double size, const std::string& status,
-                          double cv, double wrong) {
+rb::h5::PointRecord point(const std::string& op, double size, const std::string& status, double cv,
+                          double wrong) {
   rb::h5::PointRecord r;
   r.keys.push_back(text_field("operation", op));
   r.keys.push_back(number("size", size, OverInner::None, OverRanks::Max));
@@ -41,7 +42,9 @@ rb::h5::PointRecord point(const std::string& op, double size, const std::string&
   return r;
 }
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool has(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
 
 }  // namespace
 
@@ -67,19 +70,31 @@ TEST_CASE("summary: failures, oom, wrong data and noisy points, the worst first"
   CHECK(has(text, "  - failed: compute: 1 point oom\n"));
   CHECK(has(text, "  - noisy: 5 point(s) vary by more than 5 % between iterations"));
   CHECK(has(text, "      compute gemm 104: CV 10 % of iteration_time_s\n"));  // the worst first
-  CHECK(!has(text, "gemm 101:"));                                       // three named, ...
-  CHECK(has(text, "      ... 2 more: compute 2\n"));                     // ... the rest counted
+  CHECK(!has(text, "gemm 101:"));                                             // three named, ...
+  CHECK(has(text, "      ... 2 more: compute 2\n"));  // ... the rest counted
   CHECK(has(text, "  - oom: 1 point(s) ran out of memory on some rank\n      compute gemm 512\n"));
   CHECK(has(text, "  - wrong data: 1 point(s)"));
   CHECK(has(text, "      memory triad 1024: 3 wrong_elements\n"));
   CHECK(has(text, "  report: rb-analysis report x.h5 --out x_report\n"));
+  std::size_t start = 0;
+  for (std::size_t nl = text.find('\n'); nl != std::string::npos;
+       nl = text.find('\n', start = nl + 1))
+    CHECK(nl - start <= 100);
+}
+
+TEST_CASE("summary: a report command too wide for one line continues on the next") {
+  const std::string path = "results/small_20261127T235755Z.h5";  // the README job's file name
+  const std::string text = rb::RunSummary().text(path, "", 0, 1, false);
+  CHECK(has(text, "  report: rb-analysis report " + path + " \\\n"
+                  "            --out results/small_20261127T235755Z_report\n"));
   std::size_t start = 0;
   for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start = nl + 1))
     CHECK(nl - start <= 100);
 }
 
 TEST_CASE("summary: the report directory sits beside the file") {
-  CHECK(rb::report_dir_for("results/small_20240101T000000Z.h5") == "results/small_20240101T000000Z_report");
+  CHECK(rb::report_dir_for("results/small_20240101T000000Z.h5") ==
+        "results/small_20240101T000000Z_report");
   CHECK(rb::report_dir_for("out") == "out_report");
   CHECK(rb::report_dir_for("a.b/out") == "a.b/out_report");
 }

@@ -54,7 +54,8 @@ TEST_CASE("environment: each variable ringbench or Kokkos reads is checked, name
     const char* expected;
   };
   const Case cases[] = {
-      {"RINGBENCH_RANKS_PER_NODE", "abc", "an integer between 1 and 1048576 (ranks per simulated node)"},
+      {"RINGBENCH_RANKS_PER_NODE", "abc",
+       "an integer between 1 and 1048576 (ranks per simulated node)"},
       {"RINGBENCH_TEST_RANKS_PER_NODE", "0", "an integer between 1 and 1048576"},
       {"RINGBENCH_PLACEMENT", "Cyclic", "one of block|cyclic (did you mean 'cyclic'?)"},
       {"RINGBENCH_NCCL_STREAM_PRIORITY", "highest", "one of high|default"},
@@ -74,7 +75,8 @@ TEST_CASE("environment: each variable ringbench or Kokkos reads is checked, name
     const ScopedEnv env(c.name, c.value);
     const rb::cfg::ConfigError e = expect_error([] { rb::check_environment(); });
     const std::string what = e.what();
-    CHECK(what.rfind(std::string("environment variable ") + c.name + ": expected " + c.expected, 0) == 0);
+    CHECK(what.rfind(std::string("environment variable ") + c.name + ": expected " + c.expected,
+                     0) == 0);
     CHECK(what.find(std::string("got '") + c.value + "'; fix it or unset it") != std::string::npos);
   }
   {  // good values pass; "" means unset for ringbench's own variables
@@ -85,11 +87,13 @@ TEST_CASE("environment: each variable ringbench or Kokkos reads is checked, name
   }
   {  // Kokkos takes one of the two, and skipping the only random device leaves none
     const ScopedEnv a("KOKKOS_NUM_DEVICES", "2"), b("KOKKOS_RAND_DEVICES", "2");
-    CHECK(expect_error([] { rb::check_environment(); }).message().find("Kokkos takes one of the two") !=
-          std::string::npos);
+    CHECK(expect_error([] { rb::check_environment(); })
+              .message()
+              .find("Kokkos takes one of the two") != std::string::npos);
   }
   const ScopedEnv a("KOKKOS_RAND_DEVICES", "1"), b("KOKKOS_SKIP_DEVICE", "0");
-  CHECK(expect_error([] { rb::check_environment(); }).message().find("leaves none") != std::string::npos);
+  CHECK(expect_error([] { rb::check_environment(); }).message().find("leaves none") !=
+        std::string::npos);
 }
 
 TEST_CASE("write_file_replacing: never through a link, only over a regular file") {
@@ -103,16 +107,16 @@ TEST_CASE("write_file_replacing: never through a link, only over a regular file"
   CHECK(read(target) == "keep me");
   CHECK(fs::is_symlink(dir / "r.json.tmp"));
   CHECK((fs::status(path).permissions() & fs::perms::all) ==
-        (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read));
+        (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+         fs::perms::others_read));
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
   CHECK(entries == 3);  // target, the planted link, r.json: no temporary file left
 
   const fs::path link = dir / "link.json";
   fs::create_symlink("target.txt", link);
-  const std::string refused = rb::test::error_of([&] {
-    rb::write_file_replacing(link.string(), "x", false, "--json file");
-  });
+  const std::string refused = rb::test::error_of(
+      [&] { rb::write_file_replacing(link.string(), "x", false, "--json file"); });
   CHECK(refused.find("--json file '" + link.string() + "' is a symbolic link") == 0);
   CHECK(fs::is_symlink(link));
   rb::write_file_replacing(link.string(), "x", true, "--json file");  // --force: the link itself
@@ -134,7 +138,8 @@ TEST_CASE("write_file_replacing: never through a link, only over a regular file"
     CAPTURE(kind);
     const std::string why =
         rb::test::error_of([&] { rb::write_file_replacing(p.string(), "x", true, "--json file"); });
-    CHECK(why.find("'" + p.string() + "' is " + kind + "; ringbench replaces only") != std::string::npos);
+    CHECK(why.find("'" + p.string() + "' is " + kind + "; ringbench replaces only") !=
+          std::string::npos);
     CHECK(rb::refusal_to_replace(p.string(), true, "--json file") == why);
   }
   CHECK(fs::is_fifo(fifo));

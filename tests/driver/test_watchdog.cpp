@@ -27,7 +27,8 @@ TEST_CASE("watchdog: the message names rank, sweep, point, age, limit and key") 
   const std::string m =
       rb::Watchdog::message(3, "collectives", 7, "sendrecv 8 B", 12.34, 10, "run.point_timeout_s");
   CHECK(m.rfind("ringbench: rank 3: TIMEOUT: sweep collectives point 7 (sendrecv 8 B) has run "
-                "12.3 s > limit 10 s (run.point_timeout_s)", 0) == 0);
+                "12.3 s > limit 10 s (run.point_timeout_s)",
+                0) == 0);
   CHECK(contains(m, "124"));
   CHECK(m.back() == '\n');
   CHECK(contains(rb::Watchdog::message(0, "", 0, "", 5, 4, "--timeout"), "between points"));
@@ -103,7 +104,8 @@ TEST_CASE("watchdog heartbeat: the silent rank is named, firing and beating rank
   const std::string text = W::silent_ranks_text(0, before, after, 3.5);
   CAPTURE(text);
   CHECK(text.rfind("ringbench: rank 0: the rank(s) the others wait for: rank 2 (last at sweep coll "
-                   "point 2) sent no heartbeat for 3.5 s", 0) == 0);
+                   "point 2) sent no heartbeat for 3.5 s",
+                   0) == 0);
   CHECK(contains(text, "stopped (SIGSTOP"));
   CHECK_FALSE(contains(text, "rank 1 ("));
   CHECK_FALSE(contains(text, "rank 3"));

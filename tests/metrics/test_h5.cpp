@@ -31,7 +31,9 @@ using rb::test::error_of;
 using rb::test::rank;
 using rb::test::world;
 
-std::string test_path(const std::string& name) { return rb::test::test_path("metrics", name); }
+std::string test_path(const std::string& name) {
+  return rb::test::test_path("metrics", name);
+}
 
 std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -39,9 +41,16 @@ std::string file_bytes(const std::string& path) {
 }
 
 // Rank-dependent values, used both to write and to check.
-double dval(int r, int i) { return r * 100.0 + i + 0.25; }
-std::int64_t ival(int r, int i) { return (std::int64_t{1} << 40) * (r + 1) - i; }
-std::string sval(int r) { return r == 0 ? std::string() : "rank \xcf\x81 " + std::string(static_cast<std::size_t>(r) * 3, 'x'); }
+double dval(int r, int i) {
+  return r * 100.0 + i + 0.25;
+}
+std::int64_t ival(int r, int i) {
+  return (std::int64_t{1} << 40) * (r + 1) - i;
+}
+std::string sval(int r) {
+  return r == 0 ? std::string()
+                : "rank \xcf\x81 " + std::string(static_cast<std::size_t>(r) * 3, 'x');
+}
 
 void check_meta(const std::string& file, const std::string& dataset, const Meta& m) {
   CHECK(rb::h5::read_string_attr(file, dataset, "units") == m.units);
@@ -68,7 +77,8 @@ void write_everything(File& f) {
   g.write_per_rank_string("blank", std::string(), {"1", "all-empty strings"});
   g.write_shared("shared_d", std::vector<double>{0.5, 1.5, 2.5, 3.5, 4.5, 5.5}, {3, 2},
                  {"B/s", "shared doubles"});
-  g.write_shared("shared_i", std::vector<std::int64_t>{-1, 0, 1LL << 50}, {3}, {"B", "shared ints"});
+  g.write_shared("shared_i", std::vector<std::int64_t>{-1, 0, 1LL << 50}, {3},
+                 {"B", "shared ints"});
   g.write_shared("shared_empty", std::vector<double>{}, {0}, {"s", "shared empty"});
   g.write_shared_strings("shared_s", {"alpha", "", "\xc3\xbc longer one"}, {"1", "shared strings"});
 }
@@ -115,10 +125,12 @@ void check_everything(const std::string& path) {
   check_meta(path, "/data/name", {"1", "per-rank UTF-8 string"});
   CHECK(rb::h5::read_strings(path, "/data/blank") == std::vector<std::string>(n, ""));
 
-  CHECK(rb::h5::read_doubles(path, "/data/shared_d", &dims) == std::vector<double>{0.5, 1.5, 2.5, 3.5, 4.5, 5.5});
+  CHECK(rb::h5::read_doubles(path, "/data/shared_d", &dims) ==
+        std::vector<double>{0.5, 1.5, 2.5, 3.5, 4.5, 5.5});
   CHECK(dims == std::vector<std::uint64_t>{3, 2});
   check_meta(path, "/data/shared_d", {"B/s", "shared doubles"});
-  CHECK(rb::h5::read_ints(path, "/data/shared_i", &dims) == std::vector<std::int64_t>{-1, 0, 1LL << 50});
+  CHECK(rb::h5::read_ints(path, "/data/shared_i", &dims) ==
+        std::vector<std::int64_t>{-1, 0, 1LL << 50});
   CHECK(dims == std::vector<std::uint64_t>{3});
   check_meta(path, "/data/shared_i", {"B", "shared ints"});
   CHECK(rb::h5::read_doubles(path, "/data/shared_empty", &dims).empty());
@@ -165,7 +177,8 @@ TEST_CASE("MPI-IO hints are accepted and large datasets start on the alignment")
   }
   if (rank() == 0) {
     CHECK(rb::h5::dataset_offset(path, "/data/large") % 65536 == 0);
-    CHECK(rb::h5::read_doubles(path, "/data/large").size() == 10000u * static_cast<std::size_t>(rb::test::world()));
+    CHECK(rb::h5::read_doubles(path, "/data/large").size() ==
+          10000u * static_cast<std::size_t>(rb::test::world()));
   }
   MPI_Barrier(MPI_COMM_WORLD);
   // Without the alignment the same layout packs the large dataset after the small one.
@@ -188,7 +201,8 @@ TEST_CASE("attributes round-trip; set_attr overwrites; attr refuses duplicates")
     Group g = f.root().group("run");
     // Rank 0's values are the ones written, whatever the others pass.
     const int r = rank();
-    g.attr("text", r == 0 ? std::string("caf\xc3\xa9 on rank 0") : "other rank " + std::to_string(r));
+    g.attr("text",
+           r == 0 ? std::string("caf\xc3\xa9 on rank 0") : "other rank " + std::to_string(r));
     g.attr("literal", "a C string");
     g.attr("empty", std::string());
     g.attr("count", static_cast<std::int64_t>(world() * 1000 + r));
@@ -213,13 +227,15 @@ TEST_CASE("attributes round-trip; set_attr overwrites; attr refuses duplicates")
     CHECK(rb::h5::read_string_attr(path, "/run", "text") == "caf\xc3\xa9 on rank 0");
     CHECK(rb::h5::read_string_attr(path, "/run", "literal") == "a C string");
     CHECK(rb::h5::read_string_attr(path, "/run", "empty") == "");
-    CHECK(rb::h5::read_int_attr(path, "/run", "count") == std::vector<std::int64_t>{world() * 1000});
+    CHECK(rb::h5::read_int_attr(path, "/run", "count") ==
+          std::vector<std::int64_t>{world() * 1000});
     CHECK(rb::h5::read_int_attr(path, "/run", "small") == std::vector<std::int64_t>{7});
     CHECK(rb::h5::read_double_attr(path, "/run", "ratio") == std::vector<double>{0.125});
     CHECK(rb::h5::read_int_attr(path, "/run", "ints") == std::vector<std::int64_t>{1, -2, 3});
     CHECK(rb::h5::read_double_attr(path, "/run", "doubles") == std::vector<double>{0.5, 2.5});
     CHECK(rb::h5::read_int_attr(path, "/run", "no_ints").empty());
-    CHECK(rb::h5::read_string_attr(path, "/run", "config_text") == std::string(200000, 'c') + "end");
+    CHECK(rb::h5::read_string_attr(path, "/run", "config_text") ==
+          std::string(200000, 'c') + "end");
     CHECK(rb::h5::read_string_attr(path, "/run", "status") == "complete");
     CHECK(rb::h5::read_string_attr(path, "/run", "failure") == "rank 3 ran out of memory");
     CHECK(error_of([&] { rb::h5::read_string_attr(path, "/run", "missing"); }).find("missing") !=
@@ -241,7 +257,8 @@ TEST_CASE("an existing file is refused on every rank unless --force") {
   if (rank() == 0) before = file_bytes(path);
 
   const std::string expected =
-      "output file '" + path + "' already exists; pass --force to overwrite it or choose another --output";
+      "output file '" + path +
+      "' already exists; pass --force to overwrite it or choose another --output";
   const std::string msg = error_of([&] { File::create(path, MPI_COMM_WORLD, false); });
   CHECK(msg == expected);
   // Every rank got exactly the same message.
@@ -339,10 +356,12 @@ TEST_CASE("refused outputs: a directory, the config file, a path too long for MP
     std::ofstream(dir + "/config.yaml") << "sweeps: []\n";
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  CHECK(error_of([&] { File::create(dir + "/sub", MPI_COMM_WORLD, true); })
-            .find("is a directory") != std::string::npos);
-  CHECK(error_of([&] { File::create(dir + "/config.yaml", MPI_COMM_WORLD, true, dir + "/config.yaml"); })
-            .find("is the config file") != std::string::npos);
+  CHECK(error_of([&] {
+          File::create(dir + "/sub", MPI_COMM_WORLD, true);
+        }).find("is a directory") != std::string::npos);
+  CHECK(error_of([&] {
+          File::create(dir + "/config.yaml", MPI_COMM_WORLD, true, dir + "/config.yaml");
+        }).find("is the config file") != std::string::npos);
   // Open MPI aborts inside MPI-IO on such a path; the check must come first (and agree).
   const std::string long_path = dir + "/" + std::string(250, 'x') + ".h5";
   const std::string msg = error_of([&] { File::create(long_path, MPI_COMM_WORLD, false); });
@@ -408,8 +427,9 @@ TEST_CASE("shape mistakes and missing metadata throw on every rank instead of ha
 
   if (world() > 1) {
     // Rank r passes 2+r columns: the ranks disagree.
-    const std::string msg = error_of(
-        [&] { g.write_per_rank("ragged", std::vector<double>(cols, 1.0), {cols}, {"s", "ragged"}); });
+    const std::string msg = error_of([&] {
+      g.write_per_rank("ragged", std::vector<double>(cols, 1.0), {cols}, {"s", "ragged"});
+    });
     CHECK(msg.find("/bad/ragged") != std::string::npos);
     CHECK(msg.find("[2]") != std::string::npos);
     CHECK(msg.find("[" + std::to_string(world() + 1) + "]") != std::string::npos);
@@ -436,12 +456,14 @@ TEST_CASE("shape mistakes and missing metadata throw on every rank instead of ha
   CHECK(sz.find("/bad/size") != std::string::npos);
   CHECK(sz.find("[2, 3]") != std::string::npos);
 
-  const std::string nounits =
-      error_of([&] { g.write_per_rank("nounits", 1.0, {"", "no units given"}); });
+  const std::string nounits = error_of([&] {
+    g.write_per_rank("nounits", 1.0, {"", "no units given"});
+  });
   CHECK(nounits.find("/bad/nounits") != std::string::npos);
   CHECK(nounits.find("units") != std::string::npos);
-  CHECK(error_of([&] { g.write_per_rank_string("nodesc", "x", {"1", ""}); }).find("description") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          g.write_per_rank_string("nodesc", "x", {"1", ""});
+        }).find("description") != std::string::npos);
   CHECK(error_of([&] { g.write_shared_strings("nodesc2", {"x"}, {"", ""}); }) != "");
 
   // After all those refusals the file is still consistent and writable.
@@ -506,7 +528,8 @@ TEST_CASE("group() opens or creates, exists() agrees everywhere") {
   f.close();
   // A Group that outlives its file reports an error instead of crashing.
   CHECK(error_of([&] { again.attr("late", "x"); }) != "");
-  if (rank() == 0) CHECK(rb::h5::read_string_attr(path, "/sweeps/pingpong", "type") == "host_pingpong");
+  if (rank() == 0)
+    CHECK(rb::h5::read_string_attr(path, "/sweeps/pingpong", "type") == "host_pingpong");
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -536,15 +559,17 @@ TEST_CASE("points table: an axis of two lengths, or a metric named as a scale, t
   t.metric("a_s", {"s", "a"}, {3}, {"step"});
   t.metric("b_s", {"s", "b"}, {4}, {"step"});
   Group g = f.root().group("conflict");
-  CHECK(error_of([&] { t.write(g); }).find("axis 'step' of 'b_s' has length 4, another metric's 3") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          t.write(g);
+        }).find("axis 'step' of 'b_s' has length 4, another metric's 3") != std::string::npos);
   rb::h5::PointsTable u(2);
   u.int_metric("rank", {"1", "a metric named as the rank scale"});
   Group h = f.root().group("named");
   CHECK(error_of([&] { u.write(h); }).find("'rank' names a dimension scale") != std::string::npos);
   rb::h5::PointsTable v(2);
-  CHECK(error_of([&] { v.metric("c_s", {"s", "c"}, {3}, {"x", "y"}); }).find("names 2 axes for 1") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          v.metric("c_s", {"s", "c"}, {3}, {"x", "y"});
+        }).find("names 2 axes for 1") != std::string::npos);
   f.close();
 }
 
@@ -563,7 +588,8 @@ TEST_CASE("h5py reads the file: str attributes, .asstr() string datasets, shapes
       rc = -1;
     } else {
       const std::string cmd = std::string("/usr/bin/python3 ") + RINGBENCH_SOURCE_DIR +
-                              "/tests/metrics/check_h5py.py '" + path + "' " + std::to_string(world());
+                              "/tests/metrics/check_h5py.py '" + path + "' " +
+                              std::to_string(world());
       rc = std::system(cmd.c_str());
     }
   }
@@ -629,13 +655,18 @@ TEST_CASE("points table: the unit-naming rule and declaration errors") {
   CHECK_NOTHROW(rb::h5::check_unit_name("forward_time_s", "s"));
   CHECK_NOTHROW(rb::h5::check_unit_name("busbw_Bps", "B/s"));
   CHECK_NOTHROW(rb::h5::check_unit_name("wrong_elements", "1"));
-  CHECK(error_of([] { rb::h5::check_unit_name("forward_time", "s"); }).find("must end in '_s'") != std::string::npos);
-  CHECK(error_of([] { rb::h5::check_unit_name("latency_s", "1"); }).find("units '1'") != std::string::npos);
-  CHECK(error_of([] { rb::h5::check_unit_name("bw", "GB/s"); }).find("unit-naming rule") != std::string::npos);
+  CHECK(error_of([] { rb::h5::check_unit_name("forward_time", "s"); }).find("must end in '_s'") !=
+        std::string::npos);
+  CHECK(error_of([] { rb::h5::check_unit_name("latency_s", "1"); }).find("units '1'") !=
+        std::string::npos);
+  CHECK(error_of([] { rb::h5::check_unit_name("bw", "GB/s"); }).find("unit-naming rule") !=
+        std::string::npos);
   rb::h5::PointsTable t(2);
   t.metric("x_s", {"s", "x"});
   CHECK(error_of([&] { t.metric("x_s", {"s", "x"}); }).find("declared twice") != std::string::npos);
   CHECK(error_of([&] { t.set("y_s", 0, 1.0); }).find("not declared") != std::string::npos);
   CHECK(error_of([&] { t.set("x_s", 2, 1.0); }).find("point 2 of 2") != std::string::npos);
-  CHECK(error_of([&] { t.key("k", std::vector<std::int64_t>{1}, {"1", "k"}); }).find("1 values for 2 points") != std::string::npos);
+  CHECK(error_of([&] {
+          t.key("k", std::vector<std::int64_t>{1}, {"1", "k"});
+        }).find("1 values for 2 points") != std::string::npos);
 }

@@ -79,7 +79,8 @@ TEST_CASE("text table: wider than the terminal, split into parts that start with
   CHECK(s.find("   op      size    metric4") != std::string::npos);
   CHECK(s.find("   op      size    metric8    metric9") != std::string::npos);
   CHECK(s.find("---- in-place") != std::string::npos);
-  for (int i = 0; i < 10; ++i) CHECK(s.find("value" + std::to_string(i) + "xyz") != std::string::npos);
+  for (int i = 0; i < 10; ++i)
+    CHECK(s.find("value" + std::to_string(i) + "xyz") != std::string::npos);
   std::size_t rows = 0;
   for (const auto& l : lines) rows += l.rfind("   reduce  1024", 0) == 0;
   CHECK(rows == 3);  // the row's keys begin every part
@@ -103,13 +104,15 @@ TEST_CASE("text table: width 0 keeps every column on one line; a long title wrap
   CHECK(lines_of(wide).size() == 5);  // title, span, header, units, the row
   CHECK(lines_of(wide)[4].size() == 125);
   const std::string title(30, 'x');
-  const std::string s = rb::h5::TextTable({{"a"}}).render("  " + title + " " + title + " " + title, {}, 70);
+  const std::string s =
+      rb::h5::TextTable({{"a"}}).render("  " + title + " " + title + " " + title, {}, 70);
   CHECK(s.rfind("  " + title + " " + title + "\n    " + title + "\n", 0) == 0);
 }
 
 TEST_CASE("wrapped: first line and later lines indented as asked, words whole") {
   CHECK(rb::h5::wrapped("libraries: a b c", 14, "", "  ") == "libraries: a b\n  c\n");
-  CHECK(rb::h5::wrapped("averyveryverylongword x", 8, "> ", "  ") == "> averyveryverylongword\n  x\n");
+  CHECK(rb::h5::wrapped("averyveryverylongword x", 8, "> ", "  ") ==
+        "> averyveryverylongword\n  x\n");
 }
 
 TEST_CASE("numbers: missing reads '-', three significant digits at least") {
@@ -164,9 +167,9 @@ TEST_CASE("records: the slowest rank's CV over iterations") {
   const double b = 10.0 * rank;
   t.set("time_s", 0, std::vector<double>{b + 1, b + 10, b + 2});
   using rb::h5::OverInner, rb::h5::OverRanks;
-  const auto r = t.records({{"time_s", OverInner::Cv, OverRanks::Slowest},
-                            {"time_s", OverInner::Cv, OverRanks::Max}},
-                           MPI_COMM_WORLD);
+  const auto r = t.records(
+      {{"time_s", OverInner::Cv, OverRanks::Slowest}, {"time_s", OverInner::Cv, OverRanks::Max}},
+      MPI_COMM_WORLD);
   if (rank != 0) return;
   const auto cv = [](double base) {
     const double m = base + 13.0 / 3;

@@ -45,13 +45,15 @@ const T& at(const std::vector<T>& v, std::size_t points, int rank, std::size_t p
 }  // namespace
 
 TEST_CASE("contention parser: phases run in one order, concurrent_bound once per policy") {
-  const auto spec = rbtest::sweep_spec("contention", "c",
-                                       "type: contention\nphases: [concurrent_bound, alone]\n"
-                                       "policies: [numa, core]\nworkloads: [host_attention, triad]\n");
+  const auto spec =
+      rbtest::sweep_spec("contention", "c",
+                         "type: contention\nphases: [concurrent_bound, alone]\n"
+                         "policies: [numa, core]\nworkloads: [host_attention, triad]\n");
   const rb::contention::Params p = rb::contention::parse_params(spec, host_context(2));
   std::vector<std::string> names;
   for (const auto& ph : p.phases) names.push_back(ph.name);
-  CHECK(names == std::vector<std::string>{"alone", "concurrent_bound:numa", "concurrent_bound:core"});
+  CHECK(names ==
+        std::vector<std::string>{"alone", "concurrent_bound:numa", "concurrent_bound:core"});
   CHECK(p.phases[0].binding == "launcher");
   CHECK(p.phases[1].binding == "numa");
   CHECK(p.workloads == std::vector<std::string>{"host_attention", "triad"});
@@ -61,28 +63,38 @@ TEST_CASE("contention parser: phases run in one order, concurrent_bound once per
   CHECK(plan[0].rfind("alone: attention block on the host", 0) == 0);
   CHECK(plan[5].rfind("concurrent_bound:core: host STREAM triad", 0) == 0);
   // Defaults on the host: every phase, core and numa, the triad.
-  const auto d = rb::contention::parse_params(rbtest::sweep_spec("contention", "c", "type: contention\n"),
-                                              host_context(2));
+  const auto d = rb::contention::parse_params(
+      rbtest::sweep_spec("contention", "c", "type: contention\n"), host_context(2));
   CHECK(d.phases.size() == 4);
   CHECK(d.workloads == std::vector<std::string>{"triad"});
 }
 
 TEST_CASE("contention parser: bad configs name the key") {
-  CHECK(refusal("workloads: [triad, trid]\n", "workloads[1]").find("did you mean 'triad'") != std::string::npos);
-  CHECK(refusal("phases: [alone, concurent_unbound]\n", "phases[1]").find("did you mean 'concurrent_unbound'") != std::string::npos);
-  CHECK(refusal("policies: [cores]\n", "policies[0]").find("did you mean 'core'") != std::string::npos);
-  CHECK(refusal("workloads: [triad, gemm]\n", "workloads[1]").find("needs the cuda backend") != std::string::npos);
-  CHECK(refusal("workloads: attention\n", "workloads").find("needs the cuda backend") != std::string::npos);
-  CHECK(refusal("policies: [core, gpu-near]\n", "policies[1]").find("needs the cuda backend") != std::string::npos);
+  CHECK(refusal("workloads: [triad, trid]\n", "workloads[1]").find("did you mean 'triad'") !=
+        std::string::npos);
+  CHECK(refusal("phases: [alone, concurent_unbound]\n", "phases[1]")
+            .find("did you mean 'concurrent_unbound'") != std::string::npos);
+  CHECK(refusal("policies: [cores]\n", "policies[0]").find("did you mean 'core'") !=
+        std::string::npos);
+  CHECK(refusal("workloads: [triad, gemm]\n", "workloads[1]").find("needs the cuda backend") !=
+        std::string::npos);
+  CHECK(refusal("workloads: attention\n", "workloads").find("needs the cuda backend") !=
+        std::string::npos);
+  CHECK(refusal("policies: [core, gpu-near]\n", "policies[1]").find("needs the cuda backend") !=
+        std::string::npos);
   CHECK(refusal("feeders: 2\n", "feeders").find("leaves no rank to measure") != std::string::npos);
   CHECK(refusal("feeders: 4\n", "feeders", 4).find("at most 3") != std::string::npos);
   CHECK(refusal("iterations: 0\n", "iterations") != "");
-  CHECK(refusal("iterations: 5\nduration_s: 2\n", "duration_s").find("not both") != std::string::npos);
-  CHECK(refusal("phases: [alone]\npolicies: [core]\n", "policies").find("concurrent_bound") != std::string::npos);
+  CHECK(refusal("iterations: 5\nduration_s: 2\n", "duration_s").find("not both") !=
+        std::string::npos);
+  CHECK(refusal("phases: [alone]\npolicies: [core]\n", "policies").find("concurrent_bound") !=
+        std::string::npos);
   CHECK(refusal("workloads: [triad, triad]\n", "workloads[1]").find("twice") != std::string::npos);
-  CHECK(refusal("feeder: {thread: 2}\n", "feeder.thread").find("did you mean 'threads'") != std::string::npos);
+  CHECK(refusal("feeder: {thread: 2}\n", "feeder.thread").find("did you mean 'threads'") !=
+        std::string::npos);
   CHECK(refusal("host_attention: {dtype: fp8}\n", "host_attention.dtype") != "");
-  CHECK(refusal("triad_byte: 1MiB\n", "triad_byte").find("did you mean 'triad_bytes'") != std::string::npos);
+  CHECK(refusal("triad_byte: 1MiB\n", "triad_byte").find("did you mean 'triad_bytes'") !=
+        std::string::npos);
 }
 
 TEST_CASE("contention parser: the cpu list format of hwloc round-trips") {
@@ -172,12 +184,12 @@ TEST_CASE("contention sweep, 2 ranks: slowdown, bindings per phase, restore, mon
   for (auto pol : {rb::BindingPolicy::None, rb::BindingPolicy::Core, rb::BindingPolicy::Numa})
     want.push_back(rb::mpi::gather_strings(expected_cpuset(pol), MPI_COMM_WORLD));
   // After the sweep: the binding it started with, if it restored it (alone ran under it).
-  const auto starts = rb::mpi::gather_strings(rb::Topology::load_this_machine().current_cpuset(),
-                                              MPI_COMM_WORLD);
+  const auto starts =
+      rb::mpi::gather_strings(rb::Topology::load_this_machine().current_cpuset(), MPI_COMM_WORLD);
   if (rb::test::rank() != 0) return;
   const ContentionFile f = read_back(run.path);
-  REQUIRE(f.phase == std::vector<std::string>{"alone", "concurrent_unbound", "concurrent_bound:core",
-                                              "concurrent_bound:numa"});
+  REQUIRE(f.phase == std::vector<std::string>{"alone", "concurrent_unbound",
+                                              "concurrent_bound:core", "concurrent_bound:numa"});
   for (int r = 0; r < 2; ++r) {
     CAPTURE(r);
     CHECK(at(f.cpuset, f.P, r, 0) == starts[static_cast<std::size_t>(r)]);
@@ -209,7 +221,8 @@ TEST_CASE("contention sweep, 2 ranks: slowdown, bindings per phase, restore, mon
 TEST_CASE("contention sweep, 2 ranks: the feeder rank feeds and measures nothing") {
   if (rb::test::world() != 2) return;
   const auto run = rbtest::run_host_sweep(
-      "sweeps:\n  - type: contention\n    name: contention\n    phases: [alone, concurrent_unbound]\n"
+      "sweeps:\n  - type: contention\n    name: contention\n    phases: [alone, "
+      "concurrent_unbound]\n"
       "    workloads: [triad, host_attention]\n    triad_bytes: 8MiB\n    feeders: 1\n"
       "    iterations: 4\n    warmup: 1\n    cooldown_s: 0\n    monitor_interval_ms: 10\n"
       "    feeder: {copy_bytes: 1MiB, threads: 2}\n"
@@ -243,19 +256,23 @@ TEST_CASE("contention sweep, 2 ranks: the feeder rank feeds and measures nothing
 
 TEST_CASE("contention parser: kernel paths and rows are lists, checked against the path table") {
   CHECK(refusal("workloads: [host_attention]\nhost_attention: {kernel: [kokkos, kokos]}\n",
-                "host_attention.kernel[1]").find("did you mean 'kokkos'") != std::string::npos);
+                "host_attention.kernel[1]")
+            .find("did you mean 'kokkos'") != std::string::npos);
   CHECK(refusal("workloads: [host_attention]\nhost_attention: {kernel: [kokkos, kokkos]}\n",
-                "host_attention.kernel[1]").find("twice") != std::string::npos);
+                "host_attention.kernel[1]")
+            .find("twice") != std::string::npos);
   CHECK(refusal("workloads: [host_attention]\nhost_attention: {rows: [64, 64]}\n",
-                "host_attention.rows[1]").find("twice") != std::string::npos);
+                "host_attention.rows[1]")
+            .find("twice") != std::string::npos);
   CHECK(refusal("workloads: [host_attention]\nhost_attention: {rows: [64, 0]}\n",
                 "host_attention.rows[1]") != "");
   // A GPU path on the host backend is refused by the table (a cuda path, not a host one).
   CHECK(refusal("workloads: [host_attention]\nhost_attention: {kernel: flash}\n",
                 "host_attention.kernel") != "");
-  const auto spec = rbtest::sweep_spec("contention", "c",
-                                       "type: contention\nworkloads: [triad, host_attention]\n"
-                                       "host_attention: {kernel: [kokkos, materialized], rows: [32, 64]}\n");
+  const auto spec =
+      rbtest::sweep_spec("contention", "c",
+                         "type: contention\nworkloads: [triad, host_attention]\n"
+                         "host_attention: {kernel: [kokkos, materialized], rows: [32, 64]}\n");
   const rb::contention::Params p = rb::contention::parse_params(spec, host_context(2));
   REQUIRE(p.items.size() == 5);  // triad, then 2 paths x 2 rows
   CHECK(p.items[0].path == "");
@@ -270,8 +287,8 @@ namespace {
 
 // The tuning mismatch recomputed from the stored median_s: per phase, of the (workload, rows)
 // timed with two or more paths here and in phase 0, the fraction whose fastest path differs.
-std::vector<double> recomputed_mismatch(const std::string& path, const std::string& g, std::size_t P,
-                                        const std::vector<std::string>& phase) {
+std::vector<double> recomputed_mismatch(const std::string& path, const std::string& g,
+                                        std::size_t P, const std::vector<std::string>& phase) {
   const auto workload = rb::h5::read_strings(path, g + "points/workload");
   const auto kernel = rb::h5::read_strings(path, g + "points/path");
   const auto rows = rb::h5::read_ints(path, g + "points/rows");
@@ -282,12 +299,14 @@ std::vector<double> recomputed_mismatch(const std::string& path, const std::stri
   for (const auto& ph : phase)
     if (std::find(phases.begin(), phases.end(), ph) == phases.end()) phases.push_back(ph);
   // fastest[(phase, workload, rows)] over the points with a path and a median over ranks
-  std::map<std::tuple<std::string, std::string, std::int64_t>, std::pair<std::string, double>> fastest;
+  std::map<std::tuple<std::string, std::string, std::int64_t>, std::pair<std::string, double>>
+      fastest;
   std::map<std::tuple<std::string, std::string, std::int64_t>, int> timed;
   for (std::size_t p = 0; p < P; ++p) {
     std::vector<double> ranks;
     for (std::size_t r = 0; r < world; ++r)
-      if (role[r * P + p] == "measure" && std::isfinite(median[r * P + p])) ranks.push_back(median[r * P + p]);
+      if (role[r * P + p] == "measure" && std::isfinite(median[r * P + p]))
+        ranks.push_back(median[r * P + p]);
     if (kernel[p].empty() || ranks.empty()) continue;
     std::sort(ranks.begin(), ranks.end());
     const std::size_t n = ranks.size();
@@ -320,7 +339,8 @@ TEST_CASE("contention sweep, 2 ranks: two host paths over two rows, and the tuni
       "    phases: [alone, concurrent_unbound, concurrent_bound]\n    policies: [core]\n"
       "    workloads: [triad, host_attention]\n    triad_bytes: 1MiB\n"
       "    iterations: 5\n    warmup: 1\n    cooldown_s: 0\n    monitor_interval_ms: 20\n"
-      "    host_attention: {kernel: [kokkos, materialized], rows: [32, 96], heads: 2, head_dim: 16}\n",
+      "    host_attention: {kernel: [kokkos, materialized], rows: [32, 96], heads: 2, head_dim: "
+      "16}\n",
       rb::parse_contention, "contention_paths");
   CAPTURE(run.outcome.failure);
   CHECK(run.outcome.ok);
@@ -329,13 +349,15 @@ TEST_CASE("contention sweep, 2 ranks: two host paths over two rows, and the tuni
   REQUIRE(f.P == 15);  // 3 phases x (triad + 2 paths x 2 rows), phase-major
   const auto kernel = rb::h5::read_strings(run.path, f.g + "points/path");
   const auto rows = rb::h5::read_ints(run.path, f.g + "points/rows");
-  const std::vector<std::string> want_path = {"", "kokkos", "kokkos", "materialized", "materialized"};
+  const std::vector<std::string> want_path = {"", "kokkos", "kokkos", "materialized",
+                                              "materialized"};
   const std::vector<std::int64_t> want_rows = {0, 32, 96, 32, 96};
   for (std::size_t p = 0; p < f.P; ++p) {
     CAPTURE(p);
     CHECK(kernel[p] == want_path[p % 5]);
     CHECK(rows[p] == want_rows[p % 5]);
-    CHECK(f.phase[p] == std::vector<std::string>{"alone", "concurrent_unbound", "concurrent_bound:core"}[p / 5]);
+    CHECK(f.phase[p] ==
+          std::vector<std::string>{"alone", "concurrent_unbound", "concurrent_bound:core"}[p / 5]);
     for (int r = 0; r < 2; ++r) CHECK(std::isfinite(at(f.median, f.P, r, p)));
   }
   const std::string m = f.g + "tuning_mismatch/";
@@ -377,10 +399,12 @@ TEST_CASE("contention plan: the estimate counts alone turns, phases, cooldowns a
   // default shape (heads 4, head_dim 64, rows 256, forward + backward: 3.5 x 4 d per pair).
   const auto counted = rb::parse_contention(
       rbtest::sweep_spec("contention", "c",
-                         "type: contention\nphases: [alone, concurrent_unbound]\nworkloads: [triad, host_attention]\n"
+                         "type: contention\nphases: [alone, concurrent_unbound]\nworkloads: "
+                         "[triad, host_attention]\n"
                          "cooldown_s: 0\niterations: 10\nwarmup: 0\ntriad_bytes: 1MiB\n"),
       host_context(2));
   const double triad = 3.0 * (1 << 20) / 1e10;
   const double block = 3.5 * 4.0 * 4 * 64 * 256.0 * 256.0 / 100e12;
-  CHECK(counted->estimated_seconds(a) == doctest::Approx(3 * 10 * (triad + block)));  // 2 alone turns + unbound
+  CHECK(counted->estimated_seconds(a) ==
+        doctest::Approx(3 * 10 * (triad + block)));  // 2 alone turns + unbound
 }

@@ -26,7 +26,8 @@ const char* const kYaml =
     "sweeps:\n  - type: contention\n    name: contention\n"
     "    workloads: [attention, gemm, d2d_copy, h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable,"
     " triad, host_attention]\n"
-    "    feeders: 1\n    iterations: 5\n    warmup: 1\n    cooldown_s: 0\n    monitor_interval_ms: 20\n"
+    "    feeders: 1\n    iterations: 5\n    warmup: 1\n    cooldown_s: 0\n    monitor_interval_ms: "
+    "20\n"
     "    attention: {rows: 1024, heads: 4, head_dim: 128, dtype: bf16}\n"
     "    host_attention: {rows: 64, heads: 2, head_dim: 16}\n    gemm: {size: 1024}\n"
     "    copy_bytes: 16MiB\n    triad_bytes: 16MiB\n    feeder: {copy_bytes: 4MiB, threads: 2}\n";
@@ -61,7 +62,8 @@ std::string gpu_near_cpuset(const rb::GpuInfo& gpu) {
   const rb::Topology topo = rb::Topology::load_this_machine();
   return rb::format_cpu_list(rb::decide_binding(topo.model_for_gpus({gpu.pci_bus_id}),
                                                 rb::BindingPolicy::GpuNear, layout.local_rank,
-                                                layout.local_size, 0).pus);
+                                                layout.local_size, 0)
+                                 .pus);
 }
 
 }  // namespace
@@ -89,11 +91,13 @@ TEST_CASE("contention sweep on the GPU: every workload, gpu-near, a feeder, NVML
     CAPTURE(workload[p]);
     CHECK(errors[p] == "");
     CHECK(median[p] > 0);
-    const bool flops = workload[p] == "attention" || workload[p] == "gemm" || workload[p] == "host_attention";
+    const bool flops =
+        workload[p] == "attention" || workload[p] == "gemm" || workload[p] == "host_attention";
     CHECK((flops ? tflops[p] : bps[p]) > 0);
     if (phase[p] == "concurrent_bound:gpu-near") {
       CHECK(cpuset[p] == near[0]);
-      CHECK(cpuset[static_cast<std::size_t>(feeder) * P + p] == near[static_cast<std::size_t>(feeder)]);
+      CHECK(cpuset[static_cast<std::size_t>(feeder) * P + p] ==
+            near[static_cast<std::size_t>(feeder)]);
     }
     if (p >= W) CHECK(fed[static_cast<std::size_t>(feeder) * P + p] > 0);
   }

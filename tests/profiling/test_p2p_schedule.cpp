@@ -41,11 +41,15 @@ std::unique_ptr<rb::Sweep> parse(const std::string& keys, int world, int nodes) 
 // `planned_nodes` (0: the layout's) is the node count the plan is made for.
 std::string run_p2p(const std::string& stem, const std::string& keys, const rb::RankLayout& layout,
                     int planned_nodes = 0) {
-  const std::string yaml = "    bandwidth_bytes: 16KiB\n    iterations: 2\n    latency_iterations: 4\n"
-                           "    warmup: 1\n    concurrent: false\n" + keys;
-  auto sweep = parse(yaml, layout.world_size, planned_nodes > 0 ? planned_nodes : layout.node_count);
+  const std::string yaml =
+      "    bandwidth_bytes: 16KiB\n    iterations: 2\n    latency_iterations: 4\n"
+      "    warmup: 1\n    concurrent: false\n" +
+      keys;
+  auto sweep =
+      parse(yaml, layout.world_size, planned_nodes > 0 ? planned_nodes : layout.node_count);
   sweep->set_name("p2p_matrix");
-  const rb::Config cfg = rb::parse_config_text("sweeps:\n  - type: p2p_matrix\n", "p2p_schedule.yaml");
+  const rb::Config cfg =
+      rb::parse_config_text("sweeps:\n  - type: p2p_matrix\n", "p2p_schedule.yaml");
   const std::string path = rb::test::test_path("profiling", stem);
   {
     rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
@@ -121,7 +125,8 @@ Measured read_back(const std::string& path, int world) {
         CHECK(std::isnan(bw[at]));
       }
     }
-    const std::size_t sa = static_cast<std::size_t>(a) * m.points + p, sb = static_cast<std::size_t>(b) * m.points + p;
+    const std::size_t sa = static_cast<std::size_t>(a) * m.points + p,
+                      sb = static_cast<std::size_t>(b) * m.points + p;
     REQUIRE(round[sa] == round[sb]);
     const int r = static_cast<int>(round[sa]);
     CHECK(busy[r].insert(a).second);  // no rank in two pairs of one round
@@ -150,7 +155,8 @@ TEST_CASE("p2p_matrix pairs: every requested pair once, no rank twice in a round
     CHECK(m.pairs == expected(set, node_of));
     // the plan counted the same points (the simulated nodes are equal here)
     if (w % layout.node_count == 0)
-      CHECK(parse("    pairs: " + set + "\n    concurrent: false\n", w, layout.node_count)->point_count() == m.points);
+      CHECK(parse("    pairs: " + set + "\n    concurrent: false\n", w, layout.node_count)
+                ->point_count() == m.points);
   }
   // Every pair of 4 ranks in 2(4-1) = 6 rounds of 2 pairs at once; serial: one pair per round.
   const Measured all = read_back(run_p2p("p2p_all_rounds", "    pairs: all\n", layout), w);
@@ -158,14 +164,17 @@ TEST_CASE("p2p_matrix pairs: every requested pair once, no rank twice in a round
     CHECK(all.rounds_attr == 6);
     CHECK(all.max_in_round == 2);
   }
-  const Measured serial = read_back(run_p2p("p2p_serial", "    pairs: all\n    schedule: serial\n", layout), w);
+  const Measured serial =
+      read_back(run_p2p("p2p_serial", "    pairs: all\n    schedule: serial\n", layout), w);
   CHECK(serial.pairs == expected("all", node_of));
   CHECK(serial.max_in_round == 1);
   CHECK(static_cast<std::size_t>(serial.rounds_attr) == serial.points);
   // A sample: N distinct pairs, the same ones on every rank (the file agrees with itself above)
   // and for the same seed.
-  const Measured s1 = read_back(run_p2p("p2p_sample", "    pairs: sample:3\n    seed: 7\n", layout), w);
-  const Measured s2 = read_back(run_p2p("p2p_sample2", "    pairs: sample:3\n    seed: 7\n", layout), w);
+  const Measured s1 =
+      read_back(run_p2p("p2p_sample", "    pairs: sample:3\n    seed: 7\n", layout), w);
+  const Measured s2 =
+      read_back(run_p2p("p2p_sample2", "    pairs: sample:3\n    seed: 7\n", layout), w);
   CHECK(s1.pairs.size() == std::min<std::size_t>(3, static_cast<std::size_t>(w * (w - 1))));
   CHECK(s1.pairs == s2.pairs);
 }
@@ -175,7 +184,8 @@ TEST_CASE("p2p_matrix on a layout the plan did not assume: the real layout's pai
   // the ranks' nodes and measures their pairs; progress stays within the plan's count.
   const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
   const std::vector<int> node_of = gather_nodes(layout);
-  const Measured m = read_back(run_p2p("p2p_other_plan", "    pairs: intra_node\n", layout, 1), layout.world_size);
+  const Measured m =
+      read_back(run_p2p("p2p_other_plan", "    pairs: intra_node\n", layout, 1), layout.world_size);
   CHECK(m.pairs == expected("intra_node", node_of));
 }
 
@@ -208,8 +218,9 @@ TEST_CASE("p2p_matrix plan at 1,024 ranks: counted by arithmetic, within minutes
   CHECK(all->point_count() == 1024u * 1023u + 1023u);
   CHECK(all->iterations_text().find("in 2046 rounds") != std::string::npos);
   // 512 pairs at once in every round: the rounds cost well under a hundredth of one by one
-  const double serial = parse("    pairs: all\n    bandwidth_bytes: 256MiB\n    schedule: serial\n", 1024, 128)
-                            ->estimated_seconds(cuda);
+  const double serial =
+      parse("    pairs: all\n    bandwidth_bytes: 256MiB\n    schedule: serial\n", 1024, 128)
+          ->estimated_seconds(cuda);
   CHECK(all->estimated_seconds(cuda) * 100 < serial);
   CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 5.0);
   // 8 nodes of 8 ranks: every pair by default; per_node_pair above 64 ranks

@@ -57,8 +57,9 @@ TEST_CASE("pair sets: arithmetic counts equal the listed pairs") {
   CHECK(rb::prof::select_pairs({PairSet::Sample, 50, 9}, node_of) ==
         rb::prof::select_pairs({PairSet::Sample, 50, 9}, node_of));
   CHECK(rb::prof::count_pairs({PairSet::All}, 128, 8) == 1024ull * 1023);
-  CHECK_THROWS_WITH(rb::prof::parse_pair_spec("sample:0"),
-                    doctest::Contains("all | intra_node | node_leaders | per_node_pair | sample:N"));
+  CHECK_THROWS_WITH(
+      rb::prof::parse_pair_spec("sample:0"),
+      doctest::Contains("all | intra_node | node_leaders | per_node_pair | sample:N"));
   CHECK_THROWS(rb::prof::parse_pair_spec("every"));
   CHECK(rb::prof::to_string(rb::prof::parse_pair_spec("sample:12")) == "sample:12");
 }

@@ -46,7 +46,8 @@ std::size_t run_and_check(Op op, DType t, bool in_place, std::size_t requested, 
     rb::prof::store(r.input, i, t, rb::prof::input_value(rank, i));
   rb::coll::collective(op).mpi(c, MPI_COMM_WORLD);
   if (corrupt && r.output_count > 0)
-    rb::prof::store(r.output, r.output_count - 1, t, rb::prof::load(r.output, r.output_count - 1, t) + 1);
+    rb::prof::store(r.output, r.output_count - 1, t,
+                    rb::prof::load(r.output, r.output_count - 1, t) + 1);
   return rb::coll::count_mismatches_host(r, t);
 }
 
@@ -95,9 +96,9 @@ TEST_CASE("message sizes are counted as nccl-tests counts them") {
   CHECK(ar.count == S / 4);
   CHECK(ar.bytes == S);
   auto ag = rb::coll::sizes_for(Op::AllGather, S, 4, 4);
-  CHECK(ag.count == S / 16);          // per rank
+  CHECK(ag.count == S / 16);  // per rank
   CHECK(ag.send_bytes == S / 4);
-  CHECK(ag.recv_bytes == S);          // the gathered total is the reported size
+  CHECK(ag.recv_bytes == S);  // the gathered total is the reported size
   CHECK(ag.bytes == S);
   CHECK(ag.send_inplace_offset == S / 4);
   auto rs = rb::coll::sizes_for(Op::ReduceScatter, S, 4, 4);
@@ -119,11 +120,14 @@ TEST_CASE("message sizes are counted as nccl-tests counts them") {
 
 TEST_CASE("16-bit float conversions round to nearest even and round-trip small integers") {
   for (int i = -2048; i <= 2048; ++i)
-    CHECK(rb::attn::half_to_float(rb::attn::float_to_half(static_cast<float>(i))) == static_cast<float>(i));
+    CHECK(rb::attn::half_to_float(rb::attn::float_to_half(static_cast<float>(i))) ==
+          static_cast<float>(i));
   for (int i = -256; i <= 256; ++i)
-    CHECK(rb::attn::bf16_to_float(rb::attn::float_to_bf16(static_cast<float>(i))) == static_cast<float>(i));
+    CHECK(rb::attn::bf16_to_float(rb::attn::float_to_bf16(static_cast<float>(i))) ==
+          static_cast<float>(i));
   CHECK(rb::attn::half_to_float(rb::attn::float_to_half(2049.0f)) == 2048.0f);  // tie to even
-  CHECK(rb::attn::half_to_float(rb::attn::float_to_half(0.1f)) == doctest::Approx(0.1f).epsilon(1e-3));
+  CHECK(rb::attn::half_to_float(rb::attn::float_to_half(0.1f)) ==
+        doctest::Approx(0.1f).epsilon(1e-3));
   CHECK(rb::attn::bf16_to_float(rb::attn::float_to_bf16(257.0f)) == 256.0f);
   CHECK(std::isinf(rb::attn::half_to_float(rb::attn::float_to_half(1e6f))));
 }
@@ -183,7 +187,8 @@ TEST_CASE("groups: world, intra_node, inter_node and block sizes") {
     std::vector<int> all(4 * static_cast<std::size_t>(g.size));
     MPI_Allgather(mine.data(), 4, MPI_INT, all.data(), 4, MPI_INT, g.get());
     for (int m = 0; m < g.size; ++m) {
-      const int node = all[4 * m], local = all[4 * m + 1], rank = all[4 * m + 2], id = all[4 * m + 3];
+      const int node = all[4 * m], local = all[4 * m + 1], rank = all[4 * m + 2],
+                id = all[4 * m + 3];
       CHECK(id == g.id);  // one group id per group
       if (spec.kind == rb::groups::Kind::IntraNode) CHECK(node == layout.node_index);
       if (spec.kind == rb::groups::Kind::InterNode) {
@@ -245,7 +250,9 @@ TEST_CASE("group specs are validated against the world size") {
 }
 
 TEST_CASE("the alpha-beta fit recovers known alpha and beta from noisy timings") {
-  struct Case { double alpha, beta; };
+  struct Case {
+    double alpha, beta;
+  };
   std::mt19937 rng(12345);
   std::uniform_real_distribution<double> noise(-0.03, 0.03);
   for (const Case c : {Case{5e-6, 20e9}, Case{25e-6, 1.5e9}, Case{1e-3, 400e9}}) {
@@ -281,8 +288,8 @@ TEST_CASE("piecewise-linear interpolation through the raw points") {
   CHECK(rb::cost::interpolate(pts, 10) == doctest::Approx(1e-6));
   CHECK(rb::cost::interpolate(pts, 55) == doctest::Approx(1.5e-6));
   CHECK(rb::cost::interpolate(pts, 550) == doctest::Approx(2.5e-6));
-  CHECK(rb::cost::interpolate(pts, 1) == doctest::Approx(1e-6));      // clamps below
-  CHECK(rb::cost::interpolate(pts, 1900) == doctest::Approx(4e-6));   // extends the last segment
+  CHECK(rb::cost::interpolate(pts, 1) == doctest::Approx(1e-6));     // clamps below
+  CHECK(rb::cost::interpolate(pts, 1900) == doctest::Approx(4e-6));  // extends the last segment
 }
 
 namespace {
@@ -306,9 +313,11 @@ std::string collectives_error(const std::string& body, int world = 4) {
 
 TEST_CASE("collectives parser: defaults, plan and rejections") {
   CHECK(collectives_error("") == "");
-  CHECK(collectives_error("    operations: [all_reduce, sendrecv]\n    groups: [world, 2, intra_node]\n"
-                          "    dtypes: [bfloat16, float32]\n    in_place: false\n") == "");
-  CHECK(collectives_error("    min_bytes: 1MiB\n    max_bytes: 1KiB\n").find("larger than max_bytes") != std::string::npos);
+  CHECK(collectives_error(
+            "    operations: [all_reduce, sendrecv]\n    groups: [world, 2, intra_node]\n"
+            "    dtypes: [bfloat16, float32]\n    in_place: false\n") == "");
+  CHECK(collectives_error("    min_bytes: 1MiB\n    max_bytes: 1KiB\n")
+            .find("larger than max_bytes") != std::string::npos);
   CHECK(collectives_error("    factor: 1\n").find("factor") != std::string::npos);
   const std::string unknown = collectives_error("    operations: [allreduce]\n");
   CHECK(unknown.find("all_reduce") != std::string::npos);  // the suggestion
@@ -317,7 +326,8 @@ TEST_CASE("collectives parser: defaults, plan and rejections") {
   CHECK(collectives_error("    groups: [nodes]\n").find("unknown group") != std::string::npos);
   CHECK(collectives_error("    dtypes: [fp32]\n").find("float32") != std::string::npos);
   CHECK(collectives_error("    iteratons: 3\n").find("iterations") != std::string::npos);
-  CHECK(collectives_error("    max_bytes: 16GiB\n    dtypes: [bfloat16]\n").find("int counts") != std::string::npos);
+  CHECK(collectives_error("    max_bytes: 16GiB\n    dtypes: [bfloat16]\n").find("int counts") !=
+        std::string::npos);
 
   // The plan: sizes 8..64 by 2 = 4 sizes; all_to_all and sendrecv have no in-place points.
   rb::Config cfg = rb::parse_config_text(

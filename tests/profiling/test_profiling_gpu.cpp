@@ -54,8 +54,8 @@ bool enough_gpus() {
   return ok;
 }
 
-std::size_t nccl_run_and_check(rb::NcclComm& comm, Op op, DType t, bool in_place, std::size_t requested,
-                               int root, rb::prof::cuda::Stream& stream) {
+std::size_t nccl_run_and_check(rb::NcclComm& comm, Op op, DType t, bool in_place,
+                               std::size_t requested, int root, rb::prof::cuda::Stream& stream) {
   const int n = comm.size(), rank = comm.rank();
   rb::prof::cuda::DeviceBuffer send(requested + 256), recv(requested + 256);
   rb::coll::Call c = rb::coll::call_for(op, t, in_place, requested, rank, n, root);
@@ -85,7 +85,7 @@ TEST_CASE("device memory that cannot be had is attn::OutOfMemory, and the device
     CHECK(e.free_bytes() <= total);
   }
   CHECK(thrown);
-  CHECK(cudaGetLastError() == cudaSuccess);  // not left behind for the next check
+  CHECK(cudaGetLastError() == cudaSuccess);     // not left behind for the next check
   rb::prof::cuda::DeviceBuffer small(1 << 20);  // the device goes on
   CHECK(small.get() != nullptr);
 }
@@ -94,7 +94,8 @@ TEST_CASE("every NCCL collective delivers the expected data") {
   if (!enough_gpus()) return;
   rb::NcclComm world(MPI_COMM_WORLD);
   rb::prof::cuda::Stream stream;
-  for (Op op : {Op::AllReduce, Op::AllGather, Op::ReduceScatter, Op::AllToAll, Op::Broadcast, Op::Reduce, Op::SendRecv})
+  for (Op op : {Op::AllReduce, Op::AllGather, Op::ReduceScatter, Op::AllToAll, Op::Broadcast,
+                Op::Reduce, Op::SendRecv})
     for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32})
       for (bool ip : {false, true}) {
         if (ip && !rb::coll::supports_in_place(op)) continue;
@@ -143,7 +144,8 @@ TEST_CASE("cuBLASLt GEMM and copy timings are positive for every type and kind")
 
 namespace {
 std::string run_gpu_sweep(const std::string& stem, const std::string& yaml,
-                          std::unique_ptr<rb::Sweep> (*parse)(const rb::SweepSpec&, const rb::ParseContext&),
+                          std::unique_ptr<rb::Sweep> (*parse)(const rb::SweepSpec&,
+                                                              const rb::ParseContext&),
                           rb::GpuContext& gpu, rb::SweepOutcome* outcome) {
   rb::Config cfg = rb::parse_config_text(yaml, stem + ".yaml");
   rb::ParseContext pctx;
@@ -176,15 +178,17 @@ TEST_CASE("the profiling sweeps run end to end on the cuda backend") {
   std::string path = run_gpu_sweep(
       "collectives",
       "sweeps:\n  - type: collectives\n    min_bytes: 1KiB\n    max_bytes: 4MiB\n    factor: 16\n"
-      "    dtypes: [float32, bfloat16]\n    groups: [world, intra_node, inter_node, 1]\n    iterations: 5\n",
+      "    dtypes: [float32, bfloat16]\n    groups: [world, intra_node, inter_node, 1]\n    "
+      "iterations: 5\n",
       rb::parse_collectives, gpu, &o);
   CHECK(o.ok);
   for (auto w : rb::h5::read_ints(path, "/sweeps/collectives/wrong_elements")) CHECK(w == 0);
   for (double b : rb::h5::read_doubles(path, "/sweeps/collectives/time_s")) CHECK(b > 0);
   CHECK(rb::h5::read_string_attr(path, "/sweeps/collectives", "transport") == "nccl");
 
-  path = run_gpu_sweep("p2p", "sweeps:\n  - type: p2p_matrix\n    bandwidth_bytes: 16MiB\n    iterations: 5\n",
-                       rb::parse_p2p_matrix, gpu, &o);
+  path = run_gpu_sweep(
+      "p2p", "sweeps:\n  - type: p2p_matrix\n    bandwidth_bytes: 16MiB\n    iterations: 5\n",
+      rb::parse_p2p_matrix, gpu, &o);
   CHECK(o.ok);
   // Pair points: the pair's two ranks hold a figure, the others NaN.
   std::size_t measured = 0;
@@ -195,7 +199,8 @@ TEST_CASE("the profiling sweeps run end to end on the cuda backend") {
     }
   CHECK(measured == static_cast<std::size_t>(2 * n * (n - 1)));
 
-  path = run_gpu_sweep("compute", "sweeps:\n  - type: compute\n    sizes: [512, 1024]\n    iterations: 3\n",
+  path = run_gpu_sweep("compute",
+                       "sweeps:\n  - type: compute\n    sizes: [512, 1024]\n    iterations: 3\n",
                        rb::parse_compute, gpu, &o);
   CHECK(o.ok);
   for (double t : rb::h5::read_doubles(path, "/sweeps/compute/rate_tflops")) CHECK(t > 0.1);
@@ -214,5 +219,7 @@ TEST_CASE("the profiling sweeps run end to end on the cuda backend") {
 }
 
 #else
-TEST_CASE("profiling GPU tests need a CUDA build") { CHECK(true); }
+TEST_CASE("profiling GPU tests need a CUDA build") {
+  CHECK(true);
+}
 #endif

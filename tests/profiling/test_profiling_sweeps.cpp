@@ -28,7 +28,8 @@ namespace {
 // Runs the one sweep of `yaml` on the host path into a fresh file, checks that it succeeded
 // (data checks included) and returns the file path.
 std::string run_sweep(const std::string& stem, const std::string& yaml,
-                      std::unique_ptr<rb::Sweep> (*parse)(const rb::SweepSpec&, const rb::ParseContext&)) {
+                      std::unique_ptr<rb::Sweep> (*parse)(const rb::SweepSpec&,
+                                                          const rb::ParseContext&)) {
   rb::Config cfg = rb::parse_config_text(yaml, stem + ".yaml");
   const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
   rb::ParseContext pctx;
@@ -55,7 +56,8 @@ std::string run_sweep(const std::string& stem, const std::string& yaml,
 }
 
 // The dataset's shape must be `dims` ([world, points, ...] for a metric).
-void require_shape(const std::string& path, const std::string& dataset, const std::vector<std::size_t>& dims) {
+void require_shape(const std::string& path, const std::string& dataset,
+                   const std::vector<std::size_t>& dims) {
   std::vector<std::uint64_t> got;
   rb::h5::read_doubles(path, dataset, &got);
   CAPTURE(dataset);
@@ -75,7 +77,8 @@ TEST_CASE("collectives sweep on the host path: points table, data check and mode
   const std::size_t n = static_cast<std::size_t>(rb::test::world());
   // 7 ops x 3 groups x 2 dtypes x 6 sizes x (2 in-place choices, 1 for all_to_all/sendrecv)
   const std::size_t P = (5 * 2 + 2 * 1) * 3 * 2 * 6;
-  CHECK(rb::h5::read_int_attr(path, "/sweeps/collectives", "points").at(0) == static_cast<std::int64_t>(P));
+  CHECK(rb::h5::read_int_attr(path, "/sweeps/collectives", "points").at(0) ==
+        static_cast<std::int64_t>(P));
   const auto ops = rb::h5::read_strings(path, g + "points/operation");
   const auto size = rb::h5::read_ints(path, g + "points/message_size_bytes");
   REQUIRE(ops.size() == P);
@@ -94,8 +97,9 @@ TEST_CASE("collectives sweep on the host path: points table, data check and mode
     CHECK(group_time[i] >= time[i]);
     // busbw = size / group time x factor for this op and group size
     const std::size_t p = i % P;
-    const double expect = rb::coll::busbw(rb::coll::op_from_name(ops[p]), static_cast<int>(gsize[i]),
-                                          static_cast<std::size_t>(bytes[i]), group_time[i]);
+    const double expect =
+        rb::coll::busbw(rb::coll::op_from_name(ops[p]), static_cast<int>(gsize[i]),
+                        static_cast<std::size_t>(bytes[i]), group_time[i]);
     CHECK(busbw[i] == doctest::Approx(expect));
     CHECK(bytes[i] <= size[p]);
   }
@@ -112,12 +116,14 @@ TEST_CASE("collectives sweep on the host path: points table, data check and mode
 }
 
 TEST_CASE("p2p_matrix sweep on the host path: one point per pair and per shift") {
-  const std::string path = run_sweep(
-      "p2p", "sweeps:\n  - type: p2p_matrix\n    bandwidth_bytes: 64KiB\n    iterations: 4\n"
-             "    latency_iterations: 10\n    warmup: 1\n",
-      rb::parse_p2p_matrix);
+  const std::string path =
+      run_sweep("p2p",
+                "sweeps:\n  - type: p2p_matrix\n    bandwidth_bytes: 64KiB\n    iterations: 4\n"
+                "    latency_iterations: 10\n    warmup: 1\n",
+                rb::parse_p2p_matrix);
   const int n = rb::test::world();
-  const std::size_t pairs = static_cast<std::size_t>(n * (n - 1)), P = pairs + static_cast<std::size_t>(n - 1);
+  const std::size_t pairs = static_cast<std::size_t>(n * (n - 1)),
+                    P = pairs + static_cast<std::size_t>(n - 1);
   const std::string g = "/sweeps/p2p_matrix/";
   const auto sender = rb::h5::read_ints(path, g + "points/sender");
   const auto receiver = rb::h5::read_ints(path, g + "points/receiver");
@@ -135,12 +141,14 @@ TEST_CASE("p2p_matrix sweep on the host path: one point per pair and per shift")
       for (int r = 0; r < n; ++r) {
         const double v = m[static_cast<std::size_t>(r) * P + p];
         const bool in_pair = sender[p] == r || receiver[p] == r;
-        bool measured = p < pairs ? !concurrent && in_pair && (!bidir || sender[p] < receiver[p])
-                                  : concurrent;
+        bool measured =
+            p < pairs ? !concurrent && in_pair && (!bidir || sender[p] < receiver[p]) : concurrent;
         CAPTURE(p);
         CAPTURE(r);
-        if (measured) CHECK(v > 0);
-        else CHECK(std::isnan(v));
+        if (measured)
+          CHECK(v > 0);
+        else
+          CHECK(std::isnan(v));
       }
     }
   }
@@ -154,7 +162,8 @@ TEST_CASE("memory sweep on the host path: per-rank triad bandwidth with units") 
   const std::string g = "/sweeps/memory/";
   CHECK(rb::h5::read_strings(path, g + "points/kind") == std::vector<std::string>{"triad"});
   require_shape(path, g + "bandwidth_Bps", {n, 1});
-  for (double b : rb::h5::read_doubles(path, g + "bandwidth_Bps")) CHECK(b > 1e8);  // any machine moves more than 100 MB/s
+  for (double b : rb::h5::read_doubles(path, g + "bandwidth_Bps"))
+    CHECK(b > 1e8);  // any machine moves more than 100 MB/s
   for (auto w : rb::h5::read_ints(path, g + "wrong_elements")) CHECK(w == 0);
   for (auto m : rb::h5::read_ints(path, g + "moved_bytes")) CHECK(m == 3 * (4 << 20));
   require_shape(path, g + "iteration_time_s", {n, 1, 3});
@@ -163,11 +172,11 @@ TEST_CASE("memory sweep on the host path: per-rank triad bandwidth with units") 
 }
 
 TEST_CASE("compute sweep on the host path: Kokkos GEMM figures, exact results") {
-  const std::string path = run_sweep(
-      "compute",
-      "sweeps:\n  - type: compute\n    sizes: [16, 48]\n    dtypes: [float32, float64]\n"
-      "    iterations: 2\n    warmup: 1\n    attention: {rows: [128]}\n",
-      rb::parse_compute);
+  const std::string path =
+      run_sweep("compute",
+                "sweeps:\n  - type: compute\n    sizes: [16, 48]\n    dtypes: [float32, float64]\n"
+                "    iterations: 2\n    warmup: 1\n    attention: {rows: [128]}\n",
+                rb::parse_compute);
   const std::size_t n = static_cast<std::size_t>(rb::test::world());
   const std::string g = "/sweeps/compute/";
   CHECK(rb::h5::read_strings(path, g + "points/dtype") ==
@@ -177,18 +186,21 @@ TEST_CASE("compute sweep on the host path: Kokkos GEMM figures, exact results") 
   require_shape(path, g + "rate_tflops", {n, 4});
   require_shape(path, g + "iteration_time_s", {n, 4, 2});
   for (double t : rb::h5::read_doubles(path, g + "rate_tflops")) CHECK(t > 0);
-  for (double e : rb::h5::read_doubles(path, g + "max_abs_error")) CHECK(e == 0.0);  // small integers: exact
+  for (double e : rb::h5::read_doubles(path, g + "max_abs_error"))
+    CHECK(e == 0.0);  // small integers: exact
   CHECK(rb::h5::read_string_attr(path, "/sweeps/compute", "attention").find("skipped") == 0);
   CHECK(rb::h5::read_string_attr(path, g + "rate_tflops", "units") == "TFLOP/s");
 }
 
 TEST_CASE("host_pingpong sweep: one point per message size, every rank pings its neighbour") {
-  const std::string path = run_sweep(
-      "pingpong", "sweeps:\n  - type: host_pingpong\n    message_sizes: [8, 4096]\n    iterations: 3\n    warmup: 1\n",
-      rb::parse_host_pingpong);
+  const std::string path = run_sweep("pingpong",
+                                     "sweeps:\n  - type: host_pingpong\n    message_sizes: [8, "
+                                     "4096]\n    iterations: 3\n    warmup: 1\n",
+                                     rb::parse_host_pingpong);
   const int n = rb::test::world();
   const std::string g = "/sweeps/host_pingpong/";
-  CHECK(rb::h5::read_ints(path, g + "points/message_size_bytes") == std::vector<std::int64_t>{8, 4096});
+  CHECK(rb::h5::read_ints(path, g + "points/message_size_bytes") ==
+        std::vector<std::int64_t>{8, 4096});
   require_shape(path, g + "one_way_time_s", {static_cast<std::size_t>(n), 2, 3});
   for (double t : rb::h5::read_doubles(path, g + "one_way_time_s")) CHECK(t > 0);
   for (double b : rb::h5::read_doubles(path, g + "bandwidth_Bps")) CHECK(b > 0);
@@ -198,7 +210,8 @@ TEST_CASE("host_pingpong sweep: one point per message size, every rank pings its
 }
 
 TEST_CASE("compute and memory parsers reject what the host path cannot run") {
-  auto error_of = [](const std::string& yaml, std::unique_ptr<rb::Sweep> (*parse)(const rb::SweepSpec&, const rb::ParseContext&)) {
+  auto error_of = [](const std::string& yaml, std::unique_ptr<rb::Sweep> (*parse)(
+                                                  const rb::SweepSpec&, const rb::ParseContext&)) {
     try {
       rb::Config cfg = rb::parse_config_text(yaml, "t.yaml");
       rb::ParseContext ctx;
@@ -210,11 +223,17 @@ TEST_CASE("compute and memory parsers reject what the host path cannot run") {
       return std::string(e.what());
     }
   };
-  CHECK(error_of("sweeps:\n  - type: compute\n    dtypes: [bfloat16]\n", rb::parse_compute).find("cuda backend") != std::string::npos);
-  CHECK(error_of("sweeps:\n  - type: compute\n    dtypes: [bf16]\n", rb::parse_compute).find("bfloat16") != std::string::npos);
-  CHECK(error_of("sweeps:\n  - type: compute\n    attention: {kernel: flsh}\n", rb::parse_compute).find("flash") != std::string::npos);
-  CHECK(error_of("sweeps:\n  - type: memory\n    copies: [d2d]\n", rb::parse_memory).find("cuda backend") != std::string::npos);
-  CHECK(error_of("sweeps:\n  - type: memory\n    bytes: 10\n", rb::parse_memory).find("4096") != std::string::npos);
-  CHECK(error_of("sweeps:\n  - type: p2p_matrix\n    latency_byte: 8\n", rb::parse_p2p_matrix).find("latency_bytes") != std::string::npos);
+  CHECK(error_of("sweeps:\n  - type: compute\n    dtypes: [bfloat16]\n", rb::parse_compute)
+            .find("cuda backend") != std::string::npos);
+  CHECK(error_of("sweeps:\n  - type: compute\n    dtypes: [bf16]\n", rb::parse_compute)
+            .find("bfloat16") != std::string::npos);
+  CHECK(error_of("sweeps:\n  - type: compute\n    attention: {kernel: flsh}\n", rb::parse_compute)
+            .find("flash") != std::string::npos);
+  CHECK(error_of("sweeps:\n  - type: memory\n    copies: [d2d]\n", rb::parse_memory)
+            .find("cuda backend") != std::string::npos);
+  CHECK(error_of("sweeps:\n  - type: memory\n    bytes: 10\n", rb::parse_memory).find("4096") !=
+        std::string::npos);
+  CHECK(error_of("sweeps:\n  - type: p2p_matrix\n    latency_byte: 8\n", rb::parse_p2p_matrix)
+            .find("latency_bytes") != std::string::npos);
   CHECK(error_of("sweeps:\n  - type: memory\n", rb::parse_memory).empty());
 }

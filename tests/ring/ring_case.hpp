@@ -41,8 +41,9 @@ inline bool path_usable() {
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (all) rb::select_gpu(layout.local_rank);
     if (!all && layout.rank == 0)
-      std::printf("ring tests skipped: %d ranks per node but %d GPU(s); NCCL needs one GPU per rank\n",
-                  layout.local_size, rb::visible_gpu_count());
+      std::printf(
+          "ring tests skipped: %d ranks per node but %d GPU(s); NCCL needs one GPU per rank\n",
+          layout.local_size, rb::visible_gpu_count());
     return all == 1;
   }();
   return usable;
@@ -65,8 +66,10 @@ inline bool& use_copy_engine() {
   return on;
 }
 
-inline std::unique_ptr<rb::ring::RingTransport> ring_transport(MPI_Comm comm, rb::attn::AttentionBackend& backend) {
-  return use_copy_engine() ? paths().copy_engine_transport(comm, backend) : paths().ring_transport(comm, backend);
+inline std::unique_ptr<rb::ring::RingTransport> ring_transport(
+    MPI_Comm comm, rb::attn::AttentionBackend& backend) {
+  return use_copy_engine() ? paths().copy_engine_transport(comm, backend)
+                           : paths().ring_transport(comm, backend);
 }
 
 // Backend, transport and scheme of one problem on `ring_comm`, released in reverse order.
@@ -88,7 +91,8 @@ struct RingSetup {
       transport = ring_transport(across, *backend);
       MPI_Comm_free(&heads);
       MPI_Comm_free(&across);
-      ring = std::make_unique<rb::ring::HybridAttention>(p, ulysses_degree, *backend, *transport, *group, backward);
+      ring = std::make_unique<rb::ring::HybridAttention>(p, ulysses_degree, *backend, *transport,
+                                                         *group, backward);
       return;
     }
     if (scheme == rb::ring::Scheme::Ring) {
@@ -133,7 +137,8 @@ inline std::string describe(const rb::ring::Problem& p) {
 }
 
 inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t seed, MPI_Comm ring,
-                                     bool backward, rb::ring::Scheme scheme = rb::ring::Scheme::Ring,
+                                     bool backward,
+                                     rb::ring::Scheme scheme = rb::ring::Scheme::Ring,
                                      int ulysses_degree = 1) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
@@ -152,7 +157,8 @@ inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t s
 
 inline CaseResult run_case(const rb::ring::Problem& p, std::uint64_t seed, MPI_Comm ring,
                            bool backward, const rb::ring::ParityOptions& opt = {},
-                           rb::ring::Scheme scheme = rb::ring::Scheme::Ring, int ulysses_degree = 1) {
+                           rb::ring::Scheme scheme = rb::ring::Scheme::Ring,
+                           int ulysses_degree = 1) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
   CaseResult c;

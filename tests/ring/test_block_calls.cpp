@@ -45,7 +45,8 @@ Visits expected(const Problem& p, int rank, int owner, const rb::attn::Pattern& 
   return v;
 }
 
-Problem problem(rb::ring::Layout layout, int R, bool causal, std::vector<rb::ring::Branch> branches = {}) {
+Problem problem(rb::ring::Layout layout, int R, bool causal,
+                std::vector<rb::ring::Branch> branches = {}) {
   Problem p;
   p.heads = 4;
   p.seq_len = 48 * R;
@@ -63,7 +64,8 @@ TEST_CASE("block calls cover every attending pair exactly once, for every layout
   for (L layout : {L::Contiguous, L::Zigzag, L::Striped})
     for (int R : {1, 2, 3, 4})
       for (bool causal : {false, true})
-        for (const auto& branches : std::vector<std::vector<rb::ring::Branch>>{{}, {{24, 1}, {48, 4}}}) {
+        for (const auto& branches :
+             std::vector<std::vector<rb::ring::Branch>>{{}, {{24, 1}, {48, 4}}}) {
           const Problem p = problem(layout, R, causal, branches);
           if (!rb::ring::problem_error(p).empty()) continue;
           for (int rank = 0; rank < R; ++rank)
@@ -74,12 +76,13 @@ TEST_CASE("block calls cover every attending pair exactly once, for every layout
               CAPTURE(branches.size());
               CAPTURE(rank);
               CAPTURE(owner);
-              const auto calls = rb::ring::block_calls(rb::ring::local_spans(p, rank),
-                                                       rb::ring::local_spans(p, owner), p.patterns());
+              const auto calls = rb::ring::block_calls(
+                  rb::ring::local_spans(p, rank), rb::ring::local_spans(p, owner), p.patterns());
               for (const auto& pat : p.patterns()) {
                 Visits got;
                 for (const auto& c : calls)
-                  if (c.pattern.segment == pat.segment && c.pattern.rate == pat.rate) visit(c, p.heads, got);
+                  if (c.pattern.segment == pat.segment && c.pattern.rate == pat.rate)
+                    visit(c, p.heads, got);
                 CHECK(got == expected(p, rank, owner, pat));
               }
             }
@@ -118,8 +121,9 @@ TEST_CASE("a dense causal zigzag step is one call, the diagonal a causal one") {
 
 TEST_CASE("contiguous and striped steps stay one call per span pair, dilated branches per pair") {
   const Problem contiguous = problem(rb::ring::Layout::Contiguous, 4, true);
-  const auto one = rb::ring::block_calls(rb::ring::local_spans(contiguous, 2),
-                                         rb::ring::local_spans(contiguous, 1), contiguous.patterns());
+  const auto one =
+      rb::ring::block_calls(rb::ring::local_spans(contiguous, 2),
+                            rb::ring::local_spans(contiguous, 1), contiguous.patterns());
   REQUIRE(one.size() == 1);
   CHECK_FALSE(one[0].merged);
   CHECK(one[0].q.first == 2 * contiguous.local_rows());  // the span's own positions

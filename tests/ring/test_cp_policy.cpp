@@ -41,9 +41,12 @@ std::string cp_policy() {
          "  ring_size: 4\n"
          "  span: node\n"
          "  ranges:\n"
-         "  - {tokens_min: 128, tokens_max: 256, scheme: ring, default_scheme: ring, speedup: 1.0}\n"
-         "  - {tokens_min: 512, tokens_max: 1024, scheme: ulysses, ulysses_degree: 4, default_scheme: ring, speedup: 1.3}\n"
-         "  - {tokens_min: 4096, tokens_max: 4096, scheme: null, default_scheme: ring, speedup: null}\n";
+         "  - {tokens_min: 128, tokens_max: 256, scheme: ring, default_scheme: ring, speedup: "
+         "1.0}\n"
+         "  - {tokens_min: 512, tokens_max: 1024, scheme: ulysses, ulysses_degree: 4, "
+         "default_scheme: ring, speedup: 1.3}\n"
+         "  - {tokens_min: 4096, tokens_max: 4096, scheme: null, default_scheme: ring, speedup: "
+         "null}\n";
 }
 
 std::string with(std::string text, const std::string& from, const std::string& to) {
@@ -60,9 +63,11 @@ int line_of(const std::string& text, const std::string& needle) {
   return line;
 }
 
-void check_refused(const std::string& text, const std::string& key, int line, const std::string& says) {
+void check_refused(const std::string& text, const std::string& key, int line,
+                   const std::string& says) {
   CAPTURE(text);
-  const rb::cfg::ConfigError e = rb::test::expect_error([&] { rb::parse_cp_policy_text(text, kFile); });
+  const rb::cfg::ConfigError e =
+      rb::test::expect_error([&] { rb::parse_cp_policy_text(text, kFile); });
   CAPTURE(std::string(e.what()));
   CHECK(e.where().file == kFile);
   CHECK(e.key() == key);
@@ -106,36 +111,43 @@ TEST_CASE("CP policy file: a valid policy parses into rules and ranges") {
 TEST_CASE("CP policy file: refusals name the key and line") {
   const std::string ok = cp_policy();
   check_refused(with(ok, "version: 1", "version: 2"), "version", 1, "reads CP policy version 1");
-  check_refused(with(ok, "ringbench-cp-policy", "ringbench-kernel-policy"), "kind", 2, "rb-analysis tune-cp");
+  check_refused(with(ok, "ringbench-cp-policy", "ringbench-kernel-policy"), "kind", 2,
+                "rb-analysis tune-cp");
   const std::string typo = with(ok, "scheme: ulysses,", "scheme: ulyses,");
-  check_refused(typo, "rules[0].ranges[1].scheme", line_of(typo, "ulyses"), "did you mean 'ulysses'");
-  const std::string degree = with(ok, "scheme: ulysses, ulysses_degree: 4", "scheme: ulysses, ulysses_degree: 2");
+  check_refused(typo, "rules[0].ranges[1].scheme", line_of(typo, "ulyses"),
+                "did you mean 'ulysses'");
+  const std::string degree =
+      with(ok, "scheme: ulysses, ulysses_degree: 4", "scheme: ulysses, ulysses_degree: 2");
   check_refused(degree, "rules[0].ranges[1].ulysses_degree", line_of(degree, "ulysses_degree: 2"),
                 "splits heads over 4 rank(s)");
-  const std::string hybrid = with(ok, "scheme: ulysses, ulysses_degree: 4", "scheme: hybrid, ulysses_degree: 3");
+  const std::string hybrid =
+      with(ok, "scheme: ulysses, ulysses_degree: 4", "scheme: hybrid, ulysses_degree: 3");
   check_refused(hybrid, "rules[0].ranges[1].ulysses_degree", line_of(hybrid, "ulysses_degree: 3"),
                 "must divide the rule's ring_size 4");
   const std::string overlap = with(ok, "tokens_min: 512", "tokens_min: 256");
-  check_refused(overlap, "rules[0].ranges[1].tokens_min", line_of(overlap, "tokens_min: 256, tokens_max: 1024"),
+  check_refused(overlap, "rules[0].ranges[1].tokens_min",
+                line_of(overlap, "tokens_min: 256, tokens_max: 1024"),
                 "ranges must ascend without overlap");
   const std::string no_span = with(ok, "  span: node\n", "");
   check_refused(no_span, "rules[0].span", line_of(no_span, "- dtype"), "required in every rule");
   const std::string span = with(ok, "span: node", "span: rack");
   check_refused(span, "rules[0].span", line_of(span, "span: rack"), "expected one of node|nodes");
   const std::string rule = ok.substr(ok.find("- dtype"));
-  check_refused(ok + rule, "rules[1]", line_of(ok + rule, "ranges:") + 4, "a second rule for the shape of rules[0]");
+  check_refused(ok + rule, "rules[1]", line_of(ok + rule, "ranges:") + 4,
+                "a second rule for the shape of rules[0]");
 }
 
-TEST_CASE("CpPolicy::pick: inside, between by ratio, within a factor 2 beyond, null, other shapes") {
+TEST_CASE(
+    "CpPolicy::pick: inside, between by ratio, within a factor 2 beyond, null, other shapes") {
   const auto use = rb::parse_cp_policy_text(cp_policy(), kFile);
   const rb::CpPolicy& p = *use->policy;
   CHECK(picked(p, shape(), 128) == "ring");
   CHECK(picked(p, shape(), 1024) == "ulysses");
-  CHECK(picked(p, shape(), 362) == "ring");     // nearer 256 by ratio
-  CHECK(picked(p, shape(), 363) == "ulysses");  // nearer 512
-  CHECK(picked(p, shape(), 2048) == "ulysses");  // as far from 1024 as from 4096: the lower
+  CHECK(picked(p, shape(), 362) == "ring");       // nearer 256 by ratio
+  CHECK(picked(p, shape(), 363) == "ulysses");    // nearer 512
+  CHECK(picked(p, shape(), 2048) == "ulysses");   // as far from 1024 as from 4096: the lower
   CHECK(picked(p, shape(), 3000) == "built-in");  // nearer the null range
-  CHECK(picked(p, shape(), 64) == "ring");       // a factor 2 below the first range: in reach
+  CHECK(picked(p, shape(), 64) == "ring");        // a factor 2 below the first range: in reach
   CHECK(picked(p, shape(), 63) == "built-in");
   CHECK(picked(p, shape(), 8192) == "built-in");  // null range's reach, and null
   rb::CpShape other = shape();
@@ -159,7 +171,8 @@ TEST_CASE("cp_span and cp_dilation_text") {
 namespace {
 
 std::filesystem::path scratch_dir() {
-  auto dir = std::filesystem::temp_directory_path() / ("ringbench-test-cp-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ringbench-test-cp-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
 }
@@ -189,7 +202,8 @@ TEST_CASE("ring_attention: scheme: auto follows the CP policy by tokens per rank
   // built-in). Ring size 2 has no rule: built-in.
   const auto sweep = rb::parse_ring_attention(
       ring_spec("{seq_lengths: [512, 2048, 16384], ring_sizes: [2, 4], num_heads: 4, head_dim: 16,"
-                " dtype: fp32, scheme: auto, cp_policy: cp.yaml}", config),
+                " dtype: fp32, scheme: auto, cp_policy: cp.yaml}",
+                config),
       host_world());
   const std::vector<std::string> plan = sweep->plan();
   REQUIRE(plan.size() == 6);
@@ -202,13 +216,18 @@ TEST_CASE("ring_attention: scheme: auto follows the CP policy by tokens per rank
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("ring_attention: cp_policy without scheme: auto, and a policy choice that cannot run, are errors") {
+TEST_CASE(
+    "ring_attention: cp_policy without scheme: auto, and a policy choice that cannot run, are "
+    "errors") {
   const std::filesystem::path dir = scratch_dir();
   const std::string config = (dir / "run.yaml").string();
   std::ofstream(dir / "cp.yaml") << cp_policy();
   try {
-    rb::parse_ring_attention(ring_spec("{seq_lengths: [512], num_heads: 4, head_dim: 16, scheme: ring,\n"
-                                       " cp_policy: cp.yaml}", config), host_world());
+    rb::parse_ring_attention(
+        ring_spec("{seq_lengths: [512], num_heads: 4, head_dim: 16, scheme: ring,\n"
+                  " cp_policy: cp.yaml}",
+                  config),
+        host_world());
     FAIL("cp_policy with scheme: ring was accepted");
   } catch (const rb::cfg::ConfigError& e) {
     CHECK(e.key() == "sweeps[0].cp_policy");
@@ -217,10 +236,14 @@ TEST_CASE("ring_attention: cp_policy without scheme: auto, and a policy choice t
   }
   // The policy says ulysses at 512 tokens on 4 ranks; a 4-head rule read for 6 heads would not
   // match, so use a policy whose rule says 6 heads: ulysses cannot split 6 heads over 4 ranks.
-  std::ofstream(dir / "cp6.yaml") << with(cp_policy(), "num_heads: 4\n  num_kv_heads: 4", "num_heads: 6\n  num_kv_heads: 6");
+  std::ofstream(dir / "cp6.yaml") << with(cp_policy(), "num_heads: 4\n  num_kv_heads: 4",
+                                          "num_heads: 6\n  num_kv_heads: 6");
   try {
-    rb::parse_ring_attention(ring_spec("{seq_lengths: [2048], ring_sizes: [4], num_heads: 6, head_dim: 16,\n"
-                                       " dtype: fp32, scheme: auto, cp_policy: cp6.yaml}", config), host_world());
+    rb::parse_ring_attention(
+        ring_spec("{seq_lengths: [2048], ring_sizes: [4], num_heads: 6, head_dim: 16,\n"
+                  " dtype: fp32, scheme: auto, cp_policy: cp6.yaml}",
+                  config),
+        host_world());
     FAIL("an impossible policy choice was accepted");
   } catch (const rb::cfg::ConfigError& e) {
     CHECK(e.key() == "sweeps[0].cp_policy");

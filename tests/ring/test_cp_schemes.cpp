@@ -1,8 +1,8 @@
 // The all-gather, Ulysses and hybrid schemes (ring/cp_attention.hpp) at the world's size (1-4
-// ranks; host path, and GPU path in test_cp_schemes_gpu) against the single-rank double-precision reference, on the same shards the ring
-// starts from and ends with: every layout, causal or not, dilated branches where the scheme
-// allows them, fp32 and bf16 storage, forward and backward; the bytes each rank sends; and
-// Ulysses' refusals.
+// ranks; host path, and GPU path in test_cp_schemes_gpu) against the single-rank double-precision
+// reference, on the same shards the ring starts from and ends with: every layout, causal or not,
+// dilated branches where the scheme allows them, fp32 and bf16 storage, forward and backward; the
+// bytes each rank sends; and Ulysses' refusals.
 #include <doctest/doctest.h>
 #include <mpi.h>
 
@@ -31,17 +31,20 @@ void check_scheme(const Problem& p, Scheme scheme, int ulysses_degree = 1) {
   CAPTURE(rbtest::describe(p));
   CAPTURE(rb::ring::to_string(scheme));
   CAPTURE(ulysses_degree);
-  const rbtest::CaseResult c = rbtest::run_case(p, 77, MPI_COMM_WORLD, true, {}, scheme, ulysses_degree);
+  const rbtest::CaseResult c =
+      rbtest::run_case(p, 77, MPI_COMM_WORLD, true, {}, scheme, ulysses_degree);
   // Ulysses and hybrid send O, dQ, dK, dV back in the input dtype (ring/head_exchange.hpp): one
   // rounding to it, up to one unit of its last place (bf16 2^-8, fp16 2^-11) of the largest value.
   double tol = rbtest::tolerance(p.dtype);
   if (scheme == Scheme::Ulysses || scheme == Scheme::Hybrid)
-    tol += p.dtype == rb::attn::DType::BF16 ? 0x1p-8 : p.dtype == rb::attn::DType::F16 ? 0x1p-11 : 0.0;
+    tol += p.dtype == rb::attn::DType::BF16  ? 0x1p-8
+           : p.dtype == rb::attn::DType::F16 ? 0x1p-11
+                                             : 0.0;
   CHECK(worst(c.parity.out.max_rel) < tol);
   CHECK(worst(c.parity.dq.max_rel) < tol);
   CHECK(worst(c.parity.dk.max_rel) < tol);
   CHECK(worst(c.parity.dv.max_rel) < tol);
-  CHECK(c.parity.out.compared == p.shard_elements());  // every element of this rank's rows
+  CHECK(c.parity.out.compared == p.shard_elements());    // every element of this rank's rows
   CHECK(c.parity.dv.compared == p.kv_shard_elements());  // K/V heads: num_kv_heads
 }
 
@@ -57,7 +60,8 @@ TEST_CASE("all-gather and Ulysses equal the reference: every layout, causal or n
   if (!rbtest::path_usable()) return;
   for (Layout layout : {Layout::Contiguous, Layout::Zigzag, Layout::Striped})
     for (bool causal : {false, true})
-      for (const std::vector<Branch>& branches : std::vector<std::vector<Branch>>{{}, {{16, 2}, {32, 1}}}) {
+      for (const std::vector<Branch>& branches :
+           std::vector<std::vector<Branch>>{{}, {{16, 2}, {32, 1}}}) {
         Problem p = base(layout, causal);
         p.branches = branches;
         if (!rb::ring::problem_error(p).empty()) continue;
@@ -67,7 +71,8 @@ TEST_CASE("all-gather and Ulysses equal the reference: every layout, causal or n
       }
 }
 
-TEST_CASE("grouped-query attention (num_kv_heads < num_heads) under every scheme, full and sampled") {
+TEST_CASE(
+    "grouped-query attention (num_kv_heads < num_heads) under every scheme, full and sampled") {
   if (!rbtest::path_usable()) return;
   const int R = rb::test::world();
   for (Layout layout : {Layout::Zigzag, Layout::Striped})
@@ -77,8 +82,11 @@ TEST_CASE("grouped-query attention (num_kv_heads < num_heads) under every scheme
       p.branches = {{16, 2}, {p.seq_len, 1}};
       check_scheme(p, Scheme::Ring);
       check_scheme(p, Scheme::AllGather);
-      if (kv % R == 0) check_scheme(p, Scheme::Ulysses);
-      else CHECK(rb::ring::ulysses_problem_error(p).find("num_kv_heads 1 is not divisible by the group size") == 0);
+      if (kv % R == 0)
+        check_scheme(p, Scheme::Ulysses);
+      else
+        CHECK(rb::ring::ulysses_problem_error(p).find(
+                  "num_kv_heads 1 is not divisible by the group size") == 0);
     }
   // The sampled check compares each K/V head's gradient with its whole group's sum.
   Problem p = base(Layout::Zigzag, true);
@@ -106,15 +114,18 @@ TEST_CASE("a K/V head's gradient is its group's sum: a wrong K/V head mapping fa
   const rbtest::CaseResult c = rbtest::run_case(gqa, 9, MPI_COMM_WORLD, true, {}, Scheme::Ring);
   Problem ungrouped = gqa;
   ungrouped.kv_heads = 0;
-  const rb::ring::RingResult wrong = rbtest::run_ring(ungrouped, 9, MPI_COMM_WORLD, true, Scheme::Ring);
+  const rb::ring::RingResult wrong =
+      rbtest::run_ring(ungrouped, 9, MPI_COMM_WORLD, true, Scheme::Ring);
   rb::ring::RingResult mixed = c.result;
   mixed.out = wrong.out;  // O from K/V heads that are not the group's
-  const rb::ring::ParityReport bad = rb::ring::check_parity(gqa, 9, rb::test::rank(), MPI_COMM_WORLD, mixed, true, {});
+  const rb::ring::ParityReport bad =
+      rb::ring::check_parity(gqa, 9, rb::test::rank(), MPI_COMM_WORLD, mixed, true, {});
   CHECK(worst(c.parity.out.max_rel) < rbtest::tolerance(gqa.dtype));
   CHECK(worst(bad.out.max_rel) > 0.01);
 }
 
-TEST_CASE("hybrid: Ulysses inside subgroups, the ring across, at every degree that divides the group") {
+TEST_CASE(
+    "hybrid: Ulysses inside subgroups, the ring across, at every degree that divides the group") {
   if (!rbtest::path_usable()) return;
   const int R = rb::test::world();
   for (int u = 1; u <= R; ++u) {
@@ -133,13 +144,16 @@ TEST_CASE("hybrid: Ulysses inside subgroups, the ring across, at every degree th
 
 TEST_CASE("hybrid refuses what it cannot split") {
   Problem p = rbtest::problem(4, 64, 8, 8, Layout::Striped, true);
-  CHECK(rb::ring::hybrid_problem_error(p, 2).find("the striped layout of 4 ranks does not split into 2 subgroups") == 0);
+  CHECK(rb::ring::hybrid_problem_error(p, 2).find(
+            "the striped layout of 4 ranks does not split into 2 subgroups") == 0);
   CHECK(rb::ring::hybrid_problem_error(p, 4).empty());  // one subgroup: it holds every row
   CHECK(rb::ring::hybrid_problem_error(p, 1).empty());  // the ring itself
   p.layout = Layout::Zigzag;
-  CHECK(rb::ring::hybrid_problem_error(p, 3).find("ulysses_degree 3 does not divide the ring size 4") == 0);
+  CHECK(rb::ring::hybrid_problem_error(p, 3).find(
+            "ulysses_degree 3 does not divide the ring size 4") == 0);
   p.heads = 6;
-  CHECK(rb::ring::hybrid_problem_error(p, 4).find("num_heads 6 is not divisible by ulysses_degree 4") == 0);
+  CHECK(rb::ring::hybrid_problem_error(p, 4).find(
+            "num_heads 6 is not divisible by ulysses_degree 4") == 0);
   p.heads = 8;
   p.kv_heads = 2;
   CHECK(rb::ring::hybrid_problem_error(p, 4).find("num_kv_heads 2 is not divisible") == 0);
@@ -158,7 +172,8 @@ TEST_CASE("all-gather and Ulysses with bf16 storage, batch 2") {
 TEST_CASE("every scheme sends the bytes bytes_sent_per_iteration says") {
   if (!rbtest::path_usable()) return;
   const Problem p = base(Layout::Zigzag, true);
-  const int u = rb::test::world() % 2 == 0 ? 2 : 1;  // hybrid: subgroups of 2 where the world splits so
+  const int u =
+      rb::test::world() % 2 == 0 ? 2 : 1;  // hybrid: subgroups of 2 where the world splits so
   for (Scheme s : {Scheme::Ring, Scheme::AllGather, Scheme::Ulysses, Scheme::Hybrid}) {
     CAPTURE(rb::ring::to_string(s));
     rbtest::RingSetup setup(p, MPI_COMM_WORLD, true, s, u);
@@ -173,10 +188,12 @@ TEST_CASE("every scheme sends the bytes bytes_sent_per_iteration says") {
 
 TEST_CASE("Ulysses refuses heads the group cannot split, and rates the local heads cannot keep") {
   Problem p = rbtest::problem(4, 64, 6, 8, Layout::Contiguous, false);
-  CHECK(rb::ring::ulysses_problem_error(p).find("num_heads 6 is not divisible by the group size 4") == 0);
+  CHECK(rb::ring::ulysses_problem_error(p).find(
+            "num_heads 6 is not divisible by the group size 4") == 0);
   p.heads = 8;
   p.branches = {{32, 4}};
-  CHECK(rb::ring::ulysses_problem_error(p).find("dilation rate 4 does not divide the 2 heads per rank") == 0);
+  CHECK(rb::ring::ulysses_problem_error(p).find(
+            "dilation rate 4 does not divide the 2 heads per rank") == 0);
   p.branches = {{32, 2}};
   CHECK(rb::ring::ulysses_problem_error(p).empty());
 }

@@ -93,8 +93,8 @@ Outputs run_block(const KernelChoice& choice, std::int64_t rows) {
   rb::attn::ForwardBlock f{dims, rb::attn::DType::F32, scale, all, all, {}, q, k, v, out, lse};
   be->forward(f);
   be->backward_prepare(g, out, delta, static_cast<std::int64_t>(r), kHeadDim, rb::attn::DType::F32);
-  rb::attn::BackwardBlock b{dims, rb::attn::DType::F32, scale, all, all, {}, q, k, v, g,
-                            lse, delta, dq, dk, dv};
+  rb::attn::BackwardBlock b{
+      dims, rb::attn::DType::F32, scale, all, all, {}, q, k, v, g, lse, delta, dq, dk, dv};
   be->backward(b);
   Outputs o{std::vector<float>(n), std::vector<float>(r), std::vector<float>(n),
             std::vector<float>(n), std::vector<float>(n), be->block_calls()};
@@ -170,7 +170,8 @@ TEST_CASE("host backend, auto + policy: a block in the materialized range runs m
   check_ran_on(builtin, kokkos, mat);
 }
 
-TEST_CASE("host backend, auto + policy: blocks out of the policy's reach follow the built-in rule") {
+TEST_CASE(
+    "host backend, auto + policy: blocks out of the policy's reach follow the built-in rule") {
   const auto policy = host_policy();
   // A quarter of the first range's rows, four times the last's: rows and keys four log2 steps
   // away, beyond kPolicyReach.
@@ -232,7 +233,8 @@ TEST_CASE("ring_attention: kernel_policy of the sweep, else the top level's, ste
   const std::string config = (dir / "run.yaml").string();
   std::ofstream(dir / "host.yaml") << kHostPolicy;
   const auto own = rb::parse_ring_attention(
-      ring_spec("{seq_lengths: [64], num_heads: 2, head_dim: 16, kernel_policy: host.yaml}", config),
+      ring_spec("{seq_lengths: [64], num_heads: 2, head_dim: 16, kernel_policy: host.yaml}",
+                config),
       host_world());
   REQUIRE(own->kernel_policies().size() == 1);
   CHECK(own->kernel_policies()[0]->file == (dir / "host.yaml").string());
@@ -240,8 +242,8 @@ TEST_CASE("ring_attention: kernel_policy of the sweep, else the top level's, ste
 
   rb::ParseContext top = host_world();
   top.kernel_policy = rb::parse_kernel_policy_text(kHostPolicy, "top.yaml");
-  const auto inherited =
-      rb::parse_ring_attention(ring_spec("{seq_lengths: [64], num_heads: 2, head_dim: 16}", config), top);
+  const auto inherited = rb::parse_ring_attention(
+      ring_spec("{seq_lengths: [64], num_heads: 2, head_dim: 16}", config), top);
   REQUIRE(inherited->kernel_policies().size() == 1);
   CHECK(inherited->kernel_policies()[0] == top.kernel_policy);
   // A sweep naming its kernel does not follow the top-level policy (and is no error).

@@ -18,7 +18,9 @@
 
 namespace {
 
-rb::SweepSpec spec_of(const std::string& yaml) { return rbtest::sweep_spec("kernel_tuning", "kt", yaml); }
+rb::SweepSpec spec_of(const std::string& yaml) {
+  return rbtest::sweep_spec("kernel_tuning", "kt", yaml);
+}
 
 std::string rejection(const std::string& yaml, const std::string& key) {
   return rbtest::rejection(rb::parse_kernel_tuning, spec_of(yaml), rb::ParseContext{}, key);
@@ -27,9 +29,9 @@ std::string rejection(const std::string& yaml, const std::string& key) {
 }  // namespace
 
 TEST_CASE("kernel_tuning config: one point per shape and built host path") {
-  auto s = rb::parse_kernel_tuning(
-      spec_of("{block_rows: [64, 128], head_dims: [16], causal: [false, true], dilations: [none, [32, 2]]}"),
-      rb::ParseContext{});
+  auto s = rb::parse_kernel_tuning(spec_of("{block_rows: [64, 128], head_dims: [16], causal: "
+                                           "[false, true], dilations: [none, [32, 2]]}"),
+                                   rb::ParseContext{});
   const auto plan = s->plan();
   REQUIRE(plan.size() == 2 * 2 * 2 * 2);  // rows x causal x dilation x {kokkos, materialized}
   CHECK(plan[0].find("rows=64 d=16 fp32 kokkos") == 0);
@@ -37,13 +39,17 @@ TEST_CASE("kernel_tuning config: one point per shape and built host path") {
   CHECK(plan[3].find("rows=64 d=16 fp32 w=32 r=2 materialized") == 0);
   CHECK(rejection("{head_dims: [16]}", "block_rows").find("required") == 0);
   CHECK(rejection("{block_rows: [64], dilations: [[32, 3]]}", "dilations").find("entry 0") == 0);
-  CHECK(rejection("{block_rows: [64], dilations: [[128, 2]]}", "dilations").find("no block size") == 0);
-  CHECK(rejection("{block_rows: [64], paths: [flash]}", "paths[0]").find("flash") != std::string::npos);
-  CHECK(rejection("{block_rows: [64], tolerance: 0}", "tolerance").find("tolerance must be > 0") == 0);
+  CHECK(rejection("{block_rows: [64], dilations: [[128, 2]]}", "dilations").find("no block size") ==
+        0);
+  CHECK(rejection("{block_rows: [64], paths: [flash]}", "paths[0]").find("flash") !=
+        std::string::npos);
+  CHECK(rejection("{block_rows: [64], tolerance: 0}", "tolerance").find("tolerance must be > 0") ==
+        0);
   CHECK(rejection("{block_rows: [64], tolerance: 0.001}", "tolerance").empty());
 }
 
-TEST_CASE("kernel_tuning config: dilations a block size cannot hold are skipped; paths narrow the grid") {
+TEST_CASE(
+    "kernel_tuning config: dilations a block size cannot hold are skipped; paths narrow the grid") {
   auto s = rb::parse_kernel_tuning(
       spec_of("{block_rows: [64, 128, 192], head_dims: [16], dilations: [none, [128, 2]], "
               "paths: [materialized]}"),
@@ -86,14 +92,16 @@ TEST_CASE("kernel_tuning sweep: every host path timed and parity-checked per sha
   // What tuning measures against: the built-in rule's row for each shape.
   for (const auto& a : rb::h5::read_strings(path, "/sweeps/kt/points/auto_path"))
     CHECK(a == rb::attn::auto_kernel_path(rb::attn::Device::Host, rb::attn::DType::F32, 16, false,
-                                          rb::attn::KernelShape{true})->name);
+                                          rb::attn::KernelShape{true})
+                   ->name);
   CHECK(rb::h5::read_string_attr(path, "/sweeps/kt/points/path", "role") == "key");
   for (const auto& s : rb::h5::read_strings(path, "/sweeps/kt/status")) CHECK(s == "ok");
   const auto kp = rb::h5::read_strings(path, "/sweeps/kt/kernel_path");
   CHECK(kp.size() == W * P);
   for (const auto& k : kp) CHECK_FALSE(k.empty());
-  for (const char* name : {"/sweeps/kt/forward_time_s", "/sweeps/kt/backward_time_s",
-                           "/sweeps/kt/forward_kernel_time_s", "/sweeps/kt/backward_kernel_time_s"}) {
+  for (const char* name :
+       {"/sweeps/kt/forward_time_s", "/sweeps/kt/backward_time_s",
+        "/sweeps/kt/forward_kernel_time_s", "/sweeps/kt/backward_kernel_time_s"}) {
     const auto t = rb::h5::read_doubles(path, name, &dims);
     CHECK(dims == std::vector<std::uint64_t>{W, P, 3});
     for (double x : t) CHECK(x > 0);

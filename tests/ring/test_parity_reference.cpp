@@ -64,7 +64,9 @@ double compare_references(const Problem& p, std::uint64_t seed) {
       std::vector<double> delta(rows.size());
       for (std::size_t i = 0; i < rows.size(); ++i) {
         delta[i] = full->delta(rows[i], &o1[i * static_cast<std::size_t>(p.head_dim)]);
-        m = std::max(m, std::abs(delta[i] - streamed->delta(rows[i], &o1[i * static_cast<std::size_t>(p.head_dim)])));
+        m = std::max(
+            m, std::abs(delta[i] -
+                        streamed->delta(rows[i], &o1[i * static_cast<std::size_t>(p.head_dim)])));
       }
       full->dq(rows, l1, delta, g1);
       streamed->dq(rows, l1, delta, g2);
@@ -150,7 +152,8 @@ TEST_CASE("validate.reference modes: what each compares, and errors caught on an
   CHECK(rep.out.compared == p.shard_elements());
   CHECK(rep.dv.compared == p.shard_elements());
   opt.mode = ParityMode::Off;
-  CHECK_THROWS_AS(rb::ring::check_parity(p, 7, rank, MPI_COMM_WORLD, c.result, true, opt), std::invalid_argument);
+  CHECK_THROWS_AS(rb::ring::check_parity(p, 7, rank, MPI_COMM_WORLD, c.result, true, opt),
+                  std::invalid_argument);
   CHECK(rb::ring::parity_mode_from_string("sampled") == ParityMode::Sampled);
   // sample_rows auto: at least 256 rows per ring, 2 to 32 per rank.
   rb::ring::ParityOptions automatic;

@@ -67,7 +67,10 @@ Direct direct(const Block& b, const std::vector<std::pair<Span, Span>>& pairs,
   auto row = [&](const std::vector<float>& t, std::int64_t bh, std::int64_t rows, std::int64_t i) {
     return &t[static_cast<std::size_t>((bh * rows + i) * d)];
   };
-  struct Term { std::int64_t qi, kj; double s; };
+  struct Term {
+    std::int64_t qi, kj;
+    double s;
+  };
   for (std::int64_t bh = 0; bh < b.batch * b.heads; ++bh) {
     const int h = static_cast<int>(bh % b.heads);
     std::vector<Term> terms;
@@ -214,7 +217,9 @@ Outputs run_path(const std::string& path, const Block& blk,
   return o;
 }
 
-std::vector<double> widened(const std::vector<float>& t) { return {t.begin(), t.end()}; }
+std::vector<double> widened(const std::vector<float>& t) {
+  return {t.begin(), t.end()};
+}
 
 void check_against(const Outputs& got, const Direct& want) {
   CHECK(max_err(got.out, want.out) < 1e-5);
@@ -241,8 +246,8 @@ void check_kernels(const Block& blk, const std::vector<std::pair<Span, Span>>& p
   const Outputs mat = run_path("materialized", blk, pairs, pats, dtype);
   check_against(kokkos, want);
   check_against(mat, want);
-  const Direct kk{widened(kokkos.out), widened(kokkos.lse), widened(kokkos.dq),
-                  widened(kokkos.dk), widened(kokkos.dv)};
+  const Direct kk{widened(kokkos.out), widened(kokkos.lse), widened(kokkos.dq), widened(kokkos.dk),
+                  widened(kokkos.dv)};
   check_against(mat, kk);
   // Something was actually computed (the test must be able to fail).
   double norm = 0;
@@ -322,10 +327,11 @@ TEST_CASE("the host kernel paths are in the table, and the backend runs the row 
   for (DType t : {DType::F32, DType::F16, DType::BF16})
     CHECK(kernel_refusal(KernelChoice{"materialized", "default"}, Device::Host, t, 256, true, true)
               .empty());
-  CHECK_FALSE(kernel_refusal(KernelChoice{"materialized", "default"}, Device::Host, DType::F32,
-                             257, false, false)
+  CHECK_FALSE(kernel_refusal(KernelChoice{"materialized", "default"}, Device::Host, DType::F32, 257,
+                             false, false)
                   .empty());
-  CHECK(std::string(auto_kernel_path(Device::Host, DType::BF16, 64, true, KernelShape{})->name) == "kokkos");
+  CHECK(std::string(auto_kernel_path(Device::Host, DType::BF16, 64, true, KernelShape{})->name) ==
+        "kokkos");
   // auto refuses what the row it would run cannot take, and names a tile it was given.
   CHECK(kernel_refusal(KernelChoice{"auto", "default"}, Device::Host, DType::F32, 64, true, true)
             .empty());
@@ -371,13 +377,13 @@ TEST_CASE("mask partners enumerate exactly the allowed pairs") {
 TEST_CASE("storage dtypes round to nearest even") {
   using namespace rb::attn;
   CHECK(bf16_to_float(float_to_bf16(1.0f)) == 1.0f);
-  CHECK(float_to_bf16(1.0f + 1.0f / 256) == 0x3f80);          // tie -> even (down)
-  CHECK(float_to_bf16(1.0f + 3.0f / 256) == 0x3f82);          // tie -> even (up)
+  CHECK(float_to_bf16(1.0f + 1.0f / 256) == 0x3f80);  // tie -> even (down)
+  CHECK(float_to_bf16(1.0f + 3.0f / 256) == 0x3f82);  // tie -> even (up)
   CHECK(half_to_float(float_to_half(1.0f)) == 1.0f);
   CHECK(float_to_half(65504.0f) == 0x7bff);
   CHECK(float_to_half(70000.0f) == 0x7c00);
   CHECK(half_to_float(float_to_half(5.9604645e-8f)) == 5.9604645e-8f);  // smallest subnormal
-  CHECK(float_to_half(1.0f + 1.0f / 2048) == 0x3c00);          // tie -> even
+  CHECK(float_to_half(1.0f + 1.0f / 2048) == 0x3c00);                   // tie -> even
   std::mt19937 gen(3);
   std::uniform_real_distribution<float> u(-4, 4);
   for (int i = 0; i < 1000; ++i) {
@@ -390,7 +396,8 @@ TEST_CASE("storage dtypes round to nearest even") {
 TEST_CASE("pair counts match a brute-force count, and causal zigzag balances the work") {
   rb::ring::Problem p = rbtest::problem(3, 48, 3, 4, rb::ring::Layout::Contiguous, false);
   p.batch = 2;
-  for (auto layout : {rb::ring::Layout::Contiguous, rb::ring::Layout::Zigzag, rb::ring::Layout::Striped})
+  for (auto layout :
+       {rb::ring::Layout::Contiguous, rb::ring::Layout::Zigzag, rb::ring::Layout::Striped})
     for (bool causal : {false, true})
       for (int dil = 0; dil < 2; ++dil) {
         p.layout = layout;
@@ -429,20 +436,25 @@ TEST_CASE("impossible problems are rejected with the numbers") {
   rb::ring::Problem p;
   p.seq_len = 100;
   p.ring_size = 3;
-  CHECK(rb::ring::problem_error(p) == "sequence length must be divisible by the ring size: 100 % 3 = 1");
+  CHECK(rb::ring::problem_error(p) ==
+        "sequence length must be divisible by the ring size: 100 % 3 = 1");
   p.ring_size = 4;
   p.layout = rb::ring::Layout::Zigzag;
   CHECK(rb::ring::problem_error(p).find("100 % 8 = 4") != std::string::npos);
   p.layout = rb::ring::Layout::Contiguous;
   CHECK(rb::ring::problem_error(p).empty());
   p.branches = {{25, 50}};
-  CHECK(rb::ring::problem_error(p) == "branch 0: dilation rate 50 is larger than segment length 25");
+  CHECK(rb::ring::problem_error(p) ==
+        "branch 0: dilation rate 50 is larger than segment length 25");
   p.branches = {{25, 1}, {20, 3}};
-  CHECK(rb::ring::problem_error(p) == "branch 1: segment length must be divisible by its dilation rate: 20 % 3 = 2");
+  CHECK(rb::ring::problem_error(p) ==
+        "branch 1: segment length must be divisible by its dilation rate: 20 % 3 = 2");
   p.branches = {{40, 2}};
-  CHECK(rb::ring::problem_error(p) == "branch 0: sequence length must be divisible by the segment length: 100 % 40 = 20");
+  CHECK(rb::ring::problem_error(p) ==
+        "branch 0: sequence length must be divisible by the segment length: 100 % 40 = 20");
   p.branches = {{200, 2}};
-  CHECK(rb::ring::problem_error(p) == "branch 0: segment length 200 is longer than the sequence length 100");
+  CHECK(rb::ring::problem_error(p) ==
+        "branch 0: segment length 200 is longer than the sequence length 100");
   CHECK_THROWS_AS(rb::ring::check_problem(p), std::invalid_argument);
 }
 

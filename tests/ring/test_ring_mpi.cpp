@@ -44,10 +44,7 @@ void check_case(const Problem& p, std::uint64_t seed, MPI_Comm ring) {
 // Dilation sets scaled to S: none, one dilated branch, LongNet's mix of three, and one whose
 // segment (S/2) spans ranks for R >= 3 and a rate that does not divide the rank's row count.
 std::vector<std::vector<Branch>> dilation_sets(std::int64_t S) {
-  return {{},
-          {{S / 2, 2}},
-          {{S / 4, 1}, {S / 2, 2}, {S, 4}},
-          {{S / 2, 4}, {S / 4, 2}}};
+  return {{}, {{S / 2, 2}}, {{S / 4, 1}, {S / 2, 2}, {S, 4}}, {{S / 2, 4}, {S / 4, 2}}};
 }
 
 }  // namespace
@@ -121,7 +118,8 @@ TEST_CASE("finite differences of the ring forward agree with the ring backward")
   dv = grads_now.dv;
   // Perturb one element of Q, K and V, each on a different ring rank (dK/dV must have
   // travelled home to be right), at a row inside the second zigzag chunk.
-  const std::size_t elem = (static_cast<std::size_t>(p.local_rows()) * p.heads - 3) * p.head_dim + 5;
+  const std::size_t elem =
+      (static_cast<std::size_t>(p.local_rows()) * p.heads - 3) * p.head_dim + 5;
   const float eps = 1e-2f;
   const int owners[3] = {0, R - 1, R > 1 ? 1 : 0};
   const std::vector<float>* grads[3] = {&dq, &dk, &dv};
@@ -198,15 +196,16 @@ TEST_CASE("copy-engine transport: the ring equals the reference over repeated pa
       setup.ring->forward();
       setup.ring->backward();
     }
-    const rb::ring::ParityReport par =
-        rb::ring::check_parity(p, 4, rb::test::rank(), MPI_COMM_WORLD, setup.ring->result(), true, {});
+    const rb::ring::ParityReport par = rb::ring::check_parity(
+        p, 4, rb::test::rank(), MPI_COMM_WORLD, setup.ring->result(), true, {});
     CHECK(par.out.max_rel < rbtest::tolerance(p.dtype));
     CHECK(par.dk.max_rel < rbtest::tolerance(p.dtype));
     CHECK(setup.transport->name() == "copy_engine");
   }
   if (R % 2 == 0) {
     Problem h = rbtest::problem(R, 64, 4, 16, Layout::Zigzag, true);
-    const rbtest::CaseResult c = rbtest::run_case(h, 8, MPI_COMM_WORLD, true, {}, rb::ring::Scheme::Hybrid, 2);
+    const rbtest::CaseResult c =
+        rbtest::run_case(h, 8, MPI_COMM_WORLD, true, {}, rb::ring::Scheme::Hybrid, 2);
     CHECK(c.parity.out.max_rel < rbtest::tolerance(h.dtype));
     CHECK(c.parity.dv.max_rel < rbtest::tolerance(h.dtype));
   }

@@ -56,14 +56,16 @@ TEST_CASE("each rank's place: ring id, position, members, nodes, warning") {
   CHECK(q.members == std::vector<int>{4, 5, 6, 7});
   CHECK(q.nodes_spanned == 4);
   CHECK(q.crossing_hops == 4);
-  CHECK(rb::ring::spread_warning(q, node_of).find("fits in one node but spans 4") != std::string::npos);
+  CHECK(rb::ring::spread_warning(q, node_of).find("fits in one node but spans 4") !=
+        std::string::npos);
   // a ring larger than a node is expected to span nodes: no warning
   const auto big = rb::ring::place_in_ring(0, node_of, 8, RingOrder::NodeAware);
   CHECK(big.nodes_spanned == 2);
   CHECK(rb::ring::spread_warning(big, node_of).empty());
   // every rank is in exactly one ring
   int seen = 0;
-  for (const auto& ring : rb::ring::form_rings(node_of, 4, RingOrder::NodeAware)) seen += ring.size();
+  for (const auto& ring : rb::ring::form_rings(node_of, 4, RingOrder::NodeAware))
+    seen += ring.size();
   CHECK(seen == 16);
   CHECK_THROWS(rb::ring::form_rings(node_of, 3, RingOrder::NodeAware));
   CHECK(rb::ring::parse_ring_order("rank") == RingOrder::Rank);

@@ -18,7 +18,9 @@
 
 namespace {
 
-rb::SweepSpec spec_of(const std::string& yaml) { return rbtest::sweep_spec("ring_attention", "ra", yaml); }
+rb::SweepSpec spec_of(const std::string& yaml) {
+  return rbtest::sweep_spec("ring_attention", "ra", yaml);
+}
 
 rb::ParseContext world4() {
   rb::ParseContext c;
@@ -36,7 +38,8 @@ std::string rejection(const std::string& yaml, const std::string& key) {
 TEST_CASE("ring_attention config: points are seq_lengths x ring_sizes x layouts x dtypes") {
   auto s = rb::parse_ring_attention(
       spec_of("{type: ring_attention, seq_lengths: [64, 128], ring_sizes: [2, 4], "
-              "layout: [zigzag, striped], dtype: [fp32, bf16], causal: true, num_heads: 2, head_dim: 8}"),
+              "layout: [zigzag, striped], dtype: [fp32, bf16], causal: true, num_heads: 2, "
+              "head_dim: 8}"),
       world4());
   const auto plan = s->plan();
   REQUIRE(plan.size() == 16);
@@ -48,7 +51,8 @@ TEST_CASE("ring_attention config: points are seq_lengths x ring_sizes x layouts 
   REQUIRE(d->plan().size() == 1);
   CHECK(d->plan()[0].find("S=64 R=4 (1 ring) contiguous fp32 b=1 h=8 d=64 fwd+bwd") == 0);
   // embed_dim gives head_dim
-  auto e = rb::parse_ring_attention(spec_of("{seq_lengths: 64, embed_dim: 96, num_heads: 3}"), world4());
+  auto e =
+      rb::parse_ring_attention(spec_of("{seq_lengths: 64, embed_dim: 96, num_heads: 3}"), world4());
   CHECK(e->plan()[0].find("h=3 d=32") != std::string::npos);
 }
 
@@ -58,7 +62,10 @@ TEST_CASE("ring_attention config: ring_sizes: powers_of_two follows the world si
     c.world_size = world;
     auto s = rb::parse_ring_attention(spec_of("{seq_lengths: [96], ring_sizes: powers_of_two}"), c);
     std::string rs;
-    for (const auto& line : s->plan()) rs += line.substr(line.find(" R=") + 3, line.find(' ', line.find(" R=") + 1) - line.find(" R=") - 3) + ",";
+    for (const auto& line : s->plan())
+      rs += line.substr(line.find(" R=") + 3,
+                        line.find(' ', line.find(" R=") + 1) - line.find(" R=") - 3) +
+            ",";
     return rs;
   };
   CHECK(sizes_for(1) == "1,");
@@ -95,7 +102,8 @@ TEST_CASE("ring_attention config: kernel and kernel_tile come from the kernel pa
 #else
   CHECK(cudnn.find("kernel 'cudnn' is not in this build") == 0);
 #endif
-  CHECK(refused("{seq_lengths: [64], kernel: kokkos}", "kernel").find("kernel 'kokkos' is not a cuda kernel path") == 0);
+  CHECK(refused("{seq_lengths: [64], kernel: kokkos}", "kernel")
+            .find("kernel 'kokkos' is not a cuda kernel path") == 0);
 #ifdef RINGBENCH_HAVE_CUDA
   CHECK(refused("{seq_lengths: [64], kernel: auto, kernel_tile: big}", "kernel_tile") != "");
   CHECK(refused("{seq_lengths: [64], kernel: flash, kernel_tile: big}", "kernel_tile") != "");
@@ -103,13 +111,17 @@ TEST_CASE("ring_attention config: kernel and kernel_tile come from the kernel pa
   // The host has one path: kokkos, by name or as auto; its tile variants are the table's.
   CHECK(rejection("{seq_lengths: [64], kernel: kokkos}", "").empty());
   CHECK(rejection("{seq_lengths: [64], kernel: kokkos, kernel_tile: default}", "").empty());
-  CHECK(rejection("{seq_lengths: [64], kernel: kokkos, kernel_tile: big}", "kernel_tile").find("'big'") != std::string::npos);
-  CHECK(rejection("{seq_lengths: [64], kernel_tile: big}", "kernel_tile").find("'big'") != std::string::npos);
-  CHECK(rejection("{seq_lengths: [64], kernel: flash}", "kernel").find("kernel 'flash' is not a host kernel path") == 0);
+  CHECK(rejection("{seq_lengths: [64], kernel: kokkos, kernel_tile: big}", "kernel_tile")
+            .find("'big'") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], kernel_tile: big}", "kernel_tile").find("'big'") !=
+        std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], kernel: flash}", "kernel")
+            .find("kernel 'flash' is not a host kernel path") == 0);
   const std::string big = rejection("{seq_lengths: [64], head_dim: 512}", "head_dim");
   CHECK(big.find("head_dim 512") != std::string::npos);
   CHECK(big.find("256") != std::string::npos);
-  CHECK(rejection("{seq_lengths: [64], num_heads: 1, embed_dim: 512}", "embed_dim").find("head_dim 512") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 1, embed_dim: 512}", "embed_dim")
+            .find("head_dim 512") != std::string::npos);
 }
 
 TEST_CASE("ring_attention config: impossible combinations are rejected with the numbers") {
@@ -120,11 +132,14 @@ TEST_CASE("ring_attention config: impossible combinations are rejected with the 
   };
   const Row rows[] = {
       {"{seq_lengths: [64], ring_sizes: [3]}", "ring_sizes",
-       "ring size 3 does not divide the world size 4 (4 % 3 = 1): the world splits into world / ring size concurrent rings"},
+       "ring size 3 does not divide the world size 4 (4 % 3 = 1): the world splits into world / "
+       "ring size concurrent rings"},
       {"{seq_lengths: [100], causal: true}", "seq_lengths",
-       "point S=100, ring size 4, layout zigzag: zigzag layout needs the sequence length divisible by 2 x ring size: 100 % 8 = 4"},
+       "point S=100, ring size 4, layout zigzag: zigzag layout needs the sequence length divisible "
+       "by 2 x ring size: 100 % 8 = 4"},
       {"{seq_lengths: [66], ring_sizes: [4]}", "seq_lengths",
-       "point S=66, ring size 4, layout contiguous: sequence length must be divisible by the ring size: 66 % 4 = 2"},
+       "point S=66, ring size 4, layout contiguous: sequence length must be divisible by the ring "
+       "size: 66 % 4 = 2"},
       {"{seq_lengths: [64], segment_lengths: [16, 32], dilation_rates: [1]}", "dilation_rates",
        "segment_lengths has 2 entries and dilation_rates 1: one dilation rate per segment length"},
       {"{seq_lengths: [64], segment_lengths: [16], dilation_rates: [32]}", "dilation_rates",
@@ -132,9 +147,11 @@ TEST_CASE("ring_attention config: impossible combinations are rejected with the 
       {"{seq_lengths: [64], segment_lengths: [16, 12], dilation_rates: [1, 8]}", "segment_lengths",
        "segment length 12 (entry 1) is not divisible by its dilation rate 8: 12 % 8 = 4"},
       {"{seq_lengths: [64, 96], segment_lengths: [64], dilation_rates: [2]}", "seq_lengths",
-       "point S=96, ring size 4, layout contiguous: branch 0: sequence length must be divisible by the segment length: 96 % 64 = 32"},
+       "point S=96, ring size 4, layout contiguous: branch 0: sequence length must be divisible by "
+       "the segment length: 96 % 64 = 32"},
       {"{seq_lengths: [64], segment_lengths: [128], dilation_rates: [2]}", "seq_lengths",
-       "point S=64, ring size 4, layout contiguous: branch 0: segment length 128 is longer than the sequence length 64"},
+       "point S=64, ring size 4, layout contiguous: branch 0: segment length 128 is longer than "
+       "the sequence length 64"},
       {"{seq_lengths: [64], embed_dim: 100, num_heads: 8}", "embed_dim",
        "embed_dim 100 is not divisible by num_heads 8 (100 % 8 = 4)"},
       {"{seq_lengths: [64], embed_dim: 128, num_heads: 4, head_dim: 16}", "head_dim",
@@ -145,16 +162,19 @@ TEST_CASE("ring_attention config: impossible combinations are rejected with the 
     CHECK(rejection(r.yaml, r.key) == r.message);
   }
   CHECK(rejection("{seq_lengths: [64]}", "").empty());
-  CHECK(rejection("{seq_lengths: [64], ring_sizes: [8]}", "ring_sizes").find("ring size 8 does not divide the world size 4") == 0);
+  CHECK(rejection("{seq_lengths: [64], ring_sizes: [8]}", "ring_sizes")
+            .find("ring size 8 does not divide the world size 4") == 0);
   CHECK(rejection("{num_heads: 2}", "seq_lengths").find("required") == 0);
   CHECK_FALSE(rejection("{seq_lengths: [64], layout: zigzg}", "layout").empty());
   CHECK_FALSE(rejection("{seq_lengths: [64], validate: {dumb: true}}", "validate.dumb").empty());
 }
 
-TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, padding for smaller rings") {
+TEST_CASE(
+    "ring_attention sweep: one points table, [world, P, ...] metrics, padding for smaller rings") {
   const int world = rb::test::world();
-  const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [1, " +
-                           std::to_string(world) + "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2}\n";
+  const std::string yaml =
+      "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [1, " +
+      std::to_string(world) + "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2}\n";
   const rbtest::HostSweepRun run = rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "sweep");
   const std::string& path = run.path;
   const rb::SweepOutcome& outcome = run.outcome;
@@ -164,10 +184,13 @@ TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, padd
   const auto ring_size = rb::h5::read_ints(path, "/sweeps/ra/points/ring_size", &dims);
   REQUIRE(dims == std::vector<std::uint64_t>{P});
   CHECK(ring_size == std::vector<std::int64_t>{1, world});
-  CHECK(rb::h5::read_strings(path, "/sweeps/ra/points/kernel") == std::vector<std::string>{"auto", "auto"});
-  CHECK(rb::h5::read_strings(path, "/sweeps/ra/points/kernel_tile") == std::vector<std::string>{"default", "default"});
+  CHECK(rb::h5::read_strings(path, "/sweeps/ra/points/kernel") ==
+        std::vector<std::string>{"auto", "auto"});
+  CHECK(rb::h5::read_strings(path, "/sweeps/ra/points/kernel_tile") ==
+        std::vector<std::string>{"default", "default"});
   for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/status")) CHECK(s == "ok");
-  for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/kernel_path")) CHECK(s == "kokkos-host");
+  for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/kernel_path"))
+    CHECK(s == "kokkos-host");
   const auto fwd = rb::h5::read_doubles(path, "/sweeps/ra/forward_time_s", &dims);
   CHECK(dims == std::vector<std::uint64_t>{W, P, 2});
   for (double t : fwd) CHECK(t > 0);
@@ -194,7 +217,8 @@ TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, padd
   const auto hops = rb::h5::read_ints(path, "/sweeps/ra/ring_crossing_hops");
   for (std::uint64_t r = 0; r < W; ++r) {
     CHECK(members[(r * P + 0) * W] == static_cast<std::int64_t>(r));
-    for (std::uint64_t s = 0; s < W; ++s) CHECK(members[(r * P + 1) * W + s] == static_cast<std::int64_t>(s));
+    for (std::uint64_t s = 0; s < W; ++s)
+      CHECK(members[(r * P + 1) * W + s] == static_cast<std::int64_t>(s));
     CHECK(created[r * P + 0] == 1);
     CHECK(created[r * P + 1] == (world > 1 ? 1 : 0));
     CHECK(hops[r * P + 0] == 0);
@@ -209,28 +233,36 @@ TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, padd
   CHECK(rb::h5::read_string_attr(path, "/sweeps/ra/points/seq_len", "role") == "key");
 }
 
-TEST_CASE("ring_attention sweep: validate.reference full | sampled | off is recorded, off never silently") {
+TEST_CASE(
+    "ring_attention sweep: validate.reference full | sampled | off is recorded, off never "
+    "silently") {
   const int world = rb::test::world();
   const std::string R = std::to_string(world);
   CHECK(rejection("{seq_lengths: [64], validate: {reference: partial}}", "validate.reference")
             .find("partial") != std::string::npos);
-  CHECK_FALSE(rejection("{seq_lengths: [64], validate: {sample_rows: many}}", "validate.sample_rows").empty());
-  CHECK_FALSE(rejection("{seq_lengths: [64], validate: {sample_rows: 1}}", "validate.sample_rows").empty());
+  CHECK_FALSE(
+      rejection("{seq_lengths: [64], validate: {sample_rows: many}}", "validate.sample_rows")
+          .empty());
+  CHECK_FALSE(
+      rejection("{seq_lengths: [64], validate: {sample_rows: 1}}", "validate.sample_rows").empty());
   CHECK(rejection("{seq_lengths: [64], validate: {sample_rows: auto}}", "").empty());
   // Issue #31 item 16: an explicit 0 meant "the dtype's default"; it is refused, absent keeps it.
-  const std::string zero = rejection("{seq_lengths: [64], validate: {tolerance: 0}}", "validate.tolerance");
+  const std::string zero =
+      rejection("{seq_lengths: [64], validate: {tolerance: 0}}", "validate.tolerance");
   CHECK(zero.find("tolerance must be > 0") != std::string::npos);
   CHECK(zero.find("leave it out for the dtype's default") != std::string::npos);
-  CHECK(rejection("{seq_lengths: [64], validate: {tolerance: 0.0}}", "validate.tolerance").find("> 0") !=
-        std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], validate: {tolerance: 0.0}}", "validate.tolerance")
+            .find("> 0") != std::string::npos);
   CHECK(rejection("{seq_lengths: [64], validate: {tolerance: 1e-3}}", "").empty());
   CHECK(rejection("{seq_lengths: [64], validate: {dump: false}}", "").empty());
   for (const std::string mode : {"full", "sampled", "off"}) {
     CAPTURE(mode);
-    const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [64], ring_sizes: [" + R +
-                             "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 1, validate: {reference: " +
-                             mode + ", sample_rows: 4}}\n";
-    const rbtest::HostSweepRun run = rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "parity_" + mode);
+    const std::string yaml =
+        "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [64], ring_sizes: [" + R +
+        "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 1, validate: {reference: " + mode +
+        ", sample_rows: 4}}\n";
+    const rbtest::HostSweepRun run =
+        rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "parity_" + mode);
     CHECK(run.outcome.ok);
     for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/parity_mode")) CHECK(s == mode);
     for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/status")) CHECK(s == "ok");
@@ -254,35 +286,48 @@ TEST_CASE("ring_attention sweep: validate.reference full | sampled | off is reco
 }
 
 TEST_CASE("ring_attention config: scheme is ring (default), allgather or ulysses, one point each") {
-  const auto sweep = rb::parse_ring_attention(
-      spec_of("{seq_lengths: [64], ring_sizes: [2, 4], num_heads: 8, scheme: [ring, allgather, ulysses]}"), world4());
+  const auto sweep =
+      rb::parse_ring_attention(spec_of("{seq_lengths: [64], ring_sizes: [2, 4], num_heads: 8, "
+                                       "scheme: [ring, allgather, ulysses]}"),
+                               world4());
   const auto plan = sweep->plan();
-  REQUIRE(plan.size() == 6);  // 2 ring sizes x 3 schemes, scheme innermost
+  REQUIRE(plan.size() == 6);                 // 2 ring sizes x 3 schemes, scheme innermost
   CHECK(plan[0].rfind("S=64 R=2", 0) == 0);  // the ring's label carries no scheme
   CHECK(plan[1].rfind("allgather S=64 R=2", 0) == 0);
   CHECK(plan[2].rfind("ulysses S=64 R=2", 0) == 0);
-  CHECK(rejection("{seq_lengths: [64], scheme: ulyses}", "scheme").find("ulysses") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], scheme: ulyses}", "scheme").find("ulysses") !=
+        std::string::npos);
   CHECK(rejection("{seq_lengths: [64], num_heads: 6, scheme: ulysses}", "scheme")
             .find("ulysses at ring size 4: num_heads 6 is not divisible by the group size 4") == 0);
-  CHECK(rejection("{seq_lengths: [64], num_heads: 8, segment_lengths: [64], dilation_rates: [4], scheme: ulysses}",
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, segment_lengths: [64], dilation_rates: [4], "
+                  "scheme: ulysses}",
                   "scheme")
             .find("dilation rate 4 does not divide the 2 heads per rank") != std::string::npos);
   rb::ParseContext gpu = world4();
   gpu.backend = rb::Backend::Cuda;
-  // Every scheme has its NCCL collectives (ring/nccl_group_transport.cpp): nothing refused on the GPU path.
+  // Every scheme has its NCCL collectives (ring/nccl_group_transport.cpp): nothing refused on the
+  // GPU path.
   CHECK(rbtest::rejection(rb::parse_ring_attention,
-                          spec_of("{seq_lengths: [64], num_heads: 8, scheme: [allgather, ulysses, hybrid], ulysses_degree: 2}"),
-                          gpu, "scheme").empty());
-  CHECK(rb::parse_ring_attention(spec_of("{seq_lengths: [64], num_heads: 8, scheme: [ring, allgather]}"), gpu)->plan().size() == 2);
+                          spec_of("{seq_lengths: [64], num_heads: 8, scheme: [allgather, ulysses, "
+                                  "hybrid], ulysses_degree: 2}"),
+                          gpu, "scheme")
+            .empty());
+  CHECK(rb::parse_ring_attention(
+            spec_of("{seq_lengths: [64], num_heads: 8, scheme: [ring, allgather]}"), gpu)
+            ->plan()
+            .size() == 2);
 }
 
 TEST_CASE("ring_attention sweep: every scheme into the file, keyed, parity ok") {
   const int world = rb::test::world();
-  const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [" +
-                           std::to_string(world) + "], num_heads: 4, head_dim: 8, causal: true, warmup: 0, "
-                           "iterations: 1, scheme: [ring, allgather, ulysses]}\n";
+  const std::string yaml =
+      "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [" +
+      std::to_string(world) +
+      "], num_heads: 4, head_dim: 8, causal: true, warmup: 0, "
+      "iterations: 1, scheme: [ring, allgather, ulysses]}\n";
   if (4 % world != 0) return;  // Ulysses splits the 4 heads over the world
-  const rbtest::HostSweepRun run = rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "schemes");
+  const rbtest::HostSweepRun run =
+      rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "schemes");
   CHECK(run.outcome.ok);
   CHECK(rb::h5::read_strings(run.path, "/sweeps/ra/points/scheme") ==
         std::vector<std::string>{"ring", "allgather", "ulysses"});
@@ -293,7 +338,8 @@ TEST_CASE("ring_attention sweep: every scheme into the file, keyed, parity ok") 
 }
 
 TEST_CASE("ring_attention config: num_kv_heads (GQA/MQA) divides num_heads, on both paths") {
-  const auto sweep = rb::parse_ring_attention(spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 2}"), world4());
+  const auto sweep = rb::parse_ring_attention(
+      spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 2}"), world4());
   CHECK(sweep->plan()[0].find(" h=8 kvh=2 ") != std::string::npos);
   CHECK(rejection("{seq_lengths: [64], num_heads: 8, num_kv_heads: 3}", "num_kv_heads")
             .find("num_kv_heads 3 must divide num_heads 8") == 0);
@@ -302,23 +348,37 @@ TEST_CASE("ring_attention config: num_kv_heads (GQA/MQA) divides num_heads, on b
             .find("num_kv_heads 2 is not divisible by the group size 4") != std::string::npos);
   rb::ParseContext gpu = world4();
   gpu.backend = rb::Backend::Cuda;
-  CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 4}"),
-                          gpu, "num_kv_heads").empty());
-  CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 3}"),
-                          gpu, "num_kv_heads").find("num_kv_heads 3 must divide num_heads 8") == 0);
-  CHECK(rbtest::rejection(rb::parse_ring_attention, spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 8}"),
-                          gpu, "num_kv_heads").empty());
+  CHECK(rbtest::rejection(rb::parse_ring_attention,
+                          spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 4}"), gpu,
+                          "num_kv_heads")
+            .empty());
+  CHECK(rbtest::rejection(rb::parse_ring_attention,
+                          spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 3}"), gpu,
+                          "num_kv_heads")
+            .find("num_kv_heads 3 must divide num_heads 8") == 0);
+  CHECK(rbtest::rejection(rb::parse_ring_attention,
+                          spec_of("{seq_lengths: [64], num_heads: 8, num_kv_heads: 8}"), gpu,
+                          "num_kv_heads")
+            .empty());
 }
 
 TEST_CASE("ring_attention config: scheme hybrid needs ulysses_degree dividing each ring size") {
-  const auto sweep = rb::parse_ring_attention(
-      spec_of("{seq_lengths: [64], ring_sizes: [2, 4], num_heads: 8, scheme: hybrid, ulysses_degree: 2}"), world4());
+  const auto sweep =
+      rb::parse_ring_attention(spec_of("{seq_lengths: [64], ring_sizes: [2, 4], num_heads: 8, "
+                                       "scheme: hybrid, ulysses_degree: 2}"),
+                               world4());
   CHECK(sweep->plan()[0].rfind("hybrid(U=2) S=64 R=2", 0) == 0);
-  CHECK(rejection("{seq_lengths: [64], num_heads: 8, scheme: hybrid}", "scheme").find("needs ulysses_degree") != std::string::npos);
-  CHECK(rejection("{seq_lengths: [64], num_heads: 8, ulysses_degree: 2}", "ulysses_degree").find("hybrid's") != std::string::npos);
-  CHECK(rejection("{seq_lengths: [64], ring_sizes: [1, 4], num_heads: 8, scheme: hybrid, ulysses_degree: 2}", "ulysses_degree")
-            .find("hybrid at ring size 1, layout contiguous: ulysses_degree 2 does not divide the ring size 1") == 0);
-  CHECK(rejection("{seq_lengths: [64], num_heads: 8, causal: true, layout: striped, scheme: hybrid, ulysses_degree: 2}",
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, scheme: hybrid}", "scheme")
+            .find("needs ulysses_degree") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, ulysses_degree: 2}", "ulysses_degree")
+            .find("hybrid's") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], ring_sizes: [1, 4], num_heads: 8, scheme: hybrid, "
+                  "ulysses_degree: 2}",
+                  "ulysses_degree")
+            .find("hybrid at ring size 1, layout contiguous: ulysses_degree 2 does not divide the "
+                  "ring size 1") == 0);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, causal: true, layout: striped, scheme: "
+                  "hybrid, ulysses_degree: 2}",
                   "ulysses_degree")
             .find("the striped layout of 4 ranks does not split") != std::string::npos);
 }
@@ -327,16 +387,21 @@ TEST_CASE("ring_attention config: scheme hybrid needs ulysses_degree dividing ea
 // timed iterations: overlap efficiency and kernel slowdown follow from the stored parts.
 TEST_CASE("ring_attention sweep: transport and overlap calibration per point") {
   const int world = rb::test::world();
-  const std::string yaml = "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [1, " +
-                           std::to_string(world) + "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2, "
-                           "overlap_repeats: 2}\n";
-  const rbtest::HostSweepRun run = rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "overlap");
+  const std::string yaml =
+      "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [1, " +
+      std::to_string(world) +
+      "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2, "
+      "overlap_repeats: 2}\n";
+  const rbtest::HostSweepRun run =
+      rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "overlap");
   REQUIRE(run.outcome.ok);
   const std::string& path = run.path;
   const std::uint64_t W = static_cast<std::uint64_t>(world), P = 2;
-  CHECK(rb::h5::read_strings(path, "/sweeps/ra/points/transport_asked") == std::vector<std::string>{"auto", "auto"});
+  CHECK(rb::h5::read_strings(path, "/sweeps/ra/points/transport_asked") ==
+        std::vector<std::string>{"auto", "auto"});
   for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/transport")) CHECK(s == "mpi");
-  for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/transport_reason")) CHECK(s == "host path: MPI");
+  for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/transport_reason"))
+    CHECK(s == "host path: MPI");
   std::vector<std::uint64_t> dims;
   const auto repeats = rb::h5::read_ints(path, "/sweeps/ra/overlap_repeats", &dims);
   REQUIRE(dims == std::vector<std::uint64_t>{W, P});
@@ -369,10 +434,12 @@ TEST_CASE("ring_attention config: transport is the GPU path's; a list makes one 
   CHECK(rejection("{seq_lengths: [64], overlap_repeats: -1}", "overlap_repeats") != "");
   rb::ParseContext gpu = world4();
   gpu.backend = rb::Backend::Cuda;
-  const auto sweep = rb::parse_ring_attention(spec_of("{seq_lengths: [64], transport: [nccl, copy_engine]}"), gpu);
+  const auto sweep =
+      rb::parse_ring_attention(spec_of("{seq_lengths: [64], transport: [nccl, copy_engine]}"), gpu);
   const auto plan = sweep->plan();
   REQUIRE(plan.size() == 2);
   CHECK(plan[0].find(" via nccl") != std::string::npos);
   CHECK(plan[1].find(" via copy_engine") != std::string::npos);
-  CHECK(rb::parse_ring_attention(spec_of("{seq_lengths: [64]}"), gpu)->plan()[0].find(" via ") == std::string::npos);
+  CHECK(rb::parse_ring_attention(spec_of("{seq_lengths: [64]}"), gpu)->plan()[0].find(" via ") ==
+        std::string::npos);
 }

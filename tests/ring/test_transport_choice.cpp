@@ -30,10 +30,15 @@ TEST_CASE("auto: copy engines on one node with peer access, NCCL otherwise, with
   const auto spans = decide_transport(TransportAsk::Auto, gpu(8, 2, std::nullopt));
   CHECK(spans.kind == RingTransportKind::Nccl);
   CHECK(spans.reason.find("the ring spans 2 nodes") != std::string::npos);
-  const auto no_p2p = decide_transport(TransportAsk::Auto, gpu(2, 1, CopyEngineProbe{false, "ring rank 1 cannot read ring rank 0's GPU (no peer access between devices 1 and 0)"}));
+  const auto no_p2p = decide_transport(
+      TransportAsk::Auto, gpu(2, 1,
+                              CopyEngineProbe{false,
+                                              "ring rank 1 cannot read ring rank 0's GPU (no peer "
+                                              "access between devices 1 and 0)"}));
   CHECK(no_p2p.kind == RingTransportKind::Nccl);
   CHECK(no_p2p.reason.find("no peer access") != std::string::npos);
-  CHECK(decide_transport(TransportAsk::Nccl, gpu(4, 1, CopyEngineProbe{true, ""})).kind == RingTransportKind::Nccl);
+  CHECK(decide_transport(TransportAsk::Nccl, gpu(4, 1, CopyEngineProbe{true, ""})).kind ==
+        RingTransportKind::Nccl);
 }
 
 TEST_CASE("the probe runs only where its answer can change the decision") {
@@ -48,12 +53,17 @@ TEST_CASE("the probe runs only where its answer can change the decision") {
 
 TEST_CASE("copy_engine asked where it cannot work is an error naming why") {
   const auto spans = decide_transport(TransportAsk::CopyEngine, gpu(8, 2, std::nullopt));
-  CHECK(spans.error == "transport copy_engine: the ring spans 2 nodes (copy engines reach GPUs of one node only)");
-  const auto no_p2p = decide_transport(TransportAsk::CopyEngine, gpu(2, 1, CopyEngineProbe{false, "ring rank 1 cannot read ring rank 0's GPU"}));
+  CHECK(spans.error ==
+        "transport copy_engine: the ring spans 2 nodes (copy engines reach GPUs of one node only)");
+  const auto no_p2p = decide_transport(
+      TransportAsk::CopyEngine,
+      gpu(2, 1, CopyEngineProbe{false, "ring rank 1 cannot read ring rank 0's GPU"}));
   CHECK(no_p2p.error == "transport copy_engine: ring rank 1 cannot read ring rank 0's GPU");
   TransportFacts host;
-  CHECK(decide_transport(TransportAsk::CopyEngine, host).error.find("needs backend: cuda") != std::string::npos);
-  CHECK(decide_transport(TransportAsk::Nccl, host).error.find("needs backend: cuda") != std::string::npos);
+  CHECK(decide_transport(TransportAsk::CopyEngine, host).error.find("needs backend: cuda") !=
+        std::string::npos);
+  CHECK(decide_transport(TransportAsk::Nccl, host).error.find("needs backend: cuda") !=
+        std::string::npos);
   const auto h = decide_transport(TransportAsk::Auto, host);
   CHECK(h.kind == RingTransportKind::Mpi);
   CHECK(h.error.empty());

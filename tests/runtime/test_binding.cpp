@@ -33,7 +33,8 @@ int domain_of(const MachineModel& m, int numa_os_index) {
   return -1;
 }
 
-// 2 sockets x 2 NUMA x 4 cores x 2 PUs, 4 GPUs: GPU 0,1 -> NUMA 0, GPU 2 -> NUMA 1, GPU 3 -> NUMA 3.
+// 2 sockets x 2 NUMA x 4 cores x 2 PUs, 4 GPUs: GPU 0,1 -> NUMA 0, GPU 2 -> NUMA 1, GPU 3 ->
+// NUMA 3.
 MachineModel hand_built() {
   MachineModel m;
   int pu = 0;
@@ -179,7 +180,8 @@ TEST_CASE("synthetic pack:2 numa:2 core:4 pu:2") {
     }
   }
   SUBCASE("numa: 8 ranks, 2 per domain; 2 ranks spread to domains 0 and 2") {
-    for (int r = 0; r < 8; ++r) CHECK(decide_binding(m, BindingPolicy::Numa, r, 8, -1).numa_os_index == r / 2);
+    for (int r = 0; r < 8; ++r)
+      CHECK(decide_binding(m, BindingPolicy::Numa, r, 8, -1).numa_os_index == r / 2);
     CHECK(decide_binding(m, BindingPolicy::Numa, 0, 2, -1).numa_os_index == 0);
     CHECK(decide_binding(m, BindingPolicy::Numa, 1, 2, -1).numa_os_index == 2);
     const BindingDecision d = decide_binding(m, BindingPolicy::Numa, 1, 2, -1);
@@ -214,12 +216,14 @@ TEST_CASE("hand-built 2 sockets x 2 NUMA x 4 GPUs: gpu-near") {
     const BindingDecision d = decide_binding(m, BindingPolicy::GpuNear, g, 4, g);
     CHECK(d.numa_os_index == want[g]);
     CHECK(sorted(d.pus) == all_pus(m.numa[want[g]]));
-    CHECK(d.explanation == "local rank " + std::to_string(g) + ": gpu-near -> NUMA " + std::to_string(want[g]) +
-                               " (PUs " + format_cpu_list(all_pus(m.numa[want[g]])) + ") next to GPU " +
+    CHECK(d.explanation == "local rank " + std::to_string(g) + ": gpu-near -> NUMA " +
+                               std::to_string(want[g]) + " (PUs " +
+                               format_cpu_list(all_pus(m.numa[want[g]])) + ") next to GPU " +
                                std::to_string(g) + " (" + m.gpu_pci_bus_ids[g] + ")");
   }
   // 8 local ranks over 4 GPUs: ranks 4..7 drive GPUs 0..3 again and land in the same domains.
-  for (int r = 4; r < 8; ++r) CHECK(decide_binding(m, BindingPolicy::GpuNear, r, 8, r % 4).numa_os_index == want[r % 4]);
+  for (int r = 4; r < 8; ++r)
+    CHECK(decide_binding(m, BindingPolicy::GpuNear, r, 8, r % 4).numa_os_index == want[r % 4]);
 }
 
 TEST_CASE("gpu-near falls back to numa, with the reason") {

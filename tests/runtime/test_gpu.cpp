@@ -50,7 +50,8 @@ TEST_CASE("NcclComm from MPI: one all-reduce gives the sum of ranks") {
   RB_CUDA_CHECK(cudaMemcpy(dev, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   cudaStream_t stream = nullptr;
   RB_CUDA_CHECK(cudaStreamCreate(&stream));
-  RB_NCCL_CHECK(ncclAllReduce(dev, dev, n, ncclFloat, ncclSum, static_cast<ncclComm_t>(moved.raw()), stream));
+  RB_NCCL_CHECK(
+      ncclAllReduce(dev, dev, n, ncclFloat, ncclSum, static_cast<ncclComm_t>(moved.raw()), stream));
   RB_CUDA_CHECK(cudaStreamSynchronize(stream));
   RB_CUDA_CHECK(cudaMemcpy(host.data(), dev, n * sizeof(float), cudaMemcpyDeviceToHost));
   RB_CUDA_CHECK(cudaStreamDestroy(stream));

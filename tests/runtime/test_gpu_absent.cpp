@@ -21,7 +21,8 @@ TEST_CASE("no GPU: count is zero and selection fails with a reason") {
   NcclComm empty;
   CHECK(empty.raw() == nullptr);
   if (!built_with_cuda()) {
-    CHECK_THROWS_WITH_AS(NcclComm(MPI_COMM_WORLD), doctest::Contains("ringbench was built without CUDA/NCCL"),
+    CHECK_THROWS_WITH_AS(NcclComm(MPI_COMM_WORLD),
+                         doctest::Contains("ringbench was built without CUDA/NCCL"),
                          std::runtime_error);
   }
 }

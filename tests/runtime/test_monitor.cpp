@@ -40,7 +40,8 @@ int cpus_in_proc_stat() {
   std::ifstream in("/proc/stat");
   int count = 0;
   for (std::string line; std::getline(in, line);)
-    count += line.size() > 3 && line.compare(0, 3, "cpu") == 0 && std::isdigit(static_cast<unsigned char>(line[3]));
+    count += line.size() > 3 && line.compare(0, 3, "cpu") == 0 &&
+             std::isdigit(static_cast<unsigned char>(line[3]));
   return count;
 }
 
@@ -49,7 +50,8 @@ int numa_nodes_in_sys() {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
     const std::string name = entry.path().filename().string();
-    count += name.size() > 4 && name.compare(0, 4, "node") == 0 && std::isdigit(static_cast<unsigned char>(name[4]));
+    count += name.size() > 4 && name.compare(0, 4, "node") == 0 &&
+             std::isdigit(static_cast<unsigned char>(name[4]));
   }
   return count;
 }
@@ -57,7 +59,8 @@ int numa_nodes_in_sys() {
 double cpu_seconds_of_this_process() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + 1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
 }
 
 bool nvml_loadable() {
@@ -67,13 +70,16 @@ bool nvml_loadable() {
 }
 
 int lines_starting_with(const std::vector<std::string>& lines, const std::string& prefix) {
-  const auto starts = [&](const std::string& l) { return l.compare(0, prefix.size(), prefix) == 0; };
+  const auto starts = [&](const std::string& l) {
+    return l.compare(0, prefix.size(), prefix) == 0;
+  };
   return static_cast<int>(std::count_if(lines.begin(), lines.end(), starts));
 }
 
 std::vector<double> gpu_fields(const GpuSample& g) {
-  return {g.sm_clock_hz, g.mem_clock_hz, g.power_w,     g.energy_j,    g.temperature_c,    g.gpu_util,
-          g.mem_util,    g.throttle_reasons, g.pcie_tx_Bps, g.pcie_rx_Bps, g.memory_used_bytes};
+  return {g.sm_clock_hz,   g.mem_clock_hz, g.power_w,          g.energy_j,
+          g.temperature_c, g.gpu_util,     g.mem_util,         g.throttle_reasons,
+          g.pcie_tx_Bps,   g.pcie_rx_Bps,  g.memory_used_bytes};
 }
 
 }  // namespace
@@ -105,7 +111,8 @@ TEST_CASE("monitor: the sampling thread sleeps between samples (no busy loop)") 
   const auto samples = run_for(monitor, 500ms);
   const double cpu_used = cpu_seconds_of_this_process() - cpu_before;
   CHECK(samples.size() >= 3);
-  MESSAGE("CPU time over 0.5 s of sampling at 10 ms: " << cpu_used << " s, " << samples.size() << " samples");
+  MESSAGE("CPU time over 0.5 s of sampling at 10 ms: " << cpu_used << " s, " << samples.size()
+                                                       << " samples");
   CHECK(cpu_used < 0.1);
 }
 
@@ -138,7 +145,8 @@ TEST_CASE("monitor: stop is prompt and idempotent; one start per monitor") {
 TEST_CASE("monitor: process counters are read and never decrease") {
   Monitor monitor(MonitorOptions{kInterval, "", false});
   monitor.start();
-  for (int i = 0; i < 10; ++i) std::this_thread::sleep_for(30ms);  // voluntary switches of this thread
+  for (int i = 0; i < 10; ++i)
+    std::this_thread::sleep_for(30ms);  // voluntary switches of this thread
   monitor.stop();
   const auto samples = monitor.samples();
   REQUIRE(samples.size() >= 3);
@@ -172,7 +180,8 @@ TEST_CASE("monitor: the node series are present only when asked for") {
   CHECK(on.numa_count() == numa_nodes_in_sys());
   const std::vector<int> ids = on.cpu_ids();
   CHECK(static_cast<int>(ids.size()) == on.cpu_count());
-  CHECK(std::adjacent_find(ids.begin(), ids.end(), std::greater_equal<int>()) == ids.end());  // increasing
+  CHECK(std::adjacent_find(ids.begin(), ids.end(), std::greater_equal<int>()) ==
+        ids.end());  // increasing
   const auto samples = run_for(on, 400ms);
   REQUIRE(samples.size() >= 3);
   for (std::size_t i = 0; i < samples.size(); ++i) {
@@ -180,7 +189,8 @@ TEST_CASE("monitor: the node series are present only when asked for") {
     REQUIRE(static_cast<int>(n.cpu_busy.size()) == on.cpu_count());
     REQUIRE(static_cast<int>(n.numa_hit.size()) == on.numa_count());
     REQUIRE(static_cast<int>(n.numa_miss.size()) == on.numa_count());
-    for (const double busy : n.cpu_busy) CHECK((i == 0 ? std::isnan(busy) : busy >= 0.0 && busy <= 1.0));
+    for (const double busy : n.cpu_busy)
+      CHECK((i == 0 ? std::isnan(busy) : busy >= 0.0 && busy <= 1.0));
     for (int k = 0; k < on.numa_count() && i > 0; ++k) {
       CHECK(n.numa_hit[k] >= samples[i - 1].node.numa_hit[k]);  // counters (NaN fails too)
       CHECK(n.numa_miss[k] >= samples[i - 1].node.numa_miss[k]);
@@ -193,7 +203,8 @@ TEST_CASE("monitor: a busy loop shows in the CPU busy fractions") {
   monitor.start();
   std::this_thread::sleep_for(100ms);
   const double spin_from = monitor.now();
-  for (const auto until = std::chrono::steady_clock::now() + 600ms; std::chrono::steady_clock::now() < until;) {
+  for (const auto until = std::chrono::steady_clock::now() + 600ms;
+       std::chrono::steady_clock::now() < until;) {
   }
   const double spin_to = monitor.now();
   monitor.stop();
@@ -213,7 +224,8 @@ TEST_CASE("monitor: a busy loop shows in the CPU busy fractions") {
   CHECK(summed / inside >= 0.7);  // at least most of one CPU: the spin's own
 }
 
-TEST_CASE("monitor: without the NVIDIA driver every GPU metric is NaN, and the reason is noted once") {
+TEST_CASE(
+    "monitor: without the NVIDIA driver every GPU metric is NaN, and the reason is noted once") {
   if (nvml_loadable()) {
     MESSAGE("libnvidia-ml.so.1 loads here; this test covers machines without the driver");
     return;
@@ -226,7 +238,8 @@ TEST_CASE("monitor: without the NVIDIA driver every GPU metric is NaN, and the r
   const auto lines = monitor.unavailable();
   CHECK(lines_starting_with(lines, "gpu") == 1);
   CHECK(lines_starting_with(lines, "gpu: cannot load libnvidia-ml.so.1") == 1);
-  CHECK(read_gpu_clocks("0000:18:00.0").note.find("cannot load libnvidia-ml.so.1") != std::string::npos);
+  CHECK(read_gpu_clocks("0000:18:00.0").note.find("cannot load libnvidia-ml.so.1") !=
+        std::string::npos);
 
   Monitor no_gpu(MonitorOptions{0.02, "", false});  // not watching a GPU is not "unavailable"
   for (const MonitorSample& s : run_for(no_gpu, 60ms))

@@ -28,13 +28,13 @@ namespace {
 int comm_a = 0, comm_b = 0;
 
 struct Fake {
-  int done_after = -1;       // work_done() is true from this poll on; -1: never
-  int error_after = -1;      // comm_b reports `error_code` from this poll on; -1: never
-  int error_code = 6;        // ncclRemoteError
-  int in_progress_polls = 0; // comm_a reports ncclInProgress for this many health checks
+  int done_after = -1;        // work_done() is true from this poll on; -1: never
+  int error_after = -1;       // comm_b reports `error_code` from this poll on; -1: never
+  int error_code = 6;         // ncclRemoteError
+  int in_progress_polls = 0;  // comm_a reports ncclInProgress for this many health checks
   bool a_gone = false;
-  bool ending = false;       // with a_gone: the aborter is ending the process
-  std::string query_error;   // work_done() throws this when set
+  bool ending = false;      // with a_gone: the aborter is ending the process
+  std::string query_error;  // work_done() throws this when set
   std::mutex m;
   int polls = 0, health_checks = 0;
   std::map<void*, int> aborts;
@@ -206,8 +206,9 @@ TEST_CASE("the watch stays silent on healthy or elsewhere-aborted communicators"
     f.a_gone = gone;
     std::atomic<int> reports{0}, ends{0};
     {
-      NcclErrorWatch watch(f.ops(), two_comms(), "the ring exchange", 1ms,
-                           [&](const std::string&) { ++reports; }, [&] { ++ends; });
+      NcclErrorWatch watch(
+          f.ops(), two_comms(), "the ring exchange", 1ms, [&](const std::string&) { ++reports; },
+          [&] { ++ends; });
       std::this_thread::sleep_for(30ms);
     }
     CHECK(f.health_checks > 0);
@@ -221,10 +222,9 @@ TEST_CASE("an enqueue error on healthy communicators is left to the caller to re
   // No communicator here is live in the registry: each reads as aborted elsewhere.
   int not_a_comm = 0;
   CHECK_NOTHROW(throw_if_nccl_failed({}, "while enqueueing"));
-  const std::string msg = test::error_of(
-      [&] {
-        throw_if_nccl_failed({{&not_a_comm, nccl_comm_name("ring", 2, 0)}}, "while enqueueing");
-      });
+  const std::string msg = test::error_of([&] {
+    throw_if_nccl_failed({{&not_a_comm, nccl_comm_name("ring", 2, 0)}}, "while enqueueing");
+  });
   CHECK(msg.find("the ring communicator (size 2, rank 0 of it) was aborted") != std::string::npos);
   CHECK(msg.find("cannot be used while enqueueing") != std::string::npos);
 }
@@ -284,6 +284,6 @@ TEST_CASE("a real communicator (GPU only): healthy, aborted once through the reg
   CHECK(nccl_comm_health(comm.raw()).gone);
   CHECK_FALSE(nccl_comm_health(comm.raw()).ending);
   CHECK(abort_live_nccl_comms() == live - 1);  // the hang guard skips the aborted one
-  CHECK(nccl_comm_health(comm.raw()).ending);   // and says the process is ending
+  CHECK(nccl_comm_health(comm.raw()).ending);  // and says the process is ending
   // comm's destructor must now skip ncclCommDestroy on the freed handle (a crash otherwise).
 }

@@ -124,7 +124,8 @@ TEST_CASE("simulated nodes from the environment: new names, old alias, clear err
     std::string value;
   };
   std::vector<Saved> saved;
-  for (const char* n : {"RINGBENCH_RANKS_PER_NODE", "RINGBENCH_TEST_RANKS_PER_NODE", "RINGBENCH_PLACEMENT"}) {
+  for (const char* n :
+       {"RINGBENCH_RANKS_PER_NODE", "RINGBENCH_TEST_RANKS_PER_NODE", "RINGBENCH_PLACEMENT"}) {
     const char* v = std::getenv(n);
     saved.push_back({n, v != nullptr, v ? v : ""});
     unsetenv(n);
@@ -139,17 +140,21 @@ TEST_CASE("simulated nodes from the environment: new names, old alias, clear err
   CHECK(sim.placement == Placement::Cyclic);
   setenv("RINGBENCH_PLACEMENT", "round-robin", 1);
   CHECK_THROWS_WITH_AS(simulated_nodes_from_environment(),
-                       doctest::Contains("environment variable RINGBENCH_PLACEMENT: expected one of block|cyclic, got 'round-robin'"),
+                       doctest::Contains("environment variable RINGBENCH_PLACEMENT: expected one "
+                                         "of block|cyclic, got 'round-robin'"),
                        std::runtime_error);
   unsetenv("RINGBENCH_PLACEMENT");
   setenv("RINGBENCH_RANKS_PER_NODE", "two", 1);
-  CHECK_THROWS_WITH_AS(simulated_nodes_from_environment(),
-                       doctest::Contains("environment variable RINGBENCH_RANKS_PER_NODE: expected an integer "
-                                         "between 1 and 1048576 (ranks per simulated node), got 'two'"),
-                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(
+      simulated_nodes_from_environment(),
+      doctest::Contains("environment variable RINGBENCH_RANKS_PER_NODE: expected an integer "
+                        "between 1 and 1048576 (ranks per simulated node), got 'two'"),
+      std::runtime_error);
   for (const auto& s : saved) {
-    if (s.had) setenv(s.name.c_str(), s.value.c_str(), 1);
-    else unsetenv(s.name.c_str());
+    if (s.had)
+      setenv(s.name.c_str(), s.value.c_str(), 1);
+    else
+      unsetenv(s.name.c_str());
   }
 }
 
@@ -194,7 +199,8 @@ TEST_CASE("mpi_check names the call, the place, the rank and MPI's reason") {
     char text[MPI_MAX_ERROR_STRING] = {0};
     int len = 0;
     MPI_Error_string(MPI_ERR_COMM, text, &len);
-    CHECK(msg == "MPI call MPI_Barrier(world) failed at x.cpp:42 on rank " + std::to_string(rank) + ": " + text);
+    CHECK(msg == "MPI call MPI_Barrier(world) failed at x.cpp:42 on rank " + std::to_string(rank) +
+                     ": " + text);
   }
   // A real failing call through the macro, with errors returned instead of aborting.
   MPI_Comm dup = MPI_COMM_NULL;
@@ -208,8 +214,10 @@ TEST_CASE("mpi_check names the call, the place, the rank and MPI's reason") {
 }
 
 TEST_CASE("thread level names") {
-  CHECK(std::string(MpiEnvironment::thread_level_name(MPI_THREAD_FUNNELED)) == "MPI_THREAD_FUNNELED");
-  CHECK(std::string(MpiEnvironment::thread_level_name(MPI_THREAD_MULTIPLE)) == "MPI_THREAD_MULTIPLE");
+  CHECK(std::string(MpiEnvironment::thread_level_name(MPI_THREAD_FUNNELED)) ==
+        "MPI_THREAD_FUNNELED");
+  CHECK(std::string(MpiEnvironment::thread_level_name(MPI_THREAD_MULTIPLE)) ==
+        "MPI_THREAD_MULTIPLE");
   CHECK(std::string(MpiEnvironment::thread_level_name(MPI_THREAD_SINGLE)) == "MPI_THREAD_SINGLE");
   CHECK(std::string(MpiEnvironment::thread_level_name(-12345)) == "unknown");
 }
@@ -223,7 +231,8 @@ TEST_CASE("MPI helpers: broadcast, agreement, first failing rank, gather") {
   CHECK(mpi::any_rank(rank == size - 1, MPI_COMM_WORLD));
   CHECK(mpi::first_rank_with(false, MPI_COMM_WORLD) == size);
   CHECK(mpi::first_rank_with(rank >= size / 2, MPI_COMM_WORLD) == size / 2);
-  const auto all = mpi::gather_strings(std::string(static_cast<std::size_t>(rank), 'x'), MPI_COMM_WORLD);
+  const auto all =
+      mpi::gather_strings(std::string(static_cast<std::size_t>(rank), 'x'), MPI_COMM_WORLD);
   REQUIRE(static_cast<int>(all.size()) == size);
   for (int r = 0; r < size; ++r) CHECK(all[r] == std::string(static_cast<std::size_t>(r), 'x'));
   CHECK(mpi::world_rank_or_minus_one() == rank);

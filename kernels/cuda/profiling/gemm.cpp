@@ -13,12 +13,13 @@ namespace {
 
 void check_cuda(cudaError_t e, const char* call) {
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("CUDA call ") + call + " failed: " + cudaGetErrorString(e));
+    throw std::runtime_error(std::string("CUDA call ") + call +
+                             " failed: " + cudaGetErrorString(e));
 }
 void check_lt(cublasStatus_t s, const char* call) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("cuBLASLt call ") + call + " failed: " +
-                             cublasGetStatusString(s));
+    throw std::runtime_error(std::string("cuBLASLt call ") + call +
+                             " failed: " + cublasGetStatusString(s));
 }
 #define PROF_CUDA(call) check_cuda((call), #call)
 #define PROF_LT(call) check_lt((call), #call)
@@ -26,22 +27,34 @@ void check_lt(cublasStatus_t s, const char* call) {
 struct LtHandle {
   cublasLtHandle_t h = nullptr;
   LtHandle() { PROF_LT(cublasLtCreate(&h)); }
-  ~LtHandle() { if (h) cublasLtDestroy(h); }
+  ~LtHandle() {
+    if (h) cublasLtDestroy(h);
+  }
 };
 struct MatmulDesc {
   cublasLtMatmulDesc_t d = nullptr;
-  MatmulDesc(cublasComputeType_t c, cudaDataType_t scale) { PROF_LT(cublasLtMatmulDescCreate(&d, c, scale)); }
-  ~MatmulDesc() { if (d) cublasLtMatmulDescDestroy(d); }
+  MatmulDesc(cublasComputeType_t c, cudaDataType_t scale) {
+    PROF_LT(cublasLtMatmulDescCreate(&d, c, scale));
+  }
+  ~MatmulDesc() {
+    if (d) cublasLtMatmulDescDestroy(d);
+  }
 };
 struct Layout {
   cublasLtMatrixLayout_t l = nullptr;
-  Layout(cudaDataType_t t, int rows, int cols) { PROF_LT(cublasLtMatrixLayoutCreate(&l, t, rows, cols, rows)); }
-  ~Layout() { if (l) cublasLtMatrixLayoutDestroy(l); }
+  Layout(cudaDataType_t t, int rows, int cols) {
+    PROF_LT(cublasLtMatrixLayoutCreate(&l, t, rows, cols, rows));
+  }
+  ~Layout() {
+    if (l) cublasLtMatrixLayoutDestroy(l);
+  }
 };
 struct Preference {
   cublasLtMatmulPreference_t p = nullptr;
   Preference() { PROF_LT(cublasLtMatmulPreferenceCreate(&p)); }
-  ~Preference() { if (p) cublasLtMatmulPreferenceDestroy(p); }
+  ~Preference() {
+    if (p) cublasLtMatmulPreferenceDestroy(p);
+  }
 };
 
 struct TypeChoice {
@@ -85,8 +98,8 @@ std::vector<double> gemm_seconds(const std::string& type, int m, int n, int k, i
                                                &workspace_bytes, sizeof workspace_bytes));
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  PROF_LT(cublasLtMatmulAlgoGetHeuristic(lt.h, op.d, la.l, lb.l, lc.l, lc.l, pref.p, 1,
-                                         &heuristic, &found));
+  PROF_LT(cublasLtMatmulAlgoGetHeuristic(lt.h, op.d, la.l, lb.l, lc.l, lc.l, pref.p, 1, &heuristic,
+                                         &found));
   if (found == 0)
     throw std::runtime_error("cuBLASLt has no algorithm for a " + type + " GEMM of " +
                              std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
@@ -96,7 +109,8 @@ std::vector<double> gemm_seconds(const std::string& type, int m, int n, int k, i
   const void* beta = tc.scale == CUDA_R_64F ? static_cast<const void*>(&zero) : &zerof;
   auto call = [&] {
     PROF_LT(cublasLtMatmul(lt.h, op.d, alpha, a.get(), la.l, b.get(), lb.l, beta, c.get(), lc.l,
-                           c.get(), lc.l, &heuristic.algo, workspace.get(), workspace_bytes, stream));
+                           c.get(), lc.l, &heuristic.algo, workspace.get(), workspace_bytes,
+                           stream));
   };
   for (int i = 0; i < warmup; ++i) call();
   EventTimeline tl(static_cast<std::size_t>(iterations) + 1, stream);

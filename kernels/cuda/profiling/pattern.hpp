@@ -15,10 +15,13 @@ enum class DType { F32, F64, F16, BF16, I32 };
 
 RB_HOST_DEVICE inline std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F64: return 8;
+    case DType::F64:
+      return 8;
     case DType::F16:
-    case DType::BF16: return 2;
-    default: return 4;
+    case DType::BF16:
+      return 2;
+    default:
+      return 4;
   }
 }
 
@@ -26,40 +29,64 @@ RB_HOST_DEVICE inline std::size_t dtype_size(DType t) {
 // small non-negative integers below stay exact up to here, whatever the reduction order.
 RB_HOST_DEVICE inline double exact_integer_limit(DType t) {
   switch (t) {
-    case DType::F16: return 2048.0;
-    case DType::BF16: return 256.0;
-    case DType::F32: return 16777216.0;
-    default: return 9007199254740992.0;
+    case DType::F16:
+      return 2048.0;
+    case DType::BF16:
+      return 256.0;
+    case DType::F32:
+      return 16777216.0;
+    default:
+      return 9007199254740992.0;
   }
 }
 RB_HOST_DEVICE inline double unit_roundoff(DType t) {
   switch (t) {
-    case DType::F16: return 1.0 / 2048.0;
-    case DType::BF16: return 1.0 / 256.0;
-    case DType::F32: return 1.0 / 16777216.0;
-    case DType::F64: return 1.0 / 9007199254740992.0;
-    default: return 0.0;
+    case DType::F16:
+      return 1.0 / 2048.0;
+    case DType::BF16:
+      return 1.0 / 256.0;
+    case DType::F32:
+      return 1.0 / 16777216.0;
+    case DType::F64:
+      return 1.0 / 9007199254740992.0;
+    default:
+      return 0.0;
   }
 }
 
 RB_HOST_DEVICE inline double load(const void* p, std::size_t i, DType t) {
   switch (t) {
-    case DType::F32: return static_cast<const float*>(p)[i];
-    case DType::F64: return static_cast<const double*>(p)[i];
-    case DType::F16: return attn::half_to_float(static_cast<const std::uint16_t*>(p)[i]);
-    case DType::BF16: return attn::bf16_to_float(static_cast<const std::uint16_t*>(p)[i]);
-    case DType::I32: return static_cast<const std::int32_t*>(p)[i];
+    case DType::F32:
+      return static_cast<const float*>(p)[i];
+    case DType::F64:
+      return static_cast<const double*>(p)[i];
+    case DType::F16:
+      return attn::half_to_float(static_cast<const std::uint16_t*>(p)[i]);
+    case DType::BF16:
+      return attn::bf16_to_float(static_cast<const std::uint16_t*>(p)[i]);
+    case DType::I32:
+      return static_cast<const std::int32_t*>(p)[i];
   }
   return 0;
 }
 
 RB_HOST_DEVICE inline void store(void* p, std::size_t i, DType t, double v) {
   switch (t) {
-    case DType::F32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-    case DType::F64: static_cast<double*>(p)[i] = v; break;
-    case DType::F16: static_cast<std::uint16_t*>(p)[i] = attn::float_to_half(static_cast<float>(v)); break;
-    case DType::BF16: static_cast<std::uint16_t*>(p)[i] = attn::float_to_bf16(static_cast<float>(v)); break;
-    case DType::I32: static_cast<std::int32_t*>(p)[i] = static_cast<std::int32_t>(v); break;
+    case DType::F32:
+      static_cast<float*>(p)[i] = static_cast<float>(v);
+      break;
+    case DType::F64:
+      static_cast<double*>(p)[i] = v;
+      break;
+    case DType::F16:
+      static_cast<std::uint16_t*>(p)[i] = attn::float_to_half(static_cast<float>(v));
+      break;
+    case DType::BF16:
+      static_cast<std::uint16_t*>(p)[i] = attn::float_to_bf16(static_cast<float>(v));
+      break;
+    case DType::I32:
+      static_cast<std::int32_t*>(p)[i] = static_cast<std::int32_t>(v);
+      break;
   }
 }
 
@@ -82,8 +109,8 @@ enum class Pattern {
 
 struct Expectation {
   Pattern pattern = Pattern::SumOfInputs;
-  int rank = 0;           // this rank in its group
-  int nranks = 1;         // group size
+  int rank = 0;    // this rank in its group
+  int nranks = 1;  // group size
   int root = 0;
   std::size_t count = 0;  // the collective's count argument (per-rank / per-peer for ag, rs, a2a)
 };
@@ -108,8 +135,10 @@ RB_HOST_DEVICE inline double expected_value(const Expectation& e, std::size_t j)
       const int peer = static_cast<int>(j / e.count);
       return input_value(peer, static_cast<std::size_t>(e.rank) * e.count + j % e.count);
     }
-    case Pattern::RootInput: return input_value(e.root, j);
-    case Pattern::PreviousRankInput: return input_value((e.rank - 1 + e.nranks) % e.nranks, j);
+    case Pattern::RootInput:
+      return input_value(e.root, j);
+    case Pattern::PreviousRankInput:
+      return input_value((e.rank - 1 + e.nranks) % e.nranks, j);
   }
   return 0;
 }

@@ -24,7 +24,9 @@ void check(cudaError_t e, const char* call) {
 }
 #define PROF_CUDA(call) check((call), #call)
 
-cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+cudaStream_t as_stream(void* s) {
+  return static_cast<cudaStream_t>(s);
+}
 
 __global__ void fill_kernel(void* dev, std::size_t count, DType t, int rank) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
@@ -75,9 +77,12 @@ Stream::Stream() {
 Stream::~Stream() {
   if (s_) cudaStreamDestroy(as_stream(s_));
 }
-void Stream::synchronize() const { PROF_CUDA(cudaStreamSynchronize(as_stream(s_))); }
+void Stream::synchronize() const {
+  PROF_CUDA(cudaStreamSynchronize(as_stream(s_)));
+}
 
-EventTimeline::EventTimeline(std::size_t count, void* stream) : events_(count, nullptr), stream_(stream) {
+EventTimeline::EventTimeline(std::size_t count, void* stream)
+    : events_(count, nullptr), stream_(stream) {
   for (auto& e : events_) {
     cudaEvent_t ev;
     PROF_CUDA(cudaEventCreate(&ev));
@@ -129,8 +134,8 @@ namespace {
 struct PinnedHost {
   void* p = nullptr;
   explicit PinnedHost(std::size_t bytes) {
-    attn::gpu::check_allocation(cudaMallocHost(&p, bytes), bytes, "cudaMallocHost", "cudaMallocHost",
-                                false);
+    attn::gpu::check_allocation(cudaMallocHost(&p, bytes), bytes, "cudaMallocHost",
+                                "cudaMallocHost", false);
   }
   ~PinnedHost() {
     if (p) cudaFreeHost(p);
@@ -141,7 +146,9 @@ struct PageableHost {
   void* p = nullptr;
   explicit PageableHost(std::size_t bytes) {
     p = std::malloc(bytes);
-    if (!p) throw std::runtime_error("malloc of " + std::to_string(bytes) + " bytes for a pageable copy failed");
+    if (!p)
+      throw std::runtime_error("malloc of " + std::to_string(bytes) +
+                               " bytes for a pageable copy failed");
     std::memset(p, 1, bytes);
   }
   ~PageableHost() { std::free(p); }
