@@ -6,7 +6,7 @@ RB_DEBIAN_PACKAGES=(cmake ninja-build g++ pkg-config git libopenmpi-dev openmpi-
   libhdf5-openmpi-dev hdf5-tools libyaml-cpp-dev doctest-dev libtrilinos-kokkos-dev
   libcli11-dev libfmt-dev python3 python3-h5py python3-numpy python3-matplotlib python3-pandas
   python3-venv python3-pip python3-yaml python3-plotly python3-jinja2 python3-jsonschema
-  python3-prometheus-client pylint python3-xarray python3-h5netcdf)
+  python3-prometheus-client pylint clang-format python3-xarray python3-h5netcdf)
 
 rb_install_missing() {
   command -v dpkg-query >/dev/null 2>&1 || { echo "ringbench setup: not a Debian/Ubuntu system; install the packages listed in README.md by hand" >&2; return 0; }
