@@ -225,7 +225,8 @@ def summary(text, out):
     check(tail != "", f"the summary names the file: complete: {out}")
     check(re.search(r"^  \d+ sweep\(s\), \d+ point\(s\) in .*; (nothing stood out|what stood out:)",
                     tail, re.M) is not None, "the summary counts sweeps and points and says what stood out")
-    check(f"  report: rb-analysis report {out} --out " in tail, "the summary says how to report the file")
+    check(re.search(rf"^  report: rb-analysis report {re.escape(out)}( \\\n +)? --out \S+$", tail, re.M)
+          is not None, "the summary says how to report the file")
 
 
 def json_stdout(args):
