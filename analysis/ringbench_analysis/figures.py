@@ -109,7 +109,11 @@ def collectives_busbw(cpoints, variants, out_dir):
         for key, g in sub.groupby(["file", "group", "dtype", "in_place"], sort=False):
             g = g.sort_values("size")
             lab = variant_label(dict(zip(["file", "group", "dtype", "in_place"], key)), files)
-            ax.plot(g["size"], g["busbw"], "o-", ms=3, lw=1.2, color=series_colour(lab), label=lab)
+            # busbw is bytes over time: the slowest rank's iteration quartiles bound it.
+            lo = (g["busbw"] - g["busbw"] * g["time"] / g["t_p75"]).clip(lower=0)
+            hi = (g["busbw"] * g["time"] / g["t_p25"] - g["busbw"]).clip(lower=0)
+            ax.errorbar(g["size"], g["busbw"], yerr=[lo.fillna(0), hi.fillna(0)], fmt="o-", ms=3, lw=1.2,
+                        elinewidth=0.8, capsize=2, color=series_colour(lab), label=lab)
         peaks = variants[(variants["operation"] == op)]["link_peak"].dropna().unique() if len(variants) else []
         for lp in peaks:
             ax.axhline(lp, color="k", ls="--", lw=1, label="link peak (NVLink, one direction)")
@@ -117,7 +121,8 @@ def collectives_busbw(cpoints, variants, out_dir):
         eng_axis(ax, "B/s")
         ax.set_title(op, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
-    axes[0].set_ylabel("bus bandwidth, slowest rank (B/s)")
+    axes[0].set_ylabel("bus bandwidth, slowest rank (B/s)\nbars: its iterations' 25th-75th percentile",
+                       fontsize=8)
     n = _legend_below(fig, axes)
     return _save_legend(fig, out_dir, "bandwidth.png", n)
 
