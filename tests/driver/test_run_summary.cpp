@@ -85,10 +85,12 @@ TEST_CASE("summary: failures, oom, wrong data and noisy points, the worst first"
 TEST_CASE("summary: a report command too wide for one line continues on the next") {
   const std::string path = "results/small_20261127T235755Z.h5";  // the README job's file name
   const std::string text = rb::RunSummary().text(path, "", 0, 1, false);
-  CHECK(has(text, "  report: rb-analysis report " + path + " \\\n"
-                  "            --out results/small_20261127T235755Z_report\n"));
+  CHECK(has(text, "  report: rb-analysis report " + path +
+                      " \\\n"
+                      "            --out results/small_20261127T235755Z_report\n"));
   std::size_t start = 0;
-  for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start = nl + 1))
+  for (std::size_t nl = text.find('\n'); nl != std::string::npos;
+       nl = text.find('\n', start = nl + 1))
     CHECK(nl - start <= 100);
 }
 
