@@ -60,12 +60,11 @@ def _step_numbers(sweep, p):
     return (sw / (sc + sw) if sc + sw > 0 else None), float(np.median(allc)), int(np.median(steps))
 
 
-def _slowest_quartiles(sweep, p):
-    """25th and 75th percentile of the slowest rank's per-iteration total (else forward) times:
-    the point's iteration-to-iteration spread around the time the plots draw (None, None
-    without samples)."""
-    name = next((n for n in ("total_time_s", "forward_time_s") if n in sweep.metrics
-                 and sweep.metrics[n].ndim > 2), None)
+def _slowest_quartiles(sweep, p, names=("total_time_s", "forward_time_s")):
+    """25th and 75th percentile of the slowest rank's per-iteration times (the first of `names`
+    the sweep has per iteration: total, else forward): the point's iteration-to-iteration
+    spread around the time the plots draw (None, None without samples)."""
+    name = next((n for n in names if n in sweep.metrics and sweep.metrics[n].ndim > 2), None)
     if name is None:
         return None, None
     rows = [_finite(r) for r in np.asarray(sweep.metrics[name][:, p], dtype=float)]
@@ -101,6 +100,7 @@ def _one_point(run, sweep, p):
     pt["rank_times"] = total.tolist() if total is not None else []
     pt["spread"] = pt["time"] / pt["median_rank_time"] if pt["time"] and pt["median_rank_time"] else None
     pt["time_p25"], pt["time_p75"] = _slowest_quartiles(sweep, p)
+    pt["forward_p25"], pt["forward_p75"] = _slowest_quartiles(sweep, p, ("forward_time_s",))
     batch = cfg.get("batch") or 1
     pt["throughput"] = batch * pt["seq_len"] / pt["time"] if pt["time"] else None
     # Forward flops per rank (after masking and dilation): the work a weak-scaling series
@@ -392,6 +392,8 @@ def _series_prediction(pts, lk, extra_sizes, per_node):
             continue
         d = row(pr)
         d.update(measured_time=fwd(p), error=(d["predicted_time"] - fwd(p)) / fwd(p),
+                 measured_p25=p.get("forward_p25") if p.get("forward_time") else p.get("time_p25"),
+                 measured_p75=p.get("forward_p75") if p.get("forward_time") else p.get("time_p75"),
                  measured_total_time=p["time"],
                  total_error=(d["predicted_total_time"] - p["time"]) / p["time"]
                  if d["predicted_total_time"] and p.get("time") else None)

@@ -472,8 +472,12 @@ def cost_model(preds, out_dir):
         rr = [x["ring_size"] for x in rows]
         sizes += rr
         a1.plot(rr, [x["predicted_time"] for x in rows], "--", color=colour, label=lab)
-        a1.plot([x["ring_size"] for x in pr["measured"]], [x["measured_time"] for x in pr["measured"]],
-                "o", color=colour, ms=7)
+        m = pr["measured"]
+        lo = [x["measured_time"] - x["measured_p25"] if x.get("measured_p25") is not None else 0 for x in m]
+        hi = [x["measured_p75"] - x["measured_time"] if x.get("measured_p75") is not None else 0 for x in m]
+        a1.errorbar([x["ring_size"] for x in m], [x["measured_time"] for x in m],
+                    yerr=[[max(v, 0) for v in lo], [max(v, 0) for v in hi]], fmt="o", color=colour, ms=7,
+                    elinewidth=1, capsize=3)
         a2.plot(rr, [x["predicted_efficiency"] for x in rows], "--", color=colour, label=lab)
         eff = measured_efficiency(pr)
         a2.plot(list(eff), list(eff.values()), "o", color=colour, ms=7)
@@ -484,7 +488,8 @@ def cost_model(preds, out_dir):
     a1.set_yscale("log")
     _eng_log(a1, "s")
     a1.set_ylabel("forward time per iteration (s)")
-    a1.set_title("Forward time: model vs measurement", fontsize=10)
+    a1.set_title("Forward time: model vs measurement\n(bars: the slowest rank's iterations, 25th-75th "
+                 "percentile)", fontsize=9)
     a2.set_ylabel("strong-scaling efficiency (1 = ideal)")
     a2.set_ylim(0, max(1.05, top * 1.08))
     a2.set_title("Efficiency: model vs measurement", fontsize=10)
