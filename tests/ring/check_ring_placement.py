@@ -104,7 +104,7 @@ def check_comms(g, where):
           f"{where}: creations {int(created[0].sum())} == distinct ring sizes {len(set(sizes))}")
 
 
-def check_file(path, placement, order, stdout):
+def check_file(path, placement, order, screen):
     where = f"{placement}/{order}"
     per_ring = {}
     with h5py.File(path, "r") as f:
@@ -120,7 +120,7 @@ def check_file(path, placement, order, stdout):
             R, rings, hops = rings_of(g, node_of, i, f"{where} point {i}")
             per_ring[R] = (rings, hops)
         check_comms(g, where)
-    warned = stdout.count(WARNING)
+    warned = screen.count(WARNING)
     return per_ring, warned
 
 
@@ -196,7 +196,7 @@ def main():
             res, out = run(args, placement, order)
             if res.returncode == 0:
                 found[placement, order or "node_aware"] = check_file(
-                    out, placement, order or "node_aware", res.stdout)
+                    out, placement, order or "node_aware", res.stderr)  # warnings go to stderr
     if len(found) != 4:
         return harness.exit_code()
     for placement in ("block", "cyclic"):
