@@ -31,7 +31,7 @@ RANKS = 2
 # Many short collectives points: the run is busy for several seconds.
 BUSY = """backend: host
 sweeps:
-  - {type: collectives, name: coll, operations: [all_reduce, all_gather, broadcast, reduce_scatter], min_bytes: 8, max_bytes: 64KiB, dtypes: [float32, float64], iterations: 2000, warmup: 5}
+  - {type: collectives, name: coll, operations: [all_reduce, all_gather, broadcast, reduce_scatter], min_bytes: 8, max_bytes: 64KiB, dtypes: [float32, float64], iterations: 6000, warmup: 5}
 """
 
 # One memory point far slower than the point limit, then the run's end.
