@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from .plots import NoData, series_colour  # noqa: E402
+from .plots import NoData, legend_entries, series_colour, yerr  # noqa: E402
 
 def _bytes_text(x, _pos=None):
     for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -83,12 +83,7 @@ def variant_label(row, files):
 
 
 def _legend_below(fig, axes):
-    handles, labels = {}, []
-    for ax in axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in handles:
-                handles[lab] = h
-                labels.append(lab)
+    handles, labels = legend_entries(axes)
     if labels:
         fig.legend([handles[x] for x in labels], labels, loc="lower center", fontsize=7,
                    ncol=min(4, len(labels)), bbox_to_anchor=(0.5, 0.0))
@@ -110,9 +105,8 @@ def collectives_busbw(cpoints, variants, out_dir):
             g = g.sort_values("size")
             lab = variant_label(dict(zip(["file", "group", "dtype", "in_place"], key)), files)
             # busbw is bytes over time: the slowest rank's iteration quartiles bound it.
-            lo = (g["busbw"] - g["busbw"] * g["time"] / g["t_p75"]).clip(lower=0)
-            hi = (g["busbw"] * g["time"] / g["t_p25"] - g["busbw"]).clip(lower=0)
-            ax.errorbar(g["size"], g["busbw"], yerr=[lo.fillna(0), hi.fillna(0)], fmt="o-", ms=3, lw=1.2,
+            err = yerr(g["busbw"], g["busbw"] * g["time"] / g["t_p75"], g["busbw"] * g["time"] / g["t_p25"])
+            ax.errorbar(g["size"], g["busbw"], yerr=err, fmt="o-", ms=3, lw=1.2,
                         elinewidth=0.8, capsize=2, color=series_colour(lab), label=lab)
         peaks = variants[(variants["operation"] == op)]["link_peak"].dropna().unique() if len(variants) else []
         for lp in peaks:
@@ -159,9 +153,8 @@ def latency_small(cpoints, pingpong, out_dir):
         for key, g in sub.groupby(["file", "group", "dtype", "in_place"], sort=False):
             g = g.sort_values("size")
             lab = variant_label(dict(zip(["file", "group", "dtype", "in_place"], key)), files)
-            lo = np.clip(g["time"] - g["t_p25"], 0, None).fillna(0)
-            hi = np.clip(g["t_p75"] - g["time"], 0, None).fillna(0)
-            ax.errorbar(g["size"], g["time"], yerr=[lo, hi], fmt="o-", ms=3, lw=1.2, capsize=2,
+            ax.errorbar(g["size"], g["time"], yerr=yerr(g["time"], g["t_p25"], g["t_p75"]),
+                        fmt="o-", ms=3, lw=1.2, capsize=2,
                         color=series_colour(lab), label=lab)
         bytes_axis(ax, list(sub["size"]))
         eng_axis(ax, "s")
@@ -251,9 +244,8 @@ def compute_rates(frame, out_dir):
         for (op, eng), g in sub.groupby(["operation", "engine"], sort=False):
             g = g.sort_values("size")
             lab = f"{op} ({eng})"
-            lo = np.clip(g["tflops"] - g["r_p25"], 0, None).fillna(0)
-            hi = np.clip(g["r_p75"] - g["tflops"], 0, None).fillna(0)
-            ax.errorbar(g["size"], g["tflops"], yerr=[lo, hi], fmt="o-", ms=4, capsize=3,
+            ax.errorbar(g["size"], g["tflops"], yerr=yerr(g["tflops"], g["r_p25"], g["r_p75"]),
+                        fmt="o-", ms=4, capsize=3,
                         color=series_colour(lab), label=lab)
         peak = sub["peak_tflops"].dropna()
         if len(peak):
@@ -283,10 +275,8 @@ def memory_rates(frame, out_dir):
     labels = [f"{r.kind}\n{eng(r.bandwidth)}"
               + (f"\n{r.pct_of_peak:.0f} % of peak" if np.isfinite(r.pct_of_peak) else "")
               + (f"\n[{r.file}]" if frame["file"].nunique() > 1 else "") for r in frame.itertuples()]
-    lo = np.clip(frame["bandwidth"] - frame["b_p25"], 0, None).fillna(0)
-    hi = np.clip(frame["b_p75"] - frame["bandwidth"], 0, None).fillna(0)
     ax.bar(x, frame["bandwidth"], color=[series_colour(f"memory {k}") for k in frame["kind"]],
-           yerr=[lo, hi], capsize=4, alpha=0.85)
+           yerr=yerr(frame["bandwidth"], frame["b_p25"], frame["b_p75"]), capsize=4, alpha=0.85)
     drew = False
     for i, r in enumerate(frame.itertuples()):
         if np.isfinite(r.peak):

@@ -155,7 +155,7 @@ def time_ranges(points, kind):
     return out
 
 
-def _yerr(values, lows, highs):
+def yerr(values, lows, highs):
     """matplotlib's [below, above] from ranges around each value (0 where unknown)."""
     v = np.asarray(values, dtype=float)
     lo = np.asarray([x if x is not None else np.nan for x in lows], dtype=float)
@@ -163,15 +163,21 @@ def _yerr(values, lows, highs):
     return [np.nan_to_num(np.clip(v - lo, 0, None)), np.nan_to_num(np.clip(hi - v, 0, None))]
 
 
-def _legend(fig, axes):
-    """In the axes while short; long or many labels (several configurations) go below the
-    figure, where they hide no point."""
+def legend_entries(axes):
+    """({label: handle}, labels in first-drawn order) over several axes, each label once."""
     handles, labels = {}, []
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             if lab not in handles:
                 handles[lab] = h
                 labels.append(lab)
+    return handles, labels
+
+
+def _legend(fig, axes):
+    """In the axes while short; long or many labels (several configurations) go below the
+    figure, where they hide no point."""
+    handles, labels = legend_entries(axes)
     if len(labels) <= 4 and max((len(x) for x in labels), default=0) <= 50:
         for ax in axes:
             ax.legend(fontsize=7)
@@ -209,7 +215,7 @@ def throughput(points, out_dir):
         work = [p["throughput"] * p["time"] for p in pts]  # tokens of one iteration
         span = [ranges.get((cfg, seq, ri), (None, None)) for ri in r]
         # the slowest iterations give the lowest throughput
-        err = _yerr(y, [w / hi if hi else None for w, (_, hi) in zip(work, span)],
+        err = yerr(y, [w / hi if hi else None for w, (_, hi) in zip(work, span)],
                     [w / lo if lo else None for w, (lo, _) in zip(work, span)])
         line = ax.errorbar(r, y, yerr=err, fmt="o-", capsize=3, label=lab,
                            color=series_colour(("S", cfg, seq)))[0]
@@ -252,7 +258,7 @@ def _scaling_plot(points, out_dir, kind):
             # speedup and efficiency scale as 1 / time: the point's slow iterations give the
             # low end (the series' base held at its time)
             span = [ranges.get((cfg, s, ri), (None, None)) for ri in r]
-            err = _yerr(y, [v * p["time"] / hi if hi else None for v, p, (_, hi) in zip(y, pts, span)],
+            err = yerr(y, [v * p["time"] / hi if hi else None for v, p, (_, hi) in zip(y, pts, span)],
                         [v * p["time"] / lo if lo else None for v, p, (lo, _) in zip(y, pts, span)])
             a.errorbar(r, y, yerr=err, fmt="o-", capsize=3, label=txt,
                        color=series_colour(("S" if kind == "strong" else "S/R", cfg, s)))
@@ -473,11 +479,10 @@ def cost_model(preds, out_dir):
         sizes += rr
         a1.plot(rr, [x["predicted_time"] for x in rows], "--", color=colour, label=lab)
         m = pr["measured"]
-        lo = [x["measured_time"] - x["measured_p25"] if x.get("measured_p25") is not None else 0 for x in m]
-        hi = [x["measured_p75"] - x["measured_time"] if x.get("measured_p75") is not None else 0 for x in m]
-        a1.errorbar([x["ring_size"] for x in m], [x["measured_time"] for x in m],
-                    yerr=[[max(v, 0) for v in lo], [max(v, 0) for v in hi]], fmt="o", color=colour, ms=7,
-                    elinewidth=1, capsize=3)
+        times = [x["measured_time"] for x in m]
+        a1.errorbar([x["ring_size"] for x in m], times,
+                    yerr=yerr(times, [x.get("measured_p25") for x in m], [x.get("measured_p75") for x in m]),
+                    fmt="o", color=colour, ms=7, elinewidth=1, capsize=3)
         a2.plot(rr, [x["predicted_efficiency"] for x in rows], "--", color=colour, label=lab)
         eff = measured_efficiency(pr)
         a2.plot(list(eff), list(eff.values()), "o", color=colour, ms=7)
