@@ -39,4 +39,17 @@ RB_HOST_DEVICE inline HeadRowPlace head_row_place(const HeadChunks& c, const Hea
   return {chunk, row * c.width};
 }
 
+// Elements first, first + step, ... of row g, tensor -> chunk (to_chunks) or back, converting
+// between the tensor's type and the wire's: the host loop (step 1) and the CUDA kernel's
+// general case (a warp's lanes) move the same elements.
+RB_HOST_DEVICE inline void copy_head_row(const HeadChunks& c, const HeadTensor& t, std::int64_t g,
+                                         bool to_chunks, std::int64_t first, std::int64_t step) {
+  const HeadRowPlace at = head_row_place(c, t, g);
+  for (std::int64_t i = first; i < c.width; i += step)
+    if (to_chunks)
+      store_from_float(at.chunk, c.wire, i, load_as_float(t.data, t.type, at.tensor_elem + i));
+    else
+      store_from_float(t.data, t.type, at.tensor_elem + i, load_as_float(at.chunk, c.wire, i));
+}
+
 }  // namespace rb::attn

@@ -64,14 +64,8 @@ __global__ void head_chunks_kernel(HeadChunks c, HeadTensor t, bool to_chunks, s
   const int lane = threadIdx.x & 31;
   const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x >> 5);
   for (std::int64_t g = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5; g < rows;
-       g += warps) {
-    const HeadRowPlace at = head_row_place(c, t, g);
-    for (std::int64_t i = lane; i < c.width; i += 32)
-      if (to_chunks)
-        store_from_float(at.chunk, c.wire, i, load_as_float(t.data, t.type, at.tensor_elem + i));
-      else
-        store_from_float(t.data, t.type, at.tensor_elem + i, load_as_float(at.chunk, c.wire, i));
-  }
+       g += warps)
+    copy_head_row(c, t, g, to_chunks, lane, 32);
 }
 
 // 8 elements of T through 16-byte words (one word for 16-bit types, two for fp32).

@@ -40,16 +40,7 @@ void init_forward(float* out, float* lse, std::int64_t rows, int head_dim) {
 void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks) {
   Kokkos::parallel_for(
       "rb::attn::host::copy_head_chunks", Policy(0, head_chunk_rows(c)),
-      KOKKOS_LAMBDA(std::int64_t g) {
-        const HeadRowPlace at = head_row_place(c, t, g);
-        for (std::int64_t i = 0; i < c.width; ++i)
-          if (to_chunks)
-            store_from_float(at.chunk, c.wire, i,
-                             load_as_float(t.data, t.type, at.tensor_elem + i));
-          else
-            store_from_float(t.data, t.type, at.tensor_elem + i,
-                             load_as_float(at.chunk, c.wire, i));
-      });
+      KOKKOS_LAMBDA(std::int64_t g) { copy_head_row(c, t, g, to_chunks, 0, 1); });
 }
 
 namespace {

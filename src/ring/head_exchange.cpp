@@ -29,12 +29,15 @@ HeadExchange::HeadExchange(attn::AttentionBackend& backend, GroupTransport& tran
   be_.copy_to_device(joint_row_.ptr, joint_row.data(), joint_row.size() * sizeof(std::int64_t));
 }
 
+std::size_t HeadExchange::part_bytes(const HeadPart& t) const {
+  return static_cast<std::size_t>(batch_) * static_cast<std::size_t>(t.heads / members_) *
+         static_cast<std::size_t>(n_) * static_cast<std::size_t>(t.width) *
+         attn::dtype_size(t.wire);
+}
+
 std::size_t HeadExchange::chunk_bytes(const std::vector<HeadPart>& parts) const {
   std::size_t sum = 0;
-  for (const HeadPart& t : parts)
-    sum += static_cast<std::size_t>(batch_) * static_cast<std::size_t>(t.heads / members_) *
-           static_cast<std::size_t>(n_) * static_cast<std::size_t>(t.width) *
-           attn::dtype_size(t.wire);
+  for (const HeadPart& t : parts) sum += part_bytes(t);
   return sum;
 }
 
@@ -86,8 +89,7 @@ void HeadExchange::copy_parts(const std::vector<HeadPart>& tensors, char* buffer
       tensor.joint_rows = joint_rows_;
     }
     be_.copy_head_chunks(c, tensor, to_chunks);
-    offset += static_cast<std::size_t>(batch_) * static_cast<std::size_t>(c.local_heads) *
-              static_cast<std::size_t>(n_ * t.width) * attn::dtype_size(t.wire);
+    offset += part_bytes(t);
   }
 }
 

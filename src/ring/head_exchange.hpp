@@ -50,6 +50,8 @@ class HeadExchange {
   std::uint64_t bytes_sent() const { return bytes_sent_; }  // to the other members, so far
 
  private:
+  // Bytes of one part in a member's chunk: [batch][heads / P][n][width] of its wire dtype.
+  std::size_t part_bytes(const HeadPart& t) const;
   // Every part of `tensors` to (to_chunks) or from the chunks of `buffer`, the chunk of `chunk`
   // bytes; joint: the tensors are joint ones (else shards).
   void copy_parts(const std::vector<HeadPart>& tensors, char* buffer, std::size_t chunk, bool joint,
