@@ -21,13 +21,9 @@ if(RINGBENCH_PYTHON)
   set_tests_properties(analysis_install PROPERTIES TIMEOUT 300 LABELS "analysis;unit"
     SKIP_RETURN_CODE 77)
   foreach(check report compare errors launch readme contention schemes)
-    add_test(NAME analysis_${check}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/e2e_analysis.py ${check}
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_${check})
-    set_tests_properties(analysis_${check} PROPERTIES TIMEOUT 600 LABELS "analysis;e2e"
-      SKIP_RETURN_CODE 77 PROCESSORS 2
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
+    ringbench_add_script_test(NAME analysis_${check} SCRIPT analysis/e2e_analysis.py ARGS ${check} SOURCE
+                              TIMEOUT 600 LABELS analysis e2e RANKS 2 OVERSUBSCRIBE
+                              ENVIRONMENT RINGBENCH_PYTHON=${RINGBENCH_PYTHON})
   endforeach()
   # Dimension scales (#32 item 9): a real 2-rank run's every key and metric has its axes named
   # (rank, point, iteration, step, ...) and, with python3-xarray and python3-h5netcdf, xarray
@@ -48,13 +44,9 @@ if(RINGBENCH_PYTHON)
                          "compare_runs;compare_runs_e2e.py")
     list(GET entry 0 name)
     list(GET entry 1 script)
-    add_test(NAME analysis_${name}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/${script}
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_${name})
-    set_tests_properties(analysis_${name} PROPERTIES TIMEOUT 300 LABELS "analysis;e2e"
-      SKIP_RETURN_CODE 77 PROCESSORS 2
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RINGBENCH_PYTHON=${RINGBENCH_PYTHON}")
+    ringbench_add_script_test(NAME analysis_${name} SCRIPT analysis/${script} SOURCE
+                              TIMEOUT 300 LABELS analysis e2e RANKS 2 OVERSUBSCRIBE
+                              ENVIRONMENT RINGBENCH_PYTHON=${RINGBENCH_PYTHON})
   endforeach()
   # A single-node Slurm cluster on this machine (slurm-wlm + munge, installed when missing),
   # running batch jobs. Skipped (77) only where Slurm cannot be installed. analysis_slurm:
@@ -74,11 +66,6 @@ if(RINGBENCH_PYTHON)
   # exception or network request, every plotly figure drawn, screenshots in the workdir. Only
   # label "browser" (ctest -L browser): it installs Debian's chromium (as root) where missing,
   # and skips (77) where it cannot.
-  add_test(NAME analysis_browser
-           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/analysis/browser_check.py
-                   --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                   --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/analysis_browser)
-  set_tests_properties(analysis_browser PROPERTIES TIMEOUT 900 LABELS "browser"
-    SKIP_RETURN_CODE 77 PROCESSORS 2
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+  ringbench_add_script_test(NAME analysis_browser SCRIPT analysis/browser_check.py SOURCE
+                            TIMEOUT 900 LABELS browser RANKS 2 OVERSUBSCRIBE)
 endif()

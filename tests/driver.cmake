@@ -11,14 +11,8 @@ ringbench_add_test(NAME driver RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_dr
 # before the hang kept in the file.
 if(RINGBENCH_PYTHON)
   foreach(check point run no_hang auto off)
-    add_test(NAME driver_hang_guard_${check}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/driver/hang_guard.py ${check}
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --source ${PROJECT_SOURCE_DIR}
-                     --workdir ${RINGBENCH_TEST_OUTPUT}/driver_hang_guard_${check})
-    set_tests_properties(driver_hang_guard_${check} PROPERTIES TIMEOUT 300 LABELS "mpi;e2e"
-      SKIP_RETURN_CODE 77 PROCESSORS 2
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+    ringbench_add_script_test(NAME driver_hang_guard_${check} SCRIPT driver/hang_guard.py ARGS ${check} SOURCE
+                              TIMEOUT 300 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
   endforeach()
 endif()
 # How a run holds and ends its output (#31): OUTPUT.lock refuses a second run on it while the
@@ -26,13 +20,7 @@ endif()
 # with the guard's code, never 'complete'. 2 ranks, the file read back with h5dump.
 if(RINGBENCH_PYTHON)
   foreach(check lock slow_point)
-    add_test(NAME driver_output_${check}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/driver/output_faults.py ${check}
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --source ${PROJECT_SOURCE_DIR}
-                     --workdir ${RINGBENCH_TEST_OUTPUT}/driver_output_${check})
-    set_tests_properties(driver_output_${check} PROPERTIES TIMEOUT 600 LABELS "mpi;e2e"
-      SKIP_RETURN_CODE 77 PROCESSORS 2
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+    ringbench_add_script_test(NAME driver_output_${check} SCRIPT driver/output_faults.py ARGS ${check} SOURCE
+                              TIMEOUT 600 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
   endforeach()
 endif()

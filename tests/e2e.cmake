@@ -1,15 +1,10 @@
 # End-to-end: the real program on real configs, the file read back with h5py.
-# The script launches mpirun itself (it checks per-rank exit codes and output), so these
-# are plain CTest entries rather than ringbench_add_test ones.
+# The scripts launch mpirun themselves (ringbench_add_script_test, not ringbench_add_test).
 if(RINGBENCH_PYTHON)
   foreach(check small_np1 small_np2 small_np4 bad_configs dry_run force interrupted help
                 simulated_layout)
-    add_test(NAME e2e_${check}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/e2e_checks.py ${check}
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/e2e_${check})
-    set_tests_properties(e2e_${check} PROPERTIES TIMEOUT 600 LABELS e2e SKIP_RETURN_CODE 77
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    ringbench_add_script_test(NAME e2e_${check} SCRIPT e2e/e2e_checks.py ARGS ${check} SOURCE
+                              TIMEOUT 600 LABELS e2e)
   endforeach()
 endif()
 # Tuned kernel policy read-back (issue #13) on 2 ranks: an unknown path in the policy, a cuda
@@ -19,22 +14,13 @@ endif()
 if(RINGBENCH_PYTHON)
   # scheme: auto and its CP policy: tune-cp's round trip, a hand-written policy, another machine.
   foreach(check measured written other)
-    add_test(NAME e2e_cp_policy_${check}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cp_policy_readback.py ${check}
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/e2e_cp_policy_${check})
-    set_tests_properties(e2e_cp_policy_${check} PROPERTIES TIMEOUT 300 LABELS "mpi;e2e"
-      SKIP_RETURN_CODE 77 PROCESSORS 2
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;PYTHONPATH=${PROJECT_SOURCE_DIR}/analysis")
+    ringbench_add_script_test(NAME e2e_cp_policy_${check} SCRIPT e2e/cp_policy_readback.py ARGS ${check} SOURCE
+                              TIMEOUT 300 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE
+                              ENVIRONMENT PYTHONPATH=${PROJECT_SOURCE_DIR}/analysis)
   endforeach()
   foreach(check unknown_path other_machine strict applies mixed)
-    add_test(NAME e2e_policy_${check}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/policy_readback.py ${check}
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --workdir ${RINGBENCH_TEST_OUTPUT}/e2e_policy_${check})
-    set_tests_properties(e2e_policy_${check} PROPERTIES TIMEOUT 300 LABELS "mpi;e2e"
-      SKIP_RETURN_CODE 77 PROCESSORS 2
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+    ringbench_add_script_test(NAME e2e_policy_${check} SCRIPT e2e/policy_readback.py ARGS ${check}
+                              TIMEOUT 300 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
   endforeach()
 endif()
 # What the terminal shows (issue #16): the results tables equal the file's numbers, --quiet,
@@ -44,12 +30,8 @@ endif()
 if(RINGBENCH_PYTHON)
   foreach(check tables narrow json_stdout quiet json dry_run_64x8 bad_world_size estimate_from
                 json_on_timeout)
-    add_test(NAME e2e_screen_${check}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/screen_checks.py ${check}
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/e2e_screen_${check})
-    set_tests_properties(e2e_screen_${check} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+    ringbench_add_script_test(NAME e2e_screen_${check} SCRIPT e2e/screen_checks.py ARGS ${check} SOURCE
+                              TIMEOUT 600 OVERSUBSCRIBE)
   endforeach()
   set_tests_properties(e2e_screen_tables e2e_screen_narrow e2e_screen_json_stdout e2e_screen_quiet
                        e2e_screen_json e2e_screen_estimate_from e2e_screen_json_on_timeout PROPERTIES

@@ -10,12 +10,7 @@
 if(RINGBENCH_PYTHON)
   foreach(check config output race diskfull oom oom_validation stopped config_limits side_files
                 environment closed_stdout)
-    add_test(NAME hostile_${check}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/hostile/hostile_checks.py ${check}
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --source ${PROJECT_SOURCE_DIR} --workdir ${RINGBENCH_TEST_OUTPUT}/hostile_${check})
-    set_tests_properties(hostile_${check} PROPERTIES TIMEOUT 600 LABELS "mpi;e2e"
-      SKIP_RETURN_CODE 77 PROCESSORS 2
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+    ringbench_add_script_test(NAME hostile_${check} SCRIPT hostile/hostile_checks.py ARGS ${check} SOURCE
+                              TIMEOUT 600 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
   endforeach()
 endif()

@@ -13,12 +13,7 @@ endforeach()
 # (/run/mpiio_hints, aligned datasets).
 if(RINGBENCH_PYTHON)
   foreach(check same_output_file output_hints)
-    add_test(NAME metrics_${check}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/metrics/${check}.py
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --workdir ${RINGBENCH_TEST_OUTPUT}/metrics_${check})
-    set_tests_properties(metrics_${check} PROPERTIES TIMEOUT 300 LABELS "mpi;e2e"
-      SKIP_RETURN_CODE 77 PROCESSORS 2
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+    ringbench_add_script_test(NAME metrics_${check} SCRIPT metrics/${check}.py
+                              TIMEOUT 300 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
   endforeach()
 endif()

@@ -1,25 +1,32 @@
 # Ring attention tests (owner: ring attention): host kernels (1 rank), the ring algorithm
 # against the double-precision reference at 1-4 ranks, and the sweep (config parser, output).
 # ring_case.hpp takes the path under test from the program's path factories (rb_app).
+
+# ring/test_<name>.cpp run at 1-4 ranks on the host path (<name>_<n>) and, where CUDA is built,
+# against the GPU test main at 1, 2 and 4 ranks (<name>_gpu_<n>): exit 77 (skipped) without a
+# GPU; with more ranks per node than GPUs they pass without running (NCCL needs one each).
+function(ring_add_host_and_gpu_test name labels timeout)
+  ringbench_add_doctest(TARGET test_${name} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_${name}.cpp
+                        LIBS rb_app)
+  foreach(n 1 2 3 4)
+    ringbench_add_test(NAME ${name}_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_${name}> LABELS ${labels}
+                       TIMEOUT ${timeout})
+  endforeach()
+  if(RINGBENCH_HAVE_CUDA)
+    ringbench_add_doctest(TARGET test_${name}_gpu GPU SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_${name}.cpp
+                          LIBS rb_app)
+    foreach(n 1 2 4)
+      ringbench_add_test(NAME ${name}_gpu_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_${name}_gpu>
+                         LABELS gpu TIMEOUT 300)
+    endforeach()
+  endif()
+endfunction()
+
 ringbench_add_doctest(TARGET test_ring_kernels SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_kernels.cpp
                       LIBS rb_app)
 ringbench_add_test(NAME ring_kernels RANKS 1 COMMAND $<TARGET_FILE:test_ring_kernels> LABELS ring TIMEOUT 120)
-ringbench_add_doctest(TARGET test_ring_mpi SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_mpi.cpp
-                      LIBS rb_app)
-foreach(n 1 2 3 4)
-  ringbench_add_test(NAME ring_mpi_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_ring_mpi> LABELS ring
-                     TIMEOUT 120)
-endforeach()
-# The same ring cases on the GPU path (CUDA kernels, NCCL transport): exit 77 (skipped) without
-# a GPU; with more ranks per node than GPUs they pass without running (NCCL needs one each).
-if(RINGBENCH_HAVE_CUDA)
-  ringbench_add_doctest(TARGET test_ring_mpi_gpu GPU SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_mpi.cpp
-                        LIBS rb_app)
-  foreach(n 1 2 4)
-    ringbench_add_test(NAME ring_mpi_gpu_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_ring_mpi_gpu>
-                       LABELS gpu TIMEOUT 300)
-  endforeach()
-endif()
+# The ring cases also on the GPU path (CUDA kernels, NCCL transport).
+ring_add_host_and_gpu_test(ring_mpi ring 120)
 # The sweep's config parser, and the sweep run into a file and read back (1 and 2 ranks).
 ringbench_add_doctest(TARGET test_ring_sweep SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_ring_sweep.cpp
                       LIBS rb_app)
@@ -31,40 +38,24 @@ ringbench_add_test(NAME ring_sweep_np2 RANKS 2 COMMAND $<TARGET_FILE:test_ring_s
 # dumped tensors re-checked with numpy.
 if(RINGBENCH_PYTHON)
   foreach(n 2 4)
-    add_test(NAME ring_e2e_np${n}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/ring/check_ring_output.py
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --workdir ${RINGBENCH_TEST_OUTPUT}/ring_e2e_np${n} --ranks ${n})
-    set_tests_properties(ring_e2e_np${n} PROPERTIES TIMEOUT 300 LABELS ring SKIP_RETURN_CODE 77
-      PROCESSORS ${n} ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    ringbench_add_script_test(NAME ring_e2e_np${n} SCRIPT ring/check_ring_output.py TAIL --ranks ${n}
+                              TIMEOUT 300 LABELS ring RANKS ${n})
   endforeach()
   # A failed parity check fails the run and names the point; an out-of-memory point is
   # recorded as oom and the sweep goes on.
   foreach(mode parity_fail oom)
-    add_test(NAME ring_e2e_${mode}
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/ring/check_ring_output.py
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --workdir ${RINGBENCH_TEST_OUTPUT}/ring_e2e_${mode} --ranks 2 --mode ${mode})
-    set_tests_properties(ring_e2e_${mode} PROPERTIES TIMEOUT 300 LABELS ring SKIP_RETURN_CODE 77
-      PROCESSORS 2 ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    ringbench_add_script_test(NAME ring_e2e_${mode} SCRIPT ring/check_ring_output.py TAIL --ranks 2 --mode ${mode}
+                              TIMEOUT 300 LABELS ring RANKS 2)
   endforeach()
   # Ring placement and communicator reuse at 8 ranks on simulated nodes of 4, block and cyclic:
   # node_aware rings cross nodes the fewest times, rank order under cyclic more (and warns);
   # communicators created once per ring size.
-  add_test(NAME ring_placement_np8
-           COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/ring/check_ring_placement.py
-                   --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                   --workdir ${RINGBENCH_TEST_OUTPUT}/ring_placement_np8)
-  set_tests_properties(ring_placement_np8 PROPERTIES TIMEOUT 600 LABELS "ring;mpi" SKIP_RETURN_CODE 77
-    PROCESSORS 8 ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  ringbench_add_script_test(NAME ring_placement_np8 SCRIPT ring/check_ring_placement.py
+                            TIMEOUT 600 LABELS ring mpi RANKS 8)
   # The CUDA path's NCCL ring communicators, once per ring size (2 ranks, 2 GPUs; else 77).
   if(RINGBENCH_HAVE_CUDA)
-    add_test(NAME ring_placement_gpu
-             COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/ring/check_ring_placement.py --gpu
-                     --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
-                     --workdir ${RINGBENCH_TEST_OUTPUT}/ring_placement_gpu)
-    set_tests_properties(ring_placement_gpu PROPERTIES TIMEOUT 600 LABELS gpu SKIP_RETURN_CODE 77
-      PROCESSORS 2 ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    ringbench_add_script_test(NAME ring_placement_gpu SCRIPT ring/check_ring_placement.py ARGS --gpu
+                              TIMEOUT 600 LABELS gpu RANKS 2)
   endif()
 endif()
 # The kernel_tuning sweep (every host kernel path at ring size 1): parser, and the sweep run
@@ -106,20 +97,7 @@ ringbench_add_test(NAME ring_transport_choice RANKS 1 COMMAND $<TARGET_FILE:test
 # The all-gather, Ulysses and hybrid schemes against the reference at 1-4 ranks, bytes sent,
 # refusals; on the host path (MPI collectives) and the GPU path (NCCL collectives, exit 77
 # without a GPU).
-ringbench_add_doctest(TARGET test_cp_schemes SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_cp_schemes.cpp
-                      LIBS rb_app)
-foreach(n 1 2 3 4)
-  ringbench_add_test(NAME cp_schemes_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_cp_schemes>
-                     LABELS "ring;mpi" TIMEOUT 300)
-endforeach()
-if(RINGBENCH_HAVE_CUDA)
-  ringbench_add_doctest(TARGET test_cp_schemes_gpu GPU SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_cp_schemes.cpp
-                        LIBS rb_app)
-  foreach(n 1 2 4)
-    ringbench_add_test(NAME cp_schemes_gpu_${n} RANKS ${n} COMMAND $<TARGET_FILE:test_cp_schemes_gpu>
-                       LABELS gpu TIMEOUT 300)
-  endforeach()
-endif()
+ring_add_host_and_gpu_test(cp_schemes "ring;mpi" 300)
 # scheme: auto and its tuned CP policy: the file reader, the lookup over tokens per rank, and the
 # ring_attention sweep resolving auto (issue #27 item 4).
 ringbench_add_doctest(TARGET test_cp_policy SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ring/test_cp_policy.cpp LIBS rb_app)
