@@ -1,8 +1,16 @@
 """Command line: python3 -m ringbench_analysis
 {report,compare,table,tune,tune-cp,compare-tuning,nccl-tests,scheme-model,...} (or analysis/rb-analysis)."""
 import argparse
+import importlib
 import os
 import sys
+
+# The commands whose module does all the work: command -> (module, its function of args).
+# Imported after parsing, so --help works without h5py and yaml.
+_MODULE_COMMANDS = {"export": ("export", "command"), "nccl-tests": ("nccl_tests", "command"),
+                    "baseline": ("baseline", "command"), "scheme-model": ("scheme_report", "command"),
+                    "tune-cp": ("tune_cp", "command"), "tune": ("tune", "tune_command"),
+                    "compare-tuning": ("tune", "compare_tuning_command")}
 
 
 def main(argv=None):
@@ -42,36 +50,23 @@ def _run(argv):
     args = p.parse_args(argv)
     bad = _out_files_problem(args)
     if bad:  # before any input is read: a traceback at the end of a long analysis otherwise
-        print(f"rb-analysis {args.command}: {bad}", file=sys.stderr)
-        return 2
-    if args.command == "export":
-        from . import export
-        return export.command(args)
-    if args.command == "nccl-tests":
-        from . import nccl_tests
-        return nccl_tests.command(args)
-    if args.command == "baseline":
-        from . import baseline  # imports h5py and yaml lazily: --help works without them
-        return baseline.command(args)
-    if args.command == "scheme-model":
-        from . import scheme_report
-        return scheme_report.command(args)
-    if args.command == "tune-cp":
-        from . import tune_cp
-        return tune_cp.command(args)
-    if args.command in ("tune", "compare-tuning"):
-        from . import tune  # imports h5py: after parsing, so --help works without it
-        return (tune.tune_command(args) if args.command == "tune"
-                else tune.compare_tuning_command(args))
+        return _refuse(args.command, bad)
+    if args.command in _MODULE_COMMANDS:
+        module, function = _MODULE_COMMANDS[args.command]
+        return getattr(importlib.import_module(f".{module}", __package__), function)(args)
     from . import reader  # imported here so --help works without h5py
     try:
         return {"report": _report, "compare": _compare, "table": _table, "trend": _trend}[args.command](args, p)
     except reader.RingbenchFileError as e:
-        print(f"rb-analysis {args.command}: {e}", file=sys.stderr)
-        return 2
+        return _refuse(args.command, e)
     except KeyError as e:
-        print(f"rb-analysis {args.command}: {e.args[0] if e.args else e}", file=sys.stderr)
-        return 2
+        return _refuse(args.command, e.args[0] if e.args else e)
+
+
+def _refuse(command, why):
+    """Exit code 2 (unusable input or settings), with why on stderr."""
+    print(f"rb-analysis {command}: {why}", file=sys.stderr)
+    return 2
 
 
 def _nccl_tests_parser(sub):
@@ -202,20 +197,15 @@ def _report(args, p):
         reader.filecheck.check(reader.run_files(args.files))
         bad_out = _out_dir_problem(args.out) or _html_problem(args.html)
         if bad_out:
-            print(f"rb-analysis report: {bad_out}", file=sys.stderr)
-            return 2
+            return _refuse("report", bad_out)
         summary = report.build(args.files, args.out, sizes, peaks_file=args.peaks,
                                given_links=given, ranks_per_node=args.ranks_per_node, html=args.html)
     except LinkError as e:
-        print(f"rb-analysis report: {e}", file=sys.stderr)
-        return 2
+        return _refuse("report", e)
     except PeaksError as e:
-        print(f"rb-analysis report: --peaks {e}", file=sys.stderr)
-        return 2
+        return _refuse("report", f"--peaks {e}")
     except OSError as e:  # a write that failed after the check (a full disk, a removed --out)
-        print(f"rb-analysis report: --out {args.out}: {e.filename or args.out}: {e.strerror or e}",
-              file=sys.stderr)
-        return 2
+        return _refuse("report", f"--out {args.out}: {e.filename or args.out}: {e.strerror or e}")
     print(f"report: {os.path.join(args.out, 'report.md')}"
           + (f" and {os.path.join(args.out, 'report.html')}" if args.html else "")
           + f" ({len(summary['plots'])} plots, {len(summary['points'])} ring attention points)")
@@ -261,14 +251,12 @@ def _trend(args, p):
         p.error("--nights must be 0 (all) or more")
     problem = _out_dir_problem(args.out) or _html_problem(True)
     if problem:
-        print(f"rb-analysis trend: {problem}", file=sys.stderr)
-        return 2
+        return _refuse("trend", problem)
     try:
         data = trend.collect(args.store, args.out, args.nights, compare.parse_tolerance(args.tolerance),
                              compare.parse_bytes(args.min_bytes), args.kind)
     except (trend.TrendError, compare.CompareError) as e:
-        print(f"rb-analysis trend: {e}", file=sys.stderr)
-        return 2
+        return _refuse("trend", e)
     path = trend_html.write(data, args.out)
     regs = sum(1 for k in data["kinds"] for s in k["series"] for n in s["nights"] if n and n["verdict"] == "regression")
     print(f"trend: {path} ({len(data['kinds'])} kind(s), {regs} regression(s) among the nights shown)")
