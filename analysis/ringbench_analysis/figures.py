@@ -18,14 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from . import fmt  # noqa: E402
 from .plots import NoData, legend_entries, series_colour, yerr  # noqa: E402
-
-def _bytes_text(x, _pos=None):
-    for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if x >= f:
-            v = x / f
-            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.3g} {unit}"
-    return f"{x:.0f} B"
 
 
 def bytes_axis(ax, sizes):
@@ -36,7 +30,7 @@ def bytes_axis(ax, sizes):
     step += step % 2 if step > 1 else 0  # even powers of two: 1 KiB, 4 KiB, ... read better
     ticks = [2.0**e for e in range(int(np.floor(lo)), int(np.ceil(hi)) + 1, step)]
     ax.set_xticks(ticks)
-    ax.xaxis.set_major_formatter(FuncFormatter(_bytes_text))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: fmt.size(x)))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.tick_params(axis="x", labelrotation=45, labelsize=7)
     ax.set_xlabel("message size (bytes)")
@@ -146,7 +140,7 @@ def latency_small(cpoints, pingpong, out_dir):
         if len(pp):
             panels.append(("host_pingpong (one way)", pp))
     if not panels:
-        raise NoData(f"no collectives or ping-pong point up to {_bytes_text(SMALL_MESSAGE)} with a link")
+        raise NoData(f"no collectives or ping-pong point up to {fmt.size(SMALL_MESSAGE)} with a link")
     fig, axes = _grid(len(panels))
     files = max(p["file"].nunique() for _, p in panels)
     for ax, (title, sub) in zip(axes, panels):
@@ -225,7 +219,7 @@ def p2p_heatmaps(runs, out_dir):
             size = s.attrs.get("bandwidth_bytes" if name == "bandwidth" else "latency_bytes", 0)
             what = ("bandwidth (slower rank of the pair)" if name == "bandwidth"
                     else "one-way latency (slower rank)")
-            _heat(ax, fig, m, f"{title}\n{what}" + (f", {_bytes_text(float(size))} messages" if size else ""),
+            _heat(ax, fig, m, f"{title}\n{what}" + (f", {fmt.size(float(size))} messages" if size else ""),
                   "B/s" if name == "bandwidth" else "s", "viridis" if name == "bandwidth" else "viridis_r")
         for ax in row[len(mats):]:
             ax.set_visible(False)

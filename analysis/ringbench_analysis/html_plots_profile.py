@@ -6,9 +6,13 @@ from . import figures, fmt, reader, results
 from .html_plots import cell_labels, colour, cv_line, figure, go_module, hover, pow2_axis, scatter
 
 
-def _grid(n):
-    cols = 1 if n == 1 else 2
-    return -(-n // cols), cols
+def _panel_grid(titles):
+    """A figure of one panel per title, two to a row (one alone spans the width), and each
+    panel's (row, col), both from 1."""
+    cols = 1 if len(titles) == 1 else 2
+    rows = -(-len(titles) // cols)
+    return (figure(rows, cols, titles, height=330 * rows + 60),
+            [(i // cols + 1, i % cols + 1) for i in range(len(titles))])
 
 
 def _variant_traces(fig, sub, files, y, what, row, col, shown):
@@ -32,19 +36,18 @@ def bandwidth(rep):
     if not len(linked):
         return None
     ops = list(dict.fromkeys(linked["operation"]))
-    rows, cols = _grid(len(ops))
-    fig = figure(rows, cols, ops, height=330 * rows + 60)
+    fig, cells = _panel_grid(ops)
     shown = set()
-    for i, op in enumerate(ops):
-        sub, (r, c) = linked[linked["operation"] == op], divmod(i, cols)
+    for op, (row, col) in zip(ops, cells):
+        sub = linked[linked["operation"] == op]
         _variant_traces(fig, sub, linked["file"].nunique(), "busbw",
                         lambda x: f"busbw {fmt.si(x['busbw'], 'B/s')}, algbw {fmt.si(x['algbw'], 'B/s')}",
-                        r + 1, c + 1, shown)
+                        row, col, shown)
         for lp in (variants[variants["operation"] == op]["link_peak"].dropna().unique() if len(variants) else []):
-            fig.add_hline(y=lp, line_dash="dash", line_color="black", row=r + 1, col=c + 1,
+            fig.add_hline(y=lp, line_dash="dash", line_color="black", row=row, col=col,
                           annotation_text="link peak (NVLink, one direction)")
-        pow2_axis(fig, sub["size"], "message size", row=r + 1, col=c + 1, binary=True)
-        fig.update_yaxes(type="log", title_text="bus bandwidth (B/s)" if c == 0 else None, row=r + 1, col=c + 1)
+        pow2_axis(fig, sub["size"], "message size", row=row, col=col, binary=True)
+        fig.update_yaxes(type="log", title_text="bus bandwidth (B/s)" if col == 1 else None, row=row, col=col)
     return fig
 
 
@@ -59,16 +62,14 @@ def latency(rep):
             group="ping-pong pair", dtype="", in_place=0, wrong=0)))
     if not panels:
         return None
-    rows, cols = _grid(len(panels))
-    fig = figure(rows, cols, [t for t, _ in panels], height=330 * rows + 60)
+    fig, cells = _panel_grid([t for t, _ in panels])
     shown = set()
     files = max(p["file"].nunique() for _, p in panels)
-    for i, (_, sub) in enumerate(panels):
-        r, c = divmod(i, cols)
+    for (_, sub), (row, col) in zip(panels, cells):
         _variant_traces(fig, sub, files, "time", lambda x: f"time per operation {fmt.time(x['time'])}",
-                        r + 1, c + 1, shown)
-        pow2_axis(fig, sub["size"], "message size", row=r + 1, col=c + 1, binary=True)
-        fig.update_yaxes(type="log", title_text="time (s, slowest rank)" if c == 0 else None, row=r + 1, col=c + 1)
+                        row, col, shown)
+        pow2_axis(fig, sub["size"], "message size", row=row, col=col, binary=True)
+        fig.update_yaxes(type="log", title_text="time (s, slowest rank)" if col == 1 else None, row=row, col=col)
     return fig
 
 
@@ -101,11 +102,10 @@ def compute(rep):
     if not len(frame):
         return None
     dtypes = list(dict.fromkeys(frame["dtype"]))
-    rows, cols = _grid(len(dtypes))
-    fig = figure(rows, cols, dtypes, height=330 * rows + 60)
+    fig, cells = _panel_grid(dtypes)
     shown = set()
-    for i, dt in enumerate(dtypes):
-        sub, (r, c) = frame[frame["dtype"] == dt], divmod(i, cols)
+    for dt, (row, col) in zip(dtypes, cells):
+        sub = frame[frame["dtype"] == dt]
         for (op, eng), g in sub.groupby(["operation", "engine"], sort=False):
             g, lab = g.sort_values("size"), f"{op} ({eng})"
             text = [hover(f"{lab} {dt} n={x['size']}", [
@@ -114,14 +114,14 @@ def compute(rep):
                 f"p25 {fmt.tflops(x['r_p25'])}, p75 {fmt.tflops(x['r_p75'])} TFLOP/s", cv_line(x["cv"])])
                 for x in fmt.records(g)]
             fig.add_trace(scatter(g["size"], g["tflops"], text, lab, legendgroup=lab, showlegend=lab not in shown,
-                                  error_y=_error(g["tflops"], g["r_p25"], g["r_p75"])), row=r + 1, col=c + 1)
+                                  error_y=_error(g["tflops"], g["r_p25"], g["r_p75"])), row=row, col=col)
             shown.add(lab)
         peak = sub["peak_tflops"].dropna()
         if len(peak):
-            fig.add_hline(y=peak.iloc[0], line_dash="dash", line_color="black", row=r + 1, col=c + 1,
+            fig.add_hline(y=peak.iloc[0], line_dash="dash", line_color="black", row=row, col=col,
                           annotation_text="device peak (dense)")
-        pow2_axis(fig, sub["size"], "n (GEMM n x n x n) / rows", row=r + 1, col=c + 1)
-        fig.update_yaxes(title_text="TFLOP/s" if c == 0 else None, rangemode="tozero", row=r + 1, col=c + 1)
+        pow2_axis(fig, sub["size"], "n (GEMM n x n x n) / rows", row=row, col=col)
+        fig.update_yaxes(title_text="TFLOP/s" if col == 1 else None, rangemode="tozero", row=row, col=col)
     return fig
 
 

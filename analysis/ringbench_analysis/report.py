@@ -22,14 +22,16 @@ from . import doc, rows_csv, scheme_report
 TITLE = "# ringbench report"
 
 # Drawn whenever the files have ring attention, collectives, p2p or ping-pong points.
-EXPECTED_PLOTS = [
-    ("throughput", "Throughput against ring size", plots.throughput, "points"),
-    ("strong_scaling", "Strong scaling: speedup and efficiency", plots.strong_scaling, "points"),
-    ("weak_scaling", "Weak scaling: scaled speedup and efficiency", plots.weak_scaling, "points"),
-    ("exposed_comm", "Exposed communication fraction", plots.exposed_comm, "points"),
-    ("memory", "Memory per rank", plots.memory, "points"),
-    ("efficiency_heatmap", "Efficiency over sequence length x ring size", plots.efficiency_heatmap, "points"),
-    ("rank_spread", "Per-rank spread (stragglers)", plots.rank_spread, "points"),
+# The ring attention points' plots are named as the plots function that draws them.
+EXPECTED_PLOTS = [(draw.__name__, title, draw, "points") for title, draw in (
+    ("Throughput against ring size", plots.throughput),
+    ("Strong scaling: speedup and efficiency", plots.strong_scaling),
+    ("Weak scaling: scaled speedup and efficiency", plots.weak_scaling),
+    ("Exposed communication fraction", plots.exposed_comm),
+    ("Memory per rank", plots.memory),
+    ("Efficiency over sequence length x ring size", plots.efficiency_heatmap),
+    ("Per-rank spread (stragglers)", plots.rank_spread),
+)] + [
     ("ring_timeline", "Per ring step: compute and exposed wait", figures.ring_timeline, "runs_ring"),
     ("ring_variance", "Per-iteration times", figures.ring_variance, "runs_ring"),
     ("bandwidth", "Bus bandwidth per collective", figures.collectives_busbw, "coll"),

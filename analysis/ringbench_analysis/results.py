@@ -357,26 +357,31 @@ def _rate_samples(sweep, p, metric):
     return rate * t.mean() / t
 
 
+def _rate_points(runs, sweep_type, metric):
+    """Each point of the runs' sweep_type sweeps that recorded the rate metric: its run, sweep
+    and keys, the slowest rank's rate and that rank's per-iteration rates."""
+    for run in runs:
+        for s in run.sweeps_of_type((sweep_type,)):
+            if metric not in s.metrics:
+                continue
+            for p in range(s.npoints):
+                v = s.rank_values(metric, p)
+                yield (run, s, s.points.iloc[p], float(v.min()) if v.size else float("nan"),
+                       _rate_samples(s, p, metric))
+
+
 def compute_frame(runs, peaks):
     """One row per compute point: the slowest rank's TFLOP/s, CV, % of the dtype's peak."""
     rows = []
-    for run in runs:
-        for s in run.sweeps_of_type(("compute",)):
-            if "rate_tflops" not in s.metrics:
-                continue
-            for p in range(s.npoints):
-                k = s.points.iloc[p]
-                v = s.rank_values("rate_tflops", p)
-                samples = _rate_samples(s, p, "rate_tflops")
-                dtype = str(k.get("dtype", ""))
-                peak = peaks_mod.tflops(peaks, dtype)
-                rate = float(v.min()) if v.size else float("nan")
-                rows.append({"file": os.path.basename(run.path), "sweep": s.name,
-                             "operation": str(k.get("operation", "gemm")), "engine": str(k.get("engine", "")),
-                             "dtype": dtype, "size": int(k.get("size", k.get("rows", 0)) or 0),
-                             "tflops": rate, "r_p25": _pct(samples, 25), "r_p75": _pct(samples, 75),
-                             "cv": cv(samples), "peak_tflops": peak or float("nan"),
-                             "pct_of_peak": 100 * rate / peak if peak else float("nan")})
+    for run, s, k, rate, samples in _rate_points(runs, "compute", "rate_tflops"):
+        dtype = str(k.get("dtype", ""))
+        peak = peaks_mod.tflops(peaks, dtype)
+        rows.append({"file": os.path.basename(run.path), "sweep": s.name,
+                     "operation": str(k.get("operation", "gemm")), "engine": str(k.get("engine", "")),
+                     "dtype": dtype, "size": int(k.get("size", k.get("rows", 0)) or 0),
+                     "tflops": rate, "r_p25": _pct(samples, 25), "r_p75": _pct(samples, 75),
+                     "cv": cv(samples), "peak_tflops": peak or float("nan"),
+                     "pct_of_peak": 100 * rate / peak if peak else float("nan")})
     return pd.DataFrame(rows)
 
 
@@ -394,21 +399,13 @@ MEMORY_PEAK = {"d2d": ("hbm_GBps", 2.0), "h2d_pinned": ("pcie_GBps", 1.0),
 def memory_frame(runs, peaks):
     """One row per memory point (triad, copy kinds): the slowest rank's GB/s and % of peak."""
     rows = []
-    for run in runs:
-        for s in run.sweeps_of_type(("memory",)):
-            if "bandwidth_Bps" not in s.metrics:
-                continue
-            for p in range(s.npoints):
-                k = s.points.iloc[p]
-                kind = str(k.get("kind", ""))
-                v = s.rank_values("bandwidth_Bps", p)
-                bw = float(v.min()) if v.size else float("nan")
-                samples = _rate_samples(s, p, "bandwidth_Bps")
-                which, factor = MEMORY_PEAK.get(kind, (None, 1.0))
-                peak = (peaks or {}).get(which) if which else None
-                rows.append({"file": os.path.basename(run.path), "sweep": s.name, "kind": kind,
-                             "size": int(k.get("size_bytes", 0)), "bandwidth": bw,
-                             "b_p25": _pct(samples, 25), "b_p75": _pct(samples, 75), "cv": cv(samples),
-                             "peak_name": which or "", "peak": peak * 1e9 if peak else float("nan"),
-                             "pct_of_peak": 100 * factor * bw / (peak * 1e9) if peak else float("nan")})
+    for run, s, k, bw, samples in _rate_points(runs, "memory", "bandwidth_Bps"):
+        kind = str(k.get("kind", ""))
+        which, factor = MEMORY_PEAK.get(kind, (None, 1.0))
+        peak = (peaks or {}).get(which) if which else None
+        rows.append({"file": os.path.basename(run.path), "sweep": s.name, "kind": kind,
+                     "size": int(k.get("size_bytes", 0)), "bandwidth": bw,
+                     "b_p25": _pct(samples, 25), "b_p75": _pct(samples, 75), "cv": cv(samples),
+                     "peak_name": which or "", "peak": peak * 1e9 if peak else float("nan"),
+                     "pct_of_peak": 100 * factor * bw / (peak * 1e9) if peak else float("nan")})
     return pd.DataFrame(rows)

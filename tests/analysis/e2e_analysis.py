@@ -5,7 +5,7 @@
 
 CHECK: report | compare | errors | launch | readme | contention. Exit 0 = pass, 1 = fail, 77 = skipped.
 The expected numbers are recomputed here from the HDF5 files with h5py, independently of the
-analysis package, and compared with what the report wrote.
+analysis package, and compared with what the report wrote (times written by its fmt.time).
 """
 import json
 import os
@@ -27,6 +27,9 @@ harness.ECHO_PASSES = True
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5edit  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+from ringbench_analysis.fmt import time as fmt_time  # noqa: E402
 
 PLOTS = ["throughput", "strong_scaling", "weak_scaling", "exposed_comm", "memory",
          "efficiency_heatmap", "rank_spread", "ring_timeline", "ring_variance", "bandwidth",
@@ -94,7 +97,7 @@ def valid_png(path):
 
 def ring_points_from_file(path):
     """(seq_len, ring_size) -> the slowest rank's median total time etc., read straight from h5py
-    (schema_version 2: keys under points/, metrics [world, points, ...])."""
+    (keys under points/, metrics [world, points, ...])."""
     out = {}
     with h5py.File(path, "r") as f:
         for g in f["sweeps"].values():
@@ -119,14 +122,6 @@ def ring_points_from_file(path):
                             if np.isfinite(g["kernel_slowdown"][:, p]).any() else None,
                             "transport": g["transport"].asstr()[0, p]}
     return out
-
-
-def fmt_time(v):  # as report.py writes times
-    if v >= 1:
-        return f"{v:.3g} s"
-    if v >= 1e-3:
-        return f"{v * 1e3:.3g} ms"
-    return f"{v * 1e6:.3g} us"
 
 
 def check_report(args):
@@ -575,6 +570,29 @@ def check_readme(args):
         check(name in js["plots"], f"{name}.png drawn from the main job's file")
     check_points_csv(out, (out_h5,), js)
     check_plots_have_data(args, out_h5, os.path.join(args.workdir, "report_spy"))
+    check_judging_as_schema_2(args, out_h5)
+
+
+def check_judging_as_schema_2(args, h5):
+    """The main job's file says how each metric is judged (schema 3), and says what the
+    analysis's schema 2 rules (legacy.py) said of the same columns, so a nightly judges a new
+    run as it judged an old baseline: the same headline metrics, directions, rank reductions and
+    noise classes."""
+    sys.path.insert(0, os.path.join(args.source, "analysis"))
+    import copy
+    from ringbench_analysis import legacy, reader
+    run = reader.load(h5)
+    check(run.attrs.get("schema_version") == 3, "the main job's file is schema_version 3")
+    for s in run.sweeps.values():
+        said = copy.deepcopy(s.judging)
+        check(set(said) == set(s.metrics), f"{s.name}: every metric says how it is judged")
+        legacy.describe(s)
+        check(sorted(m for m, j in said.items() if j["judged"] == "headline") == sorted(s.headline_metrics()),
+              f"{s.name}: the headline metrics are schema 2's ({sorted(s.headline_metrics())})")
+        for m in s.headline_metrics():
+            for a in ("direction", "ranks", "noise"):
+                check(said[m][a] == s.judging[m][a],
+                      f"{s.name}.{m}: {a} {said[m][a]!r} is schema 2's {s.judging[m][a]!r}")
 
 
 def check_plots_have_data(args, h5, out):
