@@ -386,27 +386,20 @@ def _ulysses_ops():
         send = y.view(b, hw, w, big_s // w, d).permute(2, 0, 1, 3, 4).contiguous()
         return exchange(send).transpose(0, 1).reshape(b, w * hw, big_s // w, d)
 
-    class SeqToHeads(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, w):
-            ctx.w = w
-            return seq_to_heads(x, w)
+    def all_to_all(there, back):
+        # The gradient of a re-sharding is the opposite re-sharding of the gradient.
+        class AllToAll(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                ctx.w = w
+                return there(x, w)
 
-        @staticmethod
-        def backward(ctx, grad):
-            return heads_to_seq(grad.contiguous(), ctx.w), None
+            @staticmethod
+            def backward(ctx, grad):
+                return back(grad.contiguous(), ctx.w), None
+        return AllToAll
 
-    class HeadsToSeq(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, y, w):
-            ctx.w = w
-            return heads_to_seq(y, w)
-
-        @staticmethod
-        def backward(ctx, grad):
-            return seq_to_heads(grad.contiguous(), ctx.w), None
-
-    _ULYSSES = (SeqToHeads, HeadsToSeq)
+    _ULYSSES = (all_to_all(seq_to_heads, heads_to_seq), all_to_all(heads_to_seq, seq_to_heads))
     return _ULYSSES
 
 
