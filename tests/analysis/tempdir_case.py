@@ -1,6 +1,8 @@
 """Set-up shared by the analysis unit tests: analysis/ on the import path, a skip (exit 77)
-where h5py or numpy is missing, and a temporary folder per test (TempDirCase). Import it first,
-after putting this folder on sys.path."""
+where h5py or numpy is missing, a temporary folder per test (TempDirCase) and rb-analysis run in
+this process (rb_analysis). Import it first, after putting this folder on sys.path."""
+import contextlib
+import io
 import os
 import sys
 import tempfile
@@ -14,6 +16,16 @@ try:  # imported to see that they load (else the tests skip); the tests import t
 except ImportError as exc:  # pragma: no cover
     print(f"SKIPPED: {exc}")
     sys.exit(77)
+
+from ringbench_analysis.__main__ import main  # noqa: E402  (analysis/ is on the path from here)
+
+
+def rb_analysis(*argv):
+    """(exit code, stdout, stderr) of `rb-analysis ARGV` run in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(list(argv))
+    return rc, out.getvalue(), err.getvalue()
 
 
 class TempDirCase(unittest.TestCase):

@@ -1,6 +1,5 @@
 """The baseline store (analysis/ringbench_analysis/baseline.py, `rb-analysis baseline`): machine
 kinds, history kept on promote, the atomic index, and `path`'s exit 3 when a kind has none."""
-import contextlib
 import datetime
 import io
 import json
@@ -12,9 +11,8 @@ import h5py
 import numpy as np
 
 from ringbench_analysis import baseline
-from ringbench_analysis.__main__ import main
 import synthetic
-from tempdir_case import TempDirCase
+from tempdir_case import TempDirCase, rb_analysis
 
 CONFIG = ("run:\n  name: {name}\n  output_dir: {out}\nbackend: {backend}\n"
           "sweeps:\n  - type: ring_attention\n    iterations: {it}\n")
@@ -134,10 +132,7 @@ class StoreTest(TempDirCase):
 
 class CliTest(TempDirCase):
     def cli(self, *argv):
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = main(list(argv))
-        return rc, out.getvalue(), err.getvalue()
+        return rb_analysis(*argv)
 
     def test_path_exit_3_then_promote_then_path(self):
         store = self.path("store")

@@ -6,8 +6,6 @@ iterations are not, a 10 % slowdown under bursts is; a point's night-to-night no
 iterations; different work exits 2; one-rank groups are skipped.
 Run: PYTHONPATH=analysis python3 -m unittest discover -s tests/analysis
 """
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -15,14 +13,13 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tempdir_case import TempDirCase  # noqa: E402  (first: analysis/ on the path, skip without h5py)
+from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import synthetic  # noqa: E402
 from ringbench_analysis import verdict  # noqa: E402
-from ringbench_analysis.__main__ import main as cli  # noqa: E402
 
 
 def run_cli(*argv):
@@ -30,10 +27,7 @@ def run_cli(*argv):
     argv = [str(a) for a in argv]
     if "--run-noise" not in argv:
         argv += ["--run-noise", "0"]
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli(["compare"] + argv)
-    return rc, out.getvalue(), err.getvalue()
+    return rb_analysis("compare", *argv)
 
 
 class JudgeTest(unittest.TestCase):

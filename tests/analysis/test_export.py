@@ -16,14 +16,13 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tempdir_case import TempDirCase  # noqa: E402  (first: analysis/ on the path, skip without h5py)
+from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import synthetic  # noqa: E402
 from ringbench_analysis import export, report  # noqa: E402
-from ringbench_analysis.__main__ import main as cli  # noqa: E402
 
 try:
     import jsonschema
@@ -76,10 +75,7 @@ def ring_expected(seq_len, ring_size):
 
 
 def run_cli(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli(["export", *args])
-    return rc, out.getvalue(), err.getvalue()
+    return rb_analysis("export", *args)
 
 
 class Base(TempDirCase):

@@ -4,8 +4,6 @@ unfinished run, and output paths that cannot be written. Each case must end in a
 message naming the path and a defined exit code, never a traceback or a dead process.
 Run: PYTHONPATH=analysis python3 -m unittest discover -s tests/analysis -p 'test_*.py'
 """
-import contextlib
-import io
 import json
 import os
 import random
@@ -18,14 +16,13 @@ import unittest
 from unittest import mock
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tempdir_case import TempDirCase  # noqa: E402  (first: analysis/ on the path, skip without h5py)
+from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import synthetic  # noqa: E402
 from ringbench_analysis import baseline, filecheck, reader  # noqa: E402
-from ringbench_analysis.__main__ import main as cli  # noqa: E402
 
 ANALYSIS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis")
 UNREADABLE = "not a readable ringbench output ("
@@ -42,11 +39,8 @@ def run_cli(*argv):
 
 
 def in_process(*argv):
-    """(exit code, stdout, stderr) of rb-analysis in this process (files that cannot crash it)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli(list(argv))
-    return rc, out.getvalue(), err.getvalue()
+    """rb_analysis, for files that cannot crash rb-analysis."""
+    return rb_analysis(*argv)
 
 
 def read_bytes(path):

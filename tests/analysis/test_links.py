@@ -3,19 +3,16 @@ parsing, the nodes and node-crossing hops of a projected ring, the inter-node li
 beyond one node, the stand-in warning without one, forward + backward, and the model's own
 error. Run: PYTHONPATH=analysis python3 -m unittest discover -s tests/analysis -p test_links.py
 """
-import contextlib
-import io
 import json
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tempdir_case import TempDirCase  # noqa: E402  (first: analysis/ on the path, skip without h5py)
+from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
 
 import synthetic  # noqa: E402
 from ringbench_analysis import links, model, reader  # noqa: E402
-from ringbench_analysis.__main__ import main as cli  # noqa: E402
 
 
 class LinkParseTest(unittest.TestCase):
@@ -74,11 +71,9 @@ class ProjectionTest(TempDirCase):
 
     def test_report_link_options(self):
         files = [synthetic.make_run(self.path(f"r{n}.h5"), n, seq_lens=(4096,)) for n in (1, 2)]
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = cli(["report"] + files + ["--out", self.path("rep"), "--predict", "16",
-                                           "--ranks-per-node", "8", "--link", "inter=5us,25GB/s"])
-        self.assertEqual(rc, 0, err.getvalue())
+        rc, _, err = rb_analysis("report", *files, "--out", self.path("rep"), "--predict", "16",
+                                 "--ranks-per-node", "8", "--link", "inter=5us,25GB/s")
+        self.assertEqual(rc, 0, err)
         with open(os.path.join(self.path("rep"), "report.json")) as f:
             js = json.load(f)
         self.assertEqual(js["links"]["inter"]["source"], "--link inter=5us,25GB/s")
@@ -86,9 +81,9 @@ class ProjectionTest(TempDirCase):
         self.assertEqual((ext["nodes"], ext["link"]), (2, "inter"))
         with open(os.path.join(self.path("rep"), "report.md")) as f:
             self.assertIn("- inter-node: alpha = 5 us", f.read())
-        with contextlib.redirect_stderr(io.StringIO()) as e2:
-            self.assertEqual(cli(["report"] + files + ["--out", self.path("rep2"), "--link", "inter=fast"]), 2)
-        self.assertIn("CLASS=ALPHA,BETA", e2.getvalue())
+        rc, _, err = rb_analysis("report", *files, "--out", self.path("rep2"), "--link", "inter=fast")
+        self.assertEqual(rc, 2)
+        self.assertIn("CLASS=ALPHA,BETA", err)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,6 @@
 2.19.6 outputs taken right after it on the same node (tests/data/nccl_tests/README.md).
 Run: PYTHONPATH=analysis python3 -m unittest tests/analysis/test_nccl_tests.py
 """
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -11,12 +9,11 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tempdir_case import TempDirCase  # noqa: E402  (first: analysis/ on the path, skip without h5py)
+from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
 
 import h5py  # noqa: E402
 
 from ringbench_analysis import nccl_tests  # noqa: E402
-from ringbench_analysis.__main__ import main as cli  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "nccl_tests")
 H5 = os.path.join(DATA, "coll_4xh200.h5")
@@ -28,10 +25,7 @@ def outputs():
 
 
 def run_cli(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli(["nccl-tests", *args])
-    return rc, out.getvalue(), err.getvalue()
+    return rb_analysis("nccl-tests", *args)
 
 
 class ParseTest(TempDirCase):

@@ -4,19 +4,16 @@ with known numbers: inside its bounds passes, above the upper or below the lower
 are exit 2; inputs/reference_cp_schemes.yaml is a valid file.
 Run: PYTHONPATH=analysis python3 -m unittest tests/analysis/test_reference.py
 """
-import contextlib
-import io
 import json
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tempdir_case import TempDirCase  # noqa: E402  (first: analysis/ on the path, skip without h5py)
+from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
 
 import synthetic  # noqa: E402
 from ringbench_analysis import references  # noqa: E402
-from ringbench_analysis.__main__ import main as cli  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
@@ -44,10 +41,7 @@ class Base(TempDirCase):
         return path
 
     def compare(self, ref, *more):
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = cli(["compare", self.h5, self.h5, "--reference", ref, *more])
-        return rc, out.getvalue(), err.getvalue()
+        return rb_analysis("compare", self.h5, self.h5, "--reference", ref, *more)
 
 
 def entry(sweep, point, metric, ref):

@@ -6,8 +6,6 @@ then `rb-analysis scheme-model` and the report on a synthetic file with known nu
 Run: PYTHONPATH=analysis python3 -m unittest tests/analysis/test_scheme_model.py
 (The real program's host path: e2e_analysis.py schemes, ctest analysis_schemes.)
 """
-import contextlib
-import io
 import json
 import math
 import os
@@ -15,14 +13,13 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tempdir_case import TempDirCase  # noqa: E402  (first: analysis/ on the path, skip without h5py)
+from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import synthetic  # noqa: E402
 from ringbench_analysis import report, scheme_model as sm  # noqa: E402
-from ringbench_analysis.__main__ import main as cli  # noqa: E402
 
 # A small shape: 4 heads of 8, 2-byte elements, no mask; 1024 tokens per rank on 4 ranks.
 SHAPE = sm.Shape(batch=1, heads=4, kv_heads=4, head_dim=8, elem=2, causal=False, layout="contiguous")
@@ -285,10 +282,7 @@ def read_json(path):
 
 
 def run_cli(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli(["scheme-model", *args])
-    return rc, out.getvalue(), err.getvalue()
+    return rb_analysis("scheme-model", *args)
 
 
 class FromAFile(TempDirCase):
