@@ -15,6 +15,14 @@ def _panel_grid(titles):
             [(i // cols + 1, i % cols + 1) for i in range(len(titles))])
 
 
+def _panels_by(frame, column):
+    """_panel_grid's figure with a panel per value of frame[column] (first seen, first drawn),
+    and (value, its rows, row, col) per panel."""
+    values = list(dict.fromkeys(frame[column]))
+    fig, cells = _panel_grid(values)
+    return fig, [(v, frame[frame[column] == v], row, col) for v, (row, col) in zip(values, cells)]
+
+
 def _variant_traces(fig, sub, files, y, what, row, col, shown):
     """One line per (file, group, dtype, in-place) of an operation's points; the hover says
     the value, the time's CV and 25th-75th percentile over iterations, and the point."""
@@ -35,11 +43,9 @@ def bandwidth(rep):
     linked = cp[~cp["one_rank"] & cp["busbw"].notna()] if len(cp) else cp
     if not len(linked):
         return None
-    ops = list(dict.fromkeys(linked["operation"]))
-    fig, cells = _panel_grid(ops)
+    fig, panels = _panels_by(linked, "operation")
     shown = set()
-    for op, (row, col) in zip(ops, cells):
-        sub = linked[linked["operation"] == op]
+    for op, sub, row, col in panels:
         _variant_traces(fig, sub, linked["file"].nunique(), "busbw",
                         lambda x: f"busbw {fmt.si(x['busbw'], 'B/s')}, algbw {fmt.si(x['algbw'], 'B/s')}",
                         row, col, shown)
@@ -101,11 +107,9 @@ def compute(rep):
     frame = rep.frames["compute"]
     if not len(frame):
         return None
-    dtypes = list(dict.fromkeys(frame["dtype"]))
-    fig, cells = _panel_grid(dtypes)
+    fig, panels = _panels_by(frame, "dtype")
     shown = set()
-    for dt, (row, col) in zip(dtypes, cells):
-        sub = frame[frame["dtype"] == dt]
+    for dt, sub, row, col in panels:
         for (op, eng), g in sub.groupby(["operation", "engine"], sort=False):
             g, lab = g.sort_values("size"), f"{op} ({eng})"
             text = [hover(f"{lab} {dt} n={x['size']}", [
