@@ -11,8 +11,10 @@ Exit codes follow CTest's: 0 pass, 1 fail, 77 skipped (SKIP_RETURN_CODE 77 in te
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 SKIPPED = 77
 
@@ -90,3 +92,42 @@ def mpirun(args, ranks, cmd, timeout=300, per_rank_exit_dir=None, env=None):
     e = {k: os.environ.get(k, v) for k, v in MPI_AS_ROOT.items()}
     e.update(env or {})
     return run(full, timeout=timeout, env=e)
+
+
+# The ring checks' configs (tests/ring): one ring_attention sweep "ra" on the host path, the
+# run named after the file's stem; the sweep's own keys follow.
+RING_CONFIG_HEAD = """
+run: {{name: {stem}, output_dir: {out}}}
+backend: host
+sweeps:
+  - type: ring_attention
+    name: ra
+"""
+
+
+def ringbench_on(args, ranks, config, stem, extra=(), timeout=300, tail=3000):
+    """args.ringbench on `ranks` ranks with the config text written to WORKDIR/STEM.yaml, into
+    WORKDIR/STEM.h5 (an old one removed first: a failed run must not leave the last run's file to
+    check); the ends of its stdout and stderr printed. (result, output path)"""
+    cfg = os.path.join(args.workdir, stem + ".yaml")
+    out = os.path.join(args.workdir, stem + ".h5")
+    with open(cfg, "w") as fh:
+        fh.write(config)
+    if os.path.exists(out):
+        os.remove(out)
+    res = mpirun(args, ranks, [args.ringbench, cfg, "--output", out, *extra], timeout=timeout)
+    print(res.stdout[-tail:])
+    print(res.stderr[-tail:], file=sys.stderr)
+    return res, out
+
+
+def run_in_workdir(args, check_fn):
+    """check_fn(args, work) in a fresh folder under args.workdir named after args.check; the exit
+    code. The folder is removed when every check passed and kept to look into when one failed."""
+    os.makedirs(args.workdir, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=args.check + "_", dir=args.workdir)
+    check_fn(args, work)
+    code = exit_code()
+    if code == 0:
+        shutil.rmtree(work, ignore_errors=True)
+    return code

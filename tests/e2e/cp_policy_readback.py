@@ -18,9 +18,7 @@ Exit 0 = pass, 1 = fail, 77 = skipped.
 import glob
 import hashlib
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness import check, mpirun, run  # noqa: E402
@@ -94,7 +92,7 @@ def check_measured(args, work, tune_cp):
     r, h5 = ringbench(args, work, cfg, "auto")
     check(r.returncode == 0, f"the scheme: auto run exits 0 ({r.returncode})")
     digest = hashlib.sha256(open(policy, "rb").read()).hexdigest()
-    for S, R, scheme, degree, asked, source, status in points(h5, "auto"):
+    for S, R, scheme, _, asked, source, status in points(h5, "auto"):
         want = tune_cp.lookup(d, shape(R), S // R)
         ran = want[0] if want else "ring"
         check(scheme == ran and asked == "auto" and status == "ok",
@@ -117,11 +115,16 @@ rules:
 """
 
 
-def check_written(args, work):
+def run_written(args, work, seqs, scheme, **machine):
+    """WRITTEN for machine as work/cp.yaml, and a run reading it: (result, output file)."""
     with open(os.path.join(work, "cp.yaml"), "w") as f:
-        f.write(WRITTEN.format(device="host", gpu="null", cudnn="null"))
-    cfg = config(work, "auto", "[256, 512, 1024, 2048, 8192]", "[ring, auto]", "    cp_policy: cp.yaml\n")
-    r, h5 = ringbench(args, work, cfg, "auto")
+        f.write(WRITTEN.format(**machine))
+    return ringbench(args, work, config(work, "auto", seqs, scheme, "    cp_policy: cp.yaml\n"), "auto")
+
+
+def check_written(args, work):
+    r, h5 = run_written(args, work, "[256, 512, 1024, 2048, 8192]", "[ring, auto]", device="host", gpu="null",
+                        cudnn="null")
     check(r.returncode == 0, f"exit 0 ({r.returncode})")
     want = {256: ("ulysses", 4), 512: ("ulysses", 4), 1024: ("allgather", 1), 2048: ("hybrid", 2),
             8192: ("ring", 1)}  # 8192: 2048 tokens, a factor 4 beyond the last range
@@ -141,16 +144,14 @@ def check_written(args, work):
 
 
 def check_other(args, work):
-    with open(os.path.join(work, "cp.yaml"), "w") as f:
-        f.write(WRITTEN.format(device="cuda", gpu="NVIDIA H100 80GB HBM3", cudnn="9.14.0"))
-    cfg = config(work, "auto", "[256, 1024]", "auto", "    cp_policy: cp.yaml\n")
-    r, h5 = ringbench(args, work, cfg, "auto")
+    r, h5 = run_written(args, work, "[256, 1024]", "auto", device="cuda", gpu="NVIDIA H100 80GB HBM3",
+                        cudnn="9.14.0")
     check(r.returncode == 0, f"a cuda CP policy on the host: exit 0 ({r.returncode})")
     # Warnings are stderr's (stdout keeps the header, tables and summary).
     warnings = [line for line in r.stderr.splitlines() if line.startswith("warning:") and "not applied" in line]
     check(not any("not applied" in line for line in r.stdout.splitlines()), "no warning on stdout")
     check(len(warnings) == 1 and "scheme: auto runs the ring" in warnings[0], f"one warning ({warnings})")
-    for S, R, scheme, degree, asked, source, status in points(h5, "auto"):
+    for S, _, scheme, _, _, source, _ in points(h5, "auto"):
         check(scheme == "ring" and source.startswith("built-in (") and "not applied" in source,
               f"S={S}: the ring, {source}")
     strict = config(work, "strict", "[256]", "auto", "    cp_policy: {file: cp.yaml, strict: true}\n")
@@ -169,16 +170,10 @@ def main():
     ap = harness.arg_parser()
     ap.add_argument("check", choices=["measured", "written", "other"])
     args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=args.check + "_", dir=args.workdir)
     sys.path.insert(0, os.path.join(args.source, "analysis"))
     from ringbench_analysis import tune_cp
-    {"measured": lambda: check_measured(args, work, tune_cp), "written": lambda: check_written(args, work),
-     "other": lambda: check_other(args, work)}[args.check]()
-    code = harness.exit_code()
-    if code == 0:
-        shutil.rmtree(work, ignore_errors=True)
-    return code
+    return harness.run_in_workdir(args, {"measured": lambda a, w: check_measured(a, w, tune_cp),
+                                         "written": check_written, "other": check_other}[args.check])
 
 
 if __name__ == "__main__":

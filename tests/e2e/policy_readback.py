@@ -24,9 +24,7 @@ import glob
 import hashlib
 import math
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness import check, mpirun  # noqa: E402
@@ -236,7 +234,7 @@ def check_mixed(args, work):
     (16, 2), (32, 4) to kokkos: each branch is one forward and one backward call at ring size 1."""
     rules = []
     for seg, rate, path in ((32, 1, "materialized"), (16, 2, "kokkos"), (32, 4, "kokkos")):
-        rules += [f"- dtype: fp32", "  head_dim: 16", "  causal: false", f"  segment: {seg}",
+        rules += ["- dtype: fp32", "  head_dim: 16", "  causal: false", f"  segment: {seg}",
                   f"  rate: {rate}", "  ranges:", "  - block_rows_min: 16", "    block_rows_max: 64",
                   f"    path: {path}"]
     head = policy_text("host", [(16, 32, "kokkos")], heads=4).split("rules:")[0]
@@ -262,14 +260,9 @@ def main():
     ap = harness.arg_parser(source=False)
     ap.add_argument("check", choices=["unknown_path", "other_machine", "strict", "applies", "mixed"])
     args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=args.check + "_", dir=args.workdir)
-    {"unknown_path": check_unknown_path, "other_machine": check_other_machine,
-     "strict": check_strict, "applies": check_applies, "mixed": check_mixed}[args.check](args, work)
-    code = harness.exit_code()
-    if code == 0:
-        shutil.rmtree(work, ignore_errors=True)
-    return code
+    return harness.run_in_workdir(args, {"unknown_path": check_unknown_path, "other_machine": check_other_machine,
+                                         "strict": check_strict, "applies": check_applies,
+                                         "mixed": check_mixed}[args.check])
 
 
 if __name__ == "__main__":

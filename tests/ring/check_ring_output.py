@@ -16,16 +16,7 @@ import harness  # noqa: E402
 
 h5py, np = harness.h5py_and_numpy()
 
-
-# Every config: this header (run name = file stem), then the sweep's own keys.
-HEADER = """
-run: {{name: {stem}, output_dir: {out}}}
-backend: host
-sweeps:
-  - type: ring_attention
-    name: ra
-"""
-
+# Each config's sweep keys, after harness.RING_CONFIG_HEAD.
 CONFIG = """
     batch: 2
     seq_lengths: [{S}]
@@ -217,16 +208,8 @@ OOM_CONFIG = """
 
 
 def run_ringbench(args, world, sweep_keys, stem):
-    cfg_path = os.path.join(args.workdir, stem + ".yaml")
-    out_path = os.path.join(args.workdir, stem + ".h5")
-    with open(cfg_path, "w") as fh:
-        fh.write(HEADER.format(stem=stem, out=args.workdir) + sweep_keys)
-    if os.path.exists(out_path):
-        os.remove(out_path)
-    res = harness.mpirun(args, world, [args.ringbench, cfg_path, "--output", out_path])
-    print(res.stdout[-4000:])
-    print(res.stderr[-4000:], file=sys.stderr)
-    return res, out_path
+    config = harness.RING_CONFIG_HEAD.format(stem=stem, out=args.workdir) + sweep_keys
+    return harness.ringbench_on(args, world, config, stem, tail=4000)
 
 
 def main():

@@ -31,13 +31,7 @@ PER_NODE = 4
 RING_SIZES = [2, 4, 8]
 WARNING = "fits in one node but spans"
 
-CONFIG = """
-run: {{name: {stem}, output_dir: {out}}}
-backend: host
-sweeps:
-  - type: ring_attention
-    name: ra
-    seq_lengths: [32, 64]
+CONFIG = harness.RING_CONFIG_HEAD + """    seq_lengths: [32, 64]
     ring_sizes: {rings}
     num_heads: 1
     head_dim: 8
@@ -55,17 +49,10 @@ def fewest_crossings(R, K):
 
 def run(args, placement, order):
     stem = f"place_{placement}_{order or 'default'}"
-    cfg = os.path.join(args.workdir, stem + ".yaml")
-    out = os.path.join(args.workdir, stem + ".h5")
-    with open(cfg, "w") as fh:
-        fh.write(CONFIG.format(stem=stem, out=args.workdir, rings=RING_SIZES,
-                               order=f"    ring_order: {order}\n" if order else ""))
-    if os.path.exists(out):
-        os.remove(out)
-    res = harness.mpirun(args, WORLD, [args.ringbench, cfg, "--output", out, "--ranks-per-node",
-                                       str(PER_NODE), "--placement", placement], timeout=600)
-    print(res.stdout[-3000:])
-    print(res.stderr[-3000:], file=sys.stderr)
+    config = CONFIG.format(stem=stem, out=args.workdir, rings=RING_SIZES,
+                           order=f"    ring_order: {order}\n" if order else "")
+    res, out = harness.ringbench_on(args, WORLD, config, stem,
+                                    ["--ranks-per-node", str(PER_NODE), "--placement", placement], timeout=600)
     check(res.returncode == 0, f"{stem}: exit code {res.returncode}")
     return res, out
 
@@ -153,15 +140,7 @@ def check_gpu(args):
     if gpu_count() < 2:
         print("SKIPPED: needs 2 GPUs")
         return harness.SKIPPED
-    cfg = os.path.join(args.workdir, "ring_gpu.yaml")
-    out = os.path.join(args.workdir, "ring_gpu.h5")
-    with open(cfg, "w") as fh:
-        fh.write(GPU_CONFIG.format(out=args.workdir))
-    if os.path.exists(out):
-        os.remove(out)
-    res = harness.mpirun(args, 2, [args.ringbench, cfg, "--output", out], timeout=600)
-    print(res.stdout[-3000:])
-    print(res.stderr[-3000:], file=sys.stderr)
+    res, out = harness.ringbench_on(args, 2, GPU_CONFIG.format(out=args.workdir), "ring_gpu", timeout=600)
     if not check(res.returncode == 0, f"exit code {res.returncode}"):
         return harness.exit_code()
     with h5py.File(out, "r") as f:
@@ -209,13 +188,15 @@ def main():
     # Block placement: world order already groups ranks by node.
     block_rank, warned = found["block", "rank"]
     for R in RING_SIZES:
-        check(block_rank[R][1] == found["block", "node_aware"][0][R][1], f"block R={R}: rank order crosses as node_aware")
+        check(block_rank[R][1] == found["block", "node_aware"][0][R][1],
+              f"block R={R}: rank order crosses as node_aware")
     check(warned == 0, f"block/rank: no spread warning ({warned})")
     # Cyclic placement: world order alternates nodes, so every hop crosses.
     cyclic_rank, warned = found["cyclic", "rank"]
     for R in RING_SIZES:
         aware = sum(found["cyclic", "node_aware"][0][R][1])
-        check(sum(cyclic_rank[R][1]) > aware, f"cyclic R={R}: rank order crosses more ({sum(cyclic_rank[R][1])} > {aware})")
+        check(sum(cyclic_rank[R][1]) > aware,
+              f"cyclic R={R}: rank order crosses more ({sum(cyclic_rank[R][1])} > {aware})")
         check(all(h == R for h in cyclic_rank[R][1]), f"cyclic/rank R={R}: every hop crosses: {cyclic_rank[R][1]}")
     check(warned == 1, f"cyclic/rank: the spread warning printed once ({warned})")
     return harness.exit_code()
