@@ -1,13 +1,15 @@
 """compare: BASE.h5 NEW.h5 -> a verdict per matched point and an exit code.
 
 Points are matched by sweep name and every key of the point (the datasets under
-<sweep>/points/), never by position. By default one headline metric per point kind is judged
-(HEADLINE: ring attention's total time, collectives' bus bandwidth at message sizes of at
-least --min-bytes, p2p bandwidth and latency, compute TFLOP/s, memory bandwidth); --metric
-adds more. Each metric is judged on samples, not on one number (see samples()): per-iteration
-values reduced over ranks the way they limit the run (times: the slowest rank per iteration;
-compute and memory, which measure each device on its own: every rank's iterations), or
-per-rank values where the file keeps one number per rank. verdict.judge gives ok / faster /
+<sweep>/points/), never by position. By default the metrics the file marks as headline are
+judged (`judged = headline`: ring attention's total time, collectives' bus bandwidth at message
+sizes of at least --min-bytes, p2p bandwidth and latency, compute TFLOP/s, memory bandwidth,
+kernel_tuning's pass times, contention's iteration times); --metric adds more. Whether higher is
+better, how ranks combine and the noise class are the metric's attributes too (reader.py,
+docs/hdf5-schema.md): nothing here is per sweep type. Each metric is judged on samples, not on
+one number (see samples()): per-iteration values reduced over ranks the way they limit the run
+(`ranks = limiting`: the worst rank per iteration; `each`, a device measured on its own: every
+rank's iterations), or per-rank values where the file keeps one number per rank. verdict.judge gives ok / faster /
 warn / regression from a bootstrap interval of the change of a low quantile (verdict.QUANTILE)
 NEW/BASE, and, with --history, the point's night-to-night noise (history.py).
 
@@ -27,21 +29,6 @@ from . import history as H, reader, verdict as V
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 DEFAULT_MIN_BYTES = 1 << 20
 
-# The metric that says whether a point of each sweep type got slower (docs/sweeps/*.md).
-HEADLINE = {
-    "ring_attention": ("total_time_s",),
-    "collectives": ("busbw_Bps",),
-    "p2p_matrix": ("bandwidth_Bps", "latency_s"),
-    "host_pingpong": ("bandwidth_Bps", "one_way_time_s"),
-    "compute": ("rate_tflops",),
-    "memory": ("bandwidth_Bps",),
-}
-# Sweep types whose message-size key --min-bytes filters (latency-bound sizes move by tens of
-# percent between two allocations of the same machine: a nightly check keeping them cries wolf).
-SIZED_TYPES = ("collectives", "host_pingpong")
-# Sweep types whose points measure each rank's own device (a GEMM, a stream): one rank's bad
-# moment is not the point's figure, so every rank's iterations are the samples.
-PER_DEVICE_TYPES = ("compute", "memory")
 # /run config keys that name or place a run without changing what it measures.
 NON_WORK_RUN_KEYS = ("name", "output_dir")
 
@@ -81,21 +68,9 @@ def parse_bytes(text):
     return int(t) * factor
 
 
-def direction(units, name):
-    """+1 when higher is better (rates), -1 when lower is better (times, memory), 0 when the
-    metric is not a performance number (counts, errors, sizes)."""
-    if units in reader.RATE_UNITS:
-        return +1
-    if units == "s":
-        return -1
-    if units == "B" and "memory" in name:
-        return -1
-    return 0
-
-
 def default_metrics(sweep):
-    """What compare judges without --metric: the sweep type's headline metrics it has."""
-    return [m for m in HEADLINE.get(sweep.type, ()) if m in sweep.metrics]
+    """What compare judges without --metric: the metrics the file marks as headline."""
+    return sweep.headline_metrics()
 
 
 def _label_keys(sweep):
@@ -108,13 +83,12 @@ def _label_keys(sweep):
 
 
 def _iteration_times(sweep, point):
-    """Per iteration, the slowest rank's time of the point (the sweep's per-iteration time
-    samples: iteration_time_s, or ring/pingpong's ITERATION_SAMPLES), or None."""
-    names = [n for n in ("iteration_time_s",) + reader.ITERATION_SAMPLES.get(sweep.type, ())
-             if n in sweep.metrics and sweep.metrics[n].ndim > 2]
-    if not names:
+    """Per iteration, the slowest rank's time of the point (the metric the sweep names in its
+    `iteration_times` attribute), or None."""
+    name = sweep.iteration_times
+    if not name or name not in sweep.metrics or sweep.metrics[name].ndim < 3:
         return None
-    v = np.asarray(sweep.metrics[names[-1]][:, point], dtype=float)
+    v = np.asarray(sweep.metrics[name][:, point], dtype=float)
     return _limiting(v.reshape(v.shape[0], -1), -1)
 
 
@@ -132,17 +106,20 @@ def _limiting(v, d):
 
 def samples(sweep, metric, point):
     """The samples compare judges for one metric of one point:
-    - a per-iteration metric ([world, P, iterations]): per iteration, the limiting rank;
+    - a per-iteration metric ([world, P, iterations]): per iteration, the limiting rank (ranks =
+      each: every rank's iterations);
     - a scalar metric of a sweep with per-iteration times: the limiting rank's value spread
       as the slowest rank's per-iteration times (value x t_i / median t for times, value x
       median t / t_i for rates), so the median is the value and the spread is measured;
-      compute and memory: each rank's value spread by its own times, all ranks together;
+      ranks = each: each rank's value spread by its own times, all ranks together;
     - otherwise one value per rank (p2p pairs: the two ranks of the pair)."""
-    d = direction(sweep.units.get(metric), metric) or -1
+    d = sweep.direction_of(metric) or -1
+    each = sweep.ranks_of(metric) == "each"
     v = sweep.array(metric)[:, point]
     if v.ndim > 1:
-        return _limiting(np.asarray(v, dtype=float).reshape(v.shape[0], -1), d)
-    if sweep.type in PER_DEVICE_TYPES and "iteration_time_s" in sweep.metrics:
+        v = np.asarray(v, dtype=float).reshape(v.shape[0], -1)
+        return v[np.isfinite(v)] if each else _limiting(v, d)
+    if each and _iteration_times(sweep, point) is not None:
         return _per_device(sweep, v, point, d)
     vals = reader.numbers(v)
     vals = vals[np.isfinite(vals)]
@@ -161,7 +138,7 @@ def _spread(value, t, d):
 def _per_device(sweep, v, point, d):
     """Every rank's value spread by that rank's own per-iteration times, concatenated."""
     vals = reader.numbers(v)
-    t = np.asarray(sweep.metrics["iteration_time_s"][:, point], dtype=float).reshape(len(vals), -1)
+    t = np.asarray(sweep.metrics[sweep.iteration_times][:, point], dtype=float).reshape(len(vals), -1)
     out = []
     for value, tr in zip(vals, t):
         tr = tr[np.isfinite(tr)]
@@ -173,8 +150,8 @@ def _per_device(sweep, v, point, d):
 def _skip_reason(sweep, point, keys, min_bytes):
     """Why a point is not judged, or "": a message below --min-bytes, or a group of one rank
     (inter_node on one node, a ring of one: no link is measured)."""
-    size_key = sweep.key_with_units("B")
-    if sweep.type in SIZED_TYPES and min_bytes and size_key and float(keys[size_key]) < min_bytes:
+    size_key = sweep.message_size_key()
+    if min_bytes and size_key and float(keys[size_key]) < min_bytes:
         return "below --min-bytes"
     if sweep.type != "ring_attention" and "group_size" in sweep.metrics:
         g = reader.numbers(sweep.metrics["group_size"][:, point])
@@ -198,9 +175,9 @@ def _points(run, metrics, min_bytes=0):
             if why:
                 skipped[why] = skipped.get(why, 0) + 1
                 continue
-            rec = {"status": s.point_status(p), "sweep": s.name, "metrics": {},
-                   "type": s.type,
-                   "host_transfer": s.type == "memory" and str(keys.get("kind", ""))[:3] in ("h2d", "d2h"),
+            rec = {"status": s.point_status(p), "sweep": s.name, "metrics": {}, "type": s.type,
+                   "higher": {m: s.direction_of(m) > 0 for m in names},
+                   "noise": {m: s.noise_of(m, p) for m in names},
                    "label": ", ".join(f"{k}={keys[k]}" for k in shown) or f"point {p}"}
             for m in names:
                 units[m] = s.units.get(m, "")
@@ -300,7 +277,7 @@ def _judge_point(key, b, n, units, opts, hist):
     for m, bs in b["metrics"].items():
         ns = n["metrics"].get(m)
         row = dict(base_row, metric=m, units=units.get(m, ""))
-        hib = direction(units.get(m), m) > 0
+        hib = b["higher"][m]
         # The point's own night-to-night noise, never below the backend's run-to-run noise.
         noise = max(hist["noise"].get(key, {}).get(m) or 0.0, opts["run_noise_of"](b, m)) or None
         j = V.judge(bs, ns, opts["tolerance"], hib, opts["quantile"], noise) \
@@ -330,11 +307,11 @@ def _history(paths, last, base_path, base_run, bp, units, quantile, notes):
             notes.append(f"history: {path} left out (other work: {diffs[0]})")
             continue
         pts, _, _ = _points(run, list(units), 0)
-        st = H.stats_of(pts, units, quantile, direction)
+        st = H.stats_of(pts, quantile)
         hist["dates"].append(date)
         hist["stats"].append(st)
         H.add_night(series, st)
-    H.add_night(series, H.stats_of(bp, units, quantile, direction))
+    H.add_night(series, H.stats_of(bp, quantile))
     hist["noise"] = H.noise(series)
     notes.append(f"history: {len(hist['dates'])} earlier night(s) + base; noise known for "
                  f"{len(hist['noise'])} point(s) (>= {H.MIN_NIGHTS} nights)")
@@ -354,7 +331,7 @@ def _best_of(side, repeats, units, quantile):
                 y = o["metrics"].get(m)
                 if y is None or x is None:
                     continue
-                hib = direction(units.get(m), m) > 0
+                hib = rec["higher"][m]
                 sx, sy = V.statistic(x, quantile, hib), V.statistic(y, quantile, hib)
                 if (sy > sx) if hib else (sy < sx):
                     rec["metrics"][m] = y
@@ -431,7 +408,7 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
     elif shared:
         notes.append(shared)
     noise_of = (lambda rec, m: run_noise) if given else \
-        (lambda rec, m: V.run_noise(backend, V.noise_kind(rec["type"], m, rec["host_transfer"])))
+        (lambda rec, m: V.run_noise(backend, rec["noise"][m]))
     if not given:
         run_noise = V.run_noise(backend, "*")
     opts = {"tolerance": tolerance, "quantile": quantile, "run_noise_of": noise_of}

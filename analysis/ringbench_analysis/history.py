@@ -61,14 +61,13 @@ def _sha256(path):
     return h.hexdigest()
 
 
-def stats_of(points, units, quantile, direction):
+def stats_of(points, quantile):
     """{point key: {metric: statistic}} of one run's _points() records."""
     out = {}
     for key, rec in points.items():
         for m, x in rec["metrics"].items():
             if x is not None and x.size:
-                hib = direction(units.get(m), m) > 0
-                out.setdefault(key, {})[m] = float(V.statistic(x, quantile, hib))
+                out.setdefault(key, {})[m] = float(V.statistic(x, quantile, rec["higher"][m]))
     return out
 
 

@@ -1,4 +1,5 @@
-"""Loads ringbench HDF5 files (schema_version 2) into pandas DataFrames: one row per (point, rank).
+"""Loads ringbench HDF5 files (schema_version 3; 2 through legacy.py) into pandas DataFrames: one row
+per (point, rank).
 
     from ringbench_analysis import reader
     run = reader.load("results/small_20261122T120000Z.h5")
@@ -18,7 +19,9 @@ A sweep's table has the columns sweep, point (0..P-1), rank, every key, and ever
 scalar metric is one number (or text) per row; an array metric ([world, P, k, ...]) is an
 object column holding one numpy array per row (per-iteration samples, ring steps). Missing
 values stay missing: NaN for numbers, <NA> for integer metrics (the file's -1), "" for text.
-Every column keeps its dataset's units and description (Sweep.units, Sweep.descriptions).
+Every column keeps its dataset's units and description (Sweep.units, Sweep.descriptions), and
+every metric how it is judged (Sweep.judging: direction, headline, rank reduction, noise class,
+inner axis; read by compare, verdict and the report, never restated by them).
 
 Memory: a file is never read whole (one of 1,024 ranks holds GBs). Keys and metadata are read
 when the file is loaded; a metric is read when used, a block of points ([world, p0:p1, ...])
@@ -37,7 +40,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from . import filecheck
+from . import filecheck, legacy
 
 # The writer may still hold a file open (a run in progress, a flush-then-read); reading must
 # not fail on HDF5's file lock.
@@ -49,7 +52,10 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
     raise ImportError("ringbench_analysis needs h5py (Debian: apt-get install python3-h5py); "
                       "run it with /usr/bin/python3 or a Python that has h5py") from exc
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# Older layouts this reader still reads: schema 2 (no column descriptions; legacy.py supplies
+# them), so a nightly baseline written before schema 3 still compares.
+READABLE_SCHEMAS = (2, 3)
 
 RING_TYPES = ("ring_attention",)
 COLLECTIVE_TYPES = ("collectives",)
@@ -60,17 +66,12 @@ CONTENTION_TYPES = ("contention",)
 # Columns every table has besides its keys and metrics.
 ROW_COLUMNS = ("sweep", "point", "rank")
 
-# Metrics that hold one sample per timed iteration ([world, P, iterations]), by sweep type
-# (docs/sweeps/<type>.md). The files keep the samples and no medians, so compare and the
-# report take the median over iterations of these.
-ITERATION_SAMPLES = {
-    "ring_attention": ("forward_time_s", "backward_time_s", "total_time_s"),
-    "host_pingpong": ("one_way_time_s",),
-}
-
-# Units whose metric is better when higher (rates); every other unit of a measured
-# performance metric (s, memory B) is better when lower.
+# Units of rates (B/s, TFLOP/s, Hz): how fmt prints a value. Whether a metric is better higher
+# is the file's word (its `direction` attribute), not its units'.
 RATE_UNITS = ("B/s", "TFLOP/s", "Hz")
+# A metric dataset's attributes that say how it is judged (schema 3; docs/hdf5-schema.md).
+JUDGING_ATTRS = ("direction", "judged", "ranks", "noise", "inner_axis")
+DIRECTION = {"higher": +1, "lower": -1, "none": 0}
 
 # The cache of metric blocks, for the whole process (RB_ANALYSIS_CACHE_MB sets another size),
 # and how many blocks it holds at least: a loop over points reads a few metrics at a time, and
@@ -298,6 +299,9 @@ class PointsTable:
         self.world = world
         self.where = where  # "FILE:/sweeps/NAME" for messages
         self.units, self.descriptions = {}, {}
+        # How each metric is judged (JUDGING_ATTRS), what a key spans ("message_size"), and
+        # each point's own noise class where the file gives one (noise_class).
+        self.judging, self.key_axes, self.point_noise = {}, {}, None
         self.keys, self.metrics, self.subtables = [], Metrics(), {}
         keys = {}
         if "points" in group:
@@ -332,6 +336,10 @@ class PointsTable:
             raise RingbenchFileError(f"{self.where}/{name}: shape {list(ds.shape)}, expected {want}")
         self.units[name] = str(_attr(ds, "units"))
         self.descriptions[name] = str(_attr(ds, "description"))
+        if role == "metric" and "direction" in ds.attrs:
+            self.judging[name] = {a: str(_attr(ds, a, "")) for a in JUDGING_ATTRS}
+        if role == "key" and "axis" in ds.attrs:
+            self.key_axes[name] = str(_attr(ds, "axis"))
         return ds
 
     def array(self, name):
@@ -350,6 +358,29 @@ class PointsTable:
         meds = row_median(v.reshape(v.shape[0], -1))
         return meds[np.isfinite(meds)]
 
+    # --- how the file says its columns are judged (schema 3; legacy.py for schema 2) ---
+    def direction_of(self, name):
+        """+1 when higher is better, -1 when lower is, 0 when not a performance number."""
+        return DIRECTION.get(self.judging.get(name, {}).get("direction"), 0)
+
+    def headline_metrics(self):
+        """The metrics compare judges without --metric (judged = headline)."""
+        return [n for n, j in self.judging.items() if j.get("judged") == "headline" and n in self.metrics]
+
+    def ranks_of(self, name):
+        """limiting: the worst rank makes the point's figure; each: every rank its own device."""
+        return self.judging.get(name, {}).get("ranks", "limiting")
+
+    def noise_of(self, name, point):
+        """The run-to-run noise class (verdict.RUN_NOISE) of one metric at one point."""
+        own = self.point_noise(point) if self.point_noise else ""
+        return own or self.judging.get(name, {}).get("noise", "*")
+
+    def message_size_key(self):
+        """The key compare's --min-bytes filters (axis message_size), or None."""
+        found = [k for k, a in self.key_axes.items() if a == "message_size"]
+        return found[0] if found else None
+
     def key_with_units(self, units):
         """The one key measured in `units` (a message size: "B"), or None."""
         found = [k for k in self.keys if self.units.get(k) == units]
@@ -360,9 +391,6 @@ class PointsTable:
 
     def array_metrics(self):
         return [n for n, c in self.metrics.columns.items() if c.ndim > 2]
-
-    def is_rate(self, name):
-        return self.units.get(name) in RATE_UNITS
 
     @property
     def table(self):
@@ -409,6 +437,15 @@ class Sweep(PointsTable):
         self.status = str(self.attrs.get("status", "unknown"))
         self.failure = str(self.attrs.get("failure", ""))
         super().__init__(group, run.world_size, f"{run.path}:/sweeps/{name}", (run.source, run.owner))
+        self.iteration_times = str(self.attrs.get("iteration_times", "")) or None
+        if "noise_class" in self.metrics:
+            self.point_noise = self._noise_class
+        if run.attrs.get("schema_version") == 2:
+            legacy.describe(self)
+
+    def _noise_class(self, point):
+        said = [str(x) for x in self.metrics["noise_class"][:, point] if str(x)]
+        return said[0] if said else ""
 
     @property
     def completed(self):
@@ -435,8 +472,8 @@ class Sweep(PointsTable):
         return ""
 
     def iteration_samples(self):
-        """The metrics of this sweep that hold per-iteration samples (ITERATION_SAMPLES)."""
-        return [m for m in ITERATION_SAMPLES.get(self.type, ()) if m in self.metrics]
+        """The metrics of this sweep that hold per-iteration samples (inner axis iteration)."""
+        return [m for m, j in self.judging.items() if j.get("inner_axis") == "iteration" and m in self.metrics]
 
     def __repr__(self):
         return (f"Sweep({self.name!r}, type={self.type!r}, status={self.status!r}, "
@@ -525,13 +562,14 @@ class Run:
 
     def _check_version(self):
         version = self.attrs.get("schema_version")
-        if version == SCHEMA_VERSION:
+        if version in READABLE_SCHEMAS:
             return
         made = f"ringbench {self.attrs.get('ringbench_version', '?')}, commit {self.attrs.get('git_commit', '?')}"
         what = "no /run schema_version (a file from before schema 2)" if version is None \
             else f"schema_version {version}"
         raise RingbenchFileError(f"{self.path}: {what}, written by {made}; this rb-analysis reads "
-                                 f"schema_version {SCHEMA_VERSION} only: analyse it with the rb-analysis "
+                                 f"schema_version {' and '.join(map(str, READABLE_SCHEMAS))} only: "
+                                 "analyse it with the rb-analysis "
                                  "of that commit, or run the benchmark again")
 
     # --- run-level facts -------------------------------------------------------------

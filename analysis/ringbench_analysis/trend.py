@@ -3,7 +3,7 @@ its last nights, with the noise band compare judges against and the nights it wo
 regression (trend_html.py draws the page; this module computes what it shows).
 
 The store (baseline.py) keeps, per machine kind, the promoted baselines and the recorded
-nights (index.json, oldest first). Per point and headline metric (compare.HEADLINE, the points
+nights (index.json, oldest first). Per point and headline metric (the file's headline metrics, the points
 compare judges: --min-bytes as compare's) each entry's statistic is compare's (verdict.py: the
 20th percentile of times, the 80th of rates) of the samples compare takes (compare.samples).
 Each entry is judged as the nightly would have judged it: against the baseline that was current
@@ -89,7 +89,7 @@ def _noise_of(rec, metric, backend, shared):
     """The run-to-run noise compare assumes for a point without history (verdict.RUN_NOISE)."""
     if shared and backend == "host":
         return V.SHARED_MACHINE_NOISE
-    return V.run_noise(backend, V.noise_kind(rec["type"], metric, rec["host_transfer"]))
+    return V.run_noise(backend, rec["noise"][metric])
 
 
 def _band(ref_stat, tolerance, noise, higher_is_better):
@@ -103,12 +103,12 @@ def _band(ref_stat, tolerance, noise, higher_is_better):
 
 def _night(i, entries, loaded, refs, key, metric, opts):
     """One entry's record of one point and metric (None where the entry has no value)."""
-    run, pts, units = loaded[i]
+    run, pts, _ = loaded[i]
     rec = pts.get(key)
     x = rec["metrics"].get(metric) if rec else None
     if x is None:
         return None
-    hib = compare.direction(units.get(metric), metric) > 0
+    hib = rec["higher"][metric]
     out = {"date": entries[i].get("date", "?"), "commit": entries[i].get("commit", "?"),
            "role": role(entries[i]), "value": float(V.statistic(x, opts["quantile"], hib)),
            "cv": V.cv(x), "n": int(x.size), "verdict": "", "reference": None}
@@ -132,7 +132,7 @@ def _history_noise(window, loaded, refs, quantile, last=HISTORY_NIGHTS):
     """{entry index: {key: {metric: sigma}}}: per entry, the night-to-night noise compare would
     have had judging it: the `last` entries before it and its baseline (history.py: from
     MIN_NIGHTS of them). The entry itself is left out, so a slow night does not widen its own band."""
-    stats = {i: H.stats_of(loaded[i][1], loaded[i][2], quantile, compare.direction)
+    stats = {i: H.stats_of(loaded[i][1], quantile)
              for i in set(window) | {j for j in refs.values() if j is not None}}
     out = {}
     for pos, i in enumerate(window):
@@ -163,7 +163,7 @@ def kind_trend(store, kind, entries, out_dir, nights, tolerance, min_bytes, quan
             if any(p is not None for p in pts):
                 series.append({"sweep": rec["sweep"], "point": rec["label"], "metric": metric,
                                "units": units.get(metric, ""), "type": rec["type"],
-                               "higher_is_better": compare.direction(units.get(metric), metric) > 0,
+                               "higher_is_better": rec["higher"][metric],
                                "nights": pts})
     shown = [dict(entries[i], role=role(entries[i]), links=links(store, entries[i], out_dir)) for i in window]
     return {"kind": kind, "backend": backend, "entries": shown, "total_entries": len(entries), "series": series,

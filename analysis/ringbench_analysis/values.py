@@ -1,22 +1,21 @@
 """Each point's headline values, with their units and the statistic that made them: what
 `rb-analysis export` writes and what a reference file (references.py) bounds.
 
-The file marks every dataset's units and description, not which metric is a headline: the
-headline metrics are compare's (compare.HEADLINE: the numbers a nightly judges), plus ring
-attention's TFLOP/s per GPU. A point's value follows the report's convention (docs/analysis.md,
-"The report"): each rank's median over its inner axis (iterations), then the slowest rank (the
-largest time, the smallest rate), so an exported number is the one the report prints.
+The headline metrics are those the file marks `judged = headline` (the numbers a nightly
+judges), plus ring attention's TFLOP/s per GPU, which the report derives. A point's value
+follows the report's convention (docs/analysis.md, "The report"): each rank's median over its
+inner axis (iterations), then the slowest rank (the largest time, the smallest rate), so an
+exported number is the one the report prints.
 """
 import hashlib
 import os
 
 import numpy as np
 
-from . import compare, reader, results
+from . import reader, results
 
-# Per sweep type, the metrics exported; "total_tflops" of ring attention is the report's
-# TFLOP/s per GPU (results._ring_extra), not the stored per-rank metric of that name.
-HEADLINE = dict(compare.HEADLINE, ring_attention=("total_time_s", "total_tflops"))
+# "total_tflops" of ring attention is the report's TFLOP/s per GPU (results._ring_extra), not
+# the stored per-rank metric of that name.
 RING_TFLOPS_DESCRIPTION = "forward + backward FLOPs per GPU per second of one iteration"
 RING_TFLOPS_STATISTIC = ("per GPU: mean forward_flop over ranks x (1 + the sweep's backward factor) / "
                          "the slowest rank's median total_time_s (the report's TFLOP/s per GPU)")
@@ -34,7 +33,7 @@ def statistic(sweep, metric):
     """The words for how a point's value is made from the [world, P, ...] dataset."""
     if sweep.type == "ring_attention" and metric == "total_tflops":
         return RING_TFLOPS_STATISTIC
-    over = "min over ranks" if compare.direction(sweep.units.get(metric), metric) > 0 else "max over ranks"
+    over = "min over ranks" if sweep.direction_of(metric) > 0 else "max over ranks"
     inner = "median over iterations, " if sweep.metrics[metric].ndim > 2 else ""
     return inner + over
 
@@ -47,7 +46,7 @@ def value(sweep, metric, point):
     v = v[np.isfinite(v)]
     if not v.size:
         return float("nan")
-    return float(v.min() if compare.direction(sweep.units.get(metric), metric) > 0 else v.max())
+    return float(v.min() if sweep.direction_of(metric) > 0 else v.max())
 
 
 def unit(sweep, metric):
@@ -70,11 +69,10 @@ def point_keys(sweep, point):
 
 
 def headline_metrics(sweep):
-    """The sweep's exported metrics that it has ("total_tflops" needs forward_flop and times)."""
-    want = HEADLINE.get(sweep.type, ())
-    have = set(sweep.metrics) | ({"total_tflops"} if sweep.type == "ring_attention"
-                                  and "total_time_s" in sweep.metrics else set())
-    return [m for m in want if m in have]
+    """The sweep's exported metrics: its headline metrics, and ring attention's TFLOP/s per GPU
+    where it has total times."""
+    derived = ["total_tflops"] if sweep.type == "ring_attention" and "total_time_s" in sweep.metrics else []
+    return sweep.headline_metrics() + derived
 
 
 def records(run):

@@ -26,7 +26,8 @@ LEVEL = 0.95
 QUANTILE = 0.2       # of times (rates: 1 - QUANTILE); 0.5 = medians
 NOISE_SIGMAS = 3.0   # night-to-night standard deviations a regression must clear
 
-# Run-to-run noise by backend and kind of point: the standard deviation of the log change of
+# Run-to-run noise by backend and kind of point (the class each metric's `noise` attribute names,
+# and a memory point's noise_class): the standard deviation of the log change of
 # the statistic between two back-to-back runs of a job on a quiet machine, where nothing
 # better is known (docs/analysis.md#run-to-run-noise has the measurements).
 #   host: 20 back-to-back pairs of the main job (inputs/small.yaml, 2 ranks) on this project's
@@ -51,21 +52,6 @@ RUN_NOISE = {
     "cuda": {"host_transfer": 0.05, "*": 0.01},
 }
 HOST_TRANSFER_NOISE = RUN_NOISE["cuda"]["host_transfer"]
-
-
-def noise_kind(sweep_type, metric, host_transfer=False):
-    """The RUN_NOISE kind of one judged metric of a point."""
-    if host_transfer:
-        return "host_transfer"
-    if sweep_type == "ring_attention":
-        return "ring"
-    if sweep_type in ("compute", "memory"):
-        return sweep_type
-    if metric in ("latency_s", "one_way_time_s"):
-        return "latency"
-    if sweep_type in ("p2p_matrix", "host_pingpong"):
-        return "p2p_bandwidth"
-    return "*"
 
 
 def run_noise(backend, kind):

@@ -15,14 +15,37 @@ namespace rb::h5 {
 
 // Units, description and role are on every dataset (the schema promises them).
 struct Meta {
+  Meta() = default;
+  Meta(std::string units_, std::string description_, std::string role_ = "metric")
+      : units(std::move(units_)), description(std::move(description_)), role(std::move(role_)) {}
+
   std::string units;        // "s", "B", "B/s", "TFLOP/s", "FLOP", "Hz", "1" for counts and ratios
   std::string description;  // one sentence
   std::string role =
       "metric";  // "key": says which point or rank a row is; "metric": a measurement;
                  // "dimension": a dimension scale (Group::dimension_scale)
+  // What rb-analysis needs to judge a metric, written beside units and role so the analysis
+  // never restates it (docs/hdf5-schema.md, "What a column says"). Empty means the default
+  // (the writer resolves it, so every metric dataset carries every attribute). Sweeps set these
+  // through PointsTable::judging; other writers keep the defaults.
+  std::string direction;   // "higher" | "lower" | "none"; default: higher for rates (B/s,
+                           // TFLOP/s, Hz), lower for times (s), none otherwise
+  std::string judged;      // "headline": compare judges it without --metric; default "no"
+  std::string ranks;       // how a point's ranks make its figure: "limiting" (default: the worst
+                           // rank, per iteration) | "each" (every rank measures its own device)
+  std::string noise;       // run-to-run noise class (rb-analysis verdict.RUN_NOISE): "ring",
+                           // "compute", "memory", "p2p_bandwidth", "latency"; default "*"
+  std::string inner_axis;  // metrics: the inner axis ("iteration", "step", ...; default "none");
+                           // keys: what the key spans ("message_size": --min-bytes applies)
 };
 
-inline constexpr int kSchemaVersion = 2;  // /run schema_version; docs/hdf5-schema.md
+// `meta` with every judging default filled in (direction from the units, "no", "limiting", "*",
+// "none"), as write_meta writes it.
+Meta resolved(const Meta& meta);
+// "" when the judging fields hold allowed words, else what is wrong (a programming error).
+std::string check_judging(const Meta& meta);
+
+inline constexpr int kSchemaVersion = 3;  // /run schema_version; docs/hdf5-schema.md
 
 class Handle;  // owns one hid_t
 

@@ -71,6 +71,8 @@ void check_meta(const std::string& dataset, const Meta& meta) {
     throw std::runtime_error("dataset '" + dataset +
                              "' needs non-empty units and description (got units '" + meta.units +
                              "', description '" + meta.description + "')");
+  const std::string judging = check_judging(meta);
+  if (!judging.empty()) throw std::runtime_error("dataset '" + dataset + "': " + judging);
   if (meta.role != "key" && meta.role != "metric" && meta.role != "dimension")
     throw std::runtime_error("dataset '" + dataset +
                              "': role must be 'key', 'metric' or "
@@ -82,6 +84,15 @@ void write_meta(hid_t dset, const std::string& dataset, const Meta& meta, MPI_Co
   write_string_attr(dset, dataset, "units", meta.units, comm);
   write_string_attr(dset, dataset, "description", meta.description, comm);
   write_string_attr(dset, dataset, "role", meta.role, comm);
+  if (meta.role == "key" && !meta.inner_axis.empty())
+    write_string_attr(dset, dataset, "axis", meta.inner_axis, comm);
+  if (meta.role != "metric") return;
+  const Meta m = resolved(meta);
+  write_string_attr(dset, dataset, "direction", m.direction, comm);
+  write_string_attr(dset, dataset, "judged", m.judged, comm);
+  write_string_attr(dset, dataset, "ranks", m.ranks, comm);
+  write_string_attr(dset, dataset, "noise", m.noise, comm);
+  write_string_attr(dset, dataset, "inner_axis", m.inner_axis, comm);
 }
 
 std::shared_ptr<Handle> create_dataset(hid_t parent, const std::string& name,

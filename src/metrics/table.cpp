@@ -198,26 +198,63 @@ void PointsTable::write(Group& sweep) const {
     throw std::logic_error("points table under " + sweep.path() +
                            ": ranks declared different metrics (this rank: " + signature + ")");
 
+  check_judging_names(sweep.path());
   sweep.attr("points", static_cast<std::int64_t>(points_));
+  sweep.attr("iteration_times", judging_.iteration_times);
   write_scales(sweep);
   Group keys = sweep.group("points");
   const std::vector<std::uint64_t> kdims{points_};
   for (const auto& [name, k] : keys_) {
-    if (k.kind == 'i') keys.write_shared(name, k.i, kdims, k.meta);
-    if (k.kind == 'd') keys.write_shared(name, k.d, kdims, k.meta);
-    if (k.kind == 't') keys.write_shared_strings(name, k.t, k.meta);
+    Meta meta = k.meta;
+    if (name == judging_.message_size_key) meta.inner_axis = "message_size";
+    if (k.kind == 'i') keys.write_shared(name, k.i, kdims, meta);
+    if (k.kind == 'd') keys.write_shared(name, k.d, kdims, meta);
+    if (k.kind == 't') keys.write_shared_strings(name, k.t, meta);
     keys.attach_scales(name, {sweep.path() + "/point"});
   }
   for (const auto& [name, c] : metrics_) {
     std::vector<std::uint64_t> dims{points_};
     dims.insert(dims.end(), c.inner.begin(), c.inner.end());
-    if (c.kind == 'd') sweep.write_per_rank(name, c.d, dims, c.meta);
-    if (c.kind == 'i') sweep.write_per_rank(name, c.i, dims, c.meta);
-    if (c.kind == 't') sweep.write_per_rank_strings(name, c.t, c.meta);
+    const Meta meta = written_meta(name, c);
+    if (c.kind == 'd') sweep.write_per_rank(name, c.d, dims, meta);
+    if (c.kind == 'i') sweep.write_per_rank(name, c.i, dims, meta);
+    if (c.kind == 't') sweep.write_per_rank_strings(name, c.t, meta);
     std::vector<std::string> scales{"rank", "point"};
     scales.insert(scales.end(), c.axes.begin(), c.axes.end());
     sweep.attach_scales(name, scales);
   }
+}
+
+Meta PointsTable::written_meta(const std::string& name, const Column& c) const {
+  const Judging& j = judging_;
+  Meta m = c.meta;
+  if (std::find(j.headline.begin(), j.headline.end(), name) != j.headline.end())
+    m.judged = "headline";
+  if (std::find(j.lower.begin(), j.lower.end(), name) != j.lower.end()) m.direction = "lower";
+  if (j.each_rank) m.ranks = "each";
+  const auto own = j.noise_of.find(name);
+  if (m.noise.empty()) m.noise = own != j.noise_of.end() ? own->second : j.noise;
+  for (const std::string& axis : c.axes) m.inner_axis += (m.inner_axis.empty() ? "" : ",") + axis;
+  const std::string wrong = check_judging(m);
+  if (!wrong.empty()) throw std::logic_error("metric '" + name + "': " + wrong);
+  return m;
+}
+
+void PointsTable::check_judging_names(const std::string& where) const {
+  const Judging& j = judging_;
+  std::vector<std::string> named = j.headline;
+  named.insert(named.end(), j.lower.begin(), j.lower.end());
+  for (const auto& [metric, cls] : j.noise_of) named.push_back(metric);
+  if (!j.iteration_times.empty()) named.push_back(j.iteration_times);
+  for (const std::string& n : named)
+    if (!metrics_.count(n))
+      throw std::logic_error("points table under " + where + ": judging names metric '" + n +
+                             "', which the table does not declare");
+  const bool key_found = std::any_of(keys_.begin(), keys_.end(),
+                                     [&](const auto& k) { return k.first == j.message_size_key; });
+  if (!j.message_size_key.empty() && !key_found)
+    throw std::logic_error("points table under " + where + ": judging names key '" +
+                           j.message_size_key + "', which the table does not have");
 }
 
 void PointsTable::write_scales(Group& sweep) const {

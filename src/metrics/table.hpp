@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "metrics/h5.hpp"
@@ -66,6 +67,21 @@ struct PointRecord {
   std::string text(const std::string& name) const;
 };
 
+// How rb-analysis judges a sweep's metrics, said once per sweep and written as each metric's
+// attributes (Meta's judging fields; docs/hdf5-schema.md, "What a column says"): compare,
+// verdict and report read them, so a new sweep or metric needs no analysis change.
+struct Judging {
+  std::vector<std::string> headline;            // the metrics compare judges every night
+  std::string noise;                            // the sweep's run-to-run noise class ("" : "*")
+  std::map<std::string, std::string> noise_of;  // per-metric classes where they differ
+  std::vector<std::string> lower;  // non-time metrics where lower is better (memory held)
+  bool each_rank = false;          // every rank measures its own device (ranks = "each")
+  // The metric of per-iteration times that gives the sweep's one-number metrics their spread
+  // in compare ("": none); written as the sweep's `iteration_times` attribute.
+  std::string iteration_times;
+  std::string message_size_key;  // the key compare's --min-bytes filters ("" : none)
+};
+
 class PointsTable {
  public:
   explicit PointsTable(std::size_t points) : points_(points) {}
@@ -93,6 +109,9 @@ class PointsTable {
   void set_int(const std::string& name, std::size_t point, std::int64_t value);
   void set_int(const std::string& name, std::size_t point, const std::vector<std::int64_t>& values);
   void set_text(const std::string& name, std::size_t point, const std::string& value);
+
+  // How the metrics are judged; names checked against the declared ones at write().
+  void judging(Judging j) { judging_ = std::move(j); }
 
   // Collective: writes `points` (attribute), points/<key> and every metric under `sweep`, and
   // the dimension scales of their axes: rank [world], point [P] and each named inner axis,
@@ -133,7 +152,13 @@ class PointsTable {
   std::vector<double> inner_reduced(const Column& c, OverInner how) const;
   PointRecord::Field key_field(const std::string& name, const Key& k, std::size_t point) const;
 
+  // The metric's Meta as written: its judging from judging_ and its inner axes.
+  Meta written_meta(const std::string& name, const Column& c) const;
+  // Throws when judging_ names a metric or key the table does not have.
+  void check_judging_names(const std::string& where) const;
+
   std::size_t points_;
+  Judging judging_;
   std::vector<std::pair<std::string, Key>> keys_;  // in declaration order
   std::map<std::string, Column> metrics_;          // sorted: the same order on every rank
 };

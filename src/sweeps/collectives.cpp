@@ -10,6 +10,7 @@
 #include <string>
 #include <tuple>
 #include <vector>
+#include <utility>
 
 #include "config/bytes.hpp"
 #include "metrics/table.hpp"
@@ -243,6 +244,13 @@ h5::PointsTable Collectives::point_table() const {
   t.metric("iteration_time_s", {"s", "per-call time of each iteration of the second timed loop"},
            {static_cast<std::uint64_t>(p_.iterations)}, {"iteration"});
   oom::declare_columns(t);
+  h5::Judging j;
+  j.headline = {"busbw_Bps"};
+  j.iteration_times = "iteration_time_s";
+  // Latency-bound sizes move by tens of percent between two allocations of one machine: a
+  // nightly check keeping them cries wolf (compare --min-bytes).
+  j.message_size_key = "message_size_bytes";
+  t.judging(std::move(j));
   return t;
 }
 

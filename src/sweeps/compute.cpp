@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
@@ -204,6 +205,12 @@ h5::PointsTable ComputeSweep::point_table(const std::string& gemm_engine) const 
   t.metric("max_abs_error",
            {"1", "largest |C - exact| of the Kokkos GEMM's result (host path; NaN elsewhere)"});
   oom::declare_columns(t);
+  h5::Judging j;
+  j.headline = {"rate_tflops"};
+  j.noise = "compute";
+  j.each_rank = true;  // each rank's own device: one rank's bad moment is not the point's figure
+  j.iteration_times = "iteration_time_s";
+  t.judging(std::move(j));
   return t;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <sstream>
 #include <vector>
+#include <utility>
 
 #include "config/bytes.hpp"
 #include "metrics/stats.hpp"
@@ -291,6 +292,10 @@ h5::PointsTable make_table(const Params& p, const std::vector<Point>& pts,
       {"s", "Monitor::now() when the rank started its work for the point (monitor/t_s clock)"});
   t.metric("phase_end_s", {"s", "Monitor::now() when the rank finished its work for the point"});
   t.metric("fed_bytes", {"B", "feeders: bytes copied (host and H2D) while the point ran"});
+  h5::Judging j;
+  j.headline = {"time_s"};
+  j.iteration_times = "time_s";
+  t.judging(std::move(j));
   return t;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "config/bytes.hpp"
 #include "metrics/stats.hpp"
@@ -135,6 +136,13 @@ class HostPingpong final : public Sweep {
     t.int_metric("partner_rank", {"1", "the ring neighbour this rank pinged (rank + 1 mod world)"});
     t.int_metric("corrupt_echo",
                  {"1", "1 when the echoed bytes differed from what this rank sent"});
+    h5::Judging j;
+    j.headline = {"bandwidth_Bps", "one_way_time_s"};
+    j.noise = "p2p_bandwidth";
+    j.noise_of = {{"one_way_time_s", "latency"}};
+    j.iteration_times = "one_way_time_s";
+    j.message_size_key = "message_size_bytes";
+    t.judging(std::move(j));
     return t;
   }
 

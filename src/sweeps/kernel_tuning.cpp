@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "kernel_paths.hpp"
 #include "metrics/table.hpp"
@@ -177,6 +178,11 @@ h5::PointsTable KernelTuningSweep::make_table() const {
            {"s", "block-kernel time of each timed backward pass (CUDA events on the GPU)"}, {I});
   t.metric("max_rel_error", {"1", "largest relative error of O, dQ, dK, dV against the reference"});
   t.int_metric("parity_ok", {"1", "1: max_rel_error within tolerance, 0: not (-1: not checked)"});
+  h5::Judging j;
+  j.headline = {"forward_time_s", "backward_time_s"};
+  j.noise = "compute";
+  j.each_rank = true;  // every rank times its own device alone (the tuning pools them)
+  t.judging(std::move(j));
   return t;
 }
 

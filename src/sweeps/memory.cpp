@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "host/profiling_kernels.hpp"
 #include "config/bytes.hpp"
@@ -98,7 +99,17 @@ h5::PointsTable MemorySweep::point_table() const {
       "wrong_elements",
       {"1",
        "triad: elements of a[] not equal to b + 3c after the runs; -1 for copies (not checked)"});
+  t.text_metric("noise_class",
+                {"1",
+                 "run-to-run noise class of the point (host_transfer: h2d/d2h copies, which cross "
+                 "PCIe and host memory; memory otherwise); overrides bandwidth_Bps's noise"});
   oom::declare_columns(t);
+  h5::Judging j;
+  j.headline = {"bandwidth_Bps"};
+  j.noise = "memory";
+  j.each_rank = true;
+  j.iteration_times = "iteration_time_s";
+  t.judging(std::move(j));
   return t;
 }
 
@@ -165,6 +176,8 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
     table.set_int("moved_bytes", pi, static_cast<std::int64_t>(r.moved_bytes));
     table.set("iteration_time_s", pi, r.seconds);
     table.set_int("wrong_elements", pi, r.wrong);
+    const bool host_transfer = kinds[pi].rfind("h2d", 0) == 0 || kinds[pi].rfind("d2h", 0) == 0;
+    table.set_text("noise_class", pi, host_transfer ? "host_transfer" : "memory");
     if (r.wrong > 0 && outcome.ok) {
       outcome.ok = false;
       outcome.failure = "memory: rank " + std::to_string(rank) + ": " + kinds[pi] + " produced " +

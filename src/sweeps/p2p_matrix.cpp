@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "config/bytes.hpp"
 #include "metrics/stats.hpp"
@@ -196,6 +197,11 @@ h5::PointsTable P2pMatrix::point_table(const std::vector<P2pPoint>& points) cons
                      "a round run at the same time, no rank in two of them"});
   t.metric("pairs_in_round",
            {"1", "pairs measured at the same time as this one, itself included (1: alone)"});
+  h5::Judging j;
+  j.headline = {"bandwidth_Bps", "latency_s"};
+  j.noise = "p2p_bandwidth";
+  j.noise_of = {{"latency_s", "latency"}, {"latency_bidir_s", "latency"}};
+  t.judging(std::move(j));
   return t;
 }
 

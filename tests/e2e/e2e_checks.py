@@ -96,9 +96,31 @@ FABRIC_ENV = {"FI_RINGBENCH_CHECK": "fi", "I_MPI_RINGBENCH_CHECK": "impi",
               "MPICH_RINGBENCH_CHECK": "mpich", "PMIX_RINGBENCH_CHECK": "pmix"}
 
 
+JUDGING_WORDS = {"direction": ("higher", "lower", "none"), "judged": ("headline", "no"),
+                 "ranks": ("limiting", "each"),
+                 "noise": ("*", "ring", "compute", "memory", "host_transfer", "p2p_bandwidth", "latency")}
+
+
+def check_judging_attrs(f):
+    """Every metric of every sweep says how it is judged (docs/hdf5-schema.md, "What a column
+    says"), every sweep with measurements has a headline, and a headline has a direction."""
+    for name, g in f["sweeps"].items():
+        headline = []
+        for m, d in g.items():
+            if not isinstance(d, h5py.Dataset) or d.attrs.get("role") != "metric":
+                continue
+            bad = {a: d.attrs.get(a) for a, ok in JUDGING_WORDS.items() if d.attrs.get(a) not in ok}
+            check(not bad and d.attrs.get("inner_axis"), f"/sweeps/{name}/{m} says how it is judged ({bad})")
+            if d.attrs.get("judged") == "headline":
+                headline.append(m)
+                check(d.attrs.get("direction") != "none", f"/sweeps/{name}/{m}: a headline has a direction")
+        check(headline, f"/sweeps/{name} has a headline metric")
+
+
 def check_provenance(f, ranks, fabric_env=None):
     run = f["run"].attrs
-    check(int(run.get("schema_version", 0)) == 2, "/run schema_version is 2")
+    check(int(run.get("schema_version", 0)) == 3, "/run schema_version is 3")
+    check_judging_attrs(f)
     libs = f["run/libraries"].attrs if "run/libraries" in f else {}
     for lib in ("mpi", "hdf5", "hwloc", "kokkos"):
         check(str(libs.get(lib, "")) != "", f"/run/libraries has {lib}")

@@ -670,3 +670,62 @@ TEST_CASE("points table: the unit-naming rule and declaration errors") {
           t.key("k", std::vector<std::int64_t>{1}, {"1", "k"});
         }).find("1 values for 2 points") != std::string::npos);
 }
+
+TEST_CASE("points table: each metric says how it is judged; judging a missing name throws") {
+  const std::string path = test_path("judging");
+  {
+    File f = File::create(path, MPI_COMM_WORLD, false);
+    Group sweep = f.root().group("sweep");
+    rb::h5::PointsTable t(2);
+    t.key("message_size_bytes", std::vector<std::int64_t>{8, 1024}, {"B", "message size"});
+    t.metric("time_s", {"s", "time of each iteration"}, {3}, {"iteration"});
+    t.metric("busbw_Bps", {"B/s", "bus bandwidth"});
+    t.int_metric("peak_memory_bytes", {"B", "memory held"});
+    t.int_metric("count", {"1", "elements"});
+    rb::h5::Judging j;
+    j.headline = {"busbw_Bps"};
+    j.noise = "p2p_bandwidth";
+    j.noise_of = {{"time_s", "latency"}};
+    j.lower = {"peak_memory_bytes"};
+    j.each_rank = true;
+    j.iteration_times = "time_s";
+    j.message_size_key = "message_size_bytes";
+    t.judging(j);
+    t.write(sweep);
+    f.close();
+  }
+  if (rank() == 0) {
+    auto attr = [&](const std::string& ds, const char* a) {
+      return rb::h5::read_string_attr(path, "/sweep/" + ds, a);
+    };
+    CHECK(attr("busbw_Bps", "direction") == "higher");
+    CHECK(attr("busbw_Bps", "judged") == "headline");
+    CHECK(attr("busbw_Bps", "noise") == "p2p_bandwidth");
+    CHECK(attr("busbw_Bps", "ranks") == "each");
+    CHECK(attr("busbw_Bps", "inner_axis") == "none");
+    CHECK(attr("time_s", "direction") == "lower");
+    CHECK(attr("time_s", "judged") == "no");
+    CHECK(attr("time_s", "noise") == "latency");
+    CHECK(attr("time_s", "inner_axis") == "iteration");
+    CHECK(attr("peak_memory_bytes", "direction") == "lower");
+    CHECK(attr("count", "direction") == "none");
+    CHECK(attr("points/message_size_bytes", "axis") == "message_size");
+    CHECK(rb::h5::read_string_attr(path, "/sweep", "iteration_times") == "time_s");
+  }
+  // A headline that is not a performance number, or a name the table lacks: a programming
+  // error, found at write on every rank (before anything is written).
+  CHECK(rb::h5::check_judging(Meta{"1", "count"}).empty());
+  Meta counted{"1", "count"};
+  counted.judged = "headline";
+  CHECK(rb::h5::check_judging(counted).find("needs a direction") != std::string::npos);
+  counted.noise = "weather";
+  CHECK(rb::h5::check_judging(counted).find("noise class 'weather'") != std::string::npos);
+  File f = File::create(test_path("judging_bad"), MPI_COMM_WORLD, true);
+  Group sweep = f.root().group("sweep");
+  rb::h5::PointsTable t(1);
+  t.metric("x_s", {"s", "x"});
+  rb::h5::Judging j;
+  j.headline = {"y_s"};
+  t.judging(j);
+  CHECK(error_of([&] { t.write(sweep); }).find("judging names metric 'y_s'") != std::string::npos);
+}
