@@ -23,9 +23,10 @@ if(RINGBENCH_PYTHON)
 endif()
 # How a run holds and ends its output (#31): OUTPUT.lock refuses a second run on it while the
 # first lives (a killed run blocks nothing); a slow point past run.point_timeout_s ends the run
-# with the guard's code, never 'complete'. 2 ranks, the file read back with h5dump.
+# with the guard's code, never 'complete'; SIGTERM to the ranks or to mpirun ends the run with
+# 143 and its end state in OUTPUT.end. 2 ranks, the file read back with h5dump.
 if(RINGBENCH_PYTHON)
-  foreach(check lock slow_point)
+  foreach(check lock slow_point sigterm_ranks sigterm_mpirun)
     add_test(NAME driver_output_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/driver/output_faults.py ${check}
                      --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}
