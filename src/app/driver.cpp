@@ -398,12 +398,17 @@ bool output_lock_refused(const std::string& path, std::unique_ptr<OutputLock>& l
   return first_error_reported(error, "", world);
 }
 
-// Rank 0, holding the output's lock: the end record an earlier run on this output left
-// (app/end_record.hpp) is removed, so that a record always speaks of the file beside it; a
-// link or anything but a regular file at its name is refused before the output is claimed.
-bool side_files_refused(const std::string& out_path, MPI_Comm world) {
+// Rank 0, holding the output's lock, before the output is claimed: the names of the files the
+// run makes beside it must hold nothing, or a regular file (an earlier run's); a link, FIFO,
+// device, socket or directory there is someone else's, and the run refuses to start (rather
+// than run without the hang guard's heartbeat). The end record an earlier run on this output
+// left (app/end_record.hpp) is removed, so that a record always speaks of the file beside it.
+bool side_files_refused(const std::string& out_path, bool heartbeat, MPI_Comm world) {
   std::string error;
-  if (mpi::rank_of(world) == 0) error = remove_end_record(end_record_path(out_path));
+  if (mpi::rank_of(world) == 0 && heartbeat)
+    error = refusal_to_replace(out_path + ".heartbeat", false, "heartbeat file");
+  if (mpi::rank_of(world) == 0 && error.empty())
+    error = remove_end_record(end_record_path(out_path));
   return first_error_reported(error, "", world);
 }
 
@@ -748,7 +753,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   if (json_path_refused(cli, world)) return 1;
   std::unique_ptr<OutputLock> lock;  // rank 0's, released when the run returns (after the file)
   if (output_lock_refused(out_path, lock, world)) return 1;
-  if (side_files_refused(out_path, world)) return 1;
+  if (side_files_refused(out_path, limits.any(), world)) return 1;
   std::optional<h5::File> file =
       open_output(out_path, cli.force, cli.config_path, v->config.run, world);
   if (!file) return 1;
