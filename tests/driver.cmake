@@ -24,9 +24,10 @@ endif()
 # How a run holds and ends its output (#31): OUTPUT.lock refuses a second run on it while the
 # first lives (a killed run blocks nothing); a slow point past run.point_timeout_s ends the run
 # with the guard's code, never 'complete'; SIGTERM to the ranks or to mpirun ends the run with
-# 143 and its end state in OUTPUT.end. 2 ranks, the file read back with h5dump.
+# 143 and its end state in OUTPUT.end; output directories 0755 under umask 000, none left by a
+# refused run. 2 ranks, the file read back with h5dump.
 if(RINGBENCH_PYTHON)
-  foreach(check lock slow_point sigterm_ranks sigterm_mpirun)
+  foreach(check lock slow_point sigterm_ranks sigterm_mpirun dirs)
     add_test(NAME driver_output_${check}
              COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/driver/output_faults.py ${check}
                      --ringbench $<TARGET_FILE:ringbench> --mpiexec ${MPIEXEC_EXECUTABLE}

@@ -15,6 +15,8 @@ path. The file is read back with h5dump (no h5py needed).
                 'interrupted by SIGTERM during sweep hang point 0', OUTPUT.end records
                 'status: interrupted' with the signal and the point, /run status is 'running'
                 (not 'complete') and the first sweep stays complete and readable
+    dirs        under umask 000 the directories made for the output are 0755 (not 0777); a run
+                refused after they were made (an output path too long for MPI-IO) leaves none
     sigterm_mpirun  the same with SIGTERM to mpirun (which passes it on to the ranks, then
                 SIGKILL): non-zero exit, OUTPUT.end written before the SIGKILL
 
@@ -239,15 +241,35 @@ def check_sigterm(args, to_ranks):
     check("complete" not in stdout, "nothing says complete")
 
 
+def check_dirs(args):
+    config = write(args, "dirs.yaml", "backend: host\nsweeps:\n  - {type: host_pingpong, name: p, "
+                   "message_sizes: [8], iterations: 5}\n")
+    out = os.path.join(args.workdir, "made", "deeper", "run.h5")
+    cmd = command(args, config, out)
+    print("+ (umask 000)", " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=120,
+                       preexec_fn=lambda: os.umask(0))
+    check(r.returncode == 0, f"the run completes (exit {r.returncode}): {r.stderr[-2000:]}")
+    modes = {d: oct(os.stat(d).st_mode & 0o7777) for d in (os.path.dirname(os.path.dirname(out)),
+                                                            os.path.dirname(out))}
+    check(set(modes.values()) == {"0o755"}, f"the directories made are 0755 under umask 000: {modes}")
+    fresh = os.path.join(args.workdir, "fresh")
+    long_out = os.path.join(fresh, "d" * 120, "e" * 120, "run.h5")
+    r = harness.run(command(args, config, long_out), timeout=120, env=env())
+    check(r.returncode != 0 and "too long for MPI-IO" in r.stderr,
+          f"a {len(long_out)}-character --output is refused: {r.stderr[-1000:]}")
+    check(not os.path.exists(fresh), "and the directories it made for it are gone")
+
+
 def main():
     ap = harness.arg_parser()
-    ap.add_argument("check", choices=["lock", "slow_point", "sigterm_ranks", "sigterm_mpirun"])
+    ap.add_argument("check", choices=["lock", "slow_point", "sigterm_ranks", "sigterm_mpirun", "dirs"])
     args = ap.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     {"lock": check_lock, "slow_point": check_slow_point,
      "sigterm_ranks": lambda a: check_sigterm(a, to_ranks=True),
-     "sigterm_mpirun": lambda a: check_sigterm(a, to_ranks=False)}[args.check](args)
+     "sigterm_mpirun": lambda a: check_sigterm(a, to_ranks=False), "dirs": check_dirs}[args.check](args)
     return harness.exit_code()
 
 

@@ -176,3 +176,27 @@ TEST_CASE("end record: made once, never through a link; a run's start removes on
   CHECK(fs::is_symlink(path));
   fs::remove_all(dir.parent_path());
 }
+
+TEST_CASE("output directories: made 0755 under umask 000, removed again when the run wrote none") {
+  const fs::path dir = scratch("dirs");
+  const fs::path out = dir / "new" / "deeper" / "run.h5";
+  const mode_t old_umask = ::umask(0);
+  {
+    const rb::OutputLock lock(out.string());
+    for (const fs::path& d : {dir / "new", dir / "new" / "deeper"}) {
+      struct stat st {};
+      REQUIRE(::stat(d.c_str(), &st) == 0);
+      CAPTURE(d);
+      CHECK((st.st_mode & 07777) == 0755);  // not 0777, never world-writable
+    }
+  }
+  CHECK_FALSE(fs::exists(dir / "new"));  // refused before writing: nothing left behind
+  {
+    const rb::OutputLock lock(out.string());
+    std::ofstream(out) << "the output";
+  }
+  CHECK(read(out) == "the output");  // a directory that holds the output stays
+  CHECK_FALSE(fs::exists(out.string() + ".lock"));
+  ::umask(old_umask);
+  fs::remove_all(dir.parent_path());
+}
