@@ -4,6 +4,7 @@
 // rank goes on alone into a collective.
 #include "app/driver.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -754,6 +755,8 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   std::unique_ptr<OutputLock> lock;  // rank 0's, released when the run returns (after the file)
   if (output_lock_refused(out_path, lock, world)) return 1;
   if (side_files_refused(out_path, limits.any(), world)) return 1;
+  struct stat before {};
+  const bool new_output = ::lstat(out_path.c_str(), &before) != 0;  // rank 0's view is the one used
   std::optional<h5::File> file =
       open_output(out_path, cli.force, cli.config_path, v->config.run, world);
   if (!file) return 1;
@@ -765,6 +768,11 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
     write_ranks_table(root, layout, *setup);
     file->flush();
   } catch (const std::exception& e) {
+    // A file whose first flush failed (a full disk) holds no readable HDF5 and would refuse
+    // the next run's claim: rank 0 removes the one this run made (we hold its lock). An older
+    // file that --force was to replace is left alone (the new data went to a temporary name).
+    if (layout.rank == 0 && new_output && ::unlink(out_path.c_str()) == 0)
+      fmt::print(stderr, "ringbench: removed the unfinished output '{}'\n", out_path);
     stop_on_output_error(e, "the run and ranks groups", out_path, layout.rank, nullptr, world);
   }
   if (layout.rank == 0 && !cli.quiet) fmt::print(stderr, "writing {}\n", out_path);
