@@ -17,9 +17,11 @@ if(RINGBENCH_PYTHON)
 endif()
 # How a run holds and ends its output (#31): OUTPUT.lock refuses a second run on it while the
 # first lives (a killed run blocks nothing); a slow point past run.point_timeout_s ends the run
-# with the guard's code, never 'complete'. 2 ranks, the file read back with h5dump.
+# with the guard's code, never 'complete'; SIGTERM to the ranks or to mpirun ends the run with
+# 143 and its end state in OUTPUT.end; output directories 0755 under umask 000, none left by a
+# refused run. 2 ranks, the file read back with h5dump.
 if(RINGBENCH_PYTHON)
-  foreach(check lock slow_point)
+  foreach(check lock slow_point sigterm_ranks sigterm_mpirun dirs)
     ringbench_add_script_test(NAME driver_output_${check} SCRIPT driver/output_faults.py ARGS ${check} SOURCE
                               TIMEOUT 600 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
   endforeach()

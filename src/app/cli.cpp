@@ -35,7 +35,8 @@ std::string footer_text() {
     s += fmt::format("  {} ({}, {}): {}\n", p.name, attn::to_string(p.device),
                      p.built ? "built" : "not built", p.summary);
   s += "Exit codes: 0 complete, 1 failed run or invalid config, 2 usage error, 124 a time limit\n"
-       "passed (--timeout, run.timeout_s, run.point_timeout_s).\n"
+       "passed (--timeout, run.timeout_s, run.point_timeout_s), 128 + N ended by signal N\n"
+       "(143 SIGTERM, 130 SIGINT, 138 SIGUSR1; the end state in OUTPUT.end).\n"
        "Docs: docs/user-guide.md, docs/config.md (YAML), docs/hdf5-schema.md (output layout).";
   return s;
 }

@@ -4,6 +4,7 @@
 // rank goes on alone into a collective.
 #include "app/driver.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,8 +22,10 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include "app/end_record.hpp"
 #include "app/estimate.hpp"
 #include "app/file_write.hpp"
+#include "app/interrupts.hpp"
 #include "app/json_report.hpp"
 #include "app/paths.hpp"
 #include "app/plan.hpp"
@@ -396,6 +399,31 @@ bool output_lock_refused(const std::string& path, std::unique_ptr<OutputLock>& l
   return first_error_reported(error, "", world);
 }
 
+// Rank 0, holding the output's lock, before the output is claimed: the names of the files the
+// run makes beside it must hold nothing, or a regular file (an earlier run's); a link, FIFO,
+// device, socket or directory there is someone else's, and the run refuses to start (rather
+// than run without the hang guard's heartbeat). The end record an earlier run on this output
+// left (app/end_record.hpp) is removed, so that a record always speaks of the file beside it.
+bool side_files_refused(const std::string& out_path, bool heartbeat, MPI_Comm world) {
+  std::string error;
+  if (mpi::rank_of(world) == 0 && heartbeat)
+    error = refusal_to_replace(out_path + ".heartbeat", false, "heartbeat file");
+  if (mpi::rank_of(world) == 0 && error.empty())
+    error = remove_end_record(end_record_path(out_path));
+  return first_error_reported(error, "", world);
+}
+
+// SIGTERM, SIGINT and SIGUSR1 end the run through the guard's one decision (Watchdog::interrupt);
+// without a watch (no pipe), they keep their default action: the process ends, nothing recorded.
+std::unique_ptr<SignalWatch> watch_signals(Watchdog& watchdog, int rank) {
+  try {
+    return std::make_unique<SignalWatch>([&watchdog](int signo) { watchdog.interrupt(signo); });
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ringbench: warning: rank {}: {}\n", rank, e.what());
+    return nullptr;
+  }
+}
+
 // /run/mpiio_hints: the hints MPI-IO reports in effect on the output file (the config's
 // run.mpiio_hints it kept, and its own defaults), one string attribute each.
 void write_mpiio_hints(h5::Group& run, const h5::File& file, MPI_Comm world) {
@@ -710,9 +738,10 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   }
 
   // Started before the GPU setup: a hung NCCL initialisation counts toward the run's limit.
+  // Always there, limits or not: a signal ends the run through its one decision too.
   const WatchdogLimits limits = watchdog_limits(cli, v->config);
-  std::unique_ptr<Watchdog> watchdog;
-  if (limits.any()) watchdog = std::make_unique<Watchdog>(layout.rank, limits);
+  const auto watchdog = std::make_unique<Watchdog>(layout.rank, limits);
+  const std::unique_ptr<SignalWatch> signals = watch_signals(*watchdog, layout.rank);
 
   std::optional<RankSetup> setup = set_up_rank(*v, layout, world);
   if (!setup) return 1;
@@ -725,6 +754,9 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   if (json_path_refused(cli, world)) return 1;
   std::unique_ptr<OutputLock> lock;  // rank 0's, released when the run returns (after the file)
   if (output_lock_refused(out_path, lock, world)) return 1;
+  if (side_files_refused(out_path, limits.any(), world)) return 1;
+  struct stat before {};
+  const bool new_output = ::lstat(out_path.c_str(), &before) != 0;  // rank 0's view is the one used
   std::optional<h5::File> file =
       open_output(out_path, cli.force, cli.config_path, v->config.run, world);
   if (!file) return 1;
@@ -736,11 +768,17 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
     write_ranks_table(root, layout, *setup);
     file->flush();
   } catch (const std::exception& e) {
+    // A file whose first flush failed (a full disk) holds no readable HDF5 and would refuse
+    // the next run's claim: rank 0 removes the one this run made (we hold its lock). An older
+    // file that --force was to replace is left alone (the new data went to a temporary name).
+    if (layout.rank == 0 && new_output && ::unlink(out_path.c_str()) == 0)
+      fmt::print(stderr, "ringbench: removed the unfinished output '{}'\n", out_path);
     stop_on_output_error(e, "the run and ranks groups", out_path, layout.rank, nullptr, world);
   }
   if (layout.rank == 0 && !cli.quiet) fmt::print(stderr, "writing {}\n", out_path);
+  watchdog->set_end_record(end_record_path(out_path));
   const std::string heartbeat =
-      watchdog ? start_heartbeats(*watchdog, out_path, layout.world_size, world) : "";
+      limits.any() ? start_heartbeats(*watchdog, out_path, layout.world_size, world) : "";
 
   const std::unique_ptr<JsonReport> json = make_json_report(cli, *v, layout, out_path);
   reports.json = json.get();
@@ -752,7 +790,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - sweeps_start).count();
   const double foreign_cpu = foreign_cpu_fraction(cpu_at_start, world);
   stop_if_guard_fired(watchdog.get(), world);
-  if (watchdog && !watchdog->end_run()) await_guard_exit(true);  // it fired since: its end
+  if (!watchdog->end_run()) await_guard_exit(true);  // it fired since: its end
   try {
     run.attr("foreign_cpu_fraction", foreign_cpu);
     run.set_attr("end_time", utc_now_iso8601());
@@ -762,7 +800,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   } catch (const std::exception& e) {
     stop_on_output_error(e, "the run's end status", out_path, layout.rank, json.get(), world);
   }
-  if (watchdog) watchdog->stop_heartbeat();
+  watchdog->stop_heartbeat();
   if (!heartbeat.empty() && layout.rank == 0) ::unlink(heartbeat.c_str());
   if (json != nullptr) write_json(*json, failures.empty() ? "complete" : "failed", failures);
   if (layout.rank == 0) {

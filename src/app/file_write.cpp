@@ -109,13 +109,48 @@ std::string this_holder() {
 
 }  // namespace
 
+std::vector<std::string> make_parent_dirs(const std::string& file) {
+  std::vector<std::string> missing;
+  for (auto p = std::filesystem::path(file).parent_path(); !p.empty() && p != p.root_path();
+       p = p.parent_path()) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) == 0) break;
+    missing.push_back(p.string());
+  }
+  std::vector<std::string> made;
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0755) != 0) break;
+    made.push_back(*it);
+  }
+  return made;
+}
+
+namespace {
+
+// Innermost first; rmdir removes only an empty directory: one that holds anything stays.
+void remove_empty_dirs(const std::vector<std::string>& outermost_first) {
+  for (auto it = outermost_first.rbegin(); it != outermost_first.rend(); ++it)
+    if (::rmdir(it->c_str()) != 0) break;
+}
+
+}  // namespace
+
 OutputLock::OutputLock(const std::string& output) : output_(output), path_(output + ".lock") {
+  // A directory that cannot be made is claim_output's message. Made here, before the output is
+  // claimed: the lock file needs it.
+  made_dirs_ = make_parent_dirs(output);
+  try {
+    take();
+  } catch (...) {
+    remove_empty_dirs(made_dirs_);
+    throw;
+  }
+}
+
+void OutputLock::take() {
   const auto fail = [&](const std::string& why) {
     throw std::runtime_error("cannot lock output '" + output_ + "' with '" + path_ + "': " + why);
   };
-  std::error_code ec;  // a directory that cannot be made is claim_output's message
-  if (const auto parent = std::filesystem::path(output).parent_path(); !parent.empty())
-    std::filesystem::create_directories(parent, ec);
   // A run that ends removes its lock file: one opened just before that is a name no other run
   // finds any more, so the lock counts only on the file still at the path.
   for (int attempt = 0; attempt < 20; ++attempt) {
@@ -159,9 +194,11 @@ OutputLock::OutputLock(const std::string& output) : output_(output), path_(outpu
 }
 
 OutputLock::~OutputLock() {
-  if (fd_ < 0) return;
-  ::unlink(path_.c_str());
-  ::close(fd_);
+  if (fd_ >= 0) {
+    ::unlink(path_.c_str());
+    ::close(fd_);
+  }
+  remove_empty_dirs(made_dirs_);
 }
 
 }  // namespace rb

@@ -6,6 +6,7 @@
 // (when allowed) a symbolic link at the path is replaced: a FIFO, a device, a socket or a
 // directory there is someone else's and stays as it is.
 #include <string>
+#include <vector>
 
 namespace rb {
 
@@ -29,13 +30,23 @@ class OutputLock {
   // Takes the lock, or throws std::runtime_error naming the output, the lock file and the
   // holder (host and pid it wrote). On a file system without locks, holds nothing.
   explicit OutputLock(const std::string& output);
-  ~OutputLock();  // removes the lock file while still holding it, then releases it
+  // Removes the lock file while still holding it, then releases it; then the directories the
+  // constructor made for the output, if they are empty (a run refused before it wrote its file
+  // leaves nothing behind).
+  ~OutputLock();
   OutputLock(const OutputLock&) = delete;
   OutputLock& operator=(const OutputLock&) = delete;
 
  private:
   std::string output_, path_;
   int fd_ = -1;
+  void take();
+  std::vector<std::string> made_dirs_;  // outermost first
 };
+
+// Makes the missing directories above `file`, each mode 0755 (less what the umask takes), never
+// more: under umask 000 an output directory is not made world-writable. Returns the ones it made,
+// outermost first; one it cannot make is left to the caller's open to report.
+std::vector<std::string> make_parent_dirs(const std::string& file);
 
 }  // namespace rb

@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "app/end_record.hpp"
+#include "app/interrupts.hpp"
 #include "runtime/gpu.hpp"
 
 namespace rb {
@@ -220,32 +222,48 @@ void Watchdog::idle() {
   in_point_ = false;
 }
 
+namespace {
+
+std::string where_text(const std::string& sweep, std::size_t index, const std::string& label) {
+  return sweep.empty() ? std::string("between points")
+                       : fmt::format("sweep {} point {} ({})", sweep, index, label);
+}
+
+std::string timeout_text(const std::string& where, double seconds, double limit,
+                         const std::string& source) {
+  return fmt::format("{} has run {:.1f} s > limit {:g} s ({})", where, seconds, limit, source);
+}
+
+std::string timeout_message(int rank, const std::string& timeout) {
+  return fmt::format("ringbench: rank {}: TIMEOUT: {}; stopping with exit code {}\n", rank, timeout,
+                     kTimeoutExitCode);
+}
+
+}  // namespace
+
 std::string Watchdog::message(int rank, const std::string& sweep, std::size_t index,
                               const std::string& label, double seconds, double limit,
                               const std::string& source) {
-  const std::string where = sweep.empty()
-                                ? std::string("between points")
-                                : fmt::format("sweep {} point {} ({})", sweep, index, label);
-  return fmt::format(
-      "ringbench: rank {}: TIMEOUT: {} has run {:.1f} s > limit {:g} s ({}); "
-      "stopping with exit code {}\n",
-      rank, where, seconds, limit, source, kTimeoutExitCode);
+  return timeout_message(rank,
+                         timeout_text(where_text(sweep, index, label), seconds, limit, source));
+}
+
+std::string Watchdog::where_locked() const {
+  return where_text(in_point_ ? sweep_ : "", index_, label_);
 }
 
 // Called with mutex_ held.
 std::string Watchdog::check(Clock::time_point now) const {
-  const std::string sweep = in_point_ ? sweep_ : "";
   if (in_point_ && limits_.point_s > 0) {
     const double s = std::chrono::duration<double>(now - point_start_).count();
     if (s > limits_.point_s)
-      return message(rank_, sweep, index_, label_, s, limits_.point_s, limits_.point_source);
+      return timeout_text(where_locked(), s, limits_.point_s, limits_.point_source);
   }
   if (limits_.run_s > 0) {
     const double s = std::chrono::duration<double>(now - run_start_).count();
     // The message names the point the run was in, but the age is the run's.
     if (s > limits_.run_s)
-      return message(rank_, sweep, index_, label_, s, limits_.run_s,
-                     "the run, " + limits_.run_source);
+      return timeout_text(where_locked(), s, limits_.run_s, "the run, " + limits_.run_source);
   }
   return "";
 }
@@ -255,26 +273,72 @@ void Watchdog::loop() {
   while (!stop_) {
     wake_.wait_for(lock, poll_);
     if (stop_) return;
-    if (ended_) continue;
-    const std::string text = check(Clock::now());
-    if (!text.empty()) {
+    if (ended_ || fired_) continue;  // fired_: a signal is ending the run
+    const std::string timeout = check(Clock::now());
+    if (!timeout.empty()) {
       fired_ = true;  // decided here, under the lock end_run() takes
       lock.unlock();
-      fire(text);
+      fire(timeout);
     }
   }
 }
 
-// Says why, aborts the NCCL communicators and ends the process. The abort runs on a thread of
-// its own with a grace period: if it blocks too, the process still ends.
-void Watchdog::fire(const std::string& text) {
-  std::fputs(text.c_str(), stderr);
-  std::fflush(stderr);
+void Watchdog::set_end_record(std::string path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  end_record_ = std::move(path);
+}
+
+// On a thread of its own, like the other file work at the end: a file system that hangs must
+// not keep the process from ending.
+bool Watchdog::record_end(const std::string& status, const std::string& failure) const {
+  std::string path;
   {
-    // From now on this rank's slot says it fired, so no other guard names it silent.
     std::lock_guard<std::mutex> lock(mutex_);
-    fired_ = true;
+    path = end_record_;
   }
+  if (path.empty()) return false;
+  auto text = std::make_shared<const std::string>(end_record_text(status, failure, rank_));
+  auto result = std::make_shared<std::atomic<int>>(-1);
+  std::thread([path, text, result] {
+    result->store(write_end_record(path, *text) ? 1 : 0);
+  }).detach();
+  for (int i = 0; i < 20 && result->load() < 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return result->load() == 1;
+}
+
+void Watchdog::interrupt(int signo) {
+  std::string where, record;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (fired_ || ended_) return;  // the run's end is decided already: that one stands
+    fired_ = true;
+    where = where_locked();
+    record = end_record_;
+  }
+  const int code = interrupted_exit_code(signo);
+  const std::string name = signal_name(signo);
+  const bool recorded = record_end("interrupted", name + " during " + where);
+  if (recorded || (rank_ == 0 && record.empty())) {
+    std::fputs(fmt::format("ringbench: rank {}: interrupted by {} during {}; stopping with exit "
+                           "code {}{}\n",
+                           rank_, name, where, code,
+                           recorded ? "; the end state is in " + record +
+                                          " (the output's /run status stays 'running'; the "
+                                          "sweeps finished before are complete in it)"
+                                    : "")
+                   .c_str(),
+               stderr);
+  }
+  end_process(code);
+}
+
+// Says why, records the end, names the silent ranks, aborts the NCCL communicators and ends the
+// process.
+void Watchdog::fire(const std::string& timeout) {
+  std::fputs(timeout_message(rank_, timeout).c_str(), stderr);
+  std::fflush(stderr);
+  record_end("timeout", timeout);  // first: a launcher's SIGKILL may follow the first exit
   auto names = std::make_shared<std::string>();
   auto named = std::make_shared<std::atomic<bool>>(false);
   std::thread([this, names, named] {
@@ -287,6 +351,12 @@ void Watchdog::fire(const std::string& text) {
     std::fputs(names->c_str(), stderr);
     std::fflush(stderr);
   }
+  end_process(kTimeoutExitCode);
+}
+
+// The abort runs on a thread of its own with a grace period: if it blocks too, the process
+// still ends.
+void Watchdog::end_process(int code) {
   auto done = std::make_shared<std::atomic<bool>>(false);
   std::thread([done] {
     abort_live_nccl_comms();
@@ -298,7 +368,7 @@ void Watchdog::fire(const std::string& text) {
   std::fflush(stderr);
   // _Exit: no destructors or atexit handlers, which could block on the hung main thread
   // (MPI_Finalize, HDF5 close would wait for the other ranks).
-  std::_Exit(kTimeoutExitCode);
+  std::_Exit(code);
 }
 
 bool is_test_hang_point(const std::string& sweep, std::size_t index) {

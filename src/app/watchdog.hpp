@@ -69,6 +69,17 @@ class Watchdog {
   bool fired() const;
   bool end_run();
 
+  // Where a run that ends from here (a time limit, a signal) records its end state:
+  // OUTPUT.end (app/end_record.hpp); "" (the default): nowhere, before the output is claimed.
+  void set_end_record(std::string path);
+  // A signal asked the run to end (app/interrupts.hpp; called on the signal watch thread). The
+  // same decision as a time limit: unless the run's end is decided already (the guard fired,
+  // or the main thread claimed it), this records 'interrupted: SIGNAL during sweep S point P'
+  // in the end record, says so (the rank that wrote the record, else rank 0), aborts the NCCL
+  // communicators and ends the process with interrupted_exit_code(signo), without waiting
+  // for the other ranks: they are signalled too, or the launcher ends them when this one exits.
+  void interrupt(int signo);
+
   // The heartbeat slot's text (exactly kSlotBytes, newline-terminated) and its reading back;
   // exposed for tests.
   static constexpr std::size_t kSlotBytes = 64;
@@ -97,9 +108,15 @@ class Watchdog {
   void beat_loop();
   // The names line for fire(): reads the heartbeats twice (bounded in time); "" without them.
   std::string silent_ranks() const;
-  // "" while within the limits, else the message to print.
+  // "" while within the limits, else what passed its limit ("sweep S point P (L) has run ...").
   std::string check(Clock::time_point now) const;
-  [[noreturn]] void fire(const std::string& text);
+  [[noreturn]] void fire(const std::string& timeout);
+  // "sweep S point P (LABEL)" or "between points"; called with mutex_ held.
+  std::string where_locked() const;
+  // Writes the end record (bounded in time); true when this rank's record is the one there.
+  bool record_end(const std::string& status, const std::string& failure) const;
+  // Aborts the NCCL communicators (bounded in time) and ends the process with `code`.
+  [[noreturn]] static void end_process(int code);
 
   int rank_;
   WatchdogLimits limits_;
@@ -116,6 +133,7 @@ class Watchdog {
   bool fired_ = false;  // the guard decided to end the run (set before it says so)
   bool ended_ = false;  // the main thread claimed the run's end first
   std::string heartbeat_path_;
+  std::string end_record_;
   int heartbeat_fd_ = -1;
   int world_size_ = 0;
   std::thread beat_thread_;

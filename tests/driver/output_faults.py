@@ -8,7 +8,17 @@ path. The file is read back with h5dump (no h5py needed).
                 blocks nothing (the next run with --force completes)
     slow_point  a healthy point slower than run.point_timeout_s: once the hang guard decided,
                 the run ends with exit code 124, /run status is not 'complete' and nothing
-                says 'complete'
+                says 'complete'; OUTPUT.end records 'status: timeout' and the point
+    sigterm_ranks   SIGTERM to both ranks (as Slurm's time limit and scancel send it) while the
+                second sweep's first point runs (the test-only hang hook holds it there): the
+                run ends within seconds, mpirun exits 143 (128 + SIGTERM), one rank says
+                'interrupted by SIGTERM during sweep hang point 0', OUTPUT.end records
+                'status: interrupted' with the signal and the point, /run status is 'running'
+                (not 'complete') and the first sweep stays complete and readable
+    dirs        under umask 000 the directories made for the output are 0755 (not 0777); a run
+                refused after they were made (an output path too long for MPI-IO) leaves none
+    sigterm_mpirun  the same with SIGTERM to mpirun (which passes it on to the ranks, then
+                SIGKILL): non-zero exit, OUTPUT.end written before the SIGKILL
 
     output_faults.py CHECK --ringbench BIN --mpiexec MPIEXEC --source DIR --workdir DIR
 Exit 0 = pass, 1 = fail, 77 = skipped.
@@ -138,15 +148,128 @@ def check_slow_point(args):
     check("complete" not in p.stdout and "[mem] done" not in p.stderr,
           "nothing says complete or done")
     check(time.monotonic() - t0 < 120, "the run ended (no rank hangs)")
+    record = end_record(out + ".end")
+    check(record is not None and record.get("status") == "timeout"
+          and record.get("failure", "").startswith("sweep mem point 0 (")
+          and "run.point_timeout_s" in record.get("failure", ""),
+          f"OUTPUT.end records the timeout and its point: {record}")
+
+
+# A first sweep that completes, then a point the test-only hang hook holds (hang:0).
+HANG = """backend: host
+run:
+  point_timeout_s: off
+sweeps:
+  - {type: host_pingpong, name: first, message_sizes: [8], iterations: 5}
+  - {type: collectives, name: hang, operations: [all_reduce], max_bytes: 1KiB, iterations: 5}
+"""
+
+
+def rank_pids(mpirun_pid):
+    """The ringbench processes mpirun started (its children)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == mpirun_pid and comm == "ringbench":
+            pids.append(int(entry))
+    return pids
+
+
+def end_record(path):
+    """OUTPUT.end as a dict of its 'key: value' lines, or None."""
+    try:
+        with open(path) as f:
+            return dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
+    except OSError:
+        return None
+
+
+def check_sigterm(args, to_ranks):
+    config = write(args, "hang.yaml", HANG)
+    out = os.path.join(args.workdir, "hang.h5")
+    cmd = [args.mpiexec, "-np", str(RANKS), "--oversubscribe", "-x", "RINGBENCH_TEST_HANG_POINT",
+           args.ringbench, config, "--output", out]
+    e = env()
+    e["RINGBENCH_TEST_HANG_POINT"] = "hang:0"
+    print("+ (background)", " ".join(cmd), flush=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
+                         start_new_session=True)
+    seen = ""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 120 and "[hang] point 1/" not in seen:
+        line = p.stderr.readline()
+        if not line:
+            break
+        seen += line
+    check("[first] done" in seen and "[hang] point 1/" in seen,
+          f"the first sweep ended and the held point started: {seen[-1000:]}")
+    time.sleep(1.0)
+    ranks = rank_pids(p.pid)
+    check(len(ranks) == RANKS, f"found the {RANKS} ranks: {ranks}")
+    t_signal = time.monotonic()
+    for pid in ranks if to_ranks else [p.pid]:
+        os.kill(pid, signal.SIGTERM)
+    try:
+        stdout, stderr = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        stdout, stderr = p.communicate()
+        check(False, "the run ended within 60 s of SIGTERM")
+    stderr = seen + stderr
+    print(stdout[-1000:], stderr[-3000:], sep="\n")
+    print(f"ended {time.monotonic() - t_signal:.1f} s after SIGTERM, exit code {p.returncode}")
+    if to_ranks:
+        check(p.returncode == 143, f"exit code 143, 128 + SIGTERM (got {p.returncode})")
+        said = [l for l in stderr.splitlines() if "interrupted by SIGTERM during sweep hang point 0" in l]
+        check(len(said) == 1 and "exit code 143" in said[0] and out + ".end" in said[0],
+              f"said once, with the point, the code and the record: {said}")
+    check(p.returncode != 0, f"a non-zero exit code (got {p.returncode})")
+    record = end_record(out + ".end")
+    print("OUTPUT.end:", record)
+    check(record is not None and record.get("status") == "interrupted",
+          "OUTPUT.end records status 'interrupted'")
+    check(record is not None and record.get("failure", "").startswith("SIGTERM during sweep hang point 0 ("),
+          "its failure names the signal and the point")
+    check(h5_attr(out, "/run", "status") == "running", "/run status is 'running', not 'complete'")
+    check(h5_attr(out, "/sweeps/first", "status") == "complete", "the first sweep stays complete")
+    check("complete" not in stdout, "nothing says complete")
+
+
+def check_dirs(args):
+    config = write(args, "dirs.yaml", "backend: host\nsweeps:\n  - {type: host_pingpong, name: p, "
+                   "message_sizes: [8], iterations: 5}\n")
+    out = os.path.join(args.workdir, "made", "deeper", "run.h5")
+    cmd = command(args, config, out)
+    print("+ (umask 000)", " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=120,
+                       preexec_fn=lambda: os.umask(0))
+    check(r.returncode == 0, f"the run completes (exit {r.returncode}): {r.stderr[-2000:]}")
+    modes = {d: oct(os.stat(d).st_mode & 0o7777) for d in (os.path.dirname(os.path.dirname(out)),
+                                                            os.path.dirname(out))}
+    check(set(modes.values()) == {"0o755"}, f"the directories made are 0755 under umask 000: {modes}")
+    fresh = os.path.join(args.workdir, "fresh")
+    long_out = os.path.join(fresh, "d" * 120, "e" * 120, "run.h5")
+    r = harness.run(command(args, config, long_out), timeout=120, env=env())
+    check(r.returncode != 0 and "too long for MPI-IO" in r.stderr,
+          f"a {len(long_out)}-character --output is refused: {r.stderr[-1000:]}")
+    check(not os.path.exists(fresh), "and the directories it made for it are gone")
 
 
 def main():
     ap = harness.arg_parser()
-    ap.add_argument("check", choices=["lock", "slow_point"])
+    ap.add_argument("check", choices=["lock", "slow_point", "sigterm_ranks", "sigterm_mpirun", "dirs"])
     args = ap.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
-    {"lock": check_lock, "slow_point": check_slow_point}[args.check](args)
+    {"lock": check_lock, "slow_point": check_slow_point,
+     "sigterm_ranks": lambda a: check_sigterm(a, to_ranks=True),
+     "sigterm_mpirun": lambda a: check_sigterm(a, to_ranks=False), "dirs": check_dirs}[args.check](args)
     return harness.exit_code()
 
 

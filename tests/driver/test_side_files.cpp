@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "app/end_record.hpp"
 #include "app/environment.hpp"
 #include "app/file_write.hpp"
 #include "expect_error.hpp"
@@ -145,5 +146,57 @@ TEST_CASE("write_file_replacing: never through a link, only over a regular file"
   CHECK(fs::is_fifo(fifo));
   CHECK(fs::is_socket(sock));
   CHECK(rb::refusal_to_replace((dir / "absent.json").string(), false, "x").empty());
+  fs::remove_all(dir.parent_path());
+}
+
+TEST_CASE("end record: made once, never through a link; a run's start removes only a regular one") {
+  const fs::path dir = scratch("end");
+  const fs::path out = dir / "run.h5";
+  const std::string path = rb::end_record_path(out.string());
+  CHECK(path == out.string() + ".end");
+  const std::string text = rb::end_record_text("interrupted", "SIGTERM during sweep s\npoint 0", 3);
+  CHECK(text.rfind("status: interrupted\nfailure: SIGTERM during sweep s point 0\nend_time: ", 0) ==
+        0);
+  CHECK(text.find("\nrank: 3\n") != std::string::npos);
+  CHECK(rb::write_end_record(path, text));
+  CHECK(read(path) == text);
+  CHECK_FALSE(rb::write_end_record(path, "status: timeout\n"));  // the first record stands
+  CHECK(read(path) == text);
+  CHECK(rb::remove_end_record(path).empty());  // an earlier run's record
+  CHECK_FALSE(fs::exists(path));
+  CHECK(rb::remove_end_record(path).empty());  // nothing there
+
+  const fs::path target = dir / "target";
+  std::ofstream(target) << "keep me";
+  fs::create_symlink(target, path);
+  CHECK_FALSE(rb::write_end_record(path, text));
+  CHECK(read(target) == "keep me");
+  const std::string why = rb::remove_end_record(path);
+  CHECK(why.find("end record '" + path + "' is a symbolic link; ringbench replaces only") == 0);
+  CHECK(fs::is_symlink(path));
+  fs::remove_all(dir.parent_path());
+}
+
+TEST_CASE("output directories: made 0755 under umask 000, removed again when the run wrote none") {
+  const fs::path dir = scratch("dirs");
+  const fs::path out = dir / "new" / "deeper" / "run.h5";
+  const mode_t old_umask = ::umask(0);
+  {
+    const rb::OutputLock lock(out.string());
+    for (const fs::path& d : {dir / "new", dir / "new" / "deeper"}) {
+      struct stat st {};
+      REQUIRE(::stat(d.c_str(), &st) == 0);
+      CAPTURE(d);
+      CHECK((st.st_mode & 07777) == 0755);  // not 0777, never world-writable
+    }
+  }
+  CHECK_FALSE(fs::exists(dir / "new"));  // refused before writing: nothing left behind
+  {
+    const rb::OutputLock lock(out.string());
+    std::ofstream(out) << "the output";
+  }
+  CHECK(read(out) == "the output");  // a directory that holds the output stays
+  CHECK_FALSE(fs::exists(out.string() + ".lock"));
+  ::umask(old_umask);
   fs::remove_all(dir.parent_path());
 }
