@@ -528,6 +528,7 @@ class Run:
     def _read(self, f):
         self.attrs = {k: _py(v) for k, v in f["run"].attrs.items()}
         self._check_version()
+        self._fold_end_record()
         # /run/libraries: one version string per library (cudnn, cuda_driver, ...)
         self.libraries = ({k: _py(v) for k, v in f["run/libraries"].attrs.items()}
                           if "libraries" in f["run"] else {})
@@ -543,6 +544,23 @@ class Run:
                 self.sweeps[name] = Sweep(self, name, f["sweeps"][name])
             except (OSError, KeyError, ValueError, RuntimeError, RingbenchFileError) as exc:
                 self.unreadable[name] = str(exc)
+
+    def _fold_end_record(self):
+        """A run ended by a signal or the hang guard leaves /run status 'running' and says how it
+        ended in OUTPUT.end beside the file (src/app/end_record.hpp): its status, failure and
+        end_time stand for /run's. Only a regular file, and only for a file still 'running'."""
+        path = self.path + ".end"
+        if self.attrs.get("status") != "running" or os.path.islink(path) or not os.path.isfile(path):
+            return
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                said = dict(line.split(": ", 1) for line in fh.read(4096).splitlines() if ": " in line)
+        except OSError:
+            return
+        if said.get("status") in ("interrupted", "timeout"):
+            for key in ("status", "failure", "end_time"):
+                self.attrs[key] = said.get(key, "").strip()
+            self.attrs["end_record"] = path
 
     def _open(self):
         # Missing, not HDF5, or a file HDF5 would crash or hang on: said before this process

@@ -136,6 +136,24 @@ class ReaderTest(Base):
         self.assertIn("did not finish", text)
         self.assertIn("sweep 'ring' (ring_attention) status 'running'", text)
 
+    def test_end_record_beside_a_running_file(self):
+        """A run ended by SIGTERM or the hang guard says so in OUTPUT.end (src/app/end_record.hpp):
+        the analysis reports that end, not 'did not finish'; a link at the name is ignored."""
+        p = synthetic.make_run(self.path("k.h5"), 2, status="running", sweep_status={"ring": "running"})
+        os.symlink(self.path("elsewhere"), p + ".end")
+        self.assertEqual(reader.load(p).status, "running")  # a link is not the run's record
+        os.remove(p + ".end")
+        with open(p + ".end", "w") as f:
+            f.write("status: interrupted\nfailure: SIGTERM during sweep ring point 1 (S=2048)\n"
+                    "end_time: 2026-11-28T02:00:00Z\nrank: 1\n")
+        run = reader.load(p)
+        self.assertEqual((run.status, run.failure), ("interrupted", "SIGTERM during sweep ring point 1 (S=2048)"))
+        self.assertIn("run status is 'interrupted': SIGTERM during sweep ring point 1", "\n".join(run.problems()))
+        done = reader.load(synthetic.make_run(self.path("d.h5"), 2))
+        with open(done.path + ".end", "w") as f:
+            f.write("status: interrupted\n")
+        self.assertEqual(reader.load(done.path).status, "complete")  # a finished file's word stands
+
 
 class ModelTest(Base):
     def test_alpha_beta_fit_recovers_parameters(self):

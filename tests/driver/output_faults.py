@@ -239,6 +239,19 @@ def check_sigterm(args, to_ranks):
     check(h5_attr(out, "/run", "status") == "running", "/run status is 'running', not 'complete'")
     check(h5_attr(out, "/sweeps/first", "status") == "complete", "the first sweep stays complete")
     check("complete" not in stdout, "nothing says complete")
+    check_analysis_reads_the_end(args, out)
+
+
+def check_analysis_reads_the_end(args, out):
+    """rb-analysis reads the record beside the file: its status line says how the run ended."""
+    r = harness.run([os.path.join(args.source, "analysis", "rb-analysis"), "report", out, "--out",
+                     os.path.join(args.workdir, "report")], timeout=300, env=env())
+    if "h5py" in r.stderr and r.returncode != 0:
+        print("rb-analysis needs h5py here: not checked")
+        return
+    text = r.stdout + r.stderr
+    check("run status is 'interrupted': SIGTERM during sweep hang point 0" in text,
+          f"rb-analysis report says how the run ended: {text[-1500:]}")
 
 
 def check_dirs(args):
