@@ -128,5 +128,7 @@ std::vector<h5::Headline> ring_headlines();
 std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records,
                        std::size_t width);
 extern const char* const kFlopConvention;
+// Backward FLOPs per forward FLOP under that convention (what rb-analysis reads back from it).
+inline constexpr double kBackwardFlops = 2.5;
 
 }  // namespace rb::ring_sweep

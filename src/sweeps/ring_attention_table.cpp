@@ -305,7 +305,7 @@ void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   t.set_int("step_pairs", pi, r.step_pairs);
   t.set_int("bytes_sent_bytes", pi, r.bytes_sent);
   t.set_int("peak_memory_bytes", pi, r.peak_memory);
-  const double fwd = r.forward_flop, bwd = r.backward_s.empty() ? 0.0 : 2.5 * fwd;
+  const double fwd = r.forward_flop, bwd = r.backward_s.empty() ? 0.0 : kBackwardFlops * fwd;
   t.set("forward_flop", pi, fwd);
   t.set("forward_tflops", pi, per_second(fwd, stats::median(r.forward_s)) / 1e12);
   if (!r.backward_s.empty())
@@ -315,13 +315,17 @@ void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   record_overlap(t, pi, r);
 }
 
+// The screen's per-point figures are the report's (results._ring_extra, model._step_numbers),
+// made from these: TFLOP/s per GPU = mean FLOPs per rank / the slowest rank's median time;
+// exposed wait = every rank's summed step waits / (their step compute + waits).
 std::vector<h5::Headline> ring_headlines() {
   using h5::OverInner, h5::OverRanks;
   std::vector<h5::Headline> h = {{"forward_time_s", OverInner::Median, OverRanks::Max},
                                  {"backward_time_s", OverInner::Median, OverRanks::Max},
-                                 {"forward_tflops", OverInner::None, OverRanks::Mean},
-                                 {"total_tflops", OverInner::None, OverRanks::Mean},
-                                 {"step_wait_s", OverInner::Sum, OverRanks::Max, "ring steps"},
+                                 {"total_time_s", OverInner::Median, OverRanks::Max},
+                                 {"forward_flop", OverInner::None, OverRanks::Mean},
+                                 {"step_wait_s", OverInner::Sum, OverRanks::Sum, "ring steps"},
+                                 {"step_compute_s", OverInner::Sum, OverRanks::Sum, "ring steps"},
                                  {"status", OverInner::None, OverRanks::Rank0},
                                  {"parity_mode", OverInner::None, OverRanks::Rank0},
                                  {"kernel_path", OverInner::None, OverRanks::Rank0},
@@ -355,6 +359,17 @@ std::string parity_cell(const h5::PointRecord& r) {
   if (status != "ok") return status;
   if (mode == "off") return "off";
   return mode == "sampled" ? "ok (sampled)" : "ok";
+}
+
+// TFLOP/s per GPU of a pass: the mean FLOPs per rank over the slowest rank's median time.
+double per_gpu_tflops(double flop, double seconds) {
+  return seconds > 0 ? flop / seconds / 1e12 : NAN;
+}
+
+// The share of the ranks' step time spent waiting (NaN without steps).
+double exposed_share(const h5::PointRecord& r) {
+  const double wait = r.num("step_wait_s"), compute = r.num("step_compute_s");
+  return wait + compute > 0 ? wait / (wait + compute) : NAN;
 }
 
 // "97/95": a forward and a backward figure; "-" for what was not measured.
@@ -394,7 +409,7 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
                                                    {"bwd", "(ms)"},
                                                    {"fwd", "(TFLOP/s/GPU)"},
                                                    {"fwd+bwd", "(TFLOP/s/GPU)"},
-                                                   {"wait", "(% fwd)"}})
+                                                   {"exposed", "(% step)"}})
     cols.push_back(c);
   if (overlap) {
     cols.emplace_back("hidden", "(% fwd/bwd)");
@@ -412,7 +427,9 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
     std::string layout = r.text("layout");
     if (label.find(" causal ") != std::string::npos) layout += " causal";
     if (label.find(" dilated") != std::string::npos) layout += " dilated";
-    const double fwd_ms = r.num("forward_time_s") * 1e3;
+    const double fwd_ms = r.num("forward_time_s") * 1e3, flop = r.num("forward_flop");
+    const double bwd_s = r.num("backward_time_s");
+    const double all_flop = std::isnan(bwd_s) ? flop : (1 + kBackwardFlops) * flop;
     std::vector<std::string> row = {h5::fixed(r.num("seq_len"), 0),
                                     h5::fixed(r.num("ring_size"), 0),
                                     h5::fixed(r.num("num_rings"), 0)};
@@ -425,8 +442,9 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
         r.text("paths_ran").empty() ? r.text("kernel_path") : r.text("paths_ran");
     for (auto cell :
          {layout, r.text("dtype"), ran, h5::sig3(fwd_ms), h5::sig3(r.num("backward_time_s") * 1e3),
-          h5::sig3(r.num("forward_tflops")), h5::sig3(r.num("total_tflops")),
-          h5::fixed(100.0 * r.num("step_wait_s") * 1e3 / fwd_ms, 1)})
+          h5::sig3(per_gpu_tflops(flop, r.num("forward_time_s"))),
+          h5::sig3(per_gpu_tflops(all_flop, r.num("total_time_s"))),
+          h5::fixed(100.0 * exposed_share(r), 1)})
       row.push_back(cell);
     if (overlap) {
       row.push_back(pair_cell(100.0 * r.num("overlap_efficiency"),
@@ -439,10 +457,11 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
   }
   return t.render(
       title + " ring attention, forward and backward",
-      {"ms: median over iterations, slowest rank; TFLOP/s/GPU: each rank's FLOPs / its "
-       "median time, mean over ranks (FlashAttention convention); wait: exposed "
-       "forward communication summed over ring steps (allgather, ulysses: its "
-       "collectives), slowest rank, as % of fwd; "
+      {"ms: median over iterations, slowest rank; TFLOP/s/GPU: mean FLOPs per rank / the "
+       "slowest rank's median time (FlashAttention convention; as rb-analysis report); "
+       "exposed: forward communication not hidden (allgather, ulysses: their collectives), "
+       "summed over ring steps and ranks, as % of their step time (compute + wait), as the "
+       "report's exposed wait; "
        "hidden: share of the transfers alone hidden behind the blocks (overlap "
        "efficiency, lowest rank), kernel: block kernels with transfers in flight / alone "
        "(highest rank), forward/backward; "

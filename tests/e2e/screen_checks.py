@@ -103,16 +103,35 @@ def per_point_of(a, inner):
     return a
 
 
+def report_ring_figures(path, name):
+    """Per point, rb-analysis report's TFLOP/s per GPU (forward, fwd+bwd) and exposed wait (%),
+    from its own code (results._ring_extra, model._step_numbers): the screen must print the
+    same numbers under the same names (issue #31, one number per name)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "analysis"))
+    from ringbench_analysis import model, reader, results  # noqa: E402  pylint: disable=import-outside-toplevel
+    sweep = reader.load(path).sweeps[name]
+    out = []
+    for p in range(sweep.npoints):
+        extra = results._ring_extra(sweep, p)  # pylint: disable=protected-access
+        exposed = model._step_numbers(sweep, p)[0]  # pylint: disable=protected-access
+        out.append((extra["tflops_fwd"], extra["tflops_total"],
+                    float("nan") if exposed is None else 100 * exposed))
+    return out
+
+
 def check_ring(stdout, f, name):
     g = f["sweeps"][name]
     rows = table_rows(stdout, name)
     fwd = per_point(g["forward_time_s"], "median") * 1e3
-    tflops = per_point(g["forward_tflops"], None, "mean")
+    report = report_ring_figures(f.filename, name)
     check(len(rows) == len(fwd), f"{name}: one row per point ({len(rows)} rows)")
     for i, row in enumerate(rows[:len(fwd)]):
         check(int(row[0]) == g["points/seq_len"][i], f"{name} row {i}: S")
         check(close(row[6], fwd[i]), f"{name} row {i}: fwd ms {row[6]} = file {fwd[i]}")
-        check(close(row[8], tflops[i]), f"{name} row {i}: fwd TFLOP/s {row[8]} = file {tflops[i]}")
+        for col, what, value in ((8, "fwd TFLOP/s/GPU", report[i][0]), (9, "fwd+bwd TFLOP/s/GPU", report[i][1]),
+                                 (10, "exposed % of step", report[i][2])):
+            check(close(row[col], value), f"{name} row {i}: {what} {row[col]} = the report's {value}")
         # parity and max rel err close every row; the overlap columns (#26) sit before them
         # when a ring travelled: hidden % (lowest rank) and kernel x alone (highest rank).
         check(row[-2] == g["status"][0, i].decode(), f"{name} row {i}: parity {row[-2]}")
