@@ -83,7 +83,8 @@ def collective_rows(variants):
     if variants is None or variants.empty:
         return rows
     for op, g in variants.groupby("operation", sort=False):
-        b = g.loc[g["peak_busbw"].idxmax()]
+        shown = g[~g["same_as_world"]] if "same_as_world" in g and (~g["same_as_world"]).any() else g
+        b = shown.loc[shown["peak_busbw"].idxmax()]
         ranks = "" if fmt.missing(b["group_size"]) else f" ({int(b['group_size'])} ranks)"
         where = (f"{b['group']}{ranks} {b['dtype']} "
                  f"{'in-place' if b['in_place'] else 'out-of-place'} at {fmt.size(b['at_size'])}")

@@ -258,12 +258,17 @@ def collective_variants(cpoints, peaks):
     if cpoints.empty:
         return cpoints, cpoints
     linked = cpoints[~cpoints["one_rank"] & cpoints["busbw"].notna()]
+    with_world = set(zip(*[cpoints[cpoints["group"] == "world"][c] for c in ("file", "sweep")]))
     skipped = cpoints[cpoints["one_rank"]][VARIANT_KEYS].drop_duplicates()
     rows = []
     for key, g in linked.groupby(VARIANT_KEYS, sort=False):
         best = g.loc[g["busbw"].idxmax()]
         small = g.loc[g["size"].idxmin()]
         row = dict(zip(VARIANT_KEYS, key))
+        # On one node intra_node is the world group again: the screen leaves its rows out
+        # (collectives.cpp), so the headline does too, to name only numbers the screen shows.
+        row["same_as_world"] = bool(key[VARIANT_KEYS.index("group")] != "world"
+                                    and best["group_size"] == best["ranks"] and key[:2] in with_world)
         row.update({"group_size": best["group_size"], "peak_busbw": best["busbw"],
                     "peak_algbw": best["algbw"], "at_size": int(best["size"]), "cv_at_peak": best["cv"],
                     "smallest_size": int(small["size"]), "latency": small["time"],

@@ -122,6 +122,23 @@ class ReportNumbersTest(Base):
         self.assertEqual(head["all_reduce peak busbw"]["value"], f"{best / 1e9:.3g} GB/s")
         self.assertIn("float32 out-of-place", head["all_reduce peak busbw"]["where"])
 
+    def test_headline_busbw_from_a_group_the_screen_shows(self):
+        """On one node intra_node is the world again: the screen leaves its rows out, so the
+        headline's peak busbw comes from the world rows even when intra_node measured higher."""
+        import pandas as pd  # pylint: disable=import-outside-toplevel
+        from ringbench_analysis import headline, results  # pylint: disable=import-outside-toplevel
+        rows = [{"file": "a.h5", "sweep": "coll", "operation": "all_reduce", "group": grp, "dtype": "float32",
+                 "in_place": 0, "size": 1 << 20, "group_size": 2, "ranks": 2, "nodes": 1, "one_rank": False,
+                 "busbw": bw, "algbw": bw, "time": 1e-3, "cv": 0.01, "wrong": 0}
+                for grp, bw in (("world", 10e9), ("intra_node", 11e9))]
+        variants, _ = results.collective_variants(pd.DataFrame(rows), None)
+        got = headline.collective_rows(variants)
+        self.assertEqual(len(got), 1)
+        self.assertEqual(got[0]["value"], "10 GB/s")
+        self.assertIn("world", got[0]["where"])
+        alone = results.collective_variants(pd.DataFrame(rows[1:]), None)[0]  # no world group: shown
+        self.assertEqual(headline.collective_rows(alone)[0]["value"], "11 GB/s")
+
     def test_ring_tflops_from_flops_and_time(self):
         one, two = self.gpu_pair()
         _, js, _ = self.build([one, two])
