@@ -93,4 +93,31 @@ void HeadExchange::copy_parts(const std::vector<HeadPart>& tensors, char* buffer
   }
 }
 
+namespace {
+
+char* bytes(void* p) {
+  return static_cast<char*>(p);
+}
+
+}  // namespace
+
+std::vector<HeadPart> qkv_parts(const Problem& p, void* q, void* k, void* v) {
+  const attn::DType t = p.dtype;
+  const int H = p.heads, Hkv = p.num_kv_heads();
+  const std::int64_t d = p.head_dim;
+  return {{bytes(q), H, d, t, t}, {bytes(k), Hkv, d, t, t}, {bytes(v), Hkv, d, t, t}};
+}
+
+std::vector<HeadPart> out_lse_parts(const Problem& p, void* out, void* lse) {
+  const attn::DType t = p.dtype, F32 = attn::DType::F32;
+  return {{bytes(out), p.heads, p.head_dim, F32, t}, {bytes(lse), p.heads, 1, F32, F32}};
+}
+
+std::vector<HeadPart> gradient_parts(const Problem& p, void* dq, void* dk, void* dv) {
+  const attn::DType t = p.dtype, F32 = attn::DType::F32;
+  const int H = p.heads, Hkv = p.num_kv_heads();
+  const std::int64_t d = p.head_dim;
+  return {{bytes(dq), H, d, F32, t}, {bytes(dk), Hkv, d, F32, t}, {bytes(dv), Hkv, d, F32, t}};
+}
+
 }  // namespace rb::ring
