@@ -43,22 +43,22 @@ std::size_t HeadExchange::chunk_bytes(const std::vector<HeadPart>& parts) const 
 
 void HeadExchange::to_heads(const std::vector<HeadPart>& shards, const std::vector<HeadPart>& joint,
                             char* send, char* recv) {
-  const std::size_t chunk = chunk_bytes(shards);
-  if (chunk_bytes(joint) != chunk)
-    throw std::logic_error("HeadExchange: shards and joint parts differ on the wire");
-  copy_parts(shards, send, chunk, false, true);
-  exchange(chunk, send, recv);
-  copy_parts(joint, recv, chunk, true, false);
+  cross(shards, joint, false, send, recv,
+        "HeadExchange: shards and joint parts differ on the wire");
 }
 
 void HeadExchange::to_shards(const std::vector<HeadPart>& joint,
                              const std::vector<HeadPart>& shards, char* send, char* recv) {
-  const std::size_t chunk = chunk_bytes(joint);
-  if (chunk_bytes(shards) != chunk)
-    throw std::logic_error("HeadExchange: joint and shard parts differ on the wire");
-  copy_parts(joint, send, chunk, true, true);
+  cross(joint, shards, true, send, recv, "HeadExchange: joint and shard parts differ on the wire");
+}
+
+void HeadExchange::cross(const std::vector<HeadPart>& from, const std::vector<HeadPart>& to,
+                         bool from_joint, char* send, char* recv, const char* mismatch) {
+  const std::size_t chunk = chunk_bytes(from);
+  if (chunk_bytes(to) != chunk) throw std::logic_error(mismatch);
+  copy_parts(from, send, chunk, from_joint, true);
   exchange(chunk, send, recv);
-  copy_parts(shards, recv, chunk, false, false);
+  copy_parts(to, recv, chunk, !from_joint, false);
 }
 
 void HeadExchange::exchange(std::size_t chunk, const char* send, char* recv) {

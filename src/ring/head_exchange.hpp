@@ -64,6 +64,10 @@ class HeadExchange {
   void copy_parts(const std::vector<HeadPart>& tensors, char* buffer, std::size_t chunk, bool joint,
                   bool to_chunks) const;
   void exchange(std::size_t chunk, const char* send, char* recv);
+  // One direction of the all-to-all: `from` (joint parts when from_joint) packed, exchanged and
+  // unpacked into `to`; `mismatch` is thrown when the two sides would cross different bytes.
+  void cross(const std::vector<HeadPart>& from, const std::vector<HeadPart>& to, bool from_joint,
+             char* send, char* recv, const char* mismatch);
 
   attn::AttentionBackend& be_;
   GroupTransport& tr_;
