@@ -119,4 +119,12 @@ void JsonReport::write(const std::string& run_status, const std::string& failure
   write_file_replacing(path_, text, replace_link_, "--json file");
 }
 
+void write_json(const JsonReport& json, const std::string& status, const std::string& failure) {
+  try {
+    json.write(status, failure);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ringbench: warning: {}\n", e.what());
+  }
+}
+
 }  // namespace rb

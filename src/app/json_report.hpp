@@ -43,6 +43,10 @@ class JsonReport {
   mutable bool written_to_stdout_ = false;
 };
 
+// json.write, or a warning on stderr: a --json file that cannot be written costs the run
+// nothing more.
+void write_json(const JsonReport& json, const std::string& status, const std::string& failure);
+
 // JSON text of a string (quoted, escaped) and of a number (null for NaN and infinities).
 std::string json_string(const std::string& s);
 std::string json_number(double v);

@@ -12,13 +12,21 @@
 
 namespace rb {
 
-std::string utc_clock() {
+std::string utc_now(const char* strftime_format) {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, strftime_format, &tm);
   return buf;
+}
+
+std::string utc_now_iso8601() {
+  return utc_now("%Y-%m-%dT%H:%M:%SZ");
+}
+
+std::string utc_clock() {
+  return utc_now("%H:%M:%S");
 }
 
 std::string duration_text(double s) {

@@ -49,6 +49,10 @@ class RunProgress {
   std::chrono::steady_clock::time_point start_;
 };
 
+// The UTC time now in a strftime format (at most 31 characters).
+std::string utc_now(const char* strftime_format);
+// "2025-01-31T02:13:07Z": the run's start and end times.
+std::string utc_now_iso8601();
 // "02:13:07": the UTC time of day that starts every progress line.
 std::string utc_clock();
 // "45 s", "12 min 3 s", "2 h 05 min".

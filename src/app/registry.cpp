@@ -9,7 +9,7 @@
 #include "sweeps/compute.hpp"
 #include "sweeps/memory.hpp"
 #include "sweeps/kernel_tuning.hpp"
-#include "sweeps/contention.hpp"
+#include "sweeps/contention/contention.hpp"
 
 namespace rb {
 

@@ -57,8 +57,7 @@ void AllGatherAttention::forward() {
 }
 
 void AllGatherAttention::backward() {
-  if (!with_backward_) throw std::logic_error("all-gather attention: constructed without backward");
-  if (!have_forward_) throw std::logic_error("all-gather attention: backward() before forward()");
+  check_backward(have_forward_);
   const int R = p_.ring_size;
   const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes,
                     dkdv_floats = 2 * shards_.kv_shard_floats;

@@ -43,22 +43,22 @@ std::size_t HeadExchange::chunk_bytes(const std::vector<HeadPart>& parts) const 
 
 void HeadExchange::to_heads(const std::vector<HeadPart>& shards, const std::vector<HeadPart>& joint,
                             char* send, char* recv) {
-  const std::size_t chunk = chunk_bytes(shards);
-  if (chunk_bytes(joint) != chunk)
-    throw std::logic_error("HeadExchange: shards and joint parts differ on the wire");
-  copy_parts(shards, send, chunk, false, true);
-  exchange(chunk, send, recv);
-  copy_parts(joint, recv, chunk, true, false);
+  cross(shards, joint, false, send, recv,
+        "HeadExchange: shards and joint parts differ on the wire");
 }
 
 void HeadExchange::to_shards(const std::vector<HeadPart>& joint,
                              const std::vector<HeadPart>& shards, char* send, char* recv) {
-  const std::size_t chunk = chunk_bytes(joint);
-  if (chunk_bytes(shards) != chunk)
-    throw std::logic_error("HeadExchange: joint and shard parts differ on the wire");
-  copy_parts(joint, send, chunk, true, true);
+  cross(joint, shards, true, send, recv, "HeadExchange: joint and shard parts differ on the wire");
+}
+
+void HeadExchange::cross(const std::vector<HeadPart>& from, const std::vector<HeadPart>& to,
+                         bool from_joint, char* send, char* recv, const char* mismatch) {
+  const std::size_t chunk = chunk_bytes(from);
+  if (chunk_bytes(to) != chunk) throw std::logic_error(mismatch);
+  copy_parts(from, send, chunk, from_joint, true);
   exchange(chunk, send, recv);
-  copy_parts(shards, recv, chunk, false, false);
+  copy_parts(to, recv, chunk, !from_joint, false);
 }
 
 void HeadExchange::exchange(std::size_t chunk, const char* send, char* recv) {
@@ -91,6 +91,33 @@ void HeadExchange::copy_parts(const std::vector<HeadPart>& tensors, char* buffer
     be_.copy_head_chunks(c, tensor, to_chunks);
     offset += part_bytes(t);
   }
+}
+
+namespace {
+
+char* bytes(void* p) {
+  return static_cast<char*>(p);
+}
+
+}  // namespace
+
+std::vector<HeadPart> qkv_parts(const Problem& p, void* q, void* k, void* v) {
+  const attn::DType t = p.dtype;
+  const int H = p.heads, Hkv = p.num_kv_heads();
+  const std::int64_t d = p.head_dim;
+  return {{bytes(q), H, d, t, t}, {bytes(k), Hkv, d, t, t}, {bytes(v), Hkv, d, t, t}};
+}
+
+std::vector<HeadPart> out_lse_parts(const Problem& p, void* out, void* lse) {
+  const attn::DType t = p.dtype, F32 = attn::DType::F32;
+  return {{bytes(out), p.heads, p.head_dim, F32, t}, {bytes(lse), p.heads, 1, F32, F32}};
+}
+
+std::vector<HeadPart> gradient_parts(const Problem& p, void* dq, void* dk, void* dv) {
+  const attn::DType t = p.dtype, F32 = attn::DType::F32;
+  const int H = p.heads, Hkv = p.num_kv_heads();
+  const std::int64_t d = p.head_dim;
+  return {{bytes(dq), H, d, F32, t}, {bytes(dk), Hkv, d, F32, t}, {bytes(dv), Hkv, d, F32, t}};
 }
 
 }  // namespace rb::ring

@@ -14,6 +14,7 @@
 #include "backend.hpp"
 #include "ring/backend_buffer.hpp"
 #include "ring/group_transport.hpp"
+#include "ring/problem.hpp"
 
 namespace rb::ring {
 
@@ -31,6 +32,12 @@ struct HeadPart {
   attn::DType type;    // as stored here
   attn::DType wire;    // as it crosses (the same on both sides of an exchange)
 };
+
+// A scheme's tensors as the parts of one exchange, each where `data` points: the inputs in the
+// problem's dtype; O, dQ, dK, dV in fp32, crossing in the problem's dtype; LSE in fp32.
+std::vector<HeadPart> qkv_parts(const Problem& p, void* q, void* k, void* v);
+std::vector<HeadPart> out_lse_parts(const Problem& p, void* out, void* lse);
+std::vector<HeadPart> gradient_parts(const Problem& p, void* dq, void* dk, void* dv);
 
 class HeadExchange {
  public:
@@ -57,6 +64,10 @@ class HeadExchange {
   void copy_parts(const std::vector<HeadPart>& tensors, char* buffer, std::size_t chunk, bool joint,
                   bool to_chunks) const;
   void exchange(std::size_t chunk, const char* send, char* recv);
+  // One direction of the all-to-all: `from` (joint parts when from_joint) packed, exchanged and
+  // unpacked into `to`; `mismatch` is thrown when the two sides would cross different bytes.
+  void cross(const std::vector<HeadPart>& from, const std::vector<HeadPart>& to, bool from_joint,
+             char* send, char* recv, const char* mismatch);
 
   attn::AttentionBackend& be_;
   GroupTransport& tr_;

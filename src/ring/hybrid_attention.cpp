@@ -39,6 +39,17 @@ std::vector<RowRun> member_runs(const Problem& p, const Problem& inner, int u, i
   return runs;
 }
 
+// Seconds of one exchange on the backend, between two marks (the backend's marks reset).
+template <class Exchange>
+double timed(attn::AttentionBackend& be, Exchange&& exchange) {
+  be.reset_marks();
+  const int m0 = be.mark();
+  exchange();
+  const int m1 = be.mark();
+  be.synchronize();
+  return be.seconds_between(m0, m1);
+}
+
 }  // namespace
 
 std::string hybrid_problem_error(const Problem& p, int u) {
@@ -102,58 +113,39 @@ void HybridAttention::steps_from_ring(const StepTimes& inner, double exchange_s,
 }
 
 void HybridAttention::forward() {
-  const attn::DType t = p_.dtype, F32 = attn::DType::F32;
-  const int H = p_.heads, Hkv = p_.num_kv_heads();
-  const std::int64_t d = p_.head_dim;
   const RingAttention::DeviceTensors in = ring_->device_tensors();
-  be_.reset_marks();
-  const int m0 = be_.mark();
   const Shards& s = shards_;
-  heads_->to_heads({{s.q.bytes(), H, d, t, t}, {s.k(), Hkv, d, t, t}, {s.v(), Hkv, d, t, t}},
-                   {{in.q, H, d, t, t}, {in.k, Hkv, d, t, t}, {in.v, Hkv, d, t, t}}, send_.bytes(),
-                   recv_.bytes());
-  const int m1 = be_.mark();
-  be_.synchronize();
-  const double to_heads = be_.seconds_between(m0, m1);
+  const double to_heads = timed(be_, [&] {
+    heads_->to_heads(qkv_parts(p_, s.q.bytes(), s.k(), s.v()), qkv_parts(p_, in.q, in.k, in.v),
+                     send_.bytes(), recv_.bytes());
+  });
   ring_->forward();  // resets the backend's marks
-  be_.reset_marks();
-  const int m2 = be_.mark();
-  heads_->to_shards({{reinterpret_cast<char*>(in.out), H, d, F32, t},
-                     {reinterpret_cast<char*>(in.lse), H, 1, F32, F32}},
-                    {{s.out.bytes(), H, d, F32, t}, {s.lse.bytes(), H, 1, F32, F32}}, send_.bytes(),
-                    recv_.bytes());
-  const int m3 = be_.mark();
-  be_.synchronize();
-  steps_from_ring(ring_->forward_steps(), to_heads + be_.seconds_between(m2, m3), fwd_);
+  const double to_shards = timed(be_, [&] {
+    heads_->to_shards(out_lse_parts(p_, in.out, in.lse),
+                      out_lse_parts(p_, s.out.bytes(), s.lse.bytes()), send_.bytes(),
+                      recv_.bytes());
+  });
+  steps_from_ring(ring_->forward_steps(), to_heads + to_shards, fwd_);
 }
 
 void HybridAttention::backward() {
   if (!with_backward_) throw std::logic_error("hybrid attention: constructed without backward");
-  const attn::DType t = p_.dtype, F32 = attn::DType::F32;
-  const int H = p_.heads, Hkv = p_.num_kv_heads();
+  const attn::DType t = p_.dtype;
+  const int H = p_.heads;
   const std::int64_t d = p_.head_dim;
   const RingAttention::DeviceTensors in = ring_->device_tensors();
-  be_.reset_marks();
-  const int m0 = be_.mark();
   const Shards& s = shards_;
-  heads_->to_heads({{s.dout.bytes(), H, d, t, t}}, {{in.dout, H, d, t, t}}, send_.bytes(),
-                   recv_.bytes());
-  const int m1 = be_.mark();
-  be_.synchronize();
-  const double to_heads = be_.seconds_between(m0, m1);
+  const double to_heads = timed(be_, [&] {
+    heads_->to_heads({{s.dout.bytes(), H, d, t, t}}, {{in.dout, H, d, t, t}}, send_.bytes(),
+                     recv_.bytes());
+  });
   ring_->backward();
-  be_.reset_marks();
-  const int m2 = be_.mark();
-  heads_->to_shards({{reinterpret_cast<char*>(in.dq), H, d, F32, t},
-                     {reinterpret_cast<char*>(in.dk), Hkv, d, F32, t},
-                     {reinterpret_cast<char*>(in.dv), Hkv, d, F32, t}},
-                    {{s.dq.bytes(), H, d, F32, t},
-                     {reinterpret_cast<char*>(s.dk()), Hkv, d, F32, t},
-                     {reinterpret_cast<char*>(s.dv()), Hkv, d, F32, t}},
-                    send_.bytes(), recv_.bytes());
-  const int m3 = be_.mark();
-  be_.synchronize();
-  steps_from_ring(ring_->backward_steps(), to_heads + be_.seconds_between(m2, m3), bwd_);
+  const double to_shards = timed(be_, [&] {
+    heads_->to_shards(gradient_parts(p_, in.dq, in.dk, in.dv),
+                      gradient_parts(p_, s.dq.bytes(), s.dk(), s.dv()), send_.bytes(),
+                      recv_.bytes());
+  });
+  steps_from_ring(ring_->backward_steps(), to_heads + to_shards, bwd_);
 }
 
 std::uint64_t HybridAttention::bytes_sent() const {

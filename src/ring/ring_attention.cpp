@@ -106,8 +106,7 @@ void RingAttention::forward() {
 }
 
 void RingAttention::backward() {
-  if (!with_backward_) throw std::logic_error("ring attention: constructed without backward");
-  if (!have_forward_) throw std::logic_error("ring attention: backward() before forward()");
+  check_backward(have_forward_);
   const int R = p_.ring_size;
   const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes,
                     dkdv_floats = 2 * shards_.kv_shard_floats,

@@ -41,6 +41,12 @@ void ShardedScheme::reset_steps(StepTimes& t) const {
   t.wait.assign(static_cast<std::size_t>(p_.ring_size), 0.0);
 }
 
+void ShardedScheme::check_backward(bool have_forward) const {
+  if (!with_backward_)
+    throw std::logic_error(std::string(name_) + ": constructed without backward");
+  if (!have_forward) throw std::logic_error(std::string(name_) + ": backward() before forward()");
+}
+
 void ShardedScheme::load_inputs(const void* q, const void* k, const void* v, const void* dout) {
   const Shards& s = shards_;
   be_.copy_to_device(s.q.ptr, q, s.shard_bytes);

@@ -43,6 +43,9 @@ class ShardedScheme : public ContextParallelAttention {
   void check_group(int transport_size, int expected) const;
   // Steps of this scheme, zeroed: as many as the problem's ring size.
   void reset_steps(StepTimes& t) const;
+  // backward() reuses what forward() left on the backend: "NAME: constructed without backward",
+  // or "NAME: backward() before forward()" unless `have_forward` (std::logic_error).
+  void check_backward(bool have_forward) const;
 
   Problem p_;
   attn::AttentionBackend& be_;

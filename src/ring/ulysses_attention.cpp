@@ -77,17 +77,13 @@ UlyssesAttention::UlyssesAttention(const Problem& p, attn::AttentionBackend& bac
 }
 
 void UlyssesAttention::forward() {
-  const attn::DType t = p_.dtype, F32 = attn::DType::F32;
-  const int H = p_.heads, Hkv = p_.num_kv_heads();
-  const std::int64_t d = p_.head_dim;
+  const int H = p_.heads;
   const Shards& s = shards_;
   reset_steps(fwd_);
   be_.reset_marks();
   const int m0 = be_.mark();
-  heads_->to_heads({{s.q.bytes(), H, d, t, t}, {s.k(), Hkv, d, t, t}, {s.v(), Hkv, d, t, t}},
-                   {{qf_.bytes(), H, d, t, t},
-                    {kvf_.bytes(), Hkv, d, t, t},
-                    {kvf_.bytes() + s.kv_shard_bytes, Hkv, d, t, t}},
+  heads_->to_heads(qkv_parts(p_, s.q.bytes(), s.k(), s.v()),
+                   qkv_parts(p_, qf_.bytes(), kvf_.bytes(), kvf_.bytes() + s.kv_shard_bytes),
                    send_.bytes(), recv_.bytes());
   const int m1 = be_.mark();
   const std::int64_t rows = static_cast<std::int64_t>(p_.batch) * (H / group_) * S_;
@@ -95,9 +91,8 @@ void UlyssesAttention::forward() {
   kernels().forward(calls_, gqa_.expand(kvf_.bytes()), outf_.floats(), lsef_.floats());
   const int m2 = be_.mark();
   // O (head_dim per row) and LSE (one per row) back to the position owners in one all-to-all.
-  heads_->to_shards({{outf_.bytes(), H, d, F32, t}, {lsef_.bytes(), H, 1, F32, F32}},
-                    {{s.out.bytes(), H, d, F32, t}, {s.lse.bytes(), H, 1, F32, F32}}, send_.bytes(),
-                    recv_.bytes());
+  heads_->to_shards(out_lse_parts(p_, outf_.bytes(), lsef_.bytes()),
+                    out_lse_parts(p_, s.out.bytes(), s.lse.bytes()), send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
   fwd_.compute[0] = be_.seconds_between(m1, m2);
@@ -106,11 +101,10 @@ void UlyssesAttention::forward() {
 }
 
 void UlyssesAttention::backward() {
-  if (!with_backward_) throw std::logic_error("Ulysses attention: constructed without backward");
-  if (!have_forward_) throw std::logic_error("Ulysses attention: backward() before forward()");
-  const attn::DType t = p_.dtype, F32 = attn::DType::F32;
+  check_backward(have_forward_);
+  const attn::DType t = p_.dtype;
   const std::size_t f32 = sizeof(float);
-  const int H = p_.heads, Hkv = p_.num_kv_heads();
+  const int H = p_.heads;
   const std::int64_t d = p_.head_dim;
   const Shards& s = shards_;
   reset_steps(bwd_);
@@ -128,13 +122,9 @@ void UlyssesAttention::backward() {
                      deltaf_.floats(), dqf_.floats(), grads);
   gqa_.fold(dkvf_.floats());
   const int m2 = be_.mark();
-  heads_->to_shards({{dqf_.bytes(), H, d, F32, t},
-                     {dkvf_.bytes(), Hkv, d, F32, t},
-                     {dkvf_.bytes() + s.kv_shard_floats * f32, Hkv, d, F32, t}},
-                    {{s.dq.bytes(), H, d, F32, t},
-                     {reinterpret_cast<char*>(s.dk()), Hkv, d, F32, t},
-                     {reinterpret_cast<char*>(s.dv()), Hkv, d, F32, t}},
-                    send_.bytes(), recv_.bytes());
+  heads_->to_shards(
+      gradient_parts(p_, dqf_.bytes(), dkvf_.bytes(), dkvf_.bytes() + s.kv_shard_floats * f32),
+      gradient_parts(p_, s.dq.bytes(), s.dk(), s.dv()), send_.bytes(), recv_.bytes());
   const int m3 = be_.mark();
   be_.synchronize();
   bwd_.compute[0] = be_.seconds_between(m1, m2);

@@ -18,8 +18,8 @@
 #include "runtime/binding.hpp"
 #include "runtime/mpi.hpp"
 #include "runtime/mpi_util.hpp"
-#include "sweeps/contention.hpp"
-#include "sweeps/contention_binding.hpp"
+#include "sweeps/contention/contention.hpp"
+#include "sweeps/contention/binding.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -17,7 +17,7 @@
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
 #include "runtime/mpi_util.hpp"
-#include "sweeps/contention.hpp"
+#include "sweeps/contention/contention.hpp"
 #include "test_support.hpp"
 
 namespace {

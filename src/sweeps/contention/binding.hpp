@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/binding.hpp"
-#include "sweeps/contention_params.hpp"
+#include "sweeps/contention/params.hpp"
 #include "sweeps/sweep.hpp"
 
 namespace rb::contention {

@@ -7,7 +7,7 @@
 //   concurrent_bound:P  the same under decide_binding(P).
 // cooldown_s between phases; the starting binding is restored at the end. The Monitor runs
 // from before the first phase to after the restore on every rank.
-#include "sweeps/contention.hpp"
+#include "sweeps/contention/contention.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -22,9 +22,9 @@
 #include "metrics/table.hpp"
 #include "runtime/monitor.hpp"
 #include "runtime/mpi_util.hpp"
-#include "sweeps/contention_binding.hpp"
-#include "sweeps/contention_monitor.hpp"
-#include "sweeps/contention_workloads.hpp"
+#include "sweeps/contention/binding.hpp"
+#include "sweeps/contention/monitor.hpp"
+#include "sweeps/contention/workloads.hpp"
 
 namespace rb {
 namespace {

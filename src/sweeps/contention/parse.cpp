@@ -8,8 +8,8 @@
 
 #include "kernel_paths.hpp"
 #include "ring/problem.hpp"
-#include "sweeps/contention.hpp"
-#include "sweeps/contention_workloads.hpp"
+#include "sweeps/contention/contention.hpp"
+#include "sweeps/contention/workloads.hpp"
 
 namespace rb::contention {
 namespace {

@@ -1,4 +1,4 @@
-#include "sweeps/contention_workloads.hpp"
+#include "sweeps/contention/workloads.hpp"
 
 #include <algorithm>
 #include <atomic>

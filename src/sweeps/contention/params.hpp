@@ -1,7 +1,7 @@
 #pragma once
 // The parsed `contention` sweep (docs/sweeps/contention.md), shared by its parser, its phase
-// runner (contention.cpp), the workloads and the feeder (contention_workloads.cpp) and the
-// re-binding between phases (contention_binding.cpp).
+// runner (contention.cpp), the workloads and the feeder (workloads.cpp) and the
+// re-binding between phases (binding.cpp).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "sweeps/contention_binding.hpp"
+#include "sweeps/contention/binding.hpp"
 
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "sweeps/contention_monitor.hpp"
+#include "sweeps/contention/monitor.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // and the process for the whole sweep. docs/sweeps/contention.md has the keys and datasets.
 #include <memory>
 
-#include "sweeps/contention_params.hpp"
+#include "sweeps/contention/params.hpp"
 #include "sweeps/sweep.hpp"
 
 namespace rb {
@@ -14,7 +14,7 @@ namespace rb {
 std::unique_ptr<Sweep> parse_contention(const SweepSpec& spec, const ParseContext& ctx);
 
 namespace contention {
-// The parser alone (contention_parse.cpp), for the sweep and its tests. Throws cfg::ConfigError.
+// The parser alone (parse.cpp), for the sweep and its tests. Throws cfg::ConfigError.
 Params parse_params(const SweepSpec& spec, const ParseContext& ctx);
 }  // namespace contention
 

@@ -13,7 +13,7 @@
 #include <mpi.h>
 
 #include "profiling/engine.hpp"
-#include "sweeps/contention_params.hpp"
+#include "sweeps/contention/params.hpp"
 #include "sweeps/sweep.hpp"
 
 namespace rb::contention {

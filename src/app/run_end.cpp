@@ -1,0 +1,104 @@
+#include "app/run_end.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "app/file_write.hpp"
+#include "app/progress.hpp"
+#include "runtime/mpi_util.hpp"
+
+namespace rb {
+
+WatchdogLimits watchdog_limits(const CommandLine& cli, const Config& config) {
+  WatchdogLimits limits;
+  limits.run_s = config.run.timeout_s;
+  limits.point_s = config.run.point_timeout_s;
+  limits.point_auto = config.run.point_timeout_auto;
+  if (cli.timeout_s > 0) {
+    limits.run_s = cli.timeout_s;
+    limits.run_source = "--timeout";
+  }
+  return limits;
+}
+
+std::unique_ptr<SignalWatch> watch_signals(Watchdog& watchdog, int rank) {
+  try {
+    return std::make_unique<SignalWatch>([&watchdog](int signo) { watchdog.interrupt(signo); });
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ringbench: warning: rank {}: {}\n", rank, e.what());
+    return nullptr;
+  }
+}
+
+std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, int world_size,
+                             MPI_Comm world) {
+  const std::string path = out_path + ".heartbeat";
+  std::string error;
+  bool created = false;
+  if (mpi::rank_of(world) == 0) {
+    try {  // a new empty file; one left by a stopped run is replaced, nothing else is
+      write_file_replacing(path, "", false, "heartbeat file");
+      created = true;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!mpi::any_rank(!error.empty(), world)) error = watchdog.start_heartbeat(path, world_size);
+  if (!error.empty())
+    fmt::print(stderr,
+               "ringbench: warning: rank {}: the hang guard cannot name a stopped rank: "
+               "{}\n",
+               mpi::rank_of(world), error);
+  return created ? path : "";
+}
+
+[[noreturn]] void await_guard_exit(bool fired_here) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::seconds(fired_here ? 60 : 20));
+  std::_Exit(kTimeoutExitCode);
+}
+
+void stop_if_guard_fired(Watchdog* watchdog, MPI_Comm world) {
+  if (watchdog != nullptr && mpi::any_rank(watchdog->fired(), world))
+    await_guard_exit(watchdog->fired());
+}
+
+[[noreturn]] void stop_on_output_error(const std::exception& e, const std::string& where,
+                                       const std::string& path, int rank, JsonReport* json,
+                                       MPI_Comm world) {
+  fmt::print(stderr, "ringbench: rank {}: writing {} to {} failed: {}; stopping the run\n", rank,
+             where, path, e.what());
+  std::fflush(stderr);
+  if (json != nullptr) write_json(*json, "failed", where + ": " + e.what());
+  MPI_Abort(world, 1);
+  std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest
+}
+
+void end_run(const RunEnd& end, h5::File& file, Watchdog& watchdog, JsonReport* json, int rank,
+             MPI_Comm world) {
+  stop_if_guard_fired(&watchdog, world);
+  if (!watchdog.end_run()) await_guard_exit(true);  // it fired since: its end
+  try {
+    h5::Group run = file.root().group("run");
+    run.attr("foreign_cpu_fraction", end.foreign_cpu);
+    run.set_attr("end_time", utc_now_iso8601());
+    run.set_attr("status", end.failures.empty() ? "complete" : "failed");
+    run.set_attr("failure", end.failures);
+    file.close();
+  } catch (const std::exception& e) {
+    stop_on_output_error(e, "the run's end status", end.out_path, rank, json, world);
+  }
+  watchdog.stop_heartbeat();
+  if (!end.heartbeat.empty() && rank == 0) ::unlink(end.heartbeat.c_str());
+  if (json != nullptr)
+    write_json(*json, end.failures.empty() ? "complete" : "failed", end.failures);
+}
+
+}  // namespace rb

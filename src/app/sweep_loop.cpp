@@ -1,0 +1,149 @@
+#include "app/sweep_loop.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "app/estimate.hpp"
+#include "app/paths.hpp"
+#include "app/provenance.hpp"
+#include "app/run_end.hpp"
+#include "ringbench/version.hpp"
+#include "runtime/mpi_util.hpp"
+
+extern char** environ;
+
+namespace rb {
+namespace {
+
+// Runs one sweep on every rank; returns "" or the failure text (the same on every rank).
+std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File& file, bool quiet,
+                      JsonReport* json, Watchdog* watchdog) {
+  const MPI_Comm world = ctx.world;
+  h5::Group out = sweeps.group(sweep.name());
+  out.attr("type", sweep.type());
+  out.set_attr("status", "running");
+  SweepOutcome outcome;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    outcome = sweep.run(ctx, out);
+  } catch (const std::exception& e) {
+    // A sweep that throws on one rank leaves the others inside a collective: the only
+    // safe end is MPI_Abort. The file keeps status 'running' and every earlier sweep.
+    fmt::print(stderr,
+               "ringbench: rank {}: sweep '{}' failed: {}; aborting the run (completed "
+               "sweeps are in {})\n",
+               ctx.layout.rank, sweep.name(), e.what(), file.path());
+    std::fflush(stderr);
+    if (json != nullptr) write_json(*json, "failed", sweep.name() + ": " + e.what());
+    MPI_Abort(world, 1);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (watchdog != nullptr) watchdog->idle();  // the points are over; the run's limit still counts
+  stop_if_guard_fired(watchdog, world);
+  const bool failed = mpi::any_rank(!outcome.ok, world);
+  // Each rank's own reason, once each, joined in rank order.
+  std::string failure;
+  for (const auto& reason : mpi::gather_strings(outcome.ok ? "" : outcome.failure, world))
+    if (!reason.empty() && failure.find(reason) == std::string::npos)
+      failure += (failure.empty() ? "" : "; ") + reason;
+  if (failed && failure.empty()) failure = "failed";
+  // The sweep's data reaches the disk before its status says complete: a flush that fails
+  // leaves it 'running' in the file.
+  try {
+    file.flush();
+    out.set_attr("status", failed ? "failed" : "complete");
+    out.set_attr("failure", failure);
+    out.attr("wall_time_s", seconds);
+    file.flush();
+  } catch (const std::exception& e) {
+    stop_on_output_error(e, "sweep '" + sweep.name() + "'", file.path(), ctx.layout.rank, json,
+                         world);
+  }
+  if (ctx.layout.rank == 0 && (failed || !quiet))  // a progress line (the summary repeats failures)
+    fmt::print(stderr, "{} [{}] {} in {}{}\n", utc_clock(), sweep.name(),
+               failed ? "FAILED" : "done", duration_text(seconds), failed ? ": " + failure : "");
+  if (json != nullptr) {
+    json->sweep_done(failed ? "failed" : "complete", failure, seconds);
+    write_json(*json, "running", "");
+  }
+  return failed ? failure : "";
+}
+
+}  // namespace
+
+Screen screen_of(const CommandLine& cli) {
+  Screen s;
+  s.quiet = cli.quiet;
+  s.table_width = cli.wide ? 0 : h5::kTerminalWidth;
+  s.results = cli.json == "-" ? stderr : stdout;  // stdout carries the JSON document alone
+  return s;
+}
+
+std::unique_ptr<JsonReport> make_json_report(const CommandLine& cli, const Validated& v,
+                                             const RankLayout& layout,
+                                             const std::string& out_path) {
+  if (cli.json.empty() || layout.rank != 0) return nullptr;
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> h = {
+      {"format", json_string("ringbench-results-1")},
+      {"ringbench_version", json_string(kVersion)},
+      {"git_commit", json_string(kGitCommit)},
+      {"command_line", json_string(cli.command_line)},
+      {"config_file", json_string(cli.config_path)},
+      {"output_file", json_string(out_path)},
+      {"start_time", json_string(utc_now_iso8601())},
+      {"world_size", std::to_string(layout.world_size)},
+      {"node_count", std::to_string(layout.node_count)},
+      {"backend", json_string(to_string(v.backend))},
+      {"libraries", json_object(library_versions())},
+      {"environment", json_object(result_environment(environ))}};
+  auto json = std::make_unique<JsonReport>(cli.json, std::move(h), cli.force);
+  write_json(*json, "running", "");
+  return json;
+}
+
+std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5::Group& root,
+                       h5::File& file, Watchdog* watchdog, Reports& reports, MPI_Comm world) {
+  JsonReport* json = reports.json;
+  const PathFactories paths = make_path_factories(v.backend);
+  h5::Group sweeps = root.group("sweeps");
+  // The run's ETA weighs the sweeps by the dry-run's cost model, which also sets each sweep's
+  // point limit under run.point_timeout_s: auto.
+  const std::vector<double> estimates = model_estimates(v.sweeps, cost_assumptions(v.backend));
+  const RunProgress run(estimates, reports.screen,
+                        [&](std::size_t i, std::vector<h5::PointRecord> r) {
+                          reports.summary.add(v.sweeps[i]->name(), r);
+                          if (json != nullptr)
+                            json->add_sweep(v.sweeps[i]->name(), v.sweeps[i]->type(), std::move(r));
+                        });
+  std::string failures;
+  for (std::size_t i = 0; i < v.sweeps.size(); ++i) {
+    Sweep& sweep = *v.sweeps[i];
+    if (watchdog != nullptr && v.config.run.point_timeout_auto) {
+      const double limit = auto_point_timeout_s(estimates[i]);
+      watchdog->set_point_limit(
+          limit, fmt::format("run.point_timeout_s: auto, {:g} x the sweep's estimate "
+                             "of {:.0f} s, at least {:g} s; set a number or off",
+                             kAutoPointFactor, estimates[i], kAutoPointFloorS));
+    }
+    Progress progress(layout.rank, sweep.name(), sweep.point_count());
+    progress.watch(watchdog);
+    progress.in_run(&run, i);
+    const RunContext ctx{v.config, world, layout, v.backend, s.gpu_ctx.get(), paths, progress};
+    const std::string failure =
+        run_sweep(sweep, ctx, sweeps, file, reports.screen.quiet, json, watchdog);
+    if (!failure.empty())
+      failures += (failures.empty() ? "" : "; ") + sweep.name() + ": " + failure;
+  }
+  return failures;
+}
+
+}  // namespace rb
