@@ -397,10 +397,13 @@ def read_policy_yaml(path):
     """The policy dict of a file, checked against the format (validate_policy); TuningError
     naming the file and what is wrong otherwise."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as exc:
         raise TuningError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise TuningError(f"{path}: not a text file (a tuned kernel policy is YAML; an HDF5 run file "
+                          "goes to `rb-analysis tune`)") from None
     try:
         import yaml
     except ImportError:

@@ -395,7 +395,10 @@ class CompareTuning(Base):
         not_policy = self.write("other.yaml", {"version": 2, "kind": "something"})
         overlap = yaml.safe_load(yaml.safe_dump(old))
         self.rules(overlap)[DENSE]["ranges"][1]["block_rows_min"] = 512
+        with open(self.path("run.h5"), "wb") as f:  # an HDF5 run file given where a policy goes
+            f.write(b"\x89HDF\r\n\x1a\n" + bytes(range(256)))
         cases = [(self.path("missing.yaml"), "missing.yaml: cannot read"),
+                 (self.path("run.h5"), "run.h5: not a text file"),
                  (self.path("broken.yaml"), "broken.yaml: not valid YAML"),
                  (not_policy, "other.yaml: not a valid tuned kernel policy: kind"),
                  (self.write("overlap.yaml", overlap), "overlap.yaml: not a valid tuned "
