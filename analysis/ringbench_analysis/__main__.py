@@ -323,16 +323,14 @@ def _compare(args, _p):
     metrics = [m for arg in args.metric for m in arg.split(",") if m]
     try:
         tol = compare.parse_tolerance(args.tolerance)
-        return compare.compare(args.base, args.new, tol, metrics,
-                               min_bytes=compare.parse_bytes(args.min_bytes),
-                               allow_different=args.allow_different,
-                               show_all=args.show_all, json_to=args.json,
-                               quantile=args.quantile, history=args.history,
-                               nights=args.nights, trend=args.trend,
-                               run_noise=None if args.run_noise in (None, "default")
-                               else compare.parse_tolerance(args.run_noise, "--run-noise"),
-                               base_repeats=args.base_repeat, new_repeats=args.new_repeat,
-                               reference=args.reference)
+        options = compare.Options(
+            tolerance=tol, metrics=tuple(metrics), min_bytes=compare.parse_bytes(args.min_bytes),
+            allow_different=args.allow_different, show_all=args.show_all, json_to=args.json,
+            quantile=args.quantile, history=tuple(args.history or ()), nights=args.nights, trend=args.trend,
+            run_noise=None if args.run_noise in (None, "default")
+            else compare.parse_tolerance(args.run_noise, "--run-noise"),
+            base_repeats=tuple(args.base_repeat), new_repeats=tuple(args.new_repeat), reference=args.reference)
+        return compare.compare(args.base, args.new, options)
     except compare.CompareError as e:
         print(f"rb-analysis compare: {e}", file=sys.stderr)
         return compare.EXIT_ERROR

@@ -19,6 +19,7 @@ complete, a sweep did not finish or is missing, a metric BASE measured is missin
 incomplete_new); 2 the comparison could not be made (missing or unusable file, no matched
 point, unknown metric, or files that measure different work, unless allow_different).
 """
+import dataclasses
 import json
 import math
 
@@ -352,45 +353,63 @@ def _repeats(first, paths, metrics, min_bytes, units, tag):
     return recs
 
 
-def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
-            min_bytes=DEFAULT_MIN_BYTES, allow_different=False, show_all=False, json_to=None,
-            quantile=V.QUANTILE, history=(), nights=10, trend=None, run_noise=None,
-            base_repeats=(), new_repeats=(), reference=None):
-    """Prints the summary (and with show_all every row); json_to: "-" prints only the JSON
-    document to stdout, a path writes it there. history: store dirs or earlier runs of BASE's
-    work (the last `nights` of them); trend: print those nights for points matching it.
-    run_noise: the run-to-run noise (sd of log) a regression must clear by NOISE_SIGMAS where
-    history does not give more; None: verdict.RUN_NOISE of BASE's backend.
-    base_repeats, new_repeats: more runs of the same work on each side (run back to back in
-    the same night): each point is judged on the side's run where it was fastest.
-    reference: a reference file (references.py) NEW's values must lie within.
-    Returns the exit code."""
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """What a comparison is asked (rb-analysis compare's options, docs/analysis.md#compare).
+    json_to: "-" prints only the JSON document to stdout, a path writes it there. history:
+    store dirs or earlier runs of BASE's work (the last `nights` of them); trend: print those
+    nights for points matching it. run_noise: the run-to-run noise (sd of log) a regression
+    must clear by NOISE_SIGMAS where history does not give more; None: verdict.RUN_NOISE of
+    BASE's backend. base_repeats, new_repeats: more runs of the same work on each side (run
+    back to back in the same night): each point is judged on the side's run where it was
+    fastest. reference: a reference file (references.py) NEW's values must lie within."""
+    tolerance: float = 0.05
+    metrics: tuple = ()
+    min_bytes: int = DEFAULT_MIN_BYTES
+    allow_different: bool = False
+    show_all: bool = False
+    json_to: str = None
+    quantile: float = V.QUANTILE
+    history: tuple = ()
+    nights: int = 10
+    trend: str = None
+    run_noise: float = None
+    base_repeats: tuple = ()
+    new_repeats: tuple = ()
+    reference: str = None
+
+
+def compare(base_path, new_path, options=None, out=print, **changes):
+    """Prints the summary (and with show_all every row) of BASE against NEW as `options`
+    (Options; `changes` override its fields, e.g. tolerance=0.1) ask. Returns the exit code."""
+    o = dataclasses.replace(options or Options(), **changes)
     # One checking process for every file of the comparison (filecheck.py).
-    reader.filecheck.check([base_path, new_path] + list(base_repeats) + list(new_repeats))
+    reader.filecheck.check([base_path, new_path] + list(o.base_repeats) + list(o.new_repeats))
     base, new = reader.load(base_path), reader.load(new_path)
-    ref = _reference(reference, new)
-    metrics = list(metrics or [])
+    ref = _reference(o.reference, new)
+    metrics = list(o.metrics)
+    run_noise = o.run_noise
     _check_metrics(base, new, metrics)
-    if not 0.0 < quantile < 1.0:
-        raise CompareError(f"--quantile {quantile}: must be between 0 and 1 (0.5 = medians)")
-    text = (lambda *a, **k: None) if json_to == "-" else out
+    if not 0.0 < o.quantile < 1.0:
+        raise CompareError(f"--quantile {o.quantile}: must be between 0 and 1 (0.5 = medians)")
+    text = (lambda *a, **k: None) if o.json_to == "-" else out
     diffs, notes = comparability(base, new)
-    if diffs and not allow_different:
+    if diffs and not o.allow_different:
         raise CompareError("the files measure different work (--allow-different compares them "
                            "anyway):\n  " + "\n  ".join(diffs[:20]))
-    bp, units, skipped = _points(base, metrics, min_bytes)
-    np_, units2, skipped_new = _points(new, metrics, min_bytes)
+    bp, units, skipped = _points(base, metrics, o.min_bytes)
+    np_, units2, skipped_new = _points(new, metrics, o.min_bytes)
     units.update(units2)
-    for side, run, paths, tag in ((bp, base, base_repeats, "base"), (np_, new, new_repeats, "new")):
-        _best_of(side, _repeats(run, paths, metrics, min_bytes, units, tag), units, quantile)
-    if base_repeats or new_repeats:
-        notes.append(f"repeats: base {1 + len(base_repeats)} run(s), new {1 + len(new_repeats)} run(s); "
+    for side, run, paths, tag in ((bp, base, o.base_repeats, "base"), (np_, new, o.new_repeats, "new")):
+        _best_of(side, _repeats(run, paths, metrics, o.min_bytes, units, tag), units, o.quantile)
+    if o.base_repeats or o.new_repeats:
+        notes.append(f"repeats: base {1 + len(o.base_repeats)} run(s), new {1 + len(o.new_repeats)} run(s); "
                      "each point judged on each side's fastest run")
     matched = [k for k in bp if k in np_]
     if not matched:
         raise CompareError("no point of the two files matched (different sweeps or configs?); "
                            f"base has {len(bp)} point(s), new has {len(np_)}")
-    hist = _history(history, nights, base_path, base, bp, units, quantile, notes)
+    hist = _history(o.history, o.nights, base_path, base, bp, units, o.quantile, notes)
     given = run_noise is not None
     backend = str(base.attrs.get("backend", ""))
     if given and run_noise < 0:
@@ -411,7 +430,7 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
         (lambda rec, m: V.run_noise(backend, rec["noise"][m]))
     if not given:
         run_noise = V.run_noise(backend, "*")
-    opts = {"tolerance": tolerance, "quantile": quantile, "run_noise_of": noise_of}
+    opts = {"tolerance": o.tolerance, "quantile": o.quantile, "run_noise_of": noise_of}
     rows = [r for k in matched for r in _judge_point(k, bp[k], np_[k], units, opts, hist)]
     incomplete = incomplete_new(base, new, bp, np_, matched)
     run_regression = incomplete[0] if incomplete and new.status != "complete" else ""
@@ -421,10 +440,10 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
     notes += [f"base: {line}" for line in base.problems()]
     code = EXIT_REGRESSION if (incomplete or any(r["verdict"] == V.REGRESSION for r in rows)
                                or (ref and ref["failures"])) else EXIT_OK
-    doc = {"base": str(base_path), "new": str(new_path), "tolerance": tolerance,
-           "quantile": quantile, "min_bytes": min_bytes, "history": hist["dates"],
+    doc = {"base": str(base_path), "new": str(new_path), "tolerance": o.tolerance,
+           "quantile": o.quantile, "min_bytes": o.min_bytes, "history": hist["dates"],
            "run_noise": run_noise, "run_noise_default": not given, "run_noise_source": source,
-           "runs": {"base": 1 + len(base_repeats), "new": 1 + len(new_repeats)},
+           "runs": {"base": 1 + len(o.base_repeats), "new": 1 + len(o.new_repeats)},
            "run_noise_by_kind": None if given else V.RUN_NOISE.get(backend, {}),
            "shared_machine": shared,
            "foreign_cpu_fraction": {t: _float_or_none(r.attrs.get("foreign_cpu_fraction"))
@@ -433,11 +452,11 @@ def compare(base_path, new_path, tolerance=0.05, metrics=None, out=print,
            "exit_code": code, "counts": _counts(rows), "skipped": skipped,
            "run_regression": run_regression, "incomplete": incomplete, "notes": notes, "rows": rows,
            "reference": ref}
-    _print_text(doc, base, new, text, show_all, bp, np_)
-    if trend:
-        for line in H.trend_lines(rows, hist["dates"], trend, lambda m: units.get(m, "")):
+    _print_text(doc, base, new, text, o.show_all, bp, np_)
+    if o.trend:
+        for line in H.trend_lines(rows, hist["dates"], o.trend, lambda m: units.get(m, "")):
             text(line)
-    _write_json(doc, json_to, out)
+    _write_json(doc, o.json_to, out)
     return code
 
 

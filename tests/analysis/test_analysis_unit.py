@@ -357,10 +357,10 @@ class CompareTest(Base):
                 v[:, small] *= factor
                 g[name][...] = v
         quiet = lambda *a, **k: None
-        self.assertEqual(compare.compare(base, new, 0.05, out=quiet, min_bytes=0, run_noise=0),
+        self.assertEqual(compare.compare(base, new, out=quiet, tolerance=0.05, min_bytes=0, run_noise=0),
                          compare.EXIT_REGRESSION)
-        self.assertEqual(compare.compare(base, new, 0.05, out=quiet, min_bytes=65536, run_noise=0), compare.EXIT_OK)
-        self.assertEqual(compare.compare(base, new, 0.05, out=quiet, run_noise=0), compare.EXIT_OK)  # 1 MiB
+        self.assertEqual(compare.compare(base, new, out=quiet, tolerance=0.05, min_bytes=65536, run_noise=0), compare.EXIT_OK)
+        self.assertEqual(compare.compare(base, new, out=quiet, tolerance=0.05, run_noise=0), compare.EXIT_OK)  # 1 MiB
 
     def test_tolerance_parsing(self):
         self.assertAlmostEqual(compare.parse_tolerance("5%"), 0.05)
