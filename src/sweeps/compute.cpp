@@ -7,6 +7,7 @@
 #include <vector>
 #include <utility>
 
+#include "kernel_paths.hpp"
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
 #include "profiling/engine.hpp"
@@ -364,7 +365,8 @@ std::unique_ptr<Sweep> parse_compute(const SweepSpec& spec, const ParseContext& 
     a.require_map();
     a.allow_only({"kernel", "batch", "heads", "head_dim", "rows", "dtype", "causal"});
     AttentionParams& at = p.attention;
-    at.kernel = a.get_choice("kernel", at.kernel, {"auto", "flash", "cudnn", "naive"});
+    // The GPU's paths from the kernel path table (the attention block only runs on the GPU).
+    at.kernel = a.get_choice("kernel", at.kernel, attn::kernel_choices(attn::Device::Cuda));
     at.batch = a.get_int("batch", at.batch, 1, 1024);
     at.heads = a.get_int("heads", at.heads, 1, 1024);
     at.head_dim = a.get_int("head_dim", at.head_dim, 8, 512);
