@@ -25,6 +25,7 @@
 #include "app/end_record.hpp"
 #include "app/estimate.hpp"
 #include "app/file_write.hpp"
+#include "app/heartbeat.hpp"
 #include "app/interrupts.hpp"
 #include "app/json_report.hpp"
 #include "app/paths.hpp"
@@ -676,11 +677,12 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
   return failures;
 }
 
-// The hang guard's heartbeat file beside the output (app/watchdog.hpp says why): rank 0
-// creates it, then every rank starts writing its slot. Without it the guard still stops the
-// run, it only cannot name a silent rank, so a failure is a warning. Returns the path rank 0
-// created ("" elsewhere, and when it created none): the one file the run's end removes.
-std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, int world_size,
+// The hang guard's heartbeat (app/heartbeat.hpp says how it scales): rank 0 creates the
+// shared file beside the output, then every rank maps its node's shared memory and starts
+// beating. Without it the guard still stops the run, it only cannot name a silent rank, so a
+// failure is a warning. Returns the path rank 0 created ("" elsewhere, and when it created
+// none): the one file the run's end removes.
+std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, MPI_Comm node,
                              MPI_Comm world) {
   const std::string path = out_path + ".heartbeat";
   std::string error;
@@ -693,7 +695,8 @@ std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, in
       error = e.what();
     }
   }
-  if (!mpi::any_rank(!error.empty(), world)) error = watchdog.start_heartbeat(path, world_size);
+  if (!mpi::any_rank(!error.empty(), world))
+    error = watchdog.start_heartbeat(std::make_unique<NodeHeartbeat>(path, world, node));
   if (!error.empty())
     fmt::print(stderr,
                "ringbench: warning: rank {}: the hang guard cannot name a stopped rank: "
@@ -778,7 +781,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   if (layout.rank == 0 && !cli.quiet) fmt::print(stderr, "writing {}\n", out_path);
   watchdog->set_end_record(end_record_path(out_path));
   const std::string heartbeat =
-      limits.any() ? start_heartbeats(*watchdog, out_path, layout.world_size, world) : "";
+      limits.any() ? start_heartbeats(*watchdog, out_path, node_comm.get(), world) : "";
 
   const std::unique_ptr<JsonReport> json = make_json_report(cli, *v, layout, out_path);
   reports.json = json.get();
@@ -800,7 +803,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   } catch (const std::exception& e) {
     stop_on_output_error(e, "the run's end status", out_path, layout.rank, json.get(), world);
   }
-  watchdog->stop_heartbeat();
+  if (limits.any()) watchdog->release_heartbeat();  // every rank is here (a collective)
   if (!heartbeat.empty() && layout.rank == 0) ::unlink(heartbeat.c_str());
   if (json != nullptr) write_json(*json, failures.empty() ? "complete" : "failed", failures);
   if (layout.rank == 0) {
