@@ -86,19 +86,24 @@ void node_layout(MPI_Comm world, MPI_Comm node, std::vector<int>& node_of,
 }  // namespace
 
 NodeHeartbeat::NodeHeartbeat(const std::string& shared_path, MPI_Comm world, MPI_Comm node)
-    : path_(shared_path),
-      rank_(mpi::rank_of(world)),
-      local_rank_(mpi::rank_of(node)),
-      local_size_(mpi::size_of(node)) {
-  node_layout(world, node, node_of_, file_pos_);
+    : path_(shared_path), rank_(mpi::rank_of(world)) {
+  // The ranks of `node` that share memory: all of them, unless a simulated node spans real
+  // ones (--ranks-per-node above a real node's size), where the window could not be shared.
+  MPI_Comm shared = MPI_COMM_NULL;
+  RB_MPI_CHECK(
+      MPI_Comm_split_type(node, MPI_COMM_TYPE_SHARED, mpi::rank_of(node), MPI_INFO_NULL, &shared));
+  node_ = Comm(shared);
+  local_rank_ = node_.rank();
+  local_size_ = node_.size();
+  node_layout(world, node_.get(), node_of_, file_pos_);
   local_world_.resize(static_cast<std::size_t>(local_size_));
-  MPI_Allgather(&rank_, 1, MPI_INT, local_world_.data(), 1, MPI_INT, node);
+  MPI_Allgather(&rank_, 1, MPI_INT, local_world_.data(), 1, MPI_INT, node_.get());
 
   // One allocation, local rank 0's, that every rank of the node maps (records in local order).
   const MPI_Aint bytes =
       local_rank_ == 0 ? static_cast<MPI_Aint>(local_size_) * MPI_Aint(sizeof(Record)) : 0;
   void* own = nullptr;
-  RB_MPI_CHECK(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, node, &own, &win_));
+  RB_MPI_CHECK(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, node_.get(), &own, &win_));
   MPI_Aint size = 0;
   int unit = 0;
   void* base = nullptr;
@@ -106,11 +111,11 @@ NodeHeartbeat::NodeHeartbeat(const std::string& shared_path, MPI_Comm world, MPI
   base_ = static_cast<char*>(base);
   if (local_rank_ == 0)
     for (int l = 0; l < local_size_; ++l) new (record(l)) Record();
-  MPI_Barrier(node);  // the records exist before any rank writes to them
+  MPI_Barrier(node_.get());  // the records exist before any rank writes to them
 
   error_ = open_shared(path_, fd_);
   record(local_rank_)->writable.store(fd_ >= 0 ? 1 : 0, std::memory_order_release);
-  MPI_Barrier(node);  // every rank's writable is set before any beat thread elects a writer
+  MPI_Barrier(node_.get());  // every rank's writable is set before any beat thread elects a writer
   seen_.assign(static_cast<std::size_t>(local_size_), 0);
   moved_.assign(static_cast<std::size_t>(local_size_), Clock::now());
 }

@@ -29,6 +29,8 @@
 
 #include <mpi.h>
 
+#include "runtime/mpi.hpp"
+
 namespace rb {
 
 class NodeHeartbeat {
@@ -38,8 +40,9 @@ class NodeHeartbeat {
   static constexpr double kWriterStaleS = 2.5;   // a record unmoved this long: not the writer
   static constexpr unsigned kSyncEvery = 3;      // an fdatasync every 3rd write of the file
 
-  // Collective over `world` and `node` (every rank of `node` is in `world`). `shared_path` is
-  // the file rank 0 created empty; each rank opens it for writing (any may become its node's
+  // Collective over `world` and `node` (every rank of `node` is in `world`; of `node`, the ranks
+  // that share memory form the heartbeat's node, the simulated node on one machine). `shared_path`
+  // is the file rank 0 created empty; each rank opens it for writing (any may become its node's
   // writer), refusing anything but a regular file. A failure is kept in error(): the rank
   // still beats in memory, it only never writes the file.
   NodeHeartbeat(const std::string& shared_path, MPI_Comm world, MPI_Comm node);
@@ -72,6 +75,7 @@ class NodeHeartbeat {
 
   std::string path_, error_;
   int rank_ = 0, local_rank_ = 0, local_size_ = 1, fd_ = -1;
+  Comm node_;                     // this node's ranks that share memory with this one
   std::vector<int> node_of_;      // world rank -> node
   std::vector<int> file_pos_;     // world rank -> slot index in the file
   std::vector<int> local_world_;  // local rank -> world rank
