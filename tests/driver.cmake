@@ -6,6 +6,11 @@ ringbench_add_doctest(TARGET test_driver SOURCES driver/test_progress.cpp driver
                       driver/test_run_summary.cpp LIBS rb_app)
 target_include_directories(test_driver PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/config)
 ringbench_add_test(NAME driver RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_driver>)
+# The hang guard's heartbeat across simulated nodes (4 ranks, 2 a node, block and cyclic): one
+# writer per node into the shared file, a stopped writer replaced, a stopped rank named.
+ringbench_add_doctest(TARGET test_heartbeat_nodes SOURCES driver/test_heartbeat_nodes.cpp LIBS rb_app)
+ringbench_add_test(NAME driver_heartbeat_nodes RANKS 4 LABELS mpi
+                   COMMAND $<TARGET_FILE:test_heartbeat_nodes>)
 # The hang guard (run.point_timeout_s: a number, auto (the default) or off; --timeout) on 2
 # ranks with the test-only hang hook: exit code 124, the message, and the sweeps finished
 # before the hang kept in the file.

@@ -2,14 +2,15 @@
 # that are bombs, FIFOs or devices; --output through links, onto the config, too long; two runs
 # racing for one --output (10 races); a full disk (a tmpfs mounted by the test: skipped with 77
 # where it cannot mount); host out-of-memory points under prlimit --as and sizes beyond the
-# node's memory refused at validation; a rank stopped with SIGSTOP named by the hang guard.
+# node's memory refused at validation; a rank stopped with SIGSTOP named by the hang guard (on
+# one node, and on two simulated nodes of one rank: stopped_nodes, read through the shared file).
 # Round two (issue #31): a self-referencing alias, an MPI-IO hint too long for MPI_Info, a list
 # past HDF5's 64 KiB attribute (config_limits); --json, heartbeat and --force against planted
 # links, FIFOs, sockets and devices (side_files); bad RINGBENCH_* / KOKKOS_* variables
 # (environment); stdout closed by its reader, `| head -1` (closed_stdout).
 if(RINGBENCH_PYTHON)
-  foreach(check config output race diskfull oom oom_validation stopped config_limits side_files
-                environment closed_stdout)
+  foreach(check config output race diskfull oom oom_validation stopped stopped_nodes config_limits
+                side_files environment closed_stdout)
     ringbench_add_script_test(NAME hostile_${check} SCRIPT hostile/hostile_checks.py ARGS ${check} SOURCE
                               TIMEOUT 600 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
   endforeach()

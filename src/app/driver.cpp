@@ -36,12 +36,14 @@ namespace {
 // (app/run_end.hpp), then rank 0's summary. Returns the exit code.
 int run_into_output(const std::string& out_path, h5::File& file, Validated& v,
                     const CommandLine& cli, const RankLayout& layout, RankSetup& setup,
-                    Watchdog& watchdog, bool heartbeat, Reports& reports, MPI_Comm world) {
+                    Watchdog& watchdog, bool heartbeat, Reports& reports, MPI_Comm node,
+                    MPI_Comm world) {
   if (layout.rank == 0 && !cli.quiet) fmt::print(stderr, "writing {}\n", out_path);
   watchdog.set_end_record(end_record_path(out_path));
   RunEnd end;
   end.out_path = out_path;
-  end.heartbeat = heartbeat ? start_heartbeats(watchdog, out_path, layout.world_size, world) : "";
+  end.heartbeat = heartbeat ? start_heartbeats(watchdog, out_path, node, world) : "";
+  end.guarded = heartbeat;
 
   const std::unique_ptr<JsonReport> json = make_json_report(cli, v, layout, out_path);
   reports.json = json.get();
@@ -103,7 +105,7 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
       create_output(out_path, *v, cli, *text, layout, *setup, mpi_thread_level, world);
   if (!file) return 1;
   return run_into_output(out_path, *file, *v, cli, layout, *setup, *watchdog, limits.any(), reports,
-                         world);
+                         node_comm.get(), world);
 }
 
 }  // namespace rb

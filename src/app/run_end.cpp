@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "app/file_write.hpp"
+#include "app/heartbeat.hpp"
 #include "app/progress.hpp"
 #include "runtime/mpi_util.hpp"
 
@@ -36,7 +37,7 @@ std::unique_ptr<SignalWatch> watch_signals(Watchdog& watchdog, int rank) {
   }
 }
 
-std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, int world_size,
+std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, MPI_Comm node,
                              MPI_Comm world) {
   const std::string path = out_path + ".heartbeat";
   std::string error;
@@ -49,7 +50,8 @@ std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, in
       error = e.what();
     }
   }
-  if (!mpi::any_rank(!error.empty(), world)) error = watchdog.start_heartbeat(path, world_size);
+  if (!mpi::any_rank(!error.empty(), world))
+    error = watchdog.start_heartbeat(std::make_unique<NodeHeartbeat>(path, world, node));
   if (!error.empty())
     fmt::print(stderr,
                "ringbench: warning: rank {}: the hang guard cannot name a stopped rank: "
@@ -95,7 +97,7 @@ void end_run(const RunEnd& end, h5::File& file, Watchdog& watchdog, JsonReport* 
   } catch (const std::exception& e) {
     stop_on_output_error(e, "the run's end status", end.out_path, rank, json, world);
   }
-  watchdog.stop_heartbeat();
+  if (end.guarded) watchdog.release_heartbeat();  // every rank is here (a collective)
   if (!end.heartbeat.empty() && rank == 0) ::unlink(end.heartbeat.c_str());
   if (json != nullptr)
     write_json(*json, end.failures.empty() ? "complete" : "failed", end.failures);

@@ -24,11 +24,12 @@ WatchdogLimits watchdog_limits(const CommandLine& cli, const Config& config);
 // without a watch (no pipe), they keep their default action: the process ends, nothing recorded.
 std::unique_ptr<SignalWatch> watch_signals(Watchdog& watchdog, int rank);
 
-// The hang guard's heartbeat file beside the output (app/watchdog.hpp says why): rank 0
-// creates it, then every rank starts writing its slot. Without it the guard still stops the
-// run, it only cannot name a silent rank, so a failure is a warning. Returns the path rank 0
-// created ("" elsewhere, and when it created none): the one file the run's end removes.
-std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, int world_size,
+// The hang guard's heartbeat (app/heartbeat.hpp says how it scales): rank 0 creates the
+// shared file beside the output, then every rank maps its node's shared memory and starts
+// beating. Without it the guard still stops the run, it only cannot name a silent rank, so a
+// failure is a warning. Returns the path rank 0 created ("" elsewhere, and when it created
+// none): the one file the run's end removes.
+std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, MPI_Comm node,
                              MPI_Comm world);
 
 // The hang guard decided to end the run (Watchdog::fired) while this rank's main thread went
@@ -54,6 +55,7 @@ void stop_if_guard_fired(Watchdog* watchdog, MPI_Comm world);
 struct RunEnd {
   std::string out_path, heartbeat, failures;
   double foreign_cpu = 0;
+  bool guarded = false;  // the hang guard beat (its shared memory is released collectively)
 };
 void end_run(const RunEnd& end, h5::File& file, Watchdog& watchdog, JsonReport* json, int rank,
              MPI_Comm world);

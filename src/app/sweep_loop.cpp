@@ -14,6 +14,7 @@
 #include "app/paths.hpp"
 #include "app/provenance.hpp"
 #include "app/run_end.hpp"
+#include "profiling/groups.hpp"
 #include "ringbench/version.hpp"
 #include "runtime/mpi_util.hpp"
 
@@ -125,6 +126,9 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
                             json->add_sweep(v.sweeps[i]->name(), v.sweeps[i]->type(), std::move(r));
                         });
   std::string failures;
+  // Group communicators (MPI, and NCCL on the cuda backend) made once and reused by every sweep
+  // that asks for the same members; destroyed here, before the world NCCL communicator.
+  groups::GroupCache group_cache;
   for (std::size_t i = 0; i < v.sweeps.size(); ++i) {
     Sweep& sweep = *v.sweeps[i];
     if (watchdog != nullptr && v.config.run.point_timeout_auto) {
@@ -137,7 +141,8 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
     Progress progress(layout.rank, sweep.name(), sweep.point_count());
     progress.watch(watchdog);
     progress.in_run(&run, i);
-    const RunContext ctx{v.config, world, layout, v.backend, s.gpu_ctx.get(), paths, progress};
+    const RunContext ctx{v.config,        world, layout,   v.backend,
+                         s.gpu_ctx.get(), paths, progress, &group_cache};
     const std::string failure =
         run_sweep(sweep, ctx, sweeps, file, reports.screen.quiet, json, watchdog);
     if (!failure.empty())

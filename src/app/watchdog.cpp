@@ -1,9 +1,5 @@
 #include "app/watchdog.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -15,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "app/end_record.hpp"
+#include "app/heartbeat.hpp"
 #include "app/interrupts.hpp"
 #include "runtime/gpu.hpp"
 
@@ -31,21 +28,6 @@ constexpr double kBeatS = 1.0;     // one heartbeat a second
 constexpr double kSilenceS = 3.5;  // a rank whose counter does not move in this long is silent
 constexpr std::size_t kMaxNamed = 16;
 
-std::vector<Watchdog::Beat> read_beats(const std::string& path, int world_size) {
-  std::vector<Watchdog::Beat> beats(static_cast<std::size_t>(world_size));
-  // Opened anew for each read: on NFS, open is what revalidates the cached pages.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return beats;
-  std::string slot(Watchdog::kSlotBytes, '\0');
-  for (int r = 0; r < world_size; ++r) {
-    const off_t at = static_cast<off_t>(r) * static_cast<off_t>(Watchdog::kSlotBytes);
-    if (::pread(fd, slot.data(), slot.size(), at) == static_cast<ssize_t>(slot.size()))
-      beats[static_cast<std::size_t>(r)] = Watchdog::parse_slot(slot);
-  }
-  ::close(fd);
-  return beats;
-}
-
 }  // namespace
 
 Watchdog::~Watchdog() {
@@ -58,24 +40,11 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-std::string Watchdog::start_heartbeat(const std::string& path, int world_size) {
-  // O_NOFOLLOW | O_NONBLOCK: a link or FIFO put in place of rank 0's file is refused, not
-  // written through or waited on forever.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return "cannot open the heartbeat file " + path + ": " + std::strerror(errno);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return "the heartbeat file " + path + " is not a regular file";
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    heartbeat_path_ = path;
-    heartbeat_fd_ = fd;
-    world_size_ = world_size;
-  }
+std::string Watchdog::start_heartbeat(std::unique_ptr<NodeHeartbeat> beats) {
+  const std::string error = beats->error();
+  beats_ = std::move(beats);
   beat_thread_ = std::thread([this] { beat_loop(); });
-  return "";
+  return error;
 }
 
 void Watchdog::stop_heartbeat() {
@@ -85,9 +54,11 @@ void Watchdog::stop_heartbeat() {
   }
   wake_.notify_all();
   if (beat_thread_.joinable()) beat_thread_.join();
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (heartbeat_fd_ >= 0) ::close(heartbeat_fd_);
-  heartbeat_fd_ = -1;
+}
+
+void Watchdog::release_heartbeat() {
+  stop_heartbeat();
+  if (beats_ != nullptr) beats_->release();
 }
 
 std::string Watchdog::slot_text(unsigned long long beat, const std::string& sweep,
@@ -115,79 +86,100 @@ Watchdog::Beat Watchdog::parse_slot(const std::string& slot) {
   return b;
 }
 
+namespace {
+
+// "rank R (last at WHERE), rank Q (...)" for the first kMaxNamed of `ranks`, then "and N more".
+std::string rank_list(const std::vector<std::size_t>& ranks,
+                      const std::vector<Watchdog::Beat>& after) {
+  std::string text;
+  for (std::size_t i = 0; i < ranks.size() && i < kMaxNamed; ++i) {
+    const Watchdog::Beat& b = after[ranks[i]];
+    text += fmt::format("{}rank {} ({})", text.empty() ? "" : ", ", ranks[i],
+                        b.seen ? "last at " + b.where : "no heartbeat yet");
+  }
+  if (ranks.size() > kMaxNamed) text += fmt::format(" and {} more", ranks.size() - kMaxNamed);
+  return text;
+}
+
+}  // namespace
+
 std::string Watchdog::silent_ranks_text(int self, const std::vector<Beat>& before,
                                         const std::vector<Beat>& after, double silence_s) {
-  std::string silent, elsewhere;
-  std::size_t n_silent = 0, n_elsewhere = 0;
+  std::vector<std::size_t> silent, quiet, elsewhere;
   const std::string here = self >= 0 && static_cast<std::size_t>(self) < after.size()
                                ? after[static_cast<std::size_t>(self)].where
                                : "";
   for (std::size_t r = 0; r < after.size() && r < before.size(); ++r) {
     if (static_cast<int>(r) == self || after[r].fired) continue;
     const Beat& b = after[r];
-    if (!b.seen || b.count == before[r].count) {
-      if (n_silent++ < kMaxNamed)
-        silent += fmt::format("{}rank {} ({})", silent.empty() ? "" : ", ", r,
-                              b.seen ? "last at " + b.where : "no heartbeat yet");
-    } else if (b.where != here && n_elsewhere++ < kMaxNamed) {
-      elsewhere += fmt::format("{}rank {} at {}", elsewhere.empty() ? "" : ", ", r, b.where);
-    }
+    if (!b.seen || b.count == before[r].count)
+      (b.node_quiet ? quiet : silent).push_back(r);
+    else if (b.where != here)
+      elsewhere.push_back(r);
   }
-  const auto more = [](std::size_t n) {
-    return n > kMaxNamed ? fmt::format(" and {} more", n - kMaxNamed) : std::string();
-  };
-  if (n_silent > 0)
-    return fmt::format(
-        "ringbench: rank {}: the rank(s) the others wait for: {}{} sent no "
-        "heartbeat for {:g} s: the process is stopped (SIGSTOP, a debugger), "
-        "frozen, or its node is gone\n",
-        self, silent, more(n_silent), silence_s);
-  if (n_elsewhere > 0)
-    return fmt::format("ringbench: rank {}: ranks at another point than this one: {}{}\n", self,
-                       elsewhere, more(n_elsewhere));
-  return "";
+  const std::string head =
+      fmt::format("ringbench: rank {}: the rank(s) the others wait for: ", self);
+  std::string text;
+  if (!silent.empty())
+    text += fmt::format(
+        "{}{} sent no heartbeat for {:g} s: the process is stopped (SIGSTOP, a "
+        "debugger), frozen, or its node is gone\n",
+        head, rank_list(silent, after), silence_s);
+  if (!quiet.empty())
+    text += fmt::format(
+        "{}{} sent no heartbeat for {:g} s, nor did any other rank of its node "
+        "through the shared heartbeat file: the node is gone or frozen, its "
+        "ranks are stopped, or the shared file system lags\n",
+        head, rank_list(quiet, after), silence_s);
+  if (!text.empty() || elsewhere.empty()) return text;
+  std::string where;
+  for (std::size_t i = 0; i < elsewhere.size() && i < kMaxNamed; ++i)
+    where += fmt::format("{}rank {} at {}", where.empty() ? "" : ", ", elsewhere[i],
+                         after[elsewhere[i]].where);
+  if (elsewhere.size() > kMaxNamed)
+    where += fmt::format(" and {} more", elsewhere.size() - kMaxNamed);
+  return fmt::format("ringbench: rank {}: ranks at another point than this one: {}\n", self, where);
 }
 
-// Rewrites this rank's slot once a second until stopped. A write that blocks (a stuck file
-// system) stops the beats, and the other ranks then name this one.
+// Puts this rank's slot into its node's memory once a second and, when this rank is its node's
+// writer, the node's slots into the shared file. A write that blocks (a stuck file system)
+// stops the beats, and the other ranks then name this one.
 void Watchdog::beat_loop() {
   unsigned long long beat = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!beat_stop_ && !stop_) {
     const std::string slot = slot_text(++beat, sweep_, index_, in_point_, fired_);
-    const int fd = heartbeat_fd_;
-    const off_t at = static_cast<off_t>(rank_) * static_cast<off_t>(kSlotBytes);
     lock.unlock();
-    if (::pwrite(fd, slot.data(), slot.size(), at) == static_cast<ssize_t>(slot.size()))
-      ::fdatasync(fd);  // other nodes see it (NFS writes back at sync or close)
+    beats_->put(slot);
+    beats_->publish(Clock::now());
     lock.lock();
     wake_.wait_for(lock, std::chrono::duration<double>(kBeatS),
                    [this] { return beat_stop_ || stop_; });
   }
 }
 
-// Writes this rank's fired slot at once (the beat thread may be a second away), then compares
-// every rank's counter over kSilenceS. Runs on a thread of its own; fire() bounds its time.
+// Puts this rank's fired slot at once (its node's writer carries it to the file within a beat),
+// then compares every rank's counter over kSilenceS. Runs on a thread of its own; fire() bounds
+// its time.
 std::string Watchdog::silent_ranks() const {
-  std::string path;
-  int fd = -1, world = 0;
   std::string slot;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (heartbeat_path_.empty()) return "";
-    path = heartbeat_path_;
-    fd = heartbeat_fd_;
-    world = world_size_;
+    if (beats_ == nullptr) return "";
     slot = slot_text(0, sweep_, index_, in_point_, true);
   }
-  if (fd >= 0) {
-    const off_t at = static_cast<off_t>(rank_) * static_cast<off_t>(kSlotBytes);
-    if (::pwrite(fd, slot.data(), slot.size(), at) == static_cast<ssize_t>(slot.size()))
-      ::fdatasync(fd);
-  }
-  const std::vector<Beat> before = read_beats(path, world);
+  beats_->put(slot);
+  const std::vector<std::string> before = beats_->read();
   std::this_thread::sleep_for(std::chrono::duration<double>(kSilenceS));
-  return silent_ranks_text(rank_, before, read_beats(path, world), kSilenceS);
+  const std::vector<std::string> after = beats_->read();
+  const std::vector<bool> quiet = quiet_node_ranks(*beats_, before, after);
+  std::vector<Beat> then, now;
+  for (std::size_t r = 0; r < after.size(); ++r) {
+    then.push_back(parse_slot(before[r]));
+    now.push_back(parse_slot(after[r]));
+    now.back().node_quiet = quiet[r];
+  }
+  return silent_ranks_text(rank_, then, now, kSilenceS);
 }
 
 void Watchdog::point_started(const std::string& sweep, std::size_t index,

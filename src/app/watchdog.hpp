@@ -11,22 +11,26 @@
 // Which rank the others wait for (a rank stopped with SIGSTOP, frozen, or on a node that is
 // gone): its guard cannot speak, and the others cannot ask MPI (their main threads are blocked
 // inside a collective, and this thread may not call MPI). So each rank's guard keeps a
-// heartbeat: a 64-byte slot of its own in one small file beside the output (OUTPUT.heartbeat,
-// which every rank can reach: the output is checked to be one shared file), rewritten every
-// second with a counter and the point the rank is in. A guard that fires reads the slots
-// twice, kSilenceS apart, and names the ranks whose counter did not move (or that are at
-// another point). Counters, not clocks: nodes' clocks need not agree. The writes are on a thread
-// of their own so that a stuck file system stops the heartbeat (and so names that rank), never
-// the guard itself; the reads at firing are bounded in time for the same reason.
+// heartbeat: a 64-byte slot with a counter and the point the rank is in, rewritten every second
+// into its node's shared memory, and copied by one rank per node into a small file beside the
+// output (OUTPUT.heartbeat, which every rank can reach: the output is checked to be one shared
+// file); app/heartbeat.hpp says how. A guard that fires reads the slots twice, kSilenceS apart,
+// and names the ranks whose counter did not move (or that are at another point). Counters, not
+// clocks: nodes' clocks need not agree. The beats are on a thread of their own so that a stuck
+// file system stops the heartbeat (and so names that rank), never the guard itself; the reads
+// at firing are bounded in time for the same reason.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace rb {
+
+class NodeHeartbeat;
 
 constexpr int kTimeoutExitCode = 124;  // as timeout(1)
 
@@ -54,13 +58,15 @@ class Watchdog {
   // The limit of the points from now on (0: none) and how the message names it (run.point_timeout_s
   // auto: per sweep, from its estimate).
   void set_point_limit(double seconds, std::string source);
-  // Starts this rank's heartbeat in `path` (created empty by the driver before any rank
-  // calls this) for a world of `world_size` ranks. Returns "" or why not (the guard still
-  // works, it only cannot name a silent rank).
-  std::string start_heartbeat(const std::string& path, int world_size);
-  // Stops writing (the run ended normally); the driver removes the file.
+  // Starts this rank's beat thread on `beats` (made collectively by the driver) and keeps it.
+  // Returns "" or beats' error (the rank still beats in its node's memory, it only never writes
+  // the shared file).
+  std::string start_heartbeat(std::unique_ptr<NodeHeartbeat> beats);
+  // Stops the beat thread (the run ended normally; also the destructor's first step).
   void stop_heartbeat();
-
+  // Collective over the node communicator, after stop_heartbeat: frees the node's shared memory.
+  // Only the driver's normal end calls it: a rank ending alone must not wait in a collective.
+  void release_heartbeat();
   // One path chooses how the run ends. The guard decides under its lock the moment a limit
   // passes (fired() is then true, for good, even if the slow point later ends); the main
   // thread claims the end with end_run() before it writes a status: false when the guard
@@ -86,14 +92,16 @@ class Watchdog {
   static std::string slot_text(unsigned long long beat, const std::string& sweep, std::size_t index,
                                bool in_point, bool fired);
   struct Beat {
-    bool seen = false;   // the slot was ever written
-    bool fired = false;  // its guard fired (it is not silent, it is stopping)
+    bool seen = false;        // the slot was ever written
+    bool fired = false;       // its guard fired (it is not silent, it is stopping)
+    bool node_quiet = false;  // on another node none of whose slots moved in the shared file
     unsigned long long count = 0;
     std::string where;  // "sweep S point N" or "between points"
   };
   static Beat parse_slot(const std::string& slot);
-  // The line naming silent ranks (counter unchanged between `before` and `after`), else the
-  // ranks at another point than `self`'s; "" when every rank beats at the same point.
+  // The line naming silent ranks (counter unchanged between `before` and `after`; a second
+  // line for those of a node_quiet node, where the file system may be the one that lags), else
+  // the ranks at another point than `self`'s; "" when every rank beats at the same point.
   static std::string silent_ranks_text(int self, const std::vector<Beat>& before,
                                        const std::vector<Beat>& after, double silence_s);
 
@@ -132,10 +140,8 @@ class Watchdog {
   bool beat_stop_ = false;
   bool fired_ = false;  // the guard decided to end the run (set before it says so)
   bool ended_ = false;  // the main thread claimed the run's end first
-  std::string heartbeat_path_;
   std::string end_record_;
-  int heartbeat_fd_ = -1;
-  int world_size_ = 0;
+  std::unique_ptr<NodeHeartbeat> beats_;  // set before beat_thread_ starts, kept to the end
   std::thread beat_thread_;
   std::thread thread_;
 };

@@ -7,11 +7,20 @@
 //   <k>         consecutive blocks of k ranks (k must divide the world size)
 // Node membership comes from RankLayout (--ranks-per-node / RINGBENCH_RANKS_PER_NODE simulate
 // nodes).
+//
+// A group's communicators are made once per run: GroupCache hands every sweep that asks for the
+// same members (in the same order) the same MPI communicator, and the NCCL engine keeps the
+// group's NCCL communicator beside it (GroupComms), so a second collectives sweep, or a second
+// spec naming the same members (`intra_node` and a block of the node's size), builds nothing.
+#include <cstddef>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <mpi.h>
 
+#include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
 
 namespace rb::groups {
@@ -39,15 +48,37 @@ struct Assignment {
 };
 Assignment assign(const Spec& spec, const RankLayout& layout);
 
-// This rank's group: a communicator over its members (collective over `world`).
+// A group's communicators, shared by every sweep of the run that asks for its members.
+struct GroupComms {
+  std::vector<int> members;  // world ranks, in group rank order
+  Comm mpi;                  // over the members
+  NcclComm nccl;             // made by the NCCL engine on first use; empty on the host path
+};
+
+// This rank's group: a communicator over its members.
 struct Group {
   Spec spec;
   int id = 0;    // the color; groups of one kind have distinct ids
   int rank = 0;  // rank in the group
   int size = 1;
-  Comm comm;  // owned split of world
-  MPI_Comm get() const { return comm.get(); }
+  std::shared_ptr<GroupComms> comms;
+  MPI_Comm get() const { return comms->mpi.get(); }
 };
+// A group of its own (MPI_Comm_split, collective over `world`), shared with nothing.
 Group make_group(const Spec& spec, MPI_Comm world, const RankLayout& layout);
+
+// The run's groups, keyed by their member list. group() is collective over `world` (every
+// rank asks for the same specs in the same order: an MPI_Allgather of each rank's color and
+// key); a group not made before is made by MPI_Comm_create_group, collective over its members
+// only, who all have it or all lack it (each of them was in every earlier call that made it).
+class GroupCache {
+ public:
+  Group group(const Spec& spec, MPI_Comm world, const RankLayout& layout);
+  std::size_t created() const { return created_; }  // communicators this rank made (tests)
+
+ private:
+  std::map<std::vector<int>, std::shared_ptr<GroupComms>> cache_;
+  std::size_t created_ = 0;
+};
 
 }  // namespace rb::groups

@@ -1,8 +1,10 @@
 // The device engines (CUDA builds only): NCCL on device buffers, enqueued on one stream, and
 // cuBLASLt GEMM / cudaMemcpy copies. Every wait on the NCCL stream polls the communicators'
 // async errors (runtime/nccl_wait.hpp), so a dead peer fails the sweep instead of hanging it.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nccl.h>
@@ -10,10 +12,38 @@
 #include "cuda/profiling/profiling_cuda.hpp"
 #include "profiling/engine.hpp"
 #include "runtime/cuda_check.hpp"
+#include "runtime/mpi_util.hpp"
 #include "runtime/nccl_wait.hpp"
 
 namespace rb::prof {
 namespace {
+
+// Whether every rank can split: a mix would leave some ranks in ncclCommSplit and the others
+// in an InitRank bootstrap, a hang (as ring/ring_comms.cpp decides for the rings).
+bool split_everywhere(MPI_Comm world) {
+  int mine = NcclComm::split_supported() ? 1 : 0, all = 0;
+  RB_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world));
+  return all == 1;
+}
+
+// Gives the group its NCCL communicator unless an earlier sweep did (it stays in the run's
+// group cache). With `split`: ncclCommSplit of the world communicator, collective over the
+// world, so every rank takes part when any group lacks one (the ranks whose group has one pass
+// no color); the color is the group's lowest world rank, distinct per group. Else
+// ncclCommInitRank over the group's MPI communicator, collective over its members only, who
+// all lack it or all have it.
+void ensure_nccl(const groups::Group& g, const NcclComm& world_nccl, bool split, MPI_Comm world) {
+  const bool missing = g.comms->nccl.raw() == nullptr;
+  if (!split) {
+    if (missing) g.comms->nccl = NcclComm(g.get());
+    return;
+  }
+  if (!mpi::any_rank(missing, world)) return;
+  const auto& members = g.comms->members;
+  const int color = missing ? *std::min_element(members.begin(), members.end()) : -1;
+  NcclComm made = NcclComm::split(world_nccl, color, g.rank);
+  if (missing) g.comms->nccl = std::move(made);
+}
 
 class NcclEngine final : public Engine {
  public:
@@ -25,16 +55,16 @@ class NcclEngine final : public Engine {
     comms_.push_back({world_, nccl_comm_name("world", s.nccl_world->size(), s.nccl_world->rank())});
     cuda::fill_zero(send_, bytes_, stream_.get());
     wait("the buffer set-up");
-    // The world group reuses the driver's communicator; the others get their own, built from
-    // the group's MPI communicator (all groups of a kind initialise concurrently).
+    // The world group reuses the driver's communicator; the others keep theirs in the run's
+    // group cache (profiling/groups.hpp), made by the first sweep that needs it.
     if (s.groups) {
-      own_.reserve(s.groups->size());
+      const bool split = split_everywhere(s.world);
       for (const auto& g : *s.groups) {
         const bool world = g.spec.kind == groups::Kind::World;
-        own_.push_back(world ? NcclComm() : NcclComm(g.get()));
-        groups_.push_back(world ? world_ : own_.back().raw());
+        if (!world) ensure_nccl(g, *s.nccl_world, split, s.world);
+        groups_.push_back(world ? world_ : g.comms->nccl.raw());
         if (!world)
-          comms_.push_back({own_.back().raw(),
+          comms_.push_back({g.comms->nccl.raw(),
                             nccl_comm_name("group '" + g.spec.label() + "' " + std::to_string(g.id),
                                            g.size, g.rank)});
       }
@@ -96,7 +126,6 @@ class NcclEngine final : public Engine {
   void* world_;
   cuda::DeviceBuffer dev_send_, dev_recv_;
   cuda::Stream stream_;
-  std::vector<NcclComm> own_;       // one per group spec; empty for the world
   std::vector<void*> groups_;       // the ncclComm_t of each group spec
   std::vector<NcclCommRef> comms_;  // every communicator above, named for error messages
 

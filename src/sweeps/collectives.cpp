@@ -374,9 +374,12 @@ std::string Collectives::screen_table(const std::vector<h5::PointRecord>& record
 }
 
 SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
-  // Groups of every requested kind; each rank is in one group per kind.
+  // Groups of every requested kind; each rank is in one group per kind. Their communicators
+  // come from the run's cache: a group an earlier sweep (or spec) made is reused.
+  groups::GroupCache own_cache;
+  groups::GroupCache& cache = ctx.group_cache != nullptr ? *ctx.group_cache : own_cache;
   std::vector<groups::Group> gs;
-  for (const auto& spec : p_.groups) gs.push_back(groups::make_group(spec, ctx.world, ctx.layout));
+  for (const auto& spec : p_.groups) gs.push_back(cache.group(spec, ctx.world, ctx.layout));
   prof::EngineSetup setup;
   setup.backend = ctx.backend;
   setup.world = ctx.world;

@@ -30,6 +30,10 @@
 
 namespace rb {
 
+namespace groups {
+class GroupCache;  // profiling/groups.hpp
+}
+
 struct ParseContext {
   int world_size = 1;
   int node_count = 1;
@@ -113,6 +117,8 @@ struct RunContext {
   GpuContext* gpu;  // nullptr on the host path
   const PathFactories& paths;
   ProgressReporter& progress;  // this sweep's progress lines
+  // The run's group communicators, kept from sweep to sweep; nullptr: the sweep makes its own.
+  groups::GroupCache* group_cache = nullptr;
 };
 
 struct SweepOutcome {

@@ -4,8 +4,8 @@ each ends with a clear message and a non-zero exit within seconds, nothing hangs
 clobbered or half-written.
 
     hostile_checks.py CHECK --ringbench BIN --mpiexec MPIEXEC --source SRC --workdir DIR
-CHECK: config | output | race | diskfull | oom | oom_validation | stopped | config_limits |
-side_files | environment | closed_stdout. Exit 0 = pass, 1 = fail, 77 = skipped (diskfull
+CHECK: config | output | race | diskfull | oom | oom_validation | stopped | stopped_nodes |
+config_limits | side_files | environment | closed_stdout. Exit 0 = pass, 1 = fail, 77 = skipped (diskfull
 without the right to mount a tmpfs; oom without prlimit).
 """
 import json
@@ -338,10 +338,12 @@ def rank_pids(marker, ringbench):
     return pids
 
 
-def check_stopped(args):
+def check_stopped(args, one_rank_nodes=False):
     """A rank stopped with SIGSTOP mid-sweep: the others' hang guard ends the job with exit 124
     within the point limit + 30 s, names the stopped rank, and the file keeps the finished
-    sweep readable."""
+    sweep readable. one_rank_nodes (check stopped_nodes): two simulated nodes of one rank
+    (RINGBENCH_RANKS_PER_NODE=1), so rank 0 reads rank 1's heartbeat from the shared file its
+    node's writer (rank 1 itself) stopped writing, and says the node sent nothing."""
     w = args.workdir
     cfg = write(os.path.join(w, "stop.yaml"), STOP_JOB.format(limit=STOP_LIMIT_S))
     out = os.path.join(w, f"stopped_{os.getpid()}.h5")  # unique: finds this run's processes
@@ -349,8 +351,10 @@ def check_stopped(args):
         if os.path.exists(stale):
             os.remove(stale)
     cmd = [args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", out]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=dict(os.environ, **harness.MPI_AS_ROOT))
+    env = dict(os.environ, **harness.MPI_AS_ROOT)
+    if one_rank_nodes:
+        env["RINGBENCH_RANKS_PER_NODE"] = "1"
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     err, screen = [], []
     drain_out = threading.Thread(target=lambda: screen.extend(p.stdout), daemon=True)
     drain_out.start()
@@ -383,6 +387,10 @@ def check_stopped(args):
         named = lines_with(stderr, "the rank(s) the others wait for: rank 1 (last at sweep coll")
         check(len(named) >= 1 and "rank 0:" in named[0],
               f"rank 0's guard names the stopped rank 1 and where it was: {named}")
+        node_said = bool(named) and "nor did any other rank of its node" in named[0]
+        check(node_said == one_rank_nodes,
+              "rank 1 alone on its node: its node sent nothing to the file, and the line says so"
+              if one_rank_nodes else "one node: rank 1 judged from the node's memory")
         check("TIMEOUT: sweep coll point" in stderr, "the TIMEOUT line names the sweep and point")
         with h5py.File(out, "r") as f:
             mem = f["sweeps/mem"]
@@ -618,6 +626,7 @@ def main():
     checks = {"config": check_config, "output": check_output, "race": check_race,
               "diskfull": check_diskfull, "oom": check_oom, "oom_validation": check_oom_validation,
               "stopped": check_stopped, "config_limits": check_config_limits,
+              "stopped_nodes": lambda a: check_stopped(a, one_rank_nodes=True),
               "side_files": check_side_files, "environment": check_environment,
               "closed_stdout": check_closed_stdout}
     ap.add_argument("check", choices=list(checks))

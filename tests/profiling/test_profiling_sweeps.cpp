@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,15 +22,18 @@
 #include "sweeps/host_pingpong.hpp"
 #include "sweeps/memory.hpp"
 #include "sweeps/p2p_matrix.hpp"
+#include "profiling/groups.hpp"
 #include "test_support.hpp"
 
 namespace {
 
 // Runs the one sweep of `yaml` on the host path into a fresh file, checks that it succeeded
-// (data checks included) and returns the file path.
+// (data checks included) and returns the file path. With `cache`, the sweep takes its groups'
+// communicators from it, as the driver's sweeps take the run's.
 std::string run_sweep(const std::string& stem, const std::string& yaml,
                       std::unique_ptr<rb::Sweep> (*parse)(const rb::SweepSpec&,
-                                                          const rb::ParseContext&)) {
+                                                          const rb::ParseContext&),
+                      rb::groups::GroupCache* cache = nullptr) {
   rb::Config cfg = rb::parse_config_text(yaml, stem + ".yaml");
   const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
   rb::ParseContext pctx;
@@ -45,7 +49,8 @@ std::string run_sweep(const std::string& stem, const std::string& yaml,
     rb::h5::Group out = root.group("sweeps").group(sweep->name());
     const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Host);
     rb::Progress progress(layout.rank, sweep->name(), sweep->plan().size());
-    rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout, rb::Backend::Host, nullptr, paths, progress};
+    rb::RunContext ctx{cfg,     MPI_COMM_WORLD, layout,   rb::Backend::Host,
+                       nullptr, paths,          progress, cache};
     const rb::SweepOutcome o = sweep->run(ctx, out);
     CAPTURE(o.failure);
     CHECK(o.ok);
@@ -113,6 +118,49 @@ TEST_CASE("collectives sweep on the host path: points table, data check and mode
     CHECK((alpha[i] == alpha[i % S] || (std::isnan(alpha[i]) && std::isnan(alpha[i % S]))));
   }
   for (auto k : rb::h5::read_ints(path, g + "model/fit_points")) CHECK(k == 6);
+}
+
+TEST_CASE("collectives sweeps share the run's group communicators (one per member list)") {
+  const rb::RankLayout layout = rb::discover_rank_layout(MPI_COMM_WORLD);
+  // The member lists the three kinds have here (world, intra_node and inter_node can coincide:
+  // one node makes intra_node the world), from groups of their own.
+  std::set<std::vector<int>> distinct;
+  for (const char* text : {"world", "intra_node", "inter_node"}) {
+    rb::groups::Spec spec;
+    REQUIRE(rb::groups::parse_spec(text, &spec).empty());
+    const rb::groups::Group g = rb::groups::make_group(spec, MPI_COMM_WORLD, layout);
+    std::vector<int> members(static_cast<std::size_t>(g.size));
+    MPI_Allgather(&layout.rank, 1, MPI_INT, members.data(), 1, MPI_INT, g.get());
+    distinct.insert(members);
+  }
+  rb::groups::GroupCache cache;
+  const std::string head =
+      "sweeps:\n  - type: collectives\n    min_bytes: 64\n    max_bytes: 1KiB\n    factor: 4\n"
+      "    operations: [all_reduce]\n    warmup: 1\n    iterations: 2\n";
+  run_sweep("collectives_cache_a", head + "    groups: [world, intra_node]\n",
+            rb::parse_collectives, &cache);
+  const std::size_t after_first = cache.created();
+  CHECK(after_first >= 1);
+  CHECK(after_first <= 2);
+  // The second sweep asks for both again and one more: only inter_node can be new.
+  run_sweep("collectives_cache_b", head + "    groups: [intra_node, inter_node, world]\n",
+            rb::parse_collectives, &cache);
+  CHECK(cache.created() == distinct.size());
+  // The cached communicators are the ones make_group builds: same rank, size and members.
+  for (const char* text : {"world", "intra_node", "inter_node"}) {
+    CAPTURE(text);
+    rb::groups::Spec spec;
+    REQUIRE(rb::groups::parse_spec(text, &spec).empty());
+    const rb::groups::Group own = rb::groups::make_group(spec, MPI_COMM_WORLD, layout);
+    const rb::groups::Group cached = cache.group(spec, MPI_COMM_WORLD, layout);
+    CHECK(cached.rank == own.rank);
+    CHECK(cached.size == own.size);
+    CHECK(cached.id == own.id);
+    std::vector<int> members(static_cast<std::size_t>(cached.size));
+    MPI_Allgather(&layout.rank, 1, MPI_INT, members.data(), 1, MPI_INT, cached.get());
+    CHECK(members == cached.comms->members);
+  }
+  CHECK(cache.created() == distinct.size());  // asking again made nothing
 }
 
 TEST_CASE("p2p_matrix sweep on the host path: one point per pair and per shift") {
