@@ -359,7 +359,8 @@ class CompareTest(Base):
         quiet = lambda *a, **k: None
         self.assertEqual(compare.compare(base, new, out=quiet, tolerance=0.05, min_bytes=0, run_noise=0),
                          compare.EXIT_REGRESSION)
-        self.assertEqual(compare.compare(base, new, out=quiet, tolerance=0.05, min_bytes=65536, run_noise=0), compare.EXIT_OK)
+        self.assertEqual(compare.compare(base, new, out=quiet, tolerance=0.05, min_bytes=65536, run_noise=0),
+                         compare.EXIT_OK)
         self.assertEqual(compare.compare(base, new, out=quiet, tolerance=0.05, run_noise=0), compare.EXIT_OK)  # 1 MiB
 
     def test_tolerance_parsing(self):
