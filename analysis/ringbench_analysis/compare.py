@@ -83,11 +83,17 @@ def _label_keys(sweep):
     return ["label"] if "label" in sweep.keys else list(sweep.keys)
 
 
-def _iteration_times(sweep, point):
-    """Per iteration, the slowest rank's time of the point (the metric the sweep names in its
-    `iteration_times` attribute), or None."""
+def _iteration_time_metric(sweep):
+    """The per-iteration time metric the sweep names in its `iteration_times` attribute, where
+    the file holds it per iteration, or None."""
     name = sweep.iteration_times
-    if not name or name not in sweep.metrics or sweep.metrics[name].ndim < 3:
+    return name if name and name in sweep.metrics and sweep.metrics[name].ndim > 2 else None
+
+
+def _iteration_times(sweep, point):
+    """Per iteration, the slowest rank's time of the point (_iteration_time_metric), or None."""
+    name = _iteration_time_metric(sweep)
+    if name is None:
         return None
     v = np.asarray(sweep.metrics[name][:, point], dtype=float)
     return _limiting(v.reshape(v.shape[0], -1), -1)
@@ -120,7 +126,7 @@ def samples(sweep, metric, point):
     if v.ndim > 1:
         v = np.asarray(v, dtype=float).reshape(v.shape[0], -1)
         return v[np.isfinite(v)] if each else _limiting(v, d)
-    if each and _iteration_times(sweep, point) is not None:
+    if each and _iteration_time_metric(sweep) is not None:
         return _per_device(sweep, v, point, d)
     vals = reader.numbers(v)
     vals = vals[np.isfinite(vals)]

@@ -361,11 +361,6 @@ std::string parity_cell(const h5::PointRecord& r) {
   return mode == "sampled" ? "ok (sampled)" : "ok";
 }
 
-// TFLOP/s per GPU of a pass: the mean FLOPs per rank over the slowest rank's median time.
-double per_gpu_tflops(double flop, double seconds) {
-  return seconds > 0 ? flop / seconds / 1e12 : NAN;
-}
-
 // The share of the ranks' step time spent waiting (NaN without steps).
 double exposed_share(const h5::PointRecord& r) {
   const double wait = r.num("step_wait_s"), compute = r.num("step_compute_s");
@@ -442,8 +437,9 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
         r.text("paths_ran").empty() ? r.text("kernel_path") : r.text("paths_ran");
     for (auto cell :
          {layout, r.text("dtype"), ran, h5::sig3(fwd_ms), h5::sig3(r.num("backward_time_s") * 1e3),
-          h5::sig3(per_gpu_tflops(flop, r.num("forward_time_s"))),
-          h5::sig3(per_gpu_tflops(all_flop, r.num("total_time_s"))),
+          // TFLOP/s per GPU: the mean FLOPs per rank over the slowest rank's median time.
+          h5::sig3(per_second(flop, r.num("forward_time_s")) / 1e12),
+          h5::sig3(per_second(all_flop, r.num("total_time_s")) / 1e12),
           h5::fixed(100.0 * exposed_share(r), 1)})
       row.push_back(cell);
     if (overlap) {
