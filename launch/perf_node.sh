@@ -198,6 +198,6 @@ run_step overlap 420
 run_step schemes 300
 run_step cpgrid 420
 run_step torch 300
-run_step tuning 600
+run_step tuning 900
 run_step heldout 300
 exit 0
