@@ -127,6 +127,7 @@ class Collectives final : public Sweep {
   // ran out on this rank. Not collective: the caller agrees over the ranks.
   oom::Record ensure_engine(RunContext& ctx, prof::EngineSetup setup, std::size_t bytes,
                             std::unique_ptr<prof::Engine>& engine, std::size_t& capacity) const;
+  static oom::Record reserve_mpi_scratch(const RunContext& ctx, coll::Op op, std::size_t bytes);
   Measured measure(RunContext& ctx, prof::Engine& e, const groups::Group& g,
                    const PointDef& d) const;
   h5::PointsTable point_table() const;
@@ -162,6 +163,23 @@ oom::Record Collectives::ensure_engine(RunContext& ctx, prof::EngineSetup setup,
                         engine = prof::make_engine(setup);
                         capacity = bytes;
                       });
+}
+
+// MPI allocates working buffers inside its collectives, and a failure there is MPI_ERR_INTERN
+// or MPI_ERR_OTHER under MPI_ERRORS_ARE_FATAL: every rank aborts. Open MPI's reductions keep up
+// to two messages' worth (reduce-scatter by recursive halving: two temporaries of the whole
+// input); the other collectives copy at most one (in place). So that much host memory must be
+// there, beside the point's own buffers, before the point runs, or the point is `oom` like a
+// buffer that could not be had. NCCL's working memory is set up with its communicator.
+oom::Record Collectives::reserve_mpi_scratch(const RunContext& ctx, coll::Op op,
+                                             std::size_t bytes) {
+  if (ctx.backend != Backend::Host) return {};
+  const bool reduces =
+      op == coll::Op::AllReduce || op == coll::Op::Reduce || op == coll::Op::ReduceScatter;
+  return oom::attempt(reduces ? "MPI's working buffers (two messages' worth)"
+                              : "MPI's working buffers (a message's worth)",
+                      (reduces ? 2 : 1) * static_cast<std::uint64_t>(bytes), ctx.layout.local_size,
+                      oom::meminfo_bytes("MemAvailable"), [] {});
 }
 
 // One point: warmup, nccl-tests' batch timing, a per-iteration timing loop and the data check.
@@ -400,7 +418,8 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     const groups::Group& g = gs[d.group];
     ctx.progress.point_started(pi, point_label(p_, d));
     const std::size_t need = std::max<std::size_t>(static_cast<std::size_t>(d.requested), 64);
-    const oom::Record ran_out = ensure_engine(ctx, setup, need, engine, capacity);
+    oom::Record ran_out = ensure_engine(ctx, setup, need, engine, capacity);
+    if (!ran_out.ran_out()) ran_out = reserve_mpi_scratch(ctx, d.op, need);
     const bool oom_point = oom::on_any_rank(ran_out, ctx.world);
     oom::record_status(table, pi, oom_point, ran_out);
     group_size[pi] = g.size;

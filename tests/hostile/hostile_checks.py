@@ -273,6 +273,50 @@ def check_oom(args):
             check_oom_file(out, ranks)
 
 
+MPI_SCRATCH_SIZES_MIB = (64, 128, 160, 192, 256, 320, 384)
+
+
+def check_oom_mpi(args):
+    """Issue #31 item 9: the point's own buffers fit under the address-space limit, but the
+    memory MPI allocates inside a collective does not; that was MPI_ERR_INTERN (or _OTHER) and
+    an abort of every rank. Now such a point is `oom` on every rank before it runs, its message
+    names MPI's working buffers, and the run completes. The sizes step across the window where
+    the buffers fit and MPI's share does not (where it lies depends on the process's own size)."""
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        print("SKIP: no prlimit (util-linux)")
+        sys.exit(77)
+    if meminfo("MemTotal") < 2 * 4 * (1 << 30):
+        print("SKIP: the machine has too little memory for the sizes of this test")
+        sys.exit(77)
+    ops = "[all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce]"
+    cfg = write(os.path.join(args.workdir, "oom_mpi.yaml"), "backend: host\nsweeps:\n" + "".join(
+        f"  - {{type: collectives, name: c{m}, operations: {ops}, min_bytes: {m}MiB, max_bytes: {m}MiB,"
+        f" iterations: 1, warmup: 0}}\n" for m in MPI_SCRATCH_SIZES_MIB))
+    limit = str((1 << 30) + (1 << 29) + 256 * (1 << 20))  # as check_oom's
+    out = os.path.join(args.workdir, "oom_mpi.h5")
+    r, s = timed(args, 2, [prlimit, f"--as={limit}", args.ringbench, cfg, "--output", out, "--force"],
+                 timeout=300)
+    check(r.returncode == 0 and "MPI_ERR" not in r.stderr and status_of(out) == "complete",
+          f"2 ranks under prlimit --as: exit {r.returncode} in {s:.1f} s, no MPI error: "
+          f"{r.stderr[-1500:] if r.returncode else ''}")
+    if not os.path.exists(out):
+        return
+    reasons = []
+    with h5py.File(out, "r") as f:
+        for m in MPI_SCRATCH_SIZES_MIB:
+            g = f[f"sweeps/c{m}"]
+            status = [texts(row) for row in g["status"][()]]
+            check(status[0] == status[1], f"c{m}: each point's status is the same on both ranks")
+            msgs = [texts(row) for row in g["oom_message"][()]]
+            reasons += [msg for row in msgs for msg in row if msg]
+            if m == MPI_SCRATCH_SIZES_MIB[0]:
+                check(status[0] == ["ok"] * len(status[0]), f"c{m}: every operation measured: {status[0]}")
+    scratch = [msg for msg in reasons if msg.startswith("MPI's working buffers")]
+    check(len(scratch) > 0 and all("out of memory allocating" in msg for msg in scratch),
+          f"some point is oom for MPI's working buffers alone (not its own): {sorted(set(reasons))[:4]}")
+
+
 def check_oom_validation(args):
     """Sizes that cannot fit in this node's physical memory are refused before any work, with
     the file, the line and the key."""
@@ -624,7 +668,8 @@ def check_closed_stdout(args):
 def main():
     ap = harness.arg_parser()
     checks = {"config": check_config, "output": check_output, "race": check_race,
-              "diskfull": check_diskfull, "oom": check_oom, "oom_validation": check_oom_validation,
+              "diskfull": check_diskfull, "oom": check_oom, "oom_mpi": check_oom_mpi,
+              "oom_validation": check_oom_validation,
               "stopped": check_stopped, "config_limits": check_config_limits,
               "stopped_nodes": lambda a: check_stopped(a, one_rank_nodes=True),
               "side_files": check_side_files, "environment": check_environment,
