@@ -585,8 +585,34 @@ def check_side_files(args):
         r, s = run_job(args, path, "--force", timeout=60)
         ok, msgs = refused_once(r, s, f"output '{path}' is {kind}, not a regular file")
         check(ok and not stat.S_ISREG(os.lstat(path).st_mode)
-              and not [n for n in os.listdir(w) if n.endswith(".h5.partial")],
+              and not [n for n in os.listdir(w) if n.endswith(".partial")],
               f"--force onto {kind}: refused once, left as it was, no partial file: {msgs}")
+
+
+def check_partial_leftover(args):
+    """A --force run killed before its first flush leaves its new file under the partial name
+    (.NAME.rbPID.partial). The next run on that output, holding its lock, removes this user's
+    regular leftovers of that output, says so once, and leaves other outputs' partials, links
+    and their targets alone."""
+    w = fresh_dir(os.path.join(args.workdir, "partials"))
+    out = os.path.join(w, "run.h5")
+    r, _ = run_job(args, out, timeout=120)
+    check(r.returncode == 0 and status_of(out) == "complete", f"first run: exit {r.returncode}")
+    stale = write(os.path.join(w, ".run.h5.rb99999.partial"), "a killed run's file")
+    other = write(os.path.join(w, ".other.h5.rb5.partial"), "another output's")
+    target = write(os.path.join(w, "target.txt"), "keep me")
+    link = os.path.join(w, ".run.h5.rb77.partial")
+    os.symlink("target.txt", link)
+    r, _ = run_job(args, out, "--force", timeout=120)
+    notes = lines_with(r.stderr, "left by an earlier --force run")
+    check(r.returncode == 0 and status_of(out) == "complete" and not os.path.exists(stale),
+          f"--force run: exit {r.returncode}, output complete, the leftover removed")
+    check(len(notes) == 1 and stale in notes[0], f"said once, naming it: {notes}")
+    check(os.path.exists(other) and os.path.islink(link) and open(target).read() == "keep me",
+          "another output's partial, a link with a partial name and its target are left alone")
+    check(sorted(n for n in os.listdir(w) if n.endswith(".partial")) == [".other.h5.rb5.partial",
+                                                                        ".run.h5.rb77.partial"],
+          f"this run left no partial of its own: {sorted(os.listdir(w))}")
 
 
 ENV_CASES = [  # (variable, value, what the message names)
@@ -673,7 +699,7 @@ def main():
               "stopped": check_stopped, "config_limits": check_config_limits,
               "stopped_nodes": lambda a: check_stopped(a, one_rank_nodes=True),
               "side_files": check_side_files, "environment": check_environment,
-              "closed_stdout": check_closed_stdout}
+              "closed_stdout": check_closed_stdout, "partial_leftover": check_partial_leftover}
     ap.add_argument("check", choices=list(checks))
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
