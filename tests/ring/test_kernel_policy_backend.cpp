@@ -90,11 +90,11 @@ Outputs run_block(const KernelChoice& choice, std::int64_t rows) {
   const rb::attn::Dims dims{1, kHeads, kHeadDim, rows, rows};
   const rb::attn::Span all{0, rows, 0, 1};
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-  rb::attn::ForwardBlock f{dims, rb::attn::DType::F32, scale, all, all, {}, q, k, v, out, lse};
+  const rb::attn::BlockInputs in{dims, rb::attn::DType::F32, scale, all, all, {}, q, k, v};
+  rb::attn::ForwardBlock f{in, out, lse};
   be->forward(f);
   be->backward_prepare(g, out, delta, static_cast<std::int64_t>(r), kHeadDim, rb::attn::DType::F32);
-  rb::attn::BackwardBlock b{
-      dims, rb::attn::DType::F32, scale, all, all, {}, q, k, v, g, lse, delta, dq, dk, dv};
+  rb::attn::BackwardBlock b{in, g, lse, delta, dq, dk, dv};
   be->backward(b);
   Outputs o{std::vector<float>(n), std::vector<float>(r), std::vector<float>(n),
             std::vector<float>(n), std::vector<float>(n), be->block_calls()};
