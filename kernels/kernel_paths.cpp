@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "names.hpp"
+
 namespace rb::attn {
 namespace {
 
@@ -15,19 +17,6 @@ constexpr bool kCudnnBuilt = true;
 #else
 constexpr bool kCudnnBuilt = false;
 #endif
-
-// As the config spells them (`dtype:`).
-const char* dtype_text(DType t) {
-  switch (t) {
-    case DType::F32:
-      return "fp32";
-    case DType::F16:
-      return "fp16";
-    case DType::BF16:
-      return "bf16";
-  }
-  return "?";
-}
 
 constexpr const char* kNeedCuda = "rebuild with -DRINGBENCH_ENABLE_CUDA=ON";
 constexpr const char* kNeedCudnn = "CMake found no cuDNN; set CUDNN_ROOT and rebuild";
@@ -103,12 +92,6 @@ std::vector<TileVariant> flash_tiles() {
   };
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 bool takes_dtype(const KernelSupport& s, DType t) {
   return (t == DType::F32 && s.fp32) || (t == DType::F16 && s.fp16) || (t == DType::BF16 && s.bf16);
 }
@@ -133,7 +116,7 @@ std::string head_dim_refusal(const KernelSupport& s, const std::string& what, in
 
 std::string support_refusal(const KernelSupport& s, const std::string& what, DType dtype,
                             int head_dim, bool causal, bool dilated) {
-  if (!takes_dtype(s, dtype)) return what + " does not take " + dtype_text(dtype);
+  if (!takes_dtype(s, dtype)) return what + " does not take " + name_of(kDTypeNames, dtype);
   if (!takes_head_dim(s, head_dim)) return head_dim_refusal(s, what, head_dim);
   if (causal && !s.causal) return what + " has no causal mask";
   if (dilated && !s.dilated) return what + " has no dilated attention";

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include "metrics/stats.hpp"
+#include "names.hpp"
 
 namespace rb::h5 {
 namespace {
@@ -295,6 +296,15 @@ namespace {
 
 constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
+const std::pair<OverInner, const char*> kOverInner[] = {{OverInner::None, "none"},
+                                                        {OverInner::Median, "median"},
+                                                        {OverInner::Sum, "sum"},
+                                                        {OverInner::Max, "max"},
+                                                        {OverInner::Cv, "cv"}};
+const std::pair<OverRanks, const char*> kOverRanks[] = {
+    {OverRanks::Max, "max"}, {OverRanks::Min, "min"},     {OverRanks::Mean, "mean"},
+    {OverRanks::Sum, "sum"}, {OverRanks::Rank0, "rank0"}, {OverRanks::Slowest, "slowest"}};
+
 double over_ranks(const std::vector<double>& v, OverRanks how) {
   switch (how) {
     case OverRanks::Max:
@@ -336,37 +346,11 @@ double over_inner(const std::vector<double>& v, OverInner how) {
 }  // namespace
 
 std::string to_string(OverInner o) {
-  switch (o) {
-    case OverInner::Median:
-      return "median";
-    case OverInner::Sum:
-      return "sum";
-    case OverInner::Max:
-      return "max";
-    case OverInner::Cv:
-      return "cv";
-    case OverInner::None:
-      break;
-  }
-  return "none";
+  return name_of(kOverInner, o, "none");
 }
 
 std::string to_string(OverRanks o) {
-  switch (o) {
-    case OverRanks::Max:
-      return "max";
-    case OverRanks::Min:
-      return "min";
-    case OverRanks::Mean:
-      return "mean";
-    case OverRanks::Sum:
-      return "sum";
-    case OverRanks::Slowest:
-      return "slowest";
-    case OverRanks::Rank0:
-      break;
-  }
-  return "rank0";
+  return name_of(kOverRanks, o, "rank0");
 }
 
 std::string statistic_text(const Headline& h) {
