@@ -74,6 +74,14 @@ TileVariant default_tile() {
   return {"default", "the measured-best shape", any_block()};
 }
 
+// Every host path is built, takes every block the fused host kernels take at full speed, and
+// has one tile shape.
+KernelPath host_path(const char* name, const char* summary) {
+  return {
+      name,    Device::Host,    true, "", up_to(kFusedMaxHeadDim), up_to(kFusedMaxHeadDim), true,
+      summary, {default_tile()}};
+}
+
 // Shapes named warps x m-tiles (16 query rows each) per warp, keys per tile, and where Q
 // lives; flash_fwd.cu / flash_bwd.cu instantiate them (flash_tile() there maps the names).
 std::vector<TileVariant> flash_tiles() {
@@ -158,25 +166,11 @@ bool KernelSupport::takes(DType dtype, int head_dim, bool is_causal, bool is_dil
 
 const std::vector<KernelPath>& kernel_paths() {
   static const std::vector<KernelPath> table = {
-      {"kokkos",
-       Device::Host,
-       true,
-       "",
-       up_to(kFusedMaxHeadDim),
-       up_to(kFusedMaxHeadDim),
-       true,
-       "Kokkos tiled kernel on the host (default execution space), fp32 compute",
-       {default_tile()}},
-      {"materialized",
-       Device::Host,
-       true,
-       "",
-       up_to(kFusedMaxHeadDim),
-       up_to(kFusedMaxHeadDim),
-       true,
-       "materialised scores on the host: S = QK^T for 64 query rows at a time, softmax, P V "
-       "(Kokkos, fp32 compute)",
-       {default_tile()}},
+      host_path("kokkos",
+                "Kokkos tiled kernel on the host (default execution space), fp32 compute"),
+      host_path("materialized",
+                "materialised scores on the host: S = QK^T for 64 query rows at a time, softmax, "
+                "P V (Kokkos, fp32 compute)"),
       {"cudnn",
        Device::Cuda,
        kCudnnBuilt,
