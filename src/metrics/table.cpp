@@ -305,6 +305,11 @@ const std::pair<OverRanks, const char*> kOverRanks[] = {
     {OverRanks::Max, "max"}, {OverRanks::Min, "min"},     {OverRanks::Mean, "mean"},
     {OverRanks::Sum, "sum"}, {OverRanks::Rank0, "rank0"}, {OverRanks::Slowest, "slowest"}};
 
+// Rank 0's value, or a metric's one value where it has no inner axis.
+double first(const std::vector<double>& v) {
+  return v.empty() ? kMissing : v[0];
+}
+
 double over_ranks(const std::vector<double>& v, OverRanks how) {
   switch (how) {
     case OverRanks::Max:
@@ -313,18 +318,14 @@ double over_ranks(const std::vector<double>& v, OverRanks how) {
       return stats::min(v);
     case OverRanks::Mean:
       return stats::mean(v);
-    case OverRanks::Rank0:
-      return v.empty() ? kMissing : v[0];
+    case OverRanks::Sum:
+      return stats::sum(v);
     case OverRanks::Slowest:
       throw std::logic_error("over_ranks: 'slowest' needs the ranks' medians");
-    case OverRanks::Sum:
+    case OverRanks::Rank0:
       break;
   }
-  const auto f = stats::finite(v);
-  if (f.empty()) return kMissing;
-  double s = 0;
-  for (double x : f) s += x;
-  return s;
+  return first(v);
 }
 
 double over_inner(const std::vector<double>& v, OverInner how) {
@@ -334,13 +335,13 @@ double over_inner(const std::vector<double>& v, OverInner how) {
     case OverInner::Max:
       return stats::max(v);
     case OverInner::Sum:
-      return over_ranks(v, OverRanks::Sum);
+      return stats::sum(v);
     case OverInner::Cv:
       return stats::cv(v);
     case OverInner::None:
       break;
   }
-  return v.empty() ? kMissing : v[0];
+  return first(v);
 }
 
 }  // namespace
