@@ -74,9 +74,9 @@ class Group {
 
   // Per rank: each rank passes its own block of `row_dims` shape (same shape on every rank,
   // checked); the dataset is [world_size, row_dims...] and rank r's block lands at index r.
-  void write_per_rank(const std::string& name, const std::vector<double>& row,
-                      const std::vector<std::uint64_t>& row_dims, const Meta& meta);
-  void write_per_rank(const std::string& name, const std::vector<std::int64_t>& row,
+  // T: double or std::int64_t, the numbers a dataset holds (h5_write.cpp defines these two).
+  template <class T>
+  void write_per_rank(const std::string& name, const std::vector<T>& row,
                       const std::vector<std::uint64_t>& row_dims, const Meta& meta);
   // One value per rank: dataset [world_size].
   void write_per_rank(const std::string& name, double value, const Meta& meta);
@@ -87,9 +87,8 @@ class Group {
                               const Meta& meta);
 
   // Shared: the same array on every rank (rank 0 writes it); `dims` gives the shape.
-  void write_shared(const std::string& name, const std::vector<double>& data,
-                    const std::vector<std::uint64_t>& dims, const Meta& meta);
-  void write_shared(const std::string& name, const std::vector<std::int64_t>& data,
+  template <class T>  // double or std::int64_t
+  void write_shared(const std::string& name, const std::vector<T>& data,
                     const std::vector<std::uint64_t>& dims, const Meta& meta);
   void write_shared_strings(const std::string& name, const std::vector<std::string>& data,
                             const Meta& meta);
@@ -109,13 +108,6 @@ class Group {
   std::vector<std::string> dataset_names() const;
 
  private:
-  template <class T>
-  void per_rank(const std::string& name, const std::vector<T>& row,
-                const std::vector<std::uint64_t>& row_dims, const Meta& meta);
-  template <class T>
-  void shared_array(const std::string& name, const std::vector<T>& data,
-                    const std::vector<std::uint64_t>& dims, const Meta& meta);
-
   std::shared_ptr<Handle> h_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::string path_;

@@ -321,42 +321,33 @@ void Group::set_attr(const std::string& name, const std::string& value) {
   write_string_attr(h_->id(), path_, name, value, comm_);
 }
 
-// The typed overloads are the public face; one template each does the work.
+// Defined here for the two number types a dataset holds: HDF5 stays out of the header.
 template <class T>
-void Group::per_rank(const std::string& name, const std::vector<T>& row,
-                     const std::vector<std::uint64_t>& row_dims, const Meta& meta) {
+void Group::write_per_rank(const std::string& name, const std::vector<T>& row,
+                           const std::vector<std::uint64_t>& row_dims, const Meta& meta) {
   require_valid(h_, name);
   per_rank_impl(h_->id(), name, join_path(path_, name), row, row_dims, meta, comm_);
 }
-
 template <class T>
-void Group::shared_array(const std::string& name, const std::vector<T>& data,
+void Group::write_shared(const std::string& name, const std::vector<T>& data,
                          const std::vector<std::uint64_t>& dims, const Meta& meta) {
   require_valid(h_, name);
   shared_impl(h_->id(), name, join_path(path_, name), data, dims, meta, comm_);
 }
+template void Group::write_per_rank(const std::string&, const std::vector<double>&,
+                                    const std::vector<std::uint64_t>&, const Meta&);
+template void Group::write_per_rank(const std::string&, const std::vector<std::int64_t>&,
+                                    const std::vector<std::uint64_t>&, const Meta&);
+template void Group::write_shared(const std::string&, const std::vector<double>&,
+                                  const std::vector<std::uint64_t>&, const Meta&);
+template void Group::write_shared(const std::string&, const std::vector<std::int64_t>&,
+                                  const std::vector<std::uint64_t>&, const Meta&);
 
-void Group::write_per_rank(const std::string& name, const std::vector<double>& row,
-                           const std::vector<std::uint64_t>& row_dims, const Meta& meta) {
-  per_rank(name, row, row_dims, meta);
-}
-void Group::write_per_rank(const std::string& name, const std::vector<std::int64_t>& row,
-                           const std::vector<std::uint64_t>& row_dims, const Meta& meta) {
-  per_rank(name, row, row_dims, meta);
-}
 void Group::write_per_rank(const std::string& name, double value, const Meta& meta) {
-  per_rank<double>(name, {value}, {}, meta);
+  write_per_rank<double>(name, {value}, {}, meta);
 }
 void Group::write_per_rank(const std::string& name, std::int64_t value, const Meta& meta) {
-  per_rank<std::int64_t>(name, {value}, {}, meta);
-}
-void Group::write_shared(const std::string& name, const std::vector<double>& data,
-                         const std::vector<std::uint64_t>& dims, const Meta& meta) {
-  shared_array(name, data, dims, meta);
-}
-void Group::write_shared(const std::string& name, const std::vector<std::int64_t>& data,
-                         const std::vector<std::uint64_t>& dims, const Meta& meta) {
-  shared_array(name, data, dims, meta);
+  write_per_rank<std::int64_t>(name, {value}, {}, meta);
 }
 
 namespace {

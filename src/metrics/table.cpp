@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include "metrics/stats.hpp"
+#include "names.hpp"
 
 namespace rb::h5 {
 namespace {
@@ -295,6 +296,20 @@ namespace {
 
 constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
+const std::pair<OverInner, const char*> kOverInner[] = {{OverInner::None, "none"},
+                                                        {OverInner::Median, "median"},
+                                                        {OverInner::Sum, "sum"},
+                                                        {OverInner::Max, "max"},
+                                                        {OverInner::Cv, "cv"}};
+const std::pair<OverRanks, const char*> kOverRanks[] = {
+    {OverRanks::Max, "max"}, {OverRanks::Min, "min"},     {OverRanks::Mean, "mean"},
+    {OverRanks::Sum, "sum"}, {OverRanks::Rank0, "rank0"}, {OverRanks::Slowest, "slowest"}};
+
+// Rank 0's value, or a metric's one value where it has no inner axis.
+double first(const std::vector<double>& v) {
+  return v.empty() ? kMissing : v[0];
+}
+
 double over_ranks(const std::vector<double>& v, OverRanks how) {
   switch (how) {
     case OverRanks::Max:
@@ -303,18 +318,14 @@ double over_ranks(const std::vector<double>& v, OverRanks how) {
       return stats::min(v);
     case OverRanks::Mean:
       return stats::mean(v);
-    case OverRanks::Rank0:
-      return v.empty() ? kMissing : v[0];
+    case OverRanks::Sum:
+      return stats::sum(v);
     case OverRanks::Slowest:
       throw std::logic_error("over_ranks: 'slowest' needs the ranks' medians");
-    case OverRanks::Sum:
+    case OverRanks::Rank0:
       break;
   }
-  const auto f = stats::finite(v);
-  if (f.empty()) return kMissing;
-  double s = 0;
-  for (double x : f) s += x;
-  return s;
+  return first(v);
 }
 
 double over_inner(const std::vector<double>& v, OverInner how) {
@@ -324,49 +335,23 @@ double over_inner(const std::vector<double>& v, OverInner how) {
     case OverInner::Max:
       return stats::max(v);
     case OverInner::Sum:
-      return over_ranks(v, OverRanks::Sum);
+      return stats::sum(v);
     case OverInner::Cv:
       return stats::cv(v);
     case OverInner::None:
       break;
   }
-  return v.empty() ? kMissing : v[0];
+  return first(v);
 }
 
 }  // namespace
 
 std::string to_string(OverInner o) {
-  switch (o) {
-    case OverInner::Median:
-      return "median";
-    case OverInner::Sum:
-      return "sum";
-    case OverInner::Max:
-      return "max";
-    case OverInner::Cv:
-      return "cv";
-    case OverInner::None:
-      break;
-  }
-  return "none";
+  return name_of(kOverInner, o, "none");
 }
 
 std::string to_string(OverRanks o) {
-  switch (o) {
-    case OverRanks::Max:
-      return "max";
-    case OverRanks::Min:
-      return "min";
-    case OverRanks::Mean:
-      return "mean";
-    case OverRanks::Sum:
-      return "sum";
-    case OverRanks::Slowest:
-      return "slowest";
-    case OverRanks::Rank0:
-      break;
-  }
-  return "rank0";
+  return name_of(kOverRanks, o, "rank0");
 }
 
 std::string statistic_text(const Headline& h) {
