@@ -1,6 +1,7 @@
 #include "app/cli.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 
 #include <CLI/CLI.hpp>
@@ -166,7 +167,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   if (cli.config_path.empty()) return usage_error("no config file given");
   cli.only.erase(std::remove(cli.only.begin(), cli.only.end(), std::string()), cli.only.end());
   if (!cli.output.empty() && cli.output.size() < 3)
-    return usage_error("--output needs a file name");
+    return usage_error(fmt::format(
+        "--output '{}' is too short for an output file name{}; --output names the file, e.g. "
+        "'{}/run.h5'",
+        cli.output, std::filesystem::is_directory(cli.output) ? " (it is a directory)" : "",
+        cli.output));
   if (cli.world_size > 0 && !cli.dry_run)
     return usage_error(
         "--world-size plans a --dry-run; a real run takes its size from the launcher");

@@ -371,7 +371,12 @@ bool is_test_hang_point(const std::string& sweep, std::size_t index) {
   if (colon == std::string::npos || v.substr(0, colon) != sweep) return false;
   const std::string number = v.substr(colon + 1);
   if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) return false;
-  return std::stoull(number) == index;
+  // Checked at start-up (app/environment.cpp): an index that does not fit is refused there.
+  try {
+    return std::stoull(number) == index;
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 }  // namespace rb

@@ -115,6 +115,19 @@ def check_output(args):
     r, _ = run_job(args, cfg, "--force", cfg=cfg)
     check(r.returncode != 0 and "is the config file" in r.stderr and open(cfg).read() == JOB,
           "--output equal to the config is refused, even with --force; the config is intact")
+    json_out = os.path.join(w, "json_self.h5")
+    for what, json_path, needle in (("the config", cfg, "is the config file"),
+                                    ("the output", json_out, "is the output file")):
+        r, s = run_job(args, json_out, "--json", json_path, "--force", cfg=cfg)
+        ok, msgs = refused_once(r, s, f"--json file '{json_path}' {needle}", limit_s=20)
+        check(ok and open(cfg).read() == JOB, f"--json naming {what} is refused once, even with --force;"
+              f" the config is intact: {msgs}")
+    short_dir = os.path.join(w, "od")
+    os.makedirs(short_dir, exist_ok=True)
+    r = subprocess.run([args.ringbench, cfg, "--output", "od"], cwd=w, capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, **harness.MPI_AS_ROOT))
+    check(r.returncode == 2 and "--output 'od' is too short for an output file name (it is a directory)"
+          in r.stderr, f"--output naming a short directory says so: {r.stderr[-300:]}")
     deep = os.path.join(w, "d" * 120, "e" * 120)
     os.makedirs(deep, exist_ok=True)
     out = os.path.join(deep, "run.h5")
@@ -619,6 +632,8 @@ ENV_CASES = [  # (variable, value, what the message names)
     ("RINGBENCH_RANKS_PER_NODE", "abc", "an integer between 1 and 1048576 (ranks per simulated node)"),
     ("RINGBENCH_PLACEMENT", "diagonal", "one of block|cyclic"),
     ("RINGBENCH_TEST_HANG_POINT", "collectives", "SWEEP:INDEX (a sweep name and a point index from 0, e.g. collectives:0)"),
+    ("RINGBENCH_TEST_HANG_POINT", "mem:99999999999999999999999",
+     "SWEEP:INDEX (a sweep name and a point index from 0, e.g. collectives:0)"),
     ("KOKKOS_NUM_THREADS", "abc", "an integer between 1 and 2147483647 (host threads)"),
     ("KOKKOS_NUM_THREADS", "", "an integer between 1 and 2147483647 (host threads)"),
     ("KOKKOS_DEVICE_ID", "4x", "an integer between 0 and 2147483647 (the GPU's index)"),
