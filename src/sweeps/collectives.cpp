@@ -34,7 +34,7 @@ struct CollParams {
   std::vector<groups::Spec> groups;
   std::vector<std::uint64_t> sizes;  // requested message sizes, min_bytes * factor^k <= max_bytes
   std::uint64_t max_bytes = 0;
-  std::int64_t warmup = 0;  // the key table's defaults (collectives_keys) unless set
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in collectives_keys()
   std::int64_t iterations = 0;
   bool check = true;
   int root = 0;

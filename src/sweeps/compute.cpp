@@ -38,7 +38,7 @@ struct AttentionParams {
 struct ComputeParams {
   std::vector<std::int64_t> sizes;
   std::vector<std::string> dtypes;
-  std::int64_t warmup = 0;  // the key table's defaults (compute_keys) unless set
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in compute_keys()
   std::int64_t iterations = 0;
   AttentionParams attention;
   bool gpu = false;

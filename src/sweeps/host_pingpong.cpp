@@ -17,7 +17,7 @@ namespace {
 
 struct PingpongParams {
   std::vector<std::int64_t> message_sizes;
-  std::int64_t warmup = 0;  // the key table's defaults (host_pingpong_keys) unless set
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in host_pingpong_keys()
   std::int64_t iterations = 0;
   int world_size = 1;  // every rank pings its neighbour in turn
 };
@@ -190,12 +190,9 @@ const std::vector<cfg::KeySpec>& host_pingpong_keys() {
 
 std::unique_ptr<Sweep> parse_host_pingpong(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::KeyReader r(spec.node, host_pingpong_keys(), ctx.backend);
-  PingpongParams p;
-  p.message_sizes = r.integers("message_sizes");
-  p.warmup = r.integer("warmup");
-  p.iterations = r.integer("iterations");
-  p.world_size = ctx.world_size;
-  return std::make_unique<HostPingpong>(std::move(p));
+  // Braces read the keys in order, so the first bad one is the one reported.
+  return std::make_unique<HostPingpong>(PingpongParams{
+      r.integers("message_sizes"), r.integer("warmup"), r.integer("iterations"), ctx.world_size});
 }
 
 }  // namespace rb

@@ -33,7 +33,7 @@ struct TuningParams {
   std::vector<std::string> dtypes;
   std::vector<bool> causal;
   std::vector<Dilation> dilations;
-  std::int64_t warmup = 0;  // the key table's defaults (kernel_tuning_keys) unless set
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in kernel_tuning_keys()
   std::int64_t iterations = 0;
   std::int64_t seed = 0;
   int sample_rows = 0;

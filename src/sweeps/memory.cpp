@@ -21,7 +21,7 @@ const std::vector<std::string> kCopyKinds = {"d2d", "h2d_pinned", "d2h_pinned", 
 
 struct MemoryParams {
   std::uint64_t bytes = 0;  // per array (triad) / per copy
-  std::int64_t warmup = 0;  // the key table's defaults (memory_keys) unless set
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in memory_keys()
   std::int64_t iterations = 0;
   bool triad = true;
   std::vector<std::string> copies;  // empty on the host backend
@@ -238,22 +238,20 @@ const std::vector<cfg::KeySpec>& memory_keys() {
 
 std::unique_ptr<Sweep> parse_memory(const SweepSpec& spec, const ParseContext& ctx) {
   const cfg::KeyReader r(spec.node, memory_keys(), ctx.backend);
-  const cfg::Node& n = spec.node;
   MemoryParams p;
-  const bool host = ctx.backend == Backend::Host;
   p.bytes = r.bytes("bytes");
   p.warmup = r.integer("warmup");
   p.iterations = r.integer("iterations");
   p.triad = r.flag("triad");
-  if (host) {
-    if (n.has("copies"))
-      n.fail("copies", "device copies need the cuda backend (this run uses the host backend)");
-  } else {
+  if (ctx.backend != Backend::Host)
     p.copies = r.choices("copies");
-  }
+  else if (r.has("copies"))
+    spec.node.fail("copies",
+                   "device copies need the cuda backend (this run uses the host backend)");
   if (!p.triad && p.copies.empty())
-    n.fail("triad",
-           "nothing to measure: triad is false and there are no copies on the host backend");
+    spec.node.fail("triad",
+                   "nothing to measure: triad is false and there are no copies on the host "
+                   "backend");
   return std::make_unique<MemorySweep>(std::move(p));
 }
 
