@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "config/bytes.hpp"
+#include "dtype_names.hpp"
 #include "metrics/table.hpp"
 #include "profiling/cost_model.hpp"
 #include "profiling/groups.hpp"
@@ -33,8 +34,8 @@ struct CollParams {
   std::vector<groups::Spec> groups;
   std::vector<std::uint64_t> sizes;  // requested message sizes, min_bytes * factor^k <= max_bytes
   std::uint64_t max_bytes = 0;
-  std::int64_t warmup = 5;
-  std::int64_t iterations = 20;
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in collectives_keys()
+  std::int64_t iterations = 0;
   bool check = true;
   int root = 0;
   bool host = true;  // the host backend: buffers in host memory
@@ -557,64 +558,96 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
 }  // namespace
 
 // ---- parsing --------------------------------------------------------------------------------
+const std::vector<cfg::KeySpec>& collectives_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> keys = cfg::sweep_keys(
+      "collectives",
+      {choice("operations", "[" + cfg::join(coll::op_names(), ", ") + "]", coll::op_names(),
+              "operations to time, in this order; sendrecv is the ring neighbour exchange")
+           .or_list(),
+       bytes("min_bytes", "8", 1, "smallest message size"),
+       bytes("max_bytes", "1MiB", 1, "largest message size (>= min_bytes)").on_cuda("64MiB"),
+       integer("factor", "2", 2, 1 << 20, "sizes are min_bytes * factor^k up to max_bytes"),
+       dtype("dtypes", "[fp32]", {"fp32", "fp64", "fp16", "bf16", "int32"},
+             "element types; reductions are sums")
+           .or_list(),
+       choice("in_place", "[false, true]", {"false", "true"}, "out-of-place and/or in-place points")
+           .or_list(),
+       other("groups", "group or list", "[world]",
+             "world|intra_node|inter_node|a group size dividing the world size",
+             "rank groups; each runs the operations concurrently"),
+       integer("warmup", "5", 0, 1000000, "untimed calls before each point"),
+       integer("iterations", "20", 1, 1000000, "timed calls per point (and per-iteration loop)"),
+       flag("check", "true", "verify the received data of one extra call after timing"),
+       integer("root", "0", 0, INT64_MAX, "root of broadcast and reduce")
+           .limited("0 .. world size - 1")});
+  return keys;
+}
+
+namespace {
+
+std::vector<groups::Spec> parse_groups(const cfg::Node& n, int world_size) {
+  if (!n.has("groups")) return {groups::Spec{}};
+  std::vector<groups::Spec> out;
+  const cfg::Node g = n.child("groups");
+  auto one = [&](const cfg::Node& e) {
+    if (!e.yaml().IsScalar()) e.fail("", "expected world, intra_node, inter_node or a group size");
+    groups::Spec spec;
+    std::string err = groups::parse_spec(e.yaml().Scalar(), &spec);
+    if (err.empty()) err = groups::validate(spec, world_size);
+    if (!err.empty()) e.fail("", err);
+    out.push_back(spec);
+  };
+  if (g.yaml().IsSequence()) {
+    if (g.size() == 0) g.fail("", "expected a non-empty list of groups");
+    for (std::size_t i = 0; i < g.size(); ++i) one(g.element(i));
+  } else {
+    one(g);
+  }
+  return out;
+}
+
+// MPI counts are ints: the host path's largest message in its smallest element must fit one.
+void check_host_counts(const cfg::Node& n, const CollParams& p) {
+  std::size_t min_elem = 8;
+  for (auto t : p.dtypes) min_elem = std::min(min_elem, prof::dtype_size(t));
+  if (p.max_bytes / min_elem > static_cast<std::uint64_t>(INT_MAX))
+    n.fail("max_bytes", "max_bytes " + std::to_string(p.max_bytes) +
+                            " is too large for MPI's int counts on the host path (at most " +
+                            std::to_string(static_cast<std::uint64_t>(INT_MAX) * min_elem) +
+                            " bytes for these dtypes)");
+}
+
+}  // namespace
+
 std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseContext& ctx) {
+  const cfg::KeyReader r(spec.node, collectives_keys(), ctx.backend);
   const cfg::Node& n = spec.node;
-  n.allow_only({"type", "name", "operations", "min_bytes", "max_bytes", "factor", "dtypes",
-                "in_place", "groups", "warmup", "iterations", "check", "root"});
   CollParams p;
-  for (const auto& s : n.get_choice_list("operations", coll::op_names(), coll::op_names()))
-    p.ops.push_back(coll::op_from_name(s));
-  const bool host = ctx.backend == Backend::Host;
-  p.host = host;
-  const std::uint64_t min_bytes = n.get_bytes("min_bytes", 8, 1);
-  const std::uint64_t max_bytes = n.get_bytes("max_bytes", host ? (1u << 20) : (64u << 20), 1);
+  for (const auto& s : r.choices("operations")) p.ops.push_back(coll::op_from_name(s));
+  p.host = ctx.backend == Backend::Host;
+  const std::uint64_t min_bytes = r.bytes("min_bytes");
+  const std::uint64_t max_bytes = r.bytes("max_bytes");
   if (min_bytes > max_bytes)
     n.fail(n.has("min_bytes") ? "min_bytes" : "max_bytes",
            "min_bytes (" + std::to_string(min_bytes) + ") is larger than max_bytes (" +
                std::to_string(max_bytes) + ")");
-  const std::int64_t factor = n.get_int("factor", 2, 2, 1 << 20);
+  const std::int64_t factor = r.integer("factor");
   for (std::uint64_t s = min_bytes; s <= max_bytes; s *= static_cast<std::uint64_t>(factor)) {
     p.sizes.push_back(s);
     if (s > max_bytes / static_cast<std::uint64_t>(factor)) break;
   }
   p.max_bytes = p.sizes.back();
-  for (const auto& s : n.get_choice_list("dtypes", {"float32"}, prof::dtype_names()))
-    p.dtypes.push_back(prof::dtype_from_name(s));
-  for (const auto& s : n.get_choice_list("in_place", {"false", "true"}, {"false", "true"}))
-    p.in_place.push_back(s == "true");
-  if (n.has("groups")) {
-    const cfg::Node g = n.child("groups");
-    auto one = [&](const cfg::Node& e) {
-      if (!e.yaml().IsScalar())
-        e.fail("", "expected world, intra_node, inter_node or a group size");
-      groups::Spec spec;
-      std::string err = groups::parse_spec(e.yaml().Scalar(), &spec);
-      if (err.empty()) err = groups::validate(spec, ctx.world_size);
-      if (!err.empty()) e.fail("", err);
-      p.groups.push_back(spec);
-    };
-    if (g.yaml().IsSequence()) {
-      if (g.size() == 0) g.fail("", "expected a non-empty list of groups");
-      for (std::size_t i = 0; i < g.size(); ++i) one(g.element(i));
-    } else {
-      one(g);
-    }
-  } else {
-    p.groups.push_back(groups::Spec{});
-  }
-  p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
-  p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
-  p.check = n.get_bool("check", true);
-  p.root = static_cast<int>(n.get_int("root", 0, 0, ctx.world_size - 1));
-  if (host) {
-    std::size_t min_elem = 8;
-    for (auto t : p.dtypes) min_elem = std::min(min_elem, prof::dtype_size(t));
-    if (p.max_bytes / min_elem > static_cast<std::uint64_t>(INT_MAX))
-      n.fail("max_bytes", "max_bytes " + std::to_string(p.max_bytes) +
-                              " is too large for MPI's int counts on the host path (at most " +
-                              std::to_string(static_cast<std::uint64_t>(INT_MAX) * min_elem) +
-                              " bytes for these dtypes)");
-  }
+  // The collectives' tables (src/profiling) know the types by their long names.
+  for (const auto& s : r.dtypes("dtypes"))
+    p.dtypes.push_back(prof::dtype_from_name(std::string(long_dtype_name(s))));
+  for (const auto& s : r.choices("in_place")) p.in_place.push_back(s == "true");
+  p.groups = parse_groups(n, ctx.world_size);
+  p.warmup = r.integer("warmup");
+  p.iterations = r.integer("iterations");
+  p.check = r.flag("check");
+  p.root = static_cast<int>(r.integer_below("root", ctx.world_size));
+  if (p.host) check_host_counts(n, p);
   return std::make_unique<Collectives>(std::move(p), ctx.world_size);
 }
 

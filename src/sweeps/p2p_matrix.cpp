@@ -20,12 +20,12 @@
 namespace rb {
 namespace {
 
-struct P2pParams {
-  std::uint64_t latency_bytes = 8;
+struct P2pParams {  // the key table's defaults (p2p_matrix_keys) unless set
+  std::uint64_t latency_bytes = 0;
   std::uint64_t bandwidth_bytes = 0;
-  std::int64_t warmup = 5;
-  std::int64_t iterations = 20;
-  std::int64_t latency_iterations = 100;
+  std::int64_t warmup = 0;
+  std::int64_t iterations = 0;
+  std::int64_t latency_iterations = 0;
   bool bidirectional = true;
   bool concurrent = true;
   prof::PairSpec pairs;  // which ordered pairs (pairs:, seed:)
@@ -431,23 +431,43 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
 
 }  // namespace
 
+const std::vector<cfg::KeySpec>& p2p_matrix_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> keys = cfg::sweep_keys(
+      "p2p_matrix",
+      {bytes("latency_bytes", "8", 1, "message size of the latency measurements"),
+       bytes("bandwidth_bytes", "4MiB", 1,
+             "message size of the bandwidth measurements (host: < 2 GiB)")
+           .on_cuda("256MiB"),
+       integer("warmup", "5", 0, 1000000, "untimed repetitions before each measurement"),
+       integer("iterations", "20", 1, 1000000, "messages per bandwidth measurement"),
+       integer("latency_iterations", "100", 1, 10000000, "round trips per latency measurement"),
+       flag("bidirectional", "true", "also measure both directions at once"),
+       flag("concurrent", "true", "also measure the matrix under concurrent load"),
+       other("pairs", "string", "by job size", "all|intra_node|node_leaders|per_node_pair|sample:N",
+             "which ordered pairs"),
+       integer("seed", "1", 0, INT64_MAX, "the draw of sample:N"),
+       choice("schedule", "rounds", {"rounds", "serial"},
+              "rounds: disjoint pairs at once; serial: one pair at a time")});
+  return keys;
+}
+
 std::unique_ptr<Sweep> parse_p2p_matrix(const SweepSpec& spec, const ParseContext& ctx) {
+  const cfg::KeyReader r(spec.node, p2p_matrix_keys(), ctx.backend);
   const cfg::Node& n = spec.node;
-  n.allow_only({"type", "name", "latency_bytes", "bandwidth_bytes", "warmup", "iterations",
-                "latency_iterations", "bidirectional", "concurrent", "pairs", "seed", "schedule"});
   P2pParams p;
   const bool host = ctx.backend == Backend::Host;
-  p.latency_bytes = n.get_bytes("latency_bytes", 8, 1);
-  p.bandwidth_bytes = n.get_bytes("bandwidth_bytes", host ? (4u << 20) : (256u << 20), 1);
+  p.latency_bytes = r.bytes("latency_bytes");
+  p.bandwidth_bytes = r.bytes("bandwidth_bytes");
   if (host && (p.bandwidth_bytes > static_cast<std::uint64_t>(INT32_MAX) ||
                p.latency_bytes > static_cast<std::uint64_t>(INT32_MAX)))
     n.fail("bandwidth_bytes",
            "messages above 2 GiB - 1 do not fit MPI's int counts on the host path");
-  p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
-  p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
-  p.latency_iterations = n.get_int("latency_iterations", p.latency_iterations, 1, 10000000);
-  p.bidirectional = n.get_bool("bidirectional", true);
-  p.concurrent = n.get_bool("concurrent", true);
+  p.warmup = r.integer("warmup");
+  p.iterations = r.integer("iterations");
+  p.latency_iterations = r.integer("latency_iterations");
+  p.bidirectional = r.flag("bidirectional");
+  p.concurrent = r.flag("concurrent");
   // Without `pairs:` the job's size decides (prof::default_pairs): every pair up to 64 ranks.
   p.pairs = prof::default_pairs(ctx.world_size, ctx.node_count);
   if (n.has("pairs")) {
@@ -457,12 +477,12 @@ std::unique_ptr<Sweep> parse_p2p_matrix(const SweepSpec& spec, const ParseContex
       n.fail("pairs", e.what());
     }
   }
-  p.pairs.seed = static_cast<std::uint64_t>(n.get_int("seed", 1, 0, INT64_MAX));
+  p.pairs.seed = static_cast<std::uint64_t>(r.integer("seed"));
   // A seed with the default pairs is kept: the same file samples at 1,024 ranks and not at 8.
   if (n.has("seed") && n.has("pairs") && p.pairs.set != prof::PairSet::Sample)
     n.fail("seed", "draws the pairs of 'pairs: sample:N' only; this sweep measures pairs: " +
                        prof::to_string(p.pairs));
-  p.rounds = n.get_choice("schedule", "rounds", {"rounds", "serial"}) == "rounds";
+  p.rounds = r.choice("schedule") == "rounds";
   // One rank has no pairs and no shifts: the run writes a table of 0 points rather than
   // failing, so a config stays valid at every rank count.
   return std::make_unique<P2pMatrix>(p, ctx.world_size, ctx.node_count, host);

@@ -56,6 +56,20 @@ TEST_CASE("ring_attention config: points are seq_lengths x ring_sizes x layouts 
   CHECK(e->plan()[0].find("h=3 d=32") != std::string::npos);
 }
 
+TEST_CASE("ring_attention config: a dtype's long name is its short one (one dtype vocabulary)") {
+  auto s = rb::parse_ring_attention(
+      spec_of("{seq_lengths: [64], dtype: [float32, bfloat16, fp16], num_heads: 2, head_dim: 8}"),
+      world4());
+  const auto plan = s->plan();
+  REQUIRE(plan.size() == 3);
+  CHECK(plan[0].find(" fp32 ") != std::string::npos);
+  CHECK(plan[1].find(" bf16 ") != std::string::npos);
+  CHECK(plan[2].find(" fp16 ") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], dtype: float64}", "dtype")
+            .find("expected one of fp32|fp16|bf16 (or float32|float16|bfloat16), got 'float64'") !=
+        std::string::npos);
+}
+
 TEST_CASE("ring_attention config: ring_sizes: powers_of_two follows the world size") {
   auto sizes_for = [](int world) {
     rb::ParseContext c = world4();
