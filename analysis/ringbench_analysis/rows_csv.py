@@ -60,7 +60,7 @@ def write_rows(path, parts):
             per_row = {"rank"} | set(s.scalar_metrics())
             for chunk in s.scalar_row_chunks():
                 chunk = _tagged(run, chunk).reindex(columns=like.columns).astype(like.dtypes.to_dict())
-                text = _text(chunk, per_row, s.world)
+                text = _text(chunk, per_row, s.nrows)
                 if text is None:
                     chunk.to_csv(f, index=False, header=False)
                 else:

@@ -45,7 +45,7 @@ Meta resolved(const Meta& meta);
 // "" when the judging fields hold allowed words, else what is wrong (a programming error).
 std::string check_judging(const Meta& meta);
 
-inline constexpr int kSchemaVersion = 3;  // /run schema_version; docs/hdf5-schema.md
+inline constexpr int kSchemaVersion = 4;  // /run schema_version; docs/hdf5-schema.md
 
 class Handle;  // owns one hid_t
 
@@ -86,6 +86,24 @@ class Group {
   void write_per_rank_strings(const std::string& name, const std::vector<std::string>& row,
                               const Meta& meta);
 
+  // Scattered per rank: a dataset of shape `dims` = [rows, points, inner...] of which this rank
+  // writes the cells (row, point) in `cells`, one block of the inner shape each, in `values`
+  // cell after cell (any order). No two ranks name the same cell; a cell nobody names keeps the
+  // fill value (0, "" for text: the caller names every cell it means). `dims` must agree.
+  struct Cell {
+    std::uint64_t row = 0, point = 0;
+  };
+  void write_cells(const std::string& name, const std::vector<double>& values,
+                   const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                   const Meta& meta);
+  void write_cells(const std::string& name, const std::vector<std::int64_t>& values,
+                   const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                   const Meta& meta);
+  // Text cells of a [rows, points] dataset, one string per cell, as wide as the longest.
+  void write_cell_strings(const std::string& name, const std::vector<std::string>& values,
+                          const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                          const Meta& meta);
+
   // Shared: the same array on every rank (rank 0 writes it); `dims` gives the shape.
   template <class T>  // double or std::int64_t
   void write_shared(const std::string& name, const std::vector<T>& data,
@@ -108,6 +126,11 @@ class Group {
   std::vector<std::string> dataset_names() const;
 
  private:
+  template <class T>
+  void cells_of(const std::string& name, const std::vector<T>& values,
+                const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                const Meta& meta);
+
   std::shared_ptr<Handle> h_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::string path_;

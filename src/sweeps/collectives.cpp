@@ -24,6 +24,9 @@
 namespace rb {
 namespace {
 
+// Ranks above which a table keeps a sample of rows per point (docs/hdf5-schema.md, "Rows").
+constexpr std::size_t kRankRows = 64;
+
 using coll::Op;
 using coll::Transport;
 
@@ -99,13 +102,14 @@ class Collectives final : public Sweep {
     return lines;
   }
 
+  // The points table and the model's as write() lays them out (every dataset counted).
   std::uint64_t estimated_output_bytes() const override {
-    // per point and rank: the iteration times and ~10 scalars; the model's rows
-    return static_cast<std::uint64_t>(points_.size()) * 8u *
-               (static_cast<std::uint64_t>(world_) *
-                    static_cast<std::uint64_t>(p_.iterations + 10) +
-                8u) +
-           65536u;
+    const auto series = series_of();
+    const std::size_t world = static_cast<std::size_t>(world_);
+    return point_table().planned_bytes(world) +
+           model_table(series, p_.host ? Transport::Mpi : Transport::Nccl,
+                       std::vector<std::int64_t>(points_.size(), 0))
+               .planned_bytes(world);
   }
 
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
@@ -132,6 +136,13 @@ class Collectives final : public Sweep {
   Measured measure(RunContext& ctx, prof::Engine& e, const groups::Group& g,
                    const PointDef& d) const;
   h5::PointsTable point_table() const;
+  // The model's series: the points of each (operation, group, dtype, in_place), sizes ascending,
+  // in the order the series first appear.
+  std::vector<std::vector<std::size_t>> series_of() const;
+  // The model's table of those series, its keys and metrics declared.
+  h5::PointsTable model_table(const std::vector<std::vector<std::size_t>>& series,
+                              Transport transport,
+                              const std::vector<std::int64_t>& group_size) const;
   void record(h5::PointsTable& t, std::size_t pi, const groups::Group& g, const Measured& m) const;
   void write_attributes(h5::Group& out, Transport transport) const;
   std::string screen_table(const std::vector<h5::PointRecord>& records, std::size_t width) const;
@@ -263,6 +274,7 @@ h5::PointsTable Collectives::point_table() const {
   t.metric("iteration_time_s", {"s", "per-call time of each iteration of the second timed loop"},
            {static_cast<std::uint64_t>(p_.iterations)}, {"iteration"});
   oom::declare_columns(t);
+  t.sample_ranks(kRankRows);
   h5::Judging j;
   j.headline = {"busbw_Bps"};
   j.iteration_times = "iteration_time_s";
@@ -423,6 +435,8 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     if (!ran_out.ran_out()) ran_out = reserve_mpi_scratch(ctx, d.op, need);
     const bool oom_point = oom::on_any_rank(ran_out, ctx.world);
     oom::record_status(table, pi, oom_point, ran_out);
+    // The sample's order: the slowest rank first, at an oom point the ranks that ran out.
+    if (ran_out.ran_out()) table.order(pi, static_cast<double>(ran_out.requested));
     group_size[pi] = g.size;
     if (oom_point) {  // time and bytes 0: left out of the fit
       ctx.progress.note("point " + std::to_string(pi) + " (" + point_label(p_, d) +
@@ -431,6 +445,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     }
     const Measured m = measure(ctx, *engine, g, d);
     record(table, pi, g, m);
+    table.order(pi, m.time);
     time[pi] = m.time;
     bytes[pi] = static_cast<std::int64_t>(m.sizes.bytes);
     wrong[pi] = std::max<std::int64_t>(m.wrong, 0);
@@ -461,12 +476,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   return outcome;
 }
 
-// The alpha-beta model, one series per (operation, group, dtype, in_place), fitted to the
-// points' slowest-rank times; every rank fits the same numbers and writes them in its row.
-std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport,
-                                   const std::vector<double>& time,
-                                   const std::vector<std::int64_t>& bytes,
-                                   const std::vector<std::int64_t>& group_size) const {
+std::vector<std::vector<std::size_t>> Collectives::series_of() const {
   std::vector<std::vector<std::size_t>> series;  // point indices, sizes ascending
   std::map<std::tuple<int, std::size_t, int, bool>, std::size_t> index;
   for (std::size_t pi = 0; pi < points_.size(); ++pi) {
@@ -477,8 +487,13 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
     if (it->second == series.size()) series.emplace_back();
     series[it->second].push_back(pi);
   }
-  const std::size_t S = series.size();
-  h5::PointsTable model(S);
+  return series;
+}
+
+h5::PointsTable Collectives::model_table(const std::vector<std::vector<std::size_t>>& series,
+                                         Transport transport,
+                                         const std::vector<std::int64_t>& group_size) const {
+  h5::PointsTable model(series.size());
   std::vector<std::string> op, group, tr, dtype;
   std::vector<std::int64_t> in_place, gsize;
   for (const auto& s : series) {
@@ -505,6 +520,26 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
       {"B/s", "beta_Bps x bus factor: the bus bandwidth, for extrapolating to other group sizes"});
   model.metric("fit_rel_error", {"1", "relative RMS error of the fit over the series' points"});
   model.int_metric("fit_points", {"1", "points of the series the fit used (size > 0)"});
+  // Every rank writes the same fit: a sample of rows says it as well as every rank.
+  model.sample_ranks(kRankRows);
+  return model;
+}
+
+// The alpha-beta model, one series per (operation, group, dtype, in_place), fitted to the
+// points' slowest-rank times; every rank fits the same numbers and writes them in its row.
+std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport,
+                                   const std::vector<double>& time,
+                                   const std::vector<std::int64_t>& bytes,
+                                   const std::vector<std::int64_t>& group_size) const {
+  const std::vector<std::vector<std::size_t>> series = series_of();
+  const std::size_t S = series.size();
+  h5::PointsTable model = model_table(series, transport, group_size);
+  std::vector<std::string> group;
+  std::vector<std::int64_t> gsize;
+  for (const auto& s : series) {
+    group.push_back(p_.groups[points_[s.front()].group].label());
+    gsize.push_back(group_size[s.front()]);
+  }
 
   std::set<std::size_t> single_rank_groups_noted;
   h5::TextTable fits({{"operation", "", true},
@@ -541,8 +576,9 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
     }
     // As in the results table: on one node intra_node repeats the world's series.
     if (group[si] != "world" && gsize[si] == world_ && has_world_group()) continue;
-    fits.row({coll::op_name(d.op), group[si], dtype[si], d.in_place ? "in-place" : "out-of-place",
-              h5::sig3(f.alpha_s * 1e6), h5::sig3(f.beta_Bps / 1e9),
+    fits.row({coll::op_name(d.op), group[si], prof::dtype_name(d.dtype),
+              d.in_place ? "in-place" : "out-of-place", h5::sig3(f.alpha_s * 1e6),
+              h5::sig3(f.beta_Bps / 1e9),
               h5::sig3(f.beta_Bps * coll::busbw_factor(d.op, static_cast<int>(gsize[si])) / 1e9),
               h5::fixed(f.rel_rms_error * 100, 0)});
   }

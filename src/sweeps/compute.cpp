@@ -36,6 +36,7 @@ struct AttentionParams {
 };
 
 struct ComputeParams {
+  int world_size = 1;  // the plan's ranks: each writes its row
   std::vector<std::int64_t> sizes;
   std::vector<std::string> dtypes;
   std::int64_t warmup = 0;  // as parsed: a key left out is its default in compute_keys()
@@ -83,8 +84,9 @@ class ComputeSweep final : public Sweep {
     return static_cast<double>(p_.iterations + p_.warmup) * flop / (a.device_tflops * 1e12) +
            static_cast<double>(point_count()) * a.point_overhead_s;
   }
+  // The table as write() lays it out (every dataset counted; the engine's name a placeholder).
   std::uint64_t estimated_output_bytes() const override {
-    return point_count() * static_cast<std::uint64_t>(p_.iterations + 2) * 8u * 64u + 4096;
+    return point_table("cublaslt").planned_bytes(static_cast<std::size_t>(p_.world_size));
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
   // The most host bytes one rank's GEMM takes (0 on the cuda backend: device memory).
@@ -411,6 +413,7 @@ std::unique_ptr<Sweep> parse_compute(const SweepSpec& spec, const ParseContext& 
   p.warmup = r.integer("warmup");
   p.iterations = r.integer("iterations");
   if (r.has("attention")) p.attention = parse_attention(r.map("attention"), p.gpu);
+  p.world_size = ctx.world_size;
   return std::make_unique<ComputeSweep>(std::move(p));
 }
 

@@ -20,6 +20,7 @@ const std::vector<std::string> kCopyKinds = {"d2d", "h2d_pinned", "d2h_pinned", 
                                              "d2h_pageable"};
 
 struct MemoryParams {
+  int world_size = 1;       // the plan's ranks: each writes its row
   std::uint64_t bytes = 0;  // per array (triad) / per copy
   std::int64_t warmup = 0;  // as parsed: a key left out is its default in memory_keys()
   std::int64_t iterations = 0;
@@ -50,8 +51,9 @@ class MemorySweep final : public Sweep {
       lines.push_back("copy " + k + ", " + size + ", every rank at once");
     return lines;
   }
+  // The table as write() lays it out (every dataset counted).
   std::uint64_t estimated_output_bytes() const override {
-    return (1 + p_.copies.size()) * static_cast<std::uint64_t>(p_.iterations + 2) * 8u * 64u + 4096;
+    return point_table().planned_bytes(static_cast<std::size_t>(p_.world_size));
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
   // Host bytes one rank allocates at a point of this kind.
@@ -252,6 +254,7 @@ std::unique_ptr<Sweep> parse_memory(const SweepSpec& spec, const ParseContext& c
     spec.node.fail("triad",
                    "nothing to measure: triad is false and there are no copies on the host "
                    "backend");
+  p.world_size = ctx.world_size;
   return std::make_unique<MemorySweep>(std::move(p));
 }
 

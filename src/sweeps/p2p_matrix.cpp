@@ -43,6 +43,32 @@ struct P2pPoint {
 
 using Rounds = std::vector<std::vector<prof::Pair>>;
 
+// Ranks up to which every shift is measured, and the shifts beyond (every shift is a round in
+// which every rank sends: measured all, they are world x world of work and of output).
+constexpr int kAllShiftsRanks = 64;
+constexpr int kSampledShifts = 64;
+// Ranks above which the table keeps a sample of rows per point (docs/hdf5-schema.md, "Rows").
+constexpr std::size_t kP2pRows = 8;
+
+// The shifts s of the concurrent points: every s = 1 .. world-1 up to kAllShiftsRanks ranks;
+// beyond, kSampledShifts evenly spaced from 1 to world - 1 and every power of two (the node
+// sizes' multiples on nodes of 2^k ranks), ascending.
+std::vector<int> shifts_of(int world) {
+  std::vector<int> out;
+  if (world <= kAllShiftsRanks) {
+    for (int s = 1; s < world; ++s) out.push_back(s);
+    return out;
+  }
+  const long long span = world - 2;
+  for (long long i = 0; i < kSampledShifts; ++i)
+    out.push_back(
+        static_cast<int>(1 + (i * span + (kSampledShifts - 1) / 2) / (kSampledShifts - 1)));
+  for (long long s = 2; s < world; s *= 2) out.push_back(static_cast<int>(s));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 // The rounds a run measures on `node_of`: disjoint pairs together, or (serial) one pair each.
 Rounds measured_rounds(const P2pParams& p, const std::vector<int>& node_of) {
   if (p.rounds) return prof::rounds_for(p.pairs, node_of);
@@ -58,7 +84,7 @@ std::vector<P2pPoint> points_of(const Rounds& rounds, int world, bool concurrent
       points.push_back({true, p.sender, p.receiver, (p.receiver - p.sender + world) % world,
                         static_cast<int>(r)});
   if (concurrent)
-    for (int s = 1; s < world; ++s) points.push_back({false, -1, -1, s, -1});
+    for (int s : shifts_of(world)) points.push_back({false, -1, -1, s, -1});
   return points;
 }
 
@@ -77,7 +103,11 @@ class P2pMatrix final : public Sweep {
     return rb::iterations_text(p_.iterations, p_.warmup) + ", latency " +
            std::to_string(p_.latency_iterations) + "; pairs " + prof::to_string(p_.pairs) + ": " +
            std::to_string(planned_pairs()) + " in " + std::to_string(planned_rounds()) +
-           (p_.rounds ? " rounds" : " (serial)");
+           (p_.rounds ? " rounds" : " (serial)") +
+           (p_.concurrent && world_ > kAllShiftsRanks
+                ? "; " + std::to_string(shift_count()) + " of " + std::to_string(world_ - 1) +
+                      " shifts"
+                : "");
   }
   // A round: the ping-pong's round trips, then the messages at the link rate, twice when both
   // directions are measured too (its pairs run side by side, each on its own link); a shift:
@@ -99,9 +129,15 @@ class P2pMatrix final : public Sweep {
       lines.push_back(label(pt, pt.pair ? rounds[pt.round].size() : 0, rounds.size()));
     return lines;
   }
+  // The table as write() lays it out, by arithmetic: its size is affine in the points (a pair
+  // and a shift point give every key its width), and a million pairs are never listed.
   std::uint64_t estimated_output_bytes() const override {
-    // 7 metrics of [world, P] doubles, and the keys
-    return 8u * (7u * static_cast<std::uint64_t>(world_) + 8u) * (point_count() + 1) + 4096;
+    const std::size_t world = static_cast<std::size_t>(world_);
+    const P2pPoint pair{true, 0, 1, 1, 0}, shift{false, -1, -1, 1, -1};
+    const std::uint64_t two = point_table({pair, shift}).planned_bytes(world);
+    const std::uint64_t three = point_table({pair, shift, pair}).planned_bytes(world);
+    const std::uint64_t n = point_count();
+    return n >= 2 ? two + (n - 2) * (three - two) : two;
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
   // The MPI engine holds a send and a receive buffer of the larger message size on the host
@@ -124,9 +160,7 @@ class P2pMatrix final : public Sweep {
     if (prof::covers_all_pairs(p_.pairs, world_)) return prof::tournament_round_count(world_);
     return measured_rounds(p_, planned_layout_).size();  // first fit over the listed pairs
   }
-  std::size_t shift_count() const {
-    return p_.concurrent && world_ > 1 ? static_cast<std::size_t>(world_ - 1) : 0;
-  }
+  std::size_t shift_count() const { return p_.concurrent ? shifts_of(world_).size() : 0; }
   std::string label(const P2pPoint& pt, std::size_t round_pairs, std::size_t rounds) const {
     if (!pt.pair)
       return "concurrent: every rank r -> r+" + std::to_string(pt.shift) + ", " +
@@ -197,6 +231,7 @@ h5::PointsTable P2pMatrix::point_table(const std::vector<P2pPoint>& points) cons
                      "a round run at the same time, no rank in two of them"});
   t.metric("pairs_in_round",
            {"1", "pairs measured at the same time as this one, itself included (1: alone)"});
+  t.sample_ranks(kP2pRows);
   h5::Judging j;
   j.headline = {"bandwidth_Bps", "latency_s"};
   j.noise = "p2p_bandwidth";
@@ -259,6 +294,7 @@ void P2pMatrix::measure_round(RunContext& ctx, prof::Engine& link,
     t.set("bandwidth_Bps", point, static_cast<double>(bw) * iters / t_uni);
     t.set("round", point, static_cast<double>(round_index));
     t.set("pairs_in_round", point, static_cast<double>(round.size()));
+    t.order(point, -static_cast<double>(bw) * iters / t_uni);  // the slower end first
   }
   // Every rank knows the round, so all skip the both-ways barriers together when none needs them.
   const bool any_both_ways = std::any_of(round.begin(), round.end(),
@@ -285,8 +321,9 @@ void P2pMatrix::measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoin
   };
   shifted(p_.warmup);
   const double mine = timed(ctx.world, [&] { shifted(p_.iterations); });
-  t.set("concurrent_bandwidth_Bps", pi,
-        static_cast<double>(bw) * static_cast<double>(p_.iterations) / mine);
+  const double rate = static_cast<double>(bw) * static_cast<double>(p_.iterations) / mine;
+  t.set("concurrent_bandwidth_Bps", pi, rate);
+  t.order(pi, -rate);  // the slowest rank first
 }
 
 // A pair's figure as its slower end measured it (both ranks of a pair time it).
@@ -422,6 +459,10 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   out.attr("seed", static_cast<std::int64_t>(p_.pairs.seed));
   out.attr("schedule", p_.rounds ? "rounds" : "serial");
   out.attr("rounds", static_cast<std::int64_t>(rounds.size()));
+  std::vector<std::int64_t> shifts;
+  if (p_.concurrent)
+    for (int sh : shifts_of(world_)) shifts.push_back(sh);
+  out.attr("shifts", shifts);
   table.write(out);
   report_results(ctx, table, screen_headlines(), [&](const auto& r) {
     return screen_tables(r, rounds.size(), ctx.progress.table_width());

@@ -87,7 +87,6 @@ struct PointResult {
   std::string status = "ok";  // ok | oom | parity_failed, the same on every rank
   std::string failure;        // parity_failed: which tensor and by how much
   std::int64_t ring_id = -1, ring_rank = -1;
-  std::vector<std::int64_t> ring_members;
   std::int64_t ring_nodes = -1, crossing_hops = -1;
   bool comm_created = false;  // this point created its ring size's communicators
   double comm_create_s = 0.0;
@@ -118,13 +117,21 @@ std::string point_label(const RingParams& p, const Point& pt);
 CpShape cp_shape_of(const RingParams& p, const ring::Problem& pr);
 
 // ---- the points table and the screen (ring_attention_table.cpp)
-void declare_metrics(h5::PointsTable& t, std::uint64_t R, std::uint64_t I);
+// The main table's metrics (I: iterations), and a ring size's step table's (R: its ring size).
+void declare_metrics(h5::PointsTable& t, std::uint64_t I);
+void declare_step_metrics(h5::PointsTable& t, std::uint64_t R);
 // The rows of the kernel path table this sweep's device has: one block-call count each.
 std::vector<std::string> device_paths(bool host);
 void declare_block_calls(h5::PointsTable& t, bool host);
 // Every iteration runs the same blocks: the counts of one.
 attn::BlockCalls per_iteration(attn::BlockCalls calls, std::int64_t iterations);
 void record(h5::PointsTable& t, std::size_t pi, const PointResult& r);
+// The point's steps into its ring size's step table, at that table's point `qi`.
+void record_steps(h5::PointsTable& t, std::size_t qi, const PointResult& r);
+// Ranks per point above which the main table keeps a sample (hdf5-schema.md, "Rows"), and the
+// ranks whose every step a step table keeps.
+inline constexpr std::size_t kRankRows = 64;
+inline constexpr std::size_t kStepRows = 8;
 std::vector<h5::Headline> ring_headlines();
 std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records,
                        std::size_t width);
