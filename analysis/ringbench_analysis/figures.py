@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from . import fmt  # noqa: E402
+from . import fmt, outfile  # noqa: E402
 from .plots import NoData, legend_entries, series_colour, yerr  # noqa: E402
 
 
@@ -53,7 +53,7 @@ def _save(fig, out_dir, name, note=None):
         fig.text(0.01, 0.005, note, fontsize=7, color="#444444", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 1))
     path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -119,7 +119,7 @@ def _save_legend(fig, out_dir, name, nlabels):
     rows = -(-nlabels // 4)
     fig.tight_layout(rect=(0, (0.1 + 0.16 * rows) / fig.get_figheight(), 1, 1))
     path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -347,7 +347,7 @@ def ring_timeline(runs, ring, out_dir):
     fig.text(0.01, 0.005, note, fontsize=7, color="#444444")
     fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1 - 0.3 / fig.get_figheight()))
     path = os.path.join(out_dir, "ring_timeline.png")
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 

@@ -389,7 +389,8 @@ def write_policy_yaml(d, path):
         text = json.dumps(d, indent=2, allow_nan=False) + "\n"
     else:
         text = yaml.safe_dump(d, sort_keys=False, default_flow_style=False)
-    with open(path, "w") as f:
+    from . import outfile
+    with outfile.replacing(path) as f:
         f.write(text)
 
 
