@@ -164,7 +164,9 @@ def _eng3(unit):
     eng = EngFormatter(unit=unit, sep="\u2009")
 
     def f(x, _pos=None):
-        if not np.isfinite(x) or x == 0:
+        if not np.isfinite(x):
+            return "n/a"  # EngFormatter raises on NaN
+        if x == 0:
             return eng(x)
         exp = int(np.floor(np.log10(abs(x)) / 3) * 3)
         exp = max(-15, min(12, exp))
@@ -266,7 +268,7 @@ def memory_rates(frame, out_dir):
     fig, ax = plt.subplots(figsize=(max(5.5, 1.3 * len(frame) + 2), 4.2))
     x = np.arange(len(frame))
     eng = _eng3("B/s")
-    labels = [f"{r.kind}\n{eng(r.bandwidth)}"
+    labels = [f"{r.kind}\n{eng(r.bandwidth) if np.isfinite(r.bandwidth) else r.status}"
               + (f"\n{r.pct_of_peak:.0f} % of peak" if np.isfinite(r.pct_of_peak) else "")
               + (f"\n[{r.file}]" if frame["file"].nunique() > 1 else "") for r in frame.itertuples()]
     ax.bar(x, frame["bandwidth"], color=[series_colour(f"memory {k}") for k in frame["kind"]],

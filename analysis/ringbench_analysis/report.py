@@ -485,9 +485,11 @@ def _memory_section(fr, summary):
           "HBM peak; host<->device copies compare with PCIe's one-direction peak; the host triad has "
           "no known peak.", ""]
     view = m.assign(peak_md=[f"{n.replace('_GBps', '').upper()} {fmt.si(p, 'B/s')}" if n else "none known"
-                             for n, p in zip(m["peak_name"], m["peak"])])
+                             for n, p in zip(m["peak_name"], m["peak"])],
+                      bandwidth_md=[fmt.si(b, "B/s") if st == "ok" else f"**{st}**"  # oom: no rank measured
+                                    for b, st in zip(m["bandwidth"], m["status"])])
     md += fmt.md_table(view, [
-        ("kind", "kind", None), ("size", "size", fmt.size), ("bandwidth", "bandwidth", lambda x: fmt.si(x, "B/s")),
+        ("kind", "kind", None), ("size", "size", fmt.size), ("bandwidth_md", "bandwidth", None),
         ("peak_md", "peak", None), ("pct_of_peak", "% of peak", fmt.pct),
         ("cv", "CV", lambda v: fmt.pct(100 * v)), ("file", "file", None)])
     return md + [""]

@@ -11,6 +11,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
 
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
 import synthetic  # noqa: E402
 from ringbench_analysis import filecheck, outfile  # noqa: E402
 
@@ -116,6 +119,41 @@ class PlantedOutputTest(Case):
                 raise RuntimeError("stop")
         self.assertEqual(read_bytes(path), b"x")
         self.assertEqual(os.listdir(self.dir), ["x.txt"])
+
+
+def oom_memory_run(path):
+    """A run with compute and memory sweeps whose first memory point is oom on every rank: its
+    bandwidth, moved bytes and iteration times NaN (what ringbench writes for a point not run)."""
+    synthetic.make_run(path, 2, collectives=False)
+    synthetic.add_profile_sweeps(path)
+    with h5py.File(path, "r+") as f:
+        g = f["sweeps/memory"]
+        status = np.full((2, int(g.attrs["points"])), "ok", dtype=object)
+        status[:, 0] = "oom"
+        synthetic.dataset(g, "status", status, "1", "metric status", "metric")
+        for name in ("bandwidth_Bps", "moved_bytes", "iteration_time_s"):
+            data, attrs = g[name][...].astype(float), dict(g[name].attrs)
+            data[:, 0] = np.nan
+            del g[name]
+            d = g.create_dataset(name, data=data)
+            for k, v in attrs.items():
+                d.attrs[k] = v
+    return path
+
+
+class OomMemoryPointTest(Case):
+    """D14: an oom point of a memory sweep is shown as oom, not a NaN-to-int traceback."""
+
+    def test_report_shows_the_oom_point(self):
+        run = oom_memory_run(self.path("o.h5"))
+        rep = self.path("rep")
+        rc, _, err = rb_analysis("report", run, "--out", rep)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("Traceback", err)
+        with open(os.path.join(rep, "report.md")) as f:
+            md = f.read()
+        self.assertIn("| triad | 1 GiB | **oom** |", md)
+        self.assertTrue(os.path.exists(os.path.join(rep, "memory_bandwidth.png")))
 
 
 if __name__ == "__main__":
