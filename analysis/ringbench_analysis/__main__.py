@@ -48,7 +48,8 @@ def _run(argv):
     _export_parser(sub)
     _trend_parser(sub)
     args = p.parse_args(argv)
-    bad = _out_files_problem(args)
+    from . import filecheck  # no h5py at import: the check runs in a child process
+    bad = filecheck.timeout_problem(os.environ.get(filecheck.TIMEOUT_ENV, "")) or _out_files_problem(args)
     if bad:  # before any input is read: a traceback at the end of a long analysis otherwise
         return _refuse(args.command, bad)
     if args.command in _MODULE_COMMANDS:

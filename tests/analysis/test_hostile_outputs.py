@@ -7,6 +7,7 @@ Run: PYTHONPATH=analysis:tests/analysis python3 -m unittest discover -s tests/an
 import os
 import sys
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(__file__))
 from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
@@ -154,6 +155,20 @@ class OomMemoryPointTest(Case):
             md = f.read()
         self.assertIn("| triad | 1 GiB | **oom** |", md)
         self.assertTrue(os.path.exists(os.path.join(rep, "memory_bandwidth.png")))
+
+
+class CheckTimeoutEnvTest(Case):
+    """D16: RB_ANALYSIS_CHECK_TIMEOUT_S that is not a positive number: one line, exit 2."""
+
+    def test_bad_values_are_refused(self):
+        run = synthetic.make_run(self.path("a.h5"), 2)
+        for value in ("abc", "0", "-1", "nan", "inf"):
+            with self.subTest(value=value), mock.patch.dict(os.environ, {"RB_ANALYSIS_CHECK_TIMEOUT_S": value}):
+                rc, _, err = rb_analysis("report", run, "--out", self.path("rep"))
+                self.assert_message(rc, err, "RB_ANALYSIS_CHECK_TIMEOUT_S", "a positive number of seconds expected")
+        with mock.patch.dict(os.environ, {"RB_ANALYSIS_CHECK_TIMEOUT_S": "30"}):
+            rc, _, err = rb_analysis("table", run)
+            self.assertEqual(rc, 0, err)
 
 
 if __name__ == "__main__":
