@@ -417,6 +417,8 @@ def read_policy_yaml(path):
             d = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise TuningError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+        except RecursionError:  # 100000 '[': PyYAML's composer recurses per level
+            raise TuningError(f"{path}: not a tuned kernel policy (YAML nested too deeply)") from None
     problems = validate_policy(d)
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""

@@ -6,6 +6,7 @@ Run: PYTHONPATH=analysis:tests/analysis python3 -m unittest discover -s tests/an
 """
 import os
 import sys
+import time
 import unittest
 from unittest import mock
 
@@ -169,6 +170,49 @@ class CheckTimeoutEnvTest(Case):
         with mock.patch.dict(os.environ, {"RB_ANALYSIS_CHECK_TIMEOUT_S": "30"}):
             rc, _, err = rb_analysis("table", run)
             self.assertEqual(rc, 0, err)
+
+
+def alias_bomb(path):
+    """a0: 10 values, a1: 10 x a0, ... a9: 10^10 values once expanded; then `sweeps: []`."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    with open(path, "w") as f:
+        f.write("\n".join(lines + ["sweeps: []", ""]))
+    return path
+
+
+def deep(path):
+    with open(path, "w") as f:
+        f.write("[" * 100000 + "]" * 100000 + "\n")
+    return path
+
+
+class HostileYamlTest(Case):
+    """D15, D18: YAML nested 100000 deep, and an alias bomb given to baseline path."""
+
+    def test_compare_tuning_too_deep(self):
+        g = deep(self.path("g.yaml"))
+        rc, _, err = rb_analysis("compare-tuning", g, g)
+        self.assert_message(rc, err, g, "not a tuned kernel policy (YAML nested too deeply)")
+
+    def test_baseline_path_too_deep(self):
+        g = deep(self.path("g.yaml"))
+        rc, _, err = rb_analysis("baseline", "path", g, "--store", self.path("st"))
+        self.assert_message(rc, err, g, "not a ringbench config (nested too deeply)")
+
+    def test_baseline_path_alias_bomb(self):
+        bomb = alias_bomb(self.path("bomb.yaml"))
+        start = time.monotonic()
+        rc, _, err = rb_analysis("baseline", "path", bomb, "--store", self.path("st"))
+        self.assertLess(time.monotonic() - start, 2.0)
+        self.assert_message(rc, err, bomb, "an alias bomb?")
+
+    def test_shared_aliases_of_a_real_size_pass(self):
+        from ringbench_analysis import baseline
+        self.assertEqual(baseline._expanded_nodes({"a": [1, 2], "b": [3]}), 8)  # pylint: disable=protected-access
+        loop = []
+        loop.append(loop)
+        self.assertGreater(baseline._expanded_nodes(loop), baseline.MAX_EXPANDED_NODES)  # pylint: disable=protected-access
 
 
 if __name__ == "__main__":
