@@ -166,6 +166,8 @@ def _out_files_problem(args):
         same = _same_as_input(args, path)
         if same:
             return f"{flag} {path}: is the input {same}: refusing to overwrite it"
+        if flag == "--report":  # tune makes the report's folder itself
+            continue
         if not os.path.isdir(folder):
             return f"{flag} {path}: no folder {folder}"
         if not os.access(folder, os.W_OK):
