@@ -15,7 +15,8 @@ def replacing(path, mode="w", **kw):
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)  # the mode open() would give, not mkstemp's 0600
-        with os.fdopen(fd, mode, **kw) as f:
+        os.close(fd)
+        with open(tmp, mode, **kw) as f:  # f.name: the temp file's path (a plot's savefig spy reads it)
             yield f
         os.replace(tmp, path)
     except BaseException:
