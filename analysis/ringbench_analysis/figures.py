@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from . import fmt  # noqa: E402
+from . import fmt, outfile  # noqa: E402
 from . import steps as ring_steps  # noqa: E402
 from .plots import NoData, legend_entries, series_colour, yerr  # noqa: E402
 
@@ -54,7 +54,7 @@ def _save(fig, out_dir, name, note=None):
         fig.text(0.01, 0.005, note, fontsize=7, color="#444444", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 1))
     path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -120,7 +120,7 @@ def _save_legend(fig, out_dir, name, nlabels):
     rows = -(-nlabels // 4)
     fig.tight_layout(rect=(0, (0.1 + 0.16 * rows) / fig.get_figheight(), 1, 1))
     path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -165,7 +165,9 @@ def _eng3(unit):
     eng = EngFormatter(unit=unit, sep="\u2009")
 
     def f(x, _pos=None):
-        if not np.isfinite(x) or x == 0:
+        if not np.isfinite(x):
+            return "n/a"  # EngFormatter raises on NaN
+        if x == 0:
             return eng(x)
         exp = int(np.floor(np.log10(abs(x)) / 3) * 3)
         exp = max(-15, min(12, exp))
@@ -267,7 +269,7 @@ def memory_rates(frame, out_dir):
     fig, ax = plt.subplots(figsize=(max(5.5, 1.3 * len(frame) + 2), 4.2))
     x = np.arange(len(frame))
     eng = _eng3("B/s")
-    labels = [f"{r.kind}\n{eng(r.bandwidth)}"
+    labels = [f"{r.kind}\n{eng(r.bandwidth) if np.isfinite(r.bandwidth) else r.status}"
               + (f"\n{r.pct_of_peak:.0f} % of peak" if np.isfinite(r.pct_of_peak) else "")
               + (f"\n[{r.file}]" if frame["file"].nunique() > 1 else "") for r in frame.itertuples()]
     ax.bar(x, frame["bandwidth"], color=[series_colour(f"memory {k}") for k in frame["kind"]],
@@ -353,7 +355,7 @@ def ring_timeline(runs, ring, out_dir):
     fig.text(0.01, 0.005, note, fontsize=7, color="#444444")
     fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1 - 0.3 / fig.get_figheight()))
     path = os.path.join(out_dir, "ring_timeline.png")
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 

@@ -364,7 +364,8 @@ def _rate_samples(sweep, p, metric):
 
 def _rate_points(runs, sweep_type, metric):
     """Each point of the runs' sweep_type sweeps that recorded the rate metric: its run, sweep
-    and keys, the slowest rank's rate and that rank's per-iteration rates."""
+    and keys, the slowest rank's rate (NaN where no rank measured: an oom point), that rank's
+    per-iteration rates and the point's status (ok, oom, ...)."""
     for run in runs:
         for s in run.sweeps_of_type((sweep_type,)):
             if metric not in s.metrics:
@@ -372,13 +373,13 @@ def _rate_points(runs, sweep_type, metric):
             for p in range(s.npoints):
                 v = s.rank_values(metric, p)
                 yield (run, s, s.points.iloc[p], float(v.min()) if v.size else float("nan"),
-                       _rate_samples(s, p, metric))
+                       _rate_samples(s, p, metric), s.point_status(p))
 
 
 def compute_frame(runs, peaks):
     """One row per compute point: the slowest rank's TFLOP/s, CV, % of the dtype's peak."""
     rows = []
-    for run, s, k, rate, samples in _rate_points(runs, "compute", "rate_tflops"):
+    for run, s, k, rate, samples, status in _rate_points(runs, "compute", "rate_tflops"):
         dtype = str(k.get("dtype", ""))
         peak = peaks_mod.tflops(peaks, dtype)
         rows.append({"file": os.path.basename(run.path), "sweep": s.name,
@@ -386,7 +387,7 @@ def compute_frame(runs, peaks):
                      "dtype": dtype, "size": int(k.get("size", k.get("rows", 0)) or 0),
                      "tflops": rate, "r_p25": _pct(samples, 25), "r_p75": _pct(samples, 75),
                      "cv": cv(samples), "peak_tflops": peak or float("nan"),
-                     "pct_of_peak": 100 * rate / peak if peak else float("nan")})
+                     "pct_of_peak": 100 * rate / peak if peak else float("nan"), "status": status})
     return pd.DataFrame(rows)
 
 
@@ -404,7 +405,7 @@ MEMORY_PEAK = {"d2d": ("hbm_GBps", 2.0), "h2d_pinned": ("pcie_GBps", 1.0),
 def memory_frame(runs, peaks):
     """One row per memory point (triad, copy kinds): the slowest rank's GB/s and % of peak."""
     rows = []
-    for run, s, k, bw, samples in _rate_points(runs, "memory", "bandwidth_Bps"):
+    for run, s, k, bw, samples, status in _rate_points(runs, "memory", "bandwidth_Bps"):
         kind = str(k.get("kind", ""))
         which, factor = MEMORY_PEAK.get(kind, (None, 1.0))
         peak = (peaks or {}).get(which) if which else None
@@ -412,5 +413,6 @@ def memory_frame(runs, peaks):
                      "size": int(k.get("size_bytes", 0)), "bandwidth": bw,
                      "b_p25": _pct(samples, 25), "b_p75": _pct(samples, 75), "cv": cv(samples),
                      "peak_name": which or "", "peak": peak * 1e9 if peak else float("nan"),
-                     "pct_of_peak": 100 * factor * bw / (peak * 1e9) if peak else float("nan")})
+                     "pct_of_peak": 100 * factor * bw / (peak * 1e9) if peak else float("nan"),
+                     "status": status})
     return pd.DataFrame(rows)
