@@ -226,20 +226,38 @@ void parse_rules(const cfg::Node& root, attn::KernelPolicy& policy) {
   }
 }
 
-// `kernel_policy:` may name any readable file (/etc/shadow): until the file shows it is a policy
-// (a YAML map with a `kind` key), no message may quote its content (an unknown key, a duplicate
-// key or a YAML error would echo a line of it). Parses the text, or refuses it without content.
-constexpr const char* kNotAPolicy =
-    "not a tuned kernel policy: expected a YAML map with 'kind: ringbench-kernel-policy', version, "
-    "machine and rules, as `rb-analysis tune` writes (the file's content is not shown)";
+}  // namespace
 
-cfg::Node policy_root(const std::string& text, const std::string& file) {
-  const auto refuse = [&] { throw cfg::ConfigError(cfg::Location{file, 0, 0}, "", kNotAPolicy); };
+namespace {
+constexpr const char* kNotShown = "(the file's content is not shown)";
+}  // namespace
+
+void say_at_key_if_not_a_policy(const cfg::Node& owner, const std::string& key,
+                                const std::string& file, const cfg::ConfigError& e) {
+  const std::string m = e.message();
+  const std::string tail = kNotShown;
+  if (m.rfind("not a tuned ", 0) == 0 && m.size() > tail.size() &&
+      m.compare(m.size() - tail.size(), tail.size(), tail) == 0)
+    owner.fail(key, "'" + file + "' is " + m);
+}
+
+// `kernel_policy:` and `cp_policy:` may name any readable file (/etc/shadow): until the file shows
+// it is a policy (a YAML map with a `kind` key), no message may quote its content (an unknown
+// key, a duplicate key or a YAML error would echo a line of it).
+cfg::Node policy_root(const std::string& text, const std::string& file,
+                      const PolicyFormat& format) {
+  const auto refuse = [&] {
+    throw cfg::ConfigError(cfg::Location{file, 0, 0}, "",
+                           std::string("not a tuned ") + format.what +
+                               ": expected a YAML map with 'kind: " + format.kind +
+                               "', version, machine and rules, as `rb-analysis " + format.tool +
+                               "` writes " + kNotShown);
+  };
   YAML::Node yaml;
   try {
     yaml = cfg::load_document(text, file);
   } catch (const cfg::ConfigError&) {
-    if (text.find(kKind) == std::string::npos) refuse();  // a policy's own YAML error is shown
+    if (text.find(format.kind) == std::string::npos) refuse();  // a policy's own YAML error shows
     throw;
   }
   const YAML::Node& map = yaml;  // const: a lookup inserts nothing
@@ -247,7 +265,7 @@ cfg::Node policy_root(const std::string& text, const std::string& file) {
   return cfg::Node(yaml, file, "");
 }
 
-}  // namespace
+namespace {}  // namespace
 
 std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, std::string file) {
   if (file.empty())
@@ -262,14 +280,15 @@ std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& tex
                                                           const std::string& file) {
   static const std::vector<cfg::KeySpec> keys = policy_file_keys({cfg::key::required(
       cfg::key::other("grid", "map", "", "", "the tuning sweep's {batch, num_heads}"))});
-  const cfg::Node root = policy_root(text, file);
+  const PolicyFormat format{"kernel policy", kVersion, kKind, "tune"};
+  const cfg::Node root = policy_root(text, file, format);
   cfg::check_keys(root, keys);
   if (root.has("version") && root.require_int("version") == 1)
     root.fail("version",
               "a version 1 policy does not say the batch and heads it was tuned at, "
               "which auto needs to match blocks by kernel shape; run `rb-analysis tune` "
               "on its sweep file (`source:`) again to write version 2");
-  check_policy_format(root, {"policy", kVersion, kKind, "tune"});
+  check_policy_format(root, format);
   auto use = std::make_shared<KernelPolicyUse>();
   use->file = file;
   use->machine = parse_policy_machine(root);
@@ -312,9 +331,8 @@ std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner,
   try {
     use = parse_kernel_policy_text(k.text, k.file);
   } catch (const cfg::ConfigError& e) {
-    // A file that is no policy at all: said at the key that named it.
-    if (e.message() != kNotAPolicy) throw;
-    owner.fail(key, "'" + k.file + "' is " + e.message());
+    say_at_key_if_not_a_policy(owner, key, k.file, e);
+    throw;
   }
   use->key = k.key;
   use->where = k.where;

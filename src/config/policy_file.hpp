@@ -60,6 +60,13 @@ struct PolicyFormat {
 };
 // A missing or other version, or another kind, is refused at its key. Throws cfg::ConfigError.
 void check_policy_format(const cfg::Node& root, const PolicyFormat& format);
+// The policy file's root map, or a cfg::ConfigError that quotes none of the file's content until
+// it is a YAML map with a `kind` key: a policy key may name any readable file (/etc/shadow).
+cfg::Node policy_root(const std::string& text, const std::string& file, const PolicyFormat& format);
+// A policy_root() refusal of the file named at `owner.key`, said at that key ("'FILE' is not a
+// tuned ..."); any other error returns for the caller to rethrow.
+void say_at_key_if_not_a_policy(const cfg::Node& owner, const std::string& key,
+                                const std::string& file, const cfg::ConfigError& e);
 // A policy file named at `owner.key`: an absolute path, or one relative to the config file's
 // directory. An empty name is a cfg::ConfigError.
 std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, std::string file);

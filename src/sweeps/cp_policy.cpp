@@ -164,14 +164,11 @@ const CpRange* CpPolicy::pick(const CpShape& shape, std::int64_t tokens) const {
 
 std::shared_ptr<CpPolicyUse> parse_cp_policy_text(const std::string& text,
                                                   const std::string& file) {
-  const cfg::Node root(cfg::load_document(text, file), file, "");
-  if (!root.is_map())
-    root.fail("",
-              "expected a tuned CP policy (a map with version, kind, machine, rules) as written by "
-              "`rb-analysis tune-cp`");
+  const PolicyFormat format{"CP policy", kVersion, kKind, "tune-cp"};
+  const cfg::Node root = policy_root(text, file, format);
   static const std::vector<cfg::KeySpec> keys = policy_file_keys({});
   cfg::check_keys(root, keys);
-  check_policy_format(root, {"CP policy", kVersion, kKind, "tune-cp"});
+  check_policy_format(root, format);
   auto use = std::make_shared<CpPolicyUse>();
   use->file = file;
   use->machine = parse_policy_machine(root);
@@ -186,7 +183,13 @@ std::shared_ptr<CpPolicyUse> parse_cp_policy_text(const std::string& text,
 
 std::shared_ptr<CpPolicyUse> parse_cp_policy(const cfg::Node& owner, const std::string& key) {
   const PolicyKey k = read_policy_key(owner, key, "CP policy");
-  auto use = parse_cp_policy_text(k.text, k.file);
+  std::shared_ptr<CpPolicyUse> use;
+  try {
+    use = parse_cp_policy_text(k.text, k.file);
+  } catch (const cfg::ConfigError& e) {
+    say_at_key_if_not_a_policy(owner, key, k.file, e);
+    throw;
+  }
   use->key = k.key;
   use->where = k.where;
   use->strict = k.strict;

@@ -212,7 +212,7 @@ TEST_CASE("policy file: a valid host policy parses into its rules and rows") {
 TEST_CASE("policy file: wrong version, wrong kind, missing machine or device") {
   const std::string ok = host_policy();
   check_refused(with(ok, "version: 2", "version: 3"), "version", 1,
-                {"reads policy version 2", "the file is version 3"});
+                {"reads kernel policy version 2", "the file is version 3"});
   // Version 1 (keyed on segment and rate names only) is refused with what to do.
   check_refused(with(ok, "version: 2", "version: 1"), "version", 1,
                 {"does not say the batch and heads it was tuned at", "rb-analysis tune"});

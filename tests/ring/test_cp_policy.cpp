@@ -137,6 +137,25 @@ TEST_CASE("CP policy file: refusals name the key and line") {
                 "a second rule for the shape of rules[0]");
 }
 
+// Hostile corpus (issue #31, D6): cp_policy naming /etc/shadow quoted its first line as an
+// unknown key. Until the file is a map with `kind`, nothing of it is shown.
+TEST_CASE("CP policy file: a file that is not a policy is refused without its content") {
+  for (const std::string text :
+       {std::string("root:$6$SECRETHASH:19000:0:99999:7:::\n"),
+        std::string("secret_key: SECRETVALUE\nother: 1\n"), std::string("[SECRET, list\n")}) {
+    CAPTURE(text);
+    const rb::cfg::ConfigError e =
+        rb::test::expect_error([&] { rb::parse_cp_policy_text(text, kFile); });
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(what.find("SECRET") == std::string::npos);
+    CHECK(
+        what.find("not a tuned CP policy: expected a YAML map with 'kind: ringbench-cp-policy'") !=
+        std::string::npos);
+    CHECK(what.find("(the file's content is not shown)") != std::string::npos);
+  }
+}
+
 TEST_CASE(
     "CpPolicy::pick: inside, between by ratio, within a factor 2 beyond, null, other shapes") {
   const auto use = rb::parse_cp_policy_text(cp_policy(), kFile);
