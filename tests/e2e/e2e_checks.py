@@ -119,7 +119,7 @@ def check_judging_attrs(f):
 
 def check_provenance(f, ranks, fabric_env=None):
     run = f["run"].attrs
-    check(int(run.get("schema_version", 0)) == 3, "/run schema_version is 3")
+    check(int(run.get("schema_version", 0)) == 4, "/run schema_version is 4")
     check_judging_attrs(f)
     libs = f["run/libraries"].attrs if "run/libraries" in f else {}
     for lib in ("mpi", "hdf5", "hwloc", "kokkos"):
