@@ -332,7 +332,7 @@ for n in (1, 2):
         if int(f["run"].attrs["world_size"]) != n: bad.append(f"{p}: world_size {f['run'].attrs['world_size']}")
         ring = f["sweeps/ring"]
         if ring.attrs["status"] != "complete": bad.append(f"{p}: ring sweep {ring.attrs['status']}")
-        if f["run"].attrs["schema_version"] != 3: bad.append(f"{p}: schema_version {f['run'].attrs['schema_version']}")
+        if f["run"].attrs["schema_version"] != 4: bad.append(f"{p}: schema_version {f['run'].attrs['schema_version']}")
         if ring["total_time_s"].shape[:2] != (n, len(ring["points/seq_len"])): bad.append(f"{p}: per-rank times")
 rep = os.path.join(d, "report", "report.md")
 if not os.path.isfile(rep):
