@@ -326,18 +326,7 @@ PolicyKey read_policy_key(const cfg::Node& owner, const std::string& key, const 
 
 std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner,
                                                      const std::string& key) {
-  const PolicyKey k = read_policy_key(owner, key, "tuned policy");
-  std::shared_ptr<KernelPolicyUse> use;
-  try {
-    use = parse_kernel_policy_text(k.text, k.file);
-  } catch (const cfg::ConfigError& e) {
-    say_at_key_if_not_a_policy(owner, key, k.file, e);
-    throw;
-  }
-  use->key = k.key;
-  use->where = k.where;
-  use->strict = k.strict;
-  return use;
+  return parse_policy_at_key(owner, key, "tuned policy", parse_kernel_policy_text);
 }
 
 std::string known_gpu_arch(const std::string& gpu) {

@@ -82,6 +82,26 @@ struct PolicyKey {
 };
 PolicyKey read_policy_key(const cfg::Node& owner, const std::string& key, const std::string& what);
 
+// The policy file named at `owner.key`, read and parsed by `parse(text, file)` (a kernel or CP
+// policy's parse_*_text), its use told where it came from. A file that is no policy at all is
+// refused at the key that named it. Throws cfg::ConfigError.
+template <class Parse>
+auto parse_policy_at_key(const cfg::Node& owner, const std::string& key, const std::string& what,
+                         Parse parse) {
+  const PolicyKey k = read_policy_key(owner, key, what);
+  decltype(parse(k.text, k.file)) use;
+  try {
+    use = parse(k.text, k.file);
+  } catch (const cfg::ConfigError& e) {
+    say_at_key_if_not_a_policy(owner, key, k.file, e);
+    throw;
+  }
+  use->key = k.key;
+  use->where = k.where;
+  use->strict = k.strict;
+  return use;
+}
+
 // Reads `owner.key` (read_policy_key) and parses the kernel policy. Throws cfg::ConfigError.
 std::shared_ptr<KernelPolicyUse> parse_kernel_policy(const cfg::Node& owner,
                                                      const std::string& key);

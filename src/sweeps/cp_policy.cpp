@@ -182,18 +182,7 @@ std::shared_ptr<CpPolicyUse> parse_cp_policy_text(const std::string& text,
 }
 
 std::shared_ptr<CpPolicyUse> parse_cp_policy(const cfg::Node& owner, const std::string& key) {
-  const PolicyKey k = read_policy_key(owner, key, "CP policy");
-  std::shared_ptr<CpPolicyUse> use;
-  try {
-    use = parse_cp_policy_text(k.text, k.file);
-  } catch (const cfg::ConfigError& e) {
-    say_at_key_if_not_a_policy(owner, key, k.file, e);
-    throw;
-  }
-  use->key = k.key;
-  use->where = k.where;
-  use->strict = k.strict;
-  return use;
+  return parse_policy_at_key(owner, key, "CP policy", parse_cp_policy_text);
 }
 
 std::string applicability(const CpPolicyUse& use, const ThisMachine& here) {
