@@ -28,6 +28,13 @@ def rb_analysis(*argv):
     return rc, out.getvalue(), err.getvalue()
 
 
+def write_text(path, text):
+    """path, holding text (and nothing else)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
 class TempDirCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -38,3 +45,8 @@ class TempDirCase(unittest.TestCase):
 
     def path(self, name):
         return os.path.join(self.dir, name)
+
+    def assert_refused(self, load, text, error, regex, name="bad.yaml"):
+        """load(a file holding text) raises error, its message matching regex."""
+        with self.assertRaisesRegex(error, regex):
+            load(write_text(self.path(name), text))
