@@ -13,9 +13,11 @@
 #include "app/paths.hpp"
 #include "app/progress.hpp"
 #include "config/config.hpp"
+#include "config/expect_error.hpp"
 #include "config/node.hpp"
 #include "metrics/h5.hpp"
 #include "runtime/mpi.hpp"
+#include "sweeps/ring_attention.hpp"
 #include "sweeps/sweep.hpp"
 #include "test_support.hpp"
 
@@ -52,6 +54,15 @@ inline rb::ParseContext host_context(int world) {
   c.world_size = world;
   c.backend = rb::Backend::Host;
   return c;
+}
+
+// The ConfigError parse_ring_attention throws for the ring_attention map `yaml` of config file
+// `config` on a host world of `world` ranks (the test fails if it throws none).
+inline rb::cfg::ConfigError ring_config_error(const std::string& yaml, const std::string& config,
+                                              int world) {
+  return rb::test::expect_error([&] {
+    rb::parse_ring_attention(sweep_spec("ring_attention", "ra", yaml, config), host_context(world));
+  });
 }
 
 // Parses and returns the error (empty if accepted); checks the failing key and that the

@@ -203,13 +203,9 @@ TEST_CASE(
     "ring_attention: cp_policy without scheme: auto, and a policy choice that cannot run, are "
     "errors") {
   const rbtest::ConfigFolder folder("cp", "cp.yaml", cp_policy());
-  const std::string& config = folder.config;
-  const rb::cfg::ConfigError ring = rb::test::expect_error([&] {
-    rb::parse_ring_attention(ring_spec("{seq_lengths: [512], num_heads: 4, head_dim: 16, "
-                                       "scheme: ring,\n cp_policy: cp.yaml}",
-                                       config),
-                             host_world());
-  });
+  const rb::cfg::ConfigError ring = rbtest::ring_config_error(
+      "{seq_lengths: [512], num_heads: 4, head_dim: 16, scheme: ring,\n cp_policy: cp.yaml}",
+      folder.config, 4);
   CHECK(ring.key() == "sweeps[0].cp_policy");
   CHECK(ring.where().line == 2);
   CHECK(ring.message().find("steers scheme: auto") != std::string::npos);
@@ -217,13 +213,10 @@ TEST_CASE(
   // match, so use a policy whose rule says 6 heads: ulysses cannot split 6 heads over 4 ranks.
   std::ofstream(folder.dir / "cp6.yaml")
       << with(cp_policy(), "num_heads: 4\n  num_kv_heads: 4", "num_heads: 6\n  num_kv_heads: 6");
-  const rb::cfg::ConfigError six = rb::test::expect_error([&] {
-    rb::parse_ring_attention(ring_spec("{seq_lengths: [2048], ring_sizes: [4], num_heads: 6, "
-                                       "head_dim: 16,\n dtype: fp32, scheme: auto, cp_policy: "
-                                       "cp6.yaml}",
-                                       config),
-                             host_world());
-  });
+  const rb::cfg::ConfigError six = rbtest::ring_config_error(
+      "{seq_lengths: [2048], ring_sizes: [4], num_heads: 6, head_dim: 16,\n"
+      " dtype: fp32, scheme: auto, cp_policy: cp6.yaml}",
+      folder.config, 4);
   CHECK(six.key() == "sweeps[0].cp_policy");
   CHECK(six.message().find("ulysses at ring size 4") != std::string::npos);
 }

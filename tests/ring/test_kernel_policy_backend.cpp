@@ -20,7 +20,6 @@
 #include "backend.hpp"
 #include "config/node.hpp"
 #include "config/policy_file.hpp"
-#include "config/expect_error.hpp"
 #include "config/policy_text.hpp"
 #include "host/host_backend.hpp"
 #include "host_sweep.hpp"
@@ -190,15 +189,12 @@ TEST_CASE("host backend: a named path ignores a policy handed with it") {
 
 TEST_CASE("ring_attention: kernel_policy with a named kernel is a config error") {
   const rbtest::ConfigFolder folder("policy-sweep", "host.yaml", kHostPolicy);
-  const std::string& config = folder.config;
-  const rb::cfg::ConfigError e = rb::test::expect_error([&] {
-    rb::parse_ring_attention(ring_spec("{seq_lengths: [64], num_heads: 2, head_dim: 16, kernel: "
-                                       "materialized,\n kernel_policy: host.yaml}",
-                                       config),
-                             host_world());
-  });
+  const rb::cfg::ConfigError e = rbtest::ring_config_error(
+      "{seq_lengths: [64], num_heads: 2, head_dim: 16, kernel: materialized,\n"
+      " kernel_policy: host.yaml}",
+      folder.config, 2);
+  CHECK(e.where().file == folder.config);
   CHECK(e.key() == "sweeps[0].kernel_policy");
-  CHECK(e.where().file == config);
   CHECK(e.where().line == 2);
   CHECK(e.message().find("steers kernel: auto, but this sweep names kernel 'materialized'") !=
         std::string::npos);
