@@ -65,7 +65,9 @@ struct Dims {
   std::int64_t kv_rows = 0;  // rows in the K / V / dK / dV buffers
 };
 
-struct ForwardBlock {
+// What a forward and a backward block both say: the shapes, the rows of each side and the
+// inputs. Filled once by whoever builds blocks (the ring's steps, the kernel benchmark, tests).
+struct BlockInputs {
   Dims dims;
   DType dtype = DType::F32;
   float scale = 1.0f;  // softmax scale, usually 1/sqrt(head_dim)
@@ -74,19 +76,14 @@ struct ForwardBlock {
   const void* q_data = nullptr;
   const void* k_data = nullptr;
   const void* v_data = nullptr;
+};
+
+struct ForwardBlock : BlockInputs {
   float* out = nullptr;  // running, normalised output of the q rows
   float* lse = nullptr;  // running log-sum-exp of the q rows (natural log; -inf = nothing yet)
 };
 
-struct BackwardBlock {
-  Dims dims;
-  DType dtype = DType::F32;
-  float scale = 1.0f;
-  Span q, kv;
-  Pattern pattern;
-  const void* q_data = nullptr;
-  const void* k_data = nullptr;
-  const void* v_data = nullptr;
+struct BackwardBlock : BlockInputs {
   const void* dout = nullptr;    // dtype, q rows
   const float* lse = nullptr;    // final log-sum-exp of the q rows (after all blocks/branches)
   const float* delta = nullptr;  // rowsum(dO * O) of the q rows

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "names.hpp"
+
 namespace rb::attn {
 namespace {
 
@@ -15,19 +17,6 @@ constexpr bool kCudnnBuilt = true;
 #else
 constexpr bool kCudnnBuilt = false;
 #endif
-
-// As the config spells them (`dtype:`).
-const char* dtype_text(DType t) {
-  switch (t) {
-    case DType::F32:
-      return "fp32";
-    case DType::F16:
-      return "fp16";
-    case DType::BF16:
-      return "bf16";
-  }
-  return "?";
-}
 
 constexpr const char* kNeedCuda = "rebuild with -DRINGBENCH_ENABLE_CUDA=ON";
 constexpr const char* kNeedCudnn = "CMake found no cuDNN; set CUDNN_ROOT and rebuild";
@@ -85,6 +74,14 @@ TileVariant default_tile() {
   return {"default", "the measured-best shape", any_block()};
 }
 
+// Every host path is built, takes every block the fused host kernels take at full speed, and
+// has one tile shape.
+KernelPath host_path(const char* name, const char* summary) {
+  return {
+      name,    Device::Host,    true, "", up_to(kFusedMaxHeadDim), up_to(kFusedMaxHeadDim), true,
+      summary, {default_tile()}};
+}
+
 // Shapes named warps x m-tiles (16 query rows each) per warp, keys per tile, and where Q
 // lives; flash_fwd.cu / flash_bwd.cu instantiate them (flash_tile() there maps the names).
 std::vector<TileVariant> flash_tiles() {
@@ -101,12 +98,6 @@ std::vector<TileVariant> flash_tiles() {
       {"bwd-4w-k64", "backward: 4 warps, 64 keys per CTA (twice the dQ atomics of the default)",
        bf16_head_dims({128})},
   };
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 bool takes_dtype(const KernelSupport& s, DType t) {
@@ -133,7 +124,7 @@ std::string head_dim_refusal(const KernelSupport& s, const std::string& what, in
 
 std::string support_refusal(const KernelSupport& s, const std::string& what, DType dtype,
                             int head_dim, bool causal, bool dilated) {
-  if (!takes_dtype(s, dtype)) return what + " does not take " + dtype_text(dtype);
+  if (!takes_dtype(s, dtype)) return what + " does not take " + name_of(kDTypeNames, dtype);
   if (!takes_head_dim(s, head_dim)) return head_dim_refusal(s, what, head_dim);
   if (causal && !s.causal) return what + " has no causal mask";
   if (dilated && !s.dilated) return what + " has no dilated attention";
@@ -175,25 +166,11 @@ bool KernelSupport::takes(DType dtype, int head_dim, bool is_causal, bool is_dil
 
 const std::vector<KernelPath>& kernel_paths() {
   static const std::vector<KernelPath> table = {
-      {"kokkos",
-       Device::Host,
-       true,
-       "",
-       up_to(kFusedMaxHeadDim),
-       up_to(kFusedMaxHeadDim),
-       true,
-       "Kokkos tiled kernel on the host (default execution space), fp32 compute",
-       {default_tile()}},
-      {"materialized",
-       Device::Host,
-       true,
-       "",
-       up_to(kFusedMaxHeadDim),
-       up_to(kFusedMaxHeadDim),
-       true,
-       "materialised scores on the host: S = QK^T for 64 query rows at a time, softmax, P V "
-       "(Kokkos, fp32 compute)",
-       {default_tile()}},
+      host_path("kokkos",
+                "Kokkos tiled kernel on the host (default execution space), fp32 compute"),
+      host_path("materialized",
+                "materialised scores on the host: S = QK^T for 64 query rows at a time, softmax, "
+                "P V (Kokkos, fp32 compute)"),
       {"cudnn",
        Device::Cuda,
        kCudnnBuilt,

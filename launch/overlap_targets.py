@@ -7,8 +7,9 @@ target and point with the measured value and pass/fail.
 
   a  every ring point with R >= 2 at >= 8K tokens per GPU, per transport and kernel path:
      exposed wait <= 2 % of the forward and of the backward (exposed = the slowest rank's sum
-     over ring steps of step_wait_s, resp. backward_step_wait_s, over the slowest rank's
-     median forward_time_s, resp. backward_time_s);
+     over ring steps of its waits, forward_wait_s, resp. backward_wait_s (files before schema
+     4: step_wait_s, resp. backward_step_wait_s, summed), over the slowest rank's median
+     forward_time_s, resp. backward_time_s; of the ranks the file keeps, the slowest first);
   b  per transport, kernel path, layout and mask, at the largest ring size: the per-GPU
      forward+backward rate (total_tflops, mean over ranks) >= 95 % of the same kernel path's
      and layout's ring-size-1 rate at 32K tokens per GPU, >= 90 % at 8K (the best ring-size-1
@@ -43,9 +44,10 @@ TORCH_TOKENS = 8192
 TORCH_LOCAL = 0.97       # c: ringbench R = 1 / torch local, causal, at LOCAL_TOKENS
 LOCAL_TOKENS = (8192, 32768)
 
-# What this script reads of a ring_attention sweep (besides the points/ keys).
-NEEDED = ("points/seq_len", "points/ring_size", "forward_time_s", "backward_time_s",
-          "step_wait_s", "backward_step_wait_s", "total_tflops")
+# What this script reads of a ring_attention sweep (besides the points/ keys), and each rank's
+# waits summed over the ring steps: schema 4's sums, else (older files) the steps.
+NEEDED = ("points/seq_len", "points/ring_size", "forward_time_s", "backward_time_s", "total_tflops")
+WAITS = (("forward_wait_s", "backward_wait_s"), ("step_wait_s", "backward_step_wait_s"))
 
 Point = namedtuple("Point", "sweep seq_len ring_size tokens layout causal path transport status "
                             "fwd_exposed bwd_exposed rate")
@@ -68,8 +70,9 @@ def _key(group, name, p, default=""):
 
 
 def _exposed(wait, time):
-    """The slowest rank's summed wait over the slowest rank's median time (wait [world, steps],
-    time [world, iterations]); NaN where either is missing."""
+    """The slowest rank's summed wait over the slowest rank's median time (wait [rows] of sums,
+    or [rows, steps]; time [rows, iterations]); NaN where either is missing."""
+    wait = np.asarray(wait, dtype=float).reshape(len(wait), -1)
     sums = [np.nansum(r) for r in wait if np.isfinite(r).any()]
     meds = [np.nanmedian(r) for r in time if np.isfinite(r).any()]
     return max(sums) / max(meds) if sums and meds and max(meds) > 0 else float("nan")
@@ -90,14 +93,19 @@ def _point(name, group, data, p):
                  path=_rank_text(group, "paths_ran", p) or _rank_text(group, "kernel_path", p),
                  transport=_rank_text(group, "transport", p),
                  status=_rank_text(group, "status", p) or "ok",
-                 fwd_exposed=_exposed(data["step_wait_s"][:, p], data["forward_time_s"][:, p]),
-                 bwd_exposed=_exposed(data["backward_step_wait_s"][:, p], data["backward_time_s"][:, p]),
+                 fwd_exposed=_exposed(data["fwd_wait"][:, p], data["forward_time_s"][:, p]),
+                 bwd_exposed=_exposed(data["bwd_wait"][:, p], data["backward_time_s"][:, p]),
                  rate=float(rate.mean()) if rate.size else float("nan"))
+
+
+def _waits(group):
+    """The sweep's (forward, backward) wait datasets: the sums or the steps; None without."""
+    return next(((group[f], group[b]) for f, b in WAITS if f in group and b in group), None)
 
 
 def _is_ring_sweep(group):
     return (isinstance(group, h5py.Group) and _text(group.attrs.get("type", "")) == "ring_attention"
-            and all(n in group for n in NEEDED))
+            and all(n in group for n in NEEDED) and _waits(group) is not None)
 
 
 def load(path):
@@ -113,6 +121,7 @@ def load(path):
             if not _is_ring_sweep(group):
                 continue
             data = {n: group[n][()] for n in NEEDED if not n.startswith("points/")}
+            data["fwd_wait"], data["bwd_wait"] = (w[()] for w in _waits(group))
             for p in range(group["points/seq_len"].shape[0]):
                 if _key(group, "scheme", p, "ring") == "ring":
                     points.append(_point(name, group, data, p))

@@ -1,5 +1,7 @@
-# Config module: YAML schema, typed accessors and the malformed-config table.
-ringbench_add_doctest(TARGET test_config SOURCES config/test_config.cpp LIBS rb_config)
+# Config module: YAML schema, typed accessors, the malformed-config table and key tables
+# (config/key_spec.hpp: defaults per backend, dtype aliases, --help's text).
+ringbench_add_doctest(TARGET test_config SOURCES config/test_config.cpp config/test_key_spec.cpp
+                      LIBS rb_config)
 # mpi.h for MPI_MAX_INFO_KEY / MPI_MAX_INFO_VAL, the limits of run.mpiio_hints (no MPI call).
 target_include_directories(test_config SYSTEM PRIVATE
                            $<TARGET_PROPERTY:MPI::MPI_C,INTERFACE_INCLUDE_DIRECTORIES>)

@@ -6,6 +6,10 @@ ringbench_add_doctest(TARGET test_driver SOURCES driver/test_progress.cpp driver
                       driver/test_run_summary.cpp LIBS rb_app)
 target_include_directories(test_driver PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/config)
 ringbench_add_test(NAME driver RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_driver>)
+# Each sweep's key table against docs/sweeps/<type>.md (keys and defaults), and its defaults
+# against its own constraints.
+ringbench_add_doctest(TARGET test_sweep_docs SOURCES driver/test_sweep_docs.cpp LIBS rb_app)
+ringbench_add_test(NAME sweep_docs RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_sweep_docs>)
 # The hang guard's heartbeat across simulated nodes (4 ranks, 2 a node, block and cyclic): one
 # writer per node into the shared file, a stopped writer replaced, a stopped rank named.
 ringbench_add_doctest(TARGET test_heartbeat_nodes SOURCES driver/test_heartbeat_nodes.cpp LIBS rb_app)

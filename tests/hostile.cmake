@@ -7,10 +7,12 @@
 # Round two (issue #31): a self-referencing alias, an MPI-IO hint too long for MPI_Info, a list
 # past HDF5's 64 KiB attribute (config_limits); --json, heartbeat and --force against planted
 # links, FIFOs, sockets and devices (side_files); bad RINGBENCH_* / KOKKOS_* variables
-# (environment); stdout closed by its reader, `| head -1` (closed_stdout).
+# (environment); stdout closed by its reader, `| head -1` (closed_stdout); a collective whose own
+# buffers fit but MPI's working memory does not (oom_mpi); a killed --force run's partial file
+# removed by the next run on that output (partial_leftover).
 if(RINGBENCH_PYTHON)
-  foreach(check config output race diskfull oom oom_validation stopped stopped_nodes config_limits
-                side_files environment closed_stdout)
+  foreach(check config output race diskfull oom oom_mpi oom_validation stopped stopped_nodes config_limits
+                side_files environment closed_stdout partial_leftover)
     ringbench_add_script_test(NAME hostile_${check} SCRIPT hostile/hostile_checks.py ARGS ${check} SOURCE
                               TIMEOUT 600 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
   endforeach()

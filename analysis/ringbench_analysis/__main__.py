@@ -139,7 +139,8 @@ def _run(argv):
     _export_parser(sub)
     _trend_parser(sub)
     args = p.parse_args(argv)
-    bad = _out_files_problem(args)
+    from . import filecheck  # no h5py at import: the check runs in a child process
+    bad = filecheck.timeout_problem(os.environ.get(filecheck.TIMEOUT_ENV, "")) or _out_files_problem(args)
     if bad:  # before any input is read: a traceback at the end of a long analysis otherwise
         return _refuse(args.command, bad)
     if args.command in _MODULE_COMMANDS:
@@ -217,19 +218,51 @@ def _report_parser(sub):
 def _out_files_problem(args):
     """Why an output file the command will write (--json FILE; tune's and tune-cp's --out) cannot
     be written there ("" when it can): a directory at the path, a missing or unwritable folder."""
+    from . import outfile
     flags = [("--json", getattr(args, "json", None))]
     if args.command in ("tune", "tune-cp", "export"):
         flags.append(("--out", getattr(args, "out", None)))
+    if args.command == "tune":
+        flags.append(("--report", getattr(args, "report", None)))
     for flag, path in flags:
         if not isinstance(path, str) or path in ("", "-"):
             continue
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):
             return f"{flag} {path}: is a directory, not a file"
+        if outfile.not_regular(path):
+            return f"{flag} {path}: {outfile.not_regular(path)}"
+        same = _same_as_input(args, path)
+        if same:
+            return f"{flag} {path}: is the input {same}: refusing to overwrite it"
+        if flag == "--report":  # tune makes the report's folder itself
+            continue
         if not os.path.isdir(folder):
             return f"{flag} {path}: no folder {folder}"
         if not os.access(folder, os.W_OK):
             return f"{flag} {path}: cannot write in {folder} (Permission denied)"
+    return ""
+
+
+def _input_paths(args):
+    """The files the command reads (runs, repeats, history files, reference, peaks, policies)."""
+    for name in ("file", "files", "base", "new", "old", "base_repeat", "new_repeat", "history", "reference",
+                 "peaks"):
+        value = getattr(args, name, None)
+        for path in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(path, str) and path not in ("", "-"):
+                yield path
+
+
+def _same_as_input(args, out):
+    """The input that `out` is the same file as (os.path.samefile, or the same absolute path), or ""."""
+    for path in _input_paths(args):
+        try:
+            if os.path.samefile(path, out):
+                return path
+        except OSError:  # one of them does not exist (yet)
+            if os.path.abspath(path) == os.path.abspath(out):
+                return path
     return ""
 
 

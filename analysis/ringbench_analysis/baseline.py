@@ -35,13 +35,55 @@ def _text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def config_hash(config_text):
-    """sha256 of the config's content, without the keys that only name the output."""
+# Nodes a config may hold once YAML's aliases are expanded: a real config has hundreds; an alias
+# bomb (a1: [*a0 x10], a2: [*a1 x10], ...) is tiny as text and 10^10 nodes to hash.
+MAX_EXPANDED_NODES = 1000000
+
+
+def _expanded_nodes(obj, limit=MAX_EXPANDED_NODES):
+    """How many nodes `obj` (yaml.safe_load's result) has with every alias expanded, counted once
+    per shared object (memoised), so a bomb is measured in microseconds; limit + 1 once past the
+    limit, and for a structure that contains itself (a recursive alias)."""
+    sizes, active = {}, set()
+
+    def size(o):
+        if not isinstance(o, (dict, list)):
+            return 1
+        if id(o) in sizes:
+            return sizes[id(o)]
+        if id(o) in active:
+            return limit + 1
+        active.add(id(o))
+        n = 1
+        for child in (list(o.keys()) + list(o.values())) if isinstance(o, dict) else o:
+            n += size(child)
+            if n > limit:
+                break
+        active.discard(id(o))
+        sizes[id(o)] = n = min(n, limit + 1)
+        return n
+    return size(obj)
+
+
+def _load_config(text, what):
+    """yaml.safe_load of a config, refusing one nested too deeply or expanding past
+    MAX_EXPANDED_NODES through aliases (a bomb) with BaselineError naming `what`."""
     import yaml
     try:
-        cfg = yaml.safe_load(config_text) or {}
+        cfg = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise BaselineError(f"the run's config_text is not YAML: {e}")
+        raise BaselineError(f"{what} is not YAML: {' '.join(str(e).split())}") from None
+    except RecursionError:
+        raise BaselineError(f"{what}: not a ringbench config (nested too deeply)") from None
+    if _expanded_nodes(cfg) > MAX_EXPANDED_NODES:
+        raise BaselineError(f"{what}: not a ringbench config (more than {MAX_EXPANDED_NODES} values once its "
+                            "YAML aliases are expanded, or an alias that contains itself: an alias bomb?)")
+    return cfg
+
+
+def config_hash(config_text, what="the run's config_text"):
+    """sha256 of the config's content, without the keys that only name the output."""
+    cfg = _load_config(config_text, what) or {}
     if isinstance(cfg, dict) and isinstance(cfg.get("run"), dict):
         run = {k: v for k, v in cfg["run"].items() if k not in ("name", "output_dir")}
         cfg = dict(cfg, run=run)
@@ -92,16 +134,18 @@ def config_identity(config_path, gpu="host", nodes=1):
     """A config file not yet run -> the identity its run will have on GPU x NODES (the nightly
     asks before running anything). A host-backend config runs on the host whatever the node
     has, as the file's empty gpu_name will say."""
-    import yaml
     try:
         with open(config_path) as f:
             text = f.read()
-        backend = (yaml.safe_load(text) or {}).get("backend", "")
-    except (OSError, yaml.YAMLError, AttributeError) as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise BaselineError(f"{config_path}: not a readable config ({e})")
+    cfg = _load_config(text, config_path)
+    if cfg is not None and not isinstance(cfg, dict):
+        raise BaselineError(f"{config_path}: not a readable config (a {type(cfg).__name__}, not a mapping)")
+    backend = (cfg or {}).get("backend", "")
     if backend == "host" or not gpu.strip():
         gpu = "host"
-    return _identity(gpu.strip(), int(nodes), config_hash(text), "unknown")
+    return _identity(gpu.strip(), int(nodes), config_hash(text, config_path), "unknown")
 
 
 def _identity(gpu, nodes, cfg, commit):

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from . import compare_samples as CS, history as H, pointstats, reader, verdict as V
+from . import compare_samples as CS, history as H, outfile, pointstats, reader, verdict as V
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 DEFAULT_MIN_BYTES = 1 << 20
@@ -454,7 +454,7 @@ def _write_json(doc, json_to, out):
     if json_to == "-":
         out(json.dumps(doc, indent=1, default=_jsonable))
     elif json_to:
-        with open(json_to, "w") as f:
+        with outfile.replacing(json_to) as f:
             json.dump(doc, f, indent=1, default=_jsonable)
 
 

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-from . import reader, values
+from . import outfile, reader, values
 
 FORMAT = "ringbench-export"
 VERSION = 1
@@ -197,7 +197,7 @@ def command(args):
     if args.out in (None, "-"):
         sys.stdout.write(text)
     else:
-        with open(args.out, "w") as f:
+        with outfile.replacing(args.out) as f:
             f.write(text)
     for line in notes:
         print(f"note: {line}", file=sys.stderr)

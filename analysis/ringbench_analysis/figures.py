@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from . import fmt  # noqa: E402
+from . import fmt, outfile  # noqa: E402
+from . import steps as ring_steps  # noqa: E402
 from .plots import NoData, legend_entries, series_colour, yerr  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def _save(fig, out_dir, name, note=None):
         fig.text(0.01, 0.005, note, fontsize=7, color="#444444", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 1))
     path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -119,7 +120,7 @@ def _save_legend(fig, out_dir, name, nlabels):
     rows = -(-nlabels // 4)
     fig.tight_layout(rect=(0, (0.1 + 0.16 * rows) / fig.get_figheight(), 1, 1))
     path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -164,7 +165,9 @@ def _eng3(unit):
     eng = EngFormatter(unit=unit, sep="\u2009")
 
     def f(x, _pos=None):
-        if not np.isfinite(x) or x == 0:
+        if not np.isfinite(x):
+            return "n/a"  # EngFormatter raises on NaN
+        if x == 0:
             return eng(x)
         exp = int(np.floor(np.log10(abs(x)) / 3) * 3)
         exp = max(-15, min(12, exp))
@@ -266,7 +269,7 @@ def memory_rates(frame, out_dir):
     fig, ax = plt.subplots(figsize=(max(5.5, 1.3 * len(frame) + 2), 4.2))
     x = np.arange(len(frame))
     eng = _eng3("B/s")
-    labels = [f"{r.kind}\n{eng(r.bandwidth)}"
+    labels = [f"{r.kind}\n{eng(r.bandwidth) if np.isfinite(r.bandwidth) else r.status}"
               + (f"\n{r.pct_of_peak:.0f} % of peak" if np.isfinite(r.pct_of_peak) else "")
               + (f"\n[{r.file}]" if frame["file"].nunique() > 1 else "") for r in frame.itertuples()]
     ax.bar(x, frame["bandwidth"], color=[series_colour(f"memory {k}") for k in frame["kind"]],
@@ -323,38 +326,47 @@ def ring_timeline(runs, ring, out_dir):
     for a few points (_timeline_points). Bars of one step are the ranks left to right."""
     sweeps = {(os.path.basename(r.path), s.name): s for r in runs for s in r.sweeps.values()}
     chosen = [(r, sweeps[(r.file, r.sweep)]) for r in _timeline_points(ring).itertuples()
-              if "step_compute_s" in sweeps[(r.file, r.sweep)].metrics]
+              if ring_steps.has_steps(sweeps[(r.file, r.sweep)])]
     if not chosen:
         raise NoData("no measured ring attention point with per-step times (step_compute_s)")
     passes = [x for x in (("forward", "step_compute_s", "step_wait_s"),
                           ("backward", "backward_step_compute_s", "backward_step_wait_s"))
-              if any(x[1] in s.metrics and x[2] in s.metrics for _, s in chosen)]
+              if any(ring_steps.has_steps(s, x[1:]) for _, s in chosen)]
     fig, axes = plt.subplots(len(chosen), len(passes), figsize=(6 * len(passes), 3.2 * len(chosen) + 0.8),
                              squeeze=False)
+    sampled = False
     for row_axes, (pt, s) in zip(axes, chosen):
         for ax, (name, cm, wm) in zip(row_axes, passes):
-            if cm not in s.metrics or wm not in s.metrics:  # a file from before backward steps
+            got = ring_steps.point_steps(s, pt.point, (cm, wm))
+            if got is None or cm not in got[1] or wm not in got[1]:  # a file from before backward steps
                 ax.set_visible(False)
                 continue
-            _timeline_panel(ax, s.metrics[cm][:, pt.point], s.metrics[wm][:, pt.point])
+            ranks, arrays = got
+            sampled = sampled or len(ranks) < pt.ranks
+            _timeline_panel(ax, arrays[cm], arrays[wm], ranks)
             ax.set_title(f"{pt.sweep} S={pt.seq_len} R={pt.ring_size} {pt.layout}: {name}", fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in RING_STEP_COLOURS.values()]
     fig.legend(handles, list(RING_STEP_COLOURS), loc="upper right", ncol=2, fontsize=8)
-    note = (f"r0, r1, ...: the ranks (the first {MAX_TIMELINE_RANKS} at most); times are each "
-            "rank's median over iterations")
+    note = (f"r0, r1, ...: the ranks (the first {MAX_TIMELINE_RANKS} at most"
+            + ("; the file keeps a sample of ranks, the slowest first" if sampled else "")
+            + "); times are each rank's median over iterations")
     if any(pt.ring_size > MAX_TIMELINE_STEPS for pt, _ in chosen):
         note += f"; the first {MAX_TIMELINE_STEPS} ring steps at most"
     fig.text(0.01, 0.005, note, fontsize=7, color="#444444")
     fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1 - 0.3 / fig.get_figheight()))
     path = os.path.join(out_dir, "ring_timeline.png")
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
 
-def _timeline_panel(ax, comp, wait):
-    comp = np.asarray(comp, dtype=float)[:MAX_TIMELINE_RANKS]
-    wait = np.asarray(wait, dtype=float)[:MAX_TIMELINE_RANKS]
+def _timeline_panel(ax, comp, wait, ranks):
+    """Bars of each step: the rows' ranks (`ranks`: the world rank of each row; -1 rows, empty
+    rows of a sample, left out) left to right."""
+    keep = np.flatnonzero(np.asarray(ranks) >= 0)[:MAX_TIMELINE_RANKS]
+    names = [int(ranks[i]) for i in keep]
+    comp = np.asarray(comp, dtype=float)[keep]
+    wait = np.asarray(wait, dtype=float)[keep]
     ranks, steps = comp.shape
     steps = min(MAX_TIMELINE_STEPS, max(1, int(np.max(np.sum(np.isfinite(comp), axis=1)))))
     width = 0.8 / ranks
@@ -368,7 +380,7 @@ def _timeline_panel(ax, comp, wait):
     ax.set_xticks(range(steps))
     if ranks * steps <= 32:  # say which bar is which rank
         xs = [s - 0.4 + width * (r + 0.5) for s in range(steps) for r in range(ranks)]
-        ax.set_xticks(xs, [f"r{r}" for _ in range(steps) for r in range(ranks)], minor=True)
+        ax.set_xticks(xs, [f"r{names[r]}" for _ in range(steps) for r in range(ranks)], minor=True)
         ax.tick_params(axis="x", which="minor", labelsize=6, length=0)
         ax.tick_params(axis="x", which="major", pad=12, length=0)
     ax.set_xticklabels([f"step {s}" for s in range(steps)])

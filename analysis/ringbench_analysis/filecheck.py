@@ -18,6 +18,7 @@ only.
 """
 import atexit
 import json
+import math
 import os
 import select
 import signal
@@ -33,7 +34,25 @@ SIGNATURE = b"\x89HDF\r\n\x1a\n"
 # A healthy file's headers are walked in well under a second even at GiBs of data; a child
 # still running after this is stuck in a loop of a corrupted file's metadata. The environment
 # can give more (a file system that answers slowly).
-CHECK_TIMEOUT_S = float(os.environ.get("RB_ANALYSIS_CHECK_TIMEOUT_S", "") or 60.0)
+TIMEOUT_ENV = "RB_ANALYSIS_CHECK_TIMEOUT_S"
+
+
+def timeout_problem(text):
+    """Why the environment's RB_ANALYSIS_CHECK_TIMEOUT_S is unusable ("" when it is or is unset);
+    rb-analysis refuses to start with it (exit 2) rather than a ValueError traceback."""
+    if not text:
+        return ""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        return f"{TIMEOUT_ENV}={text!r}: a positive number of seconds expected"
+    return ""
+
+
+_ENV_TIMEOUT = os.environ.get(TIMEOUT_ENV, "")
+CHECK_TIMEOUT_S = 60.0 if timeout_problem(_ENV_TIMEOUT) else float(_ENV_TIMEOUT or 60.0)
 # Objects a walk visits at most: a corrupted group can name the same objects over and over.
 MAX_OBJECTS = 200000
 

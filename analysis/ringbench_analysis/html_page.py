@@ -6,7 +6,7 @@ import base64
 import os
 import re
 
-from . import doc
+from . import doc, outfile
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 # The figures' toolbar without the plotly.com links (a page that names no web address) and
@@ -61,10 +61,8 @@ def render(template, path, **context):
     env.filters["numeric_columns"] = numeric_columns
     env.filters["flagged"] = flagged
     page = env.get_template(template).render(plotly_js=markup(offline.get_plotlyjs()), **context)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with outfile.replacing(path, encoding="utf-8") as f:
         f.write(page)
-    os.replace(tmp, path)
     return path
 
 

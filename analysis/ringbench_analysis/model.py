@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 from . import placement, reader
+from . import steps as ring_steps
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8, "fp8": 1}
 
@@ -48,16 +49,26 @@ def _ranks(sweep, name, p):
 
 
 def _step_numbers(sweep, p):
-    """exposed comm fraction, median step compute time, steps per rank (from the step arrays)."""
-    if "step_compute_s" not in sweep.metrics or "step_wait_s" not in sweep.metrics:
+    """exposed comm fraction (every rank's step waits over their compute + waits), median step
+    compute time and steps per rank (of the ranks whose steps the file keeps: steps.py)."""
+    sc, sw = ring_steps.total(sweep, p, "step_compute_s"), ring_steps.total(sweep, p, "step_wait_s")
+    got = ring_steps.point_steps(sweep, p, ("step_compute_s",))
+    if sc is None or sw is None or got is None:
         return None, None, None
-    comp, wait = sweep.metrics["step_compute_s"][:, p], sweep.metrics["step_wait_s"][:, p]
-    allc, allw = _finite(comp), _finite(wait)
-    if not allc.size or not allw.size:
+    comp = got[1]["step_compute_s"]
+    allc = _finite(comp)
+    if not allc.size:
         return None, None, None
-    sc, sw = float(allc.sum()), float(allw.sum())
-    steps = [int(np.isfinite(r).sum()) for r in np.asarray(comp, dtype=float) if np.isfinite(r).any()]
-    return (sw / (sc + sw) if sc + sw > 0 else None), float(np.median(allc)), int(np.median(steps))
+    per_rank = [int(np.isfinite(r).sum()) for r in comp if np.isfinite(r).any()]
+    return (sw / (sc + sw) if sc + sw > 0 else None), float(np.median(allc)), int(np.median(per_rank))
+
+
+def _over_ranks(sweep, name, p, stat):
+    """A statistic over every rank (reader.PointsTable.over_ranks) of a metric, or None."""
+    if name not in sweep.metrics:
+        return None
+    v = sweep.over_ranks(name, p)[stat]
+    return float(v) if np.isfinite(v) else None
 
 
 def _slowest_quartiles(sweep, p, names=("total_time_s", "forward_time_s")):
@@ -105,12 +116,10 @@ def _one_point(run, sweep, p):
     pt["throughput"] = batch * pt["seq_len"] / pt["time"] if pt["time"] else None
     # Forward flops per rank (after masking and dilation): the work a weak-scaling series
     # must normalise by, since attention work per rank grows with the global length.
-    work = _ranks(sweep, "forward_flop", p)
-    pt["work_per_rank"] = float(work.mean()) if work is not None else None
-    tfl = _ranks(sweep, "total_tflops", p)
-    pt["tflops"] = float(tfl.sum()) if tfl is not None else None
-    mem = _ranks(sweep, "peak_memory_bytes", p)
-    pt["memory"] = float(mem.max()) if mem is not None else None
+    # Over every rank, also where the file keeps a sample of them.
+    pt["work_per_rank"] = _over_ranks(sweep, "forward_flop", p, "mean")
+    pt["tflops"] = _over_ranks(sweep, "total_tflops", p, "sum")
+    pt["memory"] = _over_ranks(sweep, "peak_memory_bytes", p, "max")
     pt["exposed_comm"], pt["step_compute"], pt["steps"] = _step_numbers(sweep, p)
     pt["kv_bytes"] = _kv_bytes(cfg, pt["seq_len"], pt["ring_size"])
     pt["measured"] = pt["status"] == "ok" and pt["time"] is not None and pt["time"] > 0

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import reader
+from . import outfile, reader
 
 # nccl-tests' binary names (from the header) to the sweep's operation names
 OPERATIONS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
@@ -131,7 +131,7 @@ def command(args):
         return 2
     _print(rows, args.min_bytes, args.tolerance)
     if args.json:
-        with open(args.json, "w") as f:
+        with outfile.replacing(args.json) as f:
             json.dump({"file": args.file, "group": args.group, "dtype": args.dtype, "min_bytes": args.min_bytes,
                        "tolerance": args.tolerance, "points": rows}, f, indent=1)
     return 1 if any(r["off"] for r in rows) else 0

@@ -107,6 +107,8 @@ def load_override(path):
             doc = yaml.safe_load(f) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise PeaksError(f"{path}: cannot read ({exc})") from exc
+    except RecursionError:
+        raise PeaksError(f"{path}: not a peaks file (YAML nested too deeply)") from None
     known = {"model", "tflops", "hbm_GBps", "nvlink_GBps", "pcie_GBps"}
     if not isinstance(doc, dict) or not doc or set(doc) - known:
         raise PeaksError(f"{path}: expected a mapping with keys among {', '.join(sorted(known))}"

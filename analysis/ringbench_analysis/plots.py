@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from . import model  # noqa: E402
+from . import model, outfile  # noqa: E402
 
 
 class NoData(Exception):
@@ -45,7 +45,7 @@ def _save(fig, out_dir, name, note=None):
     if note:  # a line under the axes: what bars, bands or colours mean
         fig.text(0.01, 0.005, note, fontsize=7, color="#444444", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.25 / fig.get_figheight() if note else 0, 1, 1))
-    fig.savefig(path, dpi=100, bbox_inches="tight")  # with a legend below the figure
+    outfile.save_figure(fig, path, dpi=100, bbox_inches="tight")  # with a legend below the figure
     plt.close(fig)
     return path
 
@@ -507,7 +507,7 @@ def cost_model(preds, out_dir):
     rows_legend = -(-(len(names) + 2) // 3)
     fig.tight_layout(rect=(0, (0.15 + 0.17 * rows_legend) / fig.get_figheight(), 1, 1))
     path = os.path.join(out_dir, "cost_model.png")
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -589,7 +589,7 @@ def _save_titled(fig, out_dir, name, title_inches, note_inches=0):
     h = fig.get_figheight()
     fig.tight_layout(rect=(0, note_inches / h, 1, 1 - title_inches / h))
     path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    outfile.save_figure(fig, path, dpi=100, bbox_inches="tight")
     plt.close(fig)
     return path
 

@@ -1,5 +1,5 @@
-"""Loads ringbench HDF5 files (schema_version 3; 2 through legacy.py) into pandas DataFrames: one row
-per (point, rank).
+"""Loads ringbench HDF5 files (schema_version 4; 2 and 3 too, 2 through legacy.py) into pandas
+DataFrames: one row per (point, rank).
 
     from ringbench_analysis import reader
     run = reader.load("results/small_20261122T120000Z.h5")
@@ -13,7 +13,13 @@ The layout comes from the file (docs/hdf5-schema.md), not from dataset names:
 
     /sweeps/<name>/points/<key>   [P]              role=key     which point p is
     /sweeps/<name>/<metric>       [world, P, ...]  role=metric  what rank r measured at point p
-    /sweeps/<name>/<sub>/...      the same layout one level down (a sub-table, e.g. model/)
+    /sweeps/<name>/<sub>/...      the same layout one level down (a sub-table, e.g. model/,
+                                  or a group of them: a ring sweep's steps/R<R>)
+
+Rows (schema 4): a table on more ranks than it keeps has a sample of ranks per point instead of
+every rank: its metrics are [rows, P, ...], row_rank [rows, P] says which rank each row holds
+(PointsTable.row_rank; -1: an empty row) and over_ranks/ the min, mean, max and sum over every
+rank (PointsTable.over_ranks). Row indexing (rank_values, metrics[:, p]) sees the sample.
 
 A sweep's table has the columns sweep, point (0..P-1), rank, every key, and every metric: a
 scalar metric is one number (or text) per row; an array metric ([world, P, k, ...]) is an
@@ -33,6 +39,7 @@ indexing needs (column[:, p], column[r, p], column[:, p0:p1]); the values are th
 import itertools
 import os
 import re
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -52,10 +59,13 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
     raise ImportError("ringbench_analysis needs h5py (Debian: apt-get install python3-h5py); "
                       "run it with /usr/bin/python3 or a Python that has h5py") from exc
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Older layouts this reader still reads: schema 2 (no column descriptions; legacy.py supplies
-# them), so a nightly baseline written before schema 3 still compares.
-READABLE_SCHEMAS = (2, 3)
+# them) and 3 (every rank a row, ring steps padded to the largest ring: steps.py reads both), so a
+# nightly baseline written before schema 4 still compares.
+READABLE_SCHEMAS = (2, 3, 4)
+# What a sampled table's over_ranks/ datasets hold, row by row.
+OVER_RANKS = ("min", "mean", "max", "sum")
 
 RING_TYPES = ("ring_attention",)
 COLLECTIVE_TYPES = ("collectives",)
@@ -97,6 +107,12 @@ def _py(value):
             return [v.decode() if isinstance(v, bytes) else v for v in value.tolist()]
         return value.tolist() if value.size != 1 else value.reshape(()).item()
     return value
+
+
+def _and(items):
+    """'2, 3 and 4'."""
+    items = [str(x) for x in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _is_text(ds):
@@ -298,8 +314,10 @@ class PointsTable:
 
     def __init__(self, group, world, where, origin):
         """origin: (the run's _Source, its number in the cache): where the metrics are read."""
-        self.world = world
+        self.world = world  # ranks of the run; nrows: rows of this table's metrics
         self.where = where  # "FILE:/sweeps/NAME" for messages
+        self._source = origin[0]
+        self.row_rank, self.nrows = None, world
         self.units, self.descriptions = {}, {}
         # How each metric is judged (JUDGING_ATTRS), what a key spans ("message_size"), and
         # each point's own noise class where the file gives one (noise_class).
@@ -316,15 +334,24 @@ class PointsTable:
             raise RingbenchFileError(f"{where}/points: keys of different lengths {sorted(npoints)}")
         self.npoints = npoints.pop() if npoints else int(_attr(group, "points", 0) or 0)
         self.points = pd.DataFrame(keys, index=pd.RangeIndex(self.npoints, name="point"))
+        # A sampled table (schema 4): which rank each row holds; None: row r is rank r.
+        self.row_rank = _read(group["row_rank"]) if "row_rank" in group else None
+        self.nrows = world if self.row_rank is None else self.row_rank.shape[0]
+        self._over_ranks = group["over_ranks"].name if "over_ranks" in group else None
         for name, obj in group.items():
             if isinstance(obj, h5py.Dataset):
-                if _is_scale(obj) and _attr(obj, "role", None) != "metric":
+                if (_is_scale(obj) and _attr(obj, "role", None) != "metric") or name == "row_rank":
                     continue
-                ok = obj.ndim >= 2 and obj.shape[:2] == (world, self.npoints)
+                ok = obj.ndim >= 2 and obj.shape[:2] == (self.nrows, self.npoints)
                 self.metrics.columns[name] = Column(self._dataset(obj, name, "metric", ok), *origin,
                                                     f"{where}/{name}")
             elif name != "points" and "points" in obj:
                 self.subtables[name] = PointsTable(obj, world, f"{where}/{name}", origin)
+            elif name != "over_ranks":  # a group of tables (steps/R<R>): each by its path
+                for sub, child in obj.items():
+                    if isinstance(child, h5py.Group) and "points" in child:
+                        self.subtables[f"{name}/{sub}"] = PointsTable(child, world, f"{where}/{name}/{sub}",
+                                                                      origin)
         self._table = None
 
     def _dataset(self, ds, name, role, shape_ok):
@@ -334,7 +361,8 @@ class PointsTable:
             raise RingbenchFileError(f"{self.where}/{name}: role {got!r}, expected {role!r} "
                                      "(schema_version 2: keys under points/, metrics beside them)")
         if not shape_ok:
-            want = "[points]" if role == "key" else f"[world={self.world}, points={self.npoints}, ...]"
+            rows = f"world={self.world}" if self.row_rank is None else f"rows={self.nrows}"
+            want = "[points]" if role == "key" else f"[{rows}, points={self.npoints}, ...]"
             raise RingbenchFileError(f"{self.where}/{name}: shape {list(ds.shape)}, expected {want}")
         self.units[name] = str(_attr(ds, "units"))
         self.descriptions[name] = str(_attr(ds, "description"))
@@ -359,6 +387,31 @@ class PointsTable:
             return v[np.isfinite(v)]
         meds = row_median(v.reshape(v.shape[0], -1))
         return meds[np.isfinite(meds)]
+
+    def ranks_at(self, point):
+        """The world rank of each row at a point (-1: an empty row of a sample)."""
+        if self.row_rank is None:
+            return np.arange(self.nrows)
+        return np.asarray(self.row_rank[:, point], dtype=np.int64)
+
+    def over_ranks(self, name, point):
+        """{min, mean, max, sum} of a numeric metric at a point over every rank with a value (NaN,
+        and -1 in integer metrics, are none): arrays over the inner axes, numbers for a scalar
+        metric; NaN where no rank had one. A sampled table's are its over_ranks/ datasets, else
+        they are computed from the rows (every rank)."""
+        if self._over_ranks is not None:
+            got = self._source.read(f"{self._over_ranks}/{name}", np.s_[:, point], f"{self.where}/over_ranks")
+            return {s: (float(v) if np.ndim(v) == 0 else v) for s, v in zip(OVER_RANKS, got)}
+        v = self.array(name)[:, point]
+        v = v.astype(float) if v.dtype.kind in "fiu" else numbers(v)
+        if self.metrics.columns[name].dtype.kind in "iu":
+            v[v == -1] = np.nan
+        has = np.isfinite(v).any(axis=0)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = {"min": np.nanmin(v, axis=0), "mean": np.nanmean(v, axis=0),
+                   "max": np.nanmax(v, axis=0), "sum": np.where(has, np.nansum(v, axis=0), np.nan)}
+        return {s: (float(x) if np.ndim(x) == 0 else x) for s, x in out.items()}
 
     # --- how the file says its columns are judged (schema 3; legacy.py for schema 2) ---
     def direction_of(self, name):
@@ -407,10 +460,11 @@ class PointsTable:
     def rows(self, p0, p1, metrics):
         """DataFrame of the points p0 .. p1-1 with the given metrics: one row per (point, rank),
         point-major, as `table`'s rows of those points."""
-        n, w = p1 - p0, self.world
+        n, w = p1 - p0, self.nrows
+        ranks = np.tile(np.arange(w, dtype=np.int64), n) if self.row_rank is None \
+            else np.asarray(self.row_rank[:, p0:p1], dtype=np.int64).T.ravel()
         cols = {"sweep": np.full(n * w, getattr(self, "name", ""), dtype=object),
-                "point": np.repeat(np.arange(p0, p1, dtype=np.int64), w),
-                "rank": np.tile(np.arange(w, dtype=np.int64), n)}
+                "point": np.repeat(np.arange(p0, p1, dtype=np.int64), w), "rank": ranks}
         for k in self.keys:
             cols[k] = np.repeat(self.points[k].to_numpy()[p0:p1], w)
         for m in metrics:
@@ -422,8 +476,8 @@ class PointsTable:
         chunk's rows about one cache block in memory, whatever the file's size."""
         names = self.scalar_metrics()
         row = 16 * (3 + len(self.keys)) + sum(self.metrics.columns[m].point_bytes for m in names) \
-            // max(1, self.world)
-        step = max(1, block_bytes() // max(1, row * self.world))
+            // max(1, self.nrows)
+        step = max(1, block_bytes() // max(1, row * self.nrows))
         for p0 in range(0, self.npoints, step):
             yield self.rows(p0, min(self.npoints, p0 + step), names)
 
@@ -594,7 +648,7 @@ class Run:
         what = "no /run schema_version (a file from before schema 2)" if version is None \
             else f"schema_version {version}"
         raise RingbenchFileError(f"{self.path}: {what}, written by {made}; this rb-analysis reads "
-                                 f"schema_version {' and '.join(map(str, READABLE_SCHEMAS))} only: "
+                                 f"schema_version {_and(READABLE_SCHEMAS)} only: "
                                  "analyse it with the rb-analysis "
                                  "of that commit, or run the benchmark again")
 

@@ -78,6 +78,8 @@ def load(path):
         raise ReferenceFileError(f"{path}: reading a reference file needs PyYAML (Debian: python3-yaml)")
     except yaml.YAMLError as e:
         raise ReferenceFileError(f"{path}: not YAML: {e}")
+    except RecursionError:
+        raise ReferenceFileError(f"{path}: not a reference file (YAML nested too deeply)") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("version") != 1:
         raise ReferenceFileError(f"{path}: not a reference file (needs kind: {KIND} and version: 1)")
     refs = doc.get("references")

@@ -16,7 +16,8 @@ import os
 
 import numpy as np
 
-from . import links, contention, figures, fmt, headline, model, peaks as peaks_mod, plots, reader, results, schemes
+from . import (contention, figures, fmt, headline, links, model, outfile, peaks as peaks_mod, plots, reader, results,
+               schemes)
 from . import doc, rows_csv, scheme_report
 
 TITLE = "# ringbench report"
@@ -179,10 +180,10 @@ def build(paths, out_dir, predict_sizes=(8, 64, 512), peaks_file=None, given_lin
     returns report.json's content."""
     rep = analyse(paths, out_dir, predict_sizes, peaks_file, given_links, ranks_per_node)
     summary = rep.summary
-    with open(os.path.join(out_dir, "report.md"), "w") as f:
+    with outfile.replacing(os.path.join(out_dir, "report.md")) as f:
         f.write("\n".join([TITLE, ""] + doc.markdown(rep.sections)) + "\n")
     summary["csv"] = rows_csv.write(rep.runs, out_dir)
-    with open(os.path.join(out_dir, "report.json"), "w") as f:
+    with outfile.replacing(os.path.join(out_dir, "report.json")) as f:
         json.dump(_finite_json(summary), f, indent=1, default=_json_default, allow_nan=False)
     if html:
         from . import html_report  # plotly and jinja2 only where an HTML page is asked for
@@ -484,10 +485,12 @@ _memory_section = _rate_section(
     "The slowest rank's bandwidth (bytes / mean iteration). d2d counts each byte once: its HBM traffic "
     "is twice that, which is what \"% of peak\" compares with the HBM peak; host<->device copies compare "
     "with PCIe's one-direction peak; the host triad has no known peak.",
-    [("kind", "kind", None), ("size", "size", fmt.size), ("bandwidth", "bandwidth", lambda x: fmt.si(x, "B/s")),
+    [("kind", "kind", None), ("size", "size", fmt.size), ("bandwidth_md", "bandwidth", None),
      ("peak_md", "peak", None)],
     lambda m: m.assign(peak_md=[f"{n.replace('_GBps', '').upper()} {fmt.si(p, 'B/s')}" if n else "none known"
-                                for n, p in zip(m["peak_name"], m["peak"])]))
+                                for n, p in zip(m["peak_name"], m["peak"])],
+                       bandwidth_md=[fmt.si(b, "B/s") if st == "ok" else f"**{st}**"  # oom: no rank measured
+                                     for b, st in zip(m["bandwidth"], m["status"])]))
 
 
 def _plot_index(summary):

@@ -368,20 +368,23 @@ def _rate_stats(sweep, metric):
 
 def _rate_points(runs, sweep_type, metric):
     """Each point of the runs' sweep_type sweeps that recorded the rate metric: its run, sweep
-    and keys, the slowest rank's rate and {p25, p75, cv} of that rank's per-iteration rates."""
+    and keys, the slowest rank's rate (NaN where no rank measured: an oom point), {p25, p75, cv}
+    of that rank's per-iteration rates and the point's status (ok, oom, ...)."""
     for run in runs:
         for s in run.sweeps_of_type((sweep_type,)):
             if metric not in s.metrics:
                 continue
             rate, st = pointstats.over_ranks(s, metric, "min"), _rate_stats(s, metric)
+            status = pointstats.first_text(s, "status", ("", "ok"))
             for p, keys in enumerate(pointstats.point_keys(s)):
-                yield run, s, keys, float(rate[p]), {k: float(st[k][p]) for k in ("p25", "p75", "cv")}
+                yield (run, s, keys, float(rate[p]), {k: float(st[k][p]) for k in ("p25", "p75", "cv")},
+                       status[p] or "ok")
 
 
 def compute_frame(runs, peaks):
     """One row per compute point: the slowest rank's TFLOP/s, CV, % of the dtype's peak."""
     rows = []
-    for run, s, k, rate, st in _rate_points(runs, "compute", "rate_tflops"):
+    for run, s, k, rate, st, status in _rate_points(runs, "compute", "rate_tflops"):
         dtype = str(k.get("dtype", ""))
         peak = peaks_mod.tflops(peaks, dtype)
         rows.append({"file": os.path.basename(run.path), "sweep": s.name,
@@ -389,7 +392,7 @@ def compute_frame(runs, peaks):
                      "dtype": dtype, "size": int(k.get("size", k.get("rows", 0)) or 0),
                      "tflops": rate, "r_p25": st["p25"], "r_p75": st["p75"],
                      "cv": st["cv"], "peak_tflops": peak or float("nan"),
-                     "pct_of_peak": 100 * rate / peak if peak else float("nan")})
+                     "pct_of_peak": 100 * rate / peak if peak else float("nan"), "status": status})
     return pd.DataFrame(rows)
 
 
@@ -403,7 +406,7 @@ MEMORY_PEAK = {"d2d": ("hbm_GBps", 2.0), "h2d_pinned": ("pcie_GBps", 1.0),
 def memory_frame(runs, peaks):
     """One row per memory point (triad, copy kinds): the slowest rank's GB/s and % of peak."""
     rows = []
-    for run, s, k, bw, st in _rate_points(runs, "memory", "bandwidth_Bps"):
+    for run, s, k, bw, st, status in _rate_points(runs, "memory", "bandwidth_Bps"):
         kind = str(k.get("kind", ""))
         which, factor = MEMORY_PEAK.get(kind, (None, 1.0))
         peak = (peaks or {}).get(which) if which else None
@@ -411,5 +414,6 @@ def memory_frame(runs, peaks):
                      "size": int(k.get("size_bytes", 0)), "bandwidth": bw,
                      "b_p25": st["p25"], "b_p75": st["p75"], "cv": st["cv"],
                      "peak_name": which or "", "peak": peak * 1e9 if peak else float("nan"),
-                     "pct_of_peak": 100 * factor * bw / (peak * 1e9) if peak else float("nan")})
+                     "pct_of_peak": 100 * factor * bw / (peak * 1e9) if peak else float("nan"),
+                     "status": status})
     return pd.DataFrame(rows)

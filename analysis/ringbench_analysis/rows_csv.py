@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from . import reader
+from . import outfile, reader
 
 # What makes the csv module quote a field under QUOTE_MINIMAL with "," and '"' (the line
 # terminator's characters besides): a field without them is written as it is.
@@ -54,13 +54,13 @@ def write_rows(path, parts):
         return False
     like = pd.concat([_tagged(run, s.rows(0, 1, s.scalar_metrics())) for run, s in parts],
                      ignore_index=True)
-    with open(path, "w", encoding="utf-8", newline="") as f:
+    with outfile.replacing(path, encoding="utf-8", newline="") as f:
         like.iloc[:0].to_csv(f, index=False)
         for run, s in parts:
             per_row = {"rank"} | set(s.scalar_metrics())
             for chunk in s.scalar_row_chunks():
                 chunk = _tagged(run, chunk).reindex(columns=like.columns).astype(like.dtypes.to_dict())
-                text = _text(chunk, per_row, s.world)
+                text = _text(chunk, per_row, s.nrows)
                 if text is None:
                     chunk.to_csv(f, index=False, header=False)
                 else:

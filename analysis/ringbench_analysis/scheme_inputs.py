@@ -14,9 +14,10 @@ Out-of-place float32 series are preferred (what the schemes call). Each fit keep
 size, so scheme_model can move it to another group size through the busbw factor.
 
 Rate, per (dtype, head dim, causal): the ring-scheme points' step kernels (step_pairs,
-step_compute_s, backward_step_compute_s; every ring size, a ring of one included), those of the
-point's own sweep when it has any; else the compute sweep's attention_forward points (forward
-only). A rate is FLOP/s against the pairs one kernel call computes.
+step_compute_s, backward_step_compute_s of the ranks whose steps the file keeps, steps.py;
+every ring size, a ring of one included), those of the point's own sweep when it has any;
+else the compute sweep's attention_forward points (forward only). A rate is FLOP/s against the
+pairs one kernel call computes.
 """
 import math
 import os
@@ -25,6 +26,7 @@ import re
 import numpy as np
 
 from . import links, model, pointstats, reader
+from . import steps as ring_steps
 from .scheme_model import BUS_FACTOR, OPS, Rate, Shape
 
 GROUPS = {"intra": ("intra_node", "world"), "inter": ("inter_node", "world")}
@@ -192,13 +194,14 @@ def scheme_sweeps(runs):
 
 
 def _exposed(sweep, p):
-    """The slowest rank's exposed communication: its forward and backward step waits summed."""
-    per_rank = np.zeros(sweep.world)
+    """The slowest rank's exposed communication: its forward and backward step waits summed
+    (the ranks the sweep's table keeps: every rank, or a sample led by the slowest)."""
+    per_rank = np.zeros(sweep.nrows)
     seen = False
     for name in ("step_wait_s", "backward_step_wait_s"):
-        if name in sweep.metrics:
-            w = np.asarray(sweep.metrics[name][:, p], dtype=float).reshape(sweep.world, -1)
-            per_rank += np.nansum(w, axis=1)
+        w = ring_steps.rank_sums(sweep, p, name)
+        if w is not None:
+            per_rank += np.nan_to_num(w)
             seen = seen or bool(np.isfinite(w).any())
     return float(per_rank.max()) if seen else math.nan
 
@@ -243,19 +246,18 @@ def scheme_points(runs):
 
 def _step_sample(sweep, p, shape):
     """(pairs per call, forward FLOP/s, backward FLOP/s or None) of one point's step kernels."""
-    need = ("step_pairs", "step_compute_s")
-    if any(n not in sweep.metrics for n in need):
+    got = ring_steps.point_steps(sweep, p, ("step_pairs", "step_compute_s", "backward_step_compute_s"))
+    if got is None or not {"step_pairs", "step_compute_s"} <= set(got[1]):
         return None
-    pairs = np.asarray(sweep.metrics["step_pairs"][:, p], dtype=float)
-    comp = np.asarray(sweep.metrics["step_compute_s"][:, p], dtype=float)
+    pairs, comp = got[1]["step_pairs"], got[1]["step_compute_s"]
     ok = np.isfinite(pairs) & np.isfinite(comp) & (pairs > 0) & (comp > 0)
     if not ok.any():
         return None
     flop = 4.0 * shape.head_dim * pairs[ok].sum()
     fwd = flop / comp[ok].sum()
     bwd = None
-    if "backward_step_compute_s" in sweep.metrics:
-        b = np.asarray(sweep.metrics["backward_step_compute_s"][:, p], dtype=float)
+    if "backward_step_compute_s" in got[1]:
+        b = got[1]["backward_step_compute_s"]
         okb = ok & np.isfinite(b) & (b > 0)
         if okb.any():
             bwd = 2.5 * 4.0 * shape.head_dim * pairs[okb].sum() / b[okb].sum()

@@ -12,7 +12,7 @@ import json
 import math
 import sys
 
-from . import fmt, links, reader
+from . import fmt, links, outfile, reader
 from . import scheme_inputs as inputs
 from . import scheme_model as sm
 
@@ -324,7 +324,7 @@ def command(args):
         return 2
     print("\n".join(section_lines(result, heading="#")))
     if args.json:
-        with open(args.json, "w") as f:
+        with outfile.replacing(args.json) as f:
             json.dump(_finite(to_json(result)), f, indent=1, default=_json_default, allow_nan=False)
     return 0
 

@@ -6,7 +6,7 @@ trend.json (every number of the page)."""
 import json
 import os
 
-from . import doc, html_page, html_plots, trend
+from . import doc, html_page, html_plots, outfile, trend
 
 MAX_PANELS = 24   # points per figure: those with a regression or warning first, then the largest changes
 COLS = 3
@@ -146,7 +146,7 @@ def write(data, out_dir):
               (f"{regs} regression(s) among the nights shown" if regs else "no regression among the nights shown",
                "bad" if regs else "good")]
     from .report import _finite_json  # NaN as null: valid JSON for every reader
-    with open(os.path.join(out_dir, "trend.json"), "w") as f:
+    with outfile.replacing(os.path.join(out_dir, "trend.json")) as f:
         json.dump(_finite_json(data), f, indent=1, default=str, allow_nan=False)
     return html_page.render("trend.html.j2", os.path.join(out_dir, "trend.html"), title="ringbench nightly trend",
                             data=data, kinds=kinds, glance=glance, plots={})

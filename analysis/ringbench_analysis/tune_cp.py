@@ -87,6 +87,8 @@ def read_policy(path):
             d = yaml.safe_load(f)
     except (OSError, ImportError) as exc:
         raise tune.TuneError(f"{path}: cannot read ({exc})") from None
+    except RecursionError:
+        raise tune.TuneError(f"{path}: not a CP policy file (YAML nested too deeply)") from None
     if not isinstance(d, dict) or d.get("kind") != POLICY_KIND or d.get("version") != POLICY_VERSION:
         raise tune.TuneError(f"{path}: not a CP policy file (kind {POLICY_KIND}, version {POLICY_VERSION})")
     return d

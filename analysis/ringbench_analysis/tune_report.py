@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import tuning  # noqa: E402
+from . import outfile, tuning  # noqa: E402
 
 
 def _scalar(v):
@@ -207,7 +207,7 @@ def _plot_shape(shape, group, decisions, margin, path):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    outfile.save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -260,6 +260,6 @@ def write(report_path, *, run, sweep, frame, decisions, choices, policy, notes, 
     md += tune_gpus.report_lines(per_gpu)
     if notes:
         md += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
-    with open(report_path, "w") as f:
+    with outfile.replacing(report_path) as f:
         f.write("\n".join(md))
     return pngs

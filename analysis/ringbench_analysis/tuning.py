@@ -389,7 +389,8 @@ def write_policy_yaml(d, path):
         text = json.dumps(d, indent=2, allow_nan=False) + "\n"
     else:
         text = yaml.safe_dump(d, sort_keys=False, default_flow_style=False)
-    with open(path, "w") as f:
+    from . import outfile
+    with outfile.replacing(path) as f:
         f.write(text)
 
 
@@ -416,6 +417,8 @@ def read_policy_yaml(path):
             d = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise TuningError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+        except RecursionError:  # 100000 '[': PyYAML's composer recurses per level
+            raise TuningError(f"{path}: not a tuned kernel policy (YAML nested too deeply)") from None
     problems = validate_policy(d)
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""

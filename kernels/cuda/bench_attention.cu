@@ -309,16 +309,16 @@ double time_ms(AttentionBackend& be, const Options& o, const std::function<void(
 std::unique_ptr<Result> run_choice(const Problem& p, const KernelChoice& choice) {
   auto r = std::make_unique<Result>(choice, p);
   gpu::CudaBackend be(choice);
-  ForwardBlock fb;
-  fb.dims = p.dims;
-  fb.dtype = p.o.dtype;
-  fb.scale = p.scale;
-  fb.q = p.span;
-  fb.kv = p.span;
-  fb.pattern = p.pattern;
-  fb.q_data = p.q.p;
-  fb.k_data = p.k.p;
-  fb.v_data = p.v.p;
+  BlockInputs in;
+  in.dims = p.dims;
+  in.dtype = p.o.dtype;
+  in.scale = p.scale;
+  in.q = in.kv = p.span;
+  in.pattern = p.pattern;
+  in.q_data = p.q.p;
+  in.k_data = p.k.p;
+  in.v_data = p.v.p;
+  ForwardBlock fb{in};
   fb.out = r->out.f();
   fb.lse = r->lse.f();
   r->fwd_ms = time_ms(
@@ -328,16 +328,7 @@ std::unique_ptr<Result> run_choice(const Problem& p, const KernelChoice& choice)
     DevBuf delta(p.rows * 4);
     // As the ring does: delta (and the cudnn path's O copy) once per dO.
     be.backward_prepare(p.dout.p, fb.out, delta.f(), std::int64_t(p.rows), p.o.head_dim, p.o.dtype);
-    BackwardBlock bb;
-    bb.dims = p.dims;
-    bb.dtype = p.o.dtype;
-    bb.scale = p.scale;
-    bb.q = p.span;
-    bb.kv = p.span;
-    bb.pattern = p.pattern;
-    bb.q_data = p.q.p;
-    bb.k_data = p.k.p;
-    bb.v_data = p.v.p;
+    BackwardBlock bb{in};
     bb.dout = p.dout.p;
     bb.lse = fb.lse;
     bb.delta = delta.f();

@@ -23,13 +23,12 @@ struct FlashParams {
   DevPattern pat;
 };
 
-inline FlashParams make_params(const ForwardBlock& b) {
+// The fields every block has (attention.hpp's BlockInputs).
+inline FlashParams shared_params(const BlockInputs& b) {
   FlashParams p{};
   p.q = b.q_data;
   p.k = b.k_data;
   p.v = b.v_data;
-  p.out = b.out;
-  p.lse = b.lse;
   p.q_rows = b.dims.q_rows;
   p.kv_rows = b.dims.kv_rows;
   p.heads = b.dims.heads;
@@ -40,24 +39,21 @@ inline FlashParams make_params(const ForwardBlock& b) {
   return p;
 }
 
+inline FlashParams make_params(const ForwardBlock& b) {
+  FlashParams p = shared_params(b);
+  p.out = b.out;
+  p.lse = b.lse;
+  return p;
+}
+
 inline FlashParams make_params(const BackwardBlock& b) {
-  FlashParams p{};
-  p.q = b.q_data;
-  p.k = b.k_data;
-  p.v = b.v_data;
+  FlashParams p = shared_params(b);
   p.dout = b.dout;
   p.lse_in = b.lse;
   p.delta = b.delta;
   p.dq = b.dq;
   p.dk = b.dk;
   p.dv = b.dv;
-  p.q_rows = b.dims.q_rows;
-  p.kv_rows = b.dims.kv_rows;
-  p.heads = b.dims.heads;
-  p.scale = b.scale;
-  p.qs = b.q;
-  p.kvs = b.kv;
-  p.pat = dev_pattern(b.pattern);
   return p;
 }
 

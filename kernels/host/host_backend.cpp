@@ -85,26 +85,16 @@ class KokkosHostBackend final : public AttentionBackend {
     attn::host::init_forward(out, lse, rows, head_dim);
   }
   void forward(const attn::ForwardBlock& block) override {
-    const KernelPicker::Pick pick = picker_.pick(block.dtype, block.dims, block.pattern);
-    if (is_materialized(*pick.row))
-      attn::host::materialized_forward(block,
-                                       scratch(attn::host::materialized_forward_scratch(block)));
-    else
-      attn::host::forward(block);
-    count_block(pick.row->name, pick.from_policy);
+    on_its_row(block, attn::host::forward, attn::host::materialized_forward,
+               attn::host::materialized_forward_scratch);
   }
   void backward_prepare(const void* dout, const float* out, float* delta, std::int64_t rows,
                         int head_dim, attn::DType dtype) override {
     attn::host::backward_prepare(dout, out, delta, rows, head_dim, dtype);
   }
   void backward(const attn::BackwardBlock& block) override {
-    const KernelPicker::Pick pick = picker_.pick(block.dtype, block.dims, block.pattern);
-    if (is_materialized(*pick.row))
-      attn::host::materialized_backward(block,
-                                        scratch(attn::host::materialized_backward_scratch(block)));
-    else
-      attn::host::backward(block);
-    count_block(pick.row->name, pick.from_policy);
+    on_its_row(block, attn::host::backward, attn::host::materialized_backward,
+               attn::host::materialized_backward_scratch);
   }
   void accumulate(float* dst, const float* src, std::size_t count) override {
     attn::host::accumulate(dst, src, static_cast<std::int64_t>(count));
@@ -128,6 +118,19 @@ class KokkosHostBackend final : public AttentionBackend {
  private:
   static bool is_materialized(const KernelPath& row) {
     return std::string(row.name) == "materialized";
+  }
+  // A block on the row the picker gives it: the fused kernel, or the materialized one with its
+  // score tiles; then counted under that row.
+  template <class Block>
+  void on_its_row(const Block& block, void (*fused)(const Block&),
+                  void (*materialized)(const Block&, float*),
+                  std::size_t (*scratch_floats)(const Block&)) {
+    const KernelPicker::Pick pick = picker_.pick(block.dtype, block.dims, block.pattern);
+    if (is_materialized(*pick.row))
+      materialized(block, scratch(scratch_floats(block)));
+    else
+      fused(block);
+    count_block(pick.row->name, pick.from_policy);
   }
 
   // The materialized kernels' score tiles: grown through allocate() so they count in

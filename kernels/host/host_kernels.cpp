@@ -45,23 +45,34 @@ void copy_head_chunks(const HeadChunks& c, const HeadTensor& t, bool to_chunks) 
 
 namespace {
 
+// One thread per query row (by_query) or key row of the block, over batch x heads; f(w) where
+// the row meets any row of the other side (w.others) under the block's pattern.
+template <class Block, class F>
+void each_row(const char* label, const Block& blk, bool by_query, F f) {
+  const Span& own = by_query ? blk.q : blk.kv;
+  const Span& other = by_query ? blk.kv : blk.q;
+  const std::int64_t own_rows = by_query ? blk.dims.q_rows : blk.dims.kv_rows;
+  const int heads = blk.dims.heads;
+  const Pattern pattern = blk.pattern;
+  Kokkos::parallel_for(
+      label, Policy(0, static_cast<std::int64_t>(blk.dims.batch) * heads * own.count),
+      KOKKOS_LAMBDA(std::int64_t idx) {
+        const RowWork w = row_work(idx, own, own_rows, other, pattern, heads, by_query);
+        if (w.others.count() != 0) f(w);
+      });
+}
+
 template <class T>
 void forward_impl(const ForwardBlock& blk) {
-  const std::int64_t n = static_cast<std::int64_t>(blk.dims.batch) * blk.dims.heads * blk.q.count;
-  Kokkos::parallel_for(
-      "rb::attn::host::forward", Policy(0, n), KOKKOS_LAMBDA(std::int64_t idx) {
+  each_row(
+      "rb::attn::host::forward", blk, true, KOKKOS_LAMBDA(const RowWork& w) {
         namespace KE = Kokkos::Experimental;
         const int d = blk.dims.head_dim;
-        const RowWork w =
-            row_work(idx, blk.q, blk.dims.q_rows, blk.kv, blk.pattern, blk.dims.heads, true);
         const IndexRange& keys = w.others;
-        if (keys.count() == 0) return;
         const std::int64_t bh = w.bh, qrow = w.row;
         float q[kMaxHeadDim], acc[kMaxHeadDim];
-        for (int c = 0; c < d; ++c) {
-          q[c] = T::ld(blk.q_data, qrow * d + c) * blk.scale;
-          acc[c] = 0.0f;
-        }
+        load_row<T>(q, blk.q_data, qrow, d, blk.scale);
+        for (int c = 0; c < d; ++c) acc[c] = 0.0f;
         float m = -KE::infinity<float>::value, l = 0.0f;
         for (std::int64_t j = keys.begin; j < keys.end; j += keys.step) {
           const std::int64_t krow = bh * blk.dims.kv_rows + blk.kv.row0 + j;
@@ -76,15 +87,7 @@ void forward_impl(const ForwardBlock& blk) {
           l += p;
           for (int c = 0; c < d; ++c) acc[c] += p * T::ld(blk.v_data, krow * d + c);
         }
-        const float block_lse = m + KE::log(l);
-        const float old = blk.lse[qrow];
-        const float hi = old > block_lse ? old : block_lse;
-        const float merged = hi + KE::log(KE::exp(old - hi) + KE::exp(block_lse - hi));
-        const float w_old = KE::exp(old - merged);  // 0 when old == -inf
-        const float w_new = KE::exp(m - merged);    // = exp(block_lse - merged) / l
-        float* o = blk.out + qrow * d;
-        for (int c = 0; c < d; ++c) o[c] = o[c] * w_old + acc[c] * w_new;
-        blk.lse[qrow] = merged;
+        merge_block(blk.out, blk.lse, qrow, d, acc, m, l);
       });
 }
 
@@ -112,72 +115,43 @@ namespace {
 
 template <class T>
 void backward_impl(const BackwardBlock& blk) {
-  const std::int64_t bh_count = static_cast<std::int64_t>(blk.dims.batch) * blk.dims.heads;
-  const BackwardBlock& b = blk;
-
   // dQ: one thread per query row.
-  Kokkos::parallel_for(
-      "rb::attn::host::backward_dq", Policy(0, bh_count * b.q.count),
-      KOKKOS_LAMBDA(std::int64_t idx) {
-        namespace KE = Kokkos::Experimental;
+  each_row(
+      "rb::attn::host::backward_dq", blk, true, KOKKOS_LAMBDA(const RowWork& w) {
         const int d = blk.dims.head_dim;
-        const RowWork w =
-            row_work(idx, blk.q, blk.dims.q_rows, blk.kv, blk.pattern, blk.dims.heads, true);
         const IndexRange& keys = w.others;
-        if (keys.count() == 0) return;
-        const std::int64_t bh = w.bh, qrow = w.row;
         float q[kMaxHeadDim], g[kMaxHeadDim], dq[kMaxHeadDim];
-        for (int c = 0; c < d; ++c) {
-          q[c] = T::ld(blk.q_data, qrow * d + c) * blk.scale;
-          g[c] = T::ld(blk.dout, qrow * d + c);
-          dq[c] = 0.0f;
-        }
-        const float lse = blk.lse[qrow], delta = blk.delta[qrow];
+        load_row<T>(q, blk.q_data, w.row, d, blk.scale);
+        load_row<T>(g, blk.dout, w.row, d);
+        for (int c = 0; c < d; ++c) dq[c] = 0.0f;
+        const float lse = blk.lse[w.row], delta = blk.delta[w.row];
         for (std::int64_t j = keys.begin; j < keys.end; j += keys.step) {
-          const std::int64_t krow = bh * blk.dims.kv_rows + blk.kv.row0 + j;
-          const float p = KE::exp(dot_row<T>(q, blk.k_data, krow * d, d) - lse);
-          const float dp = dot_row<T>(g, blk.v_data, krow * d, d);
-          const float ds = p * (dp - delta) * blk.scale;
-          for (int c = 0; c < d; ++c) dq[c] += ds * T::ld(blk.k_data, krow * d + c);
+          const std::int64_t krow = w.bh * blk.dims.kv_rows + blk.kv.row0 + j;
+          const PairGrad pg =
+              pair_grad<T>(q, g, blk.k_data, blk.v_data, krow, d, lse, delta, blk.scale);
+          for (int c = 0; c < d; ++c) dq[c] += pg.ds * T::ld(blk.k_data, krow * d + c);
         }
-        float* out = blk.dq + qrow * d;
-        for (int c = 0; c < d; ++c) out[c] += dq[c];
+        add_row(blk.dq + w.row * d, dq, d);
       });
 
   // dK, dV: one thread per key row, walking the queries that attend to it.
-  Kokkos::parallel_for(
-      "rb::attn::host::backward_dkv", Policy(0, bh_count * b.kv.count),
-      KOKKOS_LAMBDA(std::int64_t idx) {
-        namespace KE = Kokkos::Experimental;
+  each_row(
+      "rb::attn::host::backward_dkv", blk, false, KOKKOS_LAMBDA(const RowWork& w) {
         const int d = blk.dims.head_dim;
-        const RowWork w =
-            row_work(idx, blk.kv, blk.dims.kv_rows, blk.q, blk.pattern, blk.dims.heads, false);
         const IndexRange& queries = w.others;
-        if (queries.count() == 0) return;
-        const std::int64_t bh = w.bh, krow = w.row;
         float k[kMaxHeadDim], v[kMaxHeadDim], dk[kMaxHeadDim], dv[kMaxHeadDim];
-        for (int c = 0; c < d; ++c) {
-          k[c] = T::ld(blk.k_data, krow * d + c) * blk.scale;
-          v[c] = T::ld(blk.v_data, krow * d + c);
-          dk[c] = 0.0f;
-          dv[c] = 0.0f;
-        }
+        load_row<T>(k, blk.k_data, w.row, d, blk.scale);
+        load_row<T>(v, blk.v_data, w.row, d);
+        for (int c = 0; c < d; ++c) dk[c] = dv[c] = 0.0f;
         for (std::int64_t i = queries.begin; i < queries.end; i += queries.step) {
-          const std::int64_t qrow = bh * blk.dims.q_rows + blk.q.row0 + i;
-          const float p = KE::exp(dot_row<T>(k, blk.q_data, qrow * d, d) - blk.lse[qrow]);
-          const float dp = dot_row<T>(v, blk.dout, qrow * d, d);
-          const float ds = p * (dp - blk.delta[qrow]) * blk.scale;
-          for (int c = 0; c < d; ++c) {
-            dv[c] += p * T::ld(blk.dout, qrow * d + c);
-            dk[c] += ds * T::ld(blk.q_data, qrow * d + c);
-          }
+          const std::int64_t qrow = w.bh * blk.dims.q_rows + blk.q.row0 + i;
+          add_query<T>(blk, qrow, d,
+                       pair_grad<T>(k, v, blk.q_data, blk.dout, qrow, d, blk.lse[qrow],
+                                    blk.delta[qrow], blk.scale),
+                       dk, dv);
         }
-        float* dko = blk.dk + krow * d;
-        float* dvo = blk.dv + krow * d;
-        for (int c = 0; c < d; ++c) {
-          dko[c] += dk[c];
-          dvo[c] += dv[c];
-        }
+        add_row(blk.dk + w.row * d, dk, d);
+        add_row(blk.dv + w.row * d, dv, d);
       });
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Pieces the host kernel files share (private to kernels/host): storage-type tags, the
-// vectorisable row dot product, and which rows of the other span a launch index meets.
+// vectorisable row dot product, which rows of the other span a launch index meets, and the
+// per-row arithmetic both the fused and the materialized kernels do (the log-sum-exp merge,
+// the backward's p and ds, the dK/dV sums).
 #include <cstdint>
 #include <string>
 
@@ -67,6 +69,59 @@ KOKKOS_INLINE_FUNCTION RowWork row_work(std::int64_t idx, const Span& own, std::
   const int head = static_cast<int>(bh % heads);
   return RowWork{bh, bh * own_rows + own.row0 + i,
                  partners(own.position(i), other, pat, head, own_are_queries)};
+}
+
+// Row `at` of `data` times `scale`: a row this thread owns, kept in registers.
+template <class T>
+KOKKOS_INLINE_FUNCTION void load_row(float* x, const void* data, std::int64_t at, int d,
+                                     float scale = 1.0f) {
+  for (int c = 0; c < d; ++c) x[c] = T::ld(data, at * d + c) * scale;
+}
+
+// x += y over a row of d values: a thread's sums into the block's fp32 accumulators.
+KOKKOS_INLINE_FUNCTION void add_row(float* x, const float* y, int d) {
+  for (int c = 0; c < d; ++c) x[c] += y[c];
+}
+
+// A block's softmax of one query row (running max m, sum l, acc = sum of exp(s - m) V rows)
+// merged by log-sum-exp into the row's output and LSE, which hold the earlier blocks'.
+KOKKOS_INLINE_FUNCTION void merge_block(float* out, float* lse, std::int64_t row, int d,
+                                        const float* acc, float m, float l) {
+  namespace KE = Kokkos::Experimental;
+  const float block_lse = m + KE::log(l);
+  const float old = lse[row];
+  const float hi = old > block_lse ? old : block_lse;
+  const float merged = hi + KE::log(KE::exp(old - hi) + KE::exp(block_lse - hi));
+  const float w_old = KE::exp(old - merged);  // 0 when old == -inf
+  const float w_new = KE::exp(m - merged);    // = exp(block_lse - merged) / l
+  float* o = out + row * d;
+  for (int c = 0; c < d; ++c) o[c] = o[c] * w_old + acc[c] * w_new;
+  lse[row] = merged;
+}
+
+// One (query, key) pair of the backward: the softmax probability p and the score gradient
+// ds = p (dP - delta) scale. x, y: one side's rows (Q scaled and dO, or K scaled and V); row
+// `at` of xs, ys: the other side's (K and V, or Q and dO).
+struct PairGrad {
+  float p, ds;
+};
+template <class T>
+KOKKOS_INLINE_FUNCTION PairGrad pair_grad(const float* x, const float* y, const void* xs,
+                                          const void* ys, std::int64_t at, int d, float lse,
+                                          float delta, float scale) {
+  const float p = Kokkos::Experimental::exp(dot_row<T>(x, xs, at * d, d) - lse);
+  const float dp = dot_row<T>(y, ys, at * d, d);
+  return {p, p * (dp - delta) * scale};
+}
+
+// A key row's dK += ds Q and dV += p dO from query row `qrow` of the block.
+template <class T>
+KOKKOS_INLINE_FUNCTION void add_query(const BackwardBlock& blk, std::int64_t qrow, int d,
+                                      PairGrad g, float* dk, float* dv) {
+  for (int c = 0; c < d; ++c) {
+    dv[c] += g.p * T::ld(blk.dout, qrow * d + c);
+    dk[c] += g.ds * T::ld(blk.q_data, qrow * d + c);
+  }
 }
 
 void check_head_dim(int d, const char* where);

@@ -31,8 +31,7 @@ KOKKOS_INLINE_FUNCTION RowWork work_of(const Block& blk, std::int64_t r) {
 template <class T, class Block>
 KOKKOS_INLINE_FUNCTION std::int64_t load_query(const Block& blk, const RowWork& w, std::int64_t j,
                                                float* q) {
-  const int d = blk.dims.head_dim;
-  for (int c = 0; c < d; ++c) q[c] = T::ld(blk.q_data, w.row * d + c) * blk.scale;
+  load_row<T>(q, blk.q_data, w.row, blk.dims.head_dim, blk.scale);
   return w.bh * blk.dims.kv_rows + blk.kv.row0 + j;
 }
 
@@ -92,15 +91,7 @@ void softmax_pv(const ForwardBlock& blk, std::int64_t r0, std::int64_t r1, const
           l += p;
           for (int c = 0; c < d; ++c) acc[c] += p * T::ld(blk.v_data, krow * d + c);
         }
-        const float block_lse = m + KE::log(l);
-        const float old = blk.lse[w.row];
-        const float hi = old > block_lse ? old : block_lse;
-        const float merged = hi + KE::log(KE::exp(old - hi) + KE::exp(block_lse - hi));
-        const float w_old = KE::exp(old - merged);  // 0 when old == -inf
-        const float w_new = KE::exp(m - merged);    // = exp(block_lse - merged) / l
-        float* o = blk.out + w.row * d;
-        for (int c = 0; c < d; ++c) o[c] = o[c] * w_old + acc[c] * w_new;
-        blk.lse[w.row] = merged;
+        merge_block(blk.out, blk.lse, w.row, d, acc, m, l);
       });
 }
 
@@ -114,11 +105,11 @@ void probabilities(const BackwardBlock& blk, std::int64_t r0, std::int64_t r1, f
       "rb::attn::host::materialized_probabilities", blk, r0, r1,
       [=](std::int64_t e, const RowWork& w, std::int64_t krow, const float* q) {
         float g[kMaxHeadDim];
-        for (int c = 0; c < d; ++c) g[c] = T::ld(blk.dout, w.row * d + c);
-        const float p =
-            Kokkos::Experimental::exp(dot_row<T>(q, blk.k_data, krow * d, d) - blk.lse[w.row]);
-        P[e] = p;
-        dS[e] = p * (dot_row<T>(g, blk.v_data, krow * d, d) - blk.delta[w.row]) * blk.scale;
+        load_row<T>(g, blk.dout, w.row, d);
+        const PairGrad pg = pair_grad<T>(q, g, blk.k_data, blk.v_data, krow, d, blk.lse[w.row],
+                                         blk.delta[w.row], blk.scale);
+        P[e] = pg.p;
+        dS[e] = pg.ds;
       },
       [=](std::int64_t e) {
         P[e] = 0.0f;
@@ -142,8 +133,7 @@ void grad_q(const BackwardBlock& blk, std::int64_t r0, std::int64_t r1, const fl
           const float ds = dS[t * kvc + j];
           for (int c = 0; c < d; ++c) dq[c] += ds * T::ld(blk.k_data, krow * d + c);
         }
-        float* out = blk.dq + w.row * d;
-        for (int c = 0; c < d; ++c) out[c] += dq[c];
+        add_row(blk.dq + w.row * d, dq, d);
       });
 }
 
@@ -175,18 +165,10 @@ void grad_kv(const BackwardBlock& blk, std::int64_t r0, std::int64_t r1, const f
         for (; i < end; i += queries.step) {
           const std::int64_t t = w.bh * qc + i - r0;
           const std::int64_t qrow = w.bh * blk.dims.q_rows + blk.q.row0 + i;
-          const float p = P[t * kvc + j], ds = dS[t * kvc + j];
-          for (int c = 0; c < d; ++c) {
-            dv[c] += p * T::ld(blk.dout, qrow * d + c);
-            dk[c] += ds * T::ld(blk.q_data, qrow * d + c);
-          }
+          add_query<T>(blk, qrow, d, {P[t * kvc + j], dS[t * kvc + j]}, dk, dv);
         }
-        float* dko = blk.dk + w.row * d;
-        float* dvo = blk.dv + w.row * d;
-        for (int c = 0; c < d; ++c) {
-          dko[c] += dk[c];
-          dvo[c] += dv[c];
-        }
+        add_row(blk.dk + w.row * d, dk, d);
+        add_row(blk.dv + w.row * d, dv, d);
       });
 }
 

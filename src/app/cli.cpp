@@ -1,6 +1,7 @@
 #include "app/cli.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 
 #include <CLI/CLI.hpp>
@@ -30,6 +31,7 @@ class UsageFirst : public CLI::Formatter {
 std::string footer_text() {
   std::string s = "Sweep types:\n";
   for (const auto& k : sweep_kinds()) s += fmt::format("  {}: {}\n", k.type, k.summary);
+  s += "  (ringbench --help TYPE: the type's keys, each with its default and limits)\n";
   s += "Kernel paths (kernel: in a ring_attention sweep):\n";
   for (const auto& p : attn::kernel_paths())
     s += fmt::format("  {} ({}, {}): {}\n", p.name, attn::to_string(p.device),
@@ -63,7 +65,7 @@ struct Options {
 
 void describe_options(CLI::App& app, CommandLine& cli, Options& o) {
   app.formatter(std::make_shared<UsageFirst>());
-  app.set_help_flag("-h,--help", "print this help and exit");
+  app.set_help_flag("-h,--help", "print this help and exit; --help TYPE: a sweep type's keys");
   app.add_flag("--version", o.version, "print the version and library versions, and exit");
   app.add_option("config", cli.config_path, "the run's YAML file (docs/config.md)")
       ->type_name("CONFIG.yaml");
@@ -123,6 +125,43 @@ ParsedCommandLine usage_error(const std::string& why) {
   return p;
 }
 
+// `--help TYPE`: the keys of one sweep type, from the table its parser reads them through.
+ParsedCommandLine sweep_help(const std::string& type) {
+  std::vector<std::string> types;
+  for (const auto& k : sweep_kinds()) {
+    if (type == k.type) {
+      ParsedCommandLine p;
+      p.exit_code = 0;
+      p.message = fmt::format(
+          "{}: {}\nKeys of a sweep `type: {}` (docs/sweeps/{}.md has the details):\n"
+          "  KEY: TYPE, default DEFAULT; ALLOWED VALUES\n{}",
+          k.type, k.summary, k.type, k.type, cfg::describe_keys(k.keys()));
+      return p;
+    }
+    types.push_back(k.type);
+  }
+  const std::string hint = cfg::did_you_mean(type, types);
+  return usage_error(fmt::format("--help: unknown sweep type '{}'{}; the sweep types are {}", type,
+                                 hint.empty() ? "" : "; did you mean '" + hint + "'?",
+                                 cfg::join(types, ", ")));
+}
+
+// The word after --help, when it names a sweep type rather than the config file
+// (`ringbench run.yaml --help` and `ringbench --help run.yaml` print the usual help).
+std::string help_topic(const std::vector<const char*>& args) {
+  for (std::size_t i = 1; i + 1 < args.size(); ++i) {
+    const std::string a = args[i], next = args[i + 1];
+    const auto ends_with = [&](const std::string& end) {
+      return next.size() >= end.size() &&
+             next.compare(next.size() - end.size(), end.size(), end) == 0;
+    };
+    if ((a == "--help" || a == "-h") && !next.empty() && next[0] != '-' && !ends_with(".yaml") &&
+        !ends_with(".yml"))
+      return next;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string usage_text() {
@@ -146,6 +185,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
     else
       ours.push_back(argv[i]);
   }
+  if (const std::string topic = help_topic(ours); !topic.empty()) return sweep_help(topic);
   Options o;
   CLI::App app{"", "ringbench"};
   describe_options(app, cli, o);
@@ -166,7 +206,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   if (cli.config_path.empty()) return usage_error("no config file given");
   cli.only.erase(std::remove(cli.only.begin(), cli.only.end(), std::string()), cli.only.end());
   if (!cli.output.empty() && cli.output.size() < 3)
-    return usage_error("--output needs a file name");
+    return usage_error(fmt::format(
+        "--output '{}' is too short for an output file name{}; --output names the file, e.g. "
+        "'{}/run.h5'",
+        cli.output, std::filesystem::is_directory(cli.output) ? " (it is a directory)" : "",
+        cli.output));
   if (cli.world_size > 0 && !cli.dry_run)
     return usage_error(
         "--world-size plans a --dry-run; a real run takes its size from the launcher");

@@ -4,6 +4,8 @@
 // rank goes on alone into a collective.
 #include "app/driver.hpp"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -101,8 +103,13 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
   const std::string out_path = output_path(cli, v->config, world);
   std::unique_ptr<OutputLock> lock;  // rank 0's, released when the run returns (after the file)
   if (output_refused(cli, out_path, limits.any(), lock, world)) return 1;
+  // Held by the lock, a path with nothing there is one only this run can create.
+  struct stat before {};
+  if (layout.rank == 0 && ::lstat(out_path.c_str(), &before) != 0)
+    watchdog->set_unfinished_output(out_path);
   std::optional<h5::File> file =
       create_output(out_path, *v, cli, *text, layout, *setup, mpi_thread_level, world);
+  watchdog->set_unfinished_output("");
   if (!file) return 1;
   return run_into_output(out_path, *file, *v, cli, layout, *setup, *watchdog, limits.any(), reports,
                          node_comm.get(), world);

@@ -19,7 +19,9 @@ using cfg::env_value;
 void check_hang_point(const char* name, const std::string& v) {
   const auto colon = v.rfind(':');
   const std::string index = colon == std::string::npos ? "" : v.substr(colon + 1);
-  if (colon == 0 || index.empty() || index.find_first_not_of("0123456789") != std::string::npos)
+  // 19 digits: every index up to 10^19 - 1 fits the 64 bits is_test_hang_point reads it into.
+  if (colon == 0 || index.empty() || index.size() > 19 ||
+      index.find_first_not_of("0123456789") != std::string::npos)
     cfg::env_fail(name, v,
                   "SWEEP:INDEX (a sweep name and a point index from 0, e.g. collectives:0)");
 }

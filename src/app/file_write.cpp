@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/file_kind.hpp"
+#include "metrics/partial_name.hpp"
 
 namespace rb {
 namespace {
@@ -133,6 +134,32 @@ void remove_empty_dirs(const std::vector<std::string>& outermost_first) {
     if (::rmdir(it->c_str()) != 0) break;
 }
 
+// With the output's lock held, no live run writes a partial file of this output (a --force run
+// holds the lock from before it makes one until it ends): those still there are left by runs
+// that were killed before their first flush. Only this user's regular files are removed; a
+// link or anything else with such a name is left alone.
+void remove_leftover_partials(const std::string& output) {
+  namespace fs = std::filesystem;
+  const fs::path out(output);
+  const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const std::string prefix = h5::partial_prefix(out.filename().string());
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 8 ||
+        name.compare(name.size() - 8, 8, ".partial") != 0)
+      continue;
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+      continue;
+    if (::unlink(it->path().c_str()) == 0)
+      std::fprintf(stderr,
+                   "ringbench: removed '%s', left by an earlier --force run on '%s' that ended "
+                   "before its first flush\n",
+                   it->path().c_str(), output.c_str());
+  }
+}
+
 }  // namespace
 
 OutputLock::OutputLock(const std::string& output) : output_(output), path_(output + ".lock") {
@@ -182,6 +209,7 @@ void OutputLock::take() {
     if (::fstat(fd, &held) == 0 && ::stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
         held.st_dev == now.st_dev) {
       fd_ = fd;
+      remove_leftover_partials(output_);
       const std::string holder = this_holder();
       if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, holder.data(), holder.size(), 0) < 0) {
         // The lock holds without the holder's name: a refused run then says "holder unknown".

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <sstream>
 #include <variant>
 #include <vector>
@@ -44,10 +45,25 @@ std::optional<h5::File> open_output(const std::string& path, bool force,
 // --json names a file rank 0 replaces after every sweep: a path it may not replace (a FIFO, a
 // device, a link without --force) is refused before the output is claimed, not warned about
 // after every sweep of a run that then has no JSON.
-bool json_path_refused(const CommandLine& cli, MPI_Comm world) {
+// Whether two paths name one file: the same inode where both exist, else the same path once
+// made absolute and normal (an output not written yet).
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::equivalent(a, b, ec)) return true;
+  return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec) && !ec;
+}
+
+bool json_path_refused(const CommandLine& cli, const std::string& out_path, MPI_Comm world) {
   std::string error;
   if (!cli.json.empty() && cli.json != "-" && mpi::rank_of(world) == 0) {
-    error = refusal_to_replace(cli.json, cli.force, "--json file");
+    if (same_file(cli.json, cli.config_path))
+      error = "--json file '" + cli.json + "' is the config file '" + cli.config_path +
+              "'; choose another --json";
+    else if (same_file(cli.json, out_path))
+      error = "--json file '" + cli.json + "' is the output file; choose another --json";
+    else
+      error = refusal_to_replace(cli.json, cli.force, "--json file");
     if (!error.empty() && cfg::kind_at(cli.json) == "a symbolic link")
       error += " (or pass --force to replace the link itself, never its target)";
   }
@@ -178,7 +194,7 @@ std::string output_path(const CommandLine& cli, const Config& c, MPI_Comm world)
 
 bool output_refused(const CommandLine& cli, const std::string& out_path, bool heartbeat,
                     std::unique_ptr<OutputLock>& lock, MPI_Comm world) {
-  return json_path_refused(cli, world) || output_lock_refused(out_path, lock, world) ||
+  return json_path_refused(cli, out_path, world) || output_lock_refused(out_path, lock, world) ||
          side_files_refused(out_path, heartbeat, world);
 }
 

@@ -30,6 +30,13 @@ struct Estimates {
   std::size_t measured = 0;
 };
 
+// What every file holds besides its sweeps: /run's attributes (the config's text, the
+// environment) and /ranks, a row per rank (its hostname, binding, GPU and the sentences saying
+// why), as measured on small runs.
+std::uint64_t run_and_ranks_bytes(int world_size) {
+  return (std::uint64_t{64} << 10) + 512 * static_cast<std::uint64_t>(world_size);
+}
+
 // A missing or unreadable file is an error of the command line, said once before the plan.
 bool readable_h5(const std::string& path) {
   try {
@@ -112,7 +119,7 @@ int print_plan(const PlanView& plan, const CommandLine& cli) {
                    {"output"},
                    {"estimate"},
                    {"from", "", true}});
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = run_and_ranks_bytes(plan.world_size);
   std::size_t points = 0;
   double seconds = 0;
   for (std::size_t i = 0; i < plan.sweeps.size(); ++i) {

@@ -36,25 +36,18 @@ std::string library_version(const char* name) {
   return "";
 }
 
-// What a kind of policy steers, for the messages: "kernel: auto" or "scheme: auto", and what
-// that follows without the file.
-const char* steers(const KernelPolicyUse&) {
-  return "kernel: auto";
+// A kind of policy in the messages: what it is, what it steers ("kernel: auto" or "scheme:
+// auto"), and what that follows without the file.
+struct PolicyWords {
+  const char* kind;
+  const char* steers;
+  const char* without_it;
+};
+PolicyWords words(const KernelPolicyUse&) {
+  return {"kernel policy", "kernel: auto", "kernel: auto follows the built-in rule"};
 }
-const char* steers(const CpPolicyUse&) {
-  return "scheme: auto";
-}
-const char* kind_of(const KernelPolicyUse&) {
-  return "kernel policy";
-}
-const char* kind_of(const CpPolicyUse&) {
-  return "CP policy";
-}
-const char* without_it(const KernelPolicyUse&) {
-  return "kernel: auto follows the built-in rule";
-}
-const char* without_it(const CpPolicyUse&) {
-  return "scheme: auto runs the ring (the built-in rule)";
+PolicyWords words(const CpPolicyUse&) {
+  return {"CP policy", "scheme: auto", "scheme: auto runs the ring (the built-in rule)"};
 }
 
 // Whether one policy applies on every rank: "" or the first rank's reason. Every rank must
@@ -92,7 +85,7 @@ void port_if_other_model(Use& use, const GpuInfo& gpu, Backend backend, std::str
     fmt::print(stderr,
                "warning: {}:{}: key '{}': tuned policy {} ported: {}; {} follows it (strict: true "
                "refuses instead)\n",
-               use.where.file, use.where.line, use.key, use.file, why, steers(use));
+               use.where.file, use.where.line, use.key, use.file, why, words(use).steers);
   use.source.description += " ported from " + from;
 }
 
@@ -117,8 +110,8 @@ bool decide(const std::vector<std::shared_ptr<Use>>& uses, Backend backend, cons
         return false;
       }
       if (root && !quiet)
-        fmt::print(stderr, "{}: {} is followed by {}\n", kind_of(*use), use->source.description,
-                   steers(*use));
+        fmt::print(stderr, "{}: {} is followed by {}\n", words(*use).kind, use->source.description,
+                   words(*use).steers);
       continue;
     }
     if (use->strict) {
@@ -128,7 +121,7 @@ bool decide(const std::vector<std::shared_ptr<Use>>& uses, Backend backend, cons
     }
     if (root)
       fmt::print(stderr, "warning: {} not applied: {}; {} (strict: true refuses instead)\n", where,
-                 why, without_it(*use));
+                 why, words(*use).without_it);
     use->source = {nullptr, "built-in (" + use->file + " not applied: " + why + ")"};
   }
   return true;

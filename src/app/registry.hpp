@@ -1,6 +1,7 @@
 #pragma once
 // The table of sweep types (registry.cpp): one row per sweep, like nccl-tests' per-benchmark
-// tables. Adding a sweep: its file pair in src/sweeps/ and one row here.
+// tables. Adding a sweep: its file pair in src/sweeps/ (its key table and parser), one row here
+// and docs/sweeps/<type>.md.
 #include <memory>
 #include <vector>
 
@@ -11,6 +12,7 @@ namespace rb {
 struct SweepKind {
   const char* type;
   SweepParser parse;
+  SweepKeys keys;       // its key table: --help TYPE, and the check of docs/sweeps/<type>.md
   const char* summary;  // one line for --help
 };
 

@@ -1,5 +1,7 @@
 #include "app/watchdog.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -299,20 +301,29 @@ bool Watchdog::record_end(const std::string& status, const std::string& failure)
   return result->load() == 1;
 }
 
+void Watchdog::set_unfinished_output(std::string path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  unfinished_output_ = std::move(path);
+}
+
 void Watchdog::interrupt(int signo) {
-  std::string where, record;
+  std::string where, record, unfinished;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (fired_ || ended_) return;  // the run's end is decided already: that one stands
     fired_ = true;
-    where = where_locked();
+    where = (in_point_ ? "during " : "") + where_locked();
     record = end_record_;
+    unfinished = unfinished_output_;
   }
   const int code = interrupted_exit_code(signo);
   const std::string name = signal_name(signo);
-  const bool recorded = record_end("interrupted", name + " during " + where);
+  const bool recorded = record_end("interrupted", name + " " + where);
+  if (!unfinished.empty() && ::unlink(unfinished.c_str()) == 0)
+    std::fputs(fmt::format("ringbench: removed the unfinished output '{}'\n", unfinished).c_str(),
+               stderr);
   if (recorded || (rank_ == 0 && record.empty())) {
-    std::fputs(fmt::format("ringbench: rank {}: interrupted by {} during {}; stopping with exit "
+    std::fputs(fmt::format("ringbench: rank {}: interrupted by {} {}; stopping with exit "
                            "code {}{}\n",
                            rank_, name, where, code,
                            recorded ? "; the end state is in " + record +
@@ -371,7 +382,12 @@ bool is_test_hang_point(const std::string& sweep, std::size_t index) {
   if (colon == std::string::npos || v.substr(0, colon) != sweep) return false;
   const std::string number = v.substr(colon + 1);
   if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) return false;
-  return std::stoull(number) == index;
+  // Checked at start-up (app/environment.cpp): an index that does not fit is refused there.
+  try {
+    return std::stoull(number) == index;
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 }  // namespace rb

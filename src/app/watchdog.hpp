@@ -78,6 +78,10 @@ class Watchdog {
   // Where a run that ends from here (a time limit, a signal) records its end state:
   // OUTPUT.end (app/end_record.hpp); "" (the default): nowhere, before the output is claimed.
   void set_end_record(std::string path);
+  // Rank 0, between claiming a new output and its first flush: the file there is no readable
+  // HDF5 yet and would refuse the next run's claim, so a signal in that window removes it
+  // (`path`; "" when the window closes).
+  void set_unfinished_output(std::string path);
   // A signal asked the run to end (app/interrupts.hpp; called on the signal watch thread). The
   // same decision as a time limit: unless the run's end is decided already (the guard fired,
   // or the main thread claimed it), this records 'interrupted: SIGNAL during sweep S point P'
@@ -141,6 +145,7 @@ class Watchdog {
   bool fired_ = false;  // the guard decided to end the run (set before it says so)
   bool ended_ = false;  // the main thread claimed the run's end first
   std::string end_record_;
+  std::string unfinished_output_;
   std::unique_ptr<NodeHeartbeat> beats_;  // set before beat_thread_ starts, kept to the end
   std::thread beat_thread_;
   std::thread thread_;

@@ -214,14 +214,26 @@ std::string string_of(const Node& v) {
   return y.Scalar();
 }
 
-std::string choice_of(const Node& v, const std::vector<std::string>& choices) {
-  const std::string expected = "expected one of " + join(choices, "|");
+// "one of a|b|c", and the aliases after it: "one of fp32|bf16 (or float32|bfloat16)".
+std::string one_of(const std::vector<std::string>& choices, const Aliases& aliases) {
+  std::vector<std::string> other;
+  for (const auto& alias : aliases) other.push_back(alias.first);
+  return "one of " + join(choices, "|") + (other.empty() ? "" : " (or " + join(other, "|") + ")");
+}
+
+std::string choice_of(const Node& v, const std::vector<std::string>& choices,
+                      const Aliases& aliases) {
+  const std::string expected = "expected " + one_of(choices, aliases);
   const YAML::Node& y = v.yaml();
   if (!y.IsScalar()) v.fail("", expected + ", got " + describe(y));
   const std::string s = y.Scalar();
   if (std::find(choices.begin(), choices.end(), s) != choices.end()) return s;
+  for (const auto& [alias, choice] : aliases)
+    if (s == alias) return choice;
   std::string message = expected + ", got '" + one_line(s) + "'";
-  std::string suggestion = did_you_mean(s, choices);
+  std::vector<std::string> spellings = choices;
+  for (const auto& alias : aliases) spellings.push_back(alias.first);
+  std::string suggestion = did_you_mean(s, spellings);
   if (!suggestion.empty()) message += "; did you mean '" + suggestion + "'?";
   v.fail("", message);
 }
@@ -472,11 +484,12 @@ std::string Node::require_string(const std::string& key) const {
 }
 
 std::string Node::get_choice(const std::string& key, const std::string& fallback,
-                             const std::vector<std::string>& choices) const {
+                             const std::vector<std::string>& choices,
+                             const Aliases& aliases) const {
   if (is_unset(*this)) return fallback;
   require_map();
   if (!has(key)) return fallback;
-  return choice_of(child(key), choices);
+  return choice_of(child(key), choices, aliases);
 }
 
 std::uint64_t Node::get_bytes(const std::string& key, std::uint64_t fallback,
@@ -522,24 +535,25 @@ std::vector<std::int64_t> Node::get_int_list(const std::string& key,
 
 std::vector<std::string> Node::get_choice_list(const std::string& key,
                                                const std::vector<std::string>& fallback,
-                                               const std::vector<std::string>& choices) const {
+                                               const std::vector<std::string>& choices,
+                                               const Aliases& aliases) const {
   if (is_unset(*this)) return fallback;
   require_map();
   if (!has(key)) return fallback;
   Node v = child(key);
   const YAML::Node& y = v.yaml();
-  if (y.IsScalar()) return {choice_of(v, choices)};
+  if (y.IsScalar()) return {choice_of(v, choices, aliases)};
   if (!y.IsSequence() || y.size() == 0)
-    v.fail("", "expected one of " + join(choices, "|") + " or a non-empty list of them, got " +
+    v.fail("", "expected " + one_of(choices, aliases) + " or a non-empty list of them, got " +
                    describe(y));
   v.check_list_length();
   std::vector<std::string> out;
   for (std::size_t i = 0; i < y.size(); ++i) {
     Node e = v.element(i);
     if (!e.yaml().IsScalar())
-      e.fail("", "expected one of " + join(choices, "|") + " (a list element), got " +
+      e.fail("", "expected " + one_of(choices, aliases) + " (a list element), got " +
                      describe(e.yaml()) + "; lists do not nest");
-    out.push_back(choice_of(e, choices));
+    out.push_back(choice_of(e, choices, aliases));
   }
   return out;
 }

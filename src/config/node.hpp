@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -46,6 +47,9 @@ std::string join(const std::vector<std::string>& items, const std::string& sep);
 // it is refused here, with room to spare for the attribute's name and types.
 inline constexpr std::size_t kMaxListValues = 8000;
 
+// Other spellings a choice answers to, as (alias, choice): the long dtype names of the short ones.
+using Aliases = std::vector<std::pair<std::string, std::string>>;
+
 class Node {
  public:
   Node() = default;
@@ -78,8 +82,10 @@ class Node {
   bool get_bool(const std::string& key, bool fallback) const;
   std::string get_string(const std::string& key, const std::string& fallback) const;
   std::string require_string(const std::string& key) const;
+  // An alias is accepted and returned as its choice.
   std::string get_choice(const std::string& key, const std::string& fallback,
-                         const std::vector<std::string>& choices) const;
+                         const std::vector<std::string>& choices,
+                         const Aliases& aliases = {}) const;
   // Byte counts: plain integers or "64KiB", "1MiB", "2GiB", "1KB", "1MB" (powers of 10).
   std::uint64_t get_bytes(const std::string& key, std::uint64_t fallback,
                           std::uint64_t min = 0) const;
@@ -91,7 +97,8 @@ class Node {
                                          std::int64_t max = INT64_MAX) const;
   std::vector<std::string> get_choice_list(const std::string& key,
                                            const std::vector<std::string>& fallback,
-                                           const std::vector<std::string>& choices) const;
+                                           const std::vector<std::string>& choices,
+                                           const Aliases& aliases = {}) const;
 
   // Refuses a list (this node) of more than kMaxListValues values, at the list. The list
   // accessors call it; a sweep that reads a list itself calls it too.

@@ -24,12 +24,21 @@ std::string text_or_empty(const cfg::Node& n, const std::string& key) {
 }  // namespace
 
 PolicyMachine parse_policy_machine(const cfg::Node& root) {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> keys = {
+      required(choice("device", "", {"host", "cuda"}, "the path the timings ran on")),
+      text("gpu", "", "the GPU model"),
+      text("gpu_arch", "", "its compute capability").computed("known_gpu_arch(gpu)"),
+      text("cuda_driver", "", "CUDA driver version"),
+      text("cuda_runtime", "", "CUDA runtime version"),
+      text("cudnn", "", "cuDNN version"),
+      text("ringbench_version", "", "the ringbench that measured"),
+      text("commit", "", "its commit")};
   if (!root.has("machine"))
     root.fail("machine", "required: where the policy was tuned (device, gpu, cudnn, ...)");
   const cfg::Node m = root.child("machine");
   m.require_map();
-  m.allow_only({"device", "gpu", "gpu_arch", "cuda_driver", "cuda_runtime", "cudnn",
-                "ringbench_version", "commit"});
+  cfg::check_keys(m, keys);
   PolicyMachine out;
   if (!m.has("device")) m.fail("device", "required: host or cuda");
   out.device = m.get_choice("device", "", {"host", "cuda"});
@@ -42,6 +51,59 @@ PolicyMachine parse_policy_machine(const cfg::Node& root) {
   out.gpu_arch = text_or_empty(m, "gpu_arch");
   if (out.gpu_arch.empty()) out.gpu_arch = known_gpu_arch(out.gpu);
   return out;
+}
+
+std::vector<cfg::KeySpec> policy_file_keys(std::vector<cfg::KeySpec> own) {
+  using namespace cfg::key;
+  std::vector<cfg::KeySpec> keys = {
+      required(integer("version", "", INT64_MIN, INT64_MAX, "the file format's version")),
+      required(text("kind", "", "what the file is")),
+      required(other("machine", "map", "", "", "where the timings were taken")),
+      other("source", "string", "none", "", "the sweep file the tuner read"),
+      other("sweep", "string", "none", "", "the sweep in it"),
+      other("date", "string", "none", "", "when the tuner ran"),
+      other("margin", "number", "none", "", "the tuner's margin"),
+      other("hysteresis", "number", "none", "", "the tuner's hysteresis")};
+  keys.insert(keys.end(), own.begin(), own.end());
+  keys.push_back(required(other("rules", "list", "", "", "one rule per shape")));
+  return keys;
+}
+
+std::vector<cfg::KeySpec> policy_rule_keys(std::vector<cfg::KeySpec> own, std::string ranges) {
+  using namespace cfg::key;
+  std::vector<cfg::KeySpec> keys = {
+      required(dtype("dtype", "", {"fp32", "fp16", "bf16"}, "storage dtype of the blocks")),
+      required(integer("head_dim", "", 1, 1024, "head dimension"))};
+  keys.insert(keys.end(), own.begin(), own.end());
+  keys.push_back(required(other("ranges", "list", "", "", std::move(ranges))));
+  return keys;
+}
+
+std::vector<cfg::KeySpec> policy_range_keys(const std::string& unit, const std::string& choice,
+                                            std::vector<cfg::KeySpec> own) {
+  using namespace cfg::key;
+  std::vector<cfg::KeySpec> keys = {
+      required(integer(unit + "_min", "", 1, INT64_MAX, "the range's first " + unit)),
+      required(integer(unit + "_max", "", INT64_MIN, INT64_MAX, "its last (>= the first)")),
+      required(other(choice, choice + " or null", "", "", "the " + choice + " tuned fastest"))};
+  keys.insert(keys.end(), own.begin(), own.end());
+  keys.push_back(other("default_" + choice, choice, "none", "", "what the built-in rule runs"));
+  keys.push_back(other("speedup", "number", "none", "", "the measured gain"));
+  return keys;
+}
+
+void check_policy_format(const cfg::Node& root, const PolicyFormat& format) {
+  const std::string version = std::to_string(format.version);
+  if (!root.has("version"))
+    root.fail("version",
+              "required: the " + std::string(format.what) + " format version (" + version + ")");
+  const std::int64_t found = root.require_int("version");
+  if (found != format.version)
+    root.fail("version", "this ringbench reads " + std::string(format.what) + " version " +
+                             version + ", the file is version " + std::to_string(found));
+  if (root.get_string("kind", "") != format.kind)
+    root.fail("kind", "expected '" + std::string(format.kind) +
+                          "' (a file written by `rb-analysis " + format.tool + "`)");
 }
 
 namespace {
@@ -64,30 +126,46 @@ const attn::KernelPath& known_path(const cfg::Node& n, const std::string& key,
                   list + ")" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
 }
 
-attn::PolicyShape parse_shape(const cfg::Node& r) {
+// A rule's shape and its ranges; the shape's keys are what the lookup matches a block by.
+const std::vector<cfg::KeySpec>& rule_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> keys = policy_rule_keys(
+      {required(flag("causal", "", "causal masking")),
+       integer("segment", "0", 0, INT64_MAX, "LongNet segment (0: exact attention)"),
+       integer("rate", "0", 0, INT64_MAX, "LongNet dilation rate (0: exact attention)")},
+      "block-rows ranges and their paths");
+  return keys;
+}
+
+const std::vector<cfg::KeySpec>& range_keys() {
+  static const std::vector<cfg::KeySpec> keys = policy_range_keys("block_rows", "path", {});
+  return keys;
+}
+
+attn::PolicyShape parse_shape(const cfg::KeyReader& r) {
   for (const char* key : {"dtype", "head_dim", "causal"})
-    if (!r.has(key)) r.fail(key, "required in every rule (dtype, head_dim, causal, segment, rate)");
+    if (!r.has(key))
+      r.node().fail(key, "required in every rule (dtype, head_dim, causal, segment, rate)");
   attn::PolicyShape s;
-  std::vector<std::string> dtypes;
-  for (const auto& d : attn::kDTypeNames) dtypes.push_back(d.name);
-  const std::string dtype = r.get_choice("dtype", "", dtypes);
+  const std::string dtype = r.dtype("dtype");
   for (const auto& d : attn::kDTypeNames)
     if (dtype == d.name) s.dtype = d.dtype;
-  s.head_dim = static_cast<int>(r.require_int("head_dim", 1, 1024));
-  s.causal = r.get_bool("causal", false);
-  s.segment = r.get_int("segment", 0, 0);
-  s.rate = r.get_int("rate", 0, 0);
+  s.head_dim = static_cast<int>(r.integer("head_dim", 0));
+  s.causal = r.flag("causal");
+  s.segment = r.integer("segment");
+  s.rate = r.integer("rate");
   const bool exact = s.segment == 0 && s.rate == 0;
   if (!exact && (s.segment < 1 || s.rate < 1 || s.segment % s.rate != 0))
-    r.fail("rate", "segment " + std::to_string(s.segment) + ", rate " + std::to_string(s.rate) +
-                       ": expected 0, 0 (exact attention) or rate >= 1 dividing segment");
+    r.node().fail("rate", "segment " + std::to_string(s.segment) + ", rate " +
+                              std::to_string(s.rate) +
+                              ": expected 0, 0 (exact attention) or rate >= 1 dividing segment");
   return s;
 }
 
 attn::PolicyRange parse_range(const cfg::Node& e, const attn::PolicyShape& shape,
                               attn::Device device, std::int64_t previous_max) {
   e.require_map();
-  e.allow_only({"block_rows_min", "block_rows_max", "path", "default_path", "speedup"});
+  cfg::check_keys(e, range_keys());
   if (e.has("default_path") && !e.child("default_path").yaml().IsNull())
     known_path(e, "default_path", device);
   attn::PolicyRange range;
@@ -109,9 +187,8 @@ attn::PolicyRange parse_range(const cfg::Node& e, const attn::PolicyShape& shape
 
 attn::PolicyRule parse_rule(const cfg::Node& r, attn::Device device) {
   r.require_map();
-  r.allow_only({"dtype", "head_dim", "causal", "segment", "rate", "ranges"});
   attn::PolicyRule rule;
-  rule.shape = parse_shape(r);
+  rule.shape = parse_shape(cfg::KeyReader(r, rule_keys()));
   if (!r.has("ranges")) r.fail("ranges", "required: a list of block-rows ranges and their paths");
   const cfg::Node ranges = r.child("ranges");
   if (!ranges.is_sequence() || ranges.size() == 0)
@@ -183,23 +260,16 @@ std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, 
 
 std::shared_ptr<KernelPolicyUse> parse_kernel_policy_text(const std::string& text,
                                                           const std::string& file) {
+  static const std::vector<cfg::KeySpec> keys = policy_file_keys({cfg::key::required(
+      cfg::key::other("grid", "map", "", "", "the tuning sweep's {batch, num_heads}"))});
   const cfg::Node root = policy_root(text, file);
-  root.allow_only({"version", "kind", "machine", "source", "sweep", "date", "margin", "hysteresis",
-                   "grid", "rules"});
-  if (!root.has("version"))
-    root.fail("version", "required: the policy format version (" + std::to_string(kVersion) + ")");
-  const std::int64_t version = root.require_int("version");
-  if (version == 1)
+  cfg::check_keys(root, keys);
+  if (root.has("version") && root.require_int("version") == 1)
     root.fail("version",
               "a version 1 policy does not say the batch and heads it was tuned at, "
               "which auto needs to match blocks by kernel shape; run `rb-analysis tune` "
               "on its sweep file (`source:`) again to write version 2");
-  if (version != kVersion)
-    root.fail("version", "this ringbench reads policy version " + std::to_string(kVersion) +
-                             ", the file is version " + std::to_string(version));
-  if (root.get_string("kind", "") != kKind)
-    root.fail("kind",
-              std::string("expected '") + kKind + "' (a file written by `rb-analysis tune`)");
+  check_policy_format(root, {"policy", kVersion, kKind, "tune"});
   auto use = std::make_shared<KernelPolicyUse>();
   use->file = file;
   use->machine = parse_policy_machine(root);

@@ -5,9 +5,12 @@
 // the policy file, the key inside it and the line); whether it applies to this machine is
 // decided once the GPU is known (applicability()), by the driver. docs/tuning.md has the format.
 // (Named policy_file, not kernel_policy: "kernel_policy.hpp" is the kernels layer's header.)
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "config/key_spec.hpp"
 #include "config/node.hpp"
 #include "kernel_policy.hpp"
 
@@ -35,6 +38,28 @@ struct KernelPolicyUse {
 
 // The `machine:` map of a tuned policy file (kernel or CP policy). Throws cfg::ConfigError.
 PolicyMachine parse_policy_machine(const cfg::Node& root);
+
+// A tuned policy file's top-level keys: the header every kind has (version, kind, machine and
+// the tuner's notes), the kind's `own` keys, then `rules`.
+std::vector<cfg::KeySpec> policy_file_keys(std::vector<cfg::KeySpec> own);
+// A rule's keys: the shape keys every kind starts with (dtype, head_dim), the kind's `own` shape
+// keys, then `ranges` (what each range holds, in words), all required unless `own` says.
+std::vector<cfg::KeySpec> policy_rule_keys(std::vector<cfg::KeySpec> own, std::string ranges);
+// A range's keys: `<unit>_min` and `<unit>_max` (inclusive), the `<choice>` tuned fastest there
+// (null where none passed parity), the kind's `own` keys, the built-in rule's `default_<choice>`
+// and the measured `speedup`.
+std::vector<cfg::KeySpec> policy_range_keys(const std::string& unit, const std::string& choice,
+                                            std::vector<cfg::KeySpec> own);
+
+// Which file a reader takes: `version` and `kind` as `rb-analysis <tool>` writes them.
+struct PolicyFormat {
+  const char* what;  // "policy", "CP policy": names the version in messages
+  std::int64_t version;
+  const char* kind;
+  const char* tool;  // "tune", "tune-cp"
+};
+// A missing or other version, or another kind, is refused at its key. Throws cfg::ConfigError.
+void check_policy_format(const cfg::Node& root, const PolicyFormat& format);
 // A policy file named at `owner.key`: an absolute path, or one relative to the config file's
 // directory. An empty name is a cfg::ConfigError.
 std::string resolve_policy_path(const cfg::Node& owner, const std::string& key, std::string file);

@@ -45,7 +45,7 @@ Meta resolved(const Meta& meta);
 // "" when the judging fields hold allowed words, else what is wrong (a programming error).
 std::string check_judging(const Meta& meta);
 
-inline constexpr int kSchemaVersion = 3;  // /run schema_version; docs/hdf5-schema.md
+inline constexpr int kSchemaVersion = 4;  // /run schema_version; docs/hdf5-schema.md
 
 class Handle;  // owns one hid_t
 
@@ -74,9 +74,9 @@ class Group {
 
   // Per rank: each rank passes its own block of `row_dims` shape (same shape on every rank,
   // checked); the dataset is [world_size, row_dims...] and rank r's block lands at index r.
-  void write_per_rank(const std::string& name, const std::vector<double>& row,
-                      const std::vector<std::uint64_t>& row_dims, const Meta& meta);
-  void write_per_rank(const std::string& name, const std::vector<std::int64_t>& row,
+  // T: double or std::int64_t, the numbers a dataset holds (h5_write.cpp defines these two).
+  template <class T>
+  void write_per_rank(const std::string& name, const std::vector<T>& row,
                       const std::vector<std::uint64_t>& row_dims, const Meta& meta);
   // One value per rank: dataset [world_size].
   void write_per_rank(const std::string& name, double value, const Meta& meta);
@@ -86,10 +86,27 @@ class Group {
   void write_per_rank_strings(const std::string& name, const std::vector<std::string>& row,
                               const Meta& meta);
 
+  // Scattered per rank: a dataset of shape `dims` = [rows, points, inner...] of which this rank
+  // writes the cells (row, point) in `cells`, one block of the inner shape each, in `values`
+  // cell after cell (any order). No two ranks name the same cell; a cell nobody names keeps the
+  // fill value (0, "" for text: the caller names every cell it means). `dims` must agree.
+  struct Cell {
+    std::uint64_t row = 0, point = 0;
+  };
+  void write_cells(const std::string& name, const std::vector<double>& values,
+                   const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                   const Meta& meta);
+  void write_cells(const std::string& name, const std::vector<std::int64_t>& values,
+                   const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                   const Meta& meta);
+  // Text cells of a [rows, points] dataset, one string per cell, as wide as the longest.
+  void write_cell_strings(const std::string& name, const std::vector<std::string>& values,
+                          const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                          const Meta& meta);
+
   // Shared: the same array on every rank (rank 0 writes it); `dims` gives the shape.
-  void write_shared(const std::string& name, const std::vector<double>& data,
-                    const std::vector<std::uint64_t>& dims, const Meta& meta);
-  void write_shared(const std::string& name, const std::vector<std::int64_t>& data,
+  template <class T>  // double or std::int64_t
+  void write_shared(const std::string& name, const std::vector<T>& data,
                     const std::vector<std::uint64_t>& dims, const Meta& meta);
   void write_shared_strings(const std::string& name, const std::vector<std::string>& data,
                             const Meta& meta);
@@ -110,11 +127,9 @@ class Group {
 
  private:
   template <class T>
-  void per_rank(const std::string& name, const std::vector<T>& row,
-                const std::vector<std::uint64_t>& row_dims, const Meta& meta);
-  template <class T>
-  void shared_array(const std::string& name, const std::vector<T>& data,
-                    const std::vector<std::uint64_t>& dims, const Meta& meta);
+  void cells_of(const std::string& name, const std::vector<T>& values,
+                const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                const Meta& meta);
 
   std::shared_ptr<Handle> h_;
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -18,6 +18,7 @@
 
 #include "config/file_kind.hpp"
 #include "metrics/h5_detail.hpp"
+#include "metrics/partial_name.hpp"
 
 namespace rb::h5 {
 using namespace detail;
@@ -128,8 +129,7 @@ std::string claim_output(const std::string& path, bool force, const std::string&
                                "' for output file '" + path + "': " + ec.message());
   }
   const std::string target =
-      exists ? (p.parent_path() / (".rb" + std::to_string(::getpid()) + ".h5.partial")).string()
-             : path;
+      exists ? (p.parent_path() / partial_name(p.filename().string(), ::getpid())).string() : path;
   if (target.size() > kMaxMpiioPath)
     throw std::runtime_error("output path '" + path + "' is too long for MPI-IO (" +
                              std::to_string(target.size()) + " characters" +

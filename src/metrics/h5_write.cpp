@@ -223,6 +223,70 @@ void shared_impl(hid_t parent, const std::string& name, const std::string& datas
   write_meta(dset->id(), dataset, meta, comm);
 }
 
+// Rank 0's `dims` for every rank: a rank whose shape disagrees is an error on every rank.
+std::vector<std::uint64_t> agreed_dims(const std::vector<std::uint64_t>& mine,
+                                       const std::string& dataset, MPI_Comm comm) {
+  std::vector<std::uint64_t> dims = mine;
+  bcast_vector(dims, comm);
+  if (any_rank(dims != mine || dims.size() < 2, comm))
+    throw std::runtime_error("cell dataset '" + dataset + "': every rank must pass the same " +
+                             "[rows, points, ...] shape (rank 0's " + shape_text(dims) +
+                             ", this rank's " + shape_text(mine) + ")");
+  return dims;
+}
+
+// The order HDF5 walks a selection in (row-major): the cells sorted by row, then point.
+std::vector<std::size_t> walk_order(const std::vector<Group::Cell>& cells) {
+  std::vector<std::size_t> order(cells.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::make_pair(cells[a].row, cells[a].point) <
+           std::make_pair(cells[b].row, cells[b].point);
+  });
+  return order;
+}
+
+// Collective: this rank's blocks (already in walk order) at its cells of a [rows, points,
+// inner...] dataset; ranks without cells take part with empty selections.
+void write_cell_blocks(hid_t dset, hid_t mem_type, const std::vector<std::uint64_t>& dims,
+                       const std::vector<Group::Cell>& sorted, const void* buf,
+                       const std::string& dataset, MPI_Comm comm) {
+  if (product(dims) == 0) return;
+  const std::uint64_t block = product(std::vector<std::uint64_t>(dims.begin() + 2, dims.end()));
+  Id fspace(check_id(H5Dget_space(dset), "H5Dget_space", dataset), H5Sclose);
+  Id mspace = simple_space({std::max<std::uint64_t>(1, sorted.size() * block)}, dataset);
+  std::vector<hsize_t> start(dims.size(), 0), count(dims.begin(), dims.end());
+  count[0] = count[1] = 1;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    start[0] = sorted[i].row;
+    start[1] = sorted[i].point;
+    check(H5Sselect_hyperslab(*fspace, i == 0 ? H5S_SELECT_SET : H5S_SELECT_OR, start.data(),
+                              nullptr, count.data(), nullptr),
+          "H5Sselect_hyperslab", dataset);
+  }
+  if (sorted.empty()) {
+    check(H5Sselect_none(*fspace), "H5Sselect_none", dataset);
+    check(H5Sselect_none(*mspace), "H5Sselect_none", dataset);
+  }
+  collective_write(dset, mem_type, *mspace, *fspace, buf, dataset, comm);
+}
+
+// `values` (one block per cell, in the cells' order) rearranged into walk order.
+template <class T>
+std::vector<T> in_walk_order(const std::vector<T>& values, const std::vector<std::size_t>& order,
+                             std::size_t block, const std::string& dataset) {
+  if (values.size() != order.size() * block)
+    throw std::logic_error("cell dataset '" + dataset + "': " + std::to_string(values.size()) +
+                           " values for " + std::to_string(order.size()) + " cells of " +
+                           std::to_string(block));
+  std::vector<T> out;
+  out.reserve(values.size());
+  for (std::size_t i : order)
+    out.insert(out.end(), values.begin() + static_cast<std::ptrdiff_t>(i * block),
+               values.begin() + static_cast<std::ptrdiff_t>((i + 1) * block));
+  return out;
+}
+
 // Packs strings into fixed-width cells (NUL padded) for a fixed-length string dataset.
 std::vector<char> pack_fixed(const std::vector<std::string>& strings, std::size_t width) {
   std::vector<char> buf(strings.size() * width, '\0');
@@ -321,42 +385,61 @@ void Group::set_attr(const std::string& name, const std::string& value) {
   write_string_attr(h_->id(), path_, name, value, comm_);
 }
 
-// The typed overloads are the public face; one template each does the work.
+// Defined here for the two number types a dataset holds: HDF5 stays out of the header.
 template <class T>
-void Group::per_rank(const std::string& name, const std::vector<T>& row,
-                     const std::vector<std::uint64_t>& row_dims, const Meta& meta) {
+void Group::write_per_rank(const std::string& name, const std::vector<T>& row,
+                           const std::vector<std::uint64_t>& row_dims, const Meta& meta) {
   require_valid(h_, name);
   per_rank_impl(h_->id(), name, join_path(path_, name), row, row_dims, meta, comm_);
 }
-
 template <class T>
-void Group::shared_array(const std::string& name, const std::vector<T>& data,
+void Group::write_shared(const std::string& name, const std::vector<T>& data,
                          const std::vector<std::uint64_t>& dims, const Meta& meta) {
   require_valid(h_, name);
   shared_impl(h_->id(), name, join_path(path_, name), data, dims, meta, comm_);
 }
+template void Group::write_per_rank(const std::string&, const std::vector<double>&,
+                                    const std::vector<std::uint64_t>&, const Meta&);
+template void Group::write_per_rank(const std::string&, const std::vector<std::int64_t>&,
+                                    const std::vector<std::uint64_t>&, const Meta&);
+template void Group::write_shared(const std::string&, const std::vector<double>&,
+                                  const std::vector<std::uint64_t>&, const Meta&);
+template void Group::write_shared(const std::string&, const std::vector<std::int64_t>&,
+                                  const std::vector<std::uint64_t>&, const Meta&);
 
-void Group::write_per_rank(const std::string& name, const std::vector<double>& row,
-                           const std::vector<std::uint64_t>& row_dims, const Meta& meta) {
-  per_rank(name, row, row_dims, meta);
-}
-void Group::write_per_rank(const std::string& name, const std::vector<std::int64_t>& row,
-                           const std::vector<std::uint64_t>& row_dims, const Meta& meta) {
-  per_rank(name, row, row_dims, meta);
-}
 void Group::write_per_rank(const std::string& name, double value, const Meta& meta) {
-  per_rank<double>(name, {value}, {}, meta);
+  write_per_rank<double>(name, {value}, {}, meta);
 }
 void Group::write_per_rank(const std::string& name, std::int64_t value, const Meta& meta) {
-  per_rank<std::int64_t>(name, {value}, {}, meta);
+  write_per_rank<std::int64_t>(name, {value}, {}, meta);
 }
-void Group::write_shared(const std::string& name, const std::vector<double>& data,
-                         const std::vector<std::uint64_t>& dims, const Meta& meta) {
-  shared_array(name, data, dims, meta);
+template <class T>
+void Group::cells_of(const std::string& name, const std::vector<T>& values,
+                     const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                     const Meta& meta) {
+  require_valid(h_, name);
+  const std::string dataset = join_path(path_, name);
+  check_meta(dataset, meta);
+  const std::vector<std::uint64_t> shape = agreed_dims(dims, dataset, comm_);
+  const std::vector<std::size_t> order = walk_order(cells);
+  std::vector<Cell> sorted;
+  for (std::size_t i : order) sorted.push_back(cells[i]);
+  const std::size_t block = product(std::vector<std::uint64_t>(shape.begin() + 2, shape.end()));
+  const std::vector<T> buf = in_walk_order(values, order, block, dataset);
+  auto dset = create_dataset(h_->id(), name, dataset, h5_type<T>(), shape);
+  write_cell_blocks(dset->id(), h5_type<T>(), shape, sorted, buf.data(), dataset, comm_);
+  write_meta(dset->id(), dataset, meta, comm_);
 }
-void Group::write_shared(const std::string& name, const std::vector<std::int64_t>& data,
-                         const std::vector<std::uint64_t>& dims, const Meta& meta) {
-  shared_array(name, data, dims, meta);
+
+void Group::write_cells(const std::string& name, const std::vector<double>& values,
+                        const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                        const Meta& meta) {
+  cells_of(name, values, cells, dims, meta);
+}
+void Group::write_cells(const std::string& name, const std::vector<std::int64_t>& values,
+                        const std::vector<Cell>& cells, const std::vector<std::uint64_t>& dims,
+                        const Meta& meta) {
+  cells_of(name, values, cells, dims, meta);
 }
 
 namespace {
@@ -387,6 +470,26 @@ void Group::write_per_rank_strings(const std::string& name, const std::vector<st
                                    const Meta& meta) {
   require_valid(h_, name);
   per_rank_strings_impl(h_->id(), name, join_path(path_, name), row, {row.size()}, meta, comm_);
+}
+
+void Group::write_cell_strings(const std::string& name, const std::vector<std::string>& values,
+                               const std::vector<Cell>& cells,
+                               const std::vector<std::uint64_t>& dims, const Meta& meta) {
+  require_valid(h_, name);
+  const std::string dataset = join_path(path_, name);
+  check_meta(dataset, meta);
+  const std::vector<std::uint64_t> shape = agreed_dims(dims, dataset, comm_);
+  std::uint64_t local = 1, width = 0;
+  for (const auto& v : values) local = std::max<std::uint64_t>(local, v.size());
+  MPI_Allreduce(&local, &width, 1, MPI_UINT64_T, MPI_MAX, comm_);
+  const std::vector<std::size_t> order = walk_order(cells);
+  std::vector<Cell> sorted;
+  for (std::size_t i : order) sorted.push_back(cells[i]);
+  const std::vector<char> buf = pack_fixed(in_walk_order(values, order, 1, dataset), width);
+  Id type = fixed_utf8_type(width, dataset);
+  auto dset = create_dataset(h_->id(), name, dataset, *type, shape);
+  write_cell_blocks(dset->id(), *type, shape, sorted, buf.data(), dataset, comm_);
+  write_meta(dset->id(), dataset, meta, comm_);
 }
 
 void Group::write_shared_strings(const std::string& name, const std::vector<std::string>& data,

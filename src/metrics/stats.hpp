@@ -34,12 +34,18 @@ inline double percentile(const std::vector<double>& v, double p) {
   return quantile(v, p / 100.0);
 }
 
-inline double mean(const std::vector<double>& v) {
+inline double sum(const std::vector<double>& v) {
   const auto f = finite(v);
   if (f.empty()) return std::numeric_limits<double>::quiet_NaN();
   double s = 0;
   for (double x : f) s += x;
-  return s / static_cast<double>(f.size());
+  return s;
+}
+
+inline double mean(const std::vector<double>& v) {
+  const auto f = finite(v);
+  return f.empty() ? std::numeric_limits<double>::quiet_NaN()
+                   : sum(f) / static_cast<double>(f.size());
 }
 
 inline double min(const std::vector<double>& v) {

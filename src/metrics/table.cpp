@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include "metrics/stats.hpp"
+#include "names.hpp"
 
 namespace rb::h5 {
 namespace {
@@ -121,8 +122,8 @@ void PointsTable::int_metric(const std::string& name, const Meta& meta,
                              std::vector<std::uint64_t> inner, std::vector<std::string> axes) {
   declare(name, meta, std::move(inner), std::move(axes), 'i');
 }
-void PointsTable::text_metric(const std::string& name, const Meta& meta) {
-  declare(name, meta, {}, {}, 't');
+void PointsTable::text_metric(const std::string& name, const Meta& meta, std::size_t width) {
+  declare(name, meta, {}, {}, 't').width = width;
 }
 
 std::size_t PointsTable::inner_size(const Column& c) const {
@@ -201,7 +202,11 @@ void PointsTable::write(Group& sweep) const {
   check_judging_names(sweep.path());
   sweep.attr("points", static_cast<std::int64_t>(points_));
   sweep.attr("iteration_times", judging_.iteration_times);
-  write_scales(sweep);
+  int world = 1;
+  MPI_Comm_size(comm, &world);
+  const std::size_t rows = rows_at(static_cast<std::size_t>(world));
+  const bool sampled = rows != static_cast<std::size_t>(world);
+  write_scales(sweep, sampled ? "row" : "rank", rows);
   Group keys = sweep.group("points");
   const std::vector<std::uint64_t> kdims{points_};
   for (const auto& [name, k] : keys_) {
@@ -211,6 +216,10 @@ void PointsTable::write(Group& sweep) const {
     if (k.kind == 'd') keys.write_shared(name, k.d, kdims, meta);
     if (k.kind == 't') keys.write_shared_strings(name, k.t, meta);
     keys.attach_scales(name, {sweep.path() + "/point"});
+  }
+  if (sampled) {
+    write_sampled(sweep);
+    return;
   }
   for (const auto& [name, c] : metrics_) {
     std::vector<std::uint64_t> dims{points_};
@@ -257,17 +266,22 @@ void PointsTable::check_judging_names(const std::string& where) const {
                            j.message_size_key + "', which the table does not have");
 }
 
-void PointsTable::write_scales(Group& sweep) const {
+std::map<std::string, std::uint64_t> PointsTable::inner_axes(const std::string& where) const {
   std::map<std::string, std::uint64_t> axes;  // sorted: the same order on every rank
   for (const auto& [name, c] : metrics_)
     for (std::size_t k = 0; k < c.inner.size(); ++k) {
       const auto [it, added] = axes.emplace(c.axes[k], c.inner[k]);
       if (!added && it->second != c.inner[k])
-        throw std::logic_error("points table under " + sweep.path() + ": axis '" + c.axes[k] +
-                               "' of '" + name + "' has length " + std::to_string(c.inner[k]) +
+        throw std::logic_error("points table under " + where + ": axis '" + c.axes[k] + "' of '" +
+                               name + "' has length " + std::to_string(c.inner[k]) +
                                ", another metric's " + std::to_string(it->second));
     }
-  for (const char* taken : {"rank", "point", "points"})
+  return axes;
+}
+
+void PointsTable::write_scales(Group& sweep, const std::string& rows, std::size_t n) const {
+  const std::map<std::string, std::uint64_t> axes = inner_axes(sweep.path());
+  for (const char* taken : {"rank", "row", "row_rank", "over_ranks", "point", "points"})
     if (metrics_.count(taken) || axes.count(taken))
       throw std::logic_error("points table under " + sweep.path() + ": '" + taken +
                              "' names a dimension scale, not a metric or inner axis");
@@ -275,10 +289,12 @@ void PointsTable::write_scales(Group& sweep) const {
     if (metrics_.count(axis))
       throw std::logic_error("points table under " + sweep.path() + ": axis '" + axis +
                              "' has a metric's name");
-  int world = 1;
-  MPI_Comm_size(sweep.comm(), &world);
-  sweep.dimension_scale("rank", static_cast<std::uint64_t>(world),
-                        "MPI rank in MPI_COMM_WORLD: axis 0 of every metric");
+  if (rows == "rank")
+    sweep.dimension_scale("rank", n, "MPI rank in MPI_COMM_WORLD: axis 0 of every metric");
+  else
+    sweep.dimension_scale(rows, n,
+                          "row of a sample of ranks: axis 0 of every metric; row_rank says which "
+                          "rank a row holds at each point");
   sweep.dimension_scale("point", points_,
                         "point index: the axis of points/<key>, axis 1 of every metric");
   for (const auto& [axis, n] : axes)
@@ -295,6 +311,20 @@ namespace {
 
 constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
+const std::pair<OverInner, const char*> kOverInner[] = {{OverInner::None, "none"},
+                                                        {OverInner::Median, "median"},
+                                                        {OverInner::Sum, "sum"},
+                                                        {OverInner::Max, "max"},
+                                                        {OverInner::Cv, "cv"}};
+const std::pair<OverRanks, const char*> kOverRanks[] = {
+    {OverRanks::Max, "max"}, {OverRanks::Min, "min"},     {OverRanks::Mean, "mean"},
+    {OverRanks::Sum, "sum"}, {OverRanks::Rank0, "rank0"}, {OverRanks::Slowest, "slowest"}};
+
+// Rank 0's value, or a metric's one value where it has no inner axis.
+double first(const std::vector<double>& v) {
+  return v.empty() ? kMissing : v[0];
+}
+
 double over_ranks(const std::vector<double>& v, OverRanks how) {
   switch (how) {
     case OverRanks::Max:
@@ -303,18 +333,14 @@ double over_ranks(const std::vector<double>& v, OverRanks how) {
       return stats::min(v);
     case OverRanks::Mean:
       return stats::mean(v);
-    case OverRanks::Rank0:
-      return v.empty() ? kMissing : v[0];
+    case OverRanks::Sum:
+      return stats::sum(v);
     case OverRanks::Slowest:
       throw std::logic_error("over_ranks: 'slowest' needs the ranks' medians");
-    case OverRanks::Sum:
+    case OverRanks::Rank0:
       break;
   }
-  const auto f = stats::finite(v);
-  if (f.empty()) return kMissing;
-  double s = 0;
-  for (double x : f) s += x;
-  return s;
+  return first(v);
 }
 
 double over_inner(const std::vector<double>& v, OverInner how) {
@@ -324,49 +350,23 @@ double over_inner(const std::vector<double>& v, OverInner how) {
     case OverInner::Max:
       return stats::max(v);
     case OverInner::Sum:
-      return over_ranks(v, OverRanks::Sum);
+      return stats::sum(v);
     case OverInner::Cv:
       return stats::cv(v);
     case OverInner::None:
       break;
   }
-  return v.empty() ? kMissing : v[0];
+  return first(v);
 }
 
 }  // namespace
 
 std::string to_string(OverInner o) {
-  switch (o) {
-    case OverInner::Median:
-      return "median";
-    case OverInner::Sum:
-      return "sum";
-    case OverInner::Max:
-      return "max";
-    case OverInner::Cv:
-      return "cv";
-    case OverInner::None:
-      break;
-  }
-  return "none";
+  return name_of(kOverInner, o, "none");
 }
 
 std::string to_string(OverRanks o) {
-  switch (o) {
-    case OverRanks::Max:
-      return "max";
-    case OverRanks::Min:
-      return "min";
-    case OverRanks::Mean:
-      return "mean";
-    case OverRanks::Sum:
-      return "sum";
-    case OverRanks::Slowest:
-      return "slowest";
-    case OverRanks::Rank0:
-      break;
-  }
-  return "rank0";
+  return name_of(kOverRanks, o, "rank0");
 }
 
 std::string statistic_text(const Headline& h) {

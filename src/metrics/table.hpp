@@ -1,9 +1,16 @@
 #pragma once
-// The one output layout of every sweep (docs/hdf5-schema.md, schema_version 2):
+// The one output layout of every sweep (docs/hdf5-schema.md, schema_version 4):
 //
 //   /sweeps/<name>/points/<key>   [P]                role=key    what identifies point p
 //   /sweeps/<name>/<metric>       [world, P, ...]    role=metric what rank r measured at point p
 //   /sweeps/<name>/rank, point, <axis>  [n]          role=dimension  the axes' dimension scales
+//
+// A table that samples ranks (sample_ranks) keeps, above that many ranks, a few ranks per point
+// instead of every rank, so its size grows with the points and not with the world:
+//
+//   /sweeps/<name>/<metric>       [rows, P, ...]     row k of point p: rank row_rank[k, p]
+//   /sweeps/<name>/row_rank       [rows, P]          role=key    which rank each row holds
+//   /sweeps/<name>/over_ranks/<metric>  [4, P, ...]  min, mean, max, sum over every rank
 //
 // A sweep fills a PointsTable while it runs (keys once, then set() per point and metric)
 // and writes it with one collective call. Values never set stay NaN (numbers), -1
@@ -82,6 +89,12 @@ struct Judging {
   std::string message_size_key;  // the key compare's --min-bytes filters ("" : none)
 };
 
+// The ranks a sampled table keeps at one point, `rows` of them, slowest first: `order` holds
+// every rank's value there (larger is slower; NaN: none). More ranks with a value than rows: the
+// ranks at evenly spaced quantiles, the slowest and the fastest included; fewer: all of them, then
+// -1 (an empty row); none: evenly spaced rank numbers.
+std::vector<std::int64_t> pick_rows(const std::vector<double>& order, std::size_t rows);
+
 class PointsTable {
  public:
   explicit PointsTable(std::size_t points) : points_(points) {}
@@ -100,7 +113,8 @@ class PointsTable {
               std::vector<std::string> axes = {});
   void int_metric(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner = {},
                   std::vector<std::string> axes = {});
-  void text_metric(const std::string& name, const Meta& meta);
+  // `width`: the typical length of a value, for planned_bytes (the file's is the longest).
+  void text_metric(const std::string& name, const Meta& meta, std::size_t width = 16);
 
   // This rank's value at a point. A vector shorter than the declared shape is padded
   // (ring steps of a smaller ring in a column sized for the largest); longer is an error.
@@ -112,6 +126,19 @@ class PointsTable {
 
   // How the metrics are judged; names checked against the declared ones at write().
   void judging(Judging j) { judging_ = std::move(j); }
+
+  // Above `rows` ranks, write() keeps `rows` ranks per point instead of every rank: the ranks
+  // at evenly spaced quantiles of order() (slowest first), with each numeric metric's min, mean,
+  // max and sum over every rank in over_ranks/. At or below `rows` ranks every rank is a row.
+  void sample_ranks(std::size_t rows) { sample_rows_ = rows; }
+  // This rank's place in point `point`'s order: larger is slower (a rate: pass its negative);
+  // NaN (the default): no value, after every rank with one.
+  void order(std::size_t point, double value);
+  // The rows write() gives a metric at `world` ranks: world, or the sample's rows.
+  std::size_t rows_at(std::size_t world) const;
+  // The bytes write() puts in the file at `world` ranks (keys, metrics, scales, over_ranks/,
+  // each dataset's attributes), a text metric at its typical width: the dry-run's estimate.
+  std::uint64_t planned_bytes(std::size_t world) const;
 
   // Collective: writes `points` (attribute), points/<key> and every metric under `sweep`, and
   // the dimension scales of their axes: rank [world], point [P] and each named inner axis,
@@ -129,6 +156,7 @@ class PointsTable {
     std::vector<std::uint64_t> inner;
     std::vector<std::string> axes;  // the inner axes' dimension scales
     char kind = 'd';                // d: double, i: int64, t: text
+    std::size_t width = 16;         // text: a value's typical length (planned_bytes)
     std::vector<double> d;
     std::vector<std::int64_t> i;
     std::vector<std::string> t;
@@ -142,8 +170,15 @@ class PointsTable {
   };
   Column& declare(const std::string& name, const Meta& meta, std::vector<std::uint64_t> inner,
                   std::vector<std::string> axes, char kind);
-  // Collective: the dimension scales of `sweep` (rank, point, the inner axes), each once.
-  void write_scales(Group& sweep) const;
+  // Collective: the dimension scales of `sweep` (`rows` [n], point, the inner axes), each once.
+  void write_scales(Group& sweep, const std::string& rows, std::size_t n) const;
+  // The inner axes' lengths by name, checked to agree between metrics.
+  std::map<std::string, std::uint64_t> inner_axes(const std::string& where) const;
+  // Collective (table_rows.cpp): the sample's metrics, row_rank and over_ranks/.
+  void write_sampled(Group& sweep) const;
+  // Collective: which rank each row holds at each point ([rows x P], row-major), on every rank.
+  std::vector<std::int64_t> sampled_rows(MPI_Comm comm) const;
+  void write_over_ranks(Group& sweep) const;
   Column& column(const std::string& name, char kind, std::size_t point);
   std::size_t inner_size(const Column& c) const;
   // Checks that `values` (the key's length) is the number of points and the name is new.
@@ -158,6 +193,8 @@ class PointsTable {
   void check_judging_names(const std::string& where) const;
 
   std::size_t points_;
+  std::size_t sample_rows_ = 0;  // 0: every rank is a row
+  std::vector<double> order_;    // this rank's order value per point (NaN: none)
   Judging judging_;
   std::vector<std::pair<std::string, Key>> keys_;  // in declaration order
   std::map<std::string, Column> metrics_;          // sorted: the same order on every rank

@@ -5,32 +5,28 @@
 #include <cstdlib>
 #include <utility>
 
+#include "names.hpp"
 #include "runtime/mpi_util.hpp"
 
 namespace rb::groups {
 
+namespace {
+
+// The group kinds named by a word; the others are a block size.
+const std::pair<Kind, const char*> kNamedKinds[] = {
+    {Kind::World, "world"}, {Kind::IntraNode, "intra_node"}, {Kind::InterNode, "inter_node"}};
+
+}  // namespace
+
 std::string Spec::label() const {
-  switch (kind) {
-    case Kind::World:
-      return "world";
-    case Kind::IntraNode:
-      return "intra_node";
-    case Kind::InterNode:
-      return "inter_node";
-    case Kind::Blocks:
-      return std::to_string(block);
-  }
-  return "world";
+  if (kind == Kind::Blocks) return std::to_string(block);
+  return name_of(kNamedKinds, kind, "world");
 }
 
 std::string parse_spec(const std::string& text, Spec* out) {
   Spec s;
-  if (text == "world") {
-    s.kind = Kind::World;
-  } else if (text == "intra_node") {
-    s.kind = Kind::IntraNode;
-  } else if (text == "inter_node") {
-    s.kind = Kind::InterNode;
+  if (const auto named = find_value(kNamedKinds, text)) {
+    s.kind = *named;
   } else {
     bool digits = !text.empty() && text.size() < 10;
     for (char c : text) digits = digits && std::isdigit(static_cast<unsigned char>(c));

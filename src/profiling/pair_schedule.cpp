@@ -4,6 +4,9 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <utility>
+
+#include "names.hpp"
 
 namespace rb::prof {
 namespace {
@@ -43,13 +46,16 @@ std::vector<Pair> sample_pairs(std::int64_t n, std::uint64_t seed, int world) {
   return out;
 }
 
+// The pair sets named by a word; a sample is "sample:N".
+const std::pair<PairSet, const char*> kNamedSets[] = {{PairSet::All, "all"},
+                                                      {PairSet::IntraNode, "intra_node"},
+                                                      {PairSet::NodeLeaders, "node_leaders"},
+                                                      {PairSet::PerNodePair, "per_node_pair"}};
+
 }  // namespace
 
 PairSpec parse_pair_spec(const std::string& text) {
-  if (text == "all") return {PairSet::All};
-  if (text == "intra_node") return {PairSet::IntraNode};
-  if (text == "node_leaders") return {PairSet::NodeLeaders};
-  if (text == "per_node_pair") return {PairSet::PerNodePair};
+  if (const auto set = find_value(kNamedSets, text)) return {*set};
   if (text.rfind("sample:", 0) == 0) {
     const std::string n = text.substr(7);
     if (!n.empty() && n.size() <= 9 && std::all_of(n.begin(), n.end(), ::isdigit) &&
@@ -63,19 +69,8 @@ PairSpec parse_pair_spec(const std::string& text) {
 }
 
 std::string to_string(const PairSpec& spec) {
-  switch (spec.set) {
-    case PairSet::All:
-      return "all";
-    case PairSet::IntraNode:
-      return "intra_node";
-    case PairSet::NodeLeaders:
-      return "node_leaders";
-    case PairSet::PerNodePair:
-      return "per_node_pair";
-    case PairSet::Sample:
-      return "sample:" + std::to_string(spec.sample);
-  }
-  return "?";
+  if (spec.set == PairSet::Sample) return "sample:" + std::to_string(spec.sample);
+  return name_of(kNamedSets, spec.set);
 }
 
 PairSpec default_pairs(int world, int nodes) {

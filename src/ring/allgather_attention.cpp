@@ -7,24 +7,13 @@ namespace rb::ring {
 
 AllGatherAttention::AllGatherAttention(const Problem& p, attn::AttentionBackend& backend,
                                        GroupTransport& transport, bool with_backward)
-    : ShardedScheme(p, backend, with_backward, "all-gather attention"), tr_(transport) {
-  check_group(tr_.group_size(), p_.ring_size);
-  rank_ = tr_.group_rank();
-  calls_ = calls_per_owner(p_, rank_);
-  gqa_ = KvExpansion(be_, p_.batch, p_.heads, p_.num_kv_heads(), p_.local_rows(), p_.head_dim,
-                     p_.dtype, with_backward_);
+    : KvBlockScheme(p, backend, with_backward, "all-gather attention", transport.group_size(),
+                    transport.group_rank()),
+      tr_(transport) {
   const std::size_t R = static_cast<std::size_t>(p_.ring_size);
   kv_all_ = BackendBuffer(be_, R * 2 * shards_.kv_shard_bytes);
   if (!with_backward_) return;
-  delta_ = BackendBuffer(be_, shards_.rows * sizeof(float));
   dkdv_all_ = BackendBuffer(be_, R * 2 * shards_.kv_shard_floats * sizeof(float));
-}
-
-StepKernels AllGatherAttention::kernels() const {
-  return {
-      be_,           attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()},
-      p_.dtype,      p_.scale(),
-      shards_.q.ptr, gqa_.kernel_shard_bytes()};
 }
 
 double AllGatherAttention::collective_seconds(int before, int after, double host_wait) {
@@ -44,9 +33,7 @@ void AllGatherAttention::forward() {
   bytes_sent_ += static_cast<std::uint64_t>(R - 1) * kv_bytes;  // a ring all-gather's share
   std::vector<int> marks{g1};
   for (int owner = 0; owner < R; ++owner) {
-    kernels().forward(calls_[static_cast<std::size_t>(owner)],
-                      gqa_.expand(kv_all_.bytes() + owner * kv_bytes), shards_.out.floats(),
-                      shards_.lse.floats());
+    compute_forward(kv_all_.bytes() + owner * kv_bytes, owner);
     marks.push_back(be_.mark());
   }
   be_.synchronize();
@@ -63,18 +50,12 @@ void AllGatherAttention::backward() {
                     dkdv_floats = 2 * shards_.kv_shard_floats;
   reset_steps(bwd_);
   be_.reset_marks();
-  be_.backward_prepare(shards_.dout.ptr, shards_.out.floats(), delta_.floats(),
-                       static_cast<std::int64_t>(shards_.rows), p_.head_dim, p_.dtype);
-  be_.fill_zero(shards_.dq.ptr, shards_.shard_floats * sizeof(float));
+  start_backward();
   be_.fill_zero(dkdv_all_.ptr, static_cast<std::size_t>(R) * dkdv_floats * sizeof(float));
   std::vector<int> marks{be_.mark()};
   for (int owner = 0; owner < R; ++owner) {
-    float* dkdv = dkdv_all_.floats() + owner * dkdv_floats;
-    float* grads = gqa_.grads(dkdv);
-    kernels().backward(calls_[static_cast<std::size_t>(owner)],
-                       gqa_.expand(kv_all_.bytes() + owner * kv_bytes), shards_.dout.ptr,
-                       shards_.lse.floats(), delta_.floats(), shards_.dq.floats(), grads);
-    gqa_.fold(dkdv);
+    compute_backward(kv_all_.bytes() + owner * kv_bytes, owner,
+                     dkdv_all_.floats() + owner * dkdv_floats);
     marks.push_back(be_.mark());
   }
   const double host_wait =

@@ -8,15 +8,12 @@
 #include <vector>
 
 #include "ring/backend_buffer.hpp"
-#include "ring/block_calls.hpp"
 #include "ring/group_transport.hpp"
-#include "ring/kv_expansion.hpp"
-#include "ring/sharded_scheme.hpp"
-#include "ring/step_kernels.hpp"
+#include "ring/kv_block_scheme.hpp"
 
 namespace rb::ring {
 
-class AllGatherAttention final : public ShardedScheme {
+class AllGatherAttention final : public KvBlockScheme {
  public:
   // Allocates every buffer up front (throws attn::OutOfMemory). The transport's group size
   // must equal p.ring_size; its group rank is this rank's position in the layout.
@@ -28,15 +25,11 @@ class AllGatherAttention final : public ShardedScheme {
   Scheme scheme() const override { return Scheme::AllGather; }
 
  private:
-  StepKernels kernels() const;
   // Seconds the collective took: between the backend marks on the device, the host's wait here.
   double collective_seconds(int before, int after, double host_wait);
 
   GroupTransport& tr_;
-  int rank_ = 0;
-  std::vector<std::vector<BlockCall>> calls_;  // per owner: this rank's calls on its K/V
-  KvExpansion gqa_;                            // K/V heads -> query heads for the kernels (GQA)
-  BackendBuffer kv_all_, delta_, dkdv_all_;
+  BackendBuffer kv_all_, dkdv_all_;
   bool have_forward_ = false;
 };
 

@@ -64,8 +64,6 @@ class CopyEngineTransport final : public RingTransport {
  public:
   CopyEngineTransport(MPI_Comm ring_comm, AttentionBackend& backend);
   ~CopyEngineTransport() override;
-  CopyEngineTransport(const CopyEngineTransport&) = delete;
-  CopyEngineTransport& operator=(const CopyEngineTransport&) = delete;
 
   std::string name() const override { return "copy_engine"; }
   void post(const void* send, void* recv, std::size_t bytes) override;

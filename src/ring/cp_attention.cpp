@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "names.hpp"
+
 namespace rb::ring {
 namespace {
 
@@ -28,24 +30,15 @@ std::uint64_t head_exchange_bytes(const Problem& p, std::uint64_t members, bool 
 }  // namespace
 
 const char* to_string(Scheme s) {
-  for (const auto& [value, name] : kSchemes)
-    if (value == s) return name;
-  return "?";
+  return name_of(kSchemes, s);
 }
 
 Scheme scheme_from_string(const std::string& s) {
-  std::string known;
-  for (const auto& [value, name] : kSchemes) {
-    if (s == name) return value;
-    known += (known.empty() ? "" : ", ") + std::string(name);
-  }
-  throw std::invalid_argument("unknown scheme '" + s + "' (" + known + ")");
+  return value_of(kSchemes, s, "scheme");
 }
 
 std::vector<std::string> scheme_names() {
-  std::vector<std::string> out;
-  for (const auto& [value, name] : kSchemes) out.push_back(name);
-  return out;
+  return names_of(kSchemes);
 }
 
 std::uint64_t bytes_sent_per_iteration(const Problem& p, Scheme s, bool backward,

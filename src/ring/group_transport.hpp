@@ -27,6 +27,12 @@ class GroupTransport {
   virtual double reduce_scatter_sum(const float* send, float* recv, std::size_t count) = 0;
   // Rank r's send[j * bytes, (j + 1) * bytes) lands in rank j's recv[r * bytes, (r + 1) * bytes).
   virtual double all_to_all(const void* send, void* recv, std::size_t bytes) = 0;
+
+ protected:
+  // A transport holds its communicator: one owner, never copied.
+  GroupTransport() = default;
+  GroupTransport(const GroupTransport&) = delete;
+  GroupTransport& operator=(const GroupTransport&) = delete;
 };
 
 // The host transport: MPI collectives on a private duplicate of `group_comm`.

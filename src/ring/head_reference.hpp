@@ -40,6 +40,30 @@ class HeadReference {
   virtual std::int64_t peak_bytes() const = 0;
 };
 
+// What both implementations keep of this ring rank: the problem, the global positions of its
+// local rows, the ring communicator, and the most host bytes held so far.
+class RankReference : public HeadReference {
+ public:
+  std::int64_t peak_bytes() const override { return peak_; }
+
+ protected:
+  RankReference(const Problem& p, int ring_rank, MPI_Comm ring_comm)
+      : p_(p),
+        rank_(ring_rank),
+        comm_(ring_comm),
+        pos_(local_positions(p, ring_rank)),
+        d_(static_cast<std::size_t>(p.head_dim)) {}
+  // The global position of local row `row`.
+  std::int64_t at(std::int64_t row) const { return pos_[static_cast<std::size_t>(row)]; }
+
+  Problem p_;
+  int rank_;
+  MPI_Comm comm_;
+  std::vector<std::int64_t> pos_;
+  std::size_t d_;
+  std::int64_t peak_ = 0;
+};
+
 // Full-sequence reference: each rank generates every position of the head (4 x S x d floats).
 std::unique_ptr<HeadReference> make_full_reference(const Problem& p, std::uint64_t seed,
                                                    int ring_rank, MPI_Comm ring_comm);

@@ -10,6 +10,7 @@
 
 #include "ring/group_transport.hpp"
 #include "ring/mpi_error.hpp"
+#include "runtime/mpi.hpp"
 
 namespace rb::ring {
 namespace {
@@ -52,26 +53,19 @@ class Count {
 class MpiGroupTransport final : public GroupTransport {
  public:
   explicit MpiGroupTransport(MPI_Comm group_comm) {
-    check(MPI_Comm_dup(group_comm, &comm_), "MPI_Comm_dup");
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
+    MPI_Comm dup = MPI_COMM_NULL;
+    check(MPI_Comm_dup(group_comm, &dup), "MPI_Comm_dup");
+    comm_ = Comm(dup);
+    rank_ = comm_.rank();
+    size_ = comm_.size();
   }
-  ~MpiGroupTransport() override {
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  }
-  MpiGroupTransport(const MpiGroupTransport&) = delete;
-  MpiGroupTransport& operator=(const MpiGroupTransport&) = delete;
 
   std::string name() const override { return "mpi"; }
   int group_size() const override { return size_; }
   int group_rank() const override { return rank_; }
 
   double all_gather(const void* send, void* recv, std::size_t bytes) override {
-    const auto t0 = clock::now();
-    const Count n(bytes, MPI_BYTE);
-    check(MPI_Allgather(send, n.count(), n.type(), recv, n.count(), n.type(), comm_),
-          "MPI_Allgather");
-    return since(t0);
+    return exchange(MPI_Allgather, "MPI_Allgather", send, recv, bytes);
   }
 
   double reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
@@ -79,25 +73,32 @@ class MpiGroupTransport final : public GroupTransport {
     if (count > static_cast<std::size_t>(INT_MAX))  // MPI_SUM needs a predefined type
       throw std::invalid_argument(
           "MPI group transport: reduce-scatter of more than INT_MAX floats per rank");
-    check(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_),
+    check(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                   comm_.get()),
           "MPI_Reduce_scatter_block");
     return since(t0);
   }
 
   double all_to_all(const void* send, void* recv, std::size_t bytes) override {
-    const auto t0 = clock::now();
-    const Count n(bytes, MPI_BYTE);
-    check(MPI_Alltoall(send, n.count(), n.type(), recv, n.count(), n.type(), comm_),
-          "MPI_Alltoall");
-    return since(t0);
+    return exchange(MPI_Alltoall, "MPI_Alltoall", send, recv, bytes);
   }
 
  private:
   using clock = std::chrono::steady_clock;
+  // MPI_Allgather and MPI_Alltoall: `bytes` to or from every rank, the same call shape.
+  using BytesCollective = int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype,
+                                  MPI_Comm);
+  double exchange(BytesCollective call, const char* call_name, const void* send, void* recv,
+                  std::size_t bytes) {
+    const auto t0 = clock::now();
+    const Count n(bytes, MPI_BYTE);
+    check(call(send, n.count(), n.type(), recv, n.count(), n.type(), comm_.get()), call_name);
+    return since(t0);
+  }
   static double since(clock::time_point t0) {
     return std::chrono::duration<double>(clock::now() - t0).count();
   }
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  Comm comm_;
   int rank_ = 0, size_ = 1;
 };
 

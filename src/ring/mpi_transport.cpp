@@ -12,6 +12,7 @@
 #include "ring/ring_comms.hpp"
 #include "ring/mpi_error.hpp"
 #include "ring/transport.hpp"
+#include "runtime/mpi.hpp"
 
 namespace rb::ring {
 namespace {
@@ -27,8 +28,10 @@ class MpiTransport final : public RingTransport {
  public:
   explicit MpiTransport(MPI_Comm ring_comm) {
     comm_ = attached_transport_comm(ring_comm);
-    owned_ = comm_ == MPI_COMM_NULL;
-    if (owned_) check(MPI_Comm_dup(ring_comm, &comm_), "MPI_Comm_dup");
+    if (comm_ == MPI_COMM_NULL) {
+      check(MPI_Comm_dup(ring_comm, &comm_), "MPI_Comm_dup");
+      owned_ = Comm(comm_);
+    }
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     next_ = (rank_ + 1) % size_;
@@ -37,10 +40,7 @@ class MpiTransport final : public RingTransport {
   ~MpiTransport() override {
     if (!requests_.empty())
       MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
-    if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   }
-  MpiTransport(const MpiTransport&) = delete;
-  MpiTransport& operator=(const MpiTransport&) = delete;
 
   std::string name() const override { return "mpi"; }
   int ring_size() const override { return size_; }
@@ -77,7 +77,7 @@ class MpiTransport final : public RingTransport {
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
-  bool owned_ = true;  // false: borrowed from RingComms, which frees it
+  Comm owned_;  // comm_ where it is this transport's own; empty: borrowed from RingComms
   int rank_ = 0, size_ = 1, next_ = 0, prev_ = 0;
   std::vector<MPI_Request> requests_;
 };

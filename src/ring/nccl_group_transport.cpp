@@ -46,8 +46,6 @@ class NcclGroupTransport final : public GroupTransport {
     }
     watch_.reset();  // before the communicator it watches goes
   }
-  NcclGroupTransport(const NcclGroupTransport&) = delete;
-  NcclGroupTransport& operator=(const NcclGroupTransport&) = delete;
 
   std::string name() const override { return "nccl"; }
   int group_size() const override { return comm_->size(); }

@@ -29,8 +29,6 @@ class NcclTransport final : public RingTransport {
   // (ring/ring_comms.hpp), or builds the ring's own from MPI when none is.
   NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend);
   ~NcclTransport() override;
-  NcclTransport(const NcclTransport&) = delete;
-  NcclTransport& operator=(const NcclTransport&) = delete;
 
   std::string name() const override { return "nccl"; }
   void post(const void* send, void* recv, std::size_t bytes) override;

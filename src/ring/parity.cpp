@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
+#include "names.hpp"
 #include "ring/head_reference.hpp"
 
 namespace rb::ring {
@@ -212,29 +214,24 @@ class ParityCheck {
   Accum out_, dq_, dk_, dv_, lse_err_;
 };
 
+// validate.reference's words.
+const std::pair<ParityMode, const char*> kParityModes[] = {{ParityMode::Auto, "auto"},
+                                                           {ParityMode::Full, "full"},
+                                                           {ParityMode::Sampled, "sampled"},
+                                                           {ParityMode::Off, "off"}};
+
 }  // namespace
 
 const char* to_string(ParityMode m) {
-  switch (m) {
-    case ParityMode::Auto:
-      return "auto";
-    case ParityMode::Full:
-      return "full";
-    case ParityMode::Sampled:
-      return "sampled";
-    case ParityMode::Off:
-      return "off";
-  }
-  return "auto";
+  return name_of(kParityModes, m, "auto");
 }
 
 std::vector<std::string> parity_mode_names() {
-  return {"auto", "full", "sampled", "off"};
+  return names_of(kParityModes);
 }
 
 ParityMode parity_mode_from_string(const std::string& s) {
-  for (ParityMode m : {ParityMode::Auto, ParityMode::Full, ParityMode::Sampled, ParityMode::Off})
-    if (s == to_string(m)) return m;
+  if (const auto m = find_value(kParityModes, s)) return *m;
   throw std::invalid_argument("unknown parity reference '" + s + "' (auto, full, sampled or off)");
 }
 

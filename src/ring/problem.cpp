@@ -6,43 +6,15 @@
 #include <utility>
 
 #include "mask.hpp"
+#include "names.hpp"
 
 namespace rb::ring {
 
 namespace {
 
-// The config's names of layouts and dtypes, both ways from one table each.
+// The config's names of layouts, both ways from one table (dtypes: attn::kDTypeNames).
 const std::pair<Layout, const char*> kLayouts[] = {
     {Layout::Contiguous, "contiguous"}, {Layout::Zigzag, "zigzag"}, {Layout::Striped, "striped"}};
-const std::pair<attn::DType, const char*> kDTypes[] = {
-    {attn::kDTypeNames[0].dtype, attn::kDTypeNames[0].name},
-    {attn::kDTypeNames[1].dtype, attn::kDTypeNames[1].name},
-    {attn::kDTypeNames[2].dtype, attn::kDTypeNames[2].name}};
-
-template <class Value, std::size_t N>
-const char* name_of(const std::pair<Value, const char*> (&table)[N], Value v) {
-  for (const auto& [value, name] : table)
-    if (value == v) return name;
-  return "?";
-}
-
-template <class Value, std::size_t N>
-std::vector<std::string> names(const std::pair<Value, const char*> (&table)[N]) {
-  std::vector<std::string> out;
-  for (const auto& [value, name] : table) out.push_back(name);
-  return out;
-}
-
-template <class Value, std::size_t N>
-Value value_of(const std::pair<Value, const char*> (&table)[N], const std::string& s,
-               const char* what) {
-  std::string known;
-  for (const auto& [value, name] : table) {
-    if (s == name) return value;
-    known += (known.empty() ? "" : ", ") + std::string(name);
-  }
-  throw std::invalid_argument("unknown " + std::string(what) + " '" + s + "' (" + known + ")");
-}
 
 }  // namespace
 
@@ -53,16 +25,16 @@ Layout layout_from_string(const std::string& s) {
   return value_of(kLayouts, s, "layout");
 }
 attn::DType dtype_from_string(const std::string& s) {
-  return value_of(kDTypes, s, "dtype");
+  return value_of(attn::kDTypeNames, s, "dtype");
 }
 const char* to_string(attn::DType t) {
-  return name_of(kDTypes, t);
+  return name_of(attn::kDTypeNames, t);
 }
 std::vector<std::string> layout_names() {
-  return names(kLayouts);
+  return names_of(kLayouts);
 }
 std::vector<std::string> dtype_names() {
-  return names(kDTypes);
+  return names_of(attn::kDTypeNames);
 }
 
 float Problem::scale() const {

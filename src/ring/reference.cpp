@@ -118,14 +118,10 @@ namespace {
 
 // The full-sequence reference behind the parity check's interface. dK/dV need the normaliser
 // of every query of the sequence: the ring gathers every rank's (O(S) per rank, as the head).
-class FullReference final : public HeadReference {
+class FullReference final : public RankReference {
  public:
   FullReference(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm)
-      : p_(p),
-        ref_(p, seed),
-        pos_(local_positions(p, ring_rank)),
-        comm_(ring_comm),
-        d_(static_cast<std::size_t>(p.head_dim)) {}
+      : RankReference(p, ring_rank, ring_comm), ref_(p, seed) {}
 
   void load_head(int b, int h) override {
     ref_.load_head(b, h);
@@ -158,10 +154,8 @@ class FullReference final : public HeadReference {
     for (std::size_t i = 0; i < rows.size(); ++i)
       ref_.dkv_row(at(rows[i]), lse_glob_, delta_glob_, &dk[i * d_], &dv[i * d_]);
   }
-  std::int64_t peak_bytes() const override { return peak_; }
 
  private:
-  std::int64_t at(std::int64_t row) const { return pos_[static_cast<std::size_t>(row)]; }
   // Every rank's local values at their global positions.
   void gather(const std::vector<double>& local, std::vector<double>& global) const {
     const int R = p_.ring_size, n = static_cast<int>(p_.local_rows());
@@ -176,13 +170,8 @@ class FullReference final : public HeadReference {
                 static_cast<std::size_t>(i)];
     }
   }
-  Problem p_;
   Reference ref_;
-  std::vector<std::int64_t> pos_;
-  MPI_Comm comm_;
-  std::size_t d_;
   std::vector<double> lse_glob_, delta_glob_;
-  std::int64_t peak_ = 0;
 };
 
 }  // namespace

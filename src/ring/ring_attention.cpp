@@ -8,12 +8,9 @@ namespace rb::ring {
 
 RingAttention::RingAttention(const Problem& p, AttentionBackend& backend, RingTransport& transport,
                              bool with_backward)
-    : ShardedScheme(p, backend, with_backward, "ring attention"), tr_(transport) {
-  check_group(tr_.ring_size(), p_.ring_size);
-  rank_ = tr_.ring_rank();
-  calls_ = calls_per_owner(p_, rank_);
-  gqa_ = KvExpansion(be_, p_.batch, p_.heads, p_.num_kv_heads(), p_.local_rows(), p_.head_dim,
-                     p_.dtype, with_backward_);
+    : KvBlockScheme(p, backend, with_backward, "ring attention", transport.ring_size(),
+                    transport.ring_rank()),
+      tr_(transport) {
   const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes,
                     dkdv_bytes = 2 * shards_.kv_shard_floats * sizeof(float);
   const std::size_t packet = with_backward_ ? kv_bytes + dkdv_bytes : kv_bytes;
@@ -22,7 +19,6 @@ RingAttention::RingAttention(const Problem& p, AttentionBackend& backend, RingTr
     pkt_[1] = Buffer(be_, packet);
   }
   if (with_backward_) {
-    delta_ = Buffer(be_, shards_.rows * sizeof(float));
     if (p_.ring_size > 1) contrib_ = Buffer(be_, dkdv_bytes);
     if (p_.ring_size > 1) kv_prev_ = Buffer(be_, kv_bytes);
   }
@@ -51,25 +47,6 @@ RingAttention::~RingAttention() = default;
 void RingAttention::post(const void* send, void* recv, std::size_t bytes) {
   tr_.post(send, recv, bytes);
   bytes_sent_ += bytes;
-}
-
-void RingAttention::compute_forward(const char* kv, int owner) {
-  kernels().forward(calls_[static_cast<std::size_t>(owner)], gqa_.expand(kv), shards_.out.floats(),
-                    shards_.lse.floats());
-}
-
-void RingAttention::compute_backward(const char* kv, int owner, float* dkdv) {
-  float* grads = gqa_.grads(dkdv);
-  kernels().backward(calls_[static_cast<std::size_t>(owner)], gqa_.expand(kv), shards_.dout.ptr,
-                     shards_.lse.floats(), delta_.floats(), shards_.dq.floats(), grads);
-  gqa_.fold(dkdv);
-}
-
-StepKernels RingAttention::kernels() const {
-  return {
-      be_,           attn::Dims{p_.batch, p_.heads, p_.head_dim, p_.local_rows(), p_.local_rows()},
-      p_.dtype,      p_.scale(),
-      shards_.q.ptr, gqa_.kernel_shard_bytes()};
 }
 
 void RingAttention::forward() {
@@ -115,9 +92,7 @@ void RingAttention::backward() {
   std::vector<int> marks(4 * static_cast<std::size_t>(R));
   std::vector<double> host_wait(static_cast<std::size_t>(R), 0.0);
   be_.reset_marks();
-  be_.backward_prepare(shards_.dout.ptr, shards_.out.floats(), delta_.floats(),
-                       static_cast<std::int64_t>(shards_.rows), p_.head_dim, p_.dtype);
-  be_.fill_zero(shards_.dq.ptr, shards_.shard_floats * sizeof(float));
+  start_backward();
   if (R == 1) {
     be_.fill_zero(shards_.dkdv.ptr, dkdv_bytes);
     marks[0] = be_.mark();

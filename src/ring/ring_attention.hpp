@@ -17,17 +17,14 @@
 #include <vector>
 
 #include "ring/backend_buffer.hpp"
-#include "ring/block_calls.hpp"
 #include "ring/cp_attention.hpp"
-#include "ring/kv_expansion.hpp"
-#include "ring/sharded_scheme.hpp"
-#include "ring/step_kernels.hpp"
+#include "ring/kv_block_scheme.hpp"
 #include "ring/transport.hpp"
 #include "ring/problem.hpp"
 
 namespace rb::ring {
 
-class RingAttention final : public ShardedScheme {
+class RingAttention final : public KvBlockScheme {
  public:
   // Allocates every persistent buffer up front (throws OutOfMemory). The transport's ring
   // size must equal p.ring_size.
@@ -55,10 +52,6 @@ class RingAttention final : public ShardedScheme {
   using Buffer = BackendBuffer;
 
   void post(const void* send, void* recv, std::size_t bytes);
-  void compute_forward(const char* kv, int owner);
-  void compute_backward(const char* kv, int owner, float* dkdv);
-  // This rank's queries on the kernels, against one K/V block (step_kernels.hpp).
-  StepKernels kernels() const;
   // The rank whose K/V block the backward's step s computes on, and the bytes step s sends.
   int backward_owner(int s) const;
   std::size_t backward_hop_bytes(int s) const;
@@ -68,10 +61,7 @@ class RingAttention final : public ShardedScheme {
   std::vector<double> backward_compute_alone();
 
   RingTransport& tr_;
-  int rank_ = 0;
-  std::vector<std::vector<BlockCall>> calls_;  // per owner ring rank: this rank's calls on its K/V
-  KvExpansion gqa_;                            // K/V heads -> query heads for the kernels (GQA)
-  Buffer delta_, contrib_;
+  Buffer contrib_;
   Buffer pkt_[2];
   Buffer kv_prev_;  // with backward: rank r - 1's K/V block, received at the forward's first step
   bool have_forward_ = false;

@@ -67,9 +67,7 @@ std::vector<double> RingAttention::backward_compute_alone() {
   const std::size_t kv_bytes = 2 * shards_.kv_shard_bytes,
                     dkdv_floats = 2 * shards_.kv_shard_floats;
   be_.reset_marks();
-  be_.backward_prepare(shards_.dout.ptr, shards_.out.floats(), delta_.floats(),
-                       static_cast<std::int64_t>(shards_.rows), p_.head_dim, p_.dtype);
-  be_.fill_zero(shards_.dq.ptr, shards_.shard_floats * sizeof(float));
+  start_backward();
   std::vector<int> marks;
   float* partial = reinterpret_cast<float*>(pkt_[0].bytes() + kv_bytes);
   for (int s = 0; s < R; ++s) {

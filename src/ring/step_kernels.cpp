@@ -3,8 +3,7 @@
 namespace rb::ring {
 namespace {
 
-template <class Block>
-void fill_shared(const StepKernels& s, Block& b, const char* kv) {
+void fill_shared(const StepKernels& s, attn::BlockInputs& b, const char* kv) {
   b.dims = s.dims;
   b.dtype = s.dtype;
   b.scale = s.scale;
@@ -13,8 +12,7 @@ void fill_shared(const StepKernels& s, Block& b, const char* kv) {
   b.v_data = kv + s.kv_shard_bytes;
 }
 
-template <class Block>
-void set_call(Block& b, const BlockCall& call) {
+void set_call(attn::BlockInputs& b, const BlockCall& call) {
   b.q = call.q;
   b.kv = call.kv;
   b.pattern = call.pattern;

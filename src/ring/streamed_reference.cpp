@@ -39,16 +39,12 @@ void shift(std::vector<T>& block, MPI_Datatype type, int to, int from, MPI_Comm 
   }
 }
 
-class StreamedReference final : public HeadReference {
+class StreamedReference final : public RankReference {
  public:
   StreamedReference(const Problem& p, std::uint64_t seed, int ring_rank, MPI_Comm ring_comm)
-      : p_(p),
+      : RankReference(p, ring_rank, ring_comm),
         seed_(seed),
-        rank_(ring_rank),
-        comm_(ring_comm),
         patterns_(p.patterns()),
-        pos_(local_positions(p, ring_rank)),
-        d_(static_cast<std::size_t>(p.head_dim)),
         scale_(1.0 / std::sqrt(static_cast<double>(p.head_dim))) {}
 
   void load_head(int b, int h) override {
@@ -138,10 +134,7 @@ class StreamedReference final : public HeadReference {
     });
   }
 
-  std::int64_t peak_bytes() const override { return peak_; }
-
  private:
-  std::int64_t at(std::int64_t row) const { return pos_[static_cast<std::size_t>(row)]; }
   // f(i, j, terms) for every local row i of `rows` and visiting row j with terms > 0, in
   // tiles of local rows so that a visiting row is read from memory once per tile, not once
   // per local row (the block is far larger than the cache; the tile's rows are not).
@@ -226,18 +219,12 @@ class StreamedReference final : public HeadReference {
     peak_ = std::max(peak_, cur_.bytes() + positions);
   }
 
-  Problem p_;
   std::uint64_t seed_;
-  int rank_;
-  MPI_Comm comm_;
   std::vector<attn::Pattern> patterns_;
-  std::vector<std::int64_t> pos_;
-  std::size_t d_;
   double scale_;
   int batch_ = 0, head_ = 0;
   Block cur_;
   mutable std::vector<float> row_;  // delta()'s dO row
-  std::int64_t peak_ = 0;
 };
 
 }  // namespace

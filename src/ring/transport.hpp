@@ -35,6 +35,12 @@ class RingTransport {
   virtual void finish() {}
   virtual int ring_size() const = 0;
   virtual int ring_rank() const = 0;
+
+ protected:
+  // A transport holds its communicator and the exchange in flight: one owner, never copied.
+  RingTransport() = default;
+  RingTransport(const RingTransport&) = delete;
+  RingTransport& operator=(const RingTransport&) = delete;
 };
 
 // The host transport: MPI_Isend/Irecv over ring_comm.

@@ -1,40 +1,36 @@
 #include "ring/transport_choice.hpp"
 
+#include <utility>
+
+#include "names.hpp"
+
 namespace rb::ring {
+namespace {
+
+const std::pair<RingTransportKind, const char*> kTransports[] = {
+    {RingTransportKind::Mpi, "mpi"},
+    {RingTransportKind::Nccl, "nccl"},
+    {RingTransportKind::CopyEngine, "copy_engine"}};
+const std::pair<TransportAsk, const char*> kAsks[] = {{TransportAsk::Auto, "auto"},
+                                                      {TransportAsk::Nccl, "nccl"},
+                                                      {TransportAsk::CopyEngine, "copy_engine"}};
+
+}  // namespace
 
 std::string to_string(RingTransportKind kind) {
-  switch (kind) {
-    case RingTransportKind::Mpi:
-      return "mpi";
-    case RingTransportKind::Nccl:
-      return "nccl";
-    case RingTransportKind::CopyEngine:
-      return "copy_engine";
-  }
-  return "?";
+  return name_of(kTransports, kind);
 }
 
 std::vector<std::string> transport_ask_names() {
-  return {"auto", "nccl", "copy_engine"};
+  return names_of(kAsks);
 }
 
 std::string to_string(TransportAsk ask) {
-  switch (ask) {
-    case TransportAsk::Auto:
-      return "auto";
-    case TransportAsk::Nccl:
-      return "nccl";
-    case TransportAsk::CopyEngine:
-      return "copy_engine";
-  }
-  return "?";
+  return name_of(kAsks, ask);
 }
 
 std::optional<TransportAsk> transport_ask_from_string(const std::string& text) {
-  if (text == "auto") return TransportAsk::Auto;
-  if (text == "nccl") return TransportAsk::Nccl;
-  if (text == "copy_engine") return TransportAsk::CopyEngine;
-  return std::nullopt;
+  return find_value(kAsks, text);
 }
 
 bool needs_copy_engine_probe(TransportAsk ask, const TransportFacts& facts) {

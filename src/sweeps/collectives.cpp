@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "config/bytes.hpp"
+#include "dtype_names.hpp"
 #include "metrics/table.hpp"
 #include "profiling/cost_model.hpp"
 #include "profiling/groups.hpp"
@@ -22,6 +23,9 @@
 
 namespace rb {
 namespace {
+
+// Ranks above which a table keeps a sample of rows per point (docs/hdf5-schema.md, "Rows").
+constexpr std::size_t kRankRows = 64;
 
 using coll::Op;
 using coll::Transport;
@@ -33,8 +37,8 @@ struct CollParams {
   std::vector<groups::Spec> groups;
   std::vector<std::uint64_t> sizes;  // requested message sizes, min_bytes * factor^k <= max_bytes
   std::uint64_t max_bytes = 0;
-  std::int64_t warmup = 5;
-  std::int64_t iterations = 20;
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in collectives_keys()
+  std::int64_t iterations = 0;
   bool check = true;
   int root = 0;
   bool host = true;  // the host backend: buffers in host memory
@@ -98,13 +102,14 @@ class Collectives final : public Sweep {
     return lines;
   }
 
+  // The points table and the model's as write() lays them out (every dataset counted).
   std::uint64_t estimated_output_bytes() const override {
-    // per point and rank: the iteration times and ~10 scalars; the model's rows
-    return static_cast<std::uint64_t>(points_.size()) * 8u *
-               (static_cast<std::uint64_t>(world_) *
-                    static_cast<std::uint64_t>(p_.iterations + 10) +
-                8u) +
-           65536u;
+    const auto series = series_of();
+    const std::size_t world = static_cast<std::size_t>(world_);
+    return point_table().planned_bytes(world) +
+           model_table(series, p_.host ? Transport::Mpi : Transport::Nccl,
+                       std::vector<std::int64_t>(points_.size(), 0))
+               .planned_bytes(world);
   }
 
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
@@ -127,9 +132,17 @@ class Collectives final : public Sweep {
   // ran out on this rank. Not collective: the caller agrees over the ranks.
   oom::Record ensure_engine(RunContext& ctx, prof::EngineSetup setup, std::size_t bytes,
                             std::unique_ptr<prof::Engine>& engine, std::size_t& capacity) const;
+  static oom::Record reserve_mpi_scratch(const RunContext& ctx, coll::Op op, std::size_t bytes);
   Measured measure(RunContext& ctx, prof::Engine& e, const groups::Group& g,
                    const PointDef& d) const;
   h5::PointsTable point_table() const;
+  // The model's series: the points of each (operation, group, dtype, in_place), sizes ascending,
+  // in the order the series first appear.
+  std::vector<std::vector<std::size_t>> series_of() const;
+  // The model's table of those series, its keys and metrics declared.
+  h5::PointsTable model_table(const std::vector<std::vector<std::size_t>>& series,
+                              Transport transport,
+                              const std::vector<std::int64_t>& group_size) const;
   void record(h5::PointsTable& t, std::size_t pi, const groups::Group& g, const Measured& m) const;
   void write_attributes(h5::Group& out, Transport transport) const;
   std::string screen_table(const std::vector<h5::PointRecord>& records, std::size_t width) const;
@@ -162,6 +175,23 @@ oom::Record Collectives::ensure_engine(RunContext& ctx, prof::EngineSetup setup,
                         engine = prof::make_engine(setup);
                         capacity = bytes;
                       });
+}
+
+// MPI allocates working buffers inside its collectives, and a failure there is MPI_ERR_INTERN
+// or MPI_ERR_OTHER under MPI_ERRORS_ARE_FATAL: every rank aborts. Open MPI's reductions keep up
+// to two messages' worth (reduce-scatter by recursive halving: two temporaries of the whole
+// input); the other collectives copy at most one (in place). So that much host memory must be
+// there, beside the point's own buffers, before the point runs, or the point is `oom` like a
+// buffer that could not be had. NCCL's working memory is set up with its communicator.
+oom::Record Collectives::reserve_mpi_scratch(const RunContext& ctx, coll::Op op,
+                                             std::size_t bytes) {
+  if (ctx.backend != Backend::Host) return {};
+  const bool reduces =
+      op == coll::Op::AllReduce || op == coll::Op::Reduce || op == coll::Op::ReduceScatter;
+  return oom::attempt(reduces ? "MPI's working buffers (two messages' worth)"
+                              : "MPI's working buffers (a message's worth)",
+                      (reduces ? 2 : 1) * static_cast<std::uint64_t>(bytes), ctx.layout.local_size,
+                      oom::meminfo_bytes("MemAvailable"), [] {});
 }
 
 // One point: warmup, nccl-tests' batch timing, a per-iteration timing loop and the data check.
@@ -244,6 +274,7 @@ h5::PointsTable Collectives::point_table() const {
   t.metric("iteration_time_s", {"s", "per-call time of each iteration of the second timed loop"},
            {static_cast<std::uint64_t>(p_.iterations)}, {"iteration"});
   oom::declare_columns(t);
+  t.sample_ranks(kRankRows);
   h5::Judging j;
   j.headline = {"busbw_Bps"};
   j.iteration_times = "iteration_time_s";
@@ -400,9 +431,12 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     const groups::Group& g = gs[d.group];
     ctx.progress.point_started(pi, point_label(p_, d));
     const std::size_t need = std::max<std::size_t>(static_cast<std::size_t>(d.requested), 64);
-    const oom::Record ran_out = ensure_engine(ctx, setup, need, engine, capacity);
+    oom::Record ran_out = ensure_engine(ctx, setup, need, engine, capacity);
+    if (!ran_out.ran_out()) ran_out = reserve_mpi_scratch(ctx, d.op, need);
     const bool oom_point = oom::on_any_rank(ran_out, ctx.world);
     oom::record_status(table, pi, oom_point, ran_out);
+    // The sample's order: the slowest rank first, at an oom point the ranks that ran out.
+    if (ran_out.ran_out()) table.order(pi, static_cast<double>(ran_out.requested));
     group_size[pi] = g.size;
     if (oom_point) {  // time and bytes 0: left out of the fit
       ctx.progress.note("point " + std::to_string(pi) + " (" + point_label(p_, d) +
@@ -411,6 +445,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     }
     const Measured m = measure(ctx, *engine, g, d);
     record(table, pi, g, m);
+    table.order(pi, m.time);
     time[pi] = m.time;
     bytes[pi] = static_cast<std::int64_t>(m.sizes.bytes);
     wrong[pi] = std::max<std::int64_t>(m.wrong, 0);
@@ -441,12 +476,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   return outcome;
 }
 
-// The alpha-beta model, one series per (operation, group, dtype, in_place), fitted to the
-// points' slowest-rank times; every rank fits the same numbers and writes them in its row.
-std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport,
-                                   const std::vector<double>& time,
-                                   const std::vector<std::int64_t>& bytes,
-                                   const std::vector<std::int64_t>& group_size) const {
+std::vector<std::vector<std::size_t>> Collectives::series_of() const {
   std::vector<std::vector<std::size_t>> series;  // point indices, sizes ascending
   std::map<std::tuple<int, std::size_t, int, bool>, std::size_t> index;
   for (std::size_t pi = 0; pi < points_.size(); ++pi) {
@@ -457,8 +487,13 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
     if (it->second == series.size()) series.emplace_back();
     series[it->second].push_back(pi);
   }
-  const std::size_t S = series.size();
-  h5::PointsTable model(S);
+  return series;
+}
+
+h5::PointsTable Collectives::model_table(const std::vector<std::vector<std::size_t>>& series,
+                                         Transport transport,
+                                         const std::vector<std::int64_t>& group_size) const {
+  h5::PointsTable model(series.size());
   std::vector<std::string> op, group, tr, dtype;
   std::vector<std::int64_t> in_place, gsize;
   for (const auto& s : series) {
@@ -485,6 +520,26 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
       {"B/s", "beta_Bps x bus factor: the bus bandwidth, for extrapolating to other group sizes"});
   model.metric("fit_rel_error", {"1", "relative RMS error of the fit over the series' points"});
   model.int_metric("fit_points", {"1", "points of the series the fit used (size > 0)"});
+  // Every rank writes the same fit: a sample of rows says it as well as every rank.
+  model.sample_ranks(kRankRows);
+  return model;
+}
+
+// The alpha-beta model, one series per (operation, group, dtype, in_place), fitted to the
+// points' slowest-rank times; every rank fits the same numbers and writes them in its row.
+std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport transport,
+                                   const std::vector<double>& time,
+                                   const std::vector<std::int64_t>& bytes,
+                                   const std::vector<std::int64_t>& group_size) const {
+  const std::vector<std::vector<std::size_t>> series = series_of();
+  const std::size_t S = series.size();
+  h5::PointsTable model = model_table(series, transport, group_size);
+  std::vector<std::string> group;
+  std::vector<std::int64_t> gsize;
+  for (const auto& s : series) {
+    group.push_back(p_.groups[points_[s.front()].group].label());
+    gsize.push_back(group_size[s.front()]);
+  }
 
   std::set<std::size_t> single_rank_groups_noted;
   h5::TextTable fits({{"operation", "", true},
@@ -521,8 +576,9 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
     }
     // As in the results table: on one node intra_node repeats the world's series.
     if (group[si] != "world" && gsize[si] == world_ && has_world_group()) continue;
-    fits.row({coll::op_name(d.op), group[si], dtype[si], d.in_place ? "in-place" : "out-of-place",
-              h5::sig3(f.alpha_s * 1e6), h5::sig3(f.beta_Bps / 1e9),
+    fits.row({coll::op_name(d.op), group[si], prof::dtype_name(d.dtype),
+              d.in_place ? "in-place" : "out-of-place", h5::sig3(f.alpha_s * 1e6),
+              h5::sig3(f.beta_Bps / 1e9),
               h5::sig3(f.beta_Bps * coll::busbw_factor(d.op, static_cast<int>(gsize[si])) / 1e9),
               h5::fixed(f.rel_rms_error * 100, 0)});
   }
@@ -538,64 +594,96 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
 }  // namespace
 
 // ---- parsing --------------------------------------------------------------------------------
+const std::vector<cfg::KeySpec>& collectives_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> keys = cfg::sweep_keys(
+      "collectives",
+      {choice("operations", "[" + cfg::join(coll::op_names(), ", ") + "]", coll::op_names(),
+              "operations to time, in this order; sendrecv is the ring neighbour exchange")
+           .or_list(),
+       bytes("min_bytes", "8", 1, "smallest message size"),
+       bytes("max_bytes", "1MiB", 1, "largest message size (>= min_bytes)").on_cuda("64MiB"),
+       integer("factor", "2", 2, 1 << 20, "sizes are min_bytes * factor^k up to max_bytes"),
+       dtype("dtypes", "[fp32]", {"fp32", "fp64", "fp16", "bf16", "int32"},
+             "element types; reductions are sums")
+           .or_list(),
+       choice("in_place", "[false, true]", {"false", "true"}, "out-of-place and/or in-place points")
+           .or_list(),
+       other("groups", "group or list", "[world]",
+             "world|intra_node|inter_node|a group size dividing the world size",
+             "rank groups; each runs the operations concurrently"),
+       integer("warmup", "5", 0, 1000000, "untimed calls before each point"),
+       integer("iterations", "20", 1, 1000000, "timed calls per point (and per-iteration loop)"),
+       flag("check", "true", "verify the received data of one extra call after timing"),
+       integer("root", "0", 0, INT64_MAX, "root of broadcast and reduce")
+           .limited("0 .. world size - 1")});
+  return keys;
+}
+
+namespace {
+
+std::vector<groups::Spec> parse_groups(const cfg::Node& n, int world_size) {
+  if (!n.has("groups")) return {groups::Spec{}};
+  std::vector<groups::Spec> out;
+  const cfg::Node g = n.child("groups");
+  auto one = [&](const cfg::Node& e) {
+    if (!e.yaml().IsScalar()) e.fail("", "expected world, intra_node, inter_node or a group size");
+    groups::Spec spec;
+    std::string err = groups::parse_spec(e.yaml().Scalar(), &spec);
+    if (err.empty()) err = groups::validate(spec, world_size);
+    if (!err.empty()) e.fail("", err);
+    out.push_back(spec);
+  };
+  if (g.yaml().IsSequence()) {
+    if (g.size() == 0) g.fail("", "expected a non-empty list of groups");
+    for (std::size_t i = 0; i < g.size(); ++i) one(g.element(i));
+  } else {
+    one(g);
+  }
+  return out;
+}
+
+// MPI counts are ints: the host path's largest message in its smallest element must fit one.
+void check_host_counts(const cfg::Node& n, const CollParams& p) {
+  std::size_t min_elem = 8;
+  for (auto t : p.dtypes) min_elem = std::min(min_elem, prof::dtype_size(t));
+  if (p.max_bytes / min_elem > static_cast<std::uint64_t>(INT_MAX))
+    n.fail("max_bytes", "max_bytes " + std::to_string(p.max_bytes) +
+                            " is too large for MPI's int counts on the host path (at most " +
+                            std::to_string(static_cast<std::uint64_t>(INT_MAX) * min_elem) +
+                            " bytes for these dtypes)");
+}
+
+}  // namespace
+
 std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseContext& ctx) {
+  const cfg::KeyReader r(spec.node, collectives_keys(), ctx.backend);
   const cfg::Node& n = spec.node;
-  n.allow_only({"type", "name", "operations", "min_bytes", "max_bytes", "factor", "dtypes",
-                "in_place", "groups", "warmup", "iterations", "check", "root"});
   CollParams p;
-  for (const auto& s : n.get_choice_list("operations", coll::op_names(), coll::op_names()))
-    p.ops.push_back(coll::op_from_name(s));
-  const bool host = ctx.backend == Backend::Host;
-  p.host = host;
-  const std::uint64_t min_bytes = n.get_bytes("min_bytes", 8, 1);
-  const std::uint64_t max_bytes = n.get_bytes("max_bytes", host ? (1u << 20) : (64u << 20), 1);
+  for (const auto& s : r.choices("operations")) p.ops.push_back(coll::op_from_name(s));
+  p.host = ctx.backend == Backend::Host;
+  const std::uint64_t min_bytes = r.bytes("min_bytes");
+  const std::uint64_t max_bytes = r.bytes("max_bytes");
   if (min_bytes > max_bytes)
     n.fail(n.has("min_bytes") ? "min_bytes" : "max_bytes",
            "min_bytes (" + std::to_string(min_bytes) + ") is larger than max_bytes (" +
                std::to_string(max_bytes) + ")");
-  const std::int64_t factor = n.get_int("factor", 2, 2, 1 << 20);
+  const std::int64_t factor = r.integer("factor");
   for (std::uint64_t s = min_bytes; s <= max_bytes; s *= static_cast<std::uint64_t>(factor)) {
     p.sizes.push_back(s);
     if (s > max_bytes / static_cast<std::uint64_t>(factor)) break;
   }
   p.max_bytes = p.sizes.back();
-  for (const auto& s : n.get_choice_list("dtypes", {"float32"}, prof::dtype_names()))
-    p.dtypes.push_back(prof::dtype_from_name(s));
-  for (const auto& s : n.get_choice_list("in_place", {"false", "true"}, {"false", "true"}))
-    p.in_place.push_back(s == "true");
-  if (n.has("groups")) {
-    const cfg::Node g = n.child("groups");
-    auto one = [&](const cfg::Node& e) {
-      if (!e.yaml().IsScalar())
-        e.fail("", "expected world, intra_node, inter_node or a group size");
-      groups::Spec spec;
-      std::string err = groups::parse_spec(e.yaml().Scalar(), &spec);
-      if (err.empty()) err = groups::validate(spec, ctx.world_size);
-      if (!err.empty()) e.fail("", err);
-      p.groups.push_back(spec);
-    };
-    if (g.yaml().IsSequence()) {
-      if (g.size() == 0) g.fail("", "expected a non-empty list of groups");
-      for (std::size_t i = 0; i < g.size(); ++i) one(g.element(i));
-    } else {
-      one(g);
-    }
-  } else {
-    p.groups.push_back(groups::Spec{});
-  }
-  p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
-  p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
-  p.check = n.get_bool("check", true);
-  p.root = static_cast<int>(n.get_int("root", 0, 0, ctx.world_size - 1));
-  if (host) {
-    std::size_t min_elem = 8;
-    for (auto t : p.dtypes) min_elem = std::min(min_elem, prof::dtype_size(t));
-    if (p.max_bytes / min_elem > static_cast<std::uint64_t>(INT_MAX))
-      n.fail("max_bytes", "max_bytes " + std::to_string(p.max_bytes) +
-                              " is too large for MPI's int counts on the host path (at most " +
-                              std::to_string(static_cast<std::uint64_t>(INT_MAX) * min_elem) +
-                              " bytes for these dtypes)");
-  }
+  // The collectives' tables (src/profiling) know the types by their long names.
+  for (const auto& s : r.dtypes("dtypes"))
+    p.dtypes.push_back(prof::dtype_from_name(std::string(long_dtype_name(s))));
+  for (const auto& s : r.choices("in_place")) p.in_place.push_back(s == "true");
+  p.groups = parse_groups(n, ctx.world_size);
+  p.warmup = r.integer("warmup");
+  p.iterations = r.integer("iterations");
+  p.check = r.flag("check");
+  p.root = static_cast<int>(r.integer_below("root", ctx.world_size));
+  if (p.host) check_host_counts(n, p);
   return std::make_unique<Collectives>(std::move(p), ctx.world_size);
 }
 

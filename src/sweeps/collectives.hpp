@@ -12,6 +12,7 @@
 
 namespace rb {
 
+const std::vector<cfg::KeySpec>& collectives_keys();
 std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseContext& ctx);
 
 }  // namespace rb

@@ -7,6 +7,7 @@
 #include <vector>
 #include <utility>
 
+#include "dtype_names.hpp"
 #include "kernel_paths.hpp"
 #include "metrics/stats.hpp"
 #include "metrics/table.hpp"
@@ -18,25 +19,28 @@
 namespace rb {
 namespace {
 
-const std::vector<std::string> kGpuTypes = {"bfloat16", "float16", "tf32", "float32", "float64"};
-const std::vector<std::string> kHostTypes = {"float32", "float64"};
+const std::vector<std::string> kGpuTypes = {"bf16", "fp16", "tf32", "fp32", "fp64"};
+const std::vector<std::string> kHostTypes = {"fp32", "fp64"};
 
+// Dtypes by their long names (long_dtype_name): the GEMM engine takes them, and the file and
+// rb-analysis (peak tables, the scheme model's compute rates) have always used them.
 struct AttentionParams {
   bool enabled = false;
-  std::string kernel = "auto";
-  std::int64_t batch = 1;
-  std::int64_t heads = 16;
-  std::int64_t head_dim = 128;
-  std::vector<std::int64_t> rows = {1024, 4096};  // query rows = key/value rows per block
-  std::string dtype = "bfloat16";
+  std::string kernel;
+  std::int64_t batch = 0;
+  std::int64_t heads = 0;
+  std::int64_t head_dim = 0;
+  std::vector<std::int64_t> rows;  // query rows = key/value rows per block
+  std::string dtype;
   bool causal = false;
 };
 
 struct ComputeParams {
+  int world_size = 1;  // the plan's ranks: each writes its row
   std::vector<std::int64_t> sizes;
   std::vector<std::string> dtypes;
-  std::int64_t warmup = 2;
-  std::int64_t iterations = 10;
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in compute_keys()
+  std::int64_t iterations = 0;
   AttentionParams attention;
   bool gpu = false;
 };
@@ -80,8 +84,9 @@ class ComputeSweep final : public Sweep {
     return static_cast<double>(p_.iterations + p_.warmup) * flop / (a.device_tflops * 1e12) +
            static_cast<double>(point_count()) * a.point_overhead_s;
   }
+  // The table as write() lays it out (every dataset counted; the engine's name a placeholder).
   std::uint64_t estimated_output_bytes() const override {
-    return point_count() * static_cast<std::uint64_t>(p_.iterations + 2) * 8u * 64u + 4096;
+    return point_table("cublaslt").planned_bytes(static_cast<std::size_t>(p_.world_size));
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
   // The most host bytes one rank's GEMM takes (0 on the cuda backend: device memory).
@@ -337,45 +342,78 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
 
 }  // namespace
 
+const std::vector<cfg::KeySpec>& compute_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> attention = {
+      choice("kernel", "auto", attn::kernel_choices(attn::Device::Cuda),
+             "the attention kernel path (the GPU's rows of the kernel path table)"),
+      integer("batch", "1", 1, 1024, "batch of the block"),
+      integer("heads", "16", 1, 1024, "heads of the block"),
+      integer("head_dim", "128", 8, 512, "head dimension"),
+      integer("rows", "[1024, 4096]", 1, 1 << 22,
+              "query rows = key/value rows of the block; one point each")
+          .or_list(),
+      dtype("dtype", "bf16", {"bf16", "fp16", "fp32"}, "storage dtype of Q, K, V"),
+      flag("causal", "false", "causal masking (halves the FLOPs counted)")};
+  static const std::vector<cfg::KeySpec> keys = cfg::sweep_keys(
+      "compute",
+      {integer("sizes", "[128, 256, 512]", 1, 65536, "M = N = K of each GEMM")
+           .or_list()
+           .on_cuda("[1024, 2048, 4096, 8192]"),
+       dtype("dtypes", "[fp32, fp64]", kGpuTypes,
+             "GEMM types; the host path runs fp32 and fp64 and refuses the others, naming the "
+             "cuda backend")
+           .or_list()
+           .on_cuda("[bf16, fp16, tf32, fp32]"),
+       integer("warmup", "2", 0, 100000, "untimed calls per point"),
+       integer("iterations", "10", 1, 100000, "timed calls per point"),
+       map("attention", attention,
+           "the attention block rate (cuda backend only; recorded as skipped on the host)")
+           .computed("absent (not measured)")});
+  return keys;
+}
+
+namespace {
+
+std::vector<std::string> long_names(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const auto& name : names) out.emplace_back(long_dtype_name(name));
+  return out;
+}
+
+AttentionParams parse_attention(const cfg::KeyReader& r, bool gpu) {
+  AttentionParams at;
+  at.kernel = r.choice("kernel");
+  at.batch = r.integer("batch");
+  at.heads = r.integer("heads");
+  at.head_dim = r.integer("head_dim");
+  at.rows = r.integers("rows");
+  at.dtype = long_dtype_name(r.dtype("dtype"));
+  at.causal = r.flag("causal");
+  // On the host the block rate is not measured (recorded as skipped in the output).
+  at.enabled = gpu;
+  return at;
+}
+
+}  // namespace
+
 std::unique_ptr<Sweep> parse_compute(const SweepSpec& spec, const ParseContext& ctx) {
-  const cfg::Node& n = spec.node;
-  n.allow_only({"type", "name", "sizes", "dtypes", "warmup", "iterations", "attention"});
+  const cfg::KeyReader r(spec.node, compute_keys(), ctx.backend);
   ComputeParams p;
   p.gpu = ctx.backend == Backend::Cuda;
-  p.sizes = n.get_int_list("sizes",
-                           p.gpu ? std::vector<std::int64_t>{1024, 2048, 4096, 8192}
-                                 : std::vector<std::int64_t>{128, 256, 512},
-                           1, 65536);
-  if (p.gpu) {
-    p.dtypes = n.get_choice_list("dtypes", {"bfloat16", "float16", "tf32", "float32"}, kGpuTypes);
-  } else {
-    // Accept the GPU names so one file validates on both backends, but say why they do not run.
-    const auto all = n.get_choice_list("dtypes", kHostTypes, kGpuTypes);
-    for (const auto& t : all)
-      if (t != "float32" && t != "float64")
-        n.fail("dtypes", "dtype " + t +
-                             " needs the cuda backend (cuBLASLt); the host path's Kokkos kernel "
-                             "runs float32 and float64");
-    p.dtypes = all;
-  }
-  p.warmup = n.get_int("warmup", p.warmup, 0, 100000);
-  p.iterations = n.get_int("iterations", p.iterations, 1, 100000);
-  if (n.has("attention")) {
-    const cfg::Node a = n.child("attention");
-    a.require_map();
-    a.allow_only({"kernel", "batch", "heads", "head_dim", "rows", "dtype", "causal"});
-    AttentionParams& at = p.attention;
-    // The GPU's paths from the kernel path table (the attention block only runs on the GPU).
-    at.kernel = a.get_choice("kernel", at.kernel, attn::kernel_choices(attn::Device::Cuda));
-    at.batch = a.get_int("batch", at.batch, 1, 1024);
-    at.heads = a.get_int("heads", at.heads, 1, 1024);
-    at.head_dim = a.get_int("head_dim", at.head_dim, 8, 512);
-    at.rows = a.get_int_list("rows", at.rows, 1, 1 << 22);
-    at.dtype = a.get_choice("dtype", at.dtype, {"bfloat16", "float16", "float32"});
-    at.causal = a.get_bool("causal", at.causal);
-    // On the host the block rate is not measured (recorded as skipped in the output).
-    at.enabled = p.gpu;
-  }
+  p.sizes = r.integers("sizes");
+  const std::vector<std::string> dtypes = r.dtypes("dtypes");
+  // The GPU names validate on the host too, so one file serves both; here they are refused.
+  for (const auto& t : dtypes)
+    if (!p.gpu && std::find(kHostTypes.begin(), kHostTypes.end(), t) == kHostTypes.end())
+      spec.node.fail("dtypes", "dtype " + t +
+                                   " needs the cuda backend (cuBLASLt); the host path's Kokkos "
+                                   "kernel runs fp32 and fp64");
+  p.dtypes = long_names(dtypes);
+  p.warmup = r.integer("warmup");
+  p.iterations = r.integer("iterations");
+  if (r.has("attention")) p.attention = parse_attention(r.map("attention"), p.gpu);
+  p.world_size = ctx.world_size;
   return std::make_unique<ComputeSweep>(std::move(p));
 }
 

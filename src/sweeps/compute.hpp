@@ -10,6 +10,7 @@
 
 namespace rb {
 
+const std::vector<cfg::KeySpec>& compute_keys();
 std::unique_ptr<Sweep> parse_compute(const SweepSpec& spec, const ParseContext& ctx);
 
 }  // namespace rb

@@ -15,30 +15,51 @@ namespace {
 constexpr const char* kKind = "ringbench-cp-policy";
 constexpr std::int64_t kVersion = 1;
 
-CpShape parse_shape(const cfg::Node& r) {
-  for (const char* key : {"dtype", "head_dim", "num_heads", "num_kv_heads", "causal", "layout",
-                          "dilation", "ring_size", "span"})
-    if (!r.has(key))
-      r.fail(key,
-             "required in every rule (dtype, head_dim, num_heads, num_kv_heads, causal, layout, "
-             "dilation, ring_size, span)");
+// A rule: the shape a scheme is chosen for (every key of it required), and its ranges.
+const std::vector<cfg::KeySpec>& rule_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> keys = policy_rule_keys(
+      {required(integer("num_heads", "", 1, 1 << 16, "query heads")),
+       required(integer("num_kv_heads", "", 1, 1 << 16, "K/V heads (<= num_heads)")),
+       required(flag("causal", "", "causal masking")),
+       required(choice("layout", "", ring::layout_names(), "the ring's sharding")),
+       required(text("dilation", "", "none, or SEGMENT/RATE of each LongNet branch")),
+       required(integer("ring_size", "", 1, 1 << 20, "ranks of the context-parallel group")),
+       required(choice("span", "", {"node", "nodes"}, "the group inside one node, or across"))},
+      "tokens-per-rank ranges and their schemes");
+  return keys;
+}
+
+const std::vector<cfg::KeySpec>& range_keys() {
+  static const std::vector<cfg::KeySpec> keys = policy_range_keys(
+      "tokens", "scheme",
+      {cfg::key::other("ulysses_degree", "integer", "by scheme", "", "hybrid's Ulysses subgroup")});
+  return keys;
+}
+
+CpShape parse_shape(const cfg::KeyReader& rr) {
+  const cfg::Node& r = rr.node();
+  std::vector<std::string> shape;
+  for (const cfg::KeySpec& k : rule_keys())
+    if (k.name != "ranges") shape.push_back(k.name);
+  for (const std::string& key : shape)
+    if (!r.has(key)) r.fail(key, "required in every rule (" + cfg::join(shape, ", ") + ")");
   CpShape s;
-  s.dtype = r.get_choice("dtype", "", ring::dtype_names());
-  s.head_dim = static_cast<int>(r.require_int("head_dim", 1, 1024));
-  s.num_heads = static_cast<int>(r.require_int("num_heads", 1, 1 << 16));
+  s.dtype = rr.dtype("dtype");
+  s.head_dim = static_cast<int>(rr.integer("head_dim", 0));
+  s.num_heads = static_cast<int>(rr.integer("num_heads", 0));
   s.num_kv_heads = static_cast<int>(r.require_int("num_kv_heads", 1, s.num_heads));
-  s.causal = r.get_bool("causal", false);
-  s.layout = r.get_choice("layout", "", ring::layout_names());
-  s.dilation = r.require_string("dilation");
-  s.ring_size = static_cast<int>(r.require_int("ring_size", 1, 1 << 20));
-  s.span = r.get_choice("span", "", {"node", "nodes"});
+  s.causal = rr.flag("causal");
+  s.layout = rr.choice("layout");
+  s.dilation = rr.text("dilation");
+  s.ring_size = static_cast<int>(rr.integer("ring_size", 0));
+  s.span = rr.choice("span");
   return s;
 }
 
 CpRange parse_range(const cfg::Node& e, const CpShape& shape, std::int64_t previous_max) {
   e.require_map();
-  e.allow_only(
-      {"tokens_min", "tokens_max", "scheme", "ulysses_degree", "default_scheme", "speedup"});
+  cfg::check_keys(e, range_keys());
   CpRange range;
   range.tokens_min = e.require_int("tokens_min", 1);
   range.tokens_max = e.require_int("tokens_max", range.tokens_min);
@@ -68,10 +89,8 @@ CpRange parse_range(const cfg::Node& e, const CpShape& shape, std::int64_t previ
 
 CpRule parse_rule(const cfg::Node& r) {
   r.require_map();
-  r.allow_only({"dtype", "head_dim", "num_heads", "num_kv_heads", "causal", "layout", "dilation",
-                "ring_size", "span", "ranges"});
   CpRule rule;
-  rule.shape = parse_shape(r);
+  rule.shape = parse_shape(cfg::KeyReader(r, rule_keys()));
   if (!r.has("ranges"))
     r.fail("ranges", "required: a list of tokens-per-rank ranges and their schemes");
   const cfg::Node ranges = r.child("ranges");
@@ -150,16 +169,9 @@ std::shared_ptr<CpPolicyUse> parse_cp_policy_text(const std::string& text,
     root.fail("",
               "expected a tuned CP policy (a map with version, kind, machine, rules) as written by "
               "`rb-analysis tune-cp`");
-  root.allow_only(
-      {"version", "kind", "machine", "source", "sweep", "date", "margin", "hysteresis", "rules"});
-  if (!root.has("version")) root.fail("version", "required: the CP policy format version (1)");
-  const std::int64_t version = root.require_int("version");
-  if (version != kVersion)
-    root.fail("version", "this ringbench reads CP policy version " + std::to_string(kVersion) +
-                             ", the file is version " + std::to_string(version));
-  if (root.get_string("kind", "") != kKind)
-    root.fail("kind",
-              std::string("expected '") + kKind + "' (a file written by `rb-analysis tune-cp`)");
+  static const std::vector<cfg::KeySpec> keys = policy_file_keys({});
+  cfg::check_keys(root, keys);
+  check_policy_format(root, {"CP policy", kVersion, kKind, "tune-cp"});
   auto use = std::make_shared<CpPolicyUse>();
   use->file = file;
   use->machine = parse_policy_machine(root);

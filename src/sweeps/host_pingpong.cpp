@@ -17,8 +17,8 @@ namespace {
 
 struct PingpongParams {
   std::vector<std::int64_t> message_sizes;
-  std::int64_t warmup = 5;
-  std::int64_t iterations = 50;
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in host_pingpong_keys()
+  std::int64_t iterations = 0;
   int world_size = 1;  // every rank pings its neighbour in turn
 };
 
@@ -48,8 +48,9 @@ class HostPingpong final : public Sweep {
     return lines;
   }
 
+  // The table as write() lays it out (every dataset counted).
   std::uint64_t estimated_output_bytes() const override {
-    return 8ull * p_.message_sizes.size() * static_cast<std::uint64_t>(p_.iterations + 2) * 64;
+    return point_table().planned_bytes(static_cast<std::size_t>(p_.world_size));
   }
 
   SweepOutcome run(RunContext& ctx, h5::Group& out) override {
@@ -177,15 +178,22 @@ class HostPingpong final : public Sweep {
 
 }  // namespace
 
+const std::vector<cfg::KeySpec>& host_pingpong_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> keys = cfg::sweep_keys(
+      "host_pingpong",
+      {integer("message_sizes", "[8, 1024, 65536, 1048576]", 1, 1ll << 30, "bytes per message")
+           .or_list(),
+       integer("warmup", "5", 0, 1000000, "untimed round trips per pair and size"),
+       integer("iterations", "50", 1, 1000000, "timed round trips per pair and size")});
+  return keys;
+}
+
 std::unique_ptr<Sweep> parse_host_pingpong(const SweepSpec& spec, const ParseContext& ctx) {
-  const cfg::Node& n = spec.node;
-  n.allow_only({"type", "name", "message_sizes", "warmup", "iterations"});
-  PingpongParams p;
-  p.message_sizes = n.get_int_list("message_sizes", {8, 1024, 65536, 1048576}, 1, 1ll << 30);
-  p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
-  p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
-  p.world_size = ctx.world_size;
-  return std::make_unique<HostPingpong>(std::move(p));
+  const cfg::KeyReader r(spec.node, host_pingpong_keys(), ctx.backend);
+  // Braces read the keys in order, so the first bad one is the one reported.
+  return std::make_unique<HostPingpong>(PingpongParams{
+      r.integers("message_sizes"), r.integer("warmup"), r.integer("iterations"), ctx.world_size});
 }
 
 }  // namespace rb

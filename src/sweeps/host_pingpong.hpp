@@ -8,6 +8,7 @@
 
 namespace rb {
 
+const std::vector<cfg::KeySpec>& host_pingpong_keys();
 std::unique_ptr<Sweep> parse_host_pingpong(const SweepSpec& spec, const ParseContext& ctx);
 
 }  // namespace rb

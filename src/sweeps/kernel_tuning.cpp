@@ -27,16 +27,16 @@ struct Dilation {
 };
 
 struct TuningParams {
-  int batch = 1;
-  int num_heads = 4;
+  int batch = 0;
+  int num_heads = 0;
   std::vector<std::int64_t> block_rows, head_dims;
   std::vector<std::string> dtypes;
   std::vector<bool> causal;
   std::vector<Dilation> dilations;
-  std::int64_t warmup = 2;
-  std::int64_t iterations = 5;
-  std::int64_t seed = 1234;
-  int sample_rows = 32;
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in kernel_tuning_keys()
+  std::int64_t iterations = 0;
+  std::int64_t seed = 0;
+  int sample_rows = 0;
   double tolerance = 0.0;  // 0: the dtype's default
   int world_size = 1;      // metrics are [world, P, ...]
 };
@@ -92,9 +92,9 @@ class KernelTuningSweep final : public Sweep {
     return timed_plan(points_, p_.iterations, p_.warmup);
   }
 
+  // The table as write() lays it out (every dataset counted).
   std::uint64_t estimated_output_bytes() const override {
-    const std::uint64_t per_rank = 8ull * (2ull * static_cast<std::uint64_t>(p_.iterations) + 8);
-    return 4096 + points_.size() * (512 + per_rank * static_cast<std::uint64_t>(p_.world_size));
+    return make_table().planned_bytes(static_cast<std::size_t>(p_.world_size));
   }
 
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
@@ -392,10 +392,9 @@ std::vector<Dilation> parse_dilations(const cfg::Node& n) {
   return out;
 }
 
-std::vector<bool> parse_causal(const cfg::Node& n) {
+std::vector<bool> parse_causal(const cfg::KeyReader& r) {
   std::vector<bool> out;
-  for (const std::string& c : n.get_choice_list("causal", {"false"}, {"false", "true"}))
-    out.push_back(c == "true");
+  for (const std::string& c : r.choices("causal")) out.push_back(c == "true");
   return out;
 }
 
@@ -455,39 +454,68 @@ void add_points(attn::Device device, const ring::Problem& pr, const Dilation& d,
 
 }  // namespace
 
+const std::vector<cfg::KeySpec>& kernel_tuning_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> keys = cfg::sweep_keys(
+      "kernel_tuning",
+      {integer("batch", "1", 1, 1 << 20, "batch of every block"),
+       integer("num_heads", "4", 1, 1 << 16, "heads of every block"),
+       required(integer("block_rows", "", 1, std::int64_t{1} << 32,
+                        "block rows (query rows = key/value rows) to sweep")
+                    .or_list()),
+       integer("head_dims", "[64]", 1, 1024, "head dimensions to sweep").or_list(),
+       dtype("dtype", "[fp32]", {"fp32", "fp16", "bf16"}, "storage dtypes to sweep")
+           .or_list()
+           .on_cuda("[bf16]"),
+       choice("causal", "[false]", {"false", "true"}, "causal masking, one point set each")
+           .or_list(),
+       other("dilations", "list", "[none]", "none or [segment, rate] with rate dividing segment",
+             "LongNet branches to sweep; none: exact attention"),
+       choice("paths", "", {}, "kernel paths to time")
+           .or_list()
+           .computed("every built path of the device")
+           .limited("the built kernel paths of this run's device"),
+       integer("warmup", "2", 0, 1000000, "untimed iterations per point"),
+       integer("iterations", "5", 1, 1000000, "timed iterations per point"),
+       integer("seed", "1234", 0, INT64_MAX, "seed of the deterministic inputs"),
+       number("tolerance", "", 0.0, 1.0, "largest relative error that passes parity (> 0)")
+           .computed("by dtype: fp32 2e-4, fp16 5e-3, bf16 2e-2"),
+       integer("sample_rows", "32", 2, 1 << 20, "rows per rank the parity check compares")});
+  return keys;
+}
+
 std::unique_ptr<Sweep> parse_kernel_tuning(const SweepSpec& spec, const ParseContext& ctx) {
+  const cfg::KeyReader r(spec.node, kernel_tuning_keys(), ctx.backend);
   const cfg::Node& n = spec.node;
-  n.allow_only({"type", "name", "batch", "num_heads", "block_rows", "head_dims", "dtype", "causal",
-                "dilations", "paths", "warmup", "iterations", "seed", "tolerance", "sample_rows"});
   TuningParams p;
   p.world_size = ctx.world_size;
-  p.batch = static_cast<int>(n.get_int("batch", 1, 1, 1 << 20));
-  p.num_heads = static_cast<int>(n.get_int("num_heads", 4, 1, 1 << 16));
+  p.batch = static_cast<int>(r.integer("batch"));
+  p.num_heads = static_cast<int>(r.integer("num_heads"));
   if (!n.has("block_rows"))
     n.fail("block_rows", "required: the block rows to sweep, e.g. [512, 4096, 65536]");
-  p.block_rows = n.get_int_list("block_rows", {}, 1, std::int64_t{1} << 32);
-  p.head_dims = n.get_int_list("head_dims", {64}, 1, 1024);
+  p.block_rows = r.integers("block_rows", {});
+  p.head_dims = r.integers("head_dims");
   const bool cuda = ctx.backend == Backend::Cuda;
-  p.dtypes = n.get_choice_list("dtype", {cuda ? "bf16" : "fp32"}, ring::dtype_names());
-  p.causal = parse_causal(n);
+  p.dtypes = r.dtypes("dtype");
+  p.causal = parse_causal(r);
   p.dilations = parse_dilations(n);
-  p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
-  p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
-  p.seed = n.get_int("seed", p.seed, 0);
+  p.warmup = r.integer("warmup");
+  p.iterations = r.integer("iterations");
+  p.seed = r.integer("seed");
   // Absent: the dtype's default; an explicit 0 could never pass a 16-bit block, so it is refused
   // (as in ring_attention's validate.tolerance).
-  p.tolerance = n.get_double("tolerance", 0.0, 0.0, 1.0);
+  p.tolerance = r.number("tolerance", 0.0);
   if (n.has("tolerance") && !(p.tolerance > 0))
     n.fail("tolerance",
            "tolerance must be > 0; leave it out for the dtype's default (bf16 0.02, fp16 0.005, "
            "fp32 0.0002)");
-  p.sample_rows = static_cast<int>(n.get_int("sample_rows", 32, 2, 1 << 20));
+  p.sample_rows = static_cast<int>(r.integer("sample_rows"));
 
   const attn::Device device = cuda ? attn::Device::Cuda : attn::Device::Host;
   std::vector<std::string> built;
   for (const attn::KernelPath& kp : attn::kernel_paths())
     if (kp.device == device && kp.built) built.push_back(kp.name);
-  const std::vector<std::string> paths = n.get_choice_list("paths", built, built);
+  const std::vector<std::string> paths = r.choices("paths", built, built);
   std::vector<Point> points;
   std::size_t unfit = 0;
   for (auto rows : p.block_rows)

@@ -9,6 +9,7 @@
 
 namespace rb {
 
+const std::vector<cfg::KeySpec>& kernel_tuning_keys();
 std::unique_ptr<Sweep> parse_kernel_tuning(const SweepSpec& spec, const ParseContext& ctx);
 
 }  // namespace rb

@@ -20,9 +20,10 @@ const std::vector<std::string> kCopyKinds = {"d2d", "h2d_pinned", "d2h_pinned", 
                                              "d2h_pageable"};
 
 struct MemoryParams {
+  int world_size = 1;       // the plan's ranks: each writes its row
   std::uint64_t bytes = 0;  // per array (triad) / per copy
-  std::int64_t warmup = 2;
-  std::int64_t iterations = 10;
+  std::int64_t warmup = 0;  // as parsed: a key left out is its default in memory_keys()
+  std::int64_t iterations = 0;
   bool triad = true;
   std::vector<std::string> copies;  // empty on the host backend
 };
@@ -50,8 +51,9 @@ class MemorySweep final : public Sweep {
       lines.push_back("copy " + k + ", " + size + ", every rank at once");
     return lines;
   }
+  // The table as write() lays it out (every dataset counted).
   std::uint64_t estimated_output_bytes() const override {
-    return (1 + p_.copies.size()) * static_cast<std::uint64_t>(p_.iterations + 2) * 8u * 64u + 4096;
+    return point_table().planned_bytes(static_cast<std::size_t>(p_.world_size));
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
   // Host bytes one rank allocates at a point of this kind.
@@ -222,24 +224,37 @@ MemorySweep::Timing MemorySweep::measure(const std::string& kind,
 
 }  // namespace
 
+const std::vector<cfg::KeySpec>& memory_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> keys = cfg::sweep_keys(
+      "memory",
+      {bytes("bytes", "32MiB", 4096, "size of each triad array and of each copy").on_cuda("1GiB"),
+       integer("warmup", "2", 0, 100000, "untimed repetitions"),
+       integer("iterations", "10", 1, 100000, "timed repetitions, each timed on its own"),
+       flag("triad", "true", "run the host triad"),
+       choice("copies", "[" + cfg::join(kCopyKinds, ", ") + "]", kCopyKinds,
+              "device copies (cuda backend; an error on the host backend)")
+           .or_list()});
+  return keys;
+}
+
 std::unique_ptr<Sweep> parse_memory(const SweepSpec& spec, const ParseContext& ctx) {
-  const cfg::Node& n = spec.node;
-  n.allow_only({"type", "name", "bytes", "warmup", "iterations", "triad", "copies"});
+  const cfg::KeyReader r(spec.node, memory_keys(), ctx.backend);
   MemoryParams p;
-  const bool host = ctx.backend == Backend::Host;
-  p.bytes = n.get_bytes("bytes", host ? (32u << 20) : (1u << 30), 4096);
-  p.warmup = n.get_int("warmup", p.warmup, 0, 100000);
-  p.iterations = n.get_int("iterations", p.iterations, 1, 100000);
-  p.triad = n.get_bool("triad", true);
-  if (host) {
-    if (n.has("copies"))
-      n.fail("copies", "device copies need the cuda backend (this run uses the host backend)");
-  } else {
-    p.copies = n.get_choice_list("copies", kCopyKinds, kCopyKinds);
-  }
+  p.bytes = r.bytes("bytes");
+  p.warmup = r.integer("warmup");
+  p.iterations = r.integer("iterations");
+  p.triad = r.flag("triad");
+  if (ctx.backend != Backend::Host)
+    p.copies = r.choices("copies");
+  else if (r.has("copies"))
+    spec.node.fail("copies",
+                   "device copies need the cuda backend (this run uses the host backend)");
   if (!p.triad && p.copies.empty())
-    n.fail("triad",
-           "nothing to measure: triad is false and there are no copies on the host backend");
+    spec.node.fail("triad",
+                   "nothing to measure: triad is false and there are no copies on the host "
+                   "backend");
+  p.world_size = ctx.world_size;
   return std::make_unique<MemorySweep>(std::move(p));
 }
 

@@ -10,6 +10,7 @@
 
 namespace rb {
 
+const std::vector<cfg::KeySpec>& memory_keys();
 std::unique_ptr<Sweep> parse_memory(const SweepSpec& spec, const ParseContext& ctx);
 
 }  // namespace rb

@@ -20,12 +20,12 @@
 namespace rb {
 namespace {
 
-struct P2pParams {
-  std::uint64_t latency_bytes = 8;
+struct P2pParams {  // the key table's defaults (p2p_matrix_keys) unless set
+  std::uint64_t latency_bytes = 0;
   std::uint64_t bandwidth_bytes = 0;
-  std::int64_t warmup = 5;
-  std::int64_t iterations = 20;
-  std::int64_t latency_iterations = 100;
+  std::int64_t warmup = 0;
+  std::int64_t iterations = 0;
+  std::int64_t latency_iterations = 0;
   bool bidirectional = true;
   bool concurrent = true;
   prof::PairSpec pairs;  // which ordered pairs (pairs:, seed:)
@@ -43,6 +43,32 @@ struct P2pPoint {
 
 using Rounds = std::vector<std::vector<prof::Pair>>;
 
+// Ranks up to which every shift is measured, and the shifts beyond (every shift is a round in
+// which every rank sends: measured all, they are world x world of work and of output).
+constexpr int kAllShiftsRanks = 64;
+constexpr int kSampledShifts = 64;
+// Ranks above which the table keeps a sample of rows per point (docs/hdf5-schema.md, "Rows").
+constexpr std::size_t kP2pRows = 8;
+
+// The shifts s of the concurrent points: every s = 1 .. world-1 up to kAllShiftsRanks ranks;
+// beyond, kSampledShifts evenly spaced from 1 to world - 1 and every power of two (the node
+// sizes' multiples on nodes of 2^k ranks), ascending.
+std::vector<int> shifts_of(int world) {
+  std::vector<int> out;
+  if (world <= kAllShiftsRanks) {
+    for (int s = 1; s < world; ++s) out.push_back(s);
+    return out;
+  }
+  const long long span = world - 2;
+  for (long long i = 0; i < kSampledShifts; ++i)
+    out.push_back(
+        static_cast<int>(1 + (i * span + (kSampledShifts - 1) / 2) / (kSampledShifts - 1)));
+  for (long long s = 2; s < world; s *= 2) out.push_back(static_cast<int>(s));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 // The rounds a run measures on `node_of`: disjoint pairs together, or (serial) one pair each.
 Rounds measured_rounds(const P2pParams& p, const std::vector<int>& node_of) {
   if (p.rounds) return prof::rounds_for(p.pairs, node_of);
@@ -58,7 +84,7 @@ std::vector<P2pPoint> points_of(const Rounds& rounds, int world, bool concurrent
       points.push_back({true, p.sender, p.receiver, (p.receiver - p.sender + world) % world,
                         static_cast<int>(r)});
   if (concurrent)
-    for (int s = 1; s < world; ++s) points.push_back({false, -1, -1, s, -1});
+    for (int s : shifts_of(world)) points.push_back({false, -1, -1, s, -1});
   return points;
 }
 
@@ -77,7 +103,11 @@ class P2pMatrix final : public Sweep {
     return rb::iterations_text(p_.iterations, p_.warmup) + ", latency " +
            std::to_string(p_.latency_iterations) + "; pairs " + prof::to_string(p_.pairs) + ": " +
            std::to_string(planned_pairs()) + " in " + std::to_string(planned_rounds()) +
-           (p_.rounds ? " rounds" : " (serial)");
+           (p_.rounds ? " rounds" : " (serial)") +
+           (p_.concurrent && world_ > kAllShiftsRanks
+                ? "; " + std::to_string(shift_count()) + " of " + std::to_string(world_ - 1) +
+                      " shifts"
+                : "");
   }
   // A round: the ping-pong's round trips, then the messages at the link rate, twice when both
   // directions are measured too (its pairs run side by side, each on its own link); a shift:
@@ -99,9 +129,15 @@ class P2pMatrix final : public Sweep {
       lines.push_back(label(pt, pt.pair ? rounds[pt.round].size() : 0, rounds.size()));
     return lines;
   }
+  // The table as write() lays it out, by arithmetic: its size is affine in the points (a pair
+  // and a shift point give every key its width), and a million pairs are never listed.
   std::uint64_t estimated_output_bytes() const override {
-    // 7 metrics of [world, P] doubles, and the keys
-    return 8u * (7u * static_cast<std::uint64_t>(world_) + 8u) * (point_count() + 1) + 4096;
+    const std::size_t world = static_cast<std::size_t>(world_);
+    const P2pPoint pair{true, 0, 1, 1, 0}, shift{false, -1, -1, 1, -1};
+    const std::uint64_t two = point_table({pair, shift}).planned_bytes(world);
+    const std::uint64_t three = point_table({pair, shift, pair}).planned_bytes(world);
+    const std::uint64_t n = point_count();
+    return n >= 2 ? two + (n - 2) * (three - two) : two;
   }
   SweepOutcome run(RunContext& ctx, h5::Group& out) override;
   // The MPI engine holds a send and a receive buffer of the larger message size on the host
@@ -124,9 +160,7 @@ class P2pMatrix final : public Sweep {
     if (prof::covers_all_pairs(p_.pairs, world_)) return prof::tournament_round_count(world_);
     return measured_rounds(p_, planned_layout_).size();  // first fit over the listed pairs
   }
-  std::size_t shift_count() const {
-    return p_.concurrent && world_ > 1 ? static_cast<std::size_t>(world_ - 1) : 0;
-  }
+  std::size_t shift_count() const { return p_.concurrent ? shifts_of(world_).size() : 0; }
   std::string label(const P2pPoint& pt, std::size_t round_pairs, std::size_t rounds) const {
     if (!pt.pair)
       return "concurrent: every rank r -> r+" + std::to_string(pt.shift) + ", " +
@@ -197,6 +231,7 @@ h5::PointsTable P2pMatrix::point_table(const std::vector<P2pPoint>& points) cons
                      "a round run at the same time, no rank in two of them"});
   t.metric("pairs_in_round",
            {"1", "pairs measured at the same time as this one, itself included (1: alone)"});
+  t.sample_ranks(kP2pRows);
   h5::Judging j;
   j.headline = {"bandwidth_Bps", "latency_s"};
   j.noise = "p2p_bandwidth";
@@ -259,6 +294,7 @@ void P2pMatrix::measure_round(RunContext& ctx, prof::Engine& link,
     t.set("bandwidth_Bps", point, static_cast<double>(bw) * iters / t_uni);
     t.set("round", point, static_cast<double>(round_index));
     t.set("pairs_in_round", point, static_cast<double>(round.size()));
+    t.order(point, -static_cast<double>(bw) * iters / t_uni);  // the slower end first
   }
   // Every rank knows the round, so all skip the both-ways barriers together when none needs them.
   const bool any_both_ways = std::any_of(round.begin(), round.end(),
@@ -285,8 +321,9 @@ void P2pMatrix::measure_shift(RunContext& ctx, prof::Engine& link, const P2pPoin
   };
   shifted(p_.warmup);
   const double mine = timed(ctx.world, [&] { shifted(p_.iterations); });
-  t.set("concurrent_bandwidth_Bps", pi,
-        static_cast<double>(bw) * static_cast<double>(p_.iterations) / mine);
+  const double rate = static_cast<double>(bw) * static_cast<double>(p_.iterations) / mine;
+  t.set("concurrent_bandwidth_Bps", pi, rate);
+  t.order(pi, -rate);  // the slowest rank first
 }
 
 // A pair's figure as its slower end measured it (both ranks of a pair time it).
@@ -422,6 +459,10 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   out.attr("seed", static_cast<std::int64_t>(p_.pairs.seed));
   out.attr("schedule", p_.rounds ? "rounds" : "serial");
   out.attr("rounds", static_cast<std::int64_t>(rounds.size()));
+  std::vector<std::int64_t> shifts;
+  if (p_.concurrent)
+    for (int sh : shifts_of(world_)) shifts.push_back(sh);
+  out.attr("shifts", shifts);
   table.write(out);
   report_results(ctx, table, screen_headlines(), [&](const auto& r) {
     return screen_tables(r, rounds.size(), ctx.progress.table_width());
@@ -431,23 +472,43 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
 
 }  // namespace
 
+const std::vector<cfg::KeySpec>& p2p_matrix_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> keys = cfg::sweep_keys(
+      "p2p_matrix",
+      {bytes("latency_bytes", "8", 1, "message size of the latency measurements"),
+       bytes("bandwidth_bytes", "4MiB", 1,
+             "message size of the bandwidth measurements (host: < 2 GiB)")
+           .on_cuda("256MiB"),
+       integer("warmup", "5", 0, 1000000, "untimed repetitions before each measurement"),
+       integer("iterations", "20", 1, 1000000, "messages per bandwidth measurement"),
+       integer("latency_iterations", "100", 1, 10000000, "round trips per latency measurement"),
+       flag("bidirectional", "true", "also measure both directions at once"),
+       flag("concurrent", "true", "also measure the matrix under concurrent load"),
+       other("pairs", "string", "by job size", "all|intra_node|node_leaders|per_node_pair|sample:N",
+             "which ordered pairs"),
+       integer("seed", "1", 0, INT64_MAX, "the draw of sample:N"),
+       choice("schedule", "rounds", {"rounds", "serial"},
+              "rounds: disjoint pairs at once; serial: one pair at a time")});
+  return keys;
+}
+
 std::unique_ptr<Sweep> parse_p2p_matrix(const SweepSpec& spec, const ParseContext& ctx) {
+  const cfg::KeyReader r(spec.node, p2p_matrix_keys(), ctx.backend);
   const cfg::Node& n = spec.node;
-  n.allow_only({"type", "name", "latency_bytes", "bandwidth_bytes", "warmup", "iterations",
-                "latency_iterations", "bidirectional", "concurrent", "pairs", "seed", "schedule"});
   P2pParams p;
   const bool host = ctx.backend == Backend::Host;
-  p.latency_bytes = n.get_bytes("latency_bytes", 8, 1);
-  p.bandwidth_bytes = n.get_bytes("bandwidth_bytes", host ? (4u << 20) : (256u << 20), 1);
+  p.latency_bytes = r.bytes("latency_bytes");
+  p.bandwidth_bytes = r.bytes("bandwidth_bytes");
   if (host && (p.bandwidth_bytes > static_cast<std::uint64_t>(INT32_MAX) ||
                p.latency_bytes > static_cast<std::uint64_t>(INT32_MAX)))
     n.fail("bandwidth_bytes",
            "messages above 2 GiB - 1 do not fit MPI's int counts on the host path");
-  p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
-  p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
-  p.latency_iterations = n.get_int("latency_iterations", p.latency_iterations, 1, 10000000);
-  p.bidirectional = n.get_bool("bidirectional", true);
-  p.concurrent = n.get_bool("concurrent", true);
+  p.warmup = r.integer("warmup");
+  p.iterations = r.integer("iterations");
+  p.latency_iterations = r.integer("latency_iterations");
+  p.bidirectional = r.flag("bidirectional");
+  p.concurrent = r.flag("concurrent");
   // Without `pairs:` the job's size decides (prof::default_pairs): every pair up to 64 ranks.
   p.pairs = prof::default_pairs(ctx.world_size, ctx.node_count);
   if (n.has("pairs")) {
@@ -457,12 +518,12 @@ std::unique_ptr<Sweep> parse_p2p_matrix(const SweepSpec& spec, const ParseContex
       n.fail("pairs", e.what());
     }
   }
-  p.pairs.seed = static_cast<std::uint64_t>(n.get_int("seed", 1, 0, INT64_MAX));
+  p.pairs.seed = static_cast<std::uint64_t>(r.integer("seed"));
   // A seed with the default pairs is kept: the same file samples at 1,024 ranks and not at 8.
   if (n.has("seed") && n.has("pairs") && p.pairs.set != prof::PairSet::Sample)
     n.fail("seed", "draws the pairs of 'pairs: sample:N' only; this sweep measures pairs: " +
                        prof::to_string(p.pairs));
-  p.rounds = n.get_choice("schedule", "rounds", {"rounds", "serial"}) == "rounds";
+  p.rounds = r.choice("schedule") == "rounds";
   // One rank has no pairs and no shifts: the run writes a table of 0 points rather than
   // failing, so a config stays valid at every rank count.
   return std::make_unique<P2pMatrix>(p, ctx.world_size, ctx.node_count, host);

@@ -13,6 +13,7 @@
 
 namespace rb {
 
+const std::vector<cfg::KeySpec>& p2p_matrix_keys();
 std::unique_ptr<Sweep> parse_p2p_matrix(const SweepSpec& spec, const ParseContext& ctx);
 
 }  // namespace rb

@@ -130,6 +130,12 @@ class RingAttentionSweep final : public Sweep {
   RingAttentionSweep(RingParams p, std::vector<Point> points)
       : p_(std::move(p)), points_(std::move(points)) {}
   std::string type() const override { return "ring_attention"; }
+  // One table per ring size for the per-step metrics (steps/R<R>), sized by that ring.
+  struct StepTable {
+    std::int64_t ring_size = 1;
+    std::vector<std::size_t> points;  // the sweep's points of this ring size, in order
+    h5::PointsTable table{0};
+  };
 
   std::vector<std::string> plan() const override {
     return timed_plan(points_, p_.iterations, p_.warmup);
@@ -172,12 +178,11 @@ class RingAttentionSweep final : public Sweep {
     return {};
   }
 
+  // The tables as write() lays them out (every dataset counted), and the dump.
   std::uint64_t estimated_output_bytes() const override {
-    std::uint64_t total = 4096;
-    // Every point's metrics are as wide as the largest ring's (padded), plus ~40 scalars.
-    const std::uint64_t per_rank =
-        8ull * (3ull * static_cast<std::uint64_t>(p_.iterations) + 5ull * max_ring_size() + 40);
-    total += points_.size() * (per_rank * static_cast<std::uint64_t>(p_.world_size) + 512);
+    const std::size_t world = static_cast<std::size_t>(p_.world_size);
+    std::uint64_t total = make_table(p_.backend == Backend::Host).planned_bytes(world);
+    for (const StepTable& st : step_tables()) total += st.table.planned_bytes(world);
     if (p_.dump && !points_.empty())
       total += 8ull * 8 * static_cast<std::uint64_t>(points_[0].problem.shard_elements()) *
                static_cast<std::uint64_t>(p_.world_size);
@@ -200,7 +205,7 @@ class RingAttentionSweep final : public Sweep {
   void write_attributes(h5::Group& out, const attn::AttentionBackend& backend,
                         ProgressReporter& progress) const;
   h5::PointsTable make_table(bool host) const;
-  std::uint64_t max_ring_size() const;
+  std::vector<StepTable> step_tables() const;
   PointResult run_point(RunContext& ctx, attn::AttentionBackend& backend, ring::RingComms& comms,
                         std::size_t pi, h5::Group& out) const;
   void warn_spread_rings(RunContext& ctx, const std::vector<int>& node_of) const;
@@ -315,8 +320,9 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
          "sha256, or built-in with why the file was not applied"});
   t.key("label", std::move(label), {"1", "the point's plan line"});
   t.key("tolerance", std::move(tol), {"1", "largest *_max_rel before the point is parity_failed"});
-  declare_metrics(t, max_ring_size(), static_cast<std::uint64_t>(p_.iterations));
+  declare_metrics(t, static_cast<std::uint64_t>(p_.iterations));
   declare_block_calls(t, host);
+  t.sample_ranks(kRankRows);
   h5::Judging j;
   j.headline = {"total_time_s"};
   j.noise = "ring";
@@ -326,10 +332,41 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   return t;
 }
 
-std::uint64_t RingAttentionSweep::max_ring_size() const {
-  std::int64_t R = 1;
-  for (const Point& pt : points_) R = std::max<std::int64_t>(R, pt.problem.ring_size);
-  return static_cast<std::uint64_t>(R);
+std::vector<RingAttentionSweep::StepTable> RingAttentionSweep::step_tables() const {
+  std::vector<std::int64_t> sizes;
+  for (const Point& pt : points_) sizes.push_back(pt.problem.ring_size);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<StepTable> out;
+  for (const std::int64_t R : sizes) {
+    StepTable st;
+    st.ring_size = R;
+    for (std::size_t pi = 0; pi < points_.size(); ++pi)
+      if (points_[pi].problem.ring_size == R) st.points.push_back(pi);
+    st.table = h5::PointsTable(st.points.size());
+    std::vector<std::int64_t> index(st.points.begin(), st.points.end());
+    st.table.key("sweep_point", std::move(index),
+                 {"1", "the sweep's point (its row of the sweep's points/<key>) this row is"});
+    declare_step_metrics(st.table, static_cast<std::uint64_t>(R));
+    st.table.sample_ranks(kStepRows);
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+// The step tables' place under the sweep: steps/R<R>, with what their rows are.
+void write_step_tables(h5::Group& out, const std::vector<RingAttentionSweep::StepTable>& tables) {
+  h5::Group steps = out.group("steps");
+  steps.attr("rows",
+             "every rank up to " + std::to_string(kStepRows) + " ranks; above, " +
+                 std::to_string(kStepRows) +
+                 " ranks per point at evenly spaced quantiles of the median total time, the "
+                 "slowest first (row_rank says which)");
+  for (const auto& st : tables) {
+    h5::Group g = steps.group("R" + std::to_string(st.ring_size));
+    g.attr("ring_size", st.ring_size);
+    st.table.write(g);
+  }
 }
 
 // Every world rank's node (collective): ring membership is decided from it, the same on every rank.
@@ -390,12 +427,18 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
   if (ctx.gpu != nullptr) world_nccl = [&ctx]() -> NcclComm& { return ctx.gpu->world_nccl(); };
   ring::RingComms comms(ctx.world, node_of, p_.ring_order, world_nccl);
   out.attr("ring_comm_method", comms.method());
+  std::vector<StepTable> steps = step_tables();
   SweepOutcome outcome;
   for (std::size_t pi = 0; pi < points_.size(); ++pi) {
     const std::string where = "point " + std::to_string(pi) + " (" + points_[pi].label + ")";
     ctx.progress.point_started(pi, points_[pi].label);
     const PointResult r = run_point(ctx, *backend, comms, pi, out);
     record(table, pi, r);
+    for (StepTable& st : steps) {
+      const auto at = std::find(st.points.begin(), st.points.end(), pi);
+      if (at != st.points.end())
+        record_steps(st.table, static_cast<std::size_t>(at - st.points.begin()), r);
+    }
     if (r.status == "oom") ctx.progress.note(where + ": out of memory, skipped");
     if (r.status != "parity_failed") continue;
     ctx.progress.note("PARITY FAILED at " + where + ": " + r.failure);
@@ -408,6 +451,7 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
   if (ctx.gpu != nullptr && ctx.gpu->has_world_nccl())
     out.attr("world_nccl_create_time_s", ctx.gpu->world_nccl().creation_seconds());
   table.write(out);
+  write_step_tables(out, steps);
   report_results(ctx, table, ring_headlines(), [&](const auto& r) {
     return ring_table(results_title(*this), r, ctx.progress.table_width());
   });
@@ -423,7 +467,6 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   const ring::RingPlacement& place = ring_comm.placement;
   r.ring_id = place.ring_id;
   r.ring_rank = place.ring_rank;
-  r.ring_members.assign(place.members.begin(), place.members.end());
   r.ring_nodes = place.nodes_spanned;
   r.crossing_hops = place.crossing_hops;
   r.comm_create_s = r.comm_created ? ring_comm.create_s : 0.0;

@@ -8,6 +8,7 @@
 
 namespace rb {
 
+const std::vector<cfg::KeySpec>& ring_attention_keys();
 std::unique_ptr<Sweep> parse_ring_attention(const SweepSpec& spec, const ParseContext& ctx);
 
 }  // namespace rb

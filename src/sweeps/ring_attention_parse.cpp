@@ -13,15 +13,17 @@
 #include "ring/hybrid_attention.hpp"
 #include "ring/parity.hpp"
 #include "ring/ulysses_attention.hpp"
+#include "sweeps/ring_attention.hpp"
 #include "sweeps/ring_attention_parts.hpp"
 
 namespace rb::ring_sweep {
 namespace {
 
 // head_dim, or embed_dim / num_heads (a head_dim given as well must agree).
-int parse_head_dim(const cfg::Node& n, int num_heads) {
-  if (!n.has("embed_dim")) return static_cast<int>(n.get_int("head_dim", 64, 1, 1024));
-  const std::int64_t e = n.get_int("embed_dim", 0, 1, 1 << 24);
+int parse_head_dim(const cfg::KeyReader& r, int num_heads) {
+  const cfg::Node& n = r.node();
+  if (!n.has("embed_dim")) return static_cast<int>(r.integer("head_dim"));
+  const std::int64_t e = r.integer("embed_dim", 0);
   const std::string es = std::to_string(e), hs = std::to_string(num_heads);
   if (e % num_heads != 0)
     n.fail("embed_dim", "embed_dim " + es + " is not divisible by num_heads " + hs + " (" + es +
@@ -34,9 +36,10 @@ int parse_head_dim(const cfg::Node& n, int num_heads) {
   return head_dim;
 }
 
-void parse_dilation(const cfg::Node& n, RingParams& p) {
-  p.segment_lengths = n.get_int_list("segment_lengths", {}, 1);
-  p.dilation_rates = n.get_int_list("dilation_rates", {}, 1);
+void parse_dilation(const cfg::KeyReader& r, RingParams& p) {
+  const cfg::Node& n = r.node();
+  p.segment_lengths = r.integers("segment_lengths", {});
+  p.dilation_rates = r.integers("dilation_rates", {});
   if (p.segment_lengths.size() != p.dilation_rates.size())
     n.fail(
         p.segment_lengths.size() < p.dilation_rates.size() ? "segment_lengths" : "dilation_rates",
@@ -60,11 +63,12 @@ void parse_dilation(const cfg::Node& n, RingParams& p) {
 
 // `powers_of_two` lets one file serve a 1-, 2-, 4- or 8-GPU node: the scaling series is
 // whatever this world allows, rather than a list that fails on smaller allocations.
-std::vector<std::int64_t> parse_ring_sizes(const cfg::Node& n, int world) {
+std::vector<std::int64_t> parse_ring_sizes(const cfg::KeyReader& r, int world) {
+  const cfg::Node& n = r.node();
   std::vector<std::int64_t> sizes;
   const bool powers = n.has("ring_sizes") && n.child("ring_sizes").yaml().IsScalar() &&
                       n.child("ring_sizes").yaml().Scalar() == "powers_of_two";
-  if (!powers) sizes = n.get_int_list("ring_sizes", {world}, 1, 1 << 20);
+  if (!powers) sizes = r.integers("ring_sizes", {world});
   for (std::int64_t R = 1; powers && R <= world && world % R == 0; R *= 2) sizes.push_back(R);
   if (powers && sizes.back() != world) sizes.push_back(world);
   const std::string ws = std::to_string(world);
@@ -80,10 +84,11 @@ std::vector<std::int64_t> parse_ring_sizes(const cfg::Node& n, int world) {
 // `kernel` and `kernel_tile` against the kernel path table, for every dtype of the sweep.
 // Where `auto` has one path to choose from (the host), that path's limits are auto's, and a
 // block it refuses is blamed on the head dim rather than on a kernel nobody named.
-void parse_kernel(const cfg::Node& n, RingParams& p) {
+void parse_kernel(const cfg::KeyReader& r, RingParams& p) {
+  const cfg::Node& n = r.node();
   const attn::Device device = p.backend == Backend::Cuda ? attn::Device::Cuda : attn::Device::Host;
-  p.kernel = n.get_string("kernel", "auto");
-  p.kernel_tile = n.get_string("kernel_tile", "default");
+  p.kernel = r.text("kernel");
+  p.kernel_tile = r.text("kernel_tile");
   // For auto the table checks the block against the path auto would run, so a refusal is
   // about the shape (head_dim), not about the kernel key the user left alone.
   const bool is_auto = p.kernel == "auto";
@@ -121,19 +126,16 @@ std::string short_default(attn::DType t) {
   return buf;
 }
 
-void parse_validate(const cfg::Node& n, RingParams& p) {
-  if (!n.has("validate")) return;
-  const cfg::Node v = n.child("validate");
-  v.require_map();
-  v.allow_only({"dump", "reference", "sample_rows", "tolerance"});
-  p.dump = v.get_bool("dump", false);
-  p.parity_mode =
-      ring::parity_mode_from_string(v.get_choice("reference", "auto", ring::parity_mode_names()));
+void parse_validate(const cfg::KeyReader& r, RingParams& p) {
+  const cfg::KeyReader vr = r.map("validate");
+  const cfg::Node& v = vr.node();
+  p.dump = vr.flag("dump");
+  p.parity_mode = ring::parity_mode_from_string(vr.choice("reference"));
   if (v.get_string("sample_rows", "auto") != "auto")
-    p.sample_rows = static_cast<int>(v.get_int("sample_rows", 32, 2, 1 << 20));
+    p.sample_rows = static_cast<int>(vr.integer("sample_rows", 0));
   // Absent: the dtype's default (p.tolerance stays 0, ring::tolerance_for). An explicit 0 used to
   // mean the same without a word; as a tolerance it could never pass a bf16 run, so it is refused.
-  p.tolerance = v.get_double("tolerance", 0.0, 0.0, 1.0);
+  p.tolerance = vr.number("tolerance", 0.0);
   if (v.has("tolerance") && !(p.tolerance > 0))
     v.fail("tolerance", "tolerance must be > 0; leave it out for the dtype's default (bf16 " +
                             short_default(attn::DType::BF16) + ", fp16 " +
@@ -143,8 +145,9 @@ void parse_validate(const cfg::Node& n, RingParams& p) {
 
 // num_kv_heads (GQA/MQA): default num_heads; must divide it. The kernels see expanded K/V
 // (ring/kv_expansion.hpp) on both paths.
-void parse_kv_heads(const cfg::Node& n, RingParams& p) {
-  p.num_kv_heads = static_cast<int>(n.get_int("num_kv_heads", p.num_heads, 1, 1 << 16));
+void parse_kv_heads(const cfg::KeyReader& r, RingParams& p) {
+  const cfg::Node& n = r.node();
+  p.num_kv_heads = static_cast<int>(r.integer("num_kv_heads", p.num_heads));
   const std::string kv = std::to_string(p.num_kv_heads), h = std::to_string(p.num_heads);
   if (p.num_kv_heads > p.num_heads || p.num_heads % p.num_kv_heads != 0)
     n.fail("num_kv_heads", "num_kv_heads " + kv + " must divide num_heads " + h +
@@ -154,10 +157,9 @@ void parse_kv_heads(const cfg::Node& n, RingParams& p) {
 // scheme: ring (default), allgather, ulysses, hybrid, auto, or a list of them (one point each);
 // hybrid with ulysses_degree; auto with an optional cp_policy. The other schemes' collectives:
 // ring/group_transport.hpp (MPI on the host path, NCCL on the GPU path).
-void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
-  std::vector<std::string> choices = ring::scheme_names();
-  choices.push_back("auto");
-  p.schemes = n.get_choice_list("scheme", {"ring"}, choices);
+void parse_schemes(const cfg::KeyReader& r, const ParseContext& ctx, RingParams& p) {
+  const cfg::Node& n = r.node();
+  p.schemes = r.choices("scheme");
   const auto asks = [&](const char* name) {
     return std::find(p.schemes.begin(), p.schemes.end(), name) != p.schemes.end();
   };
@@ -167,8 +169,7 @@ void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
            "of a node)");
   if (!asks("hybrid") && n.has("ulysses_degree"))
     n.fail("ulysses_degree", "ulysses_degree is hybrid's (scheme: hybrid, or a list with it)");
-  if (asks("hybrid"))
-    p.ulysses_degree = static_cast<int>(n.get_int("ulysses_degree", 1, 1, 1 << 20));
+  if (asks("hybrid")) p.ulysses_degree = static_cast<int>(r.integer("ulysses_degree", 1));
   if (n.has("cp_policy") && !asks("auto"))
     n.fail("cp_policy", "a tuned CP policy steers scheme: auto, but this sweep names scheme " +
                             cfg::join(p.schemes, ", ") +
@@ -179,14 +180,14 @@ void parse_schemes(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
 
 // transport: auto (default), nccl, copy_engine, or a list (one point each): the GPU path's;
 // the host path moves K/V with MPI. overlap_repeats: the calibration after each ring point.
-void parse_transport(const cfg::Node& n, const ParseContext& ctx, RingParams& p) {
-  p.transports = n.get_choice_list("transport", {"auto"}, ring::transport_ask_names());
+void parse_transport(const cfg::KeyReader& r, const ParseContext& ctx, RingParams& p) {
+  p.transports = r.choices("transport");
   for (const std::string& t : p.transports)
     if (t != "auto" && ctx.backend != Backend::Cuda)
-      n.fail("transport", "transport " + t +
-                              " needs backend: cuda (the host path moves K/V with MPI); "
-                              "remove the key or use auto");
-  p.overlap_repeats = static_cast<int>(n.get_int("overlap_repeats", p.overlap_repeats, 0, 1000));
+      r.node().fail("transport", "transport " + t +
+                                     " needs backend: cuda (the host path moves K/V with MPI); "
+                                     "remove the key or use auto");
+  p.overlap_repeats = static_cast<int>(r.integer("overlap_repeats"));
 }
 
 // The point as parsed for one scheme; validation errors name `scheme_key` (the config key that
@@ -296,42 +297,33 @@ CpShape cp_shape_of(const RingParams& p, const ring::Problem& pr) {
 }
 
 Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
+  const cfg::KeyReader r(spec.node, rb::ring_attention_keys(), ctx.backend);
   const cfg::Node& n = spec.node;
-  n.allow_only({"type",           "name",          "batch",      "seq_lengths",
-                "num_heads",      "num_kv_heads",  "head_dim",   "embed_dim",
-                "dtype",          "causal",        "layout",     "segment_lengths",
-                "dilation_rates", "ring_sizes",    "ring_order", "warmup",
-                "iterations",     "backward",      "seed",       "kernel",
-                "kernel_tile",    "kernel_policy", "validate",   "scheme",
-                "ulysses_degree", "cp_policy",     "transport",  "overlap_repeats"});
   RingParams p;
   p.world_size = ctx.world_size;
   p.backend = ctx.backend;
-  p.batch = static_cast<int>(n.get_int("batch", 1, 1, 1 << 20));
+  p.batch = static_cast<int>(r.integer("batch"));
   if (!n.has("seq_lengths"))
     n.fail("seq_lengths", "required: the total sequence lengths to sweep, e.g. [4096, 16384]");
-  p.seq_lengths = n.get_int_list("seq_lengths", {}, 1, std::int64_t{1} << 40);
-  p.num_heads = static_cast<int>(n.get_int("num_heads", 8, 1, 1 << 16));
-  p.head_dim = parse_head_dim(n, p.num_heads);
-  parse_kv_heads(n, p);
-  p.causal = n.get_bool("causal", false);
-  p.layouts =
-      n.get_choice_list("layout", {p.causal ? "zigzag" : "contiguous"}, ring::layout_names());
-  p.dtypes = n.get_choice_list("dtype", {ctx.backend == Backend::Cuda ? "bf16" : "fp32"},
-                               ring::dtype_names());
-  parse_dilation(n, p);
-  parse_kernel(n, p);
+  p.seq_lengths = r.integers("seq_lengths", {});
+  p.num_heads = static_cast<int>(r.integer("num_heads"));
+  p.head_dim = parse_head_dim(r, p.num_heads);
+  parse_kv_heads(r, p);
+  p.causal = r.flag("causal");
+  p.layouts = r.choices("layout", {p.causal ? "zigzag" : "contiguous"});
+  p.dtypes = r.dtypes("dtype");
+  parse_dilation(r, p);
+  parse_kernel(r, p);
   parse_policy(n, ctx, p);
-  p.ring_sizes = parse_ring_sizes(n, ctx.world_size);
-  p.ring_order =
-      ring::parse_ring_order(n.get_choice("ring_order", "node_aware", {"node_aware", "rank"}));
-  p.warmup = n.get_int("warmup", p.warmup, 0, 1000000);
-  p.iterations = n.get_int("iterations", p.iterations, 1, 1000000);
-  p.backward = n.get_bool("backward", true);
-  p.seed = n.get_int("seed", p.seed, 0);
-  parse_validate(n, p);
-  parse_schemes(n, ctx, p);
-  parse_transport(n, ctx, p);
+  p.ring_sizes = parse_ring_sizes(r, ctx.world_size);
+  p.ring_order = ring::parse_ring_order(r.choice("ring_order"));
+  p.warmup = r.integer("warmup");
+  p.iterations = r.integer("iterations");
+  p.backward = r.flag("backward");
+  p.seed = r.integer("seed");
+  parse_validate(r, p);
+  parse_schemes(r, ctx, p);
+  parse_transport(r, ctx, p);
 
   std::vector<Point> points;
   for (auto S : p.seq_lengths)
@@ -352,3 +344,80 @@ Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
 }
 
 }  // namespace rb::ring_sweep
+
+namespace rb {
+namespace {
+
+std::vector<std::string> scheme_choices() {
+  std::vector<std::string> choices = ring::scheme_names();
+  choices.push_back("auto");
+  return choices;
+}
+
+}  // namespace
+
+const std::vector<cfg::KeySpec>& ring_attention_keys() {
+  using namespace cfg::key;
+  static const std::vector<cfg::KeySpec> validate = {
+      flag("dump", "false", "write the first point's tensors under dump/"),
+      choice("reference", "auto", ring::parity_mode_names(),
+             "which parity reference checks each point"),
+      integer("sample_rows", "", 2, 1 << 20, "rows per rank compared in sampled mode, or auto")
+          .computed("auto"),
+      number("tolerance", "", 0.0, 1.0, "largest *_max_rel that passes parity (> 0)")
+          .computed("by dtype: fp32 2e-4, fp16 5e-3, bf16 2e-2")};
+  static const std::vector<cfg::KeySpec> table = cfg::sweep_keys(
+      "ring_attention",
+      {integer("batch", "1", 1, 1 << 20, "batch size"),
+       required(integer("seq_lengths", "", 1, std::int64_t{1} << 40,
+                        "total sequence lengths S of the ring (all ranks together)")
+                    .or_list()),
+       integer("num_heads", "8", 1, 1 << 16, "query heads"),
+       integer("num_kv_heads", "", 1, 1 << 16, "K/V heads (GQA/MQA); must divide num_heads")
+           .computed("num_heads"),
+       integer("head_dim", "64", 1, 1024, "head dimension (host path <= 256)"),
+       integer("embed_dim", "", 1, 1 << 24,
+               "instead of head_dim: head_dim = embed_dim / num_heads"),
+       dtype("dtype", "[fp32]", ring::dtype_names(), "storage dtype of Q, K, V, dO")
+           .or_list()
+           .on_cuda("[bf16]"),
+       flag("causal", "false", "causal masking"),
+       choice("layout", "", ring::layout_names(), "how positions are sharded over the ring")
+           .or_list()
+           .computed("zigzag if causal, else contiguous"),
+       integer("segment_lengths", "", 1, INT64_MAX, "LongNet segment length per branch")
+           .or_list()
+           .computed("none (one exact branch)"),
+       integer("dilation_rates", "", 1, INT64_MAX, "LongNet dilation rate per branch")
+           .or_list()
+           .computed("none"),
+       integer("ring_sizes", "", 1, 1 << 20, "ranks per ring; world / ring size rings at once")
+           .or_list()
+           .computed("the world size")
+           .limited("1 .. 1048576 dividing the world size, or powers_of_two"),
+       choice("ring_order", "node_aware", {"node_aware", "rank"}, "which ranks form each ring"),
+       integer("warmup", "2", 0, 1000000, "untimed iterations before the timed ones"),
+       integer("iterations", "5", 1, 1000000, "timed iterations"),
+       flag("backward", "true", "also run and time the backward"),
+       integer("seed", "1234", 0, INT64_MAX, "seed of the deterministic inputs"),
+       text("kernel", "auto", "the kernel path").limited("auto or a path of this run's device"),
+       text("kernel_tile", "default", "the path's tile variant")
+           .limited("a tile of the path's row in the kernel path table"),
+       other("kernel_policy", "file or map", "the top-level kernel_policy, else none",
+             "FILE or {file: FILE, strict: BOOL}", "the tuned policy kernel: auto follows"),
+       map("validate", validate, "the parity check"),
+       choice("scheme", "[ring]", scheme_choices(),
+              "how the ring's group meets every key; one point each")
+           .or_list(),
+       integer("ulysses_degree", "", 1, 1 << 20, "ranks of each Ulysses subgroup of hybrid")
+           .computed("required with scheme hybrid"),
+       other("cp_policy", "file or map", "none", "FILE or {file: FILE, strict: BOOL}",
+             "the tuned CP policy scheme: auto follows"),
+       choice("transport", "[auto]", ring::transport_ask_names(),
+              "how the ring's K/V travel on the GPU path; one point each")
+           .or_list(),
+       integer("overlap_repeats", "3", 0, 1000, "repeats of the overlap calibration; 0: off")});
+  return table;
+}
+
+}  // namespace rb

@@ -26,23 +26,24 @@ namespace rb::ring_sweep {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// As parsed; a value the config leaves out is its key's default in ring_attention_keys().
 struct RingParams {
-  int batch = 1;
-  int num_heads = 8;
-  int num_kv_heads = 8;  // GQA/MQA: K/V heads, each shared by num_heads / num_kv_heads query heads
-  int head_dim = 64;
+  int batch = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;  // GQA/MQA: K/V heads, each shared by num_heads / num_kv_heads query heads
+  int head_dim = 0;
   std::vector<std::int64_t> seq_lengths;
   std::vector<std::int64_t> ring_sizes;
   std::vector<std::string> layouts;
   std::vector<std::string> dtypes;
   bool causal = false;
   std::vector<std::int64_t> segment_lengths, dilation_rates;
-  std::int64_t warmup = 2;
-  std::int64_t iterations = 5;
+  std::int64_t warmup = 0;
+  std::int64_t iterations = 0;
   bool backward = true;
-  std::int64_t seed = 1234;
-  std::string kernel = "auto";
-  std::string kernel_tile = "default";
+  std::int64_t seed = 0;
+  std::string kernel;
+  std::string kernel_tile;
   // The tuned policy `kernel: auto` follows (the sweep's own `kernel_policy`, else the top
   // level's); null: the built-in rule.
   std::shared_ptr<KernelPolicyUse> policy;
@@ -57,17 +58,17 @@ struct RingParams {
   ring::RingOrder ring_order = ring::RingOrder::NodeAware;
   // How the context-parallel group meets every key (ring/cp_attention.hpp), as asked: ring,
   // allgather, ulysses, hybrid or auto; one point each.
-  std::vector<std::string> schemes{"ring"};
+  std::vector<std::string> schemes;
   int ulysses_degree = 0;  // hybrid's Ulysses subgroup size (required with scheme hybrid)
   // The tuned CP policy `scheme: auto` follows (cp_policy:); null: the built-in rule (ring).
   std::shared_ptr<CpPolicyUse> cp_policy;
   int ranks_per_node = 1;  // world / nodes: whether a group of R ranks fits one node
   // How the ring's K/V travel (ring/transport_choice.hpp), as asked: auto, nccl or
   // copy_engine; one point each.
-  std::vector<std::string> transports{"auto"};
+  std::vector<std::string> transports;
   // Repeats of the overlap calibration after each ring point (0: off): the transfers alone and
   // the block computation alone (ring/cp_attention.hpp, OverlapCalibration).
-  int overlap_repeats = 3;
+  int overlap_repeats = 0;
 };
 
 struct Point {
@@ -86,7 +87,6 @@ struct PointResult {
   std::string status = "ok";  // ok | oom | parity_failed, the same on every rank
   std::string failure;        // parity_failed: which tensor and by how much
   std::int64_t ring_id = -1, ring_rank = -1;
-  std::vector<std::int64_t> ring_members;
   std::int64_t ring_nodes = -1, crossing_hops = -1;
   bool comm_created = false;  // this point created its ring size's communicators
   double comm_create_s = 0.0;
@@ -117,13 +117,21 @@ std::string point_label(const RingParams& p, const Point& pt);
 CpShape cp_shape_of(const RingParams& p, const ring::Problem& pr);
 
 // ---- the points table and the screen (ring_attention_table.cpp)
-void declare_metrics(h5::PointsTable& t, std::uint64_t R, std::uint64_t I);
+// The main table's metrics (I: iterations), and a ring size's step table's (R: its ring size).
+void declare_metrics(h5::PointsTable& t, std::uint64_t I);
+void declare_step_metrics(h5::PointsTable& t, std::uint64_t R);
 // The rows of the kernel path table this sweep's device has: one block-call count each.
 std::vector<std::string> device_paths(bool host);
 void declare_block_calls(h5::PointsTable& t, bool host);
 // Every iteration runs the same blocks: the counts of one.
 attn::BlockCalls per_iteration(attn::BlockCalls calls, std::int64_t iterations);
 void record(h5::PointsTable& t, std::size_t pi, const PointResult& r);
+// The point's steps into its ring size's step table, at that table's point `qi`.
+void record_steps(h5::PointsTable& t, std::size_t qi, const PointResult& r);
+// Ranks per point above which the main table keeps a sample (hdf5-schema.md, "Rows"), and the
+// ranks whose every step a step table keeps.
+inline constexpr std::size_t kRankRows = 64;
+inline constexpr std::size_t kStepRows = 8;
 std::vector<h5::Headline> ring_headlines();
 std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records,
                        std::size_t width);

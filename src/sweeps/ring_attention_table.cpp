@@ -17,11 +17,10 @@ double per_second(double amount, double seconds) {
   return seconds > 0 ? amount / seconds : kNaN;
 }
 
-// Every metric of the sweep, declared on every rank (the table checks they agree). R: the
-// largest ring size (smaller rings leave NaN / -1 in the steps they do not have).
 // Every per-rank metric of a point: name, units, description, value type (d number, i integer,
-// t text) and inner shape (- scalar, I iterations, R ring steps of the largest ring, M members
-// of the largest ring, 4 tensors), each inner shape an axis with its dimension scale.
+// t text) and inner shape (- scalar, I iterations, R the point's ring steps, 4 tensors), each
+// inner shape an axis with its dimension scale. The per-step metrics (R) live in one table per
+// ring size (steps/R<R>), sized by that ring; the main table has their sums.
 struct MetricColumn {
   const char* name;
   const char* units;
@@ -35,10 +34,6 @@ const MetricColumn kMetricColumns[] = {
      "which ring this rank belongs to (ring_order: rank gives world rank / ring size)", 'i', '-'},
     {"ring_rank", "1",
      "this rank's position in its ring (ring_order: rank gives world rank % ring size)", 'i', '-'},
-    {"ring_members", "1",
-     "world ranks of this rank's ring in ring order (member i sends to member i+1); -1 pads rings "
-     "smaller than the largest",
-     'i', 'M'},
     {"ring_nodes", "1", "distinct nodes among this rank's ring members", 'i', '-'},
     {"ring_crossing_hops", "1",
      "hops of this rank's ring (including the last back to the first) whose two ranks are on "
@@ -63,6 +58,18 @@ const MetricColumn kMetricColumns[] = {
     {"backward_time_s", "s", "wall time of each timed backward pass (NaN without backward)", 'd',
      'I'},
     {"total_time_s", "s", "forward plus backward wall time of each timed iteration", 'd', 'I'},
+    {"forward_compute_s", "s",
+     "forward: block-kernel time summed over the ring steps (each step's median over iterations)",
+     'd', '-'},
+    {"forward_wait_s", "s",
+     "forward: exposed communication summed over the ring steps (each step's median over "
+     "iterations)",
+     'd', '-'},
+    {"backward_compute_s", "s",
+     "backward: kernel time (incl. the dK/dV partial-sum adds) summed over the ring steps", 'd',
+     '-'},
+    {"backward_wait_s", "s", "backward: exposed communication summed over the ring steps", 'd',
+     '-'},
     {"step_compute_s", "s", "forward: median over iterations of each ring step's block-kernel time",
      'd', 'R'},
     {"step_wait_s", "s",
@@ -151,21 +158,34 @@ const MetricColumn kMetricColumns[] = {
     {"oom_message", "1", "the allocation failure on this rank (empty if none)", 't', '-'},
 };
 
-}  // namespace
+// A text metric's typical length (the dry-run's estimate): the notes and reasons are sentences.
+constexpr std::size_t kTextWidth = 40;
 
-void declare_metrics(h5::PointsTable& t, std::uint64_t R, std::uint64_t I) {
+// Declares the columns of one inner shape: `steps` the per-step ones (R: the ring size), else the
+// others (I: iterations).
+void declare_columns(h5::PointsTable& t, bool steps, std::uint64_t R, std::uint64_t I) {
   for (const MetricColumn& c : kMetricColumns) {
+    if ((c.shape == 'R') != steps) continue;
     std::vector<std::uint64_t> inner;
     std::vector<std::string> axis;
     if (c.shape == 'I') inner = {I}, axis = {"iteration"};
     if (c.shape == 'R') inner = {R}, axis = {"step"};
-    if (c.shape == 'M') inner = {R}, axis = {"member"};
     if (c.shape == '4') inner = {4}, axis = {"tensor"};  // O, dQ, dK, dV
     const h5::Meta meta{c.units, c.what};
     if (c.type == 'd') t.metric(c.name, meta, inner, axis);
     if (c.type == 'i') t.int_metric(c.name, meta, inner, axis);
-    if (c.type == 't') t.text_metric(c.name, meta);
+    if (c.type == 't') t.text_metric(c.name, meta, kTextWidth);
   }
+}
+
+}  // namespace
+
+void declare_step_metrics(h5::PointsTable& t, std::uint64_t R) {
+  declare_columns(t, true, R, 0);
+}
+
+void declare_metrics(h5::PointsTable& t, std::uint64_t I) {
+  declare_columns(t, false, 0, I);
   for (const char* tensor : {"out", "dq", "dk", "dv"}) {
     const std::string n = tensor;
     t.metric(n + "_max_abs",
@@ -261,24 +281,43 @@ void record_overlap(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   const ring::OverlapCalibration& c = *r.overlap;
   t.set("hop_transfer_alone_s", pi, c.hop_transfer_alone_s);
   t.set("forward_transfer_alone_s", pi, c.forward_transfer_alone_s);
-  t.set("step_compute_alone_s", pi, c.step_compute_alone);
   t.set("overlap_efficiency", pi, 1.0 - sum(r.step_wait) / c.forward_transfer_alone_s);
   t.set("kernel_slowdown", pi, sum(r.step_compute) / sum(c.step_compute_alone));
   if (c.backward_step_compute_alone.empty()) return;
   t.set("backward_transfer_alone_s", pi, c.backward_transfer_alone_s);
-  t.set("backward_step_compute_alone_s", pi, c.backward_step_compute_alone);
   t.set("backward_overlap_efficiency", pi,
         1.0 - sum(r.backward_step_wait) / c.backward_transfer_alone_s);
   t.set("backward_kernel_slowdown", pi,
         sum(r.backward_step_compute) / sum(c.backward_step_compute_alone));
 }
 
+// This rank's place in the point's order of ranks (larger is slower): its median time, or at an
+// out-of-memory point the allocation it failed (the ranks that ran out lead the sample).
+double order_of(const PointResult& r) {
+  if (r.status == "oom") return r.oom_requested >= 0 ? static_cast<double>(r.oom_requested) : kNaN;
+  return stats::median(r.total_s);
+}
+
 }  // namespace
 
+void record_steps(h5::PointsTable& t, std::size_t qi, const PointResult& r) {
+  t.order(qi, order_of(r));
+  if (r.status == "oom") return;
+  t.set("step_compute_s", qi, r.step_compute);
+  t.set("step_wait_s", qi, r.step_wait);
+  t.set("backward_step_compute_s", qi, r.backward_step_compute);
+  t.set("backward_step_wait_s", qi, r.backward_step_wait);
+  t.set_int("step_pairs", qi, r.step_pairs);
+  if (!r.overlap) return;
+  t.set("step_compute_alone_s", qi, r.overlap->step_compute_alone);
+  if (!r.overlap->backward_step_compute_alone.empty())
+    t.set("backward_step_compute_alone_s", qi, r.overlap->backward_step_compute_alone);
+}
+
 void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
+  t.order(pi, order_of(r));
   t.set_int("ring_id", pi, r.ring_id);
   t.set_int("ring_rank", pi, r.ring_rank);
-  t.set_int("ring_members", pi, r.ring_members);
   t.set_int("ring_nodes", pi, r.ring_nodes);
   t.set_int("ring_crossing_hops", pi, r.crossing_hops);
   t.set_int("comm_created", pi, r.comm_created ? 1 : 0);
@@ -298,11 +337,12 @@ void record(h5::PointsTable& t, std::size_t pi, const PointResult& r) {
   t.set("forward_time_s", pi, r.forward_s);
   t.set("backward_time_s", pi, r.backward_s);
   t.set("total_time_s", pi, r.total_s);
-  t.set("step_compute_s", pi, r.step_compute);
-  t.set("step_wait_s", pi, r.step_wait);
-  t.set("backward_step_compute_s", pi, r.backward_step_compute);
-  t.set("backward_step_wait_s", pi, r.backward_step_wait);
-  t.set_int("step_pairs", pi, r.step_pairs);
+  t.set("forward_compute_s", pi, sum(r.step_compute));
+  t.set("forward_wait_s", pi, sum(r.step_wait));
+  if (!r.backward_s.empty()) {
+    t.set("backward_compute_s", pi, sum(r.backward_step_compute));
+    t.set("backward_wait_s", pi, sum(r.backward_step_wait));
+  }
   t.set_int("bytes_sent_bytes", pi, r.bytes_sent);
   t.set_int("peak_memory_bytes", pi, r.peak_memory);
   const double fwd = r.forward_flop, bwd = r.backward_s.empty() ? 0.0 : kBackwardFlops * fwd;
@@ -324,8 +364,8 @@ std::vector<h5::Headline> ring_headlines() {
                                  {"backward_time_s", OverInner::Median, OverRanks::Max},
                                  {"total_time_s", OverInner::Median, OverRanks::Max},
                                  {"forward_flop", OverInner::None, OverRanks::Mean},
-                                 {"step_wait_s", OverInner::Sum, OverRanks::Sum, "ring steps"},
-                                 {"step_compute_s", OverInner::Sum, OverRanks::Sum, "ring steps"},
+                                 {"forward_wait_s", OverInner::None, OverRanks::Sum},
+                                 {"forward_compute_s", OverInner::None, OverRanks::Sum},
                                  {"status", OverInner::None, OverRanks::Rank0},
                                  {"parity_mode", OverInner::None, OverRanks::Rank0},
                                  {"kernel_path", OverInner::None, OverRanks::Rank0},
@@ -363,7 +403,7 @@ std::string parity_cell(const h5::PointRecord& r) {
 
 // The share of the ranks' step time spent waiting (NaN without steps).
 double exposed_share(const h5::PointRecord& r) {
-  const double wait = r.num("step_wait_s"), compute = r.num("step_compute_s");
+  const double wait = r.num("forward_wait_s"), compute = r.num("forward_compute_s");
   return wait + compute > 0 ? wait / (wait + compute) : NAN;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The common driver's contract with each sweep. A sweep is one file pair
 // (src/sweeps/<type>.hpp/.cpp) plus one row in the table in src/app/registry.cpp:
+//   keys:   its key table (name, type, default, constraint, description), the parser's source;
 //   parse:  validate the sweep's YAML map into typed parameters (throws cfg::ConfigError),
 //           knowing the world size, so impossible points are rejected before any collective work;
 //   plan:   one line per point, for --dry-run and progress;
@@ -17,6 +18,7 @@
 #include <mpi.h>
 
 #include "config/config.hpp"
+#include "config/key_spec.hpp"
 #include "metrics/h5.hpp"
 #include "metrics/table.hpp"
 #include "runtime/gpu.hpp"
@@ -196,5 +198,8 @@ inline std::string results_title(const Sweep& s) {
 }
 
 using SweepParser = std::unique_ptr<Sweep> (*)(const SweepSpec& spec, const ParseContext& ctx);
+// A sweep's key table (config/key_spec.hpp): what its parser accepts and defaults, what
+// `ringbench --help TYPE` prints and what docs/sweeps/<type>.md is checked against.
+using SweepKeys = const std::vector<cfg::KeySpec>& (*)();
 
 }  // namespace rb

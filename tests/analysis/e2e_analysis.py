@@ -110,8 +110,8 @@ def ring_points_from_file(path):
                 out[key] = {"time": float(np.max(total[:, p])), "forward": float(np.max(forward[:, p])),
                             "memory": float(np.max(g["peak_memory_bytes"][:, p])),
                             "throughput": batch * key[0] / float(np.max(total[:, p])),
-                            "wait": float(np.nansum(g["step_wait_s"][:, p])),
-                            "compute": float(np.nansum(g["step_compute_s"][:, p])),
+                            "wait": float(np.nansum(g["forward_wait_s"][:, p])),
+                            "compute": float(np.nansum(g["forward_compute_s"][:, p])),
                             "tflops_total": 3.5 * float(np.mean(g["forward_flop"][:, p]))
                             / float(np.max(total[:, p])) / 1e12,
                             "status": set(g["status"].asstr()[:, p]),
@@ -581,7 +581,7 @@ def check_judging_as_schema_2(args, h5):
     import copy
     from ringbench_analysis import legacy, reader
     run = reader.load(h5)
-    check(run.attrs.get("schema_version") == 3, "the main job's file is schema_version 3")
+    check(run.attrs.get("schema_version") == 4, "the main job's file is schema_version 4")
     for s in run.sweeps.values():
         said = copy.deepcopy(s.judging)
         check(set(said) == set(s.metrics), f"{s.name}: every metric says how it is judged")

@@ -34,8 +34,8 @@ BIN = os.path.abspath(os.environ.get("RINGBENCH_BIN", os.path.join(SOURCE, "buil
 MPIEXEC = os.environ.get("RINGBENCH_MPIEXEC", "mpiexec")
 
 # Every kind of axis a host run writes: iterations (ring, ping-pong, collectives, compute),
-# ring steps and members, the four checked tensors, and a points table in a subgroup (the
-# collectives' alpha-beta fits under model/).
+# ring steps (a table per ring size under steps/), the four checked tensors, and a points table
+# in a subgroup (the collectives' alpha-beta fits under model/).
 CONFIG = """run: {name: dims, output_dir: .}
 backend: host
 binding: {policy: none}
@@ -50,8 +50,8 @@ sweeps:
 # Inner axes this run must name (dataset under /sweeps -> its axes).
 EXPECTED = {
     "ring/forward_time_s": ("rank", "point", "iteration"),
-    "ring/step_wait_s": ("rank", "point", "step"),
-    "ring/ring_members": ("rank", "point", "member"),
+    "ring/steps/R2/step_wait_s": ("rank", "point", "step"),
+    "ring/steps/R1/step_pairs": ("rank", "point", "step"),
     "ring/parity_elements": ("rank", "point", "tensor"),
     "ring/status": ("rank", "point"),
     "host_pingpong/one_way_time_s": ("rank", "point", "iteration"),

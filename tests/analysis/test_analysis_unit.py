@@ -106,11 +106,11 @@ class ReaderTest(Base):
         with h5py.File(old, "r+") as f:
             del f["run"].attrs["schema_version"]
         with self.assertRaisesRegex(reader.RingbenchFileError,
-                                    r"old\.h5: no /run schema_version .*reads schema_version 2 and 3"):
+                                    r"old\.h5: no /run schema_version .*reads schema_version 2, 3 and 4"):
             reader.load(old)
         with h5py.File(old, "r+") as f:
-            f["run"].attrs["schema_version"] = np.int64(4)
-        with self.assertRaisesRegex(reader.RingbenchFileError, r"old\.h5: schema_version 4, written by "
+            f["run"].attrs["schema_version"] = np.int64(5)
+        with self.assertRaisesRegex(reader.RingbenchFileError, r"old\.h5: schema_version 5, written by "
                                                                r"ringbench 0\.2\.0, commit abc123"):
             reader.load(old)
 

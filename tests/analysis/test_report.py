@@ -45,7 +45,9 @@ class Base(tempdir_case.TempDirCase):
         real = matplotlib.figure.Figure.savefig
 
         def spy(fig, path, *a, **kw):
-            drawn[os.path.basename(str(path))] = axes_with_data(fig)
+            # outfile.save_figure hands savefig its temp file: .NAME.png.XXXX.tmp
+            name = os.path.basename(str(getattr(path, "name", path)))
+            drawn[name[1:].rsplit(".", 2)[0] if name.endswith(".tmp") else name] = axes_with_data(fig)
             return real(fig, path, *a, **kw)
         with mock.patch.object(matplotlib.figure.Figure, "savefig", spy), \
                 contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

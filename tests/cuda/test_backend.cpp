@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "attention_blocks.hpp"
 #include "cuda_backend.hpp"
 #include "kernel_paths.hpp"
 
@@ -79,17 +78,9 @@ BlockResult run_block(attn::AttentionBackend& be, std::uint64_t seed, std::int64
   auto* dv = static_cast<float*>(be.allocate(nk * 4));
   be.init_forward(out, lse, std::int64_t(d.heads) * d.q_rows, d.head_dim);
   const attn::Pattern causal{true};
-  const attn::ForwardBlock f{d,
-                             attn::DType::BF16,
-                             0.125f,
-                             {0, 200, q_first, 1},
-                             {0, 150, kv_first, 1},
-                             causal,
-                             q,
-                             k,
-                             v,
-                             out,
-                             lse};
+  const attn::Span qs{0, 200, q_first, 1}, ks{0, 150, kv_first, 1};
+  const attn::BlockInputs in{d, attn::DType::BF16, 0.125f, qs, ks, causal, q, k, v};
+  const attn::ForwardBlock f{in, out, lse};
   be.reset_marks();
   const int m0 = be.mark();
   be.forward(f);
@@ -100,7 +91,7 @@ BlockResult run_block(attn::AttentionBackend& be, std::uint64_t seed, std::int64
   be.fill_zero(dq, nq * 4);
   be.fill_zero(dk, nk * 4);
   be.fill_zero(dv, nk * 4);
-  be.backward(rbtest::backward_of(f, dout, delta, dq, dk, dv));
+  be.backward(attn::BackwardBlock{in, dout, lse, delta, dq, dk, dv});
   r.out.resize(nq);
   be.copy_to_host(r.out.data(), out, nq * 4);
   r.grads.resize(nq + 2 * nk);

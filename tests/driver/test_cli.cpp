@@ -33,6 +33,25 @@ TEST_CASE("--help starts with ringbench's usage and lists sweep types and kernel
   CHECK(rb::usage_text() == p.message);
 }
 
+TEST_CASE("--help TYPE prints the sweep's keys from its key table; an unknown TYPE lists them") {
+  const rb::ParsedCommandLine p = parse({"--help", "memory"});
+  CHECK(p.exit_code == 0);
+  CHECK(p.message.rfind("memory: ", 0) == 0);
+  CHECK(contains(p.message, "docs/sweeps/memory.md"));
+  CHECK(contains(p.message, "  bytes: byte size, default 1GiB (cuda), 32MiB (host); >= 4096\n"));
+  CHECK(contains(p.message, "  iterations: integer, default 10; 1 .. 100000\n"));
+  CHECK(contains(parse({"-h", "compute"}).message, "  attention.dtype: dtype, default bf16"));
+
+  const rb::ParsedCommandLine unknown = parse({"--help", "memroy"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(contains(unknown.message, "unknown sweep type 'memroy'; did you mean 'memory'?"));
+  CHECK(contains(unknown.message, "host_pingpong, ring_attention, collectives"));
+
+  // A config file beside --help is no TYPE: the usual help, as before.
+  CHECK(parse({"--help", "run.yaml"}).message == rb::usage_text());
+  CHECK(parse({"run.yaml", "--help"}).message == rb::usage_text());
+}
+
 TEST_CASE("options are parsed; --kokkos-* pass through to Kokkos") {
   const rb::ParsedCommandLine p =
       parse({"run.yaml", "--output", "out.h5", "--only", "a,b", "--only=c", "--dry-run",

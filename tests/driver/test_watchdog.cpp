@@ -12,7 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <mpi.h>
 
@@ -73,6 +76,37 @@ TEST_CASE("watchdog: points within their limit run on, and the guard stops with 
   guard.idle();
   std::this_thread::sleep_for(std::chrono::milliseconds(700));  // idle time is no point's
   std::fclose(out);
+}
+
+// Issue #31 (hostile corpus, D4): a signal between claiming a new output and its first flush
+// left a file with no readable HDF5 that refused the next run's claim. In a child process, since
+// interrupt() ends the process it runs in.
+TEST_CASE("watchdog: a signal before the first flush removes the unfinished output") {
+  char dir[] = "/tmp/rb_unfinished_XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string path = std::string(dir) + "/run.h5";
+  for (const bool unfinished : {true, false}) {
+    CAPTURE(unfinished);
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fclose(f);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      rb::Watchdog w(0, rb::WatchdogLimits{});
+      w.set_unfinished_output(path);
+      if (!unfinished) w.set_unfinished_output("");  // the first flush happened
+      w.interrupt(SIGTERM);
+      std::_Exit(99);  // not reached: interrupt ends the process
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 143);
+    CHECK(::access(path.c_str(), F_OK) == (unfinished ? -1 : 0));
+    ::unlink(path.c_str());
+  }
+  ::rmdir(dir);
 }
 
 TEST_CASE("watchdog: no NCCL communicator is live here, aborting none is harmless") {

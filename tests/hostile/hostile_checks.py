@@ -114,6 +114,19 @@ def check_output(args):
     r, _ = run_job(args, cfg, "--force", cfg=cfg)
     check(r.returncode != 0 and "is the config file" in r.stderr and open(cfg).read() == JOB,
           "--output equal to the config is refused, even with --force; the config is intact")
+    json_out = os.path.join(w, "json_self.h5")
+    for what, json_path, needle in (("the config", cfg, "is the config file"),
+                                    ("the output", json_out, "is the output file")):
+        r, s = run_job(args, json_out, "--json", json_path, "--force", cfg=cfg)
+        ok, msgs = refused_once(r, s, f"--json file '{json_path}' {needle}", limit_s=20)
+        check(ok and open(cfg).read() == JOB, f"--json naming {what} is refused once, even with --force;"
+              f" the config is intact: {msgs}")
+    short_dir = os.path.join(w, "od")
+    os.makedirs(short_dir, exist_ok=True)
+    r = subprocess.run([args.ringbench, cfg, "--output", "od"], cwd=w, capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, **harness.MPI_AS_ROOT))
+    check(r.returncode == 2 and "--output 'od' is too short for an output file name (it is a directory)"
+          in r.stderr, f"--output naming a short directory says so: {r.stderr[-300:]}")
     deep = os.path.join(w, "d" * 120, "e" * 120)
     os.makedirs(deep, exist_ok=True)
     out = os.path.join(deep, "run.h5")
@@ -270,6 +283,50 @@ def check_oom(args):
               f"the run's summary counts the oom points: {r.stdout[-800:]}")
         if os.path.exists(out):
             check_oom_file(out, ranks)
+
+
+MPI_SCRATCH_SIZES_MIB = (64, 128, 160, 192, 256, 320, 384)
+
+
+def check_oom_mpi(args):
+    """Issue #31 item 9: the point's own buffers fit under the address-space limit, but the
+    memory MPI allocates inside a collective does not; that was MPI_ERR_INTERN (or _OTHER) and
+    an abort of every rank. Now such a point is `oom` on every rank before it runs, its message
+    names MPI's working buffers, and the run completes. The sizes step across the window where
+    the buffers fit and MPI's share does not (where it lies depends on the process's own size)."""
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        print("SKIP: no prlimit (util-linux)")
+        sys.exit(77)
+    if meminfo("MemTotal") < 2 * 4 * (1 << 30):
+        print("SKIP: the machine has too little memory for the sizes of this test")
+        sys.exit(77)
+    ops = "[all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce]"
+    cfg = write(os.path.join(args.workdir, "oom_mpi.yaml"), "backend: host\nsweeps:\n" + "".join(
+        f"  - {{type: collectives, name: c{m}, operations: {ops}, min_bytes: {m}MiB, max_bytes: {m}MiB,"
+        f" iterations: 1, warmup: 0}}\n" for m in MPI_SCRATCH_SIZES_MIB))
+    limit = str((1 << 30) + (1 << 29) + 256 * (1 << 20))  # as check_oom's
+    out = os.path.join(args.workdir, "oom_mpi.h5")
+    r, s = timed(args, 2, [prlimit, f"--as={limit}", args.ringbench, cfg, "--output", out, "--force"],
+                 timeout=300)
+    check(r.returncode == 0 and "MPI_ERR" not in r.stderr and status_of(out) == "complete",
+          f"2 ranks under prlimit --as: exit {r.returncode} in {s:.1f} s, no MPI error: "
+          f"{r.stderr[-1500:] if r.returncode else ''}")
+    if not os.path.exists(out):
+        return
+    reasons = []
+    with h5py.File(out, "r") as f:
+        for m in MPI_SCRATCH_SIZES_MIB:
+            g = f[f"sweeps/c{m}"]
+            status = [texts(row) for row in g["status"][()]]
+            check(status[0] == status[1], f"c{m}: each point's status is the same on both ranks")
+            msgs = [texts(row) for row in g["oom_message"][()]]
+            reasons += [msg for row in msgs for msg in row if msg]
+            if m == MPI_SCRATCH_SIZES_MIB[0]:
+                check(status[0] == ["ok"] * len(status[0]), f"c{m}: every operation measured: {status[0]}")
+    scratch = [msg for msg in reasons if msg.startswith("MPI's working buffers")]
+    check(len(scratch) > 0 and all("out of memory allocating" in msg for msg in scratch),
+          f"some point is oom for MPI's working buffers alone (not its own): {sorted(set(reasons))[:4]}")
 
 
 def check_oom_validation(args):
@@ -540,14 +597,42 @@ def check_side_files(args):
         r, s = run_job(args, path, "--force", timeout=60)
         ok, msgs = refused_once(r, s, f"output '{path}' is {kind}, not a regular file")
         check(ok and not stat.S_ISREG(os.lstat(path).st_mode)
-              and not [n for n in os.listdir(w) if n.endswith(".h5.partial")],
+              and not [n for n in os.listdir(w) if n.endswith(".partial")],
               f"--force onto {kind}: refused once, left as it was, no partial file: {msgs}")
+
+
+def check_partial_leftover(args):
+    """A --force run killed before its first flush leaves its new file under the partial name
+    (.NAME.rbPID.partial). The next run on that output, holding its lock, removes this user's
+    regular leftovers of that output, says so once, and leaves other outputs' partials, links
+    and their targets alone."""
+    w = fresh_dir(os.path.join(args.workdir, "partials"))
+    out = os.path.join(w, "run.h5")
+    r, _ = run_job(args, out, timeout=120)
+    check(r.returncode == 0 and status_of(out) == "complete", f"first run: exit {r.returncode}")
+    stale = write(os.path.join(w, ".run.h5.rb99999.partial"), "a killed run's file")
+    other = write(os.path.join(w, ".other.h5.rb5.partial"), "another output's")
+    target = write(os.path.join(w, "target.txt"), "keep me")
+    link = os.path.join(w, ".run.h5.rb77.partial")
+    os.symlink("target.txt", link)
+    r, _ = run_job(args, out, "--force", timeout=120)
+    notes = lines_with(r.stderr, "left by an earlier --force run")
+    check(r.returncode == 0 and status_of(out) == "complete" and not os.path.exists(stale),
+          f"--force run: exit {r.returncode}, output complete, the leftover removed")
+    check(len(notes) == 1 and stale in notes[0], f"said once, naming it: {notes}")
+    check(os.path.exists(other) and os.path.islink(link) and open(target).read() == "keep me",
+          "another output's partial, a link with a partial name and its target are left alone")
+    check(sorted(n for n in os.listdir(w) if n.endswith(".partial")) == [".other.h5.rb5.partial",
+                                                                        ".run.h5.rb77.partial"],
+          f"this run left no partial of its own: {sorted(os.listdir(w))}")
 
 
 ENV_CASES = [  # (variable, value, what the message names)
     ("RINGBENCH_RANKS_PER_NODE", "abc", "an integer between 1 and 1048576 (ranks per simulated node)"),
     ("RINGBENCH_PLACEMENT", "diagonal", "one of block|cyclic"),
     ("RINGBENCH_TEST_HANG_POINT", "collectives", "SWEEP:INDEX (a sweep name and a point index from 0, e.g. collectives:0)"),
+    ("RINGBENCH_TEST_HANG_POINT", "mem:99999999999999999999999",
+     "SWEEP:INDEX (a sweep name and a point index from 0, e.g. collectives:0)"),
     ("KOKKOS_NUM_THREADS", "abc", "an integer between 1 and 2147483647 (host threads)"),
     ("KOKKOS_NUM_THREADS", "", "an integer between 1 and 2147483647 (host threads)"),
     ("KOKKOS_DEVICE_ID", "4x", "an integer between 0 and 2147483647 (the GPU's index)"),
@@ -623,11 +708,12 @@ def check_closed_stdout(args):
 def main():
     ap = harness.arg_parser()
     checks = {"config": check_config, "output": check_output, "race": check_race,
-              "diskfull": check_diskfull, "oom": check_oom, "oom_validation": check_oom_validation,
+              "diskfull": check_diskfull, "oom": check_oom, "oom_mpi": check_oom_mpi,
+              "oom_validation": check_oom_validation,
               "stopped": check_stopped, "config_limits": check_config_limits,
               "stopped_nodes": lambda a: check_stopped(a, one_rank_nodes=True),
               "side_files": check_side_files, "environment": check_environment,
-              "closed_stdout": check_closed_stdout}
+              "closed_stdout": check_closed_stdout, "partial_leftover": check_partial_leftover}
     ap.add_argument("check", choices=list(checks))
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)

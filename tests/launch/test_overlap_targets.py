@@ -55,9 +55,10 @@ def key(g, name, data):
     g["points"].create_dataset(name, data=data).attrs["role"] = "key"
 
 
-def write_sweep(sweeps, name, causal, layout, path, points):
-    """A ring_attention sweep as the real file has it: step arrays [world, P, largest R],
-    per-iteration times [world, P, iterations], text per rank and point."""
+def write_sweep(sweeps, name, causal, layout, path, points, sums=False):
+    """A ring_attention sweep as the real file has it: step arrays [world, P, largest R] (sums:
+    schema 4's waits summed over the steps, [world, P], instead), per-iteration times [world, P,
+    iterations], text per rank and point."""
     g = sweeps.create_group(name)
     g.attrs["type"] = np.bytes_("ring_attention")
     g.attrs["causal"] = np.int64(causal)
@@ -79,8 +80,9 @@ def write_sweep(sweeps, name, causal, layout, path, points):
         wait[:, i, :p["ring"]] = p["fwd_wait"] * FWD_S / p["ring"]
         bwait[:, i, :p["ring"]] = p["bwd_wait"] * BWD_S / p["ring"]
         rate[:, i] = p["rate"] * np.array([0.99, 1.01, 1.0, 1.0])  # mean = rate
-    for name_, data in (("forward_time_s", fwd), ("backward_time_s", bwd), ("step_wait_s", wait),
-                        ("backward_step_wait_s", bwait)):
+    waits = ((("forward_wait_s", np.nansum(wait, axis=2)), ("backward_wait_s", np.nansum(bwait, axis=2)))
+             if sums else (("step_wait_s", wait), ("backward_step_wait_s", bwait)))
+    for name_, data in (("forward_time_s", fwd), ("backward_time_s", bwd)) + waits:
         metric(g, name_, data, "s")
     metric(g, "total_tflops", rate, "TFLOP/s")
     metric(g, "paths_ran", text([[path] * npts] * WORLD), "1")
@@ -119,11 +121,11 @@ class Base(unittest.TestCase):
     def path(self, name):
         return os.path.join(self.tmp.name, name)
 
-    def h5(self, sweeps, name="overlap.h5"):
+    def h5(self, sweeps, name="overlap.h5", sums=False):
         with h5py.File(self.path(name), "w") as f:
             group = f.create_group("sweeps")
             for sweep, (causal, layout, path, points) in sweeps.items():
-                write_sweep(group, sweep, causal, layout, path, points)
+                write_sweep(group, sweep, causal, layout, path, points, sums)
         return self.path(name)
 
     def torch(self, doc):
@@ -184,6 +186,16 @@ class AllPass(Base):
 
 
 class ExposedWait(Base):
+    def test_schema_4_sums_read_as_the_steps(self):
+        """Schema 4 keeps each rank's waits summed over the steps (forward_wait_s,
+        backward_wait_s): the same lines as from the older files' step arrays."""
+        sweeps = good_sweeps()
+        sweeps["r4_cudnn_full"][3][0]["fwd_wait"] = 0.03
+        old = self.run_script(self.h5(sweeps, "steps.h5"))
+        new = self.run_script(self.h5(sweeps, "sums.h5", sums=True))
+        self.assertEqual(new, old)
+        self.assertEqual(new[0], 1)
+
     def test_three_percent_forward_fails(self):
         sweeps = good_sweeps()
         sweeps["r4_cudnn_full"][3][0]["fwd_wait"] = 0.03  # S=32768 via nccl

@@ -324,7 +324,12 @@ TEST_CASE("collectives parser: defaults, plan and rejections") {
   CHECK(collectives_error("    groups: [3]\n").find("does not divide") != std::string::npos);
   CHECK(collectives_error("    groups: [8]\n").find("larger than") != std::string::npos);
   CHECK(collectives_error("    groups: [nodes]\n").find("unknown group") != std::string::npos);
-  CHECK(collectives_error("    dtypes: [fp32]\n").find("float32") != std::string::npos);
+  // One dtype vocabulary: the short names, and the long ones for them.
+  CHECK(collectives_error("    dtypes: [fp32, bfloat16, int32]\n") == "");
+  CHECK(
+      collectives_error("    dtypes: [fp33]\n")
+          .find("expected one of fp32|fp64|fp16|bf16|int32 (or float32|float64|float16|bfloat16), "
+                "got 'fp33'") != std::string::npos);
   CHECK(collectives_error("    iteratons: 3\n").find("iterations") != std::string::npos);
   CHECK(collectives_error("    max_bytes: 16GiB\n    dtypes: [bfloat16]\n").find("int counts") !=
         std::string::npos);

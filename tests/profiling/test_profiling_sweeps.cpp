@@ -263,7 +263,11 @@ TEST_CASE("compute and memory parsers reject what the host path cannot run") {
   CHECK(error_of("sweeps:\n  - type: compute\n    dtypes: [bfloat16]\n", rb::parse_compute)
             .find("cuda backend") != std::string::npos);
   CHECK(error_of("sweeps:\n  - type: compute\n    dtypes: [bf16]\n", rb::parse_compute)
-            .find("bfloat16") != std::string::npos);
+            .find("dtype bf16 needs the cuda backend") != std::string::npos);
+  CHECK(error_of("sweeps:\n  - type: compute\n    dtypes: [bfloat61]\n", rb::parse_compute)
+            .find("did you mean 'bfloat16'?") != std::string::npos);
+  CHECK(error_of("sweeps:\n  - type: compute\n    dtypes: [fp64, float32]\n", rb::parse_compute)
+            .empty());
   CHECK(error_of("sweeps:\n  - type: compute\n    attention: {kernel: flsh}\n", rb::parse_compute)
             .find("flash") != std::string::npos);
   CHECK(error_of("sweeps:\n  - type: memory\n    copies: [d2d]\n", rb::parse_memory)

@@ -80,21 +80,36 @@ def strings(ds):
     return ds.asstr()[()].tolist()
 
 
+def steps_of(g, i, name):
+    """Point i's per-step metric [world, R] from its ring size's step table (steps/R<R>, every
+    rank a row at these world sizes)."""
+    R = int(g["points/ring_size"][i])
+    t = g[f"steps/R{R}"]
+    q = list(t["points/sweep_point"][()]).index(i)
+    x = t[name][()]
+    check(x.shape[0::2] == (world_of(g), R), f"steps/R{R}/{name} shape {x.shape}")
+    return x[:, q, :]
+
+
+def world_of(g):
+    return g["rank"].shape[0]
+
+
 def check_point_metrics(g, i, world, iters):
-    """Shapes, padding and parity of point i's metrics ([world, P, ...] datasets)."""
+    """Shapes and parity of point i's metrics ([world, P, ...] datasets) and its steps."""
     R = int(g["points/ring_size"][i])
     tol = float(g["points/tolerance"][i])
-    Rmax = int(np.max(g["points/ring_size"][()]))
     where = f"point {i} (R={R})"
     for name in ("forward_time_s", "backward_time_s", "total_time_s"):
         x = g[name][()]
         check(x.shape[0::2] == (world, iters), f"{name} shape {x.shape}")
         check(np.all(x[:, i] > 0), f"{where} {name} positive")
-    for name in ("step_compute_s", "step_wait_s", "backward_step_compute_s", "backward_step_wait_s"):
-        x = g[name][()]
-        check(x.shape[0::2] == (world, Rmax), f"{name} shape {x.shape}")
-        check(np.all(np.isfinite(x[:, i, :R])) and np.all(np.isnan(x[:, i, R:])),
-              f"{where} {name}: R finite steps, NaN after")
+    for name, total in (("step_compute_s", "forward_compute_s"), ("step_wait_s", "forward_wait_s"),
+                        ("backward_step_compute_s", "backward_compute_s"),
+                        ("backward_step_wait_s", "backward_wait_s")):
+        x = steps_of(g, i, name)
+        check(np.all(np.isfinite(x)), f"{where} {name}: R finite steps")
+        check(np.allclose(g[total][()][:, i], x.sum(axis=1)), f"{where} {total} = the steps' sum")
     for t in ("out", "dq", "dk", "dv"):
         for kind in ("abs", "rel"):
             e = g[f"{t}_max_{kind}"][()][:, i]
@@ -116,9 +131,7 @@ def check_pairs(g, i, world):
     pos = np.arange(S)
     brute = b * sum(int(allowed(pos, pos, h, causal, int(w), int(r)).sum())
                     for h in range(H) for w, r in zip(segs, rates))
-    pairs = g["step_pairs"][()][:, i, :]
-    check(np.all(pairs[:, R:] == -1), f"point {i} step_pairs padded with -1")
-    pairs = pairs[:, :R]
+    pairs = steps_of(g, i, "step_pairs")
     for ring in range(world // R):
         got = int(pairs[ring * R:(ring + 1) * R].sum())
         check(got == brute, f"point {i} ring {ring} step_pairs {got} vs brute force {brute}")
@@ -170,8 +183,8 @@ def check_file(path, world, rings):
     paths = {k for row in strings(g["kernel_path"]) for k in row}
     check(paths == {"kokkos-host"}, f"kernel_path {paths}")
     check(not any(k.startswith("point_") for k in g.keys()), "no point_NNNN groups")
-    scales = {"rank": world, "point": npoints, "iteration": int(g.attrs["iterations"]), "step": max(rings),
-              "member": max(rings), "tensor": 4}  # the axes' dimension scales (docs/hdf5-schema.md)
+    scales = {"rank": world, "point": npoints, "iteration": int(g.attrs["iterations"]),
+              "tensor": 4}  # the axes' dimension scales (docs/hdf5-schema.md)
     for name, ds in g.items():
         if isinstance(ds, h5py.Dataset) and ds.attrs["role"] == "dimension":
             check(name in scales and ds.shape == (scales[name],), f"scale {name}: shape {ds.shape}")

@@ -16,7 +16,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "attention_blocks.hpp"
 #include "backend.hpp"
 #include "config/node.hpp"
 #include "config/policy_file.hpp"
@@ -86,10 +85,12 @@ Outputs run_block(const KernelChoice& choice, std::int64_t rows) {
   const rb::attn::Dims dims{1, kHeads, kHeadDim, rows, rows};
   const rb::attn::Span all{0, rows, 0, 1};
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-  rb::attn::ForwardBlock f{dims, rb::attn::DType::F32, scale, all, all, {}, q, k, v, out, lse};
+  const rb::attn::BlockInputs in{dims, rb::attn::DType::F32, scale, all, all, {}, q, k, v};
+  rb::attn::ForwardBlock f{in, out, lse};
   be->forward(f);
   be->backward_prepare(g, out, delta, static_cast<std::int64_t>(r), kHeadDim, rb::attn::DType::F32);
-  be->backward(rbtest::backward_of(f, g, delta, dq, dk, dv));
+  rb::attn::BackwardBlock b{in, g, lse, delta, dq, dk, dv};
+  be->backward(b);
   Outputs o{std::vector<float>(n), std::vector<float>(r), std::vector<float>(n),
             std::vector<float>(n), std::vector<float>(n), be->block_calls()};
   be->copy_to_host(o.out.data(), out, n * sizeof(float));

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "attention_blocks.hpp"
 #include "dtype.hpp"
 #include "host/host_backend.hpp"
 #include "kernel_paths.hpp"
@@ -198,7 +197,7 @@ Outputs run_path(const std::string& path, const Block& blk,
   f.lse = lse;
   each_block(f, [&](const rb::attn::ForwardBlock& b) { be->forward(b); });
   be->backward_prepare(g, out, delta, rows, blk.d, dtype);
-  each_block(rbtest::backward_of(f, g, delta, dq, dk, dv),
+  each_block(rb::attn::BackwardBlock{{}, g, lse, delta, dq, dk, dv},
              [&](const rb::attn::BackwardBlock& b) { be->backward(b); });
   Outputs o{std::vector<float>(nq), std::vector<float>(rows), std::vector<float>(nq),
             std::vector<float>(nk), std::vector<float>(nk)};

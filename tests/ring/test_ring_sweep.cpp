@@ -59,6 +59,20 @@ TEST_CASE("ring_attention config: points are seq_lengths x ring_sizes x layouts 
   CHECK(e->plan()[0].find("h=3 d=32") != std::string::npos);
 }
 
+TEST_CASE("ring_attention config: a dtype's long name is its short one (one dtype vocabulary)") {
+  auto s = rb::parse_ring_attention(
+      spec_of("{seq_lengths: [64], dtype: [float32, bfloat16, fp16], num_heads: 2, head_dim: 8}"),
+      world4());
+  const auto plan = s->plan();
+  REQUIRE(plan.size() == 3);
+  CHECK(plan[0].find(" fp32 ") != std::string::npos);
+  CHECK(plan[1].find(" bf16 ") != std::string::npos);
+  CHECK(plan[2].find(" fp16 ") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], dtype: float64}", "dtype")
+            .find("expected one of fp32|fp16|bf16 (or float32|float16|bfloat16), got 'float64'") !=
+        std::string::npos);
+}
+
 TEST_CASE("ring_attention config: ring_sizes: powers_of_two follows the world size") {
   auto sizes_for = [](int world) {
     rb::ParseContext c = world4();
@@ -172,8 +186,7 @@ TEST_CASE("ring_attention config: impossible combinations are rejected with the 
   CHECK_FALSE(rejection("{seq_lengths: [64], validate: {dumb: true}}", "validate.dumb").empty());
 }
 
-TEST_CASE(
-    "ring_attention sweep: one points table, [world, P, ...] metrics, padding for smaller rings") {
+TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, steps per ring size") {
   const int world = rb::test::world();
   const rbtest::HostSweepRun run =
       run_ra("seq_lengths: [32], ring_sizes: [1, " + std::to_string(world) +
@@ -197,31 +210,40 @@ TEST_CASE(
   const auto fwd = rb::h5::read_doubles(path, "/sweeps/ra/forward_time_s", &dims);
   CHECK(dims == std::vector<std::uint64_t>{W, P, 2});
   for (double t : fwd) CHECK(t > 0);
-  // Steps: [world, P, largest ring]; the R = 1 point has one step, the rest NaN / -1.
-  const auto wait = rb::h5::read_doubles(path, "/sweeps/ra/step_wait_s", &dims);
-  CHECK(dims == std::vector<std::uint64_t>{W, P, W});
-  const auto pairs = rb::h5::read_ints(path, "/sweeps/ra/step_pairs");
-  for (std::uint64_t r = 0; r < W; ++r)
-    for (std::uint64_t s = 0; s < W; ++s) {
-      const std::uint64_t first = (r * P + 0) * W + s, second = (r * P + 1) * W + s;
-      CHECK(std::isnan(wait[first]) == (s >= 1));
-      CHECK((pairs[first] == -1) == (s >= 1));
-      CHECK(pairs[second] > 0);
+  // Steps: one table per ring size, [world, its points, R] (no padding to the largest ring);
+  // the main table has each rank's sums over the steps.
+  const auto wait_sum = rb::h5::read_doubles(path, "/sweeps/ra/forward_wait_s", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{W, P});
+  for (const std::int64_t R : {std::int64_t{1}, std::int64_t{world}}) {
+    const std::string g = "/sweeps/ra/steps/R" + std::to_string(R);
+    const std::uint64_t Q = world == 1 ? 2 : 1, n = static_cast<std::uint64_t>(R);
+    const auto wait = rb::h5::read_doubles(path, g + "/step_wait_s", &dims);
+    CHECK(dims == std::vector<std::uint64_t>{W, Q, n});
+    CHECK(rb::h5::read_ints(path, g + "/points/sweep_point").size() == Q);
+    const auto pairs = rb::h5::read_ints(path, g + "/step_pairs");
+    for (auto x : pairs) CHECK(x > 0);
+    const std::uint64_t pi = R == 1 ? 0 : 1;  // the sweep point of the table's last row
+    for (std::uint64_t r = 0; r < W; ++r) {
+      double sum = 0;
+      for (std::uint64_t s = 0; s < n; ++s) sum += wait[(r * Q + Q - 1) * n + s];
+      CHECK(wait_sum[r * P + pi] == doctest::Approx(sum));
     }
+  }
   const auto rel = rb::h5::read_doubles(path, "/sweeps/ra/dv_max_rel", &dims);
   CHECK(dims == std::vector<std::uint64_t>{W, P});
   for (double e : rel) CHECK(e < 2e-4);
-  // One node: the ring of the world is in world order. Communicators are created once per ring
-  // size, here sizes 1 and world (one size when the world is 1).
-  const auto members = rb::h5::read_ints(path, "/sweeps/ra/ring_members", &dims);
-  CHECK(dims == std::vector<std::uint64_t>{W, P, W});
+  // One node: the ring of the world is in world order (ring_id 0, ring_rank the rank); rings of
+  // one are the ranks themselves. Communicators are created once per ring size, here sizes 1
+  // and world (one size when the world is 1).
+  const auto ring_id = rb::h5::read_ints(path, "/sweeps/ra/ring_id");
+  const auto ring_rank = rb::h5::read_ints(path, "/sweeps/ra/ring_rank");
   const auto created = rb::h5::read_ints(path, "/sweeps/ra/comm_created", &dims);
   CHECK(dims == std::vector<std::uint64_t>{W, P});
   const auto hops = rb::h5::read_ints(path, "/sweeps/ra/ring_crossing_hops");
   for (std::uint64_t r = 0; r < W; ++r) {
-    CHECK(members[(r * P + 0) * W] == static_cast<std::int64_t>(r));
-    for (std::uint64_t s = 0; s < W; ++s)
-      CHECK(members[(r * P + 1) * W + s] == static_cast<std::int64_t>(s));
+    CHECK(ring_id[r * P + 0] == static_cast<std::int64_t>(r));
+    CHECK(ring_id[r * P + 1] == 0);
+    CHECK(ring_rank[r * P + 1] == static_cast<std::int64_t>(r));
     CHECK(created[r * P + 0] == 1);
     CHECK(created[r * P + 1] == (world > 1 ? 1 : 0));
     CHECK(hops[r * P + 0] == 0);
@@ -406,8 +428,9 @@ TEST_CASE("ring_attention sweep: transport and overlap calibration per point") {
   const auto slow = rb::h5::read_doubles(path, "/sweeps/ra/backward_kernel_slowdown");
   const auto alone = rb::h5::read_doubles(path, "/sweeps/ra/forward_transfer_alone_s");
   const auto hop = rb::h5::read_doubles(path, "/sweeps/ra/hop_transfer_alone_s");
-  const auto wait = rb::h5::read_doubles(path, "/sweeps/ra/step_wait_s");
-  const auto compute_alone = rb::h5::read_doubles(path, "/sweeps/ra/step_compute_alone_s");
+  const auto wait = rb::h5::read_doubles(path, "/sweeps/ra/forward_wait_s");
+  const auto compute_alone = rb::h5::read_doubles(
+      path, "/sweeps/ra/steps/R" + std::to_string(world) + "/step_compute_alone_s");
   for (std::uint64_t r = 0; r < W; ++r) {
     CHECK(repeats[r * P + 0] == 0);  // a ring of one: nothing travels, nothing calibrated
     CHECK(std::isnan(eff[r * P + 0]));
@@ -416,11 +439,9 @@ TEST_CASE("ring_attention sweep: transport and overlap calibration per point") {
     CHECK(repeats[i] == 2);
     CHECK(hop[i] > 0);
     CHECK(alone[i] == doctest::Approx((world - 1) * hop[i]));
-    double exposed = 0;
-    for (std::uint64_t s = 0; s < W; ++s) exposed += wait[i * W + s];
-    CHECK(eff[i] == doctest::Approx(1.0 - exposed / alone[i]));
+    CHECK(eff[i] == doctest::Approx(1.0 - wait[i] / alone[i]));
     CHECK(slow[i] > 0);
-    for (std::uint64_t s = 0; s < W; ++s) CHECK(compute_alone[i * W + s] > 0);
+    for (std::uint64_t s = 0; s < W; ++s) CHECK(compute_alone[r * W + s] > 0);
   }
 }
 

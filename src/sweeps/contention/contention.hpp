@@ -11,6 +11,7 @@
 
 namespace rb {
 
+const std::vector<cfg::KeySpec>& contention_keys();
 std::unique_ptr<Sweep> parse_contention(const SweepSpec& spec, const ParseContext& ctx);
 
 namespace contention {

@@ -30,12 +30,11 @@ std::vector<double> series(const std::vector<MonitorSample>& s, std::size_t t,
 }
 
 // `width` numbers per sample, row-major [t, width], NaN where a sample has fewer.
-std::vector<double> wide_series(
-    const std::vector<MonitorSample>& s, std::size_t t, std::size_t width,
-    const std::function<const std::vector<double>&(const MonitorSample&)>& row) {
+std::vector<double> wide_series(const std::vector<MonitorSample>& s, std::size_t t,
+                                std::size_t width, std::vector<double> NodeSample::*row) {
   std::vector<double> out(t * width, kNaN);
   for (std::size_t i = 0; i < s.size() && i < t; ++i) {
-    const std::vector<double>& r = row(s[i]);
+    const std::vector<double>& r = s[i].node.*row;
     std::copy_n(r.begin(), std::min(r.size(), width),
                 out.begin() + static_cast<std::ptrdiff_t>(i * width));
   }
@@ -85,6 +84,26 @@ const std::vector<ProcessField>& process_fields() {
        "this process's involuntary context switches so far (/proc/self/status)"},
       {"migrations", &ProcessSample::migrations,
        "this process's CPU migrations so far (/proc/self/sched se.nr_migrations)"},
+  };
+  return fields;
+}
+
+// The node's series (local rank 0 records them): a column per CPU or per NUMA node.
+struct NodeField {
+  const char* name;
+  std::vector<double> NodeSample::*member;
+  bool per_cpu;  // else per NUMA node
+  const char* description;
+};
+
+const std::vector<NodeField>& node_fields() {
+  static const std::vector<NodeField> fields = {
+      {"cpu_busy", &NodeSample::cpu_busy, true,
+       "busy fraction of each CPU (os index) since the previous sample (/proc/stat)"},
+      {"numa_hit", &NodeSample::numa_hit, false,
+       "numa_hit counter (pages) of each NUMA node (numastat)"},
+      {"numa_miss", &NodeSample::numa_miss, false,
+       "numa_miss counter (pages) of each NUMA node (numastat)"},
   };
   return fields;
 }
@@ -155,29 +174,11 @@ void write_monitor(h5::Group& sweep, const Monitor& monitor, const MonitorOption
     g.write_per_rank(f.name,
                      series(s, t, [&f](const MonitorSample& x) { return x.process.*f.member; }),
                      {t}, metric("1", std::string(f.description) + "; NaN when unavailable"));
-  g.write_per_rank("cpu_busy",
-                   wide_series(s, t, c,
-                               [](const MonitorSample& x) -> const std::vector<double>& {
-                                 return x.node.cpu_busy;
-                               }),
-                   {t, c},
-                   metric("1",
-                          "busy fraction of each CPU (os index) since the previous sample "
-                          "(/proc/stat); local rank 0 only"));
-  g.write_per_rank(
-      "numa_hit",
-      wide_series(
-          s, t, n,
-          [](const MonitorSample& x) -> const std::vector<double>& { return x.node.numa_hit; }),
-      {t, n},
-      metric("1", "numa_hit counter (pages) of each NUMA node (numastat); local rank 0 only"));
-  g.write_per_rank(
-      "numa_miss",
-      wide_series(
-          s, t, n,
-          [](const MonitorSample& x) -> const std::vector<double>& { return x.node.numa_miss; }),
-      {t, n},
-      metric("1", "numa_miss counter (pages) of each NUMA node (numastat); local rank 0 only"));
+  for (const NodeField& f : node_fields()) {
+    const std::size_t width = f.per_cpu ? c : n;
+    g.write_per_rank(f.name, wide_series(s, t, width, f.member), {t, width},
+                     metric("1", std::string(f.description) + "; local rank 0 only"));
+  }
   write_who(g, monitor, options, stop_s, s.size());
 }
 

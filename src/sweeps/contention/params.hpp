@@ -1,7 +1,8 @@
 #pragma once
 // The parsed `contention` sweep (docs/sweeps/contention.md), shared by its parser, its phase
 // runner (contention.cpp), the workloads and the feeder (workloads.cpp) and the
-// re-binding between phases (binding.cpp).
+// re-binding between phases (binding.cpp). A value the config leaves out is its key's default
+// in contention_keys() (parse.cpp).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,11 +15,11 @@ namespace rb::contention {
 // The attention blocks of one workload: a forward pass, then (backward) its backward pass,
 // timed together; one point per (kernel path, rows), so phases can disagree on the fastest path.
 struct AttentionShape {
-  std::vector<std::string> kernels = {"auto"};  // kernel paths of the device's table, or auto
-  int batch = 1;
-  int heads = 8;
-  int head_dim = 128;
-  std::vector<std::int64_t> rows = {4096};  // query rows = key/value rows, one block each
+  std::vector<std::string> kernels;  // kernel paths of the device's table, or auto
+  int batch = 0;
+  int heads = 0;
+  int head_dim = 0;
+  std::vector<std::int64_t> rows;  // query rows = key/value rows, one block each
   attn::DType dtype = attn::DType::BF16;
   bool causal = false;
   bool backward = true;
@@ -26,8 +27,8 @@ struct AttentionShape {
 
 // The host feeder: pageable copies plus CPU work, like a data loader's workers.
 struct FeederParams {
-  std::uint64_t copy_bytes = 16u << 20;  // per pageable copy (host and, on cuda, H2D)
-  int threads = 1;                       // feeding threads per feeder rank
+  std::uint64_t copy_bytes = 0;  // per pageable copy (host and, on cuda, H2D)
+  int threads = 0;               // feeding threads per feeder rank
 };
 
 // What one point measures: a workload and, for the attention blocks, a kernel path and rows
@@ -54,17 +55,17 @@ struct Params {
   int feeders = 0;                     // the last `feeders` ranks feed instead of measuring
   int world_size = 1;
   bool gpu = false;  // backend cuda
-  std::int64_t iterations = 30;
+  std::int64_t iterations = 0;
   double duration_s = 0;  // > 0: iterations per workload from a probe
-  std::int64_t warmup = 3;
-  double cooldown_s = 1.0;
-  double monitor_interval_s = 0.1;
+  std::int64_t warmup = 0;
+  double cooldown_s = 0;
+  double monitor_interval_s = 0;
   AttentionShape attention;       // the GPU attention block (workload attention)
   AttentionShape host_attention;  // the host block (workload host_attention)
-  int gemm_size = 4096;
-  std::string gemm_dtype = "bfloat16";  // the compute engine's name of the dtype
-  std::uint64_t copy_bytes = 64u << 20;
-  std::uint64_t triad_bytes = 64u << 20;  // per array
+  int gemm_size = 0;
+  std::string gemm_dtype;  // the compute engine's (long) name of the dtype
+  std::uint64_t copy_bytes = 0;
+  std::uint64_t triad_bytes = 0;  // per array
   FeederParams feeder;
 
   int measuring_ranks() const { return world_size - feeders; }

@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""How far the dry-run's time estimate is from what a run took (issue #30: an estimate worth
+putting in #SBATCH --time). For each ringbench output file: its own config (stored in /run),
+planned again with `ringbench CONFIG --dry-run --world-size W --ranks-per-node K` at the file's
+world size and node layout, each sweep's estimate set against the sweep's measured wall time.
+
+    launch/estimate_error.py RUN.h5 [RUN.h5 ...] [--ringbench build/ringbench] [--markdown]
+                             [--max-error 25]
+
+error = (estimate - measured) / measured: negative where the estimate is low (a job that would
+hit its time limit). With --max-error PCT, exit 1 when any sweep's |error| is larger; exit 2 when
+a file is not a complete ringbench output or the dry-run fails.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import h5py
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def seconds_of(duration):
+    """The dry-run's duration text (progress.cpp duration_text) in seconds."""
+    m = re.fullmatch(r"(\d+) h (\d+) min", duration)
+    if m:
+        return 3600 * int(m[1]) + 60 * int(m[2])
+    m = re.fullmatch(r"(\d+) min (\d+) s", duration)
+    if m:
+        return 60 * int(m[1]) + int(m[2])
+    m = re.fullmatch(r"([\d.]+) s", duration)
+    if m:
+        return float(m[1])
+    raise ValueError(f"not a duration: {duration!r}")
+
+
+def read_run(path):
+    """(config text, world size, ranks per node, GPU name, the run's --only, {sweep: measured s})."""
+    with h5py.File(path, "r") as f:
+        run = f["run"].attrs
+        if text(run.get("status", "")) != "complete":
+            raise ValueError(f"{path}: the run is not complete (status {text(run.get('status', '?'))})")
+        world = int(run["world_size"])
+        nodes = max(int(run.get("node_count", 1)), 1)
+        gpu = text(f["ranks/gpu_name"][0]) if "ranks/gpu_name" in f else "host"
+        measured = {name: float(g.attrs["wall_time_s"]) for name, g in f["sweeps"].items()
+                    if text(g.attrs.get("status", "")) == "complete" and "wall_time_s" in g.attrs}
+        only = re.findall(r"--only[ =](\S+)", text(run.get("command_line", "")))
+        return text(run["config_text"]), world, world // nodes, gpu, only, measured
+
+
+def planned(ringbench, config_text, world, per_node, only):
+    """{sweep: estimated s} from the dry-run's table. The config is written beside links to
+    inputs/, so the files it names relative to itself (policies) resolve as in the repository."""
+    with tempfile.TemporaryDirectory() as d:
+        for name in os.listdir(os.path.join(ROOT, "inputs")):
+            os.symlink(os.path.join(ROOT, "inputs", name), os.path.join(d, name))
+        cfg = os.path.join(d, "estimate_error_config.yaml")
+        with open(cfg, "w") as out:
+            out.write(config_text)
+        r = subprocess.run([ringbench, cfg, "--dry-run", "--world-size", str(world),
+                            "--ranks-per-node", str(per_node), "--wide"]
+                           + [a for o in only for a in ("--only", o)],
+                           capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise ValueError(f"the dry-run failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
+    lines = r.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["sweep", "type"])
+    estimates = {}
+    for line in lines[head + 1:]:
+        if line.startswith("total:"):
+            break
+        cols = re.split(r"\s{2,}", line.strip())
+        estimates[cols[0]] = seconds_of(cols[5])
+    return estimates
+
+
+def rows_of(path, ringbench):
+    config_text, world, per_node, gpu, only, measured = read_run(path)
+    estimates = planned(ringbench, config_text, world, per_node, only)
+    return [(os.path.basename(path), gpu, world, name, measured[name], estimates[name],
+             (estimates[name] - measured[name]) / measured[name])
+            for name in measured if name in estimates and measured[name] > 0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--ringbench", default=os.path.join(ROOT, "build", "ringbench"))
+    ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    ap.add_argument("--max-error", type=float, help="exit 1 when a sweep's |error| exceeds PCT")
+    args = ap.parse_args()
+    rows = []
+    for path in args.files:
+        try:
+            rows += rows_of(path, args.ringbench)
+        except (OSError, KeyError, ValueError, StopIteration, subprocess.TimeoutExpired) as e:
+            print(f"estimate_error: {path}: {e}", file=sys.stderr)
+            return 2
+    head = ("file", "GPU", "ranks", "sweep", "measured s", "estimate s", "error")
+    cells = [(f, g, str(w), s, f"{m:.1f}", f"{e:.1f}", f"{100 * x:+.0f} %") for f, g, w, s, m, e, x in rows]
+    if args.markdown:
+        print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+        for c in cells:
+            print("| " + " | ".join(c) + " |")
+    else:
+        widths = [max(len(r[i]) for r in [head] + cells) for i in range(len(head))]
+        for c in [head] + cells:
+            print("  ".join(v.ljust(w) for v, w in zip(c, widths)))
+    worst = max((abs(r[6]) for r in rows), default=0.0)
+    print(f"{len(rows)} sweep(s); largest |error| {100 * worst:.0f} %")
+    return 1 if args.max_error is not None and 100 * worst > args.max_error else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""launch/estimate_error.py on synthetic output files: the dry-run re-planned at the file's world
+size and --only, each sweep's error against its wall time, the --max-error verdict, and exit 2 for
+a run that did not complete. Needs the ringbench binary (RINGBENCH_BIN) for the dry-run."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+try:
+    import h5py
+except ImportError:  # the script needs it; CTest reads 77 as skipped
+    print("SKIP: no h5py")
+    sys.exit(77)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "launch", "estimate_error.py")
+BIN = os.environ.get("RINGBENCH_BIN", os.path.join(ROOT, "build", "ringbench"))
+CONFIG = """backend: host
+sweeps:
+  - {type: memory, name: mem_small, bytes: 16MiB, iterations: 100}
+  - {type: memory, name: mem_large, bytes: 256MiB, iterations: 100}
+"""
+
+
+def write_run(path, walls, status="complete", command_line="ringbench job.yaml"):
+    with h5py.File(path, "w") as f:
+        run = f.create_group("run")
+        run.attrs.update({"config_text": CONFIG, "world_size": 2, "node_count": 1,
+                          "status": status, "command_line": command_line})
+        for name, wall in walls.items():
+            g = f.create_group("sweeps/" + name)
+            g.attrs.update({"status": "complete", "wall_time_s": wall})
+
+
+def run_script(*args):
+    return subprocess.run([sys.executable, SCRIPT, "--ringbench", BIN, *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def rows(stdout):
+    """{sweep: (measured, estimate, error %)} from the plain table."""
+    out = {}
+    for line in stdout.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) >= 7 and cols[3].startswith("mem_"):
+            out[cols[3]] = (float(cols[4]), float(cols[5]), float(cols[6]))
+    return out
+
+
+class EstimateError(unittest.TestCase):
+    def setUp(self):
+        if not os.access(BIN, os.X_OK):
+            self.skipTest(f"no ringbench binary at {BIN}")
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "run.h5")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def estimates(self):
+        write_run(self.path, {"mem_small": 1.0, "mem_large": 1.0})
+        r = run_script(self.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return {k: v[1] for k, v in rows(r.stdout).items()}
+
+    def test_error_is_estimate_against_wall_time(self):
+        est = self.estimates()
+        self.assertEqual(set(est), {"mem_small", "mem_large"})
+        self.assertGreater(est["mem_large"], est["mem_small"])  # the dry-run's own numbers
+        write_run(self.path, {"mem_small": 4 * est["mem_small"], "mem_large": est["mem_large"]})
+        r = run_script(self.path, "--max-error", "25")
+        got = rows(r.stdout)
+        self.assertAlmostEqual(got["mem_small"][2], -75, delta=1)
+        self.assertAlmostEqual(got["mem_large"][2], 0, delta=1)
+        self.assertEqual(r.returncode, 1, "a sweep 75 % off fails --max-error 25")
+        self.assertIn("largest |error| 75 %", r.stdout)
+
+    def test_within_the_limit_passes(self):
+        est = self.estimates()
+        write_run(self.path, {k: v * 1.1 for k, v in est.items()})
+        r = run_script(self.path, "--max-error", "25", "--markdown")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertTrue(r.stdout.startswith("| file | GPU | ranks | sweep |"))
+
+    def test_only_plans_the_sweeps_that_ran(self):
+        write_run(self.path, {"mem_large": 1.0}, command_line="ringbench job.yaml --only mem_large")
+        r = run_script(self.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(set(rows(r.stdout)), {"mem_large"})
+
+    def test_a_run_that_did_not_complete_is_refused(self):
+        write_run(self.path, {"mem_small": 1.0}, status="running")
+        r = run_script(self.path)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not complete", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
