@@ -257,9 +257,13 @@ def check_oom_file(out, ranks):
                           f"{name} point {pi} was measured on every rank: {rate.tolist()}")
 
 
-def check_oom(args):
-    """Host allocations that fail (an address-space limit per rank) become oom points on every
-    rank; the sweeps go on and the run completes (exit 0)."""
+# The address-space limit of the oom checks' ranks: ~ the process's own 200 MiB + 1.5 GiB.
+AS_LIMIT = str((1 << 30) + (1 << 29) + 256 * (1 << 20))
+
+
+def prlimit_or_skip():
+    """prlimit's path; exits 77 without it or on a machine with too little memory for the
+    sizes of the oom checks."""
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         print("SKIP: no prlimit (util-linux)")
@@ -267,11 +271,17 @@ def check_oom(args):
     if meminfo("MemTotal") < 2 * 4 * (1 << 30):
         print("SKIP: the machine has too little memory for the sizes of this test")
         sys.exit(77)
+    return prlimit
+
+
+def check_oom(args):
+    """Host allocations that fail (an address-space limit per rank) become oom points on every
+    rank; the sweeps go on and the run completes (exit 0)."""
+    prlimit = prlimit_or_skip()
     cfg = write(os.path.join(args.workdir, "oom.yaml"), OOM_JOB)
-    limit = str((1 << 30) + (1 << 29) + 256 * (1 << 20))  # ~ the process's own 200 MiB + 1.5 GiB
     for ranks in (1, 2):
         out = os.path.join(args.workdir, f"oom{ranks}.h5")
-        r, s = timed(args, ranks, [prlimit, f"--as={limit}", args.ringbench, cfg, "--output", out,
+        r, s = timed(args, ranks, [prlimit, f"--as={AS_LIMIT}", args.ringbench, cfg, "--output", out,
                                    "--force"], timeout=300)
         check(r.returncode == 0 and "terminate called" not in r.stderr and "Abort" not in r.stderr,
               f"{ranks} rank(s) under prlimit --as: exit {r.returncode} in {s:.1f} s, no abort")
@@ -294,20 +304,13 @@ def check_oom_mpi(args):
     an abort of every rank. Now such a point is `oom` on every rank before it runs, its message
     names MPI's working buffers, and the run completes. The sizes step across the window where
     the buffers fit and MPI's share does not (where it lies depends on the process's own size)."""
-    prlimit = shutil.which("prlimit")
-    if prlimit is None:
-        print("SKIP: no prlimit (util-linux)")
-        sys.exit(77)
-    if meminfo("MemTotal") < 2 * 4 * (1 << 30):
-        print("SKIP: the machine has too little memory for the sizes of this test")
-        sys.exit(77)
+    prlimit = prlimit_or_skip()
     ops = "[all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce]"
     cfg = write(os.path.join(args.workdir, "oom_mpi.yaml"), "backend: host\nsweeps:\n" + "".join(
         f"  - {{type: collectives, name: c{m}, operations: {ops}, min_bytes: {m}MiB, max_bytes: {m}MiB,"
         f" iterations: 1, warmup: 0}}\n" for m in MPI_SCRATCH_SIZES_MIB))
-    limit = str((1 << 30) + (1 << 29) + 256 * (1 << 20))  # as check_oom's
     out = os.path.join(args.workdir, "oom_mpi.h5")
-    r, s = timed(args, 2, [prlimit, f"--as={limit}", args.ringbench, cfg, "--output", out, "--force"],
+    r, s = timed(args, 2, [prlimit, f"--as={AS_LIMIT}", args.ringbench, cfg, "--output", out, "--force"],
                  timeout=300)
     check(r.returncode == 0 and "MPI_ERR" not in r.stderr and status_of(out) == "complete",
           f"2 ranks under prlimit --as: exit {r.returncode} in {s:.1f} s, no MPI error: "
