@@ -2,12 +2,14 @@
 compare_samples.py, tune.measurements) against a straightforward point-by-point computation
 (rank by rank, np.median / np.percentile of each rank's finite samples) on files whose ranks
 measured unevenly (synthetic.make_uneven: ranks with fewer iterations, ranks without a value,
-single NaNs, a point nobody measured), with the default cache and with one that cuts every
-metric into blocks of a point or two. The numbers must be the same to the bit.
+single NaNs, a point nobody measured), one of them in schema 4's sampled rows (test_rows), with
+the default cache and with one that cuts every metric into blocks of a point or two. The numbers
+must be the same to the bit.
 """
 import os
 import sys
 import unittest
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tempdir_case  # noqa: E402  (first: analysis/ on the path, skip without h5py)
@@ -16,6 +18,7 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import synthetic  # noqa: E402
+import test_rows  # noqa: E402
 import test_tune_cli  # noqa: E402
 from ringbench_analysis import compare_samples, pointstats, reader, tune  # noqa: E402
 
@@ -29,7 +32,7 @@ def finite(a):
 
 def rank_samples(sweep, name, p):
     """{rank: its finite samples at point p} of the ranks that have any."""
-    return {r: finite(sweep.array(name)[r, p]) for r in range(sweep.world) if finite(sweep.array(name)[r, p]).size}
+    return {r: finite(sweep.array(name)[r, p]) for r in range(sweep.nrows) if finite(sweep.array(name)[r, p]).size}
 
 
 def rank_values(sweep, name, p):
@@ -56,7 +59,7 @@ def slowest(sweep, name, p):
 
 def limiting(sweep, name, p, d):
     """Per iteration, the limiting rank's sample among the ranks with any sample."""
-    v = np.asarray(sweep.array(name)[:, p], dtype=float).reshape(sweep.world, -1)
+    v = np.asarray(sweep.array(name)[:, p], dtype=float).reshape(sweep.nrows, -1)
     v = v[np.isfinite(v).any(axis=1)]
     cols = [v[:, i][np.isfinite(v[:, i])] for i in range(v.shape[1]) if v.size]
     return np.array([(c.max() if d < 0 else c.min()) for c in cols if c.size])
@@ -97,8 +100,13 @@ class PointStatsTest(tempdir_case.TempDirCase):
         synthetic.add_profile_sweeps(profile)
         tuning = test_tune_cli.make_tuning_file(self.path("tuning.h5"), world=3, straggler=1,
                                                 oom={(test_tune_cli.DENSE, "flash", 4096, 2)})
+        wide = synthetic.make_run(self.path("wide.h5"), test_rows.WORLD, ring_sizes=[1, 4, 16],
+                                  straggler=test_rows.STRAGGLER, pingpong=False)
         self.files = [synthetic.make_uneven(self.path(f"uneven_{i}.h5"), src, seed=i)
-                      for i, src in enumerate((noisy, profile, tuning))]
+                      for i, src in enumerate((noisy, profile, tuning, wide))]
+        with warnings.catch_warnings():  # test_rows' own reductions meet the points nobody measured
+            warnings.simplefilter("ignore", RuntimeWarning)
+            self.files[-1] = test_rows.sampled_copy(self.files[-1], self.path("sampled.h5"))
         with h5py.File(self.files[0], "r+") as f:  # ranks that disagree about a point's status
             status = f["sweeps/ring/status"].asstr()[()].astype(object)
             status[2, 0], status[0, 1], status[1, 1] = "oom", "", "parity_failed"
@@ -117,6 +125,7 @@ class PointStatsTest(tempdir_case.TempDirCase):
         return [m for m, c in sweep.metrics.columns.items() if c.dtype.kind in "fi"]
 
     def test_over_ranks_and_slowest_rank(self):
+        self.assertTrue(any(s.nrows < s.world for s in self.sweeps(TINY_CACHE)))  # a sample of rows
         for cache in (TINY_CACHE, 256 << 20):
             for s in self.sweeps(cache):
                 self.assertTrue(s.npoints)
@@ -155,8 +164,7 @@ class PointStatsTest(tempdir_case.TempDirCase):
 
     def test_tuning_measurements(self):
         for cache in (TINY_CACHE, 256 << 20):
-            s = self.sweeps(cache)[-1]
-            self.assertEqual(s.type, "kernel_tuning")
+            s = next(s for s in self.sweeps(cache) if s.type == "kernel_tuning")
             for ranks in (None, [1], [0, 2]):
                 frame = tune.measurements(s, ranks)
                 for p in range(s.npoints):
