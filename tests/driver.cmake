@@ -15,23 +15,22 @@ ringbench_add_test(NAME sweep_docs RANKS 1 LABELS unit COMMAND $<TARGET_FILE:tes
 ringbench_add_doctest(TARGET test_heartbeat_nodes SOURCES driver/test_heartbeat_nodes.cpp LIBS rb_app)
 ringbench_add_test(NAME driver_heartbeat_nodes RANKS 4 LABELS mpi
                    COMMAND $<TARGET_FILE:test_heartbeat_nodes>)
-# The hang guard (run.point_timeout_s: a number, auto (the default) or off; --timeout) on 2
-# ranks with the test-only hang hook: exit code 124, the message, and the sweeps finished
-# before the hang kept in the file.
-if(RINGBENCH_PYTHON)
-  foreach(check point run no_hang auto off)
-    ringbench_add_script_test(NAME driver_hang_guard_${check} SCRIPT driver/hang_guard.py ARGS ${check} SOURCE
-                              TIMEOUT 300 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
+# A driver check script on the real ringbench, 2 ranks: one CTest entry NAME_CHECK per check.
+function(driver_script_checks name script timeout)
+  foreach(check IN LISTS ARGN)
+    ringbench_add_script_test(NAME ${name}_${check} SCRIPT driver/${script} ARGS ${check} SOURCE
+                              TIMEOUT ${timeout} LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
   endforeach()
-endif()
-# How a run holds and ends its output (#31): OUTPUT.lock refuses a second run on it while the
-# first lives (a killed run blocks nothing); a slow point past run.point_timeout_s ends the run
-# with the guard's code, never 'complete'; SIGTERM to the ranks or to mpirun ends the run with
-# 143 and its end state in OUTPUT.end; output directories 0755 under umask 000, none left by a
-# refused run. 2 ranks, the file read back with h5dump.
+endfunction()
 if(RINGBENCH_PYTHON)
-  foreach(check lock slow_point sigterm_ranks sigterm_mpirun dirs)
-    ringbench_add_script_test(NAME driver_output_${check} SCRIPT driver/output_faults.py ARGS ${check} SOURCE
-                              TIMEOUT 600 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
-  endforeach()
+  # The hang guard (run.point_timeout_s: a number, auto (the default) or off; --timeout) with
+  # the test-only hang hook: exit code 124, the message, and the sweeps finished before the
+  # hang kept in the file.
+  driver_script_checks(driver_hang_guard hang_guard.py 300 point run no_hang auto off)
+  # How a run holds and ends its output (#31): OUTPUT.lock refuses a second run on it while the
+  # first lives (a killed run blocks nothing); a slow point past run.point_timeout_s ends the
+  # run with the guard's code, never 'complete'; SIGTERM to the ranks or to mpirun ends the run
+  # with 143 and its end state in OUTPUT.end; output directories 0755 under umask 000, none
+  # left by a refused run. The file read back with h5dump.
+  driver_script_checks(driver_output output_faults.py 600 lock slow_point sigterm_ranks sigterm_mpirun dirs)
 endif()

@@ -25,8 +25,11 @@ FAILURES = []
 ECHO_PASSES = False
 
 
-def h5py_and_numpy():
-    """(h5py, numpy), or exits 77: a machine without them cannot read the files back."""
+def h5py_and_numpy(echo_passes=False):
+    """(h5py, numpy), or exits 77: a machine without them cannot read the files back.
+    echo_passes: the script's log lists what passed too (ECHO_PASSES)."""
+    global ECHO_PASSES
+    ECHO_PASSES = ECHO_PASSES or echo_passes
     try:
         import h5py
         import numpy
@@ -65,6 +68,18 @@ def arg_parser(*, source=True):
         ap.add_argument("--source", required=True)
     ap.add_argument("--workdir", required=True)
     return ap
+
+
+def run_check(checks):
+    """The main of a script of several checks (CHECK --ringbench ... --workdir DIR): a fresh
+    work folder, then checks[CHECK](args); the exit code."""
+    ap = arg_parser()
+    ap.add_argument("check", choices=list(checks))
+    args = ap.parse_args()
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    checks[args.check](args)
+    return exit_code()
 
 
 def run(cmd, timeout=300, env=None, **kw):

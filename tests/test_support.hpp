@@ -1,7 +1,7 @@
 #pragma once
 // Helpers every MPI doctest file needs: this rank, the world size, a scratch path that is the
-// same on every rank, and the message of an expected exception. Header-only; include after
-// doctest. Adopt these instead of local copies.
+// same on every rank, a folder of this process's own, and the message of an expected exception.
+// Header-only; include after doctest. Adopt these instead of local copies.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -39,6 +39,15 @@ inline std::string test_path(const std::string& area, const std::string& name,
   if (rank() == 0) std::filesystem::remove(path);
   MPI_Barrier(MPI_COMM_WORLD);
   return path;
+}
+
+// This process's folder for a test's scratch files, <temp>/ringbench-test-<area>-<pid> (made if
+// missing); test_path is the one to share between ranks.
+inline std::filesystem::path scratch_dir(const std::string& area) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("ringbench-test-" + area + "-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 // Runs `f` and returns the exception's message, or "" when nothing was thrown.

@@ -13,6 +13,97 @@ _MODULE_COMMANDS = {"export": ("export", "command"), "nccl-tests": ("nccl_tests"
                     "compare-tuning": ("tune", "compare_tuning_command")}
 
 
+# Every command's one-line help (rb-analysis --help) and description (rb-analysis CMD --help),
+# in the order --help lists them; argparse fills each into one paragraph.
+_COMMANDS = {
+    "report": ("write DIR/report.md with PNG plots from one or more runs",
+        """\
+        Writes report.md, report.json, points.csv and PNG plots. Several files (or directories
+        of .h5 files) from runs at different rank counts combine into one scaling study."""),
+    "compare": ("compare two runs point by point; exit 1 on a regression",
+        """\
+        Judges each matched point's headline metric with a bootstrap interval of the change
+        NEW/BASE of a low quantile of its per-iteration samples, and with --history the point's
+        night-to-night noise (docs/analysis.md); prints a summary. Exit 0: no regression; 1: a
+        regression (the whole interval beyond the limit, or a point failed in NEW only), or NEW
+        is incomplete (its run or a sweep did not finish, a sweep or metric of BASE is missing);
+        2: the files could not be compared or measure different work (config, world size, nodes,
+        GPU model)."""),
+    "table": ("print one sweep's table (one row per point and rank) as CSV",
+        None),
+    "tune": ("turn a kernel_tuning sweep into a tuned kernel policy file",
+        """\
+        Chooses a kernel path per shape and block-rows range from a kernel_tuning sweep: a path
+        replaces the built-in default only when it passed parity on every rank and is faster by
+        the safety margin. Writes the policy file (docs/analysis.md) and, with --report, a
+        Markdown report with PNG plots. Exit 0: written; 2: unusable input or settings."""),
+    "tune-cp": ("turn ring_attention sweeps over several schemes into a CP policy file (scheme: "
+                "auto)",
+        """\
+        Chooses a context-parallel scheme per shape and tokens-per-rank range from
+        ring_attention points run under several schemes: a scheme replaces the ring only when it
+        passed parity and is faster by the safety margin. Writes the CP policy file
+        (docs/analysis.md, tune-cp) that cp_policy: reads. Exit 0: written; 2: unusable input or
+        settings."""),
+    "compare-tuning": ("compare two tuned policy files; exit 1 when a choice changed",
+        """\
+        Prints each change of the chosen paths, one per line, and a verdict. Exit 0: same, or
+        switch points moved by one grid step at most; 1: a choice moved further or changed; 2: a
+        file is unreadable or not a valid policy."""),
+    "baseline": ("pinned nightly baselines per machine kind: promote, record, show, path",
+        """\
+        A store of baselines per machine kind (GPU model x node count x config), kept with
+        history. promote RUN.h5: add it as the kind's current baseline; record RUN.h5: keep it
+        as a history night (compare --history STORE learns each point's night-to-night noise
+        from them); show: list the store (* current, n night); path RUN.h5 (or CONFIG.yaml with
+        --gpu/--nodes): print the current baseline. Exit 0: done; 2: unusable input; 3: path
+        found none."""),
+    "nccl-tests": ("a collectives sweep's busbw beside nccl-tests' output; exit 1 when they differ",
+        """\
+        Matches each nccl-tests result line (size, out-of-place / in-place) with the collectives
+        sweep's point of the same operation, size_bytes, group and dtype, and prints both busbw
+        values and their ratio. Exit 0: within --tolerance at and above --min-bytes; 1: a point
+        differs by more; 2: unusable input."""),
+    "scheme-model": ("the per-scheme cost model: predicted vs measured per scheme point, and the "
+                     "crossover tokens/GPU where ulysses or allgather beats the ring",
+        """\
+        Predicts each context-parallel scheme's forward and backward time (compute at the
+        measured attention rate + exposed communication from the collectives' alpha-beta fits
+        per link class), against every point of the sweeps that ran several schemes, and
+        projects where each scheme beats the ring at larger group sizes, within a node and
+        across nodes (docs/analysis.md). Files are pooled: a collectives sweep of another run on
+        the same machine supplies the fits. Exit 0: printed; 2: unusable input or no sweep ran
+        two or more schemes."""),
+    "export": ("every point's headline values with units and labels as JSON Lines, OpenMetrics "
+               "or CSV",
+        """\
+        Writes each point's headline values (compare's headline metrics and ring attention's
+        TFLOP/s per GPU; the slowest rank's median, as the report) with their units, the
+        statistic, the point's keys and the run's labels: GPU model, host, versions, commit,
+        config hash, sweep (docs/analysis.md, export). Exit 0: written; 2: unusable input."""),
+    "trend": ("the baseline store's headline metrics night by night as an offline HTML page",
+        """\
+        Writes DIR/trend.html (and trend.json): per machine kind of the store (baseline
+        promote/record), each headline metric compare judges over the last N entries, with the
+        noise band compare allows and the nights it calls a regression, and links to each
+        night's report where the nightly kept one (docs/analysis.md, trend). Exit 0: written; 2:
+        unusable store."""),
+}
+
+def _command(sub, name):
+    """The subparser of one command, with its words from _COMMANDS."""
+    brief, description = _COMMANDS[name]
+    return sub.add_parser(name, help=brief, description=description)
+
+
+def _inputs(parser):
+    parser.add_argument("files", nargs="+", metavar="RUN.h5", help="ringbench output files or directories")
+
+
+def _out_dir(parser):
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
+
+
 def main(argv=None):
     """Entry point of `rb-analysis` (the console script) and `python3 -m ringbench_analysis`."""
     try:
@@ -38,7 +129,7 @@ def _run(argv):
     sub = p.add_subparsers(dest="command", required=True)
     _report_parser(sub)
     _compare_parser(sub)
-    t = sub.add_parser("table", help="print one sweep's table (one row per point and rank) as CSV")
+    t = _command(sub, "table")
     t.add_argument("file", metavar="RUN.h5")
     t.add_argument("--sweep", help="sweep name (default: list the sweeps)")
     _tuning_parsers(sub)
@@ -71,12 +162,7 @@ def _refuse(command, why):
 
 
 def _nccl_tests_parser(sub):
-    n = sub.add_parser(
-        "nccl-tests", help="a collectives sweep's busbw beside nccl-tests' output; exit 1 when they differ",
-        description="Matches each nccl-tests result line (size, out-of-place / in-place) with the "
-                    "collectives sweep's point of the same operation, size_bytes, group and dtype, and "
-                    "prints both busbw values and their ratio. Exit 0: within --tolerance at and above "
-                    "--min-bytes; 1: a point differs by more; 2: unusable input.")
+    n = _command(sub, "nccl-tests")
     n.add_argument("file", metavar="RUN.h5", help="ringbench output file with a collectives sweep")
     n.add_argument("outputs", nargs="+", metavar="[OP=]NCCL_TESTS.txt",
                    help="nccl-tests stdout (e.g. all_reduce_perf ... > all_reduce.txt); the operation "
@@ -91,29 +177,15 @@ def _nccl_tests_parser(sub):
 
 
 def _export_parser(sub):
-    e = sub.add_parser(
-        "export", help="every point's headline values with units and labels as JSON Lines, OpenMetrics or CSV",
-        description="Writes each point's headline values (compare's headline metrics and ring attention's "
-                    "TFLOP/s per GPU; the slowest rank's median, as the report) with their units, the "
-                    "statistic, the point's keys and the run's labels: GPU model, host, versions, commit, "
-                    "config hash, sweep (docs/analysis.md, export). Exit 0: written; 2: unusable input.")
-    e.add_argument("files", nargs="+", metavar="RUN.h5", help="ringbench output files or directories")
+    e = _command(sub, "export")
+    _inputs(e)
     e.add_argument("--format", required=True, choices=("jsonl", "openmetrics", "csv"))
     e.add_argument("--out", default="-", metavar="PATH", help="file to write (default -: stdout)")
 
 
 def _scheme_model_parser(sub):
-    s = sub.add_parser(
-        "scheme-model", help="the per-scheme cost model: predicted vs measured per scheme point, and the "
-                             "crossover tokens/GPU where ulysses or allgather beats the ring",
-        description="Predicts each context-parallel scheme's forward and backward time (compute at the "
-                    "measured attention rate + exposed communication from the collectives' alpha-beta "
-                    "fits per link class), against every point of the sweeps that ran several schemes, and "
-                    "projects where each scheme beats the ring at larger group sizes, within a node and "
-                    "across nodes (docs/analysis.md). Files are pooled: a collectives sweep of another run "
-                    "on the same machine supplies the fits. Exit 0: printed; 2: unusable input or no sweep "
-                    "ran two or more schemes.")
-    s.add_argument("files", nargs="+", metavar="RUN.h5", help="ringbench output files or directories")
+    s = _command(sub, "scheme-model")
+    _inputs(s)
     s.add_argument("--sizes", default="8,16,64", metavar="R,R,...",
                    help="group sizes to project the crossovers to, besides the measured ones (default 8,16,64)")
     s.add_argument("--link", action="append", default=[], metavar="CLASS=ALPHA,BETA",
@@ -122,12 +194,9 @@ def _scheme_model_parser(sub):
 
 
 def _report_parser(sub):
-    r = sub.add_parser("report", help="write DIR/report.md with PNG plots from one or more runs",
-                       description="Writes report.md, report.json, points.csv and PNG plots. Several "
-                                   "files (or directories of .h5 files) from runs at different rank "
-                                   "counts combine into one scaling study.")
-    r.add_argument("files", nargs="+", metavar="RUN.h5", help="ringbench output files or directories")
-    r.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
+    r = _command(sub, "report")
+    _inputs(r)
+    _out_dir(r)
     r.add_argument("--predict", default="8,64,512", metavar="R,R,...",
                    help="ring sizes to predict beyond the run (default 8,64,512)")
     r.add_argument("--strict", action="store_true",
@@ -262,14 +331,9 @@ def _html_problem(wanted):
 
 
 def _trend_parser(sub):
-    t = sub.add_parser("trend", help="the baseline store's headline metrics night by night as an offline HTML page",
-                       description="Writes DIR/trend.html (and trend.json): per machine kind of the store "
-                                   "(baseline promote/record), each headline metric compare judges over the "
-                                   "last N entries, with the noise band compare allows and the nights it "
-                                   "calls a regression, and links to each night's report where the nightly "
-                                   "kept one (docs/analysis.md, trend). Exit 0: written; 2: unusable store.")
+    t = _command(sub, "trend")
     t.add_argument("store", metavar="STORE", help="baseline store directory (results/baselines)")
-    t.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
+    _out_dir(t)
     t.add_argument("--nights", type=int, default=30, metavar="N",
                    help="the last N entries (baselines and nights) of each kind (default 30; 0: all)")
     t.add_argument("--tolerance", default="5%", help="compare's --tolerance (default 5%%)")
@@ -297,17 +361,7 @@ def _trend(args, p):
 
 
 def _compare_parser(sub):
-    c = sub.add_parser("compare", help="compare two runs point by point; exit 1 on a regression",
-                       description="Judges each matched point's headline metric with a bootstrap "
-                                   "interval of the change NEW/BASE of a low quantile of its "
-                                   "per-iteration samples, and with --history the point's "
-                                   "night-to-night noise (docs/analysis.md); prints a summary. "
-                                   "Exit 0: no regression; 1: a regression (the whole interval "
-                                   "beyond the limit, or a point failed in NEW only), or NEW is "
-                                   "incomplete (its run or a sweep did not finish, a sweep or "
-                                   "metric of BASE is missing); 2: the "
-                                   "files could not be compared or measure different work "
-                                   "(config, world size, nodes, GPU model).")
+    c = _command(sub, "compare")
     c.add_argument("base", metavar="BASE.h5")
     c.add_argument("new", metavar="NEW.h5")
     c.add_argument("--tolerance", default="5%", help="allowed worsening, e.g. 5%% or 0.05 (default 5%%)")
@@ -382,13 +436,7 @@ def _table(args, _p):
 
 
 def _tuning_parsers(sub):
-    u = sub.add_parser("tune", help="turn a kernel_tuning sweep into a tuned kernel policy file",
-                       description="Chooses a kernel path per shape and block-rows range from a "
-                                   "kernel_tuning sweep: a path replaces the built-in default "
-                                   "only when it passed parity on every rank and is faster by "
-                                   "the safety margin. Writes the policy file (docs/analysis.md) "
-                                   "and, with --report, a Markdown report with PNG plots. "
-                                   "Exit 0: written; 2: unusable input or settings.")
+    u = _command(sub, "tune")
     u.add_argument("file", metavar="RUN.h5", help="ringbench output file with a kernel_tuning sweep")
     u.add_argument("--sweep", metavar="NAME", help="the kernel_tuning sweep (default: the only one)")
     u.add_argument("--safety-margin", type=float, required=True, metavar="X",
@@ -401,13 +449,7 @@ def _tuning_parsers(sub):
     u.add_argument("--report", metavar="TUNING.md",
                    help="also write this Markdown report, with PNG plots beside it")
 
-    c = sub.add_parser("tune-cp", help="turn ring_attention sweeps over several schemes into a CP policy "
-                                       "file (scheme: auto)",
-                       description="Chooses a context-parallel scheme per shape and tokens-per-rank range "
-                                   "from ring_attention points run under several schemes: a scheme "
-                                   "replaces the ring only when it passed parity and is faster by the "
-                                   "safety margin. Writes the CP policy file (docs/analysis.md, tune-cp) "
-                                   "that cp_policy: reads. Exit 0: written; 2: unusable input or settings.")
+    c = _command(sub, "tune-cp")
     c.add_argument("file", metavar="RUN.h5", help="ringbench output file with ring_attention sweeps")
     c.add_argument("--sweep", metavar="NAME", action="append",
                    help="a ring_attention sweep to use (repeatable; default: all of them)")
@@ -418,26 +460,13 @@ def _tuning_parsers(sub):
                         "scheme grids are short)")
     c.add_argument("--out", required=True, metavar="CP.yaml", help="CP policy file to write")
 
-    ct = sub.add_parser("compare-tuning", help="compare two tuned policy files; exit 1 when a "
-                                               "choice changed",
-                        description="Prints each change of the chosen paths, one per line, and a "
-                                    "verdict. Exit 0: same, or switch points moved by one grid "
-                                    "step at most; 1: a choice moved further or changed; 2: a "
-                                    "file is unreadable or not a valid policy.")
+    ct = _command(sub, "compare-tuning")
     ct.add_argument("old", metavar="OLD.yaml")
     ct.add_argument("new", metavar="NEW.yaml")
 
 
 def _baseline_parser(sub):
-    b = sub.add_parser("baseline", help="pinned nightly baselines per machine kind: promote, record, show, path",
-                       description="A store of baselines per machine kind (GPU model x node count x "
-                                   "config), kept with history. promote RUN.h5: add it as the "
-                                   "kind's current baseline; record RUN.h5: keep it as a history "
-                                   "night (compare --history STORE learns each point's "
-                                   "night-to-night noise from them); show: list the store "
-                                   "(* current, n night); path RUN.h5 "
-                                   "(or CONFIG.yaml with --gpu/--nodes): print the current "
-                                   "baseline. Exit 0: done; 2: unusable input; 3: path found none.")
+    b = _command(sub, "baseline")
     b.add_argument("action", choices=("promote", "record", "show", "path"))
     b.add_argument("file", nargs="?", metavar="RUN.h5|CONFIG.yaml")
     b.add_argument("--store", default=os.path.join("results", "baselines"), metavar="DIR",

@@ -7,7 +7,7 @@ sizes of at least --min-bytes, p2p bandwidth and latency, compute TFLOP/s, memor
 kernel_tuning's pass times, contention's iteration times); --metric adds more. Whether higher is
 better, how ranks combine and the noise class are the metric's attributes too (reader.py,
 docs/hdf5-schema.md): nothing here is per sweep type. Each metric is judged on samples, not on
-one number (see samples()): per-iteration values reduced over ranks the way they limit the run
+one number (compare_samples.py): per-iteration values reduced over ranks the way they limit the run
 (`ranks = limiting`: the worst rank per iteration; `each`, a device measured on its own: every
 rank's iterations), or per-rank values where the file keeps one number per rank. verdict.judge gives ok / faster /
 warn / regression from a bootstrap interval of the change of a low quantile (verdict.QUANTILE)
@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from . import history as H, outfile, reader, verdict as V
+from . import compare_samples as CS, history as H, outfile, pointstats, reader, verdict as V
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 DEFAULT_MIN_BYTES = 1 << 20
@@ -83,89 +83,15 @@ def _label_keys(sweep):
     return ["label"] if "label" in sweep.keys else list(sweep.keys)
 
 
-def _iteration_time_metric(sweep):
-    """The per-iteration time metric the sweep names in its `iteration_times` attribute, where
-    the file holds it per iteration, or None."""
-    name = sweep.iteration_times
-    return name if name and name in sweep.metrics and sweep.metrics[name].ndim > 2 else None
-
-
-def _iteration_times(sweep, point):
-    """Per iteration, the slowest rank's time of the point (_iteration_time_metric), or None."""
-    name = _iteration_time_metric(sweep)
-    if name is None:
-        return None
-    v = np.asarray(sweep.metrics[name][:, point], dtype=float)
-    return _limiting(v.reshape(v.shape[0], -1), -1)
-
-
-def _limiting(v, d):
-    """[ranks, iterations] -> per iteration the limiting rank's value (max for lower-is-better,
-    min for rates); ranks without any value (not in the pair, not measured) are left out."""
-    v = v[np.isfinite(v).any(axis=1)]
-    if not v.size:
-        return np.array([])
-    col = np.isfinite(v).any(axis=0)
-    v = v[:, col]
-    per_it = np.nanmax(v, axis=0) if d < 0 else np.nanmin(v, axis=0)
-    return per_it[np.isfinite(per_it)]
-
-
-def samples(sweep, metric, point):
-    """The samples compare judges for one metric of one point:
-    - a per-iteration metric ([world, P, iterations]): per iteration, the limiting rank (ranks =
-      each: every rank's iterations);
-    - a scalar metric of a sweep with per-iteration times: the limiting rank's value spread
-      as the slowest rank's per-iteration times (value x t_i / median t for times, value x
-      median t / t_i for rates), so the median is the value and the spread is measured;
-      ranks = each: each rank's value spread by its own times, all ranks together;
-    - otherwise one value per rank (p2p pairs: the two ranks of the pair)."""
-    d = sweep.direction_of(metric) or -1
-    each = sweep.ranks_of(metric) == "each"
-    v = sweep.array(metric)[:, point]
-    if v.ndim > 1:
-        v = np.asarray(v, dtype=float).reshape(v.shape[0], -1)
-        return v[np.isfinite(v)] if each else _limiting(v, d)
-    if each and _iteration_time_metric(sweep) is not None:
-        return _per_device(sweep, v, point, d)
-    vals = reader.numbers(v)
-    vals = vals[np.isfinite(vals)]
-    t = _iteration_times(sweep, point)
-    if t is None or not t.size or not vals.size or np.median(t) <= 0:
-        return vals
-    ref = vals.max() if d < 0 else vals.min()
-    return _spread(ref, t, d)
-
-
-def _spread(value, t, d):
-    s = t / np.median(t)
-    return value * s if d < 0 else value / s
-
-
-def _per_device(sweep, v, point, d):
-    """Every rank's value spread by that rank's own per-iteration times, concatenated."""
-    vals = reader.numbers(v)
-    t = np.asarray(sweep.metrics[sweep.iteration_times][:, point], dtype=float).reshape(len(vals), -1)
-    out = []
-    for value, tr in zip(vals, t):
-        tr = tr[np.isfinite(tr)]
-        if np.isfinite(value) and tr.size and np.median(tr) > 0:
-            out.append(_spread(value, tr, d))
-    return np.concatenate(out) if out else np.array([])
-
-
-def _skip_reason(sweep, point, keys, min_bytes):
-    """Why a point is not judged, or "": a message below --min-bytes, or a group of one rank
-    (inter_node on one node, a ring of one: no link is measured)."""
+def _skip_reasons(sweep, keys, min_bytes):
+    """Per point, why it is not judged, or "": a message below --min-bytes, or a group of one
+    rank (inter_node on one node, a ring of one: no link is measured)."""
     size_key = sweep.message_size_key()
-    if min_bytes and size_key and float(keys[size_key]) < min_bytes:
-        return "below --min-bytes"
+    one_rank = np.zeros(sweep.npoints, dtype=bool)
     if sweep.type != "ring_attention" and "group_size" in sweep.metrics:
-        g = reader.numbers(sweep.metrics["group_size"][:, point])
-        g = g[np.isfinite(g)]
-        if g.size and g.max() <= 1:
-            return "one-rank group"
-    return ""
+        one_rank = pointstats.over_ranks(sweep, "group_size", "max") <= 1
+    return ["below --min-bytes" if min_bytes and size_key and float(k[size_key]) < min_bytes
+            else "one-rank group" if one else "" for k, one in zip(keys, one_rank)]
 
 
 def _points(run, metrics, min_bytes=0):
@@ -176,21 +102,20 @@ def _points(run, metrics, min_bytes=0):
         names = [m for m in default_metrics(s) + list(metrics or []) if m in s.metrics]
         names = list(dict.fromkeys(names))
         shown = _label_keys(s)
-        for p in range(s.npoints):
-            keys = {k: reader._py(s.points[k].iloc[p]) for k in s.keys}
-            why = _skip_reason(s, p, keys, min_bytes)
+        keys = pointstats.point_keys(s)
+        status = pointstats.first_text(s, "status", ("", "ok"))
+        per_metric = {m: CS.point_samples(s, m) for m in names}
+        for p, why in enumerate(_skip_reasons(s, keys, min_bytes)):
             if why:
                 skipped[why] = skipped.get(why, 0) + 1
                 continue
-            rec = {"status": s.point_status(p), "sweep": s.name, "metrics": {}, "type": s.type,
+            units.update({m: s.units.get(m, "") for m in names})
+            rec = {"status": status[p] or "ok", "sweep": s.name,
+                   "metrics": {m: x[p] if x[p].size else None for m, x in per_metric.items()}, "type": s.type,
                    "higher": {m: s.direction_of(m) > 0 for m in names},
                    "noise": {m: s.noise_of(m, p) for m in names},
-                   "label": ", ".join(f"{k}={keys[k]}" for k in shown) or f"point {p}"}
-            for m in names:
-                units[m] = s.units.get(m, "")
-                x = samples(s, m, p)
-                rec["metrics"][m] = x if x.size else None
-            out[(s.name,) + tuple(keys.items())] = rec
+                   "label": ", ".join(f"{k}={keys[p][k]}" for k in shown) or f"point {p}"}
+            out[(s.name,) + tuple(keys[p].items())] = rec
     return out, units, skipped
 
 

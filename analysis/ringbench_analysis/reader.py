@@ -236,9 +236,11 @@ class Column:
 
     def value(self):
         """The numpy array where the metric fits in one block (cached), else this Column."""
-        return self._block(0, self._per_block()) if self.nbytes <= block_bytes() else self
+        return self._block(0, self.points_per_block()) if self.nbytes <= block_bytes() else self
 
-    def _per_block(self):
+    def points_per_block(self):
+        """How many points one block of the cache holds (a pass over every point reads this
+        many at a time)."""
         return max(1, block_bytes() // max(1, self.point_bytes))
 
     def _block(self, b, n):
@@ -254,7 +256,7 @@ class Column:
 
     def points(self, p0, p1):
         """[world, p1 - p0, ...]: the points p0 .. p1-1, from the blocks that hold them."""
-        n = self._per_block()
+        n = self.points_per_block()
         parts = [self._block(b, n)[:, max(p0, b * n) - b * n:min(p1, (b + 1) * n) - b * n]
                  for b in range(p0 // n, (p1 - 1) // n + 1)] if p1 > p0 else []
         if len(parts) == 1:
@@ -534,18 +536,24 @@ class Sweep(PointsTable):
                 f"points={self.npoints})")
 
 
+def finite_groups(values):
+    """[n, k] floats -> (rows, [len(rows), m] their finite values in order) for each count m >= 1
+    of finite values a row holds: rows with as many samples reduced by one numpy call along the
+    last axis, which gives each row's numbers as a call on that row alone would."""
+    ok = np.isfinite(values)
+    counts = ok.sum(axis=1)
+    for m in np.unique(counts[counts > 0]):
+        rows = np.flatnonzero(counts == m)
+        yield rows, values[rows][ok[rows]].reshape(len(rows), m)
+
+
 def row_median(column):
     """Per row, the median of an array column (NaN where a row has no finite value)."""
     out = np.full(len(column), np.nan)
     if isinstance(column, np.ndarray) and column.ndim == 2 and column.dtype.kind == "f" and column.shape[1]:
-        # The rows without a missing value at once (np.median along rows gives the same
-        # numbers as row by row): a thousand ranks' medians are one call, not a thousand.
-        whole = np.isfinite(column).all(axis=1)
-        out[whole] = np.median(column[whole], axis=1)
-        for i in np.flatnonzero(~whole):
-            a = column[i][np.isfinite(column[i])]
-            if a.size:
-                out[i] = np.median(a)
+        # A thousand ranks' medians are a few calls, not a thousand.
+        for rows, finite in finite_groups(column):
+            out[rows] = np.median(finite, axis=1)
         return out
     for i, v in enumerate(column):
         a = np.asarray(v, dtype=float).ravel()

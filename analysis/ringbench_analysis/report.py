@@ -226,6 +226,7 @@ def _first_screen(runs, fr, summary, peaks, gpu_names):
     return md
 
 
+CV_COLUMN = ("cv", "CV", lambda v: fmt.pct(100 * v))
 RING_COLUMNS = [
     ("sweep", "sweep", None), ("seq_len", "S", None), ("ring_size", "R", None),
     ("transport", "transport", None), ("mask", "mask", None), ("layout", "layout", None),
@@ -237,7 +238,7 @@ RING_COLUMNS = [
     ("throughput_md", "throughput", None), ("strong_efficiency", "efficiency", fmt.num),
     ("exposed_wait_pct", "exposed wait", fmt.pct), ("hidden_md", "hidden % fwd/bwd", None),
     ("slowdown_md", "kernel x alone fwd/bwd", None), ("memory_md", "memory/rank", None),
-    ("spread_md", "spread", None), ("cv", "CV", lambda v: fmt.pct(100 * v)),
+    ("spread_md", "spread", None), CV_COLUMN,
     ("trust_md", "trust", None), ("file", "file", None)]
 
 
@@ -454,45 +455,42 @@ def _p2p_section(fr, summary):
         md += fmt.md_table(pp, [
             ("sweep", "sweep", None), ("size", "message size", fmt.size), ("time", "one-way time", fmt.time),
             ("t_p25", "p25", fmt.time), ("t_p75", "p75", fmt.time),
-            ("cv", "CV", lambda v: fmt.pct(100 * v)), ("bandwidth", "bandwidth", lambda x: fmt.si(x, "B/s")),
+            CV_COLUMN, ("bandwidth", "bandwidth", lambda x: fmt.si(x, "B/s")),
             ("file", "file", None)]) + [""]
     return md
 
 
-def _compute_section(fr, summary):
-    c = fr["compute"]
-    summary["compute"] = fmt.records(c)
-    if not len(c):
-        return []
-    md = ["## Compute", "", "Each rank runs every point at once; the rate is the slowest rank's "
-          "(FLOPs / mean call time); \"% of peak\" is against the device's dense tensor-core peak "
-          "for the dtype (none for host runs).", ""]
-    md += fmt.md_table(c, [
-        ("operation", "operation", None), ("engine", "engine", None), ("dtype", "dtype", None),
-        ("size", "n / rows", fmt.num), ("tflops", "TFLOP/s", fmt.tflops),
-        ("peak_tflops", "peak", fmt.tflops), ("pct_of_peak", "% of peak", fmt.pct),
-        ("cv", "CV", lambda v: fmt.pct(100 * v)), ("file", "file", None)])
-    return md + [""]
+def _rate_section(key, title, words, columns, view=lambda frame: frame):
+    """The section of one rate frame (compute, memory): its records into the summary, and a
+    table of `columns` then % of peak, CV and file, of view(frame), under `title` and `words`."""
+    def section(fr, summary):
+        frame = fr[key]
+        summary[key] = fmt.records(frame)
+        if not len(frame):
+            return []
+        tail = [("pct_of_peak", "% of peak", fmt.pct), CV_COLUMN, ("file", "file", None)]
+        return [f"## {title}", "", words, ""] + fmt.md_table(view(frame), columns + tail) + [""]
+    return section
 
 
-def _memory_section(fr, summary):
-    m = fr["memory"]
-    summary["memory"] = fmt.records(m)
-    if not len(m):
-        return []
-    md = ["## Memory", "", "The slowest rank's bandwidth (bytes / mean iteration). d2d counts each "
-          "byte once: its HBM traffic is twice that, which is what \"% of peak\" compares with the "
-          "HBM peak; host<->device copies compare with PCIe's one-direction peak; the host triad has "
-          "no known peak.", ""]
-    view = m.assign(peak_md=[f"{n.replace('_GBps', '').upper()} {fmt.si(p, 'B/s')}" if n else "none known"
-                             for n, p in zip(m["peak_name"], m["peak"])],
-                      bandwidth_md=[fmt.si(b, "B/s") if st == "ok" else f"**{st}**"  # oom: no rank measured
-                                    for b, st in zip(m["bandwidth"], m["status"])])
-    md += fmt.md_table(view, [
-        ("kind", "kind", None), ("size", "size", fmt.size), ("bandwidth_md", "bandwidth", None),
-        ("peak_md", "peak", None), ("pct_of_peak", "% of peak", fmt.pct),
-        ("cv", "CV", lambda v: fmt.pct(100 * v)), ("file", "file", None)])
-    return md + [""]
+_compute_section = _rate_section(
+    "compute", "Compute",
+    "Each rank runs every point at once; the rate is the slowest rank's (FLOPs / mean call time); "
+    "\"% of peak\" is against the device's dense tensor-core peak for the dtype (none for host runs).",
+    [("operation", "operation", None), ("engine", "engine", None), ("dtype", "dtype", None),
+     ("size", "n / rows", fmt.num), ("tflops", "TFLOP/s", fmt.tflops), ("peak_tflops", "peak", fmt.tflops)])
+
+_memory_section = _rate_section(
+    "memory", "Memory",
+    "The slowest rank's bandwidth (bytes / mean iteration). d2d counts each byte once: its HBM traffic "
+    "is twice that, which is what \"% of peak\" compares with the HBM peak; host<->device copies compare "
+    "with PCIe's one-direction peak; the host triad has no known peak.",
+    [("kind", "kind", None), ("size", "size", fmt.size), ("bandwidth_md", "bandwidth", None),
+     ("peak_md", "peak", None)],
+    lambda m: m.assign(peak_md=[f"{n.replace('_GBps', '').upper()} {fmt.si(p, 'B/s')}" if n else "none known"
+                                for n, p in zip(m["peak_name"], m["peak"])],
+                       bandwidth_md=[fmt.si(b, "B/s") if st == "ok" else f"**{st}**"  # oom: no rank measured
+                                     for b, st in zip(m["bandwidth"], m["status"])]))
 
 
 def _plot_index(summary):

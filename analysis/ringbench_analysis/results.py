@@ -19,7 +19,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from . import model, peaks as peaks_mod, reader
+from . import model, peaks as peaks_mod, pointstats, reader
 
 CV_LIMIT = 0.05          # above: a number is flagged untrustworthy (issue #16)
 EFFICIENCY_LIMIT = 1.0   # strong-scaling efficiency or % of peak above 1: a measurement problem
@@ -61,34 +61,28 @@ def _rate(flop, seconds):
     return flop / seconds / 1e12 if flop and seconds and seconds > 0 else float("nan")
 
 
-def _ring_extra(sweep, p):
-    """Times, per-GPU TFLOP/s (mean FLOPs per rank / slowest rank's time) and CV of a point."""
-    def slowest(name):
-        v = sweep.rank_values(name, p) if name in sweep.metrics else np.array([])
-        return float(v.max()) if v.size else float("nan")
-    fwd, bwd, total = slowest("forward_time_s"), slowest("backward_time_s"), slowest("total_time_s")
-    flop = sweep.rank_values("forward_flop", p) if "forward_flop" in sweep.metrics else np.array([])
-    f = float(flop.mean()) if flop.size else float("nan")
+def ring_extras(sweep, span=None):
+    """Per point of `span` (default every point): times, per-GPU TFLOP/s (mean FLOPs per rank /
+    slowest rank's time) and CV."""
+    fwd, bwd, total = (pointstats.over_ranks(sweep, n, "max", span=span)
+                       for n in ("forward_time_s", "backward_time_s", "total_time_s"))
+    flop = pointstats.over_ranks(sweep, "forward_flop", "mean", span=span)
+    it = pointstats.slowest_stats(sweep, "total_time_s", span=span)
     k = backward_factor(sweep)
-    has_bwd = bool(sweep.attrs.get("backward", 1)) and math.isfinite(bwd)
-    samples = (_slowest_samples(sweep.metrics["total_time_s"], p)
-               if "total_time_s" in sweep.metrics else np.array([]))
-    return {"forward_ms": fwd * 1e3, "backward_ms": bwd * 1e3 if has_bwd else float("nan"),
-            "total_ms": total * 1e3, "forward_flop_per_rank": f,
-            "tflops_fwd": _rate(f, fwd), "tflops_bwd": _rate(k * f, bwd) if has_bwd else float("nan"),
-            "tflops_total": _rate((1 + k) * f if has_bwd else f, total), "cv": cv(samples),
-            "iterations": int(samples.size)}
+    out = []
+    for i, (fw, bw, tot, f) in enumerate(zip(fwd.tolist(), bwd.tolist(), total.tolist(), flop.tolist())):
+        has_bwd = bool(sweep.attrs.get("backward", 1)) and math.isfinite(bw)
+        out.append({"forward_ms": fw * 1e3, "backward_ms": bw * 1e3 if has_bwd else float("nan"),
+                    "total_ms": tot * 1e3, "forward_flop_per_rank": f,
+                    "tflops_fwd": _rate(f, fw), "tflops_bwd": _rate(k * f, bw) if has_bwd else float("nan"),
+                    "tflops_total": _rate((1 + k) * f if has_bwd else f, tot), "cv": float(it["cv"][i]),
+                    "iterations": int(it["n"][i])})
+    return out
 
 
-# The columns _ring_extra adds (missing, NaN, for a point that was not measured).
+# The columns ring_extras adds (missing, NaN, for a point that was not measured).
 RING_EXTRA = ("forward_ms", "backward_ms", "total_ms", "forward_flop_per_rank", "tflops_fwd", "tflops_bwd",
               "tflops_total", "cv", "iterations")
-
-
-def _slowest_scalar(sweep, name, p):
-    """The largest rank value of a scalar metric at a point (NaN when absent)."""
-    v = sweep.rank_values(name, p) if name in sweep.metrics else np.array([])
-    return float(v.max()) if v.size else float("nan")
 
 
 def _kernel_text(sweep, keys, p):
@@ -103,26 +97,17 @@ def _kernel_text(sweep, keys, p):
     return f"{kernel} ({ran})" if ran and ran != kernel else kernel
 
 
-def _first_text(sweep, name, p):
-    """The first rank's non-empty text of a text metric at a point ("" when absent)."""
-    if name not in sweep.metrics:
-        return ""
-    return next((str(x) for x in sweep.metrics[name][:, p] if str(x)), "")
-
-
 # The overlap calibration (issue #26) and the rank that speaks for a point, as the run's own
 # table reduces them: the least hidden, the most slowed down. NaN where not measured (not the
 # ring scheme, a ring of one, files from before the calibration).
-OVERLAP = (("overlap_efficiency", min), ("backward_overlap_efficiency", min),
-           ("kernel_slowdown", max), ("backward_kernel_slowdown", max))
+OVERLAP = (("overlap_efficiency", "min"), ("backward_overlap_efficiency", "min"),
+           ("kernel_slowdown", "max"), ("backward_kernel_slowdown", "max"))
 
 
-def _overlap(sweep, p):
-    out = {}
-    for name, pick in OVERLAP:
-        v = sweep.rank_values(name, p) if name in sweep.metrics else np.array([])
-        out[name] = float(pick(v)) if v.size else float("nan")
-    return out
+def _overlap(sweep):
+    """Per point, the OVERLAP calibration as the run's table reduces it over ranks."""
+    picks = {name: pointstats.over_ranks(sweep, name, how) for name, how in OVERLAP}
+    return [{name: float(v[p]) for name, v in picks.items()} for p in range(sweep.npoints)]
 
 
 def transports(ring):
@@ -148,33 +133,43 @@ def _mask_text(sweep):
     return text + (" dilated" if isinstance(rates, list) and rates else "")
 
 
+def _ring_facts(sweep):
+    """ring_frame's numbers of every point of one sweep, each computed over all points at once."""
+    return {"extra": ring_extras(sweep), "overlap": _overlap(sweep),
+            "bytes_sent": pointstats.over_ranks(sweep, "bytes_sent_bytes", "max").tolist(),
+            "transport": pointstats.first_text(sweep, "transport"),
+            "transport_reason": pointstats.first_text(sweep, "transport_reason")}
+
+
 def ring_frame(runs, points, peaks):
     """One row per ring attention point (the report's ring table)."""
     sweeps = {(os.path.basename(r.path), s.name): s for r in runs for s in r.sweeps_of_type(reader.RING_TYPES)}
-    eff = {}
+    facts, eff = {}, {}
     for (cfg, seq), pts in model.series(points, "strong").items():
         for r, _, e in model.scaling(pts, "strong"):
             eff[(cfg, seq, r)] = e
     rows = []
     for pt in points:
-        s = sweeps[(pt["run"], pt["sweep"])]
-        keys = s.points.iloc[pt["point"]].to_dict()
-        row = {"file": pt["run"], "sweep": pt["sweep"], "point": pt["point"], "seq_len": pt["seq_len"],
+        key = (pt["run"], pt["sweep"])
+        if key not in facts:
+            facts[key] = _ring_facts(sweeps[key])
+        s, at, p = sweeps[key], facts[key], pt["point"]
+        keys = s.points.iloc[p].to_dict()
+        row = {"file": pt["run"], "sweep": pt["sweep"], "point": p, "seq_len": pt["seq_len"],
                "ring_size": pt["ring_size"], "ranks": pt["world_size"], "config": pt["config_label"],
-               "layout": str(keys.get("layout", "")), "kernel": _kernel_text(s, keys, pt["point"]),
+               "layout": str(keys.get("layout", "")), "kernel": _kernel_text(s, keys, p),
                "dtype": str(keys.get("dtype", "")), "causal": bool(s.attrs.get("causal", 0)),
                "mask": _mask_text(s), "scheme": str(keys.get("scheme", "ring")),
-               "transport": _first_text(s, "transport", pt["point"]),
-               "transport_reason": _first_text(s, "transport_reason", pt["point"]),
-               "bytes_sent": _slowest_scalar(s, "bytes_sent_bytes", pt["point"]) if pt["measured"] else float("nan"),
+               "transport": at["transport"][p], "transport_reason": at["transport_reason"][p],
+               "bytes_sent": at["bytes_sent"][p] if pt["measured"] else float("nan"),
                "memory": pt.get("memory") if pt.get("memory") is not None else float("nan"),
                "status": pt["status"], "measured": pt["measured"], "parity_mode": pt.get("parity_mode", ""),
                "exposed_wait_pct": 100 * pt["exposed_comm"] if pt["exposed_comm"] is not None else float("nan"),
                "tokens_per_s": pt["throughput"] or float("nan"),
                "strong_efficiency": eff.get((pt["config_label"], pt["seq_len"], pt["ring_size"]), float("nan"))
                if pt["measured"] else float("nan")}
-        row.update(_ring_extra(s, pt["point"]) if pt["measured"] else dict.fromkeys(RING_EXTRA, float("nan")))
-        row.update(_overlap(s, pt["point"]) if pt["measured"] else {n: float("nan") for n, _ in OVERLAP})
+        row.update(at["extra"][p] if pt["measured"] else dict.fromkeys(RING_EXTRA, float("nan")))
+        row.update(at["overlap"][p] if pt["measured"] else {n: float("nan") for n, _ in OVERLAP})
         peak = peaks_mod.tflops(peaks, row["dtype"])
         row["pct_of_peak"] = 100 * row.get("tflops_total", float("nan")) / peak if peak else float("nan")
         rows.append(row)
@@ -219,28 +214,35 @@ def collective_points(runs):
     for run in runs:
         for s in run.sweeps_of_type(reader.COLLECTIVE_TYPES):
             size_key = s.key_with_units("B")
-            if size_key is None or "busbw_Bps" not in s.metrics:
-                continue
-            it = s.metrics.get("iteration_time_s")
-            for p in range(s.npoints):
-                k = s.points.iloc[p]
-                bus, alg = s.rank_values("busbw_Bps", p), s.rank_values("algbw_Bps", p)
-                t = s.rank_values("time_s", p)
-                samples = _slowest_samples(it, p) if it is not None else np.array([])
-                wrong = s.rank_values("wrong_elements", p) if "wrong_elements" in s.metrics else np.array([])
-                gs = model.group_size(s, p)
-                rows.append({"file": os.path.basename(run.path), "sweep": s.name,
-                             "operation": str(k.get("operation", s.name)), "group": str(k.get("group", "")),
-                             "dtype": str(k.get("dtype", "")), "in_place": int(k.get("in_place", 0)),
-                             "size": int(k[size_key]), "group_size": gs, "ranks": run.world_size,
-                             "nodes": run.node_count, "one_rank": bool(gs is not None and gs < 2),
-                             "busbw": float(bus[bus > 0].min()) if (bus > 0).any() else float("nan"),
-                             "algbw": float(alg[alg > 0].min()) if (alg > 0).any() else float("nan"),
-                             "time": float(t.max()) if t.size else float("nan"),
-                             "t_p25": float(np.percentile(samples, 25)) if samples.size else float("nan"),
-                             "t_p75": float(np.percentile(samples, 75)) if samples.size else float("nan"),
-                             "cv": cv(samples), "wrong": int(np.nansum(wrong[wrong > 0])) if wrong.size else 0})
+            if size_key is not None and "busbw_Bps" in s.metrics:
+                rows += _collective_rows(run, s, size_key)
     return pd.DataFrame(rows)
+
+
+def _group_sizes(sweep):
+    """model.group_size of every point at once."""
+    if "group_size" in sweep.points:
+        return [float(g) for g in sweep.points["group_size"].to_numpy()]
+    return [float(g) if np.isfinite(g) else None for g in pointstats.over_ranks(sweep, "group_size", "max")]
+
+
+def _collective_rows(run, s, size_key):
+    """collective_points' rows of one sweep, each statistic computed over every point at once."""
+    bus, alg = (pointstats.over_ranks(s, m, "min", positive=True) for m in ("busbw_Bps", "algbw_Bps"))
+    t = pointstats.over_ranks(s, "time_s", "max")
+    wrong = pointstats.over_ranks(s, "wrong_elements", "sum", positive=True)
+    it = pointstats.slowest_stats(s, "iteration_time_s")
+    rows = []
+    for p, (k, gs) in enumerate(zip(pointstats.point_keys(s), _group_sizes(s))):
+        rows.append({"file": os.path.basename(run.path), "sweep": s.name,
+                     "operation": str(k.get("operation", s.name)), "group": str(k.get("group", "")),
+                     "dtype": str(k.get("dtype", "")), "in_place": int(k.get("in_place", 0)),
+                     "size": int(k[size_key]), "group_size": gs, "ranks": run.world_size,
+                     "nodes": run.node_count, "one_rank": bool(gs is not None and gs < 2),
+                     "busbw": float(bus[p]), "algbw": float(alg[p]), "time": float(t[p]),
+                     "t_p25": float(it["p25"][p]), "t_p75": float(it["p75"][p]), "cv": float(it["cv"][p]),
+                     "wrong": int(wrong[p]) if np.isfinite(wrong[p]) else 0})
+    return rows
 
 
 def link_peak(row, peaks):
@@ -290,14 +292,12 @@ def pingpong_points(runs):
             size_key = s.key_with_units("B")
             if size_key is None or model.PINGPONG_TIME not in s.metrics:
                 continue
+            it = pointstats.slowest_stats(s, model.PINGPONG_TIME)
             for x in model.pingpong_summary(s):
                 p = list(s.points[size_key]).index(x["message_size"])
-                samples = _slowest_samples(s.metrics[model.PINGPONG_TIME], p)
                 rows.append({"file": os.path.basename(run.path), "sweep": s.name, "size": x["message_size"],
                              "time": x["max_one_way_time"], "bandwidth": x["min_bandwidth"],
-                             "t_p25": float(np.percentile(samples, 25)) if samples.size else float("nan"),
-                             "t_p75": float(np.percentile(samples, 75)) if samples.size else float("nan"),
-                             "cv": cv(samples)})
+                             "t_p25": float(it["p25"][p]), "t_p75": float(it["p75"][p]), "cv": float(it["cv"][p])})
     return pd.DataFrame(rows)
 
 
@@ -306,17 +306,15 @@ def p2p_matrices(sweep):
     out = {}
     if not {"sender", "receiver"} <= set(sweep.keys):
         return out
-    pair = [p for p in range(sweep.npoints) if int(sweep.points["sender"].iloc[p]) >= 0
-            and int(sweep.points["receiver"].iloc[p]) >= 0]
-    for name, metric, pick in (("bandwidth", "bandwidth_Bps", np.min), ("latency", "latency_s", np.max)):
+    sender, receiver = (sweep.points[k].to_numpy().astype(np.int64) for k in ("sender", "receiver"))
+    pair = (sender >= 0) & (receiver >= 0)
+    for name, metric, how in (("bandwidth", "bandwidth_Bps", "min"), ("latency", "latency_s", "max")):
         if metric not in sweep.metrics:
             continue
+        v = pointstats.over_ranks(sweep, metric, how, positive=True)
+        at = pair & np.isfinite(v)
         m = np.full((sweep.world, sweep.world), np.nan)
-        for p in pair:
-            v = sweep.rank_values(metric, p)
-            v = v[v > 0]
-            if v.size:
-                m[int(sweep.points["sender"].iloc[p]), int(sweep.points["receiver"].iloc[p])] = pick(v)
+        m[sender[at], receiver[at]] = v[at]  # a pair measured twice: its last point, as in point order
         if np.isfinite(m).any():
             out[name] = m
     return out
@@ -334,9 +332,8 @@ def p2p_frame(runs):
                 v = _finite(m)
                 row.update({f"{name}_min": v.min(), f"{name}_median": float(np.median(v)), f"{name}_max": v.max()})
             if "concurrent_bandwidth_Bps" in s.metrics and "pattern" in s.keys:
-                conc = [s.rank_values("concurrent_bandwidth_Bps", p) for p in range(s.npoints)
-                        if s.points["pattern"].iloc[p] == "concurrent"]
-                conc = _finite(np.concatenate(conc)) if conc else np.array([])
+                conc = pointstats.over_ranks(s, "concurrent_bandwidth_Bps", "min")
+                conc = _finite(conc[s.points["pattern"].to_numpy() == "concurrent"])
                 if conc.size:
                     row["concurrent_min"] = float(conc.min())
             if mats:
@@ -346,53 +343,57 @@ def p2p_frame(runs):
 
 # ---- compute, memory -----------------------------------------------------------------------
 
-def _rate_samples(sweep, p, metric):
-    """Per-iteration rates of the slowest rank: the point's rate x mean time / each time (the
-    rate metric is work / mean iteration time)."""
+def _slowest_rates(sweep, metric, p0, p1):
+    """[p1 - p0, iterations]: per point the slowest rank's per-iteration rates, the point's rate
+    x mean time / each time (the rate metric is work / mean iteration time); NaN: none."""
+    rate = pointstats.rank_block(sweep, metric, p0, p1)
+    slow = np.argmin(np.where(np.isnan(rate), np.inf, rate), axis=0)
+    t = np.asarray(sweep.metrics.columns["iteration_time_s"].points(p0, p1), dtype=float)
+    t = t.reshape(t.shape[0], p1 - p0, -1)[slow, np.arange(p1 - p0)]
+    rates = np.full(t.shape, np.nan)
+    for at, times in reader.finite_groups(t):
+        rates[at, :times.shape[1]] = (rate[slow[at], at] * times.mean(axis=1))[:, None] / times
+    rates[~np.isfinite(rate).any(axis=0)] = np.nan
+    return rates
+
+
+def _rate_stats(sweep, metric):
+    """Per point, pointstats.sample_stats of _slowest_rates (none without iteration times)."""
     if "iteration_time_s" not in sweep.metrics:
-        return np.array([])
-    rates = sweep.rank_values(metric, p)
-    if not rates.size:
-        return np.array([])
-    slow = int(np.argmin([np.nan_to_num(x, nan=np.inf) for x in reader.numbers(sweep.metrics[metric][:, p])]))
-    t = _finite(sweep.metrics["iteration_time_s"][slow, p])
-    if not t.size:
-        return np.array([])
-    rate = float(reader.numbers(sweep.metrics[metric][:, p])[slow])
-    return rate * t.mean() / t
+        return pointstats.joined([], sweep.npoints)
+    return pointstats.joined([pointstats.sample_stats(_slowest_rates(sweep, metric, p0, p1))
+                              for p0, p1 in pointstats.blocks(sweep, [metric, "iteration_time_s"])],
+                             sweep.npoints)
 
 
 def _rate_points(runs, sweep_type, metric):
     """Each point of the runs' sweep_type sweeps that recorded the rate metric: its run, sweep
-    and keys, the slowest rank's rate (NaN where no rank measured: an oom point), that rank's
-    per-iteration rates and the point's status (ok, oom, ...)."""
+    and keys, the slowest rank's rate (NaN where no rank measured: an oom point), {p25, p75, cv}
+    of that rank's per-iteration rates and the point's status (ok, oom, ...)."""
     for run in runs:
         for s in run.sweeps_of_type((sweep_type,)):
             if metric not in s.metrics:
                 continue
-            for p in range(s.npoints):
-                v = s.rank_values(metric, p)
-                yield (run, s, s.points.iloc[p], float(v.min()) if v.size else float("nan"),
-                       _rate_samples(s, p, metric), s.point_status(p))
+            rate, st = pointstats.over_ranks(s, metric, "min"), _rate_stats(s, metric)
+            status = pointstats.first_text(s, "status", ("", "ok"))
+            for p, keys in enumerate(pointstats.point_keys(s)):
+                yield (run, s, keys, float(rate[p]), {k: float(st[k][p]) for k in ("p25", "p75", "cv")},
+                       status[p] or "ok")
 
 
 def compute_frame(runs, peaks):
     """One row per compute point: the slowest rank's TFLOP/s, CV, % of the dtype's peak."""
     rows = []
-    for run, s, k, rate, samples, status in _rate_points(runs, "compute", "rate_tflops"):
+    for run, s, k, rate, st, status in _rate_points(runs, "compute", "rate_tflops"):
         dtype = str(k.get("dtype", ""))
         peak = peaks_mod.tflops(peaks, dtype)
         rows.append({"file": os.path.basename(run.path), "sweep": s.name,
                      "operation": str(k.get("operation", "gemm")), "engine": str(k.get("engine", "")),
                      "dtype": dtype, "size": int(k.get("size", k.get("rows", 0)) or 0),
-                     "tflops": rate, "r_p25": _pct(samples, 25), "r_p75": _pct(samples, 75),
-                     "cv": cv(samples), "peak_tflops": peak or float("nan"),
+                     "tflops": rate, "r_p25": st["p25"], "r_p75": st["p75"],
+                     "cv": st["cv"], "peak_tflops": peak or float("nan"),
                      "pct_of_peak": 100 * rate / peak if peak else float("nan"), "status": status})
     return pd.DataFrame(rows)
-
-
-def _pct(a, q):
-    return float(np.percentile(a, q)) if len(a) else float("nan")
 
 
 # Which peak a memory kind is measured against, and the factor from the recorded rate to the
@@ -405,13 +406,13 @@ MEMORY_PEAK = {"d2d": ("hbm_GBps", 2.0), "h2d_pinned": ("pcie_GBps", 1.0),
 def memory_frame(runs, peaks):
     """One row per memory point (triad, copy kinds): the slowest rank's GB/s and % of peak."""
     rows = []
-    for run, s, k, bw, samples, status in _rate_points(runs, "memory", "bandwidth_Bps"):
+    for run, s, k, bw, st, status in _rate_points(runs, "memory", "bandwidth_Bps"):
         kind = str(k.get("kind", ""))
         which, factor = MEMORY_PEAK.get(kind, (None, 1.0))
         peak = (peaks or {}).get(which) if which else None
         rows.append({"file": os.path.basename(run.path), "sweep": s.name, "kind": kind,
                      "size": int(k.get("size_bytes", 0)), "bandwidth": bw,
-                     "b_p25": _pct(samples, 25), "b_p75": _pct(samples, 75), "cv": cv(samples),
+                     "b_p25": st["p25"], "b_p75": st["p75"], "cv": st["cv"],
                      "peak_name": which or "", "peak": peak * 1e9 if peak else float("nan"),
                      "pct_of_peak": 100 * factor * bw / (peak * 1e9) if peak else float("nan"),
                      "status": status})

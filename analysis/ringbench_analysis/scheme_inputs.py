@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from . import links, model, reader
+from . import links, model, pointstats, reader
 from . import steps as ring_steps
 from .scheme_model import BUS_FACTOR, OPS, Rate, Shape
 
@@ -193,11 +193,6 @@ def scheme_sweeps(runs):
             if "scheme" in s.points and s.points["scheme"].nunique() >= 2]
 
 
-def _slowest(sweep, name, p):
-    v = sweep.rank_values(name, p) if name in sweep.metrics else np.array([])
-    return float(v.max()) if v.size else math.nan
-
-
 def _exposed(sweep, p):
     """The slowest rank's exposed communication: its forward and backward step waits summed
     (the ranks the sweep's table keeps: every rank, or a sample led by the slowest)."""
@@ -222,22 +217,28 @@ def _cls(run, sweep, p, R):
     return "intra" if run.node_count <= 1 or R <= links.ranks_per_node([run]) else "inter"
 
 
+# scheme_points' keys that are the slowest rank's value (array metrics: its median).
+SLOWEST = {"fwd": "forward_time_s", "bwd": "backward_time_s", "total": "total_time_s",
+           "bytes_sent": "bytes_sent_bytes"}
+
+
 def scheme_points(runs):
     """One dict per measured point of the scheme sweeps: where it is, its Shape, n, R, scheme,
     U, link class, status and measured (slowest rank's median) forward, backward, total,
     exposed communication and bytes sent."""
     out = []
     for run, s in scheme_sweeps(runs):
+        slowest = {key: pointstats.over_ranks(s, name, "max").tolist() for key, name in SLOWEST.items()}
+        status = pointstats.first_text(s, "status", ("", "ok"))
         for sw, p, shape, n, R, scheme, U in _ring_points(run):
             if sw is not s:
                 continue
             out.append({"file": os.path.basename(run.path), "sweep": s.name, "point": p, "shape": shape,
                         "dtype": str(s.points["dtype"].iloc[p]), "seq_len": n * R, "tokens_per_rank": n,
                         "ring_size": R, "scheme": scheme, "ulysses_degree": U, "link": _cls(run, s, p, R),
-                        "status": s.point_status(p),
-                        "fwd": _slowest(s, "forward_time_s", p), "bwd": _slowest(s, "backward_time_s", p),
-                        "total": _slowest(s, "total_time_s", p), "exposed": _exposed(s, p),
-                        "bytes_sent": _slowest(s, "bytes_sent_bytes", p)})
+                        "status": status[p] or "ok", "fwd": slowest["fwd"][p], "bwd": slowest["bwd"][p],
+                        "total": slowest["total"][p], "exposed": _exposed(s, p),
+                        "bytes_sent": slowest["bytes_sent"][p]})
     return out
 
 

@@ -5,7 +5,7 @@ regression (trend_html.py draws the page; this module computes what it shows).
 The store (baseline.py) keeps, per machine kind, the promoted baselines and the recorded
 nights (index.json, oldest first). Per point and headline metric (the file's headline metrics, the points
 compare judges: --min-bytes as compare's) each entry's statistic is compare's (verdict.py: the
-20th percentile of times, the 80th of rates) of the samples compare takes (compare.samples).
+20th percentile of times, the 80th of rates) of the samples compare takes (compare_samples.py).
 Each entry is judged as the nightly would have judged it: against the baseline that was current
 then (the last one promoted at or before it; a baseline against the one before it), with the
 tolerance and the point's noise: the larger of its night-to-night noise over the

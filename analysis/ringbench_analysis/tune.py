@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from . import reader, tuning
+from . import pointstats, reader, tuning
 
 EXIT_OK, EXIT_CHANGED, EXIT_ERROR = 0, 1, 2
 SWEEP_TYPE = "kernel_tuning"
@@ -66,33 +66,34 @@ def _check_layout(sweep):
                         "(layout of docs/sweeps/kernel_tuning.md)")
 
 
-def _point_facts(sweep, p, ranks=None):
-    """Time, parity and per-rank spread of one point from every rank that measured it (of
-    `ranks`, default all)."""
-    world = sweep.world
-    ranks = list(range(world)) if ranks is None else list(ranks)
-    status = ([str(x) for x in sweep.metrics["status"][:, p]] if "status" in sweep.metrics
-              else ["ok"] * world)
-    measured = [r for r in ranks if status[r] != "oom"]  # oom: the rank did not measure
-    total = (np.asarray(sweep.metrics["forward_time_s"][:, p], dtype=float)
-             + np.asarray(sweep.metrics["backward_time_s"][:, p], dtype=float))
-    samples = total[measured].ravel()
-    samples = samples[np.isfinite(samples)]
-    rank_medians = reader.row_median(total[measured]) if measured else np.array([])
-    rank_medians = rank_medians[np.isfinite(rank_medians)]
-    parity = reader.numbers(sweep.metrics["parity_ok"][:, p])
-    passed = bool(measured) and all(parity[r] == 1 for r in measured)
-    if not measured:
-        label = "oom"
-    elif not passed:
-        label = "FAILED"
-    else:
-        label = ("ok" if len(measured) == len(ranks)
-                 else f"ok (oom on {len(ranks) - len(measured)} of {len(ranks)} ranks)")
-    return {"time_s": float(np.median(samples)) if samples.size else math.nan,
-            "parity_ok": passed, "parity": label, "ranks_measured": len(measured),
-            "rank_spread": (float(rank_medians.max() / rank_medians.min())
-                            if rank_medians.size > 1 and rank_medians.min() > 0 else math.nan)}
+def _block_facts(sweep, p0, p1, ranks):
+    """Time, parity and per-rank spread of the points p0 .. p1-1 from every rank of `ranks` that
+    measured them (status not oom), each a numpy call over the block's points."""
+    world, n = sweep.world, p1 - p0
+    status = (np.asarray(sweep.metrics.columns["status"].points(p0, p1), dtype=object).astype(str)
+              if "status" in sweep.metrics else np.full((world, n), "ok"))
+    chosen = np.isin(np.arange(world), ranks)
+    measured = (status != "oom") & chosen[:, None]  # oom: the rank did not measure
+    fwd, bwd = (np.asarray(sweep.metrics.columns[m].points(p0, p1), dtype=float).reshape(world, n, -1)
+                for m in ("forward_time_s", "backward_time_s"))
+    total = fwd + bwd
+    pooled = np.swapaxes(np.where(measured[..., None], total, np.nan), 0, 1).reshape(n, -1)
+    time_s = reader.row_median(pooled)
+    rank_medians = reader.row_median(total.reshape(world * n, -1)).reshape(world, n)
+    rank_medians = np.where(measured, rank_medians, np.nan).T
+    fastest, slowest = pointstats.reduce_rows(rank_medians, "min"), pointstats.reduce_rows(rank_medians, "max")
+    spread_ok = (np.isfinite(rank_medians).sum(axis=1) > 1) & (fastest > 0)
+    parity = pointstats.rank_block(sweep, "parity_ok", p0, p1)
+    passed = measured.any(axis=0) & ((parity == 1) | ~measured).all(axis=0)
+    count, asked = measured.sum(axis=0), len(ranks)
+    out = []
+    for j in range(n):
+        label = ("oom" if not count[j] else "FAILED" if not passed[j] else
+                 "ok" if count[j] == asked else f"ok (oom on {asked - count[j]} of {asked} ranks)")
+        out.append({"time_s": float(time_s[j]), "parity_ok": bool(passed[j]), "parity": label,
+                    "ranks_measured": int(count[j]),
+                    "rank_spread": float(slowest[j] / fastest[j]) if spread_ok[j] else math.nan})
+    return out
 
 
 def measurements(sweep, ranks=None):
@@ -102,14 +103,17 @@ def measurements(sweep, ranks=None):
     rank_spread (slowest / fastest rank median) for the report. ranks: only these ranks'
     samples (one GPU's own choice: tune_gpus.py)."""
     _check_layout(sweep)
-    pts = sweep.points
+    ranks = list(range(sweep.world)) if ranks is None else list(ranks)
+    facts = [f for p0, p1 in pointstats.blocks(sweep, list(NEEDED_METRICS))
+             for f in _block_facts(sweep, p0, p1, ranks)]
+    cols = {k: sweep.points[k].to_numpy() for k in tuning.SHAPE_KEYS + ("block_rows", "path", "auto_path")}
     rows = []
     for p in range(sweep.npoints):
-        row = {k: _scalar(pts[k].iloc[p]) for k in tuning.SHAPE_KEYS}
+        row = {k: _scalar(cols[k][p]) for k in tuning.SHAPE_KEYS}
         row["causal"] = bool(row["causal"])
-        row.update(block_rows=int(pts["block_rows"].iloc[p]), path=str(pts["path"].iloc[p]),
-                   default_path=str(pts["auto_path"].iloc[p]))
-        row.update(_point_facts(sweep, p, ranks))
+        row.update(block_rows=int(cols["block_rows"][p]), path=str(cols["path"][p]),
+                   default_path=str(cols["auto_path"][p]))
+        row.update(facts[p])
         rows.append(row)
     if not rows:
         raise TuneError(f"{sweep.where}: the sweep has no points")

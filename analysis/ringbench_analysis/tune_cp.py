@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from . import reader, tune, tuning
+from . import pointstats, reader, tune, tuning
 
 CP_KEYS = ("dtype", "head_dim", "num_heads", "num_kv_heads", "causal", "layout", "dilation",
            "ring_size", "span")
@@ -38,21 +38,15 @@ def candidate(scheme, degree):
     return f"hybrid:{int(degree)}" if scheme == "hybrid" else str(scheme)
 
 
-def _slowest_median(sweep, metric, p):
-    """The slowest rank's median over iterations of a per-iteration metric at point p."""
-    values = np.asarray(sweep.metrics[metric][:, p], dtype=float)
-    if values.ndim == 1:
-        values = values[:, None]
-    medians = [np.median(v[np.isfinite(v)]) for v in values if np.isfinite(v).any()]
-    return float(max(medians)) if medians else math.nan
-
-
 def _sweep_rows(sweep):
     a, pts = sweep.attrs, sweep.points
     heads = int(a.get("num_heads", 0))
     base = {"head_dim": int(a.get("head_dim", 0)), "num_heads": heads,
             "num_kv_heads": int(a.get("num_kv_heads", heads)), "causal": bool(int(a.get("causal", 0))),
             "dilation": dilation_text(a.get("segment_lengths"), a.get("dilation_rates"))}
+    # The slowest rank's median over iterations, and the status, of every point at once.
+    time_s = pointstats.over_ranks(sweep, "total_time_s", "max")
+    status = pointstats.first_text(sweep, "status", ("", "ok"))
     rows = []
     for p in range(sweep.npoints):
         asked = str(pts["scheme_asked"].iloc[p]) if "scheme_asked" in pts else str(pts["scheme"].iloc[p])
@@ -66,8 +60,7 @@ def _sweep_rows(sweep):
             "block_rows": int(pts["seq_len"].iloc[p]) // R,
             "path": candidate(pts["scheme"].iloc[p], pts["ulysses_degree"].iloc[p]),
             "default_path": DEFAULT_SCHEME,
-            "time_s": _slowest_median(sweep, "total_time_s", p),
-            "parity_ok": sweep.point_status(p) == "ok"})
+            "time_s": float(time_s[p]), "parity_ok": status[p] in ("", "ok")})
     return rows
 
 

@@ -12,21 +12,13 @@ import os
 
 import numpy as np
 
-from . import reader, results
+from . import pointstats, reader, results
 
 # "total_tflops" of ring attention is the report's TFLOP/s per GPU (results._ring_extra), not
 # the stored per-rank metric of that name.
 RING_TFLOPS_DESCRIPTION = "forward + backward FLOPs per GPU per second of one iteration"
 RING_TFLOPS_STATISTIC = ("per GPU: mean forward_flop over ranks x (1 + the sweep's backward factor) / "
                          "the slowest rank's median total_time_s (the report's TFLOP/s per GPU)")
-
-
-def _rank_values(sweep, metric, point):
-    """Each rank's value (an array metric: the rank's median over its inner axes), NaN kept."""
-    v = sweep.array(metric)[:, point]
-    if v.ndim == 1:
-        return reader.numbers(v)
-    return reader.row_median(v.reshape(v.shape[0], -1))
 
 
 def statistic(sweep, metric):
@@ -40,13 +32,14 @@ def statistic(sweep, metric):
 
 def value(sweep, metric, point):
     """The point's value of a headline metric (NaN where no rank measured it)."""
+    return float(point_values(sweep, metric, (point, point + 1))[0])
+
+
+def point_values(sweep, metric, span=None):
+    """value() of each point of `span` (default every point), computed over them at once."""
     if sweep.type == "ring_attention" and metric == "total_tflops":
-        return float(results._ring_extra(sweep, point)["tflops_total"])
-    v = _rank_values(sweep, metric, point)
-    v = v[np.isfinite(v)]
-    if not v.size:
-        return float("nan")
-    return float(v.min() if sweep.direction_of(metric) > 0 else v.max())
+        return np.array([x["tflops_total"] for x in results.ring_extras(sweep, span)])
+    return pointstats.over_ranks(sweep, metric, "min" if sweep.direction_of(metric) > 0 else "max", span=span)
 
 
 def unit(sweep, metric):
@@ -54,14 +47,12 @@ def unit(sweep, metric):
         else sweep.units.get(metric, "")
 
 
-def _one_rank(sweep, point):
-    """A collective group of one rank: a local copy that measures no link (left out, as in the
-    report and compare)."""
+def _one_rank(sweep):
+    """Per point, a collective group of one rank: a local copy that measures no link (left out,
+    as in the report and compare)."""
     if sweep.type == "ring_attention" or "group_size" not in sweep.metrics:
-        return False
-    g = reader.numbers(sweep.metrics["group_size"][:, point])
-    g = g[np.isfinite(g)]
-    return bool(g.size) and g.max() <= 1
+        return np.zeros(sweep.npoints, dtype=bool)
+    return pointstats.over_ranks(sweep, "group_size", "max") <= 1
 
 
 def point_keys(sweep, point):
@@ -81,16 +72,20 @@ def records(run):
     out, left_out = [], 0
     for s in run.sweeps.values():
         metrics = headline_metrics(s)
-        for p in range(s.npoints) if metrics else ():
-            if _one_rank(s, p):
-                left_out += 1
+        if not metrics:
+            continue
+        vals = {m: point_values(s, m) for m in metrics}
+        one_rank = _one_rank(s)
+        left_out += int(one_rank.sum())
+        status = pointstats.first_text(s, "status", ("", "ok"))
+        for p, keys in enumerate(pointstats.point_keys(s)):
+            if one_rank[p]:
                 continue
-            keys, status = point_keys(s, p), s.point_status(p)
             for m in metrics:
                 desc = (RING_TFLOPS_DESCRIPTION if m == "total_tflops" and s.type == "ring_attention"
                         else s.descriptions.get(m, ""))
-                out.append({"sweep": s.name, "sweep_type": s.type, "point": keys, "status": status,
-                            "metric": m, "value": value(s, m, p), "unit": unit(s, m),
+                out.append({"sweep": s.name, "sweep_type": s.type, "point": keys, "status": status[p] or "ok",
+                            "metric": m, "value": float(vals[m][p]), "unit": unit(s, m),
                             "statistic": statistic(s, m), "description": desc})
     return out, left_out
 

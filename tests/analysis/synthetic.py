@@ -4,6 +4,7 @@ metric), units and description on every dataset, fixed-length strings. The numbe
 a known model so tests can check what the analysis computes from them (the end-to-end tests
 use files from the real program).
 """
+import shutil
 import warnings
 
 import h5py
@@ -510,3 +511,26 @@ def _profile_memory(sweeps, world):
     points_table(g, {"kind": (kinds, "1"), "size_bytes": (np.full(len(kinds), size, dtype=np.int64), "B")},
                  {"bandwidth_Bps": (bw, "B/s"), "moved_bytes": (np.full((world, len(kinds)), size), "B"),
                   "iteration_time_s": (np.repeat(t[:, :, None], 4, axis=2), "s")})
+
+
+# ---- uneven samples, for the per-point statistics (tests/analysis/test_pointstats.py) ----------
+
+def make_uneven(path, src, seed=0):
+    """A copy of src with holes in every float metric, as a run whose ranks measured unevenly
+    would leave: a rank's last iterations missing (fewer iterations than the others), a rank
+    without any value at a point, single NaNs, and one point no rank measured."""
+    shutil.copyfile(src, path)
+    rng = np.random.default_rng(seed)
+    with h5py.File(path, "r+") as f:
+        for g in f["sweeps"].values():
+            for ds in [d for d in g.values() if isinstance(d, h5py.Dataset) and d.dtype.kind == "f"]:
+                a = ds[()]
+                world, npoints = a.shape[:2]
+                for r, p in zip(rng.integers(0, world, npoints), rng.integers(0, npoints, npoints)):
+                    if a.ndim > 2:
+                        a[r, p, rng.integers(1, a.shape[2] + 1):] = np.nan
+                    a[rng.integers(0, world), p] = np.nan
+                a.reshape(a.size)[rng.integers(0, a.size, a.size // 20)] = np.nan
+                a[:, npoints - 1] = np.nan
+                ds[...] = a
+    return path

@@ -16,7 +16,7 @@ import unittest
 from unittest import mock
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
+from tempdir_case import HostileCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
@@ -54,26 +54,7 @@ def write_bytes(path, data):
     return path
 
 
-class Case(TempDirCase):
-    def setUp(self):
-        super().setUp()
-        filecheck.stop()  # a test may change how the checking process starts
-        filecheck._passed.clear()  # each test checks its own files afresh
-
-    def tearDown(self):
-        filecheck.stop()
-        super().tearDown()
-
-    def assert_message(self, rc, err, path, text, code=2):
-        """Exit `code`, and stderr one line naming `path` and containing `text`."""
-        self.assertEqual(rc, code, err)
-        self.assertNotIn("Traceback", err)
-        self.assertEqual(len(err.strip().splitlines()), 1, err)
-        self.assertIn(path, err)
-        self.assertIn(text, err)
-
-
-class DamagedFileTest(Case):
+class DamagedFileTest(HostileCase):
     """Item 12: report, compare, table and baseline on files HDF5 cannot read."""
 
     def good(self, name="good.h5"):
@@ -150,7 +131,7 @@ runpy.run_path(sys.argv[1])['_serve'](itertools.chain([line], iter(sys.stdin.rea
 """
 
 
-class CheckingProcessTest(Case):
+class CheckingProcessTest(HostileCase):
     """Item 12, the checking process itself: its death, its hang, a sweep it dies in, and
     that it starts once for many files and walks each file once."""
 
@@ -197,7 +178,7 @@ class CheckingProcessTest(Case):
                          "the next check starts a new checking process")
 
 
-class CompareIncompleteTest(Case):
+class CompareIncompleteTest(HostileCase):
     """Item 13: compare BASE against a NEW that did not finish or lacks what BASE measured."""
 
     def compare(self, base, new, *extra):
@@ -252,7 +233,7 @@ class CompareIncompleteTest(Case):
         self.assertNotIn("NEW is incomplete", out)
 
 
-class PromoteUnfinishedTest(Case):
+class PromoteUnfinishedTest(HostileCase):
     """Item 14: an unfinished run is never the baseline (nor a history night)."""
 
     def test_promote_and_record_refuse_an_unfinished_run(self):
@@ -289,7 +270,7 @@ def read_only_dir(path):
     return None
 
 
-class OutputPathTest(Case):
+class OutputPathTest(HostileCase):
     """Item 15: --out and --store where a file is, or where nothing can be written."""
 
     def tearDown(self):

@@ -11,13 +11,13 @@ import unittest
 from unittest import mock
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tempdir_case import TempDirCase, rb_analysis  # noqa: E402  (first: analysis/ on the path, skip without h5py)
+from tempdir_case import HostileCase, rb_analysis, write_text  # noqa: E402  (first: analysis/ on the path)
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import synthetic  # noqa: E402
-from ringbench_analysis import filecheck, outfile  # noqa: E402
+from ringbench_analysis import outfile  # noqa: E402
 
 
 def read_bytes(path):
@@ -25,26 +25,7 @@ def read_bytes(path):
         return f.read()
 
 
-class Case(TempDirCase):
-    def setUp(self):
-        super().setUp()
-        filecheck.stop()
-        filecheck._passed.clear()  # pylint: disable=protected-access
-
-    def tearDown(self):
-        filecheck.stop()
-        super().tearDown()
-
-    def assert_message(self, rc, err, path, text, code=2):
-        """Exit `code`, and stderr one line naming `path` and containing `text`."""
-        self.assertEqual(rc, code, err)
-        self.assertNotIn("Traceback", err)
-        self.assertEqual(len(err.strip().splitlines()), 1, err)
-        self.assertIn(path, err)
-        self.assertIn(text, err)
-
-
-class OutputIsAnInputTest(Case):
+class OutputIsAnInputTest(HostileCase):
     """D12: an output option naming an input file is refused before anything is written."""
 
     def test_json_onto_an_input(self):
@@ -70,14 +51,12 @@ class OutputIsAnInputTest(Case):
                 self.assertEqual(read_bytes(a), before)
 
 
-class PlantedOutputTest(Case):
+class PlantedOutputTest(HostileCase):
     """D13, D17: a symbolic link or a FIFO where an output file goes."""
 
     def test_report_replaces_a_planted_link_not_its_target(self):
         run = synthetic.make_run(self.path("a.h5"), 2)
-        victim = self.path("victim")
-        with open(victim, "w") as f:
-            f.write("keep me\n")
+        victim = write_text(self.path("victim"), "keep me\n")
         rep = self.path("rep")
         os.makedirs(rep)
         os.symlink("../victim", os.path.join(rep, "report.md"))
@@ -89,9 +68,7 @@ class PlantedOutputTest(Case):
 
     def test_json_to_a_link_replaces_the_link(self):
         run = synthetic.make_run(self.path("a.h5"), 2)
-        victim = self.path("victim")
-        with open(victim, "w") as f:
-            f.write("keep me\n")
+        victim = write_text(self.path("victim"), "keep me\n")
         link = self.path("j.json")
         os.symlink(victim, link)
         rc, _, err = rb_analysis("compare", run, run, "--json", link)
@@ -143,7 +120,7 @@ def oom_memory_run(path):
     return path
 
 
-class OomMemoryPointTest(Case):
+class OomMemoryPointTest(HostileCase):
     """D14: an oom point of a memory sweep is shown as oom, not a NaN-to-int traceback."""
 
     def test_report_shows_the_oom_point(self):
@@ -158,7 +135,7 @@ class OomMemoryPointTest(Case):
         self.assertTrue(os.path.exists(os.path.join(rep, "memory_bandwidth.png")))
 
 
-class CheckTimeoutEnvTest(Case):
+class CheckTimeoutEnvTest(HostileCase):
     """D16: RB_ANALYSIS_CHECK_TIMEOUT_S that is not a positive number: one line, exit 2."""
 
     def test_bad_values_are_refused(self):
@@ -187,7 +164,7 @@ def deep(path):
     return path
 
 
-class HostileYamlTest(Case):
+class HostileYamlTest(HostileCase):
     """D15, D18: YAML nested 100000 deep, and an alias bomb given to baseline path."""
 
     def test_compare_tuning_too_deep(self):

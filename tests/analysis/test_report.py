@@ -81,20 +81,13 @@ class PeaksTest(tempdir_case.TempDirCase):
         self.assertEqual(peaks.tflops(peaks.lookup(H100), "bf16"), 989.4)  # ring's name for bfloat16
 
     def test_override_file(self):
-        p = self.path("p.yaml")
-        with open(p, "w") as f:
-            f.write("model: Acme X\ntflops: {bf16: 100, float32: 10}\nhbm_GBps: 1000\n")
-        got = peaks.load_override(p)
+        got = peaks.load_override(tempdir_case.write_text(
+            self.path("p.yaml"), "model: Acme X\ntflops: {bf16: 100, float32: 10}\nhbm_GBps: 1000\n"))
         self.assertEqual(got["tflops"], {"bfloat16": 100.0, "float32": 10.0})
         self.assertEqual((got["hbm_GBps"], got["pcie_GBps"]), (1000.0, None))
-        with open(p, "w") as f:
-            f.write("tflops: {bf16: -1}\n")
-        with self.assertRaisesRegex(peaks.PeaksError, "tflops.bf16 must be a positive number"):
-            peaks.load_override(p)
-        with open(p, "w") as f:
-            f.write("hbm: 3\n")
-        with self.assertRaisesRegex(peaks.PeaksError, "unknown: hbm"):
-            peaks.load_override(p)
+        self.assert_refused(peaks.load_override, "tflops: {bf16: -1}\n", peaks.PeaksError,
+                            "tflops.bf16 must be a positive number")
+        self.assert_refused(peaks.load_override, "hbm: 3\n", peaks.PeaksError, "unknown: hbm")
 
 
 class ReportNumbersTest(Base):

@@ -17,6 +17,9 @@ except ImportError as exc:  # pragma: no cover
 
 from ringbench_analysis import tuning  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tempdir_case import TempDirCase  # noqa: E402  (a temporary folder per test)
+
 GRID = [64, 128, 256, 512, 1024, 2048]
 # SHAPE_KEYS order: dtype, head_dim, causal, segment, rate
 SHAPE = ("bf16", 128, True, 0, 0)
@@ -260,7 +263,7 @@ class Policy(unittest.TestCase):
             self.assertEqual(tuning.read_policy_yaml(out), d)  # JSON fallback is YAML too
 
 
-class Validate(unittest.TestCase):
+class Validate(TempDirCase):
     def broken(self, edit):
         d = policy([(64, 256, "default"), (512, 2048, "fast")])
         edit(d)
@@ -289,18 +292,12 @@ class Validate(unittest.TestCase):
                 self.assertTrue(any(needle in p for p in problems), problems)
 
     def test_read_names_the_file_and_the_problem(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            bad = os.path.join(tmp, "bad.yaml")
-            with open(bad, "w") as f:
-                f.write("version: 1\nkind: something-else\n")
-            with self.assertRaisesRegex(tuning.TuningError, "bad.yaml.*kind"):
-                tuning.read_policy_yaml(bad)
-            with open(bad, "w") as f:
-                f.write("version: [1\n")
-            with self.assertRaisesRegex(tuning.TuningError, "bad.yaml: not valid YAML"):
-                tuning.read_policy_yaml(bad)
-            with self.assertRaisesRegex(tuning.TuningError, "missing.yaml: cannot read"):
-                tuning.read_policy_yaml(os.path.join(tmp, "missing.yaml"))
+        self.assert_refused(tuning.read_policy_yaml, "version: 1\nkind: something-else\n", tuning.TuningError,
+                            "bad.yaml.*kind")
+        self.assert_refused(tuning.read_policy_yaml, "version: [1\n", tuning.TuningError,
+                            "bad.yaml: not valid YAML")
+        with self.assertRaisesRegex(tuning.TuningError, "missing.yaml: cannot read"):
+            tuning.read_policy_yaml(self.path("missing.yaml"))
 
 
 class Lookup(unittest.TestCase):

@@ -21,8 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness import check, mpirun, run  # noqa: E402
 import harness  # noqa: E402
 
-h5py, np = harness.h5py_and_numpy()
-harness.ECHO_PASSES = True
+h5py, np = harness.h5py_and_numpy(echo_passes=True)
 
 # The ring shapes of the tuning grid of inputs/tuning_host.yaml (fp32, d 16, 2 heads, LongNet
 # (32, 2)); sequence lengths and ring sizes give block rows 32..256: inside, below and above

@@ -18,6 +18,7 @@
 #include "config/node.hpp"
 #include "config/yaml_guard.hpp"
 #include "expect_error.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -49,13 +50,6 @@ void parse_like_a_sweep(const rb::SweepSpec& spec) {
 void load_and_validate(const std::string& text) {
   rb::Config c = rb::parse_config_text(text, "test.yaml");
   for (const rb::SweepSpec& s : c.sweeps) parse_like_a_sweep(s);
-}
-
-std::filesystem::path scratch_dir() {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("ringbench-test-config-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
 }
 
 }  // namespace
@@ -194,7 +188,7 @@ TEST_CASE("every backend and binding policy parses and prints back") {
 }
 
 TEST_CASE("read_config_file returns the text verbatim") {
-  auto file = scratch_dir() / "ok.yaml";
+  auto file = rb::test::scratch_dir("config") / "ok.yaml";
   const std::string text = "sweeps:\n  - type: p2p_matrix  # trailing comment\n";
   { std::ofstream(file) << text; }
   CHECK(rb::read_config_file(file.string()) == text);
@@ -204,7 +198,7 @@ TEST_CASE("read_config_file returns the text verbatim") {
 }
 
 TEST_CASE("only a regular file of at most 16 MiB is read: FIFO, device, huge file refused") {
-  const std::filesystem::path dir = scratch_dir();
+  const std::filesystem::path dir = rb::test::scratch_dir("config");
   const std::string fifo = (dir / "pipe.yaml").string();
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   // No writer ever opens the FIFO: a plain fopen would block here forever.
@@ -364,7 +358,7 @@ struct BadCase {
 
 TEST_CASE("malformed configs fail with the line and an actionable message") {
   const std::string S = "sweeps:\n  - type: ring_attention\n";  // a valid prefix, lines 1-2
-  const std::filesystem::path dir = scratch_dir();
+  const std::filesystem::path dir = rb::test::scratch_dir("config");
   const std::vector<BadCase> cases = {
       {"syntax: unclosed flow list",
        S + "    ring_sizes: [1, 2\n    causal: true\n",

@@ -4,8 +4,6 @@
 // config (paths relative to the config file, strict, a missing file).
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -19,6 +17,8 @@
 #include "kernel_paths.hpp"
 #include "kernel_policy.hpp"
 #include "expect_error.hpp"
+#include "policy_text.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -47,13 +47,8 @@ std::string host_policy() {
          "margin: 1.2\n"
          "hysteresis: 1\n"
          "grid: {batch: 1, num_heads: 2}\n"
-         "rules:\n"
-         "- dtype: fp32\n"
-         "  head_dim: 16\n"
-         "  causal: false\n"
-         "  segment: 0\n"
-         "  rate: 0\n"
-         "  ranges:\n"
+         "rules:\n" +
+         std::string(rb::test::kHostPolicyRule) +
          "  - block_rows_min: 32\n"
          "    block_rows_max: 64\n"
          "    path: kokkos\n"
@@ -142,8 +137,7 @@ const rb::attn::KernelPath* pick(const rb::attn::KernelPolicy& p, std::int64_t r
 }
 
 std::filesystem::path scratch_dir() {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("ringbench-test-policy-" + std::to_string(::getpid()));
+  const auto dir = rb::test::scratch_dir("policy");
   std::filesystem::create_directories(dir / "policies");
   return dir;
 }

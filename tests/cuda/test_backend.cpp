@@ -59,12 +59,7 @@ struct BlockResult {
 BlockResult run_block(attn::AttentionBackend& be, std::uint64_t seed, std::int64_t q_first = 100,
                       std::int64_t kv_first = 0) {
   std::mt19937_64 rng(seed);
-  attn::Dims d;
-  d.batch = 1;
-  d.heads = 2;
-  d.head_dim = 64;
-  d.q_rows = 200;
-  d.kv_rows = 150;
+  const attn::Dims d{1, 2, 64, 200, 150};  // batch, heads, head_dim, q rows, kv rows
   const std::size_t nq = std::size_t(d.heads) * d.q_rows * d.head_dim;
   const std::size_t nk = std::size_t(d.heads) * d.kv_rows * d.head_dim;
   const auto hq = random_bf16(nq, rng), hk = random_bf16(nk, rng), hv = random_bf16(nk, rng),
@@ -82,18 +77,10 @@ BlockResult run_block(attn::AttentionBackend& be, std::uint64_t seed, std::int64
   auto* dk = static_cast<float*>(be.allocate(nk * 4));
   auto* dv = static_cast<float*>(be.allocate(nk * 4));
   be.init_forward(out, lse, std::int64_t(d.heads) * d.q_rows, d.head_dim);
-  attn::ForwardBlock f;
-  f.dims = d;
-  f.dtype = attn::DType::BF16;
-  f.scale = 0.125f;
-  f.q = {0, 200, q_first, 1};
-  f.kv = {0, 150, kv_first, 1};
-  f.pattern.causal = true;
-  f.q_data = q;
-  f.k_data = k;
-  f.v_data = v;
-  f.out = out;
-  f.lse = lse;
+  const attn::Pattern causal{true};
+  const attn::Span qs{0, 200, q_first, 1}, ks{0, 150, kv_first, 1};
+  const attn::BlockInputs in{d, attn::DType::BF16, 0.125f, qs, ks, causal, q, k, v};
+  const attn::ForwardBlock f{in, out, lse};
   be.reset_marks();
   const int m0 = be.mark();
   be.forward(f);
@@ -104,23 +91,7 @@ BlockResult run_block(attn::AttentionBackend& be, std::uint64_t seed, std::int64
   be.fill_zero(dq, nq * 4);
   be.fill_zero(dk, nk * 4);
   be.fill_zero(dv, nk * 4);
-  attn::BackwardBlock b;
-  b.dims = d;
-  b.dtype = f.dtype;
-  b.scale = f.scale;
-  b.q = f.q;
-  b.kv = f.kv;
-  b.pattern = f.pattern;
-  b.q_data = q;
-  b.k_data = k;
-  b.v_data = v;
-  b.dout = dout;
-  b.lse = lse;
-  b.delta = delta;
-  b.dq = dq;
-  b.dk = dk;
-  b.dv = dv;
-  be.backward(b);
+  be.backward(attn::BackwardBlock{in, dout, lse, delta, dq, dk, dv});
   r.out.resize(nq);
   be.copy_to_host(r.out.data(), out, nq * 4);
   r.grads.resize(nq + 2 * nk);

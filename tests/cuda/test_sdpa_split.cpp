@@ -24,6 +24,29 @@ int coverage(const std::vector<gpu::SdpaPiece>& pieces, std::int64_t i, std::int
   return n;
 }
 
+// Whether cover(h, i, j), the calls that let head h's query row i see key row j (rows of the
+// spans), is 1 where the pattern allows the pair and 0 elsewhere, for every head and row pair
+// (each counted into `checked`); the first that is not fails the test.
+template <class Cover>
+bool covers_exactly(const Span& q, const Span& k, const Pattern& pat, int heads, Cover cover,
+                    int& checked) {
+  for (int h = 0; h < heads; ++h)
+    for (std::int64_t i = 0; i < q.count; ++i)
+      for (std::int64_t j = 0; j < k.count; ++j) {
+        const int want = pat.allows(q.position(i), k.position(j), h) ? 1 : 0;
+        const int c = cover(h, i, j);
+        if (c != want) {
+          CAPTURE(h);
+          CAPTURE(i);
+          CAPTURE(j);
+          CHECK(c == want);
+          return false;
+        }
+        ++checked;
+      }
+  return true;
+}
+
 }  // namespace
 
 TEST_CASE("sdpa split covers exactly the allowed pairs of random causal block pairs") {
@@ -49,22 +72,12 @@ TEST_CASE("sdpa split covers exactly the allowed pairs of random causal block pa
       CHECK(p.q_off + p.q_count <= q.count);
       CHECK(p.k_off + p.k_count <= k.count);
     }
-    for (std::int64_t i = 0; i < q.count; ++i)
-      for (std::int64_t j = 0; j < k.count; ++j) {
-        const bool allowed = pat.allows(q.position(i), k.position(j), 0);
-        const int c = coverage(*pieces, i, j);
-        if (c != (allowed ? 1 : 0)) {
-          CAPTURE(t);
-          CAPTURE(i);
-          CAPTURE(j);
-          CAPTURE(q.first);
-          CAPTURE(k.first);
-          CAPTURE(q.stride);
-          CHECK(c == (allowed ? 1 : 0));
-          return;
-        }
-        ++checked;
-      }
+    CAPTURE(t);
+    CAPTURE(q.first);
+    CAPTURE(k.first);
+    CAPTURE(q.stride);
+    const auto cover = [&](int, std::int64_t i, std::int64_t j) { return coverage(*pieces, i, j); };
+    if (!covers_exactly(q, k, pat, 1, cover, checked)) return;
   }
   // Every branch of the split was exercised.
   CHECK(split2 > 0);
@@ -133,23 +146,13 @@ TEST_CASE("sdpa head groups cover exactly the allowed (head, query row, key row)
       }
       if (segs.size() > 1) ++multi_segment;
     }
-    for (int h = 0; h < H; ++h)
-      for (std::int64_t i = 0; i < q.count; ++i)
-        for (std::int64_t j = 0; j < k.count; ++j) {
-          const bool allowed = pat.allows(q.position(i), k.position(j), h);
-          const int c = cover[(std::size_t(h) * q.count + i) * k.count + j];
-          if (c != (allowed ? 1 : 0)) {
-            CAPTURE(t);
-            CAPTURE(h);
-            CAPTURE(i);
-            CAPTURE(j);
-            CAPTURE(pat.segment);
-            CAPTURE(pat.rate);
-            CHECK(c == (allowed ? 1 : 0));
-            return;
-          }
-          ++checked;
-        }
+    CAPTURE(t);
+    CAPTURE(pat.segment);
+    CAPTURE(pat.rate);
+    const auto covered = [&](int h, std::int64_t i, std::int64_t j) {
+      return cover[(std::size_t(h) * q.count + i) * k.count + j];
+    };
+    if (!covers_exactly(q, k, pat, H, covered, checked)) return;
   }
   CHECK(groups_seen > 0);
   CHECK(strided_views > 0);  // some groups read every step-th row

@@ -19,7 +19,6 @@ Exit 0 = pass, 1 = fail, 77 = skipped.
 """
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -28,8 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness import check  # noqa: E402
 import harness  # noqa: E402
 
-h5py, np = harness.h5py_and_numpy()
-harness.ECHO_PASSES = True
+h5py, np = harness.h5py_and_numpy(echo_passes=True)
 
 RANKS = 2
 GRACE_S = 30  # the run must end within the limit plus this
@@ -161,14 +159,8 @@ def check_off(args):
 
 
 def main():
-    ap = harness.arg_parser()
-    ap.add_argument("check", choices=["point", "run", "no_hang", "auto", "off"])
-    args = ap.parse_args()
-    shutil.rmtree(args.workdir, ignore_errors=True)
-    os.makedirs(args.workdir)
-    {"point": check_point, "run": check_run, "no_hang": check_no_hang, "auto": check_auto,
-     "off": check_off}[args.check](args)
-    return harness.exit_code()
+    return harness.run_check({"point": check_point, "run": check_run, "no_hang": check_no_hang,
+                              "auto": check_auto, "off": check_off})
 
 
 if __name__ == "__main__":

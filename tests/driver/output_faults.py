@@ -275,15 +275,9 @@ def check_dirs(args):
 
 
 def main():
-    ap = harness.arg_parser()
-    ap.add_argument("check", choices=["lock", "slow_point", "sigterm_ranks", "sigterm_mpirun", "dirs"])
-    args = ap.parse_args()
-    shutil.rmtree(args.workdir, ignore_errors=True)
-    os.makedirs(args.workdir)
-    {"lock": check_lock, "slow_point": check_slow_point,
-     "sigterm_ranks": lambda a: check_sigterm(a, to_ranks=True),
-     "sigterm_mpirun": lambda a: check_sigterm(a, to_ranks=False), "dirs": check_dirs}[args.check](args)
-    return harness.exit_code()
+    return harness.run_check({"lock": check_lock, "slow_point": check_slow_point,
+                              "sigterm_ranks": lambda a: check_sigterm(a, to_ranks=True),
+                              "sigterm_mpirun": lambda a: check_sigterm(a, to_ranks=False), "dirs": check_dirs})
 
 
 if __name__ == "__main__":

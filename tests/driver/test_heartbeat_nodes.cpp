@@ -65,9 +65,10 @@ std::vector<Watchdog::Beat> parsed(const std::vector<std::string>& slots,
   return out;
 }
 
-// The shared file, empty, as the driver's rank 0 creates it (and its folder, which
+// The shared file `stem`, empty, as the driver's rank 0 creates it (and its folder, which
 // test_path leaves to the caller). Collective.
-void create_empty(const std::string& path) {
+std::string create_empty(const std::string& stem) {
+  const std::string path = rb::test::test_path("driver", stem, ".heartbeat");
   if (rb::test::rank() == 0) {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     std::FILE* f = std::fopen(path.c_str(), "w");
@@ -75,13 +76,25 @@ void create_empty(const std::string& path) {
     std::fclose(f);
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  return path;
 }
 
+// The 4 ranks in simulated nodes of 2 (`placement`), each with its NodeHeartbeat on a fresh
+// shared file `stem`. Collective.
 struct Nodes {
   rb::Comm node;
   rb::RankLayout layout;
-  explicit Nodes(rb::Placement placement) {
-    layout = rb::discover_rank_layout(MPI_COMM_WORLD, rb::SimulatedNodes{2, placement}, &node);
+  std::string path;
+  NodeHeartbeat beats;
+  Nodes(rb::Placement placement, const std::string& stem)
+      : layout(rb::discover_rank_layout(MPI_COMM_WORLD, rb::SimulatedNodes{2, placement}, &node)),
+        path(create_empty(stem)),
+        beats(path, MPI_COMM_WORLD, node.get()) {}
+  // Every rank done: the window released, the file removed.
+  void finish() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    beats.release();
+    if (rb::test::rank() == 0) std::remove(path.c_str());
   }
 };
 
@@ -90,10 +103,8 @@ struct Nodes {
 TEST_CASE("heartbeat: one writer per node, the next takes over, a stopped rank is named") {
   REQUIRE(rb::test::world() == 4);
   const int me = rb::test::rank();
-  Nodes nodes(rb::Placement::Block);  // nodes {0, 1} and {2, 3}
-  const std::string path = rb::test::test_path("driver", "heartbeat_nodes", ".heartbeat");
-  create_empty(path);
-  NodeHeartbeat beats(path, MPI_COMM_WORLD, nodes.node.get());
+  Nodes nodes(rb::Placement::Block, "heartbeat_nodes");  // nodes {0, 1} and {2, 3}
+  NodeHeartbeat& beats = nodes.beats;
   REQUIRE(beats.error() == "");
   CHECK(beats.node() == me / 2);
   const Clock::time_point t0 = Clock::now();
@@ -140,18 +151,14 @@ TEST_CASE("heartbeat: one writer per node, the next takes over, a stopped rank i
                    "point 8) sent no heartbeat for 3.5 s, nor did any other rank of its "
                    "node through the shared heartbeat file"));
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  beats.release();
-  if (me == 0) std::remove(path.c_str());
+  nodes.finish();
 }
 
 TEST_CASE("heartbeat: the file is node-major, each rank's slot read back where it belongs") {
   REQUIRE(rb::test::world() == 4);
   const int me = rb::test::rank();
-  Nodes nodes(rb::Placement::Cyclic);  // nodes {0, 2} and {1, 3}
-  const std::string path = rb::test::test_path("driver", "heartbeat_cyclic", ".heartbeat");
-  create_empty(path);
-  NodeHeartbeat beats(path, MPI_COMM_WORLD, nodes.node.get());
+  Nodes nodes(rb::Placement::Cyclic, "heartbeat_cyclic");  // nodes {0, 2} and {1, 3}
+  NodeHeartbeat& beats = nodes.beats;
   beats.put(Watchdog::slot_text(1, "r" + std::to_string(me), 0, true, false));
   MPI_Barrier(MPI_COMM_WORLD);
   beats.publish(Clock::now());
@@ -160,7 +167,7 @@ TEST_CASE("heartbeat: the file is node-major, each rank's slot read back where i
   for (int r = 0; r < 4; ++r)
     CHECK(got[std::size_t(r)].where == "sweep r" + std::to_string(r) + " point 0");
   if (me == 0) {  // the file itself: node 0's ranks (0, 2), then node 1's (1, 3)
-    std::FILE* f = std::fopen(path.c_str(), "rb");
+    std::FILE* f = std::fopen(nodes.path.c_str(), "rb");
     REQUIRE(f != nullptr);
     std::string all(4 * Watchdog::kSlotBytes, '\0');
     CHECK(std::fread(all.data(), 1, all.size(), f) == all.size());
@@ -171,7 +178,5 @@ TEST_CASE("heartbeat: the file is node-major, each rank's slot read back where i
           Watchdog::parse_slot(all.substr(i * Watchdog::kSlotBytes, Watchdog::kSlotBytes)).where ==
           "sweep r" + std::to_string(order[i]) + " point 0");
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  beats.release();
-  if (me == 0) std::remove(path.c_str());
+  nodes.finish();
 }

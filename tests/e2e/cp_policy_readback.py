@@ -24,8 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness import check, mpirun, run  # noqa: E402
 import harness  # noqa: E402
 
-h5py, np = harness.h5py_and_numpy()
-harness.ECHO_PASSES = True
+h5py, np = harness.h5py_and_numpy(echo_passes=True)
 RANKS = 4
 
 SWEEP = """  - type: ring_attention

@@ -30,8 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness import check, mpirun  # noqa: E402
 import harness  # noqa: E402
 
-h5py, np = harness.h5py_and_numpy()
-harness.ECHO_PASSES = True
+h5py, np = harness.h5py_and_numpy(echo_passes=True)
 
 RANKS = 2
 # Block rows S/R of the points: 4 8 16 32 64 128 256 512 1024 2048 — out of reach below,

@@ -24,8 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness import check, mpirun  # noqa: E402
 import harness  # noqa: E402
 
-h5py, _ = harness.h5py_and_numpy()
-harness.ECHO_PASSES = True
+h5py, _ = harness.h5py_and_numpy(echo_passes=True)
 
 # Small and quick: every point of it takes milliseconds on the host path.
 JOB = """backend: host
@@ -258,11 +257,13 @@ def check_oom_file(out, ranks):
                           f"{name} point {pi} was measured on every rank: {rate.tolist()}")
 
 
-AS_LIMIT = str((1 << 30) + (1 << 29) + 256 * (1 << 20))  # ~ the process's own 200 MiB + 1.5 GiB
+# The address-space limit of the oom checks' ranks: ~ the process's own 200 MiB + 1.5 GiB.
+AS_LIMIT = str((1 << 30) + (1 << 29) + 256 * (1 << 20))
 
 
 def prlimit_or_skip():
-    """prlimit's path; exit 77 (skipped) without it or on a node too small for the oom sizes."""
+    """prlimit's path; exits 77 without it or on a machine with too little memory for the
+    sizes of the oom checks."""
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         print("SKIP: no prlimit (util-linux)")
@@ -278,10 +279,9 @@ def check_oom(args):
     rank; the sweeps go on and the run completes (exit 0)."""
     prlimit = prlimit_or_skip()
     cfg = write(os.path.join(args.workdir, "oom.yaml"), OOM_JOB)
-    limit = AS_LIMIT
     for ranks in (1, 2):
         out = os.path.join(args.workdir, f"oom{ranks}.h5")
-        r, s = timed(args, ranks, [prlimit, f"--as={limit}", args.ringbench, cfg, "--output", out,
+        r, s = timed(args, ranks, [prlimit, f"--as={AS_LIMIT}", args.ringbench, cfg, "--output", out,
                                    "--force"], timeout=300)
         check(r.returncode == 0 and "terminate called" not in r.stderr and "Abort" not in r.stderr,
               f"{ranks} rank(s) under prlimit --as: exit {r.returncode} in {s:.1f} s, no abort")
@@ -309,9 +309,8 @@ def check_oom_mpi(args):
     cfg = write(os.path.join(args.workdir, "oom_mpi.yaml"), "backend: host\nsweeps:\n" + "".join(
         f"  - {{type: collectives, name: c{m}, operations: {ops}, min_bytes: {m}MiB, max_bytes: {m}MiB,"
         f" iterations: 1, warmup: 0}}\n" for m in MPI_SCRATCH_SIZES_MIB))
-    limit = AS_LIMIT
     out = os.path.join(args.workdir, "oom_mpi.h5")
-    r, s = timed(args, 2, [prlimit, f"--as={limit}", args.ringbench, cfg, "--output", out, "--force"],
+    r, s = timed(args, 2, [prlimit, f"--as={AS_LIMIT}", args.ringbench, cfg, "--output", out, "--force"],
                  timeout=300)
     check(r.returncode == 0 and "MPI_ERR" not in r.stderr and status_of(out) == "complete",
           f"2 ranks under prlimit --as: exit {r.returncode} in {s:.1f} s, no MPI error: "

@@ -146,6 +146,12 @@ class Base(unittest.TestCase):
         rows = [[c.strip() for c in r if c.strip()] for r in rows]
         return {r[1]: (r[2], r[4]) for r in rows}
 
+    def verdicts(self, code, target, run, *argv):
+        """lines() of one target of the script on the run file (and argv), its exit code checked."""
+        rc, out, _ = self.run_script(run, *argv)
+        self.assertEqual(rc, code, out)
+        return self.lines(out, target)
+
 
 class AllPass(Base):
     def test_every_target_met(self):
@@ -166,9 +172,7 @@ class AllPass(Base):
                          ("540.0 / 550.0 TFLOP/s = 98.18 %", "pass"))
 
     def test_without_torch_no_target_c(self):
-        rc, out, _ = self.run_script(self.h5(good_sweeps()))
-        self.assertEqual(rc, 0, out)
-        self.assertFalse(self.lines(out, "c"))
+        self.assertFalse(self.verdicts(0, "c", self.h5(good_sweeps())))
 
     def test_markdown(self):
         rc, out, _ = self.run_script(self.h5(good_sweeps()), "--markdown")
@@ -209,9 +213,7 @@ class ExposedWait(Base):
     def test_backward_fails_alone(self):
         sweeps = good_sweeps()
         sweeps["r4_cudnn_zigzag"][3][3]["bwd_wait"] = 0.025  # S=131072 via copy_engine
-        rc, out, _ = self.run_script(self.h5(sweeps))
-        self.assertEqual(rc, 1)
-        a = self.lines(out, "a")
+        a = self.verdicts(1, "a", self.h5(sweeps))
         self.assertEqual(a["r4_cudnn_zigzag S=131072 R=4 (32K/GPU) cudnn zigzag causal via copy_engine, backward"],
                          ("2.50 %", "FAIL"))
 
@@ -219,9 +221,7 @@ class ExposedWait(Base):
         sweeps = good_sweeps()
         sweeps["r4_cudnn_full"][3][0]["fwd_wait"] = 0.02
         sweeps["r2_small"] = (0, "contiguous", "cudnn", [pt(8192, 2, 500, fwd_wait=0.5)])  # 4K/GPU
-        rc, out, _ = self.run_script(self.h5(sweeps))
-        self.assertEqual(rc, 0, out)
-        self.assertFalse([k for k in self.lines(out, "a") if k.startswith("r2_small")])
+        self.assertFalse([k for k in self.verdicts(0, "a", self.h5(sweeps)) if k.startswith("r2_small")])
 
     def test_slowest_rank_sum_over_slowest_rank_time(self):
         wait = np.array([[1.0, 2.0, np.nan], [0.5, 0.5, np.nan]])  # rank 0 waits 3 in all
@@ -232,11 +232,9 @@ class ExposedWait(Base):
     def test_point_that_did_not_finish_fails(self):
         sweeps = good_sweeps()
         sweeps["r4_cudnn_full"][3][1]["status"] = "oom"  # S=131072 via nccl
-        rc, out, _ = self.run_script(self.h5(sweeps))
-        self.assertEqual(rc, 1)
-        where = "r4_cudnn_full S=131072 R=4 (32K/GPU) cudnn contiguous full via nccl"
-        self.assertEqual(self.lines(out, "a")[f"{where}, forward"], ("status oom", "FAIL"))
-        self.assertEqual(self.lines(out, "b")[f"{where} / R=1"], ("no measurement", "FAIL"))
+        run, where = self.h5(sweeps), "r4_cudnn_full S=131072 R=4 (32K/GPU) cudnn contiguous full via nccl"
+        self.assertEqual(self.verdicts(1, "a", run)[f"{where}, forward"], ("status oom", "FAIL"))
+        self.assertEqual(self.verdicts(1, "b", run)[f"{where} / R=1"], ("no measurement", "FAIL"))
 
 
 class Scaling(Base):
@@ -245,9 +243,7 @@ class Scaling(Base):
         full = sweeps["r4_cudnn_full"][3]
         full[0]["rate"], full[1]["rate"] = 451.0, 522.0  # 8K: 90.2 % of 500; 32K: 94.9 % of 550
         full[2]["rate"] = 440.0  # copy_engine 8K: 88 %
-        rc, out, _ = self.run_script(self.h5(sweeps))
-        self.assertEqual(rc, 1)
-        b = self.lines(out, "b")
+        b = self.verdicts(1, "b", self.h5(sweeps))
         head = "r4_cudnn_full S={} R=4 ({}K/GPU) cudnn contiguous full via {} / R=1"
         self.assertEqual(b[head.format(32768, 8, "nccl")], ("451.0 / 500.0 TFLOP/s = 90.20 %", "pass"))
         self.assertEqual(b[head.format(131072, 32, "nccl")], ("522.0 / 550.0 TFLOP/s = 94.91 %", "FAIL"))
@@ -257,11 +253,10 @@ class Scaling(Base):
         sweeps = good_sweeps()
         # a slow ring of 2: judged by (a), not by (b), which takes the largest ring
         sweeps["r2_cudnn_full"] = (0, "contiguous", "cudnn", [pt(16384, 2, 100.0), pt(65536, 2, 100.0)])
-        rc, out, _ = self.run_script(self.h5(sweeps))
-        self.assertEqual(rc, 0, out)
-        b = self.lines(out, "b")
+        run = self.h5(sweeps)
+        b = self.verdicts(0, "b", run)
         self.assertFalse([k for k in b if k.startswith("r2_")])
-        self.assertTrue([k for k in self.lines(out, "a") if k.startswith("r2_")])
+        self.assertTrue([k for k in self.verdicts(0, "a", run) if k.startswith("r2_")])
         # the causal zigzag ring against the zigzag R = 1, not the contiguous one
         self.assertEqual(b["r4_cudnn_zigzag S=32768 R=4 (8K/GPU) cudnn zigzag causal via nccl / R=1"][0],
                          "460.0 / 480.0 TFLOP/s = 95.83 %")
@@ -269,35 +264,29 @@ class Scaling(Base):
     def test_missing_baseline_fails(self):
         sweeps = good_sweeps()
         del sweeps["r1_cudnn_zigzag"]
-        rc, out, _ = self.run_script(self.h5(sweeps))
-        self.assertEqual(rc, 1)
-        b = self.lines(out, "b")
+        b = self.verdicts(1, "b", self.h5(sweeps))
         self.assertEqual(b["r4_cudnn_zigzag S=32768 R=4 (8K/GPU) cudnn zigzag causal via nccl / R=1"],
                          ("no baseline", "FAIL"))
 
     def test_kernel_path_from_paths_ran(self):
         sweeps = good_sweeps()
         sweeps["r4_flash_full"] = (0, "contiguous", "flash", [pt(32768, 4, 300.0)])
-        rc, out, _ = self.run_script(self.h5(sweeps))
-        self.assertEqual(rc, 1)  # no flash R = 1 point: its baseline is missing, not cudnn's
-        self.assertEqual(self.lines(out, "b")["r4_flash_full S=32768 R=4 (8K/GPU) flash contiguous full "
-                                              "via nccl / R=1"], ("no baseline", "FAIL"))
+        # no flash R = 1 point: its baseline is missing, not cudnn's
+        b = self.verdicts(1, "b", self.h5(sweeps))
+        self.assertEqual(b["r4_flash_full S=32768 R=4 (8K/GPU) flash contiguous full via nccl / R=1"],
+                         ("no baseline", "FAIL"))
 
 
 class Torch(Base):
     def test_ring_below_1_15_fails(self):
-        rc, out, _ = self.run_script(self.h5(good_sweeps()), "--torch", self.torch(torch_doc(ring_full=420.0)))
-        self.assertEqual(rc, 1)
-        c = self.lines(out, "c")
+        c = self.verdicts(1, "c", self.h5(good_sweeps()), "--torch", self.torch(torch_doc(ring_full=420.0)))
         self.assertEqual(c["r4_cudnn_full S=32768 R=4 (8K/GPU) cudnn contiguous full via nccl / torch ring"],
                          ("470.0 / 420.0 TFLOP/s = x1.119", "FAIL"))
         self.assertEqual(c["r4_cudnn_zigzag S=32768 R=4 (8K/GPU) cudnn zigzag causal via nccl / torch ring"][1],
                          "pass")
 
     def test_local_below_97_percent_fails(self):
-        rc, out, _ = self.run_script(self.h5(good_sweeps()), "--torch", self.torch(torch_doc(local_8k=500.0)))
-        self.assertEqual(rc, 1)
-        c = self.lines(out, "c")
+        c = self.verdicts(1, "c", self.h5(good_sweeps()), "--torch", self.torch(torch_doc(local_8k=500.0)))
         self.assertEqual(c["r1_cudnn_zigzag S=8192 R=1 (8K/GPU) cudnn zigzag causal / torch local"],
                          ("480.0 / 500.0 TFLOP/s = 96.00 %", "FAIL"))
 
@@ -305,9 +294,7 @@ class Torch(Base):
         doc = torch_doc()
         doc["points"] = [p for p in doc["points"] if p["method"] != "local" or p["tokens_per_gpu"] != 32768]
         doc["points"][0]["status"] = "oom"  # ring, non-causal: did not finish
-        rc, out, _ = self.run_script(self.h5(good_sweeps()), "--torch", self.torch(doc))
-        self.assertEqual(rc, 1)
-        c = self.lines(out, "c")
+        c = self.verdicts(1, "c", self.h5(good_sweeps()), "--torch", self.torch(doc))
         self.assertEqual(c["r1_cudnn_zigzag S=32768 R=1 (32K/GPU) cudnn zigzag causal / torch local"],
                          ("no torch_cp.py point", "FAIL"))
         self.assertEqual(c["r4_cudnn_full S=32768 R=4 (8K/GPU) cudnn contiguous full via copy_engine / "
@@ -317,10 +304,8 @@ class Torch(Base):
         path = self.h5(good_sweeps())
         with h5py.File(path, "r+") as f:
             del f["sweeps/r4_cudnn_zigzag"].attrs["causal"]  # the label says "causal"
-        rc, out, _ = self.run_script(path, "--torch", self.torch(torch_doc()))
-        self.assertEqual(rc, 0, out)
         self.assertIn("r4_cudnn_zigzag S=32768 R=4 (8K/GPU) cudnn zigzag causal via nccl / torch ring",
-                      self.lines(out, "c"))
+                      self.verdicts(0, "c", path, "--torch", self.torch(torch_doc())))
 
 
 class NotSuchRun(Base):

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <string>
@@ -128,6 +129,21 @@ struct ContentionFile {
   std::vector<double> median, slowdown, start, end;
 };
 
+ContentionFile read_back(const std::string& path);
+
+// Runs a contention sweep of these keys (one warm-up, no cooldown) on the host path and checks
+// that it succeeded: rank 0 gets the file read back, the other ranks nothing.
+std::optional<ContentionFile> run_contention(const std::string& keys, const std::string& stem) {
+  const auto run = rbtest::run_host_sweep(
+      "sweeps:\n  - type: contention\n    name: contention\n    warmup: 1\n    cooldown_s: 0\n" +
+          keys,
+      rb::parse_contention, stem);
+  CAPTURE(run.outcome.failure);
+  CHECK(run.outcome.ok);
+  if (rb::test::rank() != 0) return std::nullopt;
+  return read_back(run.path);
+}
+
 ContentionFile read_back(const std::string& path) {
   ContentionFile f;
   f.path = path;
@@ -220,22 +236,18 @@ TEST_CASE("contention sweep, 2 ranks: slowdown, bindings per phase, restore, mon
 
 TEST_CASE("contention sweep, 2 ranks: the feeder rank feeds and measures nothing") {
   if (rb::test::world() != 2) return;
-  const auto run = rbtest::run_host_sweep(
-      "sweeps:\n  - type: contention\n    name: contention\n    phases: [alone, "
-      "concurrent_unbound]\n"
-      "    workloads: [triad, host_attention]\n    triad_bytes: 8MiB\n    feeders: 1\n"
-      "    iterations: 4\n    warmup: 1\n    cooldown_s: 0\n    monitor_interval_ms: 10\n"
+  const auto read = run_contention(
+      "    phases: [alone, concurrent_unbound]\n    workloads: [triad, host_attention]\n"
+      "    triad_bytes: 8MiB\n    feeders: 1\n    iterations: 4\n    monitor_interval_ms: 10\n"
       "    feeder: {copy_bytes: 1MiB, threads: 2}\n"
       "    host_attention: {rows: 64, heads: 2, head_dim: 16}\n",
-      rb::parse_contention, "contention_feeder");
-  CAPTURE(run.outcome.failure);
-  CHECK(run.outcome.ok);
-  if (rb::test::rank() != 0) return;
-  const ContentionFile f = read_back(run.path);
+      "contention_feeder");
+  if (!read) return;
+  const ContentionFile& f = *read;
   REQUIRE(f.P == 4);
-  const auto time = rb::h5::read_doubles(run.path, f.g + "time_s");
-  const auto fed = rb::h5::read_doubles(run.path, f.g + "fed_bytes");
-  const auto tflops = rb::h5::read_doubles(run.path, f.g + "rate_tflops");
+  const auto time = rb::h5::read_doubles(f.path, f.g + "time_s");
+  const auto fed = rb::h5::read_doubles(f.path, f.g + "fed_bytes");
+  const auto tflops = rb::h5::read_doubles(f.path, f.g + "rate_tflops");
   for (std::size_t p = 0; p < f.P; ++p) {
     CAPTURE(p);
     CHECK(at(f.role, f.P, 0, p) == "measure");
@@ -334,21 +346,18 @@ std::vector<double> recomputed_mismatch(const std::string& path, const std::stri
 
 TEST_CASE("contention sweep, 2 ranks: two host paths over two rows, and the tuning mismatch") {
   if (rb::test::world() != 2) return;
-  const auto run = rbtest::run_host_sweep(
-      "sweeps:\n  - type: contention\n    name: contention\n"
+  const auto read = run_contention(
       "    phases: [alone, concurrent_unbound, concurrent_bound]\n    policies: [core]\n"
-      "    workloads: [triad, host_attention]\n    triad_bytes: 1MiB\n"
-      "    iterations: 5\n    warmup: 1\n    cooldown_s: 0\n    monitor_interval_ms: 20\n"
+      "    workloads: [triad, host_attention]\n    triad_bytes: 1MiB\n    iterations: 5\n"
+      "    monitor_interval_ms: 20\n"
       "    host_attention: {kernel: [kokkos, materialized], rows: [32, 96], heads: 2, head_dim: "
       "16}\n",
-      rb::parse_contention, "contention_paths");
-  CAPTURE(run.outcome.failure);
-  CHECK(run.outcome.ok);
-  if (rb::test::rank() != 0) return;
-  const ContentionFile f = read_back(run.path);
+      "contention_paths");
+  if (!read) return;
+  const ContentionFile& f = *read;
   REQUIRE(f.P == 15);  // 3 phases x (triad + 2 paths x 2 rows), phase-major
-  const auto kernel = rb::h5::read_strings(run.path, f.g + "points/path");
-  const auto rows = rb::h5::read_ints(run.path, f.g + "points/rows");
+  const auto kernel = rb::h5::read_strings(f.path, f.g + "points/path");
+  const auto rows = rb::h5::read_ints(f.path, f.g + "points/rows");
   const std::vector<std::string> want_path = {"", "kokkos", "kokkos", "materialized",
                                               "materialized"};
   const std::vector<std::int64_t> want_rows = {0, 32, 96, 32, 96};
@@ -361,11 +370,11 @@ TEST_CASE("contention sweep, 2 ranks: two host paths over two rows, and the tuni
     for (int r = 0; r < 2; ++r) CHECK(std::isfinite(at(f.median, f.P, r, p)));
   }
   const std::string m = f.g + "tuning_mismatch/";
-  CHECK(rb::h5::read_strings(run.path, m + "phase") ==
+  CHECK(rb::h5::read_strings(f.path, m + "phase") ==
         std::vector<std::string>{"alone", "concurrent_unbound", "concurrent_bound:core"});
-  CHECK(rb::h5::read_ints(run.path, m + "shapes") == std::vector<std::int64_t>{2, 2, 2});
-  const auto fraction = rb::h5::read_doubles(run.path, m + "fraction");
-  const auto want = recomputed_mismatch(run.path, f.g, f.P, f.phase);
+  CHECK(rb::h5::read_ints(f.path, m + "shapes") == std::vector<std::int64_t>{2, 2, 2});
+  const auto fraction = rb::h5::read_doubles(f.path, m + "fraction");
+  const auto want = recomputed_mismatch(f.path, f.g, f.P, f.phase);
   REQUIRE(fraction.size() == 3);
   CHECK(fraction[0] == 0.0);  // the reference phase agrees with itself
   for (std::size_t i = 0; i < 3; ++i) {

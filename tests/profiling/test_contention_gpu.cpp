@@ -9,13 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "app/paths.hpp"
-#include "app/progress.hpp"
 #include "config/config.hpp"
 #include "metrics/h5.hpp"
 #include "runtime/binding.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/mpi.hpp"
+#include "ring/host_sweep.hpp"
 #include "runtime/mpi_util.hpp"
 #include "sweeps/contention/contention.hpp"
 #include "test_support.hpp"
@@ -39,21 +38,13 @@ std::string run_on_gpu(const std::string& yaml, const rb::GpuInfo& gpu) {
   pctx.world_size = layout.world_size;
   pctx.backend = rb::Backend::Cuda;
   auto sweep = rb::parse_contention(cfg.sweeps.at(0), pctx);
+  sweep->set_name("contention");
   const std::string path = rb::test::test_path("profiling", "contention_gpu");
   rb::GpuContext gctx(gpu, MPI_COMM_WORLD);  // no sweep here asks for NCCL
-  {
-    rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
-    rb::h5::Group root = file.root();
-    rb::h5::Group out = root.group("sweeps").group("contention");
-    const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Cuda);
-    rb::Progress progress(layout.rank, "contention", sweep->plan().size());
-    rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout, rb::Backend::Cuda, &gctx, paths, progress};
-    const rb::SweepOutcome o = sweep->run(ctx, out);
-    CAPTURE(o.failure);
-    CHECK(o.ok);
-    file.close();
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  const rb::SweepOutcome o =
+      rbtest::run_sweep_into(path, *sweep, cfg, layout, rb::Backend::Cuda, &gctx);
+  CAPTURE(o.failure);
+  CHECK(o.ok);
   return path;
 }
 

@@ -15,11 +15,10 @@
 #include <vector>
 
 #include "app/estimate.hpp"
-#include "app/paths.hpp"
-#include "app/progress.hpp"
 #include "config/config.hpp"
 #include "metrics/h5.hpp"
 #include "runtime/mpi.hpp"
+#include "ring/host_sweep.hpp"
 #include "sweeps/p2p_matrix.hpp"
 #include "test_support.hpp"
 
@@ -51,17 +50,7 @@ std::string run_p2p(const std::string& stem, const std::string& keys, const rb::
   const rb::Config cfg =
       rb::parse_config_text("sweeps:\n  - type: p2p_matrix\n", "p2p_schedule.yaml");
   const std::string path = rb::test::test_path("profiling", stem);
-  {
-    rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
-    rb::h5::Group root = file.root();
-    rb::h5::Group out = root.group("sweeps").group(sweep->name());
-    const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Host);
-    rb::Progress progress(layout.rank, sweep->name(), sweep->point_count());
-    rb::RunContext ctx{cfg, MPI_COMM_WORLD, layout, rb::Backend::Host, nullptr, paths, progress};
-    CHECK(sweep->run(ctx, out).ok);
-    file.close();
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(rbtest::run_sweep_into(path, *sweep, cfg, layout).ok);
   return path;
 }
 

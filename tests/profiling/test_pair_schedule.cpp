@@ -35,20 +35,27 @@ void check_rounds(const std::vector<std::vector<Pair>>& rounds, const std::vecto
   CHECK(got == want);
 }
 
+// Every pair set's pairs listed on the layout `node_of` number what `count` makes of the set
+// (the sample set: `sample`).
+template <class Count>
+void check_counts(const std::vector<int>& node_of, const char* sample, Count count) {
+  for (const char* s : {"all", "intra_node", "node_leaders", "per_node_pair", sample}) {
+    CAPTURE(s);
+    const PairSpec spec = rb::prof::parse_pair_spec(s);
+    CHECK(rb::prof::select_pairs(spec, node_of).size() == count(spec));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("pair sets: arithmetic counts equal the listed pairs") {
   for (int nodes : {1, 2, 3, 5})
     for (int per_node : {1, 2, 4}) {
-      const auto node_of = block(nodes, per_node);
-      for (const char* s : {"all", "intra_node", "node_leaders", "per_node_pair", "sample:7"}) {
-        CAPTURE(s);
-        CAPTURE(nodes);
-        CAPTURE(per_node);
-        const PairSpec spec = rb::prof::parse_pair_spec(s);
-        CHECK(rb::prof::select_pairs(spec, node_of).size() ==
-              rb::prof::count_pairs(spec, nodes, per_node));
-      }
+      CAPTURE(nodes);
+      CAPTURE(per_node);
+      check_counts(block(nodes, per_node), "sample:7", [&](const PairSpec& spec) {
+        return rb::prof::count_pairs(spec, nodes, per_node);
+      });
     }
   const auto node_of = block(4, 8);
   for (const Pair& p : rb::prof::select_pairs({PairSet::IntraNode}, node_of))
@@ -97,15 +104,12 @@ TEST_CASE("counts from node sizes (unequal nodes, cyclic placement) equal the li
     for (int nodes : {1, 2, 3, 4}) {
       std::vector<int> node_of;
       for (int r = 0; r < world; ++r) node_of.push_back(r % nodes);
+      CAPTURE(world);
+      CAPTURE(nodes);
       for (const auto& layout : {node_of, rb::prof::block_layout(world, nodes)})
-        for (const char* s : {"all", "intra_node", "node_leaders", "per_node_pair", "sample:9"}) {
-          CAPTURE(s);
-          CAPTURE(world);
-          CAPTURE(nodes);
-          const PairSpec spec = rb::prof::parse_pair_spec(s);
-          CHECK(rb::prof::select_pairs(spec, layout).size() ==
-                rb::prof::count_pairs(spec, rb::prof::node_sizes(layout)));
-        }
+        check_counts(layout, "sample:9", [&](const PairSpec& spec) {
+          return rb::prof::count_pairs(spec, rb::prof::node_sizes(layout));
+        });
     }
   CHECK(rb::prof::block_layout(10, 3) == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2});
   CHECK(rb::prof::node_sizes({1, 0, 1, 0, 1}) == std::vector<int>{3, 2});  // node of rank 0 first

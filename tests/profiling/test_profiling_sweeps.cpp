@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "app/paths.hpp"
-#include "app/progress.hpp"
 #include "config/config.hpp"
 #include "metrics/h5.hpp"
 #include "runtime/mpi.hpp"
@@ -23,6 +21,7 @@
 #include "sweeps/memory.hpp"
 #include "sweeps/p2p_matrix.hpp"
 #include "profiling/groups.hpp"
+#include "ring/host_sweep.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -43,20 +42,10 @@ std::string run_sweep(const std::string& stem, const std::string& yaml,
   auto sweep = parse(cfg.sweeps.at(0), pctx);
   sweep->set_name(cfg.sweeps.at(0).name);
   const std::string path = rb::test::test_path("profiling", stem);
-  {
-    rb::h5::File file = rb::h5::File::create(path, MPI_COMM_WORLD, true);
-    rb::h5::Group root = file.root();
-    rb::h5::Group out = root.group("sweeps").group(sweep->name());
-    const rb::PathFactories paths = rb::make_path_factories(rb::Backend::Host);
-    rb::Progress progress(layout.rank, sweep->name(), sweep->plan().size());
-    rb::RunContext ctx{cfg,     MPI_COMM_WORLD, layout,   rb::Backend::Host,
-                       nullptr, paths,          progress, cache};
-    const rb::SweepOutcome o = sweep->run(ctx, out);
-    CAPTURE(o.failure);
-    CHECK(o.ok);
-    file.close();
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  const rb::SweepOutcome o =
+      rbtest::run_sweep_into(path, *sweep, cfg, layout, rb::Backend::Host, nullptr, cache);
+  CAPTURE(o.failure);
+  CHECK(o.ok);
   return path;
 }
 

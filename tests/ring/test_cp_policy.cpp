@@ -3,8 +3,6 @@
 // ring_attention sweep resolving scheme: auto from it.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,6 +10,7 @@
 
 #include "config/node.hpp"
 #include "config/expect_error.hpp"
+#include "host_sweep.hpp"
 #include "sweeps/cp_policy.hpp"
 #include "sweeps/ring_attention.hpp"
 #include "sweeps/sweep.hpp"
@@ -189,34 +188,19 @@ TEST_CASE("cp_span and cp_dilation_text") {
 
 namespace {
 
-std::filesystem::path scratch_dir() {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("ringbench-test-cp-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 rb::SweepSpec ring_spec(const std::string& yaml, const std::string& config) {
-  rb::SweepSpec s;
-  s.type = "ring_attention";
-  s.name = "ra";
-  s.node = rb::cfg::Node(YAML::Load(yaml), config, "sweeps[0]");
-  return s;
+  return rbtest::sweep_spec("ring_attention", "ra", yaml, config);
 }
 
-rb::ParseContext host_world(int world = 4) {
-  rb::ParseContext c;
-  c.world_size = world;
-  c.backend = rb::Backend::Host;
-  return c;
+rb::ParseContext host_world() {
+  return rbtest::host_context(4);
 }
 
 }  // namespace
 
 TEST_CASE("ring_attention: scheme: auto follows the CP policy by tokens per rank, else the ring") {
-  const std::filesystem::path dir = scratch_dir();
-  const std::string config = (dir / "run.yaml").string();
-  std::ofstream(dir / "cp.yaml") << cp_policy();
+  const rbtest::ConfigFolder folder("cp", "cp.yaml", cp_policy());
+  const std::string& config = folder.config;
   // Ring size 4: S 512 -> 128 tokens (ring), 2048 -> 512 (ulysses), 16384 -> 4096 (null:
   // built-in). Ring size 2 has no rule: built-in.
   const auto sweep = rb::parse_ring_attention(
@@ -232,41 +216,26 @@ TEST_CASE("ring_attention: scheme: auto follows the CP policy by tokens per rank
   CHECK(plan[5].find("auto:ring S=16384 R=4") != std::string::npos);
   REQUIRE(sweep->cp_policies().size() == 1);
   CHECK(sweep->cp_policies()[0]->key == "sweeps[0].cp_policy");
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE(
     "ring_attention: cp_policy without scheme: auto, and a policy choice that cannot run, are "
     "errors") {
-  const std::filesystem::path dir = scratch_dir();
-  const std::string config = (dir / "run.yaml").string();
-  std::ofstream(dir / "cp.yaml") << cp_policy();
-  try {
-    rb::parse_ring_attention(
-        ring_spec("{seq_lengths: [512], num_heads: 4, head_dim: 16, scheme: ring,\n"
-                  " cp_policy: cp.yaml}",
-                  config),
-        host_world());
-    FAIL("cp_policy with scheme: ring was accepted");
-  } catch (const rb::cfg::ConfigError& e) {
-    CHECK(e.key() == "sweeps[0].cp_policy");
-    CHECK(e.where().line == 2);
-    CHECK(e.message().find("steers scheme: auto") != std::string::npos);
-  }
+  const rbtest::ConfigFolder folder("cp", "cp.yaml", cp_policy());
+  const rb::cfg::ConfigError ring = rbtest::ring_config_error(
+      "{seq_lengths: [512], num_heads: 4, head_dim: 16, scheme: ring,\n cp_policy: cp.yaml}",
+      folder.config, 4);
+  CHECK(ring.key() == "sweeps[0].cp_policy");
+  CHECK(ring.where().line == 2);
+  CHECK(ring.message().find("steers scheme: auto") != std::string::npos);
   // The policy says ulysses at 512 tokens on 4 ranks; a 4-head rule read for 6 heads would not
   // match, so use a policy whose rule says 6 heads: ulysses cannot split 6 heads over 4 ranks.
-  std::ofstream(dir / "cp6.yaml") << with(cp_policy(), "num_heads: 4\n  num_kv_heads: 4",
-                                          "num_heads: 6\n  num_kv_heads: 6");
-  try {
-    rb::parse_ring_attention(
-        ring_spec("{seq_lengths: [2048], ring_sizes: [4], num_heads: 6, head_dim: 16,\n"
-                  " dtype: fp32, scheme: auto, cp_policy: cp6.yaml}",
-                  config),
-        host_world());
-    FAIL("an impossible policy choice was accepted");
-  } catch (const rb::cfg::ConfigError& e) {
-    CHECK(e.key() == "sweeps[0].cp_policy");
-    CHECK(e.message().find("ulysses at ring size 4") != std::string::npos);
-  }
-  std::filesystem::remove_all(dir);
+  std::ofstream(folder.dir / "cp6.yaml")
+      << with(cp_policy(), "num_heads: 4\n  num_kv_heads: 4", "num_heads: 6\n  num_kv_heads: 6");
+  const rb::cfg::ConfigError six = rbtest::ring_config_error(
+      "{seq_lengths: [2048], ring_sizes: [4], num_heads: 6, head_dim: 16,\n"
+      " dtype: fp32, scheme: auto, cp_policy: cp6.yaml}",
+      folder.config, 4);
+  CHECK(six.key() == "sweeps[0].cp_policy");
+  CHECK(six.message().find("ulysses at ring size 4") != std::string::npos);
 }

@@ -6,8 +6,6 @@
 // ring_attention sweep's `kernel_policy` key.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -21,7 +19,9 @@
 #include "backend.hpp"
 #include "config/node.hpp"
 #include "config/policy_file.hpp"
+#include "config/policy_text.hpp"
 #include "host/host_backend.hpp"
+#include "host_sweep.hpp"
 #include "kernel_paths.hpp"
 #include "kernel_policy.hpp"
 #include "sweeps/ring_attention.hpp"
@@ -34,18 +34,13 @@ using rb::attn::KernelChoice;
 
 // Tuned at batch 1, 2 heads; fp32, head_dim 16, exact attention: rows 32..64 kokkos,
 // 256..512 materialized.
-const char* kHostPolicy =
+const std::string kHostPolicy =
     "version: 2\n"
     "kind: ringbench-kernel-policy\n"
     "grid: {batch: 1, num_heads: 2}\n"
     "machine: {device: host, gpu: null, cudnn: null}\n"
-    "rules:\n"
-    "- dtype: fp32\n"
-    "  head_dim: 16\n"
-    "  causal: false\n"
-    "  segment: 0\n"
-    "  rate: 0\n"
-    "  ranges:\n"
+    "rules:\n" +
+    std::string(rb::test::kHostPolicyRule) +
     "  - {block_rows_min: 32, block_rows_max: 64, path: kokkos}\n"
     "  - {block_rows_min: 256, block_rows_max: 512, path: materialized}\n";
 
@@ -128,27 +123,13 @@ void check_ran_on(const Outputs& got, const Outputs& path, const Outputs& other)
   CHECK(max_diff(path, other) > 0.0);  // else equality above could not tell the paths apart
 }
 
-std::filesystem::path scratch_dir() {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("ringbench-test-policy-sweep-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-rb::ParseContext host_world(int world = 2) {
-  rb::ParseContext c;
-  c.world_size = world;
-  c.backend = rb::Backend::Host;
-  return c;
+rb::ParseContext host_world() {
+  return rbtest::host_context(2);
 }
 
 // A ring_attention sweep's map as the driver hands it over, from config file `config`.
 rb::SweepSpec ring_spec(const std::string& yaml, const std::string& config) {
-  rb::SweepSpec s;
-  s.type = "ring_attention";
-  s.name = "ra";
-  s.node = rb::cfg::Node(YAML::Load(yaml), config, "sweeps[0]");
-  return s;
+  return rbtest::sweep_spec("ring_attention", "ra", yaml, config);
 }
 
 }  // namespace
@@ -208,36 +189,27 @@ TEST_CASE("host backend: a named path ignores a policy handed with it") {
 }
 
 TEST_CASE("ring_attention: kernel_policy with a named kernel is a config error") {
-  const std::filesystem::path dir = scratch_dir();
-  const std::string config = (dir / "run.yaml").string();
-  std::ofstream(dir / "host.yaml") << kHostPolicy;
-  try {
-    rb::parse_ring_attention(
-        ring_spec("{seq_lengths: [64], num_heads: 2, head_dim: 16, kernel: materialized,\n"
-                  " kernel_policy: host.yaml}",
-                  config),
-        host_world());
-    FAIL("kernel: materialized with kernel_policy was accepted");
-  } catch (const rb::cfg::ConfigError& e) {
-    CHECK(e.key() == "sweeps[0].kernel_policy");
-    CHECK(e.where().file == config);
-    CHECK(e.where().line == 2);
-    CHECK(e.message().find("steers kernel: auto, but this sweep names kernel 'materialized'") !=
-          std::string::npos);
-  }
-  std::filesystem::remove_all(dir);
+  const rbtest::ConfigFolder folder("policy-sweep", "host.yaml", kHostPolicy);
+  const rb::cfg::ConfigError e = rbtest::ring_config_error(
+      "{seq_lengths: [64], num_heads: 2, head_dim: 16, kernel: materialized,\n"
+      " kernel_policy: host.yaml}",
+      folder.config, 2);
+  CHECK(e.where().file == folder.config);
+  CHECK(e.key() == "sweeps[0].kernel_policy");
+  CHECK(e.where().line == 2);
+  CHECK(e.message().find("steers kernel: auto, but this sweep names kernel 'materialized'") !=
+        std::string::npos);
 }
 
 TEST_CASE("ring_attention: kernel_policy of the sweep, else the top level's, steers only auto") {
-  const std::filesystem::path dir = scratch_dir();
-  const std::string config = (dir / "run.yaml").string();
-  std::ofstream(dir / "host.yaml") << kHostPolicy;
+  const rbtest::ConfigFolder folder("policy-sweep", "host.yaml", kHostPolicy);
+  const std::string& config = folder.config;
   const auto own = rb::parse_ring_attention(
       ring_spec("{seq_lengths: [64], num_heads: 2, head_dim: 16, kernel_policy: host.yaml}",
                 config),
       host_world());
   REQUIRE(own->kernel_policies().size() == 1);
-  CHECK(own->kernel_policies()[0]->file == (dir / "host.yaml").string());
+  CHECK(own->kernel_policies()[0]->file == (folder.dir / "host.yaml").string());
   CHECK(own->kernel_policies()[0]->key == "sweeps[0].kernel_policy");
 
   rb::ParseContext top = host_world();
@@ -250,5 +222,4 @@ TEST_CASE("ring_attention: kernel_policy of the sweep, else the top level's, ste
   const auto named = rb::parse_ring_attention(
       ring_spec("{seq_lengths: [64], num_heads: 2, head_dim: 16, kernel: kokkos}", config), top);
   CHECK(named->kernel_policies().empty());
-  std::filesystem::remove_all(dir);
 }

@@ -197,14 +197,8 @@ Outputs run_path(const std::string& path, const Block& blk,
   f.lse = lse;
   each_block(f, [&](const rb::attn::ForwardBlock& b) { be->forward(b); });
   be->backward_prepare(g, out, delta, rows, blk.d, dtype);
-  rb::attn::BackwardBlock bb;
-  bb.dout = g;
-  bb.lse = lse;
-  bb.delta = delta;
-  bb.dq = dq;
-  bb.dk = dk;
-  bb.dv = dv;
-  each_block(bb, [&](const rb::attn::BackwardBlock& b) { be->backward(b); });
+  each_block(rb::attn::BackwardBlock{{}, g, lse, delta, dq, dk, dv},
+             [&](const rb::attn::BackwardBlock& b) { be->backward(b); });
   Outputs o{std::vector<float>(nq), std::vector<float>(rows), std::vector<float>(nq),
             std::vector<float>(nk), std::vector<float>(nk)};
   be->copy_to_host(o.out.data(), out, nq * 4);

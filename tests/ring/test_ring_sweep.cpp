@@ -23,10 +23,13 @@ rb::SweepSpec spec_of(const std::string& yaml) {
 }
 
 rb::ParseContext world4() {
-  rb::ParseContext c;
-  c.world_size = 4;
-  c.backend = rb::Backend::Host;
-  return c;
+  return rbtest::host_context(4);
+}
+
+// A ring_attention sweep 'ra' of these keys run into a fresh file.
+rbtest::HostSweepRun run_ra(const std::string& keys, const std::string& stem) {
+  return rbtest::run_host_sweep("sweeps:\n  - {type: ring_attention, name: ra, " + keys + "}\n",
+                                rb::parse_ring_attention, stem);
 }
 
 std::string rejection(const std::string& yaml, const std::string& key) {
@@ -185,10 +188,10 @@ TEST_CASE("ring_attention config: impossible combinations are rejected with the 
 
 TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, steps per ring size") {
   const int world = rb::test::world();
-  const std::string yaml =
-      "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [1, " +
-      std::to_string(world) + "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2}\n";
-  const rbtest::HostSweepRun run = rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "sweep");
+  const rbtest::HostSweepRun run =
+      run_ra("seq_lengths: [32], ring_sizes: [1, " + std::to_string(world) +
+                 "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2",
+             "sweep");
   const std::string& path = run.path;
   const rb::SweepOutcome& outcome = run.outcome;
   CHECK(outcome.ok);
@@ -279,12 +282,11 @@ TEST_CASE(
   CHECK(rejection("{seq_lengths: [64], validate: {dump: false}}", "").empty());
   for (const std::string mode : {"full", "sampled", "off"}) {
     CAPTURE(mode);
-    const std::string yaml =
-        "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [64], ring_sizes: [" + R +
-        "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 1, validate: {reference: " + mode +
-        ", sample_rows: 4}}\n";
-    const rbtest::HostSweepRun run =
-        rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "parity_" + mode);
+    const rbtest::HostSweepRun run = run_ra(
+        "seq_lengths: [64], ring_sizes: [" + R +
+            "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 1, validate: {reference: " +
+            mode + ", sample_rows: 4}",
+        "parity_" + mode);
     CHECK(run.outcome.ok);
     for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/parity_mode")) CHECK(s == mode);
     for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/status")) CHECK(s == "ok");
@@ -342,14 +344,12 @@ TEST_CASE("ring_attention config: scheme is ring (default), allgather or ulysses
 
 TEST_CASE("ring_attention sweep: every scheme into the file, keyed, parity ok") {
   const int world = rb::test::world();
-  const std::string yaml =
-      "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [" +
-      std::to_string(world) +
-      "], num_heads: 4, head_dim: 8, causal: true, warmup: 0, "
-      "iterations: 1, scheme: [ring, allgather, ulysses]}\n";
   if (4 % world != 0) return;  // Ulysses splits the 4 heads over the world
   const rbtest::HostSweepRun run =
-      rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "schemes");
+      run_ra("seq_lengths: [32], ring_sizes: [" + std::to_string(world) +
+                 "], num_heads: 4, head_dim: 8, causal: true, warmup: 0, iterations: 1, scheme: "
+                 "[ring, allgather, ulysses]",
+             "schemes");
   CHECK(run.outcome.ok);
   CHECK(rb::h5::read_strings(run.path, "/sweeps/ra/points/scheme") ==
         std::vector<std::string>{"ring", "allgather", "ulysses"});
@@ -409,13 +409,10 @@ TEST_CASE("ring_attention config: scheme hybrid needs ulysses_degree dividing ea
 // timed iterations: overlap efficiency and kernel slowdown follow from the stored parts.
 TEST_CASE("ring_attention sweep: transport and overlap calibration per point") {
   const int world = rb::test::world();
-  const std::string yaml =
-      "sweeps:\n  - {type: ring_attention, name: ra, seq_lengths: [32], ring_sizes: [1, " +
-      std::to_string(world) +
-      "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2, "
-      "overlap_repeats: 2}\n";
   const rbtest::HostSweepRun run =
-      rbtest::run_host_sweep(yaml, rb::parse_ring_attention, "overlap");
+      run_ra("seq_lengths: [32], ring_sizes: [1, " + std::to_string(world) +
+                 "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2, overlap_repeats: 2",
+             "overlap");
   REQUIRE(run.outcome.ok);
   const std::string& path = run.path;
   const std::uint64_t W = static_cast<std::uint64_t>(world), P = 2;
