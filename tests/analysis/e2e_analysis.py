@@ -603,11 +603,11 @@ def check_plots_have_data(args, h5, out):
     from unittest import mock
     import matplotlib.figure
     from ringbench_analysis import report
-    from test_report import axes_with_data
+    from test_report import axes_with_data, saved_name
     drawn, real = {}, matplotlib.figure.Figure.savefig
 
     def spy(fig, path, *a, **kw):
-        drawn[os.path.basename(str(path))] = axes_with_data(fig)
+        drawn[saved_name(path)] = axes_with_data(fig)
         return real(fig, path, *a, **kw)
     shutil.rmtree(out, ignore_errors=True)
     with mock.patch.object(matplotlib.figure.Figure, "savefig", spy), contextlib.redirect_stdout(io.StringIO()):

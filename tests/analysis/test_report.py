@@ -37,6 +37,13 @@ def axes_with_data(fig):
     return out
 
 
+def saved_name(path):
+    """The plot's file name from what Figure.savefig was handed: outfile.save_figure passes its
+    open temp file, .NAME.png.XXXX.tmp, whose name is NAME.png once renamed."""
+    name = os.path.basename(str(getattr(path, "name", path)))
+    return name[1:].rsplit(".", 2)[0] if name.endswith(".tmp") else name
+
+
 class Base(tempdir_case.TempDirCase):
     def build(self, files, *extra):
         """rb-analysis report FILES --out DIR: (report.md, report.json, {png: [data per axes]})."""
@@ -45,9 +52,7 @@ class Base(tempdir_case.TempDirCase):
         real = matplotlib.figure.Figure.savefig
 
         def spy(fig, path, *a, **kw):
-            # outfile.save_figure hands savefig its temp file: .NAME.png.XXXX.tmp
-            name = os.path.basename(str(getattr(path, "name", path)))
-            drawn[name[1:].rsplit(".", 2)[0] if name.endswith(".tmp") else name] = axes_with_data(fig)
+            drawn[saved_name(path)] = axes_with_data(fig)
             return real(fig, path, *a, **kw)
         with mock.patch.object(matplotlib.figure.Figure, "savefig", spy), \
                 contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
