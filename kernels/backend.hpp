@@ -59,16 +59,19 @@ struct BlockCalls {
 // move between the tensor and the `members` chunks of the exchange buffer in one pass, the
 // element type changing on the way (fp32 accumulators travel in the input dtype, as the stock
 // Ulysses implementations send them). Chunk m holds, `offset` bytes in,
-// [batch][local_heads][shard_rows][width] elements of type `wire`.
+// [batch][local_heads][shard_rows][width] elements of type `wire`. An exchange may carry one
+// group of each member's heads (Ulysses' head-group pipeline): member_heads per member in the
+// shard tensor, of which the chunk carries local_heads from head0 on.
 struct HeadChunks {
   char* data = nullptr;
   std::size_t chunk_bytes = 0, offset = 0;
   DType wire = DType::F32;
   int members = 1, batch = 1, local_heads = 1;
+  int member_heads = 0, head0 = 0;  // member_heads 0: local_heads (the whole block)
   std::int64_t shard_rows = 0, width = 1;
 };
-// The tensor side. A shard tensor ([batch][members * local_heads][shard_rows][width]) gives
-// chunk m its heads [m * local_heads, (m + 1) * local_heads); a joint tensor
+// The tensor side. A shard tensor ([batch][members * member_heads][shard_rows][width]) gives
+// chunk m its heads [m * member_heads + head0, ... + local_heads); a joint tensor
 // ([batch][local_heads][joint_rows][width]) gives chunk m the rows member m owns, at joint row
 // joint_row[m * shard_rows + r] for the chunk's row r (joint_row in backend memory).
 struct HeadTensor {

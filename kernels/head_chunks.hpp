@@ -15,6 +15,11 @@ RB_HOST_DEVICE inline std::int64_t head_chunk_rows(const HeadChunks& c) {
   return static_cast<std::int64_t>(c.members) * c.batch * c.local_heads * c.shard_rows;
 }
 
+// Heads per member in a shard tensor (the chunk may carry a group of them).
+RB_HOST_DEVICE inline std::int64_t head_chunk_member_heads(const HeadChunks& c) {
+  return c.member_heads > 0 ? c.member_heads : c.local_heads;
+}
+
 struct HeadRowPlace {
   char* chunk;               // the row's first wire element
   std::int64_t tensor_elem;  // the row's first element in the tensor
@@ -33,7 +38,7 @@ RB_HOST_DEVICE inline HeadRowPlace head_row_place(const HeadChunks& c, const Hea
                 static_cast<std::size_t>(in_member * c.width) * wire;
   std::int64_t row;
   if (t.joint_row == nullptr)  // shard: member m's heads of every batch
-    row = ((b * c.members + m) * c.local_heads + h) * n + r;
+    row = ((b * c.members + m) * head_chunk_member_heads(c) + c.head0 + h) * n + r;
   else
     row = bh * t.joint_rows + t.joint_row[m * n + r];
   return {chunk, row * c.width};

@@ -25,6 +25,14 @@ CV_LIMIT = 0.05          # above: a number is flagged untrustworthy (issue #16)
 EFFICIENCY_LIMIT = 1.0   # strong-scaling efficiency or % of peak above 1: a measurement problem
 
 
+
+def scheme_name(keys):
+    """A point's scheme as the comparisons tell them apart: Ulysses in head groups (the
+    point's ulysses_head_groups above 1) as ulysses(G=2), a scheme of its own beside ulysses."""
+    scheme = str(keys.get("scheme", "ring"))
+    groups = int(keys.get("ulysses_head_groups", 1) or 1)
+    return f"{scheme}(G={groups})" if groups > 1 else scheme
+
 def _finite(a):
     a = np.asarray(a, dtype=float).ravel()
     return a[np.isfinite(a)]
@@ -159,7 +167,7 @@ def ring_frame(runs, points, peaks):
                "ring_size": pt["ring_size"], "ranks": pt["world_size"], "config": pt["config_label"],
                "layout": str(keys.get("layout", "")), "kernel": _kernel_text(s, keys, p),
                "dtype": str(keys.get("dtype", "")), "causal": bool(s.attrs.get("causal", 0)),
-               "mask": _mask_text(s), "scheme": str(keys.get("scheme", "ring")),
+               "mask": _mask_text(s), "scheme": scheme_name(keys),
                "transport": at["transport"][p], "transport_reason": at["transport_reason"][p],
                "bytes_sent": at["bytes_sent"][p] if pt["measured"] else float("nan"),
                "memory": pt.get("memory") if pt.get("memory") is not None else float("nan"),

@@ -106,7 +106,7 @@ def _hop_fit(runs):
     for run in runs:
         if run.node_count > 1:
             continue
-        for s, p, shape, n, R, scheme, _ in _ring_points(run):
+        for s, p, shape, n, R, scheme, _, _ in _ring_points(run):
             if scheme != "ring" or R < 2 or "hop_transfer_alone_s" not in s.metrics:
                 continue
             t = s.rank_values("hop_transfer_alone_s", p)
@@ -164,7 +164,8 @@ def sweep_shape(sweep, p):
 
 
 def _ring_points(run):
-    """(sweep, point, shape, tokens per rank, R, scheme, U) of every modelled ring point."""
+    """(sweep, point, shape, tokens per rank, R, scheme, U, head groups) of every modelled ring
+    point."""
     for s in run.sweeps_of_type(reader.RING_TYPES):
         for p in range(s.npoints):
             shape = sweep_shape(s, p)
@@ -173,7 +174,8 @@ def _ring_points(run):
             keys = s.points.iloc[p]
             R = int(keys["ring_size"])
             U = int(keys["ulysses_degree"]) if "ulysses_degree" in keys else 1
-            yield s, p, shape, int(keys["seq_len"]) // R, R, str(keys.get("scheme", "ring")), U
+            G = int(keys["ulysses_head_groups"]) if "ulysses_head_groups" in keys else 1
+            yield s, p, shape, int(keys["seq_len"]) // R, R, str(keys.get("scheme", "ring")), U, G
 
 
 def unmodelled(runs):
@@ -230,12 +232,13 @@ def scheme_points(runs):
     for run, s in scheme_sweeps(runs):
         slowest = {key: pointstats.over_ranks(s, name, "max").tolist() for key, name in SLOWEST.items()}
         status = pointstats.first_text(s, "status", ("", "ok"))
-        for sw, p, shape, n, R, scheme, U in _ring_points(run):
+        for sw, p, shape, n, R, scheme, U, G in _ring_points(run):
             if sw is not s:
                 continue
             out.append({"file": os.path.basename(run.path), "sweep": s.name, "point": p, "shape": shape,
                         "dtype": str(s.points["dtype"].iloc[p]), "seq_len": n * R, "tokens_per_rank": n,
-                        "ring_size": R, "scheme": scheme, "ulysses_degree": U, "link": _cls(run, s, p, R),
+                        "ring_size": R, "scheme": scheme, "ulysses_degree": U, "head_groups": G,
+                        "link": _cls(run, s, p, R),
                         "status": status[p] or "ok", "fwd": slowest["fwd"][p], "bwd": slowest["bwd"][p],
                         "total": slowest["total"][p], "exposed": _exposed(s, p),
                         "bytes_sent": slowest["bytes_sent"][p]})
@@ -292,7 +295,7 @@ def rate_for(runs, sweep_name, shape, dtype):
     key = (dtype, shape.head_dim, shape.causal)
     own, other = [], []
     for run in runs:
-        for s, p, sh, _, _, scheme, _ in _ring_points(run):
+        for s, p, sh, _, _, scheme, _, _ in _ring_points(run):
             if scheme != "ring" or s.point_status(p) != "ok":
                 continue
             if (str(s.points["dtype"].iloc[p]), sh.head_dim, sh.causal) != key:

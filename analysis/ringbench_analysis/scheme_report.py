@@ -43,7 +43,8 @@ def validation(points, rates, fits, per_node):
         rate = rates.get((pt["sweep"], pt["shape"], pt["dtype"]))
         pred = _predict_point(pt, rate, fits, per_node) if rate else {"missing": ["no attention rate"]}
         row = {k: pt[k] for k in ("file", "sweep", "point", "seq_len", "tokens_per_rank", "ring_size",
-                                  "scheme", "ulysses_degree", "link", "status", "fwd", "bwd", "total",
+                                  "scheme", "ulysses_degree", "head_groups", "link", "status", "fwd", "bwd",
+                                  "total",
                                   "exposed", "bytes_sent")}
         row["missing"] = "; ".join(pred["missing"])
         for k in ("fwd", "bwd", "total"):
@@ -75,7 +76,9 @@ def picks(rows):
 
 
 def _label(r):
-    return f"hybrid(U={r['ulysses_degree']})" if r["scheme"] == "hybrid" else r["scheme"]
+    if r["scheme"] == "hybrid":
+        return f"hybrid(U={r['ulysses_degree']})"
+    return f"{r['scheme']}(G={r['head_groups']})" if r.get("head_groups", 1) > 1 else r["scheme"]
 
 
 def problems(points):

@@ -52,6 +52,8 @@ def _sweep_rows(sweep):
         asked = str(pts["scheme_asked"].iloc[p]) if "scheme_asked" in pts else str(pts["scheme"].iloc[p])
         if asked == "auto":  # a repeat of a named scheme's measurement, chosen by a policy
             continue
+        if "ulysses_head_groups" in pts and int(pts["ulysses_head_groups"].iloc[p]) > 1:
+            continue  # a policy names a scheme, not its head groups: auto runs the sweep's own
         R = int(pts["ring_size"].iloc[p])
         nodes = sweep.metrics["ring_nodes"][:, p] if "ring_nodes" in sweep.metrics else [1]
         rows.append(base | {

@@ -102,7 +102,8 @@ __global__ void head_chunks_vec_kernel(HeadChunks c, HeadTensor t, bool to_chunk
   WT* chunk =
       reinterpret_cast<WT*>(c.data + std::size_t(m) * c.chunk_bytes + c.offset) + bh * n * c.width;
   const std::int64_t* joint = t.joint_row ? t.joint_row + std::int64_t(m) * n : nullptr;
-  const std::int64_t shard_row0 = ((std::int64_t(b) * c.members + m) * c.local_heads + h) * n;
+  const std::int64_t shard_row0 =
+      ((std::int64_t(b) * c.members + m) * head_chunk_member_heads(c) + c.head0 + h) * n;
   const unsigned total = unsigned(n) * V;
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const unsigned r = i / V, v = i % V;

@@ -28,6 +28,18 @@ class GroupTransport {
   // Rank r's send[j * bytes, (j + 1) * bytes) lands in rank j's recv[r * bytes, (r + 1) * bytes).
   virtual double all_to_all(const void* send, void* recv, std::size_t bytes) = 0;
 
+  // The same all-to-all, overlapped with compute (Ulysses' head-group pipeline): it starts after
+  // the compute issued so far (send is ready) and runs beside what the compute stream does
+  // next; recv is usable once finish_all_to_all(slot) returned (host: done; GPU: ordered on the
+  // compute stream). `slot` (0 <= slot < 64) names the exchange until its finish; exchanges
+  // run one after another in start order. The default runs the exchange at start.
+  virtual void start_all_to_all(int slot, const void* send, void* recv, std::size_t bytes) {
+    static_cast<void>(slot);
+    all_to_all(send, recv, bytes);
+  }
+  virtual void finish_all_to_all(int slot) { static_cast<void>(slot); }
+  static constexpr int kAsyncSlots = 64;
+
  protected:
   // A transport holds its communicator: one owner, never copied.
   GroupTransport() = default;

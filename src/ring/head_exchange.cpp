@@ -29,46 +29,63 @@ HeadExchange::HeadExchange(attn::AttentionBackend& backend, GroupTransport& tran
   be_.copy_to_device(joint_row_.ptr, joint_row.data(), joint_row.size() * sizeof(std::int64_t));
 }
 
-std::size_t HeadExchange::part_bytes(const HeadPart& t) const {
-  return static_cast<std::size_t>(batch_) * static_cast<std::size_t>(t.heads / members_) *
-         static_cast<std::size_t>(n_) * static_cast<std::size_t>(t.width) *
-         attn::dtype_size(t.wire);
+std::size_t HeadExchange::part_bytes(const HeadPart& t, HeadGroup group) const {
+  return static_cast<std::size_t>(batch_) *
+         static_cast<std::size_t>(t.heads / members_ / group.count) * static_cast<std::size_t>(n_) *
+         static_cast<std::size_t>(t.width) * attn::dtype_size(t.wire);
+}
+
+std::size_t HeadExchange::chunk_bytes(const std::vector<HeadPart>& parts, HeadGroup group) const {
+  std::size_t sum = 0;
+  for (const HeadPart& t : parts) sum += part_bytes(t, group);
+  return sum;
 }
 
 std::size_t HeadExchange::chunk_bytes(const std::vector<HeadPart>& parts) const {
-  std::size_t sum = 0;
-  for (const HeadPart& t : parts) sum += part_bytes(t);
-  return sum;
+  return chunk_bytes(parts, HeadGroup{});
+}
+
+void HeadExchange::start(const std::vector<HeadPart>& from, bool from_joint, HeadGroup group,
+                         char* send, char* recv, int slot) {
+  if (started_chunk_.empty()) started_chunk_.assign(GroupTransport::kAsyncSlots, 0);
+  const std::size_t chunk = chunk_bytes(from, group);
+  std::size_t& started = started_chunk_.at(static_cast<std::size_t>(slot));
+  if (started != 0) throw std::logic_error("HeadExchange: slot started twice");
+  started = chunk;
+  copy_parts(from, send, chunk, from_joint, true, group);
+  bytes_sent_ += static_cast<std::uint64_t>(members_ - 1) * chunk;
+  // One group has nothing to overlap: its exchange stays on the compute stream.
+  if (group.count == 1)
+    tr_.all_to_all(send, recv, chunk);
+  else
+    tr_.start_all_to_all(slot, send, recv, chunk);
+}
+
+void HeadExchange::finish(const std::vector<HeadPart>& to, bool to_joint, HeadGroup group,
+                          char* recv, int slot) {
+  std::size_t& started = started_chunk_.at(static_cast<std::size_t>(slot));
+  if (started == 0 || chunk_bytes(to, group) != started)
+    throw std::logic_error("HeadExchange: a finish that does not match its start (other parts)");
+  if (group.count > 1) tr_.finish_all_to_all(slot);
+  copy_parts(to, recv, started, to_joint, false, group);
+  started = 0;
 }
 
 void HeadExchange::to_heads(const std::vector<HeadPart>& shards, const std::vector<HeadPart>& joint,
                             char* send, char* recv) {
-  cross(shards, joint, false, send, recv,
-        "HeadExchange: shards and joint parts differ on the wire");
+  start(shards, false, HeadGroup{}, send, recv, 0);
+  finish(joint, true, HeadGroup{}, recv, 0);
 }
 
 void HeadExchange::to_shards(const std::vector<HeadPart>& joint,
                              const std::vector<HeadPart>& shards, char* send, char* recv) {
-  cross(joint, shards, true, send, recv, "HeadExchange: joint and shard parts differ on the wire");
-}
-
-void HeadExchange::cross(const std::vector<HeadPart>& from, const std::vector<HeadPart>& to,
-                         bool from_joint, char* send, char* recv, const char* mismatch) {
-  const std::size_t chunk = chunk_bytes(from);
-  if (chunk_bytes(to) != chunk) throw std::logic_error(mismatch);
-  copy_parts(from, send, chunk, from_joint, true);
-  exchange(chunk, send, recv);
-  copy_parts(to, recv, chunk, !from_joint, false);
-}
-
-void HeadExchange::exchange(std::size_t chunk, const char* send, char* recv) {
-  bytes_sent_ += static_cast<std::uint64_t>(members_ - 1) * chunk;
-  tr_.all_to_all(send, recv, chunk);
+  start(joint, true, HeadGroup{}, send, recv, 0);
+  finish(shards, false, HeadGroup{}, recv, 0);
 }
 
 // A member's chunk: the parts one after another, each [batch][heads / P][n][width] on the wire.
 void HeadExchange::copy_parts(const std::vector<HeadPart>& tensors, char* buffer, std::size_t chunk,
-                              bool joint, bool to_chunks) const {
+                              bool joint, bool to_chunks, HeadGroup group) const {
   std::size_t offset = 0;
   for (const HeadPart& t : tensors) {
     attn::HeadChunks c;
@@ -78,7 +95,9 @@ void HeadExchange::copy_parts(const std::vector<HeadPart>& tensors, char* buffer
     c.wire = t.wire;
     c.members = members_;
     c.batch = batch_;
-    c.local_heads = t.heads / members_;
+    c.member_heads = t.heads / members_;
+    c.local_heads = c.member_heads / group.count;
+    c.head0 = group.index * c.local_heads;
     c.shard_rows = n_;
     c.width = t.width;
     attn::HeadTensor tensor;
@@ -89,7 +108,7 @@ void HeadExchange::copy_parts(const std::vector<HeadPart>& tensors, char* buffer
       tensor.joint_rows = joint_rows_;
     }
     be_.copy_head_chunks(c, tensor, to_chunks);
-    offset += part_bytes(t);
+    offset += part_bytes(t, group);
   }
 }
 

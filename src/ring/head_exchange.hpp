@@ -39,6 +39,14 @@ std::vector<HeadPart> qkv_parts(const Problem& p, void* q, void* k, void* v);
 std::vector<HeadPart> out_lse_parts(const Problem& p, void* out, void* lse);
 std::vector<HeadPart> gradient_parts(const Problem& p, void* dq, void* dk, void* dv);
 
+// One group of each member's heads: Ulysses' head-group pipeline exchanges group `index` of
+// `count` (heads / P / count heads of each member) while the previous group computes. A joint
+// part of a group exchange is that group's joint tensor ([batch][heads / P / count][joint
+// rows][width]); a shard part stays the whole shard, the exchange picks the group's heads.
+struct HeadGroup {
+  int index = 0, count = 1;
+};
+
 class HeadExchange {
  public:
   // runs[m]: where member m's shard rows sit among the joint_rows joint rows.
@@ -54,27 +62,33 @@ class HeadExchange {
   // This member's heads of the joint rows -> shards.
   void to_shards(const std::vector<HeadPart>& joint, const std::vector<HeadPart>& shards,
                  char* send, char* recv);
+  // The overlapped halves of one group's exchange: start packs `from` (joint parts when
+  // from_joint) into send and starts the all-to-all in transport slot `slot`; finish waits for
+  // it and unpacks recv into `to`. Between them the caller computes; send and recv stay
+  // untouched until finish (GroupTransport::start_all_to_all).
+  void start(const std::vector<HeadPart>& from, bool from_joint, HeadGroup group, char* send,
+             char* recv, int slot);
+  void finish(const std::vector<HeadPart>& to, bool to_joint, HeadGroup group, char* recv,
+              int slot);
+  // Bytes of one member's chunk of one group's exchange.
+  std::size_t chunk_bytes(const std::vector<HeadPart>& parts, HeadGroup group) const;
   std::uint64_t bytes_sent() const { return bytes_sent_; }  // to the other members, so far
 
  private:
-  // Bytes of one part in a member's chunk: [batch][heads / P][n][width] of its wire dtype.
-  std::size_t part_bytes(const HeadPart& t) const;
+  // Bytes of one part in a member's chunk: [batch][heads / P / groups][n][width] of its wire
+  // dtype.
+  std::size_t part_bytes(const HeadPart& t, HeadGroup group) const;
   // Every part of `tensors` to (to_chunks) or from the chunks of `buffer`, the chunk of `chunk`
   // bytes; joint: the tensors are joint ones (else shards).
   void copy_parts(const std::vector<HeadPart>& tensors, char* buffer, std::size_t chunk, bool joint,
-                  bool to_chunks) const;
-  void exchange(std::size_t chunk, const char* send, char* recv);
-  // One direction of the all-to-all: `from` (joint parts when from_joint) packed, exchanged and
-  // unpacked into `to`; `mismatch` is thrown when the two sides would cross different bytes.
-  void cross(const std::vector<HeadPart>& from, const std::vector<HeadPart>& to, bool from_joint,
-             char* send, char* recv, const char* mismatch);
-
+                  bool to_chunks, HeadGroup group) const;
   attn::AttentionBackend& be_;
   GroupTransport& tr_;
   int batch_, members_;
   std::int64_t n_, joint_rows_;
   BackendBuffer joint_row_;  // [members][n]: the joint row of each member's shard row
   std::uint64_t bytes_sent_ = 0;
+  std::vector<std::size_t> started_chunk_;  // per transport slot: its chunk bytes (0: idle)
 };
 
 }  // namespace rb::ring

@@ -2,6 +2,9 @@
 // all-gather, all-to-all and reduce-scatter schemes cannot compute before their collective is
 // done, so a stream of their own would only add an event hop. The scheme measures each
 // collective with backend marks around the call; the host never waits here (returns 0).
+// The overlapped all-to-all (start/finish) is the exception: Ulysses' head-group pipeline
+// computes one group while the next crosses, so those exchanges run on a stream of their own,
+// after an event on the compute stream, and the compute stream waits on each one's event.
 // The communicator: the NCCL one RingComms attached to the group's MPI communicator where there
 // is one (the whole context-parallel group), else this transport's own (hybrid's subgroups).
 #include <cuda_runtime.h>
@@ -42,9 +45,14 @@ class NcclGroupTransport final : public GroupTransport {
   ~NcclGroupTransport() override {
     try {
       wait_for_nccl_work(nccl_stream_wait_ops(stream_), comms(), kCollective);
+      if (side_ != nullptr) wait_for_nccl_work(nccl_stream_wait_ops(side_), comms(), kCollective);
     } catch (const std::exception&) {
     }
     watch_.reset();  // before the communicator it watches goes
+    for (cudaEvent_t e : done_)
+      if (e != nullptr) cudaEventDestroy(e);
+    if (ready_ != nullptr) cudaEventDestroy(ready_);
+    if (side_ != nullptr) cudaStreamDestroy(side_);
   }
 
   std::string name() const override { return "nccl"; }
@@ -64,9 +72,26 @@ class NcclGroupTransport final : public GroupTransport {
     return 0.0;
   }
 
+  double all_to_all(const void* send, void* recv, std::size_t bytes) override {
+    all_to_all_on(stream_, send, recv, bytes);
+    return 0.0;
+  }
+
+  void start_all_to_all(int slot, const void* send, void* recv, std::size_t bytes) override {
+    cudaEvent_t& done = done_event(slot);
+    RB_CUDA_CHECK(cudaEventRecord(ready_, stream_));  // send is packed (compute stream)
+    RB_CUDA_CHECK(cudaStreamWaitEvent(side_, ready_, 0));
+    all_to_all_on(side_, send, recv, bytes);
+    RB_CUDA_CHECK(cudaEventRecord(done, side_));
+  }
+  void finish_all_to_all(int slot) override {
+    RB_CUDA_CHECK(cudaStreamWaitEvent(stream_, done_event(slot), 0));
+  }
+
+ private:
   // NCCL has ncclAlltoAll only from 2.28 on, and only where built with it: grouped send/recv
   // is what every NCCL since 2.7 runs an all-to-all as.
-  double all_to_all(const void* send, void* recv, std::size_t bytes) override {
+  void all_to_all_on(cudaStream_t stream, const void* send, void* recv, std::size_t bytes) {
     const int P = comm_->size();
     const auto* from = static_cast<const char*>(send);
     auto* to = static_cast<char*>(recv);
@@ -74,16 +99,28 @@ class NcclGroupTransport final : public GroupTransport {
       ncclResult_t rc = ncclGroupStart();
       for (int j = 0; j < P && rc == ncclSuccess; ++j) {
         const std::size_t at = static_cast<std::size_t>(j) * bytes;
-        rc = ncclSend(from + at, bytes, ncclUint8, j, c, stream_);
-        if (rc == ncclSuccess) rc = ncclRecv(to + at, bytes, ncclUint8, j, c, stream_);
+        rc = ncclSend(from + at, bytes, ncclUint8, j, c, stream);
+        if (rc == ncclSuccess) rc = ncclRecv(to + at, bytes, ncclUint8, j, c, stream);
       }
       const ncclResult_t end = ncclGroupEnd();
       return rc != ncclSuccess ? rc : end;
     });
-    return 0.0;
+  }
+  // The side stream and the events of the overlapped exchanges, made on first use: the
+  // schemes that never overlap keep one stream.
+  cudaEvent_t& done_event(int slot) {
+    if (slot < 0 || slot >= kAsyncSlots)
+      throw std::logic_error("NCCL group transport: all-to-all slot " + std::to_string(slot));
+    if (side_ == nullptr) {
+      RB_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+      RB_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+      done_.assign(kAsyncSlots, nullptr);
+    }
+    cudaEvent_t& e = done_[static_cast<std::size_t>(slot)];
+    if (e == nullptr) RB_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
   }
 
- private:
   std::vector<NcclCommRef> comms() const {
     return {{comm_->raw(), nccl_comm_name("context-parallel group", comm_->size(), comm_->rank())}};
   }
@@ -99,6 +136,9 @@ class NcclGroupTransport final : public GroupTransport {
   NcclComm own_;
   const NcclComm* comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t side_ = nullptr;  // the overlapped all-to-alls
+  cudaEvent_t ready_ = nullptr;
+  std::vector<cudaEvent_t> done_;
   std::unique_ptr<NcclErrorWatch> watch_;
 };
 

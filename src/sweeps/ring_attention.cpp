@@ -265,7 +265,7 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   std::vector<std::int64_t> seq, rs, nr;
   std::vector<std::string> layout, dtype, compute, kernel, tile, policy, label, scheme, asked,
       cp_source, transport;
-  std::vector<std::int64_t> ulysses;
+  std::vector<std::int64_t> ulysses, head_groups;
   std::vector<double> tol;
   for (const Point& pt : points_) {
     seq.push_back(pt.problem.seq_len);
@@ -277,6 +277,7 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
     cp_source.push_back(pt.scheme_source);
     transport.push_back(ring::to_string(pt.transport));
     ulysses.push_back(pt.ulysses_degree);
+    head_groups.push_back(pt.head_groups);
     dtype.push_back(ring::to_string(pt.problem.dtype));
     compute.push_back(host ? "fp32" : ring::to_string(pt.problem.dtype));
     kernel.push_back(p_.kernel);
@@ -308,6 +309,10 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
         {"1",
          "ranks that split the heads: hybrid's ulysses_degree, the ring size under ulysses, 1 "
          "otherwise"});
+  t.key("ulysses_head_groups", std::move(head_groups),
+        {"1",
+         "Ulysses' head-group pipeline: each rank's heads in this many groups, each group's "
+         "all-to-all overlapping the group before's attention; 1 otherwise"});
   t.key("dtype", std::move(dtype), {"1", "storage dtype of Q, K, V, dO"});
   t.key("compute_dtype", std::move(compute),
         {"1", "dtype the block kernels compute in (fp32 on the host)"});
@@ -614,7 +619,8 @@ std::unique_ptr<ring::ContextParallelAttention> RingAttentionSweep::make_scheme(
   r.transport_reason = "collectives: the " + group_tr->name() + " group transport";
   if (pt.scheme == ring::Scheme::AllGather)
     return std::make_unique<ring::AllGatherAttention>(pt.problem, backend, *group_tr, p_.backward);
-  return std::make_unique<ring::UlyssesAttention>(pt.problem, backend, *group_tr, p_.backward);
+  return std::make_unique<ring::UlyssesAttention>(pt.problem, backend, *group_tr, p_.backward,
+                                                  pt.head_groups);
 }
 
 ring::ParityOptions RingAttentionSweep::parity_options() const {

@@ -170,6 +170,17 @@ void parse_schemes(const cfg::KeyReader& r, const ParseContext& ctx, RingParams&
   if (!asks("hybrid") && n.has("ulysses_degree"))
     n.fail("ulysses_degree", "ulysses_degree is hybrid's (scheme: hybrid, or a list with it)");
   if (asks("hybrid")) p.ulysses_degree = static_cast<int>(r.integer("ulysses_degree", 1));
+  if (n.has("ulysses_head_groups") && !asks("ulysses") && !asks("auto"))
+    n.fail("ulysses_head_groups",
+           "ulysses_head_groups is the Ulysses scheme's (scheme: ulysses or auto, or a list with "
+           "one of them)");
+  p.ulysses_head_groups.clear();
+  for (std::int64_t g : r.integers("ulysses_head_groups"))
+    p.ulysses_head_groups.push_back(static_cast<int>(g));
+  if (p.ulysses_head_groups.size() > 1 && asks("auto"))
+    n.fail("ulysses_head_groups",
+           "a list of ulysses_head_groups gives scheme ulysses one point each; scheme auto "
+           "runs one Ulysses point, so give it one value");
   if (n.has("cp_policy") && !asks("auto"))
     n.fail("cp_policy", "a tuned CP policy steers scheme: auto, but this sweep names scheme " +
                             cfg::join(p.schemes, ", ") +
@@ -194,7 +205,7 @@ void parse_transport(const cfg::KeyReader& r, const ParseContext& ctx, RingParam
 // asked for the scheme).
 Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::int64_t R,
                  const std::string& layout, const std::string& dtype, ring::Scheme scheme,
-                 int degree, const std::string& scheme_key) {
+                 int degree, const std::string& scheme_key, int head_groups) {
   Point pt;
   pt.scheme = scheme;
   ring::Problem& pr = pt.problem;
@@ -222,6 +233,10 @@ Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::i
     const std::string why = ring::ulysses_problem_error(pr);
     if (!why.empty()) n.fail(scheme_key, "ulysses at ring size " + std::to_string(R) + ": " + why);
     pt.ulysses_degree = static_cast<int>(R);
+    pt.head_groups = head_groups;
+    const std::string groups = ring::ulysses_head_groups_error(pr, pt.head_groups);
+    if (!groups.empty())
+      n.fail("ulysses_head_groups", "ulysses at ring size " + std::to_string(R) + ": " + groups);
   }
   if (scheme == ring::Scheme::Hybrid) {
     const std::string why = ring::hybrid_problem_error(pr, degree);
@@ -241,14 +256,15 @@ Point make_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::i
 // (RingAttentionSweep::settle_auto_points).
 Point make_auto_point(const cfg::Node& n, const RingParams& p, std::int64_t S, std::int64_t R,
                       const std::string& layout, const std::string& dtype) {
-  Point probe = make_point(n, p, S, R, layout, dtype, ring::Scheme::Ring, 1, "scheme");
+  Point probe = make_point(n, p, S, R, layout, dtype, ring::Scheme::Ring, 1, "scheme", 1);
   const CpPolicySource source = p.cp_policy ? p.cp_policy->source : CpPolicySource{};
   const CpRange* range =
       source.policy ? source.policy->pick(cp_shape_of(p, probe.problem), S / R) : nullptr;
   Point pt = probe;
   if (range != nullptr) {
     const ring::Scheme scheme = ring::scheme_from_string(range->scheme);
-    pt = make_point(n, p, S, R, layout, dtype, scheme, range->ulysses_degree, "cp_policy");
+    pt = make_point(n, p, S, R, layout, dtype, scheme, range->ulysses_degree, "cp_policy",
+                    p.ulysses_head_groups.front());
   }
   pt.scheme_auto = true;
   pt.scheme_from_policy = range != nullptr;
@@ -265,9 +281,11 @@ Point make_auto_point(const cfg::Node& n, const RingParams& p, std::int64_t S, s
 std::string point_label(const RingParams& p, const Point& pt) {
   const ring::Problem& pr = pt.problem;
   // The ring's labels carry no scheme, as before schemes existed (--estimate-from matches labels).
-  const std::string name = pt.scheme == ring::Scheme::Hybrid
-                               ? "hybrid(U=" + std::to_string(pt.ulysses_degree) + ")"
-                               : std::string(ring::to_string(pt.scheme));
+  const std::string name =
+      pt.scheme == ring::Scheme::Hybrid ? "hybrid(U=" + std::to_string(pt.ulysses_degree) + ")"
+      : pt.head_groups > 1
+          ? std::string(ring::to_string(pt.scheme)) + "(G=" + std::to_string(pt.head_groups) + ")"
+          : std::string(ring::to_string(pt.scheme));
   const std::string by = pt.scheme_auto                    ? "auto:" + name + " "
                          : pt.scheme == ring::Scheme::Ring ? ""
                                                            : name + " ";
@@ -331,15 +349,16 @@ Parsed parse(const SweepSpec& spec, const ParseContext& ctx) {
       for (const auto& layout : p.layouts)
         for (const auto& dtype : p.dtypes)
           for (const std::string& scheme : p.schemes)
-            for (const std::string& transport : p.transports) {
-              Point pt = scheme == "auto" ? make_auto_point(n, p, S, R, layout, dtype)
-                                          : make_point(n, p, S, R, layout, dtype,
-                                                       ring::scheme_from_string(scheme),
-                                                       p.ulysses_degree, "scheme");
-              pt.transport = *ring::transport_ask_from_string(transport);
-              pt.label = point_label(p, pt);
-              points.push_back(std::move(pt));
-            }
+            for (int groups : scheme == "ulysses" ? p.ulysses_head_groups : std::vector<int>{1})
+              for (const std::string& transport : p.transports) {
+                Point pt = scheme == "auto" ? make_auto_point(n, p, S, R, layout, dtype)
+                                            : make_point(n, p, S, R, layout, dtype,
+                                                         ring::scheme_from_string(scheme),
+                                                         p.ulysses_degree, "scheme", groups);
+                pt.transport = *ring::transport_ask_from_string(transport);
+                pt.label = point_label(p, pt);
+                points.push_back(std::move(pt));
+              }
   return {std::move(p), std::move(points)};
 }
 
@@ -411,6 +430,11 @@ const std::vector<cfg::KeySpec>& ring_attention_keys() {
            .or_list(),
        integer("ulysses_degree", "", 1, 1 << 20, "ranks of each Ulysses subgroup of hybrid")
            .computed("required with scheme hybrid"),
+       integer("ulysses_head_groups", "1", 1, 32,
+               "Ulysses: each rank's heads in this many groups, one all-to-all in flight while "
+               "the group before computes; one Ulysses point each")
+           .or_list()
+           .limited("1 .. 32 dividing num_heads / R and num_kv_heads / R"),
        other("cp_policy", "file or map", "none", "FILE or {file: FILE, strict: BOOL}",
              "the tuned CP policy scheme: auto follows"),
        choice("transport", "[auto]", ring::transport_ask_names(),

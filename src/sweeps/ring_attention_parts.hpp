@@ -60,6 +60,10 @@ struct RingParams {
   // allgather, ulysses, hybrid or auto; one point each.
   std::vector<std::string> schemes;
   int ulysses_degree = 0;  // hybrid's Ulysses subgroup size (required with scheme hybrid)
+  // Ulysses' head-group pipeline: each rank's heads in this many groups, one crossing while the
+  // one before computes (ring/ulysses_attention.hpp); 1: one exchange each way. A list: one
+  // Ulysses point each (auto takes its one value).
+  std::vector<int> ulysses_head_groups = {1};
   // The tuned CP policy `scheme: auto` follows (cp_policy:); null: the built-in rule (ring).
   std::shared_ptr<CpPolicyUse> cp_policy;
   int ranks_per_node = 1;  // world / nodes: whether a group of R ranks fits one node
@@ -75,6 +79,7 @@ struct Point {
   ring::Problem problem;
   ring::Scheme scheme = ring::Scheme::Ring;  // what runs (auto: as resolved)
   int ulysses_degree = 1;           // ranks splitting heads: hybrid U, ulysses R, 1 otherwise
+  int head_groups = 1;              // Ulysses' head-group pipeline depth (1 for other schemes)
   bool scheme_auto = false;         // scheme: auto chose `scheme`
   bool scheme_from_policy = false;  // ... from the CP policy (else the built-in rule: ring)
   std::string scheme_source;  // where auto's choice came from; "none: scheme X named" otherwise

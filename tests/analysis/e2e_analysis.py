@@ -859,6 +859,38 @@ def check_schemes(args):
     check(len(js.get("schemes", [])) == 6 and len(js.get("ring_vs_fastest_scheme", [])) == 2,
           "report.json has the comparison and the ring's cost per problem")
     check_scheme_model(args, out_h5, md, js)
+    check_head_groups(args)
+
+
+def check_head_groups(args):
+    """Ulysses in head groups beside one exchange and the ring (2 ranks, 4 heads: 2 per rank, in
+    1 or 2 groups): parity ok on every point, the file keys the points by ulysses_head_groups,
+    and the report's schemes table has ulysses(G=2) as a scheme of its own, its time the file's."""
+    cfg, out_h5 = host_job(args, "head_groups", [
+        "{type: ring_attention, name: hg, seq_lengths: [128], num_heads: 4, head_dim: 8, causal: true, "
+        "layout: zigzag, ring_sizes: [2], scheme: [ring, ulysses], ulysses_head_groups: [1, 2], "
+        "warmup: 1, iterations: 3}"])
+    r = run([args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", out_h5, "--force"])
+    check(r.returncode == 0 and "ulysses(G=2) S=128" in r.stderr,
+          f"the head-group job runs and its progress names ulysses(G=2) (exit {r.returncode}): {r.stderr[-1500:]}")
+    with h5py.File(out_h5, "r") as f:
+        g = f["sweeps/hg"]
+        groups = g["points/ulysses_head_groups"][()].tolist()
+        status = set(g["status"].asstr()[()].ravel())
+        total = np.nanmax(np.nanmedian(g["total_time_s"][()], axis=2), axis=0)
+    check(groups == [1, 1, 2] and status == {"ok"}, f"points keyed by head groups {groups}, parity {status}")
+    out = os.path.join(args.workdir, "head_groups_report")
+    shutil.rmtree(out, ignore_errors=True)
+    r = analysis(args, "report", out_h5, "--out", out)
+    if not check(r.returncode == 0, f"report on the head-group file: {r.stderr[-800:]}"):
+        return
+    md = open(os.path.join(out, "report.md")).read()
+    rows = md_table(md.split("### Context-parallel schemes", 1)[-1].splitlines()[2:])
+    names = [x.get("scheme", "").strip("*") for x in rows]
+    check(sorted(names) == ["ring", "ulysses", "ulysses(G=2)"], f"three schemes side by side: {names}")
+    grouped = [x for x in rows if x.get("scheme", "").strip("*") == "ulysses(G=2)"]
+    check(len(grouped) == 1 and grouped[0].get("time") == fmt_time(total[2]),
+          f"ulysses(G=2)'s time is the file's {fmt_time(total[2])} ({grouped[0].get('time') if grouped else '?'})")
 
 
 def check_scheme_model(args, out_h5, md, js):

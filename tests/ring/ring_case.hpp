@@ -79,7 +79,8 @@ struct RingSetup {
   std::unique_ptr<rb::ring::GroupTransport> group;
   std::unique_ptr<rb::ring::ContextParallelAttention> ring;
   RingSetup(const rb::ring::Problem& p, MPI_Comm ring_comm, bool backward,
-            rb::ring::Scheme scheme = rb::ring::Scheme::Ring, int ulysses_degree = 1)
+            rb::ring::Scheme scheme = rb::ring::Scheme::Ring, int ulysses_degree = 1,
+            int head_groups = 1)
       : backend(paths().attention_backend(rb::attn::KernelChoice{})) {
     if (scheme == rb::ring::Scheme::Hybrid) {  // as the sweep splits the group
       int rank = 0;
@@ -104,7 +105,8 @@ struct RingSetup {
     if (scheme == rb::ring::Scheme::AllGather)
       ring = std::make_unique<rb::ring::AllGatherAttention>(p, *backend, *group, backward);
     else
-      ring = std::make_unique<rb::ring::UlyssesAttention>(p, *backend, *group, backward);
+      ring =
+          std::make_unique<rb::ring::UlyssesAttention>(p, *backend, *group, backward, head_groups);
   }
 };
 
@@ -139,10 +141,10 @@ inline std::string describe(const rb::ring::Problem& p) {
 inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t seed, MPI_Comm ring,
                                      bool backward,
                                      rb::ring::Scheme scheme = rb::ring::Scheme::Ring,
-                                     int ulysses_degree = 1) {
+                                     int ulysses_degree = 1, int head_groups = 1) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
-  RingSetup setup(p, ring, backward, scheme, ulysses_degree);
+  RingSetup setup(p, ring, backward, scheme, ulysses_degree, head_groups);
   rb::ring::ContextParallelAttention& ra = *setup.ring;
   using rb::ring::Tensor;
   const auto q = rb::ring::make_shard(p, rank, seed, Tensor::Q);
@@ -157,12 +159,12 @@ inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t s
 
 inline CaseResult run_case(const rb::ring::Problem& p, std::uint64_t seed, MPI_Comm ring,
                            bool backward, const rb::ring::ParityOptions& opt = {},
-                           rb::ring::Scheme scheme = rb::ring::Scheme::Ring,
-                           int ulysses_degree = 1) {
+                           rb::ring::Scheme scheme = rb::ring::Scheme::Ring, int ulysses_degree = 1,
+                           int head_groups = 1) {
   int rank = 0;
   MPI_Comm_rank(ring, &rank);
   CaseResult c;
-  c.result = run_ring(p, seed, ring, backward, scheme, ulysses_degree);
+  c.result = run_ring(p, seed, ring, backward, scheme, ulysses_degree, head_groups);
   c.parity = rb::ring::check_parity(p, seed, rank, ring, c.result, backward, opt);
   return c;
 }

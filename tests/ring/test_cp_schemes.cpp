@@ -27,12 +27,13 @@ double worst(double e) {
   return w;
 }
 
-void check_scheme(const Problem& p, Scheme scheme, int ulysses_degree = 1) {
+void check_scheme(const Problem& p, Scheme scheme, int ulysses_degree = 1, int head_groups = 1) {
   CAPTURE(rbtest::describe(p));
   CAPTURE(rb::ring::to_string(scheme));
   CAPTURE(ulysses_degree);
+  CAPTURE(head_groups);
   const rbtest::CaseResult c =
-      rbtest::run_case(p, 77, MPI_COMM_WORLD, true, {}, scheme, ulysses_degree);
+      rbtest::run_case(p, 77, MPI_COMM_WORLD, true, {}, scheme, ulysses_degree, head_groups);
   // Ulysses and hybrid send O, dQ, dK, dV back in the input dtype (ring/head_exchange.hpp): one
   // rounding to it, up to one unit of its last place (bf16 2^-8, fp16 2^-11) of the largest value.
   double tol = rbtest::tolerance(p.dtype);
@@ -184,6 +185,64 @@ TEST_CASE("every scheme sends the bytes bytes_sent_per_iteration says") {
     CHECK(setup.ring->bytes_sent() == rb::ring::bytes_sent_per_iteration(p, s, true, u));
     CHECK(setup.ring->scheme() == s);
   }
+}
+
+TEST_CASE(
+    "Ulysses in head groups: each group's all-to-all overlapped, the same O, LSE, gradients") {
+  if (!rbtest::path_usable()) return;
+  // 24 heads: per rank 24 / R (24, 12, 8, 6), in 2 groups; with 12 K/V heads (GQA, 2 query
+  // heads each) wherever a rank's K/V heads split in 2; dilated rate 2 where a group's heads
+  // stay even.
+  const int R = rb::test::world();
+  for (Layout layout : {Layout::Zigzag, Layout::Striped, Layout::Contiguous}) {
+    Problem p = base(layout, layout != Layout::Contiguous);
+    check_scheme(p, Scheme::Ulysses, 1, 2);
+    if ((12 / R) % 2 == 0) {
+      p.kv_heads = 12;
+      check_scheme(p, Scheme::Ulysses, 1, 2);
+      p.kv_heads = 0;
+    }
+    p.branches = {{16, 2}, {p.seq_len, 1}};
+    if ((24 / R / 2) % 2 == 0 && rb::ring::problem_error(p).empty())
+      check_scheme(p, Scheme::Ulysses, 1, 2);
+  }
+  Problem b = base(Layout::Zigzag, true);  // bf16, batch 2: the groups' strided heads per batch
+  b.batch = 2;
+  b.dtype = rb::attn::DType::BF16;
+  check_scheme(b, Scheme::Ulysses, 1, 2);
+  if ((24 / R) % 3 == 0) check_scheme(b, Scheme::Ulysses, 1, 3);
+}
+
+TEST_CASE("Ulysses head groups send the same bytes as one exchange, and keep their times") {
+  if (!rbtest::path_usable()) return;
+  const Problem p = base(Layout::Zigzag, true);
+  rbtest::RingSetup setup(p, MPI_COMM_WORLD, true, Scheme::Ulysses, 1, 2);
+  const auto q = rb::ring::make_shard(p, rb::test::rank(), 5, rb::ring::Tensor::Q);
+  setup.ring->load_inputs(q.data(), q.data(), q.data(), q.data());
+  setup.ring->forward();
+  setup.ring->backward();
+  CHECK(setup.ring->bytes_sent() ==
+        rb::ring::bytes_sent_per_iteration(p, Scheme::Ulysses, true, 1));
+  const rb::ring::StepTimes& f = setup.ring->forward_steps();
+  CHECK(f.compute[0] > 0.0);
+  CHECK(f.wait[0] >= 0.0);
+}
+
+TEST_CASE("Ulysses head groups that do not divide a rank's heads are refused, with the numbers") {
+  Problem p = rbtest::problem(4, 64, 8, 8, Layout::Contiguous, false);  // 2 heads per rank
+  CHECK(rb::ring::ulysses_head_groups_error(p, 2).empty());
+  CHECK(rb::ring::ulysses_head_groups_error(p, 4).find(
+            "ulysses_head_groups 4 does not divide the 2 heads and 2 K/V heads per rank") == 0);
+  p.heads = 16;
+  p.kv_heads = 4;  // 1 K/V head per rank
+  CHECK(rb::ring::ulysses_head_groups_error(p, 2).find("does not divide the 4 heads and 1 K/V") !=
+        std::string::npos);
+  p.kv_heads = 0;
+  p.branches = {{32, 4}};  // 4 heads per rank, 2 per group: rate 4 cannot keep its offset
+  CHECK(rb::ring::ulysses_head_groups_error(p, 2).find(
+            "dilation rate 4 does not divide the 2 heads of a head group") == 0);
+  CHECK(rb::ring::ulysses_head_groups_error(p, 1).empty());
+  CHECK(rb::ring::ulysses_head_groups_error(p, 0).find("outside 1 .. 32") != std::string::npos);
 }
 
 TEST_CASE("Ulysses refuses heads the group cannot split, and rates the local heads cannot keep") {

@@ -405,6 +405,51 @@ TEST_CASE("ring_attention config: scheme hybrid needs ulysses_degree dividing ea
             .find("the striped layout of 4 ranks does not split") != std::string::npos);
 }
 
+TEST_CASE(
+    "ring_attention config: ulysses_head_groups, a Ulysses point per value, refused elsewhere") {
+  const auto sweep = rb::parse_ring_attention(
+      spec_of("{seq_lengths: [64], ring_sizes: [2], num_heads: 8, scheme: [ring, ulysses], "
+              "ulysses_head_groups: [1, 2, 4]}"),
+      world4());
+  const auto plan = sweep->plan();
+  REQUIRE(plan.size() == 4);  // the ring once, Ulysses per value
+  CHECK(plan[0].rfind("S=64 R=2", 0) == 0);
+  CHECK(plan[1].rfind("ulysses S=64 R=2", 0) == 0);
+  CHECK(plan[2].rfind("ulysses(G=2) S=64 R=2", 0) == 0);
+  CHECK(plan[3].rfind("ulysses(G=4) S=64 R=2", 0) == 0);
+  CHECK(
+      rejection("{seq_lengths: [64], num_heads: 8, ulysses_head_groups: 2}", "ulysses_head_groups")
+          .find("the Ulysses scheme's") != std::string::npos);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, scheme: ulysses, ulysses_head_groups: 4}",
+                  "ulysses_head_groups")
+            .find("ulysses at ring size 4: ulysses_head_groups 4 does not divide the 2 heads") ==
+        0);
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, scheme: ulysses, ulysses_head_groups: 0}",
+                  "ulysses_head_groups") != "");
+  CHECK(rejection("{seq_lengths: [64], num_heads: 8, scheme: [ulysses, auto], "
+                  "ulysses_head_groups: [1, 2]}",
+                  "ulysses_head_groups")
+            .find("give it one value") != std::string::npos);
+}
+
+TEST_CASE("ring_attention sweep: Ulysses in head groups into the file, keyed, parity ok") {
+  const int world = rb::test::world();
+  if (4 % world != 0) return;  // Ulysses splits the 4 heads over the world, then in 2 groups
+  if (4 / world % 2 != 0) return;
+  const rbtest::HostSweepRun run =
+      run_ra("seq_lengths: [32], ring_sizes: [" + std::to_string(world) +
+                 "], num_heads: 4, head_dim: 8, causal: true, warmup: 0, iterations: 1, scheme: "
+                 "ulysses, ulysses_head_groups: [1, 2]",
+             "head_groups");
+  CHECK(run.outcome.ok);
+  CHECK(rb::h5::read_ints(run.path, "/sweeps/ra/points/ulysses_head_groups") ==
+        std::vector<std::int64_t>{1, 2});
+  for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/status")) CHECK(s == "ok");
+  const auto bytes = rb::h5::read_ints(run.path, "/sweeps/ra/bytes_sent_bytes");
+  REQUIRE(bytes.size() % 2 == 0);
+  for (std::size_t i = 0; i < bytes.size(); i += 2) CHECK(bytes[i] == bytes[i + 1]);  // [rank][P]
+}
+
 // Issue #26: which transport moved the data (and why), and the overlap calibration beside the
 // timed iterations: overlap efficiency and kernel slowdown follow from the stored parts.
 TEST_CASE("ring_attention sweep: transport and overlap calibration per point") {
