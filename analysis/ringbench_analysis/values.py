@@ -14,7 +14,7 @@ import numpy as np
 
 from . import pointstats, reader, results
 
-# "total_tflops" of ring attention is the report's TFLOP/s per GPU (results._ring_extra), not
+# "total_tflops" of ring attention is the report's TFLOP/s per GPU (results.ring_extras), not
 # the stored per-rank metric of that name.
 RING_TFLOPS_DESCRIPTION = "forward + backward FLOPs per GPU per second of one iteration"
 RING_TFLOPS_STATISTIC = ("per GPU: mean forward_flop over ranks x (1 + the sweep's backward factor) / "

@@ -123,13 +123,15 @@ def main():
     slow = h5edit.scale_ring_times(a, os.path.join(args.workdir, "first_x1.2.h5"), 1.2)
     code, doc = compare(args, a, slow, "slow", "--run-noise", "0")
     # Each ratio is exactly 1.2; the interval's width is the point's own spread (a host point
-    # with outlier iterations can reach below 1.05), so each verdict must agree with it.
+    # with outlier iterations, on a loaded CI node most of them, can reach below 1.05), so each
+    # verdict must agree with its own interval and the exit code with the verdicts; that a
+    # clear slowdown is a regression at all is the x10 check's above.
     ring = [r for r in doc.get("rows", []) if r["sweep"] == "ring"]
-    check(code == 1 and len(ring) == 4 and all(abs(r["worse"] - 1.2) < 1e-6 for r in ring)
-          and all(r["verdict"] == ("regression" if r["worse_lo"] > 1.05 else "warn") for r in ring)
-          and ring_verdicts(doc).count("regression") >= 2,
+    check(code == (1 if "regression" in ring_verdicts(doc) else 0) and len(ring) == 4
+          and all(abs(r["worse"] - 1.2) < 1e-6 for r in ring)
+          and all(r["verdict"] == ("regression" if r["worse_lo"] > 1.05 else "warn") for r in ring),
           f"every ring time x 1.2, --run-noise 0: a regression wherever the interval clears 5 %, "
-          f"exit 1 ({ring_verdicts(doc)}, exit {code})")
+          f"else a warning; exit 1 exactly with a regression ({ring_verdicts(doc)}, exit {code})")
     code, doc = compare(args, a, slow, "slow_default")
     ring = [r for r in doc.get("rows", []) if r["sweep"] == "ring"]
     expect = ["warn"] * 4 if fa > 0.05 else \

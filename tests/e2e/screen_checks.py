@@ -105,15 +105,14 @@ def per_point_of(a, inner):
 
 def report_ring_figures(path, name):
     """Per point, rb-analysis report's TFLOP/s per GPU (forward, fwd+bwd) and exposed wait (%),
-    from its own code (results._ring_extra, model._step_numbers): the screen must print the
+    from its own code (results.ring_extras, model._step_numbers): the screen must print the
     same numbers under the same names (issue #31, one number per name)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "analysis"))
     from ringbench_analysis import model, reader, results  # noqa: E402  pylint: disable=import-outside-toplevel
     sweep = reader.load(path).sweeps[name]
     out = []
-    for p in range(sweep.npoints):
-        extra = results._ring_extra(sweep, p)  # pylint: disable=protected-access
+    for p, extra in enumerate(results.ring_extras(sweep)):
         exposed = model._step_numbers(sweep, p)[0]  # pylint: disable=protected-access
         out.append((extra["tflops_fwd"], extra["tflops_total"],
                     float("nan") if exposed is None else 100 * exposed))
