@@ -195,7 +195,7 @@ run_step coll 300
 run_step contention 360
 run_step gputests 300
 run_step overlap 420
-run_step schemes 300
+run_step schemes 450
 run_step cpgrid 420
 run_step torch 300
 run_step tuning 900
