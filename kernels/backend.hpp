@@ -84,7 +84,7 @@ struct HeadTensor {
 class AttentionBackend {
  public:
   virtual ~AttentionBackend() = default;
-  virtual std::string name() const = 0;  // "kokkos-host", "flash", "cudnn", "naive"
+  virtual std::string name() const = 0;  // its kernel path row's name: "kokkos", "flash", ...
   virtual bool on_device() const = 0;
   // The compute stream (cudaStream_t) on the GPU, nullptr on the host; the NCCL transport
   // orders its sends after, and the compute after its receives, through events on it.

@@ -35,9 +35,9 @@ class KokkosHostBackend final : public AttentionBackend {
   ~KokkosHostBackend() override {
     for (auto& [p, bytes] : sizes_) Kokkos::kokkos_free<Mem>(p);
   }
-  // The kokkos row keeps its recorded name "kokkos-host" (sweep outputs and their checks
-  // read it); the other rows record their row name.
-  std::string name() const override { return materialized_ ? "materialized" : "kokkos-host"; }
+  // Every row records its own name, as `kernel:` spells it (files written before 2026-11-28
+  // the kokkos row as "kokkos-host").
+  std::string name() const override { return materialized_ ? "materialized" : "kokkos"; }
   bool on_device() const override { return false; }
 
   void* allocate(std::size_t bytes) override {
@@ -58,7 +58,7 @@ class KokkosHostBackend final : public AttentionBackend {
     if (p == nullptr) return;
     auto it = sizes_.find(p);
     if (it == sizes_.end())
-      throw std::invalid_argument("kokkos-host release: pointer not allocated here");
+      throw std::invalid_argument("host backend release: pointer not allocated here");
     current_ -= it->second;
     sizes_.erase(it);
     Kokkos::kokkos_free<Mem>(p);

@@ -54,10 +54,10 @@ TEST_CASE("oom: attempt turns each kind of failure into a record, success into n
   CHECK(contains(bad_alloc.message, "memory triad: out of memory allocating 4096 B"));
 
   const auto backend = rb::oom::attempt(
-      "x", 0, 1, now, [] { throw rb::attn::OutOfMemory(123, 45, "kokkos-host allocate"); });
+      "x", 0, 1, now, [] { throw rb::attn::OutOfMemory(123, 45, "kokkos allocate"); });
   CHECK(backend.requested == 123);
   CHECK(backend.free == 45);
-  CHECK(contains(backend.message, "kokkos-host allocate: out of memory"));
+  CHECK(contains(backend.message, "kokkos allocate: out of memory"));
 
   // More than the node has now: not tried (the OOM killer would end the rank instead).
   runs = 0;

@@ -181,7 +181,7 @@ def check_file(path, world, rings):
     check(npoints == 3 * len(rings), f"{npoints} points")
     check(g["points/label"].shape == (npoints,), "points/label")
     paths = {k for row in strings(g["kernel_path"]) for k in row}
-    check(paths == {"kokkos-host"}, f"kernel_path {paths}")
+    check(paths == {"kokkos"}, f"kernel_path {paths}")
     check(not any(k.startswith("point_") for k in g.keys()), "no point_NNNN groups")
     scales = {"rank": world, "point": npoints, "iteration": int(g.attrs["iterations"]),
               "tensor": 4}  # the axes' dimension scales (docs/hdf5-schema.md)

@@ -336,8 +336,8 @@ TEST_CASE("the host kernel paths are in the table, and the backend runs the row 
   CHECK(kernel_refusal(KernelChoice{"auto", "big"}, Device::Host, DType::F32, 64, false, false)
             .find("'big'") != std::string::npos);
   CHECK(make_host_backend(KernelChoice{"materialized", "default"})->name() == "materialized");
-  CHECK(make_host_backend(KernelChoice{"auto", "default"})->name() == "kokkos-host");
-  CHECK(make_host_backend()->name() == "kokkos-host");
+  CHECK(make_host_backend(KernelChoice{"auto", "default"})->name() == "kokkos");
+  CHECK(make_host_backend()->name() == "kokkos");
   CHECK_THROWS_AS(make_host_backend(KernelChoice{"flash", "default"}), std::invalid_argument);
 }
 
