@@ -33,4 +33,10 @@ if(RINGBENCH_PYTHON)
   # with 143 and its end state in OUTPUT.end; output directories 0755 under umask 000, none
   # left by a refused run. The file read back with h5dump.
   driver_script_checks(driver_output output_faults.py 600 lock slow_point sigterm_ranks sigterm_mpirun dirs)
+  # A signal (SIGTERM from outside, or the test-only signal hook at a known point) stops a sweep
+  # between two points: the file keeps the points it finished (status 'interrupted', points of
+  # points_planned), every rank exits 143, rb-analysis report and compare say it was cut short;
+  # a point that never ends loses its sweep's points after the grace, never writing half rows.
+  driver_script_checks(driver_interrupted interrupted_sweep.py 300 hook_k_points sigterm_ranks
+                       first_point hung_point)
 endif()

@@ -70,7 +70,7 @@ TEST_CASE("watchdog: points within their limit run on, and the guard stops with 
   rb::Progress progress(1, "s", 4, 2.0, out);  // rank 1: prints nothing, still tells the guard
   progress.watch(&guard);
   for (std::size_t i = 0; i < 4; ++i) {
-    progress.point_started(i, "p");
+    CHECK(progress.point_started(i, "p"));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // each point < 0.5 s
   }
   guard.idle();
