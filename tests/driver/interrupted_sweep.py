@@ -17,8 +17,8 @@ stopped by its time limit lost every point of the sweep it was in.
                     (1 point), the earlier sweep stays complete
     hung_point      the signal while a point that never ends runs (the hang hook as well): the
                     run ends when its grace (20 s) is over, with 143; the earlier sweep stays
-                    complete, the sweep in progress has no rows (no half rows), OUTPUT.end says
-                    how the run ended
+                    complete, the sweep in progress is absent or has no rows (no half rows),
+                    OUTPUT.end says how the run ended
 
     interrupted_sweep.py CHECK --ringbench BIN --mpiexec MPIEXEC --source DIR --workdir DIR
 Exit 0 = pass, 1 = fail, 77 = skipped.
@@ -149,9 +149,11 @@ def check_hung_point(args):
     check("no point boundary came in time" in r.stderr, "stderr says why the points were not kept")
     with h5py.File(out, "r") as f:
         check(f["sweeps/first"].attrs["status"] == "complete", "the earlier sweep stays complete")
-        t = f["sweeps/tune"]
-        check(t.attrs["status"] == "running", "the sweep in progress is not marked complete")
-        check(len(t.keys()) == 0, f"and has no rows, no half ones: {list(t.keys())}")
+        # The group of the sweep in progress reaches the disk only with the file's next flush.
+        t = f["sweeps"].get("tune")
+        check(t is None or t.attrs.get("status") == "running",
+              "the sweep in progress is absent or not marked complete")
+        check(t is None or len(t.keys()) == 0, "and has no rows, no half ones")
     with open(out + ".end") as f:
         record = f.read()
     check("status: interrupted" in record and "SIGTERM during sweep tune point 0" in record,
