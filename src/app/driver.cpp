@@ -62,7 +62,7 @@ int run_into_output(const std::string& out_path, h5::File& file, Validated& v,
   end_run(end, file, watchdog, json.get(), layout.rank, world);
   if (layout.rank == 0) {
     fmt::print(reports.screen.results, "{}{}", cli.quiet ? "" : "\n",
-               reports.summary.text(out_path, end.failure(), v.sweeps.size(), sweeps_s, cli.quiet,
+               reports.summary.text(out_path, end.failure(), sweeps.ran, sweeps_s, cli.quiet,
                                     end.status()));
     std::fflush(reports.screen.results);
   }

@@ -183,6 +183,7 @@ SweepsEnd run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5::G
                          s.gpu_ctx.get(), paths, progress, &group_cache};
     const SweepEnd one =
         run_sweep(sweep, ctx, progress, sweeps, file, reports.screen.quiet, json, watchdog);
+    ++end.ran;
     if (!one.failure.empty())
       end.failures += (end.failures.empty() ? "" : "; ") + sweep.name() + ": " + one.failure;
     end.signal = one.signal;

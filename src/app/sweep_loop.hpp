@@ -47,6 +47,7 @@ struct SweepsEnd {
   std::string failures;
   int signal = 0;
   std::string interruption;
+  std::size_t ran = 0;  // the sweeps that ran, fewer than the config's after a signal
 };
 
 // Every sweep in file order, each flushed when it ends so an interrupted run keeps them. The

@@ -129,6 +129,7 @@ def check_hook_k_points(args):
     check_ranks_exit(codes, 143)
     check_kept(h5py, np, out, 8, (4, 4))
     check("INTERRUPTED: " + out in r.stdout, "the summary's first line says INTERRUPTED")
+    check("2 sweep(s), 5 point(s)" in r.stdout, "and counts the sweeps and points that ran")
     check_analysis(args, out)
 
 
