@@ -39,5 +39,5 @@ if(RINGBENCH_PYTHON)
   # points_planned), every rank exits 143, rb-analysis report and compare say it was cut short;
   # a point that never ends loses its sweep's points after the grace, never writing half rows.
   driver_script_checks(driver_interrupted interrupted_sweep.py 300 hook_k_points sigterm_ranks
-                       first_point hung_point)
+                       first_point last_point hung_point)
 endif()

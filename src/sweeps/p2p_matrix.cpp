@@ -440,15 +440,17 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   };
   h5::PointsTable table = point_table(points);
   std::size_t pi = 0;
-  bool stopped = false;  // a signal: the points before pi are kept
-  for (std::size_t r = 0; r < rounds.size() && !stopped; pi += rounds[r].size(), ++r) {
+  bool stopped = false;  // a signal: the points before pi are kept (break: pi stays there)
+  for (std::size_t r = 0; r < rounds.size(); pi += rounds[r].size(), ++r) {
     stopped = !ctx.progress.point_started(progress_index(pi),
                                           label(points[pi], rounds[r].size(), rounds.size()));
-    if (!stopped) measure_round(ctx, *link, rounds[r], pi, static_cast<int>(r), table);
+    if (stopped) break;
+    measure_round(ctx, *link, rounds[r], pi, static_cast<int>(r), table);
   }
-  for (; pi < points.size() && !stopped; ++pi) {
+  for (; !stopped && pi < points.size(); ++pi) {
     stopped = !ctx.progress.point_started(progress_index(pi), label(points[pi], 0, rounds.size()));
-    if (!stopped) measure_shift(ctx, *link, points[pi], pi, table);
+    if (stopped) break;
+    measure_shift(ctx, *link, points[pi], pi, table);
   }
   out.attr("transport", coll::transport_name(link->transport()));
   out.attr("latency_bytes", static_cast<std::int64_t>(p_.latency_bytes));

@@ -15,6 +15,8 @@ stopped by its time limit lost every point of the sweep it was in.
                     row measured
     first_point     the signal while the sweep's first point runs: that point ends and is kept
                     (1 point), the earlier sweep stays complete
+    last_point      the signal while the sweep's last point runs: the sweep completes, the
+                    run stops after it ('SIGTERM after sweep tune', exit 143), no later sweep
     hung_point      the signal while a point that never ends runs (the hang hook as well): the
                     run ends when its grace (20 s) is over, with 143; the earlier sweep stays
                     complete, the sweep in progress is absent or has no rows (no half rows),
@@ -140,6 +142,20 @@ def check_first_point(args):
     check_kept(h5py, np, out, 8, (1, 1))
 
 
+def check_last_point(args):
+    h5py, _ = harness.h5py_and_numpy()
+    _, out, codes = run_with_hook(args, "tune:7")
+    check_ranks_exit(codes, 143)
+    with h5py.File(out, "r") as f:
+        check(f["run"].attrs["status"] == "interrupted", "/run status is 'interrupted'")
+        check(f["run"].attrs["failure"] == "SIGTERM after sweep tune",
+              f"/run failure says after which sweep: {f['run'].attrs['failure']}")
+        t = f["sweeps/tune"]
+        check(t.attrs["status"] == "complete" and int(t.attrs["points"]) == 8
+              and "points_planned" not in t.attrs, "the sweep whose last point ran is complete")
+        check("after" not in f["sweeps"], "the next sweep did not start")
+
+
 def check_hung_point(args):
     h5py, _ = harness.h5py_and_numpy()
     t0 = time.monotonic()
@@ -215,7 +231,8 @@ def check_sigterm_ranks(args):
 def main():
     return harness.run_check({"hook_k_points": check_hook_k_points,
                               "sigterm_ranks": check_sigterm_ranks,
-                              "first_point": check_first_point, "hung_point": check_hung_point})
+                              "first_point": check_first_point, "last_point": check_last_point,
+                              "hung_point": check_hung_point})
 
 
 if __name__ == "__main__":
