@@ -29,8 +29,15 @@ if(RINGBENCH_PYTHON)
   driver_script_checks(driver_hang_guard hang_guard.py 300 point run no_hang auto off)
   # How a run holds and ends its output (#31): OUTPUT.lock refuses a second run on it while the
   # first lives (a killed run blocks nothing); a slow point past run.point_timeout_s ends the
-  # run with the guard's code, never 'complete'; SIGTERM to the ranks or to mpirun ends the run
-  # with 143 and its end state in OUTPUT.end; output directories 0755 under umask 000, none
+  # run with the guard's code, never 'complete'; SIGTERM to the ranks or to mpirun during a point
+  # that never ends ends the run with 143 (after the signal's grace) and its end state in
+  # OUTPUT.end; output directories 0755 under umask 000, none
   # left by a refused run. The file read back with h5dump.
   driver_script_checks(driver_output output_faults.py 600 lock slow_point sigterm_ranks sigterm_mpirun dirs)
+  # A signal (SIGTERM from outside, or the test-only signal hook at a known point) stops a sweep
+  # between two points: the file keeps the points it finished (status 'interrupted', points of
+  # points_planned), every rank exits 143, rb-analysis report and compare say it was cut short;
+  # a point that never ends loses its sweep's points after the grace, never writing half rows.
+  driver_script_checks(driver_interrupted interrupted_sweep.py 300 hook_k_points sigterm_ranks
+                       first_point last_point hung_point)
 endif()

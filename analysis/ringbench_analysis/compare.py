@@ -414,7 +414,8 @@ def incomplete_new(base, new, bp, np_, matched):
         out.append(f"run status '{new.status}'{why}")
     for s in new.sweeps.values():
         if s.status not in ("complete", "failed"):  # failed: it ended; its points say how
-            out.append(f"sweep '{s.name}' ({s.type}) status '{s.status}': it did not finish")
+            out.append(f"sweep '{s.name}' ({s.type}) status '{s.status}': it did not finish"
+                       + (f" ({s.cut_short()}; those are judged)" if s.cut_short() else ""))
     out += [f"sweep '{name}' unreadable: {why}" for name, why in new.unreadable.items()]
     out += [f"sweep '{name}' ({s.type}) is missing (BASE has it)" for name, s in base.sweeps.items()
             if name not in new.sweeps and name not in new.unreadable]

@@ -507,6 +507,19 @@ class Sweep(PointsTable):
     def completed(self):
         return self.status == "complete"
 
+    @property
+    def points_planned(self):
+        """The points the sweep planned: more than npoints when a signal cut it short."""
+        return int(self.attrs.get("points_planned", self.npoints))
+
+    def cut_short(self):
+        """"" unless a signal stopped the sweep between two points (status 'interrupted'), else
+        what it kept: its finished points, in the layout of a complete sweep, fewer of them."""
+        if self.status != "interrupted":
+            return ""
+        return (f"cut short by a signal: {self.npoints} of {self.points_planned} planned points "
+                "written, the rest never ran")
+
     def point_status(self, point):
         """ok | oom | parity_failed (the status metric; the same on every rank, so the first
         rank that says other than ok wins)."""
@@ -709,7 +722,8 @@ class Run:
             if not s.completed:
                 lines.append(f"sweep '{s.name}' ({s.type}) status '{s.status}'"
                              + (f": {s.failure}" if s.failure else "")
-                             + (" (what it wrote is shown; it did not finish)" if s.status == "running" else ""))
+                             + (" (what it wrote is shown; it did not finish)" if s.status == "running" else "")
+                             + (f" ({s.cut_short()}; those are shown)" if s.cut_short() else ""))
         for name, why in self.unreadable.items():
             lines.append(f"sweep '{name}' unreadable: {why}")
         if self.status != "complete":

@@ -158,8 +158,9 @@ def run_notes(run, sweep):
                      "pooled and the policy file records rank 0's")
     if not sweep.completed:
         why = f": {sweep.failure}" if sweep.failure else ""
+        cut = f"; {sweep.cut_short()}" if sweep.cut_short() else ""
         notes.append(f"sweep '{sweep.name}' status is '{sweep.status}'{why} (its points are "
-                     "used as measured; a failed parity check is never chosen)")
+                     f"used as measured; a failed parity check is never chosen{cut})")
     if run.status != "complete":
         notes.append(f"run status is '{run.status}'")
     return notes

@@ -52,17 +52,21 @@ int run_into_output(const std::string& out_path, h5::File& file, Validated& v,
   const CpuUsage cpu_at_start = cpu_usage_now();
   const auto sweeps_start = std::chrono::steady_clock::now();
   h5::Group root = file.root();
-  end.failures = run_sweeps(v, layout, setup, root, file, &watchdog, reports, world);
+  SweepsEnd sweeps = run_sweeps(v, layout, setup, root, file, &watchdog, reports, world);
+  end.failures = sweeps.failures;
+  end.signal = sweeps.signal;
+  end.interruption = sweeps.interruption;
   const double sweeps_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - sweeps_start).count();
   end.foreign_cpu = foreign_cpu_fraction(cpu_at_start, world);
   end_run(end, file, watchdog, json.get(), layout.rank, world);
   if (layout.rank == 0) {
     fmt::print(reports.screen.results, "{}{}", cli.quiet ? "" : "\n",
-               reports.summary.text(out_path, end.failures, v.sweeps.size(), sweeps_s, cli.quiet));
+               reports.summary.text(out_path, end.failure(), sweeps.ran, sweeps_s, cli.quiet,
+                                    end.status()));
     std::fflush(reports.screen.results);
   }
-  return end.failures.empty() ? 0 : 1;
+  return end.exit_code();
 }
 
 }  // namespace

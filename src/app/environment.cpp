@@ -15,11 +15,12 @@ namespace {
 using cfg::env_int;
 using cfg::env_value;
 
-// RINGBENCH_TEST_HANG_POINT=SWEEP:INDEX: the form is_test_hang_point (app/watchdog) reads.
-void check_hang_point(const char* name, const std::string& v) {
+// RINGBENCH_TEST_HANG_POINT and _SIGNAL_POINT=SWEEP:INDEX: the form is_test_point (app/watchdog)
+// reads.
+void check_test_point(const char* name, const std::string& v) {
   const auto colon = v.rfind(':');
   const std::string index = colon == std::string::npos ? "" : v.substr(colon + 1);
-  // 19 digits: every index up to 10^19 - 1 fits the 64 bits is_test_hang_point reads it into.
+  // 19 digits: every index up to 10^19 - 1 fits the 64 bits is_test_point reads it into.
   if (colon == 0 || index.empty() || index.size() > 19 ||
       index.find_first_not_of("0123456789") != std::string::npos)
     cfg::env_fail(name, v,
@@ -39,8 +40,8 @@ void check_ringbench_variables() {
     env_int("RINGBENCH_TEST_NCCL_ERROR", *v, 0, INT64_MAX, "NCCL checks before the injected error");
   if (const auto v = env_value("RINGBENCH_TEST_AUTO_POINT_FLOOR_S"))
     cfg::env_number("RINGBENCH_TEST_AUTO_POINT_FLOOR_S", *v, 0, "seconds");
-  if (const auto v = env_value("RINGBENCH_TEST_HANG_POINT"))
-    check_hang_point("RINGBENCH_TEST_HANG_POINT", *v);
+  for (const char* name : {"RINGBENCH_TEST_HANG_POINT", "RINGBENCH_TEST_SIGNAL_POINT"})
+    if (const auto v = env_value(name)) check_test_point(name, *v);
 }
 
 // Kokkos 3.4 (Kokkos::initialize) reads these and throws, uncaught, when one does not start with

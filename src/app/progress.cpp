@@ -2,12 +2,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <ctime>
 #include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "app/run_end.hpp"
 #include "app/watchdog.hpp"
 
 namespace rb {
@@ -78,12 +80,24 @@ std::string Progress::prefix() const {
   return fmt::format("{} sweep {}/{} [{}]", utc_clock(), index_ + 1, run_->sweeps(), sweep_);
 }
 
-void Progress::point_started(std::size_t index, const std::string& label) {
+bool Progress::point_started(std::size_t index, const std::string& label) {
+  if (agree_on_ != MPI_COMM_NULL && watchdog_ != nullptr) {
+    stopped_by_ = agreed_stop_signal(*watchdog_, agree_on_);
+    if (stopped_by_ != 0) {
+      stopped_before_ = index;
+      return false;
+    }
+  }
   if (watchdog_ != nullptr) watchdog_->point_started(sweep_, index, label);
   print_point(index, label);
+  // Test-only: a signal while the point runs, on every rank.
+  if (is_test_signal_point(sweep_, index) && std::raise(SIGTERM) == 0 && watchdog_ != nullptr)
+    for (int i = 0; i < 500 && watchdog_->stop_signal() == 0; ++i)  // the watch thread took it
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   // Test-only: the point never ends, on every rank, as a hung collective would.
   if (is_test_hang_point(sweep_, index))
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  return true;
 }
 
 void Progress::print_point(std::size_t index, const std::string& label) {

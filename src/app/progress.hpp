@@ -2,12 +2,16 @@
 // Rank-0-only progress lines with a UTC timestamp, elapsed time and ETA, on stderr; silent
 // elsewhere and with --quiet. The results tables go to the Screen's results stream. Every rank's
 // sweep calls point_started, so it also tells this rank's hang guard (if any) which point runs, and
-// holds the test-only hang hook (RINGBENCH_TEST_HANG_POINT, app/watchdog.hpp).
+// holds the test-only hang and signal hooks (RINGBENCH_TEST_HANG_POINT,
+// RINGBENCH_TEST_SIGNAL_POINT, app/watchdog.hpp). A signal stops a sweep at a point's start, where
+// the ranks agree on it.
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <mpi.h>
 
 #include "sweeps/sweep.hpp"
 
@@ -64,7 +68,8 @@ class Progress final : public ProgressReporter {
   Progress(int rank, std::string sweep, std::size_t total_points, double min_interval_s = 2.0,
            std::FILE* out = stderr);
   // Prints the first and last point and any point at least min_interval_s after the last line.
-  void point_started(std::size_t index, const std::string& label) override;
+  // With stop_on_signal, first agrees with every rank whether a signal stops the run here.
+  bool point_started(std::size_t index, const std::string& label) override;
   void note(const std::string& line) override;
   void results(const std::string& table, std::vector<h5::PointRecord> records) override;
   std::size_t table_width() const override {
@@ -72,6 +77,14 @@ class Progress final : public ProgressReporter {
   }
   // The hang guard told of each point (not owned; null: none).
   void watch(Watchdog* watchdog) { watchdog_ = watchdog; }
+  // Each point's start is a boundary where the ranks of `world` agree whether a signal the guard
+  // holds (Watchdog::stop_signal) stops the run: collective, so only for a sweep whose every
+  // rank starts every point (Sweep::stops_between_points).
+  void stop_on_signal(MPI_Comm world) { agree_on_ = world; }
+  // The signal the ranks agreed to stop for (0: none) and the point they stopped before.
+  int stopped_by() const { return stopped_by_; }
+  std::size_t stopped_before() const { return stopped_before_; }
+  std::size_t total_points() const { return total_; }
   // This sweep is number `index` of `run` (not owned; null: a lone sweep, no run-level line).
   void in_run(const RunProgress* run, std::size_t index) {
     run_ = run;
@@ -91,6 +104,9 @@ class Progress final : public ProgressReporter {
   std::FILE* out_;
   double last_printed_ = -1e300;
   Watchdog* watchdog_ = nullptr;
+  MPI_Comm agree_on_ = MPI_COMM_NULL;
+  int stopped_by_ = 0;
+  std::size_t stopped_before_ = 0;
   const RunProgress* run_ = nullptr;
   std::size_t index_ = 0;
 };

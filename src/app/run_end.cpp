@@ -9,9 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "app/end_record.hpp"
 #include "app/file_write.hpp"
 #include "app/heartbeat.hpp"
 #include "app/progress.hpp"
+#include "runtime/mpi.hpp"
 #include "runtime/mpi_util.hpp"
 
 namespace rb {
@@ -72,6 +74,13 @@ void stop_if_guard_fired(Watchdog* watchdog, MPI_Comm world) {
     await_guard_exit(watchdog->fired());
 }
 
+int agreed_stop_signal(Watchdog& watchdog, MPI_Comm world) {
+  int mine = watchdog.stop_signal(), any = 0;
+  RB_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, world));
+  if (any != 0) watchdog.stop_agreed();
+  return any;
+}
+
 [[noreturn]] void stop_on_output_error(const std::exception& e, const std::string& where,
                                        const std::string& path, int rank, JsonReport* json,
                                        MPI_Comm world) {
@@ -91,16 +100,17 @@ void end_run(const RunEnd& end, h5::File& file, Watchdog& watchdog, JsonReport* 
     h5::Group run = file.root().group("run");
     run.attr("foreign_cpu_fraction", end.foreign_cpu);
     run.set_attr("end_time", utc_now_iso8601());
-    run.set_attr("status", end.failures.empty() ? "complete" : "failed");
-    run.set_attr("failure", end.failures);
+    run.set_attr("status", end.status());
+    run.set_attr("failure", end.failure());
     file.close();
   } catch (const std::exception& e) {
     stop_on_output_error(e, "the run's end status", end.out_path, rank, json, world);
   }
   if (end.guarded) watchdog.release_heartbeat();  // every rank is here (a collective)
   if (!end.heartbeat.empty() && rank == 0) ::unlink(end.heartbeat.c_str());
-  if (json != nullptr)
-    write_json(*json, end.failures.empty() ? "complete" : "failed", end.failures);
+  // The signal's record, written when it came in case a SIGKILL followed: /run says it now.
+  if (end.signal != 0 && rank == 0) ::unlink(end_record_path(end.out_path).c_str());
+  if (json != nullptr) write_json(*json, end.status(), end.failure());
 }
 
 }  // namespace rb

@@ -42,6 +42,11 @@ std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, MP
 // whether any rank's guard fired is agreed, so no rank writes 'complete' once one has.
 void stop_if_guard_fired(Watchdog* watchdog, MPI_Comm world);
 
+// Collective, at a point boundary (every rank outside any point): the signal that stops the run
+// here, agreed on every rank (the largest number any rank's guard holds), or 0 to go on.
+// A stop agreed is told to the guard (Watchdog::stop_agreed).
+int agreed_stop_signal(Watchdog& watchdog, MPI_Comm world);
+
 // A write or flush of the output failed: metrics/h5 agreed on it over the ranks, so every rank
 // holds the same message (with the OS's reason) and stops here; the file keeps what its last good
 // flush wrote. MPI_Abort, not a return: the ranks may be at different points of a sweep.
@@ -49,13 +54,29 @@ void stop_if_guard_fired(Watchdog* watchdog, MPI_Comm world);
                                        const std::string& path, int rank, JsonReport* json,
                                        MPI_Comm world);
 
-// The sweeps are over on every rank. The guard decides first (a run it ended writes nothing
-// more), then /run gets its end time, status and failure (`failures`: "" when every sweep
-// completed) and the file is closed; then the heartbeat file goes and --json says the status.
+// The sweeps are over on every rank, or a signal stopped them where every rank agreed. The guard
+// decides first (a run it ended writes nothing more), then /run gets its end time, status and
+// failure and the file is closed; then the heartbeat file goes (and, after a signal, OUTPUT.end:
+// /run says how the run ended) and --json says the status.
 struct RunEnd {
-  std::string out_path, heartbeat, failures;
+  std::string out_path, heartbeat;
+  std::string failures;      // "" when every sweep completed
+  int signal = 0;            // the signal the ranks stopped for (0: none)
+  std::string interruption;  // where ("SIGTERM during sweep S: stopped after K of N points")
   double foreign_cpu = 0;
   bool guarded = false;  // the hang guard beat (its shared memory is released collectively)
+  // complete | failed | interrupted, and what /run's failure says.
+  std::string status() const {
+    return signal != 0 ? "interrupted" : (failures.empty() ? "complete" : "failed");
+  }
+  std::string failure() const {
+    return signal == 0 ? failures
+                       : interruption + (failures.empty() ? "" : "; failed: " + failures);
+  }
+  // 0 complete, 1 failed, 128 + the signal's number when one stopped the run.
+  int exit_code() const {
+    return signal != 0 ? interrupted_exit_code(signal) : (failures.empty() ? 0 : 1);
+  }
 };
 void end_run(const RunEnd& end, h5::File& file, Watchdog& watchdog, JsonReport* json, int rank,
              MPI_Comm world);

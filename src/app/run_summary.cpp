@@ -93,8 +93,11 @@ std::string more_line(const Findings& list, std::size_t shown, std::size_t width
 }  // namespace
 
 std::string RunSummary::text(const std::string& path, const std::string& failures,
-                             std::size_t sweeps, double seconds, bool quiet) const {
-  std::string out = fmt::format("{}: {}\n", failures.empty() ? "complete" : "FAILED", path);
+                             std::size_t sweeps, double seconds, bool quiet,
+                             const std::string& status) const {
+  const bool interrupted = status == "interrupted";
+  std::string out = fmt::format(
+      "{}: {}\n", interrupted ? "INTERRUPTED" : (failures.empty() ? "complete" : "FAILED"), path);
   if (quiet) return out;
   const std::size_t width = h5::kTerminalWidth;
   // Categories in the order they were first met, each with its worst points first.
@@ -108,7 +111,9 @@ std::string RunSummary::text(const std::string& path, const std::string& failure
   out += fmt::format(
       "  {} sweep(s), {} point(s) in {}; {}\n", sweeps, points_, duration_text(seconds),
       nothing ? "nothing stood out (every point ok, no noisy iterations)" : "what stood out:");
-  if (!failures.empty()) out += h5::wrapped("failed: " + failures, width, "  - ", "      ");
+  if (!failures.empty())
+    out += h5::wrapped((interrupted ? "interrupted: " : "failed: ") + failures, width, "  - ",
+                       "      ");
   for (const std::string& c : order) {
     auto& list = by[c];
     std::stable_sort(list.begin(), list.end(),

@@ -19,11 +19,12 @@ class RunSummary {
  public:
   // One finished sweep's records (PointsTable::records, rank 0's).
   void add(const std::string& sweep, const std::vector<h5::PointRecord>& records);
-  // "complete: FILE" or "FAILED: FILE" (scripts look for that line), then unless `quiet` the
-  // sweeps and points, what stood out, and "report: rb-analysis report FILE --out DIR"; every
-  // line within h5::kTerminalWidth columns but for a longer file name.
+  // "complete: FILE", "FAILED: FILE" or, with `status` interrupted (a signal stopped the run),
+  // "INTERRUPTED: FILE" (scripts look for that line), then unless `quiet` the sweeps and points,
+  // what stood out, and "report: rb-analysis report FILE --out DIR"; every line within
+  // h5::kTerminalWidth columns but for a longer file name.
   std::string text(const std::string& path, const std::string& failures, std::size_t sweeps,
-                   double seconds, bool quiet) const;
+                   double seconds, bool quiet, const std::string& status = "") const;
 
  private:
   // One thing that stood out at one point: its category ("oom", "noisy", ...), where, and a

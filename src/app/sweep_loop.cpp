@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "app/estimate.hpp"
+#include "app/interrupts.hpp"
 #include "app/paths.hpp"
 #include "app/provenance.hpp"
 #include "app/run_end.hpp"
@@ -23,17 +25,11 @@ extern char** environ;
 namespace rb {
 namespace {
 
-// Runs one sweep on every rank; returns "" or the failure text (the same on every rank).
-std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File& file, bool quiet,
-                      JsonReport* json, Watchdog* watchdog) {
-  const MPI_Comm world = ctx.world;
-  h5::Group out = sweeps.group(sweep.name());
-  out.attr("type", sweep.type());
-  out.set_attr("status", "running");
-  SweepOutcome outcome;
-  const auto t0 = std::chrono::steady_clock::now();
+// Runs the sweep's points; a sweep that throws on one rank aborts the run.
+SweepOutcome run_points(Sweep& sweep, RunContext& ctx, h5::Group& out, h5::File& file,
+                        JsonReport* json) {
   try {
-    outcome = sweep.run(ctx, out);
+    return sweep.run(ctx, out);
   } catch (const std::exception& e) {
     // A sweep that throws on one rank leaves the others inside a collective: the only
     // safe end is MPI_Abort. The file keeps status 'running' and every earlier sweep.
@@ -43,39 +39,81 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
                ctx.layout.rank, sweep.name(), e.what(), file.path());
     std::fflush(stderr);
     if (json != nullptr) write_json(*json, "failed", sweep.name() + ": " + e.what());
-    MPI_Abort(world, 1);
+    MPI_Abort(ctx.world, 1);
+    std::abort();  // MPI_Abort does not return
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (watchdog != nullptr) watchdog->idle();  // the points are over; the run's limit still counts
-  stop_if_guard_fired(watchdog, world);
+}
+
+// Each rank's own reason, once each, joined in rank order ("" when every rank's outcome is ok).
+std::string agreed_failure(const SweepOutcome& outcome, MPI_Comm world) {
   const bool failed = mpi::any_rank(!outcome.ok, world);
-  // Each rank's own reason, once each, joined in rank order.
   std::string failure;
   for (const auto& reason : mpi::gather_strings(outcome.ok ? "" : outcome.failure, world))
     if (!reason.empty() && failure.find(reason) == std::string::npos)
       failure += (failure.empty() ? "" : "; ") + reason;
-  if (failed && failure.empty()) failure = "failed";
-  // The sweep's data reaches the disk before its status says complete: a flush that fails
-  // leaves it 'running' in the file.
+  return failed && failure.empty() ? "failed" : failure;
+}
+
+// The sweep's data reaches the disk before its status says how it ended: a flush that fails
+// leaves it 'running' in the file.
+void write_sweep_end(h5::Group& out, h5::File& file, const std::string& status,
+                     const std::string& failure, double seconds, const Progress& progress,
+                     const std::string& name, int rank, JsonReport* json, MPI_Comm world) {
   try {
     file.flush();
-    out.set_attr("status", failed ? "failed" : "complete");
+    out.set_attr("status", status);
     out.set_attr("failure", failure);
     out.attr("wall_time_s", seconds);
+    if (status == "interrupted")
+      out.attr("points_planned", static_cast<std::int64_t>(progress.total_points()));
     file.flush();
   } catch (const std::exception& e) {
-    stop_on_output_error(e, "sweep '" + sweep.name() + "'", file.path(), ctx.layout.rank, json,
-                         world);
+    stop_on_output_error(e, "sweep '" + name + "'", file.path(), rank, json, world);
   }
-  if (ctx.layout.rank == 0 && (failed || !quiet))  // a progress line (the summary repeats failures)
+}
+
+// Runs one sweep on every rank; returns how it ended (the same on every rank).
+SweepEnd run_sweep(Sweep& sweep, RunContext ctx, Progress& progress, h5::Group& sweeps,
+                   h5::File& file, bool quiet, JsonReport* json, Watchdog* watchdog) {
+  const MPI_Comm world = ctx.world;
+  h5::Group out = sweeps.group(sweep.name());
+  out.attr("type", sweep.type());
+  out.set_attr("status", "running");
+  const bool stops = watchdog != nullptr && sweep.stops_between_points();
+  if (stops) progress.stop_on_signal(world);
+  if (watchdog != nullptr) watchdog->stop_at_points(stops);
+  const auto t0 = std::chrono::steady_clock::now();
+  const SweepOutcome outcome = run_points(sweep, ctx, out, file, json);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (watchdog != nullptr) watchdog->idle();  // the points are over; the run's limit still counts
+  stop_if_guard_fired(watchdog, world);
+  SweepEnd end;
+  end.failure = agreed_failure(outcome, world);
+  // Stopped between two points, or a signal since the last point's start: the run ends here.
+  end.signal = progress.stopped_by();
+  end.cut_short = end.signal != 0;
+  if (!end.cut_short && stops) end.signal = agreed_stop_signal(*watchdog, world);
+  // The sweep's failure attribute says the signal too; the run's failures only what failed.
+  std::string failure = end.failure;
+  if (end.cut_short)
+    failure += (failure.empty() ? "" : "; ") +
+               fmt::format("{}: stopped after {} of {} points", signal_name(end.signal),
+                           progress.stopped_before(), progress.total_points());
+  const std::string status =
+      end.cut_short ? "interrupted" : (failure.empty() ? "complete" : "failed");
+  write_sweep_end(out, file, status, failure, seconds, progress, sweep.name(), ctx.layout.rank,
+                  json, world);
+  const bool said = status != "complete";
+  if (ctx.layout.rank == 0 && (said || !quiet))  // a progress line (the summary repeats failures)
     fmt::print(stderr, "{} [{}] {} in {}{}\n", utc_clock(), sweep.name(),
-               failed ? "FAILED" : "done", duration_text(seconds), failed ? ": " + failure : "");
+               end.cut_short ? "STOPPED" : (said ? "FAILED" : "done"), duration_text(seconds),
+               said ? ": " + failure : "");
   if (json != nullptr) {
-    json->sweep_done(failed ? "failed" : "complete", failure, seconds);
+    json->sweep_done(status, failure, seconds);
     write_json(*json, "running", "");
   }
-  return failed ? failure : "";
+  return end;
 }
 
 }  // namespace
@@ -111,8 +149,8 @@ std::unique_ptr<JsonReport> make_json_report(const CommandLine& cli, const Valid
   return json;
 }
 
-std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5::Group& root,
-                       h5::File& file, Watchdog* watchdog, Reports& reports, MPI_Comm world) {
+SweepsEnd run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5::Group& root,
+                     h5::File& file, Watchdog* watchdog, Reports& reports, MPI_Comm world) {
   JsonReport* json = reports.json;
   const PathFactories paths = make_path_factories(v.backend);
   h5::Group sweeps = root.group("sweeps");
@@ -125,11 +163,11 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
                           if (json != nullptr)
                             json->add_sweep(v.sweeps[i]->name(), v.sweeps[i]->type(), std::move(r));
                         });
-  std::string failures;
+  SweepsEnd end;
   // Group communicators (MPI, and NCCL on the cuda backend) made once and reused by every sweep
   // that asks for the same members; destroyed here, before the world NCCL communicator.
   groups::GroupCache group_cache;
-  for (std::size_t i = 0; i < v.sweeps.size(); ++i) {
+  for (std::size_t i = 0; i < v.sweeps.size() && end.signal == 0; ++i) {
     Sweep& sweep = *v.sweeps[i];
     if (watchdog != nullptr && v.config.run.point_timeout_auto) {
       const double limit = auto_point_timeout_s(estimates[i]);
@@ -143,12 +181,22 @@ std::string run_sweeps(Validated& v, const RankLayout& layout, RankSetup& s, h5:
     progress.in_run(&run, i);
     const RunContext ctx{v.config,        world, layout,   v.backend,
                          s.gpu_ctx.get(), paths, progress, &group_cache};
-    const std::string failure =
-        run_sweep(sweep, ctx, sweeps, file, reports.screen.quiet, json, watchdog);
-    if (!failure.empty())
-      failures += (failures.empty() ? "" : "; ") + sweep.name() + ": " + failure;
+    const SweepEnd one =
+        run_sweep(sweep, ctx, progress, sweeps, file, reports.screen.quiet, json, watchdog);
+    ++end.ran;
+    if (!one.failure.empty())
+      end.failures += (end.failures.empty() ? "" : "; ") + sweep.name() + ": " + one.failure;
+    end.signal = one.signal;
+    if (one.signal != 0)
+      end.interruption =
+          one.cut_short ? fmt::format("{} during sweep {}: stopped after {} of {} points",
+                                      signal_name(one.signal), sweep.name(),
+                                      progress.stopped_before(), progress.total_points())
+                        : fmt::format("{} after sweep {}", signal_name(one.signal), sweep.name());
   }
-  return failures;
+  // No point boundary comes any more: a signal from here ends the run at once.
+  if (watchdog != nullptr) watchdog->stop_at_points(false);
+  return end;
 }
 
 }  // namespace rb

@@ -2,11 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -268,6 +272,17 @@ void Watchdog::loop() {
     wake_.wait_for(lock, poll_);
     if (stop_) return;
     if (ended_ || fired_) continue;  // fired_: a signal is ending the run
+    // A signal's point did not end within its grace, or no boundary is coming (a sweep that
+    // cannot stop between points began): the run ends now, as the signal would have.
+    if (stop_signal_ != 0 &&
+        ((!stop_at_points_ && !stop_agreed_) || Clock::now() >= stop_deadline_)) {
+      fired_ = true;
+      const int signo = stop_signal_;
+      const std::string where = stop_where_;
+      const bool recorded = stop_recorded_;
+      lock.unlock();
+      end_interrupted(signo, where, recorded);
+    }
     const std::string timeout = check(Clock::now());
     if (!timeout.empty()) {
       fired_ = true;  // decided here, under the lock end_run() takes
@@ -306,32 +321,107 @@ void Watchdog::set_unfinished_output(std::string path) {
   unfinished_output_ = std::move(path);
 }
 
+double interrupt_grace_s(int signo) {
+  return signo == SIGUSR1 ? std::numeric_limits<double>::infinity() : 20.0;
+}
+
+void Watchdog::stop_at_points(bool on) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_at_points_ = on;
+  }
+  wake_.notify_all();  // a signal waiting for a boundary that no longer comes ends the run now
+}
+
+void Watchdog::stop_agreed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stop_agreed_ = true;
+}
+
+int Watchdog::stop_signal() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stop_signal_;
+}
+
 void Watchdog::interrupt(int signo) {
-  std::string where, record, unfinished;
+  std::string where;
+  bool waits = false, first = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (fired_ || ended_) return;  // the run's end is decided already: that one stands
-    fired_ = true;
     where = (in_point_ ? "during " : "") + where_locked();
+    waits = stop_at_points_;
+    if (!waits) fired_ = true;
+    // The first signal is the one the run ends for; a later one (Slurm's SIGTERM after its
+    // SIGUSR1 warning, mpirun passing on one the rank got already) may only shorten the grace.
+    first = waits && stop_signal_ == 0;
+    if (first) {
+      stop_signal_ = signo;
+      stop_where_ = where;
+    }
+    const double grace = interrupt_grace_s(signo);
+    if (waits && std::isfinite(grace))
+      stop_deadline_ =
+          std::min(stop_deadline_, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                      std::chrono::duration<double>(grace)));
+  }
+  if (!waits) end_interrupted(signo, where, false);
+  if (first) note_stop(signo, where);
+  wake_.notify_all();
+}
+
+// The signal's record at once (a launcher's SIGKILL may come before the point ends) and, from the
+// rank that wrote it, what happens next.
+void Watchdog::note_stop(int signo, const std::string& where) {
+  const bool recorded = record_end("interrupted", signal_name(signo) + " " + where);
+  std::string record;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_recorded_ = recorded;
+    record = end_record_;
+  }
+  if (!recorded) return;
+  const double grace = interrupt_grace_s(signo);
+  std::fputs(fmt::format("ringbench: rank {}: {} {}: the run stops before the next point ({}), "
+                         "keeping the sweep's finished points; until then {} holds the end state\n",
+                         rank_, signal_name(signo), where,
+                         std::isfinite(grace) ? fmt::format("within {:g} s", grace)
+                                              : std::string("within the hang guard's limits"),
+                         record)
+                 .c_str(),
+             stderr);
+  std::fflush(stderr);
+}
+
+void Watchdog::end_interrupted(int signo, const std::string& where, bool recorded) {
+  std::string record, unfinished;
+  bool waited = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
     record = end_record_;
     unfinished = unfinished_output_;
+    waited = stop_signal_ != 0;
   }
   const int code = interrupted_exit_code(signo);
   const std::string name = signal_name(signo);
-  const bool recorded = record_end("interrupted", name + " " + where);
+  if (!recorded) recorded = record_end("interrupted", name + " " + where);
   if (!unfinished.empty() && ::unlink(unfinished.c_str()) == 0)
     std::fputs(fmt::format("ringbench: removed the unfinished output '{}'\n", unfinished).c_str(),
                stderr);
   if (recorded || (rank_ == 0 && record.empty())) {
-    std::fputs(fmt::format("ringbench: rank {}: interrupted by {} {}; stopping with exit "
-                           "code {}{}\n",
-                           rank_, name, where, code,
-                           recorded ? "; the end state is in " + record +
-                                          " (the output's /run status stays 'running'; the "
-                                          "sweeps finished before are complete in it)"
-                                    : "")
-                   .c_str(),
-               stderr);
+    std::fputs(
+        fmt::format(
+            "ringbench: rank {}: interrupted by {} {}{}; stopping with exit "
+            "code {}{}\n",
+            rank_, name, where,
+            waited ? "; no point boundary came in time to keep the sweep's finished points" : "",
+            code,
+            recorded ? "; the end state is in " + record +
+                           " (the output's /run status stays 'running'; the "
+                           "sweeps finished before are complete in it)"
+                     : "")
+            .c_str(),
+        stderr);
   }
   end_process(code);
 }
@@ -375,7 +465,15 @@ void Watchdog::end_process(int code) {
 }
 
 bool is_test_hang_point(const std::string& sweep, std::size_t index) {
-  const char* env = std::getenv("RINGBENCH_TEST_HANG_POINT");
+  return is_test_point("RINGBENCH_TEST_HANG_POINT", sweep, index);
+}
+
+bool is_test_signal_point(const std::string& sweep, std::size_t index) {
+  return is_test_point("RINGBENCH_TEST_SIGNAL_POINT", sweep, index);
+}
+
+bool is_test_point(const char* variable, const std::string& sweep, std::size_t index) {
+  const char* env = std::getenv(variable);
   if (env == nullptr) return false;
   const std::string v = env;
   const auto colon = v.rfind(':');

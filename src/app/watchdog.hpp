@@ -34,6 +34,13 @@ class NodeHeartbeat;
 
 constexpr int kTimeoutExitCode = 124;  // as timeout(1)
 
+// How long a point may go on after a signal before the run ends without it (the sweep's finished
+// points then lost; the guard's limits apply as well): under Slurm's default KillWait of 30 s
+// between SIGTERM and SIGKILL, with time left to write. SIGUSR1, Slurm's --signal warning, is
+// followed by nothing of its own: the point may run to the guard's limits (or to the SIGTERM the
+// time limit sends, which then starts this grace).
+double interrupt_grace_s(int signo);
+
 struct WatchdogLimits {
   double run_s = 0;                          // 0: no limit on the whole run
   double point_s = 0;                        // 0: no limit on one point
@@ -83,12 +90,25 @@ class Watchdog {
   // (`path`; "" when the window closes).
   void set_unfinished_output(std::string path);
   // A signal asked the run to end (app/interrupts.hpp; called on the signal watch thread). The
-  // same decision as a time limit: unless the run's end is decided already (the guard fired,
-  // or the main thread claimed it), this records 'interrupted: SIGNAL during sweep S point P'
-  // in the end record, says so (the rank that wrote the record, else rank 0), aborts the NCCL
-  // communicators and ends the process with interrupted_exit_code(signo), without waiting
-  // for the other ranks: they are signalled too, or the launcher ends them when this one exits.
+  // same decision as a time limit, unless the run's end is decided already (the guard fired, or
+  // the main thread claimed it). While the sweeps stop at point boundaries (stop_at_points), the
+  // signal is only noted (stop_signal) and recorded in OUTPUT.end at once, in case a SIGKILL
+  // follows: the ranks agree at the next point's start to stop there and keep the finished
+  // points. A point that does not end within the signal's grace (interrupt_grace_s; the guard's
+  // limits still apply) ends the run as any other time: this records 'interrupted: SIGNAL
+  // during sweep S point P' in the end record, says so (the rank that wrote the record, else
+  // rank 0), aborts the NCCL communicators and ends the process with interrupted_exit_code(signo),
+  // without waiting for the other ranks: they are signalled too, or the launcher ends them when
+  // this one exits.
   void interrupt(int signo);
+  // Whether the main thread stops at the next point boundary for a signal (the sweep loop's
+  // sweeps whose every rank starts every point), else a signal ends the run at once.
+  void stop_at_points(bool on);
+  // The signal that asked the run to stop and is waiting for a point boundary; 0: none.
+  int stop_signal() const;
+  // The ranks agreed to stop at a boundary: the main thread writes what finished and ends the
+  // run, no longer at a boundary; the signal's grace still bounds it.
+  void stop_agreed();
 
   // The heartbeat slot's text (exactly kSlotBytes, newline-terminated) and its reading back;
   // exposed for tests.
@@ -127,6 +147,10 @@ class Watchdog {
   std::string where_locked() const;
   // Writes the end record (bounded in time); true when this rank's record is the one there.
   bool record_end(const std::string& status, const std::string& failure) const;
+  // A signal waits for a point boundary: its OUTPUT.end now, and what comes next on stderr.
+  void note_stop(int signo, const std::string& where);
+  // The signal's end now: its record (unless written when it came), the message, the exit.
+  [[noreturn]] void end_interrupted(int signo, const std::string& where, bool recorded);
   // Aborts the NCCL communicators (bounded in time) and ends the process with `code`.
   [[noreturn]] static void end_process(int code);
 
@@ -142,8 +166,14 @@ class Watchdog {
   std::size_t index_ = 0;
   Clock::time_point point_start_;
   bool beat_stop_ = false;
-  bool fired_ = false;  // the guard decided to end the run (set before it says so)
-  bool ended_ = false;  // the main thread claimed the run's end first
+  bool fired_ = false;           // the guard decided to end the run (set before it says so)
+  bool ended_ = false;           // the main thread claimed the run's end first
+  bool stop_at_points_ = false;  // a signal waits for the next point boundary
+  int stop_signal_ = 0;          // the signal waiting for it (0: none)
+  std::string stop_where_;       // where the run was when it came ("during sweep S point P (L)")
+  bool stop_recorded_ = false;   // this rank's OUTPUT.end is the one there
+  bool stop_agreed_ = false;     // the ranks agreed on it: the main thread is ending the run
+  Clock::time_point stop_deadline_ = Clock::time_point::max();  // its grace ends
   std::string end_record_;
   std::string unfinished_output_;
   std::unique_ptr<NodeHeartbeat> beats_;  // set before beat_thread_ starts, kept to the end
@@ -155,5 +185,11 @@ class Watchdog {
 // index) makes that point sleep forever on every rank, so tests can trigger the guard.
 // Returns whether (sweep, index) is the point named; an unset or malformed variable is none.
 bool is_test_hang_point(const std::string& sweep, std::size_t index);
+// The test-only signal hook: RINGBENCH_TEST_SIGNAL_POINT=SWEEP:INDEX makes every rank send itself
+// SIGTERM as that point starts, as Slurm's time limit signals every task, so tests can stop a
+// sweep after a known number of points.
+bool is_test_signal_point(const std::string& sweep, std::size_t index);
+// Whether `variable` (SWEEP:INDEX) names the point; unset or malformed: none.
+bool is_test_point(const char* variable, const std::string& sweep, std::size_t index);
 
 }  // namespace rb

@@ -182,6 +182,30 @@ void PointsTable::set_text(const std::string& name, std::size_t point, const std
   column(name, 't', point).t[point] = value;
 }
 
+void PointsTable::keep_points(std::size_t points) {
+  if (points >= points_) return;
+  // Storage is point-major, so the first points are each vector's head; a kind's unused vectors
+  // are empty and stay so.
+  const auto cut = [](auto& values, std::size_t n) {
+    if (values.size() > n) values.resize(n);
+  };
+  for (auto& entry : keys_) {
+    Key& k = entry.second;
+    cut(k.d, points);
+    cut(k.i, points);
+    cut(k.t, points);
+  }
+  for (auto& entry : metrics_) {
+    Column& c = entry.second;
+    const std::size_t n = points * inner_size(c);
+    cut(c.d, n);
+    cut(c.i, n);
+    cut(c.t, n);
+  }
+  cut(order_, points);
+  points_ = points;
+}
+
 void PointsTable::write(Group& sweep) const {
   // Same metric names and shapes everywhere, or the collective writes below would hang.
   std::string signature;

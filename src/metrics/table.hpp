@@ -124,6 +124,10 @@ class PointsTable {
   void set_int(const std::string& name, std::size_t point, const std::vector<std::int64_t>& values);
   void set_text(const std::string& name, std::size_t point, const std::string& value);
 
+  // Keeps the first `points` points only (no-op when the table has no more): a sweep a signal
+  // stopped writes the points it finished in the same layout as a complete one, fewer of them.
+  void keep_points(std::size_t points);
+
   // How the metrics are judged; names checked against the declared ones at write().
   void judging(Judging j) { judging_ = std::move(j); }
 

@@ -426,10 +426,12 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   h5::PointsTable table = point_table();
   std::vector<double> time(P);
   std::vector<std::int64_t> bytes(P), group_size(P), wrong(P);
-  for (std::size_t pi = 0; pi < P; ++pi) {
+  std::size_t pi = 0;
+  for (; pi < P; ++pi) {
     const PointDef& d = points_[pi];
     const groups::Group& g = gs[d.group];
-    ctx.progress.point_started(pi, point_label(p_, d));
+    // A signal: the points before are kept; the later ones keep time 0, left out of the fit.
+    if (!ctx.progress.point_started(pi, point_label(p_, d))) break;
     const std::size_t need = std::max<std::size_t>(static_cast<std::size_t>(d.requested), 64);
     oom::Record ran_out = ensure_engine(ctx, setup, need, engine, capacity);
     if (!ran_out.ran_out()) ran_out = reserve_mpi_scratch(ctx, d.op, need);
@@ -452,6 +454,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
   }
   const coll::Transport transport = ctx.backend == Backend::Cuda ? Transport::Nccl : Transport::Mpi;
   write_attributes(out, transport);
+  table.keep_points(pi);
   table.write(out);
 
   // The point's figures over all ranks: the slowest rank's time, the largest size and group

@@ -271,9 +271,10 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
   h5::PointsTable table = point_table(engine->gemm_engine());
   SweepOutcome outcome;
   std::string note;
-  for (std::size_t pi = 0; pi < pts.size(); ++pi) {
+  std::size_t pi = 0;
+  for (; pi < pts.size(); ++pi) {
     const ComputePoint& pt = pts[pi];
-    ctx.progress.point_started(pi, labels[pi]);
+    if (!ctx.progress.point_started(pi, labels[pi])) break;  // a signal: the points before are kept
     const std::uint64_t available = oom::meminfo_bytes("MemAvailable");
     RB_MPI_CHECK(MPI_Barrier(ctx.world));
     Timing r;
@@ -334,6 +335,7 @@ SweepOutcome ComputeSweep::run(RunContext& ctx, h5::Group& out) {
   } else if (!p_.gpu) {
     out.attr("attention", "skipped: the attention block rate is measured on the cuda backend only");
   }
+  table.keep_points(pi);
   table.write(out);
   report_results(ctx, table, compute_headlines(),
                  [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });

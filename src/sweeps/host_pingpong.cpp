@@ -60,9 +60,11 @@ class HostPingpong final : public Sweep {
     Buffers buf(static_cast<std::size_t>(max_size), rank);
     h5::PointsTable table = point_table();
     std::int64_t corrupt = 0;
-    for (std::size_t si = 0; si < p_.message_sizes.size(); ++si) {
+    std::size_t si = 0;
+    for (; si < p_.message_sizes.size(); ++si) {
       const int bytes = static_cast<int>(p_.message_sizes[si]);
-      ctx.progress.point_started(si, "message size " + format_bytes(bytes));
+      // A signal: the points before are kept.
+      if (!ctx.progress.point_started(si, "message size " + format_bytes(bytes))) break;
       // One pair at a time so no link is shared with another measurement.
       std::vector<double> one_way;
       bool bad = false;
@@ -85,6 +87,7 @@ class HostPingpong final : public Sweep {
     }
     out.attr("warmup", p_.warmup);
     out.attr("iterations", p_.iterations);
+    table.keep_points(si);
     table.write(out);
     report_results(ctx, table, headlines(),
                    [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });

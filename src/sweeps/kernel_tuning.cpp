@@ -248,9 +248,10 @@ SweepOutcome KernelTuningSweep::run(RunContext& ctx, h5::Group& out) {
   SweepOutcome outcome;
   // One backend per path, made when its first point comes (points are grouped by shape).
   std::vector<std::pair<std::string, std::unique_ptr<attn::AttentionBackend>>> backends;
-  for (std::size_t pi = 0; pi < points_.size(); ++pi) {
+  std::size_t pi = 0;
+  for (; pi < points_.size(); ++pi) {
     const Point& pt = points_[pi];
-    ctx.progress.point_started(pi, pt.label);
+    if (!ctx.progress.point_started(pi, pt.label)) break;  // a signal: the points before are kept
     auto found = std::find_if(backends.begin(), backends.end(),
                               [&](const auto& b) { return b.first == pt.path; });
     if (found == backends.end()) {
@@ -271,6 +272,7 @@ SweepOutcome KernelTuningSweep::run(RunContext& ctx, h5::Group& out) {
           where + ": parity failed" + (r.failure.empty() ? "" : " (" + r.failure + ")");
     }
   }
+  table.keep_points(pi);
   table.write(out);
   report_results(ctx, table, tuning_headlines(), [&](const auto& r) {
     return tuning_table(results_title(*this), r, ctx.progress.table_width());

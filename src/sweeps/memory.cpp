@@ -159,8 +159,9 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   h5::PointsTable table = point_table();
   const std::unique_ptr<prof::ComputeEngine> engine = prof::make_compute_engine(ctx.backend);
   SweepOutcome outcome;
-  for (std::size_t pi = 0; pi < kinds.size(); ++pi) {
-    ctx.progress.point_started(pi, labels[pi]);
+  std::size_t pi = 0;
+  for (; pi < kinds.size(); ++pi) {
+    if (!ctx.progress.point_started(pi, labels[pi])) break;  // a signal: the points before are kept
     const std::uint64_t available = oom::meminfo_bytes("MemAvailable");
     RB_MPI_CHECK(MPI_Barrier(ctx.world));
     Timing r;
@@ -190,6 +191,7 @@ SweepOutcome MemorySweep::run(RunContext& ctx, h5::Group& out) {
   out.attr("warmup", p_.warmup);
   out.attr("iterations", p_.iterations);
   if (p_.copies.empty()) out.attr("copies", "skipped: the host backend has no device");
+  table.keep_points(pi);
   table.write(out);
   report_results(ctx, table, headlines(),
                  [&](const auto& r) { return screen_table(r, ctx.progress.table_width()); });

@@ -440,13 +440,16 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   };
   h5::PointsTable table = point_table(points);
   std::size_t pi = 0;
+  bool stopped = false;  // a signal: the points before pi are kept (break: pi stays there)
   for (std::size_t r = 0; r < rounds.size(); pi += rounds[r].size(), ++r) {
-    ctx.progress.point_started(progress_index(pi),
-                               label(points[pi], rounds[r].size(), rounds.size()));
+    stopped = !ctx.progress.point_started(progress_index(pi),
+                                          label(points[pi], rounds[r].size(), rounds.size()));
+    if (stopped) break;
     measure_round(ctx, *link, rounds[r], pi, static_cast<int>(r), table);
   }
-  for (; pi < points.size(); ++pi) {
-    ctx.progress.point_started(progress_index(pi), label(points[pi], 0, rounds.size()));
+  for (; !stopped && pi < points.size(); ++pi) {
+    stopped = !ctx.progress.point_started(progress_index(pi), label(points[pi], 0, rounds.size()));
+    if (stopped) break;
     measure_shift(ctx, *link, points[pi], pi, table);
   }
   out.attr("transport", coll::transport_name(link->transport()));
@@ -463,6 +466,7 @@ SweepOutcome P2pMatrix::run(RunContext& ctx, h5::Group& out) {
   if (p_.concurrent)
     for (int sh : shifts_of(world_)) shifts.push_back(sh);
   out.attr("shifts", shifts);
+  table.keep_points(pi);
   table.write(out);
   report_results(ctx, table, screen_headlines(), [&](const auto& r) {
     return screen_tables(r, rounds.size(), ctx.progress.table_width());

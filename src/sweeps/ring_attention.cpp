@@ -434,9 +434,10 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
   out.attr("ring_comm_method", comms.method());
   std::vector<StepTable> steps = step_tables();
   SweepOutcome outcome;
-  for (std::size_t pi = 0; pi < points_.size(); ++pi) {
+  std::size_t pi = 0;
+  for (; pi < points_.size(); ++pi) {
     const std::string where = "point " + std::to_string(pi) + " (" + points_[pi].label + ")";
-    ctx.progress.point_started(pi, points_[pi].label);
+    if (!ctx.progress.point_started(pi, points_[pi].label)) break;  // a signal: keep those before
     const PointResult r = run_point(ctx, *backend, comms, pi, out);
     record(table, pi, r);
     for (StepTable& st : steps) {
@@ -455,6 +456,10 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
   out.attr("ring_comm_creations", static_cast<std::int64_t>(comms.creations()));
   if (ctx.gpu != nullptr && ctx.gpu->has_world_nccl())
     out.attr("world_nccl_create_time_s", ctx.gpu->world_nccl().creation_seconds());
+  table.keep_points(pi);
+  for (StepTable& st : steps)  // each step table's rows of the sweep's points kept
+    st.table.keep_points(static_cast<std::size_t>(
+        std::lower_bound(st.points.begin(), st.points.end(), pi) - st.points.begin()));
   table.write(out);
   write_step_tables(out, steps);
   report_results(ctx, table, ring_headlines(), [&](const auto& r) {

@@ -49,7 +49,10 @@ struct ParseContext {
 class ProgressReporter {
  public:
   virtual ~ProgressReporter() = default;
-  virtual void point_started(std::size_t index, const std::string& label) = 0;
+  // False when the run stops here instead (a signal, agreed on every rank): the sweep runs no
+  // more points and writes the ones before `index` (PointsTable::keep_points), as if it had
+  // planned no more. Every rank calls it at every point, unless stops_between_points() is false.
+  [[nodiscard]] virtual bool point_started(std::size_t index, const std::string& label) = 0;
   virtual void note(const std::string& line) = 0;  // shown once (rank 0)
   // The sweep's results once it ends: `table` is the terminal's text (TextTable::render),
   // `records` every point with its headline metrics (PointsTable::records; rank 0's are full).
@@ -157,6 +160,9 @@ class Sweep {
   virtual std::vector<std::shared_ptr<KernelPolicyUse>> kernel_policies() const { return {}; }
   // The CP policies `scheme: auto` follows (cp_policy:); the driver decides whether each applies.
   virtual std::vector<std::shared_ptr<CpPolicyUse>> cp_policies() const { return {}; }
+  // Whether every rank calls point_started at every point, so that a signal can stop the sweep
+  // between two points and keep the ones finished; false: a signal ends the run at once.
+  virtual bool stops_between_points() const { return true; }
   virtual std::uint64_t estimated_output_bytes() const = 0;  // for --dry-run
   virtual SweepOutcome run(RunContext& ctx, h5::Group& out) = 0;
 

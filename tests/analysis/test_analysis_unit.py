@@ -155,6 +155,26 @@ class ReaderTest(Base):
         self.assertEqual(reader.load(done.path).status, "complete")  # a finished file's word stands
 
 
+    def test_interrupted_sweep_is_read_and_said_cut_short(self):
+        """A sweep a signal stopped between points (status 'interrupted', points_planned) is read
+        like a complete one of fewer points, and problems() says it was cut short."""
+        p = synthetic.make_run(self.path("i.h5"), 2, status="interrupted",
+                               sweep_status={"ring": "interrupted"})
+        with h5py.File(p, "a") as f:
+            f["run"].attrs["failure"] = "SIGTERM during sweep ring: stopped after 2 of 9 points"
+            f["sweeps/ring"].attrs["points_planned"] = 9
+        run = reader.load(p)
+        ring = run.sweep("ring")
+        self.assertEqual(ring.points_planned, 9)
+        self.assertIn(f"{ring.npoints} of 9 planned points written", ring.cut_short())
+        self.assertEqual(len(ring.table), ring.npoints * 2)
+        text = "\n".join(run.problems())
+        self.assertIn("run status is 'interrupted': SIGTERM during sweep ring", text)
+        self.assertIn("sweep 'ring' (ring_attention) status 'interrupted'", text)
+        self.assertIn("cut short by a signal", text)
+        self.assertEqual(run.sweep("coll").cut_short(), "")
+
+
 class ModelTest(Base):
     def test_alpha_beta_fit_recovers_parameters(self):
         sizes = [8, 64, 1024, 65536, 1 << 20, 1 << 24]

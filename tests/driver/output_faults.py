@@ -11,14 +11,17 @@ path. The file is read back with h5dump (no h5py needed).
                 says 'complete'; OUTPUT.end records 'status: timeout' and the point
     sigterm_ranks   SIGTERM to both ranks (as Slurm's time limit and scancel send it) while the
                 second sweep's first point runs (the test-only hang hook holds it there): the
-                run ends within seconds, mpirun exits 143 (128 + SIGTERM), one rank says
+                point never ends, so the run ends when the signal's grace (20 s) is over
+                (tests/driver/interrupted_sweep.py: a point that ends is kept), mpirun exits
+                143 (128 + SIGTERM), one rank says
                 'interrupted by SIGTERM during sweep hang point 0', OUTPUT.end records
                 'status: interrupted' with the signal and the point, /run status is 'running'
                 (not 'complete') and the first sweep stays complete and readable
     dirs        under umask 000 the directories made for the output are 0755 (not 0777); a run
                 refused after they were made (an output path too long for MPI-IO) leaves none
     sigterm_mpirun  the same with SIGTERM to mpirun (which passes it on to the ranks, then
-                SIGKILL): non-zero exit, OUTPUT.end written before the SIGKILL
+                SIGKILL): non-zero exit, OUTPUT.end written before the SIGKILL (when the signal
+                comes, not when its grace ends)
 
     output_faults.py CHECK --ringbench BIN --mpiexec MPIEXEC --source DIR --workdir DIR
 Exit 0 = pass, 1 = fail, 77 = skipped.

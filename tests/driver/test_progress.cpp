@@ -30,7 +30,7 @@ TEST_CASE("progress: many fast points print the first and the last only") {
   REQUIRE(f);
   {
     rb::Progress p(0, "coll", 500, /*min_interval_s=*/3600.0, f);
-    for (std::size_t i = 0; i < 500; ++i) p.point_started(i, "x");
+    for (std::size_t i = 0; i < 500; ++i) CHECK(p.point_started(i, "x"));
   }
   const std::string out = printed(f);
   CHECK(count(out, "\n") == 2);
@@ -49,12 +49,12 @@ TEST_CASE("progress: a slow sweep prints every point, other ranks print nothing"
   REQUIRE(f);
   rb::Progress p(0, "ring", 3, /*min_interval_s=*/0.01, f);
   for (std::size_t i = 0; i < 3; ++i) {
-    p.point_started(i, "S=" + std::to_string(i));
+    CHECK(p.point_started(i, "S=" + std::to_string(i)));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   p.note("summary");
   rb::Progress quiet(1, "ring", 3, 0.0, f);
-  quiet.point_started(0, "hidden");
+  CHECK(quiet.point_started(0, "hidden"));
   quiet.note("hidden");
   const std::string out = printed(f);
   CHECK(count(out, "[ring] point ") == 3);
@@ -76,12 +76,12 @@ TEST_CASE("progress: in a run, lines say the sweep number and the run's ETA; --q
   CHECK(run.eta_s(0, 0.0) < 0);  // nothing done yet: unknown
   rb::Progress p(0, "coll", 2, 0.0, f);
   p.in_run(&run, 1);
-  p.point_started(0, "x");
+  CHECK(p.point_started(0, "x"));
   p.results("TABLE\n", std::vector<rb::h5::PointRecord>(3));
   rb::RunProgress quiet_run({1.0}, rb::Screen{true, 100, f, f});
   rb::Progress q(0, "hidden", 2, 0.0, f);
   q.in_run(&quiet_run, 0);
-  q.point_started(0, "hidden");
+  CHECK(q.point_started(0, "hidden"));
   q.note("hidden");
   q.results("hidden", {});
   const std::string out = printed(f);
@@ -103,7 +103,7 @@ TEST_CASE("progress: lines on the progress stream, tables on the results stream,
   CHECK(p.table_width() == rb::h5::kTerminalWidth);  // outside a run: the terminal's
   p.in_run(&run, 0);
   CHECK(p.table_width() == 0);  // --wide
-  p.point_started(0, "x");
+  CHECK(p.point_started(0, "x"));
   p.note("a note");
   p.results("TABLE\n", {});
   const std::string lines = printed(progress), tables = printed(results);

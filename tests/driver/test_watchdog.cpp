@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -70,7 +71,7 @@ TEST_CASE("watchdog: points within their limit run on, and the guard stops with 
   rb::Progress progress(1, "s", 4, 2.0, out);  // rank 1: prints nothing, still tells the guard
   progress.watch(&guard);
   for (std::size_t i = 0; i < 4; ++i) {
-    progress.point_started(i, "p");
+    CHECK(progress.point_started(i, "p"));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // each point < 0.5 s
   }
   guard.idle();
@@ -107,6 +108,49 @@ TEST_CASE("watchdog: a signal before the first flush removes the unfinished outp
     ::unlink(path.c_str());
   }
   ::rmdir(dir);
+}
+
+// The child's exit status: what a Watchdog, the signal and then `then` made of the process.
+template <class Then>
+int child_status(int signo, Then then) {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rb::Watchdog w(0, rb::WatchdogLimits{}, 0.01);
+    w.stop_at_points(true);
+    w.interrupt(signo);  // only noted: the sweep stops at its next point's start
+    if (w.stop_signal() != signo) std::_Exit(98);
+    then(w);
+    std::_Exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+TEST_CASE("watchdog: a signal while the sweeps stop at points waits for the next point") {
+  CHECK(rb::interrupt_grace_s(SIGTERM) == 20.0);
+  CHECK(rb::interrupt_grace_s(SIGINT) == 20.0);
+  CHECK(std::isinf(rb::interrupt_grace_s(SIGUSR1)));  // the guard's limits only
+  // The ranks agreed at a point's start: the main thread ends the run (end_run), exit 0 here.
+  CHECK(child_status(SIGUSR1, [](rb::Watchdog& w) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          w.stop_agreed();
+          if (!w.end_run()) std::_Exit(97);
+        }) == 0);
+  // No point boundary comes any more (a sweep that cannot stop between points): ended at once.
+  CHECK(child_status(SIGTERM, [](rb::Watchdog& w) {
+          w.stop_at_points(false);
+          std::this_thread::sleep_for(std::chrono::seconds(5));
+        }) == 143);
+  // A second signal keeps the first one's name (and may only shorten the grace).
+  CHECK(child_status(SIGUSR1, [](rb::Watchdog& w) {
+          w.interrupt(SIGTERM);
+          if (w.stop_signal() != SIGUSR1) std::_Exit(96);
+          w.stop_at_points(false);
+          std::this_thread::sleep_for(std::chrono::seconds(5));
+        }) == 138);
 }
 
 TEST_CASE("watchdog: no NCCL communicator is live here, aborting none is harmless") {

@@ -123,3 +123,45 @@ TEST_CASE("points table: planned_bytes counts the rows write() keeps") {
   CHECK(at1k == at16k);  // with one: the same rows however many ranks
   CHECK(at1k > t.planned_bytes(16));
 }
+
+TEST_CASE(
+    "points table: keep_points writes the first points in a complete table's layout, and none "
+    "as an empty table") {
+  const std::string path = rb::test::test_path("metrics", "kept_points");
+  const std::size_t W = static_cast<std::size_t>(world());
+  {
+    rb::h5::File f = rb::h5::File::create(path, MPI_COMM_WORLD, false);
+    for (const std::size_t kept : {std::size_t{2}, std::size_t{0}}) {
+      rb::h5::Group sweep = f.root().group("kept" + std::to_string(kept));
+      rb::h5::PointsTable t(4);
+      t.key("size", std::vector<std::int64_t>{8, 16, 32, 64}, {"1", "size"});
+      t.key("label", std::vector<std::string>{"a", "b", "c", "d"}, {"1", "label"});
+      t.metric("iteration_time_s", {"s", "per iteration"}, {3}, {"iteration"});
+      t.int_metric("group_size", {"1", "group"});
+      t.text_metric("status", {"1", "outcome"});
+      for (std::size_t p = 0; p < kept; ++p) {
+        const double mine = 10.0 * rank() + static_cast<double>(p);
+        t.set("iteration_time_s", p, std::vector<double>{mine, mine + 1, mine + 2});
+        t.set_int("group_size", p, 4);
+        t.set_text("status", p, "ok");
+      }
+      t.keep_points(kept);
+      t.keep_points(9);  // more than it has: nothing changes
+      CHECK(t.points() == kept);
+      t.write(sweep);
+    }
+    f.close();
+  }
+  if (rank() != 0) return;
+  std::vector<std::uint64_t> dims;
+  const auto it = rb::h5::read_doubles(path, "/kept2/iteration_time_s", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{W, 2, 3});
+  CHECK(it[3 + 2] == 3.0);  // rank 0, point 1, iteration 2
+  CHECK(rb::h5::read_ints(path, "/kept2/points/size") == Rows{8, 16});
+  CHECK(rb::h5::read_strings(path, "/kept2/points/label") == std::vector<std::string>{"a", "b"});
+  CHECK(rb::h5::read_strings(path, "/kept2/status").size() == 2 * W);
+  CHECK(rb::h5::read_int_attr(path, "/kept2", "points") == Rows{2});
+  CHECK(rb::h5::read_int_attr(path, "/kept0", "points") == Rows{0});
+  rb::h5::read_doubles(path, "/kept0/iteration_time_s", &dims);
+  CHECK(dims == std::vector<std::uint64_t>{W, 0, 3});
+}

@@ -185,7 +185,7 @@ void Runner::run_concurrent(std::size_t phase) {
 }
 
 void Runner::measure_point(std::size_t pi) {
-  ctx_.progress.point_started(pi, points_[pi].label);
+  (void)ctx_.progress.point_started(pi, points_[pi].label);  // never stops: stops_between_points
   const Point& pt = points_[pi];
   PointRecord& r = records[pi];
   r.start_s = monitor_.now();
@@ -543,6 +543,9 @@ class ContentionSweep final : public Sweep {
   explicit ContentionSweep(Params p) : p_(std::move(p)), points_(make_points(p_)) {}
   std::string type() const override { return "contention"; }
   std::size_t point_count() const override { return points_.size(); }
+  // The feeder ranks start no points (only the measuring ranks do), so the ranks cannot agree
+  // on a signal between two points: it ends the run at once, the sweep's points lost.
+  bool stops_between_points() const override { return false; }
   std::string iterations_text() const override {
     return p_.duration_s > 0 ? "about " + number(p_.duration_s) + " s each"
                              : rb::iterations_text(p_.iterations, p_.warmup);
