@@ -13,7 +13,7 @@ a file is not a complete ringbench output or the dry-run fails.
 
 --estimate-from EARLIER.h5 plans with `--estimate-from EARLIER.h5` (an earlier run's measured
 times, e.g. of the same config) instead of the cost model alone. Where both the plan and the file
-split a sweep by phase (point_wall_s and phase_*_s: set-up, warm-up, timed, parity, calibration,
+split a sweep by phase (point_wall_s and phase_*_s: set-up, warm-up, timed, check, calibration,
 write; and the sweep's time outside its points), a second table gives each phase's error.
 """
 import argparse
@@ -55,14 +55,14 @@ def read_run(path):
             raise ValueError(f"{path}: the run is not complete (status {text(run.get('status', '?'))})")
         world = int(run["world_size"])
         nodes = max(int(run.get("node_count", 1)), 1)
-        gpu = text(f["ranks/gpu_name"][0]) if "ranks/gpu_name" in f else "host"
+        gpu = (text(f["ranks/gpu_name"][0]) if "ranks/gpu_name" in f else "") or "host"
         measured = {name: float(g.attrs["wall_time_s"]) for name, g in f["sweeps"].items()
                     if text(g.attrs.get("status", "")) == "complete" and "wall_time_s" in g.attrs}
         only = re.findall(r"--only[ =](\S+)", text(run.get("command_line", "")))
         return text(run["config_text"]), world, world // nodes, gpu, only, measured
 
 
-PHASES = ("setup", "warmup", "timed", "parity", "calibration", "write")
+PHASES = ("setup", "warmup", "timed", "check", "calibration", "write")
 
 
 def measured_phases(path):

@@ -92,8 +92,8 @@ void print_phases(const PlanView& plan, const Estimates& e, const CommandLine& c
   }
   if (!any) return;
   fmt::print(
-      "by phase (the slowest rank's at each matched point; outside: the sweep's time "
-      "outside its points; model: points the file lacks):\n");
+      "by phase (the slowest rank's at each matched point; outside: the sweep outside its\n"
+      "  points; model: the points the file lacks):\n");
   fmt::print("{}", t.render("", {}, cli.wide ? 0 : h5::kTerminalWidth));
 }
 

@@ -9,7 +9,9 @@ const std::array<PhaseName, kPhaseCount>& phase_names() {
        "buffers, the input shards"},
       {"phase_warmup_s", "warmup", "the untimed warm-up iterations"},
       {"phase_timed_s", "timed", "the timed iterations, barriers included"},
-      {"phase_parity_s", "parity", "the parity check against the reference, and its verdict"},
+      {"phase_check_s", "check",
+       "the check of the results: ring_attention's parity against the reference and its "
+       "verdict, collectives' data check (0: none ran)"},
       {"phase_calibration_s", "calibration", "the overlap calibration (0: none ran)"},
       {"phase_write_s", "write", "recording the point, and the dump (dump: true, first point)"},
   }};

@@ -1,8 +1,9 @@
 #pragma once
 // Where a point's wall time goes, phase by phase: set-up (communicators, allocation, inputs),
-// warm-up, the timed iterations, the parity check, the overlap calibration and the write. Issue
-// #30: the dry-run's cost model missed half of a GPU sweep (parity, set-up), so a run records
-// each phase and `--estimate-from` takes each from the earlier file (src/app/estimate.cpp).
+// warm-up, the timed iterations, the check of the results (ring_attention's parity, collectives'
+// data check), the overlap calibration and the write. Issue #30: the dry-run's cost model missed
+// half of a GPU sweep (parity, set-up), so a run records each phase and `--estimate-from` takes
+// each from the earlier file (src/app/estimate_phases.cpp).
 // Every rank times its own; a table keeps them per rank like its other metrics.
 #include <array>
 #include <chrono>
@@ -13,7 +14,7 @@
 
 namespace rb {
 
-enum class Phase { Setup, Warmup, Timed, Parity, Calibration, Write };
+enum class Phase { Setup, Warmup, Timed, Check, Calibration, Write };
 inline constexpr std::size_t kPhaseCount = 6;
 
 // The column of a phase ("phase_setup_s"), the word the dry-run prints ("setup") and what the

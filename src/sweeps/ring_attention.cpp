@@ -523,7 +523,7 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   // Parity on the last iteration's results.
   const ring::RingResult res = ra->result();
   check_point(ctx.world, ring_comm.mpi.get(), res, prob, r);
-  phases.lap(Phase::Parity);
+  phases.lap(Phase::Check);
   // The first point's tensors, so anyone can re-check the numbers offline.
   if (p_.dump && pi == 0) write_dump(out, prob, ring_rank, in, res);
   phases.lap(Phase::Write);

@@ -23,7 +23,7 @@ import harness  # noqa: E402
 
 h5py, np = harness.h5py_and_numpy()
 
-PHASES = ("setup", "warmup", "timed", "parity", "calibration", "write")
+PHASES = ("setup", "warmup", "timed", "check", "calibration", "write")
 # |estimate - measured| / measured of a re-run from the first run's file. Measured on the 2-core
 # host VM within 10 %; the bound is loose so that a busy CI machine does not fail it.
 RERUN_ERROR = 0.6
@@ -83,7 +83,7 @@ def columns(args):
         check(np.all(np.isfinite(phases)) and np.all(phases >= 0), "every phase finite and >= 0")
         gap = np.abs(phases.sum(axis=0) - wall)
         check(np.all(gap <= 1e-3 + 0.01 * wall), f"the phases sum to point_wall_s (gap {gap.max():.2e} s)")
-        check(np.all(phases[PHASES.index("timed")] > 0) and np.all(phases[PHASES.index("parity")] > 0),
+        check(np.all(phases[PHASES.index("timed")] > 0) and np.all(phases[PHASES.index("check")] > 0),
               "the timed iterations and the parity check took time at every point")
         for p in PHASES:
             check(g[f"phase_{p}_s"].attrs["units"] in (b"s", "s"), f"phase_{p}_s in seconds")
@@ -103,7 +103,7 @@ def columns(args):
     _, doubled = plan(args, config(args, "first", iterations=10), "doubled", out)
     got = doubled.get("ra", {}).get("timed", -1)
     check(abs(got - 2 * ra["timed"]) <= 2e-3, f"twice the iterations, twice the timed phase: {got} vs {ra['timed']}")
-    check(abs(doubled.get("ra", {}).get("parity", -1) - ra["parity"]) <= 1e-3, "the parity phase unchanged")
+    check(abs(doubled.get("ra", {}).get("check", -1) - ra["check"]) <= 1e-3, "the check phase unchanged")
 
 
 def rerun(args):
