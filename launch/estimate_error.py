@@ -69,8 +69,10 @@ PHASES = ("setup", "warmup", "timed", "check", "calibration", "write")
 
 def measured_phases(path):
     """{sweep: {phase: s}}: per point the slowest rank's phases (largest point_wall_s), summed
-    over the points, and `outside`, the sweep's wall time less its points'. Sweeps without the
-    phase columns are left out."""
+    over the points, and `outside`, the sweep's wall time less its points'. As the dry-run
+    (src/app/estimate_phases.cpp): the slowest ranks' walls overlap (the ranks start a point at
+    different times), so the phases are scaled to the busiest rank's sum of point_wall_s where
+    they add up to more. Sweeps without the phase columns are left out."""
     out = {}
     with h5py.File(path, "r") as f:
         for name, g in f["sweeps"].items():
@@ -80,10 +82,12 @@ def measured_phases(path):
             filled = np.where(np.isnan(wall), -np.inf, wall)
             slowest = np.argmax(filled, axis=0)
             cols = np.arange(wall.shape[1])
-            phases = {p: float(np.nansum(np.asarray(g[f"phase_{p}_s"][()])[slowest, cols]))
-                      for p in PHASES}
             walls = float(np.sum(np.where(np.isfinite(filled[slowest, cols]), filled[slowest, cols], 0)))
-            phases["outside"] = max(0.0, float(g.attrs["wall_time_s"]) - walls)
+            busiest = float(np.max(np.nansum(wall, axis=1)))
+            scale = busiest / walls if walls > busiest > 0 else 1.0
+            phases = {p: scale * float(np.nansum(np.asarray(g[f"phase_{p}_s"][()])[slowest, cols]))
+                      for p in PHASES}
+            phases["outside"] = max(0.0, float(g.attrs["wall_time_s"]) - min(walls, busiest))
             out[name] = phases
     return out
 

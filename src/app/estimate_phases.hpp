@@ -15,8 +15,9 @@ namespace rb {
 using PhaseSeconds = std::array<double, kPhaseCount>;
 
 struct FilePhases {
-  // Per point of the file, the phases of its slowest rank (largest point_wall_s); empty when the
-  // file has no phase columns for the sweep (an older file, or a sweep that records none).
+  // Per point of the file, the phases of its slowest rank (largest point_wall_s), scaled so the
+  // points add up to no more than the busiest rank's (the sum of its point_wall_s); empty when
+  // the file has no phase columns for the sweep (an older file, or a sweep that records none).
   std::vector<PhaseSeconds> points;
   double outside_s = 0;  // the sweep's wall_time_s less the sum of its points' walls
   std::int64_t iterations = -1, warmup = -1;  // the file's sweep attributes (-1: none)

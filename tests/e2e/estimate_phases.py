@@ -3,13 +3,16 @@
 on them. Two checks (one CTest entry each, tests/e2e.cmake):
 
   columns  one 2-rank host run: point_wall_s and every phase_*_s column there, [ranks, P],
-           finite, each rank's phases summing to its point_wall_s, the points within the sweep's
-           wall_time_s; the dry-run from that file splits the sweep by phase, the phases and the
-           time outside the points summing to the file's wall time, and a plan of twice the
+           finite, each rank's phases summing to its point_wall_s, a rank's points within the
+           sweep's wall_time_s; the dry-run from that file splits the sweep by phase, the phases
+           and the time outside the points summing to the file's wall time, and a plan of twice the
            iterations doubles the timed phase (structure: no timing is asserted).
-  rerun    the same config run twice: launch/estimate_error.py --estimate-from the first file
-           on the second, every sweep within RERUN_ERROR (a loose bound that a loaded 2-core
-           CI machine keeps; docs/performance.md has the figures measured), and a row per phase.
+  rerun    the same config run twice: launch/estimate_error.py --estimate-from the first file,
+           on the first file every sweep's and phase's error within the plan's rounding (the
+           estimate of a re-run is what the earlier run took, phase by phase), on the second the
+           ring sweep within a factor RERUN_FACTOR (loose: on the loaded 2-core host VM one run
+           of inputs/small.yaml took twice the time of the one before; docs/performance.md has
+           the figures), every error printed, a row per phase.
 
 Exit 0 = pass, 1 = fail, 77 = skipped.
 """
@@ -24,9 +27,14 @@ import harness  # noqa: E402
 h5py, np = harness.h5py_and_numpy()
 
 PHASES = ("setup", "warmup", "timed", "check", "calibration", "write")
-# |estimate - measured| / measured of a re-run from the first run's file. Measured on the 2-core
-# host VM within 10 %; the bound is loose so that a busy CI machine does not fail it.
-RERUN_ERROR = 0.6
+# estimate / measured of the ring sweep's re-run from the first run's file, between
+# 1 / RERUN_FACTOR and RERUN_FACTOR. On the 2-core host VM at steady load within 11 %, but
+# +108 % when the load changed between the runs (and the memory sweep -88 % under a parallel
+# build): the deterministic check is the first file's own estimate, this one only catches a
+# gross loss.
+RERUN_FACTOR = 10.0
+# The plan prints a sweep's time to 2 significant digits or so (duration_text): 5 % at most.
+ROUNDING = 0.05
 CONFIG = """
 run: {{name: {stem}, output_dir: {out}}}
 backend: host
@@ -88,7 +96,9 @@ def columns(args):
         for p in PHASES:
             check(g[f"phase_{p}_s"].attrs["units"] in (b"s", "s"), f"phase_{p}_s in seconds")
         sweep_wall = float(g.attrs["wall_time_s"])
-        check(wall.max(axis=0).sum() <= sweep_wall * 1.01, "the points fit in the sweep's wall time")
+        # One rank's points run one after another inside the sweep (the slowest ranks' of each
+        # point may add up to more: the ranks start a point at different times).
+        check(np.all(wall.sum(axis=1) <= sweep_wall * 1.01), "each rank's points fit in the sweep's wall time")
     stdout, by_phase = plan(args, config(args, "first"), "same", out)
     if not check("ra" in by_phase, "the plan splits the ring sweep by phase"):
         return
@@ -98,12 +108,28 @@ def columns(args):
           f"phases + outside = the file's wall time: {total:.3f} vs {sweep_wall:.3f} s")
     check(ra["model"] == 0 and "mem" not in by_phase, "every ring point matched; memory has no phases")
     slowest = wall.argmax(axis=0)
-    timed = phases[PHASES.index("timed")][slowest, np.arange(P)].sum()
+    walls = wall.max(axis=0).sum()
+    scale = min(1.0, wall.sum(axis=1).max() / walls)  # the slowest ranks' walls overlap
+    timed = scale * phases[PHASES.index("timed")][slowest, np.arange(P)].sum()
     check(abs(ra["timed"] - timed) <= 1e-3 * P, f"the timed phase is the slowest ranks': {ra['timed']} vs {timed}")
     _, doubled = plan(args, config(args, "first", iterations=10), "doubled", out)
     got = doubled.get("ra", {}).get("timed", -1)
     check(abs(got - 2 * ra["timed"]) <= 2e-3, f"twice the iterations, twice the timed phase: {got} vs {ra['timed']}")
     check(abs(doubled.get("ra", {}).get("check", -1) - ra["check"]) <= 1e-3, "the check phase unchanged")
+
+
+def errors_of(args, measured, earlier):
+    """estimate_error.py on `measured` from `earlier`: ({sweep: error %}, {phase: (m, e)} of ra)."""
+    r = run([sys.executable, os.path.join(args.source, "launch", "estimate_error.py"), measured,
+             "--estimate-from", earlier, "--ringbench", args.ringbench])
+    print(r.stdout, r.stderr)
+    check(r.returncode == 0, "estimate_error.py succeeds")
+    base = re.escape(os.path.basename(measured))
+    sweeps = {m.group(1): float(m.group(2)) for m in
+              re.finditer(base + r"\s+host\s+2\s+(\S+)\s+\S+\s+\S+\s+([+-]\d+) %", r.stdout)}
+    phases = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in
+              re.finditer(base + r"\s+ra\s+(\w+)\s+([\d.]+)\s+([\d.]+)", r.stdout)}
+    return sweeps, phases
 
 
 def rerun(args):
@@ -113,18 +139,17 @@ def rerun(args):
         if not check(res.returncode == 0, f"run {stem} succeeds"):
             return
         runs.append(out)
-    r = run([sys.executable, os.path.join(args.source, "launch", "estimate_error.py"), runs[1],
-             "--estimate-from", runs[0], "--ringbench", args.ringbench])
-    print(r.stdout, r.stderr)
-    if not check(r.returncode == 0, "estimate_error.py succeeds"):
-        return
-    errors = {m.group(1): float(m.group(2)) for m in
-              re.finditer(r"second\.h5\s+host\s+2\s+(\S+)\s+\S+\s+\S+\s+([+-]\d+) %", r.stdout)}
-    check(set(errors) == {"ra", "mem"}, f"an error for each sweep: {errors}")
-    for name, e in errors.items():
-        check(abs(e) <= 100 * RERUN_ERROR, f"{name}: re-run estimated within {100 * RERUN_ERROR:.0f} %: {e:+.0f} %")
-    phase_rows = re.findall(r"second\.h5\s+ra\s+(\w+)\s+[\d.]+\s+[\d.]+", r.stdout)
-    check(set(phase_rows) == set(PHASES) | {"outside"}, f"a row per phase: {phase_rows}")
+    sweeps, phases = errors_of(args, runs[0], runs[0])
+    check(set(sweeps) == {"ra", "mem"}, f"an error for each sweep: {sweeps}")
+    check(all(abs(e) <= 100 * ROUNDING for e in sweeps.values()),
+          f"the first run estimated from itself: its own times, to the plan's rounding: {sweeps}")
+    check(set(phases) == set(PHASES) | {"outside"}, f"a row per phase: {sorted(phases)}")
+    check(all(abs(m - e) <= 2e-3 for m, e in phases.values()), f"each phase as measured: {phases}")
+    sweeps, _ = errors_of(args, runs[1], runs[0])
+    check(set(sweeps) == {"ra", "mem"}, f"an error for each sweep of the re-run: {sweeps}")
+    ratio = 1 + sweeps.get("ra", -100) / 100
+    check(1 / RERUN_FACTOR <= ratio <= RERUN_FACTOR,
+          f"ra: re-run estimated within a factor {RERUN_FACTOR:g}: {sweeps.get('ra')} %")
 
 
 if __name__ == "__main__":
