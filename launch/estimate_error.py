@@ -15,7 +15,7 @@ times under a second to two decimals, so a 0.02 s sweep is 25 % off by rounding 
 
 --estimate-from EARLIER.h5 plans with `--estimate-from EARLIER.h5` (an earlier run's measured
 times, e.g. of the same config) instead of the cost model alone. Where both the plan and the file
-split a sweep by phase (point_wall_s and phase_*_s: set-up, warm-up, timed, check, calibration,
+split a sweep by phase (wall_s and phase_*_s: set-up, warm-up, timed, check, calibration,
 write; and the sweep's time outside its points), a second table gives each phase's error.
 """
 import argparse
@@ -68,17 +68,17 @@ PHASES = ("setup", "warmup", "timed", "check", "calibration", "write")
 
 
 def measured_phases(path):
-    """{sweep: {phase: s}}: per point the slowest rank's phases (largest point_wall_s), summed
+    """{sweep: {phase: s}}: per point the slowest rank's phases (largest wall_s), summed
     over the points, and `outside`, the sweep's wall time less its points'. As the dry-run
     (src/app/estimate_phases.cpp): the slowest ranks' walls overlap (the ranks start a point at
-    different times), so the phases are scaled to the busiest rank's sum of point_wall_s where
+    different times), so the phases are scaled to the busiest rank's sum of wall_s where
     they add up to more. Sweeps without the phase columns are left out."""
     out = {}
     with h5py.File(path, "r") as f:
         for name, g in f["sweeps"].items():
-            if "point_wall_s" not in g or "wall_time_s" not in g.attrs:
+            if "wall_s" not in g or "wall_time_s" not in g.attrs:
                 continue
-            wall = np.asarray(g["point_wall_s"][()], dtype=float)
+            wall = np.asarray(g["wall_s"][()], dtype=float)
             filled = np.where(np.isnan(wall), -np.inf, wall)
             slowest = np.argmax(filled, axis=0)
             cols = np.arange(wall.shape[1])

@@ -38,7 +38,7 @@ if(RINGBENCH_PYTHON)
                        LABELS "mpi;e2e" PROCESSORS 2)
   set_tests_properties(e2e_screen_dry_run_64x8 e2e_screen_bad_world_size PROPERTIES LABELS "unit;e2e")
 endif()
-# Issue #30 item 3: each ring point's phases (point_wall_s, phase_*_s) in the file, summing to
+# Issue #30 item 3: each ring point's phases (wall_s, phase_*_s) in the file, summing to
 # its wall time; --estimate-from splitting a sweep by them; a re-run estimated from the first run.
 if(RINGBENCH_PYTHON)
   foreach(check columns rerun)

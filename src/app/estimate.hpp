@@ -36,7 +36,7 @@ struct Measured {
   double seconds = 0;  // the matched points' measured time plus the model's for the rest
   std::size_t points = 0, matched_points = 0;
   std::string why_not;  // when not found: why the model is used instead
-  // Where the file recorded its points' phases (point_wall_s, phase_*_s): the seconds split by
+  // Where the file recorded its points' phases (wall_s, phase_*_s): the seconds split by
   // phase over the matched points, the sweep's time outside its points, and the model's for
   // the unmatched ones; the three sum to `seconds`.
   bool phased = false;

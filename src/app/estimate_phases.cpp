@@ -43,10 +43,10 @@ std::int64_t int_attr(const std::string& file, const std::string& group, const c
 }  // namespace
 
 FilePhases read_phases(const std::string& file, const std::string& group, std::size_t points,
-                       double wall_s) {
+                       double sweep_wall_s) {
   FilePhases f;
   std::size_t rows = 0;
-  const std::vector<double> wall = column(file, group + "/" + kPointWallColumn, points, rows);
+  const std::vector<double> wall = column(file, group + "/" + kWallColumn, points, rows);
   if (wall.empty()) return f;
   std::vector<std::vector<double>> phase;
   for (const PhaseName& n : phase_names()) {
@@ -82,7 +82,7 @@ FilePhases read_phases(const std::string& file, const std::string& group, std::s
   if (walls > busiest && walls > 0)
     for (PhaseSeconds& p : f.points)
       for (double& x : p) x *= busiest / walls;
-  f.outside_s = std::max(0.0, wall_s - std::min(walls, busiest));
+  f.outside_s = std::max(0.0, sweep_wall_s - std::min(walls, busiest));
   f.iterations = int_attr(file, group, "iterations");
   f.warmup = int_attr(file, group, "warmup");
   return f;

@@ -15,8 +15,8 @@ namespace rb {
 using PhaseSeconds = std::array<double, kPhaseCount>;
 
 struct FilePhases {
-  // Per point of the file, the phases of its slowest rank (largest point_wall_s), scaled so the
-  // points add up to no more than the busiest rank's (the sum of its point_wall_s); empty when
+  // Per point of the file, the phases of its slowest rank (largest wall_s), scaled so the
+  // points add up to no more than the busiest rank's (the sum of its wall_s); empty when
   // the file has no phase columns for the sweep (an older file, or a sweep that records none).
   std::vector<PhaseSeconds> points;
   double outside_s = 0;  // the sweep's wall_time_s less the sum of its points' walls
@@ -24,9 +24,9 @@ struct FilePhases {
 };
 
 // Reads /sweeps/<name>'s phase columns from `file` (serially); `points` the file's points,
-// `wall_s` the sweep's wall_time_s. Never throws: a missing column is an empty result.
+// `sweep_wall_s` its wall_time_s. Never throws: a missing column is an empty result.
 FilePhases read_phases(const std::string& file, const std::string& group, std::size_t points,
-                       double wall_s);
+                       double sweep_wall_s);
 
 // A file point's phases for a plan line: where the line says "N iterations (+W warmup)" and the
 // file its own counts, the timed phase scales by N / the file's, the warm-up by W / the file's

@@ -29,13 +29,13 @@ double PhaseClock::wall_s() const {
 }
 
 void declare_phase_columns(h5::PointsTable& t) {
-  t.metric(kPointWallColumn,
+  t.metric(kWallColumn,
            {"s", "wall time of the point on this rank, start to end: the sum of its phase_*_s"});
   for (const PhaseName& n : phase_names()) t.metric(n.column, {"s", n.what});
 }
 
 void record_phases(h5::PointsTable& t, std::size_t pi, const PhaseClock& c) {
-  t.set(kPointWallColumn, pi, c.wall_s());
+  t.set(kWallColumn, pi, c.wall_s());
   for (std::size_t i = 0; i < kPhaseCount; ++i)
     t.set(phase_names()[i].column, pi, c.seconds(static_cast<Phase>(i)));
 }

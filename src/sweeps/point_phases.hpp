@@ -26,7 +26,7 @@ struct PhaseName {
 };
 const std::array<PhaseName, kPhaseCount>& phase_names();
 // The column of a point's whole wall time on a rank: the phases sum to it.
-inline constexpr const char* kPointWallColumn = "point_wall_s";
+inline constexpr const char* kWallColumn = "wall_s";
 
 // One point's clock: lap(p) gives the time since the previous lap (or the start) to phase p, so
 // the phases cover the point's wall time without gaps; a phase that did not run stays 0.
@@ -43,7 +43,7 @@ class PhaseClock {
   std::array<double, kPhaseCount> seconds_{};
 };
 
-// Declares point_wall_s and one phase_*_s column per phase on a points table.
+// Declares wall_s and one phase_*_s column per phase on a points table.
 void declare_phase_columns(h5::PointsTable& t);
 // This rank's phases and wall time at point `pi`.
 void record_phases(h5::PointsTable& t, std::size_t pi, const PhaseClock& c);

@@ -2,8 +2,8 @@
 """Issue #30 item 3: each ring_attention point's phases in the file, and --estimate-from built
 on them. Two checks (one CTest entry each, tests/e2e.cmake):
 
-  columns  one 2-rank host run: point_wall_s and every phase_*_s column there, [ranks, P],
-           finite, each rank's phases summing to its point_wall_s, a rank's points within the
+  columns  one 2-rank host run: wall_s and every phase_*_s column there, [ranks, P],
+           finite, each rank's phases summing to its wall_s, a rank's points within the
            sweep's wall_time_s; the dry-run from that file splits the sweep by phase, the phases
            and the time outside the points summing to the file's wall time, and a plan of twice the
            iterations doubles the timed phase (structure: no timing is asserted).
@@ -82,15 +82,15 @@ def columns(args):
     with h5py.File(out, "r") as f:
         g = f["sweeps/ra"]
         P = int(g.attrs["points"])
-        have = all(f"phase_{p}_s" in g for p in PHASES) and "point_wall_s" in g
-        if not check(have, "point_wall_s and phase_{" + ",".join(PHASES) + "}_s are in the file"):
+        have = all(f"phase_{p}_s" in g for p in PHASES) and "wall_s" in g
+        if not check(have, "wall_s and phase_{" + ",".join(PHASES) + "}_s are in the file"):
             return
-        wall = g["point_wall_s"][()]
+        wall = g["wall_s"][()]
         phases = np.stack([g[f"phase_{p}_s"][()] for p in PHASES])
         check(wall.shape == (2, P) and phases.shape == (len(PHASES), 2, P), f"[ranks, P]: {wall.shape}")
         check(np.all(np.isfinite(phases)) and np.all(phases >= 0), "every phase finite and >= 0")
         gap = np.abs(phases.sum(axis=0) - wall)
-        check(np.all(gap <= 1e-3 + 0.01 * wall), f"the phases sum to point_wall_s (gap {gap.max():.2e} s)")
+        check(np.all(gap <= 1e-3 + 0.01 * wall), f"the phases sum to wall_s (gap {gap.max():.2e} s)")
         check(np.all(phases[PHASES.index("timed")] > 0) and np.all(phases[PHASES.index("check")] > 0),
               "the timed iterations and the parity check took time at every point")
         for p in PHASES:

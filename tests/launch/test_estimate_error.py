@@ -100,7 +100,7 @@ class EstimateError(unittest.TestCase):
         with h5py.File(self.path, "w") as f:
             g = f.create_group("sweeps/ra")
             g.attrs["wall_time_s"] = 10.0
-            g["point_wall_s"] = [[2.0, 1.0], [3.0, 0.5]]  # [ranks, points]: rank 1, then 0
+            g["wall_s"] = [[2.0, 1.0], [3.0, 0.5]]  # [ranks, points]: rank 1, then 0
             for i, p in enumerate(estimate_error.PHASES):
                 g[f"phase_{p}_s"] = [[0.1 * (i + 1), 0.2], [0.5, 0.01 * (i + 1)]]
             f.create_group("sweeps/plain").attrs["wall_time_s"] = 1.0
