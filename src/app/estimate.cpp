@@ -150,6 +150,16 @@ void measure_by_label(const std::string& file, const std::string& g, const Sweep
   if (!m.found) m.why_not = "no point of the file matches";
 }
 
+// A sweep matched whole: its phases summed over the points, where the file has them (the same
+// points at the same size, so nothing to re-plan).
+void whole_phases(const FilePhases& f, Measured& m) {
+  if (f.points.empty()) return;
+  m.phased = true;
+  for (const PhaseSeconds& p : f.points)
+    for (std::size_t i = 0; i < kPhaseCount; ++i) m.phase_s[i] += p[i];
+  m.outside_s = f.outside_s;
+}
+
 Measured measured_one(const std::string& file, const Sweep& s, int world_size, double model_s) {
   const std::string g = "/sweeps/" + s.name();
   Measured m;
@@ -183,6 +193,7 @@ Measured measured_one(const std::string& file, const Sweep& s, int world_size, d
     m.seconds = wall;
     m.points = m.matched_points = s.point_count();
     m.found = true;
+    whole_phases(read_phases(file, g, s.point_count(), wall), m);
   } catch (const std::exception&) {
     m.why_not = "not in the file";
   }

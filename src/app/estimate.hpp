@@ -51,7 +51,7 @@ struct Measured {
 // its share of the sweep's wall_time_s (in proportion to its timed iterations, total_time_s,
 // where recorded; else an equal share). The other points cost the model's average (`model_s`
 // of the sweep / its points). Sweeps without labels match whole, when the file's run had
-// `world_size` ranks and as many points.
+// `world_size` ranks and as many points (their phases, where recorded, summed as they were).
 std::vector<Measured> measured_times(const std::string& file,
                                      const std::vector<std::unique_ptr<Sweep>>& sweeps,
                                      int world_size, const std::vector<double>& model_s);
