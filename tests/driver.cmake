@@ -1,9 +1,10 @@
 # The driver's own pieces: progress lines, the end-of-run summary, the command line,
-# provenance, the hang guard, the sweeps' out-of-memory points, the environment check and the
-# files written beside the output; the whole program is covered by tests/e2e.cmake.
+# provenance, the hang guard, the sweeps' out-of-memory points, the environment check, the
+# files written beside the output and --estimate-from's phases; the whole program is covered by
+# tests/e2e.cmake.
 ringbench_add_doctest(TARGET test_driver SOURCES driver/test_progress.cpp driver/test_cli.cpp
                       driver/test_watchdog.cpp driver/test_oom_point.cpp driver/test_side_files.cpp
-                      driver/test_run_summary.cpp LIBS rb_app)
+                      driver/test_run_summary.cpp driver/test_estimate_phases.cpp LIBS rb_app)
 target_include_directories(test_driver PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/config)
 ringbench_add_test(NAME driver RANKS 1 LABELS unit COMMAND $<TARGET_FILE:test_driver>)
 # Each sweep's key table against docs/sweeps/<type>.md (keys and defaults), and its defaults

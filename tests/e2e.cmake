@@ -38,3 +38,11 @@ if(RINGBENCH_PYTHON)
                        LABELS "mpi;e2e" PROCESSORS 2)
   set_tests_properties(e2e_screen_dry_run_64x8 e2e_screen_bad_world_size PROPERTIES LABELS "unit;e2e")
 endif()
+# Issue #30 item 3: each ring point's phases (wall_s, phase_*_s) in the file, summing to
+# its wall time; --estimate-from splitting a sweep by them; a re-run estimated from the first run.
+if(RINGBENCH_PYTHON)
+  foreach(check columns rerun)
+    ringbench_add_script_test(NAME e2e_estimate_phases_${check} SCRIPT e2e/estimate_phases.py
+                              ARGS ${check} SOURCE TIMEOUT 600 LABELS mpi e2e RANKS 2 OVERSUBSCRIBE)
+  endforeach()
+endif()

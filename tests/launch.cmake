@@ -38,7 +38,8 @@ if(RINGBENCH_PYTHON)
   set_tests_properties(launch_overlap_targets PROPERTIES SKIP_RETURN_CODE 77)
   # estimate_error: launch/estimate_error.py (issue #30: the dry-run's estimate against measured
   #   sweep times) on synthetic files, re-planned by this ringbench: the error, --only, the
-  #   --max-error verdict, exit 2 for an unfinished run.
+  #   --max-error verdict and --min-seconds, the per-phase readers, exit 2 for an unfinished run.
+  #   A real re-run's phases: e2e_estimate_phases_* (tests/e2e.cmake).
   add_test(NAME launch_estimate_error
            COMMAND ${RINGBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/launch/test_estimate_error.py -v)
   set_tests_properties(launch_estimate_error PROPERTIES TIMEOUT 120 LABELS "unit" SKIP_RETURN_CODE 77

@@ -101,23 +101,63 @@ const double* share_of(const std::string& line, const std::map<std::string, doub
   }
 }
 
-// Labelled sweeps: per point, the file's share where the label matches, the model elsewhere.
+// Labelled sweeps with phases: per matched point its phases re-planned at the line's iteration
+// counts, the sweep's time outside its points once, the model elsewhere.
+void measure_phases(const FilePhases& f, const Sweep& s, const std::vector<std::string>& labels,
+                    double model_s, Measured& m) {
+  std::map<std::string, double> by_label;  // the file's point index, as a double for share_of
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    by_label.emplace(labels[i], static_cast<double>(i));
+  const std::vector<std::string> lines = s.plan();
+  const double model_per_point = lines.empty() ? 0 : model_s / static_cast<double>(lines.size());
+  m.phased = true;
+  for (const auto& line : lines) {
+    const double* at = share_of(line, by_label);
+    if (at == nullptr) {
+      m.model_s += model_per_point;
+      continue;
+    }
+    const PhaseSeconds p = replanned(f.points[static_cast<std::size_t>(*at)], f, line);
+    for (std::size_t i = 0; i < kPhaseCount; ++i) m.phase_s[i] += p[i];
+    ++m.matched_points;
+  }
+  if (m.matched_points > 0) m.outside_s = f.outside_s;
+  m.seconds = sum(m.phase_s) + m.outside_s + m.model_s;
+}
+
+// Labelled sweeps: per point, the file's phases or share where the label matches, the model
+// elsewhere.
 void measure_by_label(const std::string& file, const std::string& g, const Sweep& s,
                       const std::vector<std::string>& labels, double wall_s, double model_s,
                       Measured& m) {
-  const std::vector<double> shares = point_shares(file, g, labels.size(), wall_s);
-  std::map<std::string, double> by_label;
-  for (std::size_t i = 0; i < labels.size(); ++i) by_label.emplace(labels[i], shares[i]);
   const std::vector<std::string> lines = s.plan();
-  const double model_per_point = lines.empty() ? 0 : model_s / static_cast<double>(lines.size());
-  for (const auto& line : lines) {
-    const double* share = share_of(line, by_label);
-    m.seconds += share ? *share : model_per_point;
-    m.matched_points += share ? 1 : 0;
+  const FilePhases f = read_phases(file, g, labels.size(), wall_s);
+  if (!f.points.empty()) {
+    measure_phases(f, s, labels, model_s, m);
+  } else {
+    const std::vector<double> shares = point_shares(file, g, labels.size(), wall_s);
+    std::map<std::string, double> by_label;
+    for (std::size_t i = 0; i < labels.size(); ++i) by_label.emplace(labels[i], shares[i]);
+    const double model_per_point = lines.empty() ? 0 : model_s / static_cast<double>(lines.size());
+    for (const auto& line : lines) {
+      const double* share = share_of(line, by_label);
+      m.seconds += share ? *share : model_per_point;
+      m.matched_points += share ? 1 : 0;
+    }
   }
   m.points = lines.size();
   m.found = m.matched_points > 0;
   if (!m.found) m.why_not = "no point of the file matches";
+}
+
+// A sweep matched whole: its phases summed over the points, where the file has them (the same
+// points at the same size, so nothing to re-plan).
+void whole_phases(const FilePhases& f, Measured& m) {
+  if (f.points.empty()) return;
+  m.phased = true;
+  for (const PhaseSeconds& p : f.points)
+    for (std::size_t i = 0; i < kPhaseCount; ++i) m.phase_s[i] += p[i];
+  m.outside_s = f.outside_s;
 }
 
 Measured measured_one(const std::string& file, const Sweep& s, int world_size, double model_s) {
@@ -153,6 +193,7 @@ Measured measured_one(const std::string& file, const Sweep& s, int world_size, d
     m.seconds = wall;
     m.points = m.matched_points = s.point_count();
     m.found = true;
+    whole_phases(read_phases(file, g, s.point_count(), wall), m);
   } catch (const std::exception&) {
     m.why_not = "not in the file";
   }

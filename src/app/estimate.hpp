@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/estimate_phases.hpp"
 #include "config/config.hpp"
 #include "sweeps/sweep.hpp"
 
@@ -35,14 +36,22 @@ struct Measured {
   double seconds = 0;  // the matched points' measured time plus the model's for the rest
   std::size_t points = 0, matched_points = 0;
   std::string why_not;  // when not found: why the model is used instead
+  // Where the file recorded its points' phases (wall_s, phase_*_s): the seconds split by
+  // phase over the matched points, the sweep's time outside its points, and the model's for
+  // the unmatched ones; the three sum to `seconds`.
+  bool phased = false;
+  PhaseSeconds phase_s{};
+  double outside_s = 0, model_s = 0;
 };
 // Reads `file` with the h5 layer (serially, on the caller). The file's sweep must have the
 // same name and type and be complete. Sweeps with point labels (ring_attention,
 // kernel_tuning, contention) match point by point: a point whose label starts a plan line
-// costs its share of the sweep's wall_time_s (in proportion to its timed iterations,
-// total_time_s, where recorded; else an equal share), the other points the model's average
-// (`model_s` of the sweep / its points). Sweeps without labels match whole, when the file's
-// run had `world_size` ranks and as many points.
+// costs its recorded phases (the slowest rank's; timed and warm-up scaled to the plan line's
+// iteration counts) plus, once, the sweep's time outside its points; in a file without phases,
+// its share of the sweep's wall_time_s (in proportion to its timed iterations, total_time_s,
+// where recorded; else an equal share). The other points cost the model's average (`model_s`
+// of the sweep / its points). Sweeps without labels match whole, when the file's run had
+// `world_size` ranks and as many points (their phases, where recorded, summed as they were).
 std::vector<Measured> measured_times(const std::string& file,
                                      const std::vector<std::unique_ptr<Sweep>>& sweeps,
                                      int world_size, const std::vector<double>& model_s);

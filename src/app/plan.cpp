@@ -28,6 +28,7 @@ struct Estimates {
   std::vector<double> seconds;
   std::vector<std::string> source;
   std::size_t measured = 0;
+  std::vector<Measured> from_file;  // --estimate-from's findings, one per sweep (else empty)
 };
 
 // What every file holds besides its sweeps: /run's attributes (the config's text, the
@@ -54,6 +55,7 @@ Estimates estimates(const PlanView& plan, const CommandLine& cli) {
   if (cli.estimate_from.empty()) return e;
   const std::vector<Measured> m =
       measured_times(cli.estimate_from, plan.sweeps, plan.world_size, e.seconds);
+  e.from_file = m;
   for (std::size_t i = 0; i < m.size(); ++i) {
     if (m[i].found) {
       e.seconds[i] = m[i].seconds;
@@ -67,6 +69,32 @@ Estimates estimates(const PlanView& plan, const CommandLine& cli) {
     }
   }
   return e;
+}
+
+// The measured sweeps' estimates split by phase (seconds, so launch/estimate_error.py can read
+// them): each phase over the matched points, the sweep outside its points, the model's share.
+void print_phases(const PlanView& plan, const Estimates& e, const CommandLine& cli) {
+  std::vector<h5::TextTable::Column> cols = {{"sweep", "", true}};
+  for (const PhaseName& n : phase_names()) cols.emplace_back(n.word, "(s)");
+  cols.emplace_back("outside", "(s)");
+  cols.emplace_back("model", "(s)");
+  h5::TextTable t(std::move(cols));
+  bool any = false;
+  for (std::size_t i = 0; i < e.from_file.size(); ++i) {
+    const Measured& m = e.from_file[i];
+    if (!m.found || !m.phased) continue;
+    std::vector<std::string> row = {plan.sweeps[i]->name()};
+    for (double x : m.phase_s) row.push_back(fmt::format("{:.3f}", x));
+    row.push_back(fmt::format("{:.3f}", m.outside_s));
+    row.push_back(fmt::format("{:.3f}", m.model_s));
+    t.row(row);
+    any = true;
+  }
+  if (!any) return;
+  fmt::print(
+      "by phase (the slowest rank's at each matched point; outside: the sweep outside its\n"
+      "  points; model: the points the file lacks):\n");
+  fmt::print("{}", t.render("", {}, cli.wide ? 0 : h5::kTerminalWidth));
 }
 
 void print_points(const PlanView& plan) {
@@ -142,6 +170,7 @@ int print_plan(const PlanView& plan, const CommandLine& cli) {
   if (!cli.estimate_from.empty())
     fmt::print("  {} of {} sweeps from the measured times in {}\n", e.measured, plan.sweeps.size(),
                cli.estimate_from);
+  print_phases(plan, e, cli);
   fmt::print("suggested: #SBATCH --time={} (the estimate x 1.5 + 5 min for start-up)\n",
              slurm_time(seconds));
   if (plan.run != nullptr)

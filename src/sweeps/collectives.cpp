@@ -20,6 +20,7 @@
 #include "profiling/engine.hpp"
 #include "profiling/timing.hpp"
 #include "sweeps/oom_point.hpp"
+#include "sweeps/point_phases.hpp"
 
 namespace rb {
 namespace {
@@ -133,8 +134,8 @@ class Collectives final : public Sweep {
   oom::Record ensure_engine(RunContext& ctx, prof::EngineSetup setup, std::size_t bytes,
                             std::unique_ptr<prof::Engine>& engine, std::size_t& capacity) const;
   static oom::Record reserve_mpi_scratch(const RunContext& ctx, coll::Op op, std::size_t bytes);
-  Measured measure(RunContext& ctx, prof::Engine& e, const groups::Group& g,
-                   const PointDef& d) const;
+  Measured measure(RunContext& ctx, prof::Engine& e, const groups::Group& g, const PointDef& d,
+                   PhaseClock& phases) const;
   h5::PointsTable point_table() const;
   // The model's series: the points of each (operation, group, dtype, in_place), sizes ascending,
   // in the order the series first appear.
@@ -196,15 +197,17 @@ oom::Record Collectives::reserve_mpi_scratch(const RunContext& ctx, coll::Op op,
 
 // One point: warmup, nccl-tests' batch timing, a per-iteration timing loop and the data check.
 Measured Collectives::measure(RunContext& ctx, prof::Engine& e, const groups::Group& g,
-                              const PointDef& d) const {
+                              const PointDef& d, PhaseClock& phases) const {
   coll::Call c = coll::call_for(d.op, d.dtype, d.in_place, static_cast<std::size_t>(d.requested),
                                 g.rank, g.size, p_.root % g.size);
   c.send = e.send();
   c.recv = e.recv();
 
   e.prepare(c);
+  phases.lap(Phase::Setup);
   for (std::int64_t w = 0; w < p_.warmup; ++w) e.launch(c, static_cast<std::size_t>(w), d.group);
   e.sync();
+  phases.lap(Phase::Warmup);
 
   // nccl-tests' timing: all ranks (all groups) start together after a barrier, launch the
   // iterations back to back, wait for the stream once; time = elapsed / iterations.
@@ -220,6 +223,7 @@ Measured Collectives::measure(RunContext& ctx, prof::Engine& e, const groups::Gr
   // A second, separately timed loop for per-iteration times.
   RB_MPI_CHECK(MPI_Barrier(ctx.world));
   m.iterations = e.iteration_times(c, I, d.group);
+  phases.lap(Phase::Timed);
 
   if (p_.check) {
     e.prepare(c);
@@ -227,6 +231,7 @@ Measured Collectives::measure(RunContext& ctx, prof::Engine& e, const groups::Gr
     e.sync();
     m.wrong = e.wrong_elements(c);
   }
+  phases.lap(Phase::Check);
   // The slowest rank of the group sets the group's bandwidth.
   m.group_time = prof::allreduce_double(m.time, MPI_MAX, g.get());
   return m;
@@ -274,6 +279,7 @@ h5::PointsTable Collectives::point_table() const {
   t.metric("iteration_time_s", {"s", "per-call time of each iteration of the second timed loop"},
            {static_cast<std::uint64_t>(p_.iterations)}, {"iteration"});
   oom::declare_columns(t);
+  declare_phase_columns(t);
   t.sample_ranks(kRankRows);
   h5::Judging j;
   j.headline = {"busbw_Bps"};
@@ -432,6 +438,7 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     const groups::Group& g = gs[d.group];
     // A signal: the points before are kept; the later ones keep time 0, left out of the fit.
     if (!ctx.progress.point_started(pi, point_label(p_, d))) break;
+    PhaseClock phases;
     const std::size_t need = std::max<std::size_t>(static_cast<std::size_t>(d.requested), 64);
     oom::Record ran_out = ensure_engine(ctx, setup, need, engine, capacity);
     if (!ran_out.ran_out()) ran_out = reserve_mpi_scratch(ctx, d.op, need);
@@ -441,12 +448,16 @@ SweepOutcome Collectives::run(RunContext& ctx, h5::Group& out) {
     if (ran_out.ran_out()) table.order(pi, static_cast<double>(ran_out.requested));
     group_size[pi] = g.size;
     if (oom_point) {  // time and bytes 0: left out of the fit
+      phases.lap(Phase::Setup);
+      record_phases(table, pi, phases);
       ctx.progress.note("point " + std::to_string(pi) + " (" + point_label(p_, d) +
                         "): out of memory, skipped");
       continue;
     }
-    const Measured m = measure(ctx, *engine, g, d);
+    const Measured m = measure(ctx, *engine, g, d, phases);
     record(table, pi, g, m);
+    phases.lap(Phase::Write);
+    record_phases(table, pi, phases);
     table.order(pi, m.time);
     time[pi] = m.time;
     bytes[pi] = static_cast<std::int64_t>(m.sizes.bytes);

@@ -28,6 +28,7 @@
 #include "ring/ring_order.hpp"
 #include "ring/ulysses_attention.hpp"
 #include "sweeps/oom_point.hpp"
+#include "sweeps/point_phases.hpp"
 #include "sweeps/ring_attention_parts.hpp"
 
 namespace rb {
@@ -207,9 +208,10 @@ class RingAttentionSweep final : public Sweep {
   h5::PointsTable make_table(bool host) const;
   std::vector<StepTable> step_tables() const;
   PointResult run_point(RunContext& ctx, attn::AttentionBackend& backend, ring::RingComms& comms,
-                        std::size_t pi, h5::Group& out) const;
+                        std::size_t pi, h5::Group& out, PhaseClock& phases) const;
   void warn_spread_rings(RunContext& ctx, const std::vector<int>& node_of) const;
-  void time_iterations(MPI_Comm world, ring::ContextParallelAttention& ra, PointResult& r) const;
+  void time_iterations(MPI_Comm world, ring::ContextParallelAttention& ra, PointResult& r,
+                       PhaseClock& phases) const;
   // The scheme's object for a point, with the transport it needs (kept in `keep`).
   // Records in `r` which transport moves the data, and why.
   std::unique_ptr<ring::ContextParallelAttention> make_scheme(
@@ -327,6 +329,7 @@ h5::PointsTable RingAttentionSweep::make_table(bool host) const {
   t.key("tolerance", std::move(tol), {"1", "largest *_max_rel before the point is parity_failed"});
   declare_metrics(t, static_cast<std::uint64_t>(p_.iterations));
   declare_block_calls(t, host);
+  declare_phase_columns(t);
   t.sample_ranks(kRankRows);
   h5::Judging j;
   j.headline = {"total_time_s"};
@@ -438,13 +441,16 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
   for (; pi < points_.size(); ++pi) {
     const std::string where = "point " + std::to_string(pi) + " (" + points_[pi].label + ")";
     if (!ctx.progress.point_started(pi, points_[pi].label)) break;  // a signal: keep those before
-    const PointResult r = run_point(ctx, *backend, comms, pi, out);
+    PhaseClock phases;
+    const PointResult r = run_point(ctx, *backend, comms, pi, out, phases);
     record(table, pi, r);
     for (StepTable& st : steps) {
       const auto at = std::find(st.points.begin(), st.points.end(), pi);
       if (at != st.points.end())
         record_steps(st.table, static_cast<std::size_t>(at - st.points.begin()), r);
     }
+    phases.lap(Phase::Write);
+    record_phases(table, pi, phases);
     if (r.status == "oom") ctx.progress.note(where + ": out of memory, skipped");
     if (r.status != "parity_failed") continue;
     ctx.progress.note("PARITY FAILED at " + where + ": " + r.failure);
@@ -469,8 +475,8 @@ SweepOutcome RingAttentionSweep::run(RunContext& ctx, h5::Group& out) {
 }
 
 PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBackend& backend,
-                                          ring::RingComms& comms, std::size_t pi,
-                                          h5::Group& out) const {
+                                          ring::RingComms& comms, std::size_t pi, h5::Group& out,
+                                          PhaseClock& phases) const {
   const ring::Problem& prob = points_[pi].problem;
   PointResult r;
   const ring::RingComm& ring_comm = comms.get(prob.ring_size, r.comm_created);
@@ -507,12 +513,14 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   }
   if (on_any_rank(ctx.world, !r.oom_message.empty())) {
     r.status = "oom";
+    phases.lap(Phase::Setup);
     return r;
   }
 
   ra->load_inputs(in.q.data(), in.k.data(), in.v.data(), p_.backward ? in.dO.data() : nullptr);
+  phases.lap(Phase::Setup);
   backend.reset_block_calls();
-  time_iterations(ctx.world, *ra, r);
+  time_iterations(ctx.world, *ra, r, phases);
   r.block_calls = per_iteration(backend.block_calls(), p_.warmup + p_.iterations);
   for (const std::string& path : device_paths(!backend.on_device()))  // measured: none ran
     if (r.block_calls.of(path) == 0) r.block_calls.by_path.emplace_back(path, 0);
@@ -525,15 +533,18 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   // Parity on the last iteration's results.
   const ring::RingResult res = ra->result();
   check_point(ctx.world, ring_comm.mpi.get(), res, prob, r);
+  phases.lap(Phase::Check);
   // The first point's tensors, so anyone can re-check the numbers offline.
   if (p_.dump && pi == 0) write_dump(out, prob, ring_rank, in, res);
+  phases.lap(Phase::Write);
   // Last: it overwrites the results (every rank of the world runs it; rings of one skip it).
   r.overlap = ra->calibrate_overlap(ctx.world, p_.overlap_repeats);
+  phases.lap(Phase::Calibration);
   return r;
 }
 
 void RingAttentionSweep::time_iterations(MPI_Comm world, ring::ContextParallelAttention& ra,
-                                         PointResult& r) const {
+                                         PointResult& r, PhaseClock& phases) const {
   const std::size_t R = static_cast<std::size_t>(ra.problem().ring_size);
   std::vector<std::vector<double>> fc(R), fw(R), bc(R), bw(R);
   using clock = std::chrono::steady_clock;
@@ -541,7 +552,10 @@ void RingAttentionSweep::time_iterations(MPI_Comm world, ring::ContextParallelAt
     return std::chrono::duration<double>(b - a).count();
   };
   for (std::int64_t it = 0; it < p_.warmup + p_.iterations; ++it) {
-    if (it == p_.warmup) ra.reset_bytes_sent();
+    if (it == p_.warmup) {
+      ra.reset_bytes_sent();
+      phases.lap(Phase::Warmup);
+    }
     RB_MPI_CHECK(MPI_Barrier(world));
     const auto t0 = clock::now();
     ra.forward();  // ends synchronised
@@ -560,6 +574,7 @@ void RingAttentionSweep::time_iterations(MPI_Comm world, ring::ContextParallelAt
       bw[s].push_back(ra.backward_steps().wait[s]);
     }
   }
+  phases.lap(Phase::Timed);
   r.step_compute = medians(fc);
   r.step_wait = medians(fw);
   if (p_.backward) {

@@ -1,6 +1,7 @@
 """launch/estimate_error.py on synthetic output files: the dry-run re-planned at the file's world
-size and --only, each sweep's error against its wall time, the --max-error verdict, and exit 2 for
-a run that did not complete. Needs the ringbench binary (RINGBENCH_BIN) for the dry-run."""
+size and --only, each sweep's error against its wall time, the --max-error verdict (--min-seconds
+leaving short sweeps out), a file's phases and the plan's phase table read, and exit 2 for a run
+that did not complete. Needs the ringbench binary (RINGBENCH_BIN) for the dry-run."""
 import os
 import subprocess
 import sys
@@ -82,6 +83,35 @@ class EstimateError(unittest.TestCase):
         r = run_script(self.path, "--max-error", "25", "--markdown")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertTrue(r.stdout.startswith("| file | GPU | ranks | sweep |"))
+
+    def test_min_seconds_leaves_short_sweeps_out_of_the_verdict(self):
+        est = self.estimates()
+        write_run(self.path, {"mem_small": 4 * est["mem_small"], "mem_large": est["mem_large"]})
+        limit = str(4 * est["mem_small"] + 0.01)
+        r = run_script(self.path, "--max-error", "25", "--min-seconds", limit)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("(1 under", r.stdout)
+        self.assertEqual(set(rows(r.stdout)), {"mem_small", "mem_large"}, "both still listed")
+
+    def test_phases_of_a_file(self):
+        """measured_phases: the slowest rank's phases per point, summed; outside: the rest."""
+        sys.path.insert(0, os.path.join(ROOT, "launch"))
+        import estimate_error  # noqa: E402  pylint: disable=import-outside-toplevel
+        with h5py.File(self.path, "w") as f:
+            g = f.create_group("sweeps/ra")
+            g.attrs["wall_time_s"] = 10.0
+            g["wall_s"] = [[2.0, 1.0], [3.0, 0.5]]  # [ranks, points]: rank 1, then 0
+            for i, p in enumerate(estimate_error.PHASES):
+                g[f"phase_{p}_s"] = [[0.1 * (i + 1), 0.2], [0.5, 0.01 * (i + 1)]]
+            f.create_group("sweeps/plain").attrs["wall_time_s"] = 1.0
+        got = estimate_error.measured_phases(self.path)
+        self.assertEqual(set(got), {"ra"}, "sweeps without the columns are left out")
+        # The slowest ranks' walls (3 + 1) overlap: scaled to the busiest rank's (3 + 0.5).
+        self.assertAlmostEqual(got["ra"]["setup"], (0.5 + 0.2) * 3.5 / 4.0)
+        self.assertAlmostEqual(got["ra"]["outside"], 10.0 - 3.5)
+        plan = ["by phase (...):", "", "   sweep  " + "  ".join(estimate_error.PHASES) + "  outside  model",
+                "   (s)", "   ra  " + "  ".join(["1.000"] * 8), "suggested: ..."]
+        self.assertEqual(estimate_error.phase_table(plan)["ra"]["check"], 1.0)
 
     def test_only_plans_the_sweeps_that_ran(self):
         write_run(self.path, {"mem_large": 1.0}, command_line="ringbench job.yaml --only mem_large")
