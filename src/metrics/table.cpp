@@ -349,38 +349,34 @@ double first(const std::vector<double>& v) {
   return v.empty() ? kMissing : v[0];
 }
 
-double over_ranks(const std::vector<double>& v, OverRanks how) {
-  switch (how) {
-    case OverRanks::Max:
-      return stats::max(v);
-    case OverRanks::Min:
-      return stats::min(v);
-    case OverRanks::Mean:
-      return stats::mean(v);
-    case OverRanks::Sum:
-      return stats::sum(v);
-    case OverRanks::Slowest:
-      throw std::logic_error("over_ranks: 'slowest' needs the ranks' medians");
-    case OverRanks::Rank0:
-      break;
-  }
+// The statistic each way of summing up names; a way not listed keeps the first value (rank 0's,
+// or the one value of a metric without an inner axis).
+using Statistic = double (*)(const std::vector<double>&);
+const std::pair<OverRanks, Statistic> kRankStatistic[] = {{OverRanks::Max, stats::max},
+                                                          {OverRanks::Min, stats::min},
+                                                          {OverRanks::Mean, stats::mean},
+                                                          {OverRanks::Sum, stats::sum}};
+const std::pair<OverInner, Statistic> kInnerStatistic[] = {{OverInner::Median, stats::median},
+                                                           {OverInner::Max, stats::max},
+                                                           {OverInner::Sum, stats::sum},
+                                                           {OverInner::Cv, stats::cv}};
+
+template <class How, std::size_t N>
+double summed_up(const std::pair<How, Statistic> (&statistics)[N], How how,
+                 const std::vector<double>& v) {
+  for (const auto& [way, statistic] : statistics)
+    if (way == how) return statistic(v);
   return first(v);
 }
 
+double over_ranks(const std::vector<double>& v, OverRanks how) {
+  if (how == OverRanks::Slowest)
+    throw std::logic_error("over_ranks: 'slowest' needs the ranks' medians");
+  return summed_up(kRankStatistic, how, v);
+}
+
 double over_inner(const std::vector<double>& v, OverInner how) {
-  switch (how) {
-    case OverInner::Median:
-      return stats::median(v);
-    case OverInner::Max:
-      return stats::max(v);
-    case OverInner::Sum:
-      return stats::sum(v);
-    case OverInner::Cv:
-      return stats::cv(v);
-    case OverInner::None:
-      break;
-  }
-  return first(v);
+  return summed_up(kInnerStatistic, how, v);
 }
 
 }  // namespace

@@ -36,6 +36,28 @@ std::string rejection(const std::string& yaml, const std::string& key) {
   return rbtest::rejection(rb::parse_ring_attention, spec_of(yaml), world4(), key);
 }
 
+// Two points of 2 heads, two iterations each: a ring of one rank and a ring of the whole world,
+// with `more_keys` (each after a comma) added to the sweep's map.
+rbtest::HostSweepRun run_two_rings(const std::string& more_keys, const std::string& stem) {
+  return run_ra("seq_lengths: [32], ring_sizes: [1, " + std::to_string(rb::test::world()) +
+                    "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2" + more_keys,
+                stem);
+}
+
+// A causal run of 4 heads, one iteration, on one ring of the whole world, of these `scheme:`
+// keys (the schemes that split heads split them over the world): checks that the sweep and
+// each of its points ran ok.
+rbtest::HostSweepRun run_schemes(const std::string& scheme_keys, const std::string& stem) {
+  const rbtest::HostSweepRun run =
+      run_ra("seq_lengths: [32], ring_sizes: [" + std::to_string(rb::test::world()) +
+                 "], num_heads: 4, head_dim: 8, causal: true, warmup: 0, iterations: 1, scheme: " +
+                 scheme_keys,
+             stem);
+  CHECK(run.outcome.ok);
+  for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/status")) CHECK(s == "ok");
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("ring_attention config: points are seq_lengths x ring_sizes x layouts x dtypes") {
@@ -188,10 +210,7 @@ TEST_CASE("ring_attention config: impossible combinations are rejected with the 
 
 TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, steps per ring size") {
   const int world = rb::test::world();
-  const rbtest::HostSweepRun run =
-      run_ra("seq_lengths: [32], ring_sizes: [1, " + std::to_string(world) +
-                 "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2",
-             "sweep");
+  const rbtest::HostSweepRun run = run_two_rings("", "sweep");
   const std::string& path = run.path;
   const rb::SweepOutcome& outcome = run.outcome;
   CHECK(outcome.ok);
@@ -345,15 +364,9 @@ TEST_CASE("ring_attention config: scheme is ring (default), allgather or ulysses
 TEST_CASE("ring_attention sweep: every scheme into the file, keyed, parity ok") {
   const int world = rb::test::world();
   if (4 % world != 0) return;  // Ulysses splits the 4 heads over the world
-  const rbtest::HostSweepRun run =
-      run_ra("seq_lengths: [32], ring_sizes: [" + std::to_string(world) +
-                 "], num_heads: 4, head_dim: 8, causal: true, warmup: 0, iterations: 1, scheme: "
-                 "[ring, allgather, ulysses]",
-             "schemes");
-  CHECK(run.outcome.ok);
+  const rbtest::HostSweepRun run = run_schemes("[ring, allgather, ulysses]", "schemes");
   CHECK(rb::h5::read_strings(run.path, "/sweeps/ra/points/scheme") ==
         std::vector<std::string>{"ring", "allgather", "ulysses"});
-  for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/status")) CHECK(s == "ok");
   const auto bytes = rb::h5::read_ints(run.path, "/sweeps/ra/bytes_sent_bytes");
   if (world > 1)
     for (auto b : bytes) CHECK(b > 0);
@@ -437,14 +450,9 @@ TEST_CASE("ring_attention sweep: Ulysses in head groups into the file, keyed, pa
   if (4 % world != 0) return;  // Ulysses splits the 4 heads over the world, then in 2 groups
   if (4 / world % 2 != 0) return;
   const rbtest::HostSweepRun run =
-      run_ra("seq_lengths: [32], ring_sizes: [" + std::to_string(world) +
-                 "], num_heads: 4, head_dim: 8, causal: true, warmup: 0, iterations: 1, scheme: "
-                 "ulysses, ulysses_head_groups: [1, 2]",
-             "head_groups");
-  CHECK(run.outcome.ok);
+      run_schemes("ulysses, ulysses_head_groups: [1, 2]", "head_groups");
   CHECK(rb::h5::read_ints(run.path, "/sweeps/ra/points/ulysses_head_groups") ==
         std::vector<std::int64_t>{1, 2});
-  for (const auto& s : rb::h5::read_strings(run.path, "/sweeps/ra/status")) CHECK(s == "ok");
   const auto bytes = rb::h5::read_ints(run.path, "/sweeps/ra/bytes_sent_bytes");
   REQUIRE(bytes.size() % 2 == 0);
   for (std::size_t i = 0; i < bytes.size(); i += 2) CHECK(bytes[i] == bytes[i + 1]);  // [rank][P]
@@ -454,10 +462,7 @@ TEST_CASE("ring_attention sweep: Ulysses in head groups into the file, keyed, pa
 // timed iterations: overlap efficiency and kernel slowdown follow from the stored parts.
 TEST_CASE("ring_attention sweep: transport and overlap calibration per point") {
   const int world = rb::test::world();
-  const rbtest::HostSweepRun run =
-      run_ra("seq_lengths: [32], ring_sizes: [1, " + std::to_string(world) +
-                 "], num_heads: 2, head_dim: 8, warmup: 0, iterations: 2, overlap_repeats: 2",
-             "overlap");
+  const rbtest::HostSweepRun run = run_two_rings(", overlap_repeats: 2", "overlap");
   REQUIRE(run.outcome.ok);
   const std::string& path = run.path;
   const std::uint64_t W = static_cast<std::uint64_t>(world), P = 2;
