@@ -42,27 +42,6 @@ std::string short_number(double x) {
   return b;
 }
 
-std::vector<double> as_doubles(const std::vector<float>& v) {
-  return {v.begin(), v.end()};
-}
-
-std::vector<double> shard_as_doubles(const std::vector<unsigned char>& bytes,
-                                     const ring::Problem& p) {
-  std::vector<double> out(bytes.size() / attn::dtype_size(p.dtype));  // Q/dO or (GQA) smaller K/V
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    float f = 0;
-    if (p.dtype == attn::DType::F32) {
-      std::memcpy(&f, bytes.data() + 4 * i, 4);
-    } else {
-      std::uint16_t h = 0;
-      std::memcpy(&h, bytes.data() + 2 * i, 2);
-      f = p.dtype == attn::DType::BF16 ? attn::bf16_to_float(h) : attn::half_to_float(h);
-    }
-    out[i] = f;
-  }
-  return out;
-}
-
 std::vector<double> medians(const std::vector<std::vector<double>>& per_step) {
   std::vector<double> m;
   for (const auto& samples : per_step) m.push_back(stats::median(samples));
@@ -76,20 +55,6 @@ bool on_any_rank(MPI_Comm world, bool mine) {
 }
 
 // This rank's inputs of one point, in storage bytes; kept for the dump.
-struct Shards {
-  std::vector<unsigned char> q, k, v, dO;
-};
-
-Shards make_shards(const ring::Problem& p, int ring_rank, std::uint64_t seed, bool backward) {
-  using ring::Tensor;
-  Shards s;
-  s.q = ring::make_shard(p, ring_rank, seed, Tensor::Q);
-  s.k = ring::make_shard(p, ring_rank, seed, Tensor::K);
-  s.v = ring::make_shard(p, ring_rank, seed, Tensor::V);
-  if (backward) s.dO = ring::make_shard(p, ring_rank, seed, Tensor::dO);
-  return s;
-}
-
 // The worst relative error over the world (every ring) against the tolerance: empty when
 // within it, else which tensor and by how much (the same text on every rank).
 // The attending pairs this rank computes per step: the ring's and all-gather's split the work
@@ -225,9 +190,6 @@ class RingAttentionSweep final : public Sweep {
   ring::ParityOptions parity_options() const;
   void check_point(MPI_Comm world, MPI_Comm ring_comm, const ring::RingResult& res,
                    const ring::Problem& prob, PointResult& r) const;
-  void write_dump(h5::Group& out, const ring::Problem& prob, int ring_rank, const Shards& in,
-                  const ring::RingResult& res) const;
-
   RingParams p_;
   std::vector<Point> points_;
 };
@@ -535,7 +497,7 @@ PointResult RingAttentionSweep::run_point(RunContext& ctx, attn::AttentionBacken
   check_point(ctx.world, ring_comm.mpi.get(), res, prob, r);
   phases.lap(Phase::Check);
   // The first point's tensors, so anyone can re-check the numbers offline.
-  if (p_.dump && pi == 0) write_dump(out, prob, ring_rank, in, res);
+  if (p_.dump && pi == 0) write_dump(out, prob, ring_rank, in, res, p_.backward);
   phases.lap(Phase::Write);
   // Last: it overwrites the results (every rank of the world runs it; rings of one skip it).
   r.overlap = ra->calibrate_overlap(ctx.world, p_.overlap_repeats);
@@ -664,39 +626,6 @@ void RingAttentionSweep::check_point(MPI_Comm world, MPI_Comm ring_comm,
   r.parity_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.failure = parity_verdict(world, r.parity, tolerance(prob));
   if (!r.failure.empty()) r.status = "parity_failed";
-}
-
-void RingAttentionSweep::write_dump(h5::Group& out, const ring::Problem& prob, int ring_rank,
-                                    const Shards& in, const ring::RingResult& res) const {
-  h5::Group d = out.group("dump");
-  d.attr("point", std::int64_t{0});
-  d.attr("layout",
-         "per rank [world, batch, heads, local_rows, head_dim]; row i of a rank holds global "
-         "position positions[rank, i]");
-  const std::vector<std::uint64_t> dims = {
-      static_cast<std::uint64_t>(prob.batch), static_cast<std::uint64_t>(prob.heads),
-      static_cast<std::uint64_t>(prob.local_rows()), static_cast<std::uint64_t>(prob.head_dim)};
-  const std::vector<std::uint64_t> rows = {dims[0], dims[1], dims[2]};
-  const std::vector<std::uint64_t> kv = {dims[0], static_cast<std::uint64_t>(prob.num_kv_heads()),
-                                         dims[2], dims[3]};
-  d.write_per_rank("positions", ring::local_positions(prob, ring_rank), {dims[2]},
-                   {"1", "global sequence position of each local row"});
-  d.write_per_rank("q", shard_as_doubles(in.q, prob), dims,
-                   {"1", "queries as stored (storage dtype values)"});
-  d.write_per_rank("k", shard_as_doubles(in.k, prob), kv,
-                   {"1", "keys as stored ([..., num_kv_heads, ...])"});
-  d.write_per_rank("v", shard_as_doubles(in.v, prob), kv,
-                   {"1", "values as stored ([..., num_kv_heads, ...])"});
-  d.write_per_rank("o", as_doubles(res.out), dims, {"1", "ring attention output (fp32)"});
-  d.write_per_rank("lse", as_doubles(res.lse), rows,
-                   {"1", "log-sum-exp (natural log) of each query row"});
-  if (!p_.backward) return;
-  d.write_per_rank("do", shard_as_doubles(in.dO, prob), dims, {"1", "output gradient as stored"});
-  d.write_per_rank("dq", as_doubles(res.dq), dims, {"1", "query gradient (fp32)"});
-  d.write_per_rank("dk", as_doubles(res.dk), kv,
-                   {"1", "key gradient (fp32), on the block's owner"});
-  d.write_per_rank("dv", as_doubles(res.dv), kv,
-                   {"1", "value gradient (fp32), on the block's owner"});
 }
 
 }  // namespace

@@ -110,6 +110,16 @@ struct PointResult {
   std::optional<ring::OverlapCalibration> overlap;
 };
 
+// ---- a point's inputs and its dump (ring_attention_dump.cpp)
+// This rank's shards of Q, K, V (and dO with backward) as stored, in the problem's dtype.
+struct Shards {
+  std::vector<unsigned char> q, k, v, dO;
+};
+Shards make_shards(const ring::Problem& p, int ring_rank, std::uint64_t seed, bool backward);
+// `dump: true`: the first point's inputs and results, every rank's, under out/dump.
+void write_dump(h5::Group& out, const ring::Problem& prob, int ring_rank, const Shards& in,
+                const ring::RingResult& res, bool backward);
+
 // ---- the parser (ring_attention_parse.cpp): every point validated, errors at their keys
 struct Parsed {
   RingParams params;
