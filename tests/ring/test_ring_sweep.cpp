@@ -224,8 +224,7 @@ TEST_CASE("ring_attention sweep: one points table, [world, P, ...] metrics, step
   CHECK(rb::h5::read_strings(path, "/sweeps/ra/points/kernel_tile") ==
         std::vector<std::string>{"default", "default"});
   for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/status")) CHECK(s == "ok");
-  for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/kernel_path"))
-    CHECK(s == "kokkos");
+  for (const auto& s : rb::h5::read_strings(path, "/sweeps/ra/kernel_path")) CHECK(s == "kokkos");
   const auto fwd = rb::h5::read_doubles(path, "/sweeps/ra/forward_time_s", &dims);
   CHECK(dims == std::vector<std::uint64_t>{W, P, 2});
   for (double t : fwd) CHECK(t > 0);
