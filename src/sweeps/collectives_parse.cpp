@@ -8,6 +8,7 @@
 #include "config/bytes.hpp"
 #include "dtype_names.hpp"
 #include "profiling/engine.hpp"
+#include "profiling/timing.hpp"
 #include "sweeps/collectives.hpp"
 #include "sweeps/collectives_params.hpp"
 

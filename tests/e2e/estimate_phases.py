@@ -141,8 +141,10 @@ def rerun(args):
         runs.append(out)
     sweeps, phases = errors_of(args, runs[0], runs[0])
     check(set(sweeps) == {"ra", "mem"}, f"an error for each sweep: {sweeps}")
-    check(all(abs(e) <= 100 * ROUNDING for e in sweeps.values()),
-          f"the first run estimated from itself: its own times, to the plan's rounding: {sweeps}")
+    # The memory sweep takes ~10 ms: the plan prints it to 10 ms, so only ra's error is the
+    # estimator's (its phases are checked to the millisecond below).
+    check(abs(sweeps.get("ra", 100.0)) <= 100 * ROUNDING,
+          f"the first run estimated from itself: ra's own time, to the plan's rounding: {sweeps}")
     check(set(phases) == set(PHASES) | {"outside"}, f"a row per phase: {sorted(phases)}")
     check(all(abs(m - e) <= 2e-3 for m, e in phases.values()), f"each phase as measured: {phases}")
     sweeps, _ = errors_of(args, runs[1], runs[0])
