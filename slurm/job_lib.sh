@@ -5,11 +5,6 @@
 
 RB_JOB_CHILD=""
 
-# mpirun passes a SIGTERM (the time-limit trap's, or Slurm's own) on to the ranks and kills them
-# odls_base_sigkill_timeout seconds later, 1 by default: too soon for a sweep to stop at its next
-# point and keep the points it finished (ringbench gives a point 20 s). srun ignores this.
-export OMPI_MCA_odls_base_sigkill_timeout="${OMPI_MCA_odls_base_sigkill_timeout:-25}"
-
 # rb_job_results_parent ROOT: the parent of a job's results folder: RB_SCRATCH (a scratch file
 # system: benchmark files do not belong in a checkout on a home file system), else
 # RB_RESULTS_DIR (its older name), else ROOT/results.

@@ -70,13 +70,6 @@ class JobLib(unittest.TestCase):
                           ({"RB_RESULTS_DIR": "/r"}, "/r"), ({}, "/repo/results")):
             self.assertEqual(self.bash('rb_job_results_parent /repo', env).stdout, want)
 
-    def test_mpirun_gives_the_ranks_time_to_keep_their_points(self):
-        # mpirun kills its ranks odls_base_sigkill_timeout s after passing a SIGTERM on: the jobs
-        # give them more than ringbench's 20 s grace, unless the site set it.
-        self.assertEqual(self.bash('printf %s "$OMPI_MCA_odls_base_sigkill_timeout"').stdout, "25")
-        self.assertEqual(self.bash('printf %s "$OMPI_MCA_odls_base_sigkill_timeout"',
-                                   {"OMPI_MCA_odls_base_sigkill_timeout": "60"}).stdout, "60")
-
     def test_verdict_file_and_exit_code(self):
         with tempfile.TemporaryDirectory() as d:
             r = self.bash(f'RB_JOB_NAME=job RB_JOB_DIR="{d}"; rb_job_verdict 6 "time limit"; echo after')
