@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 
 from . import outfile
 
@@ -187,20 +186,14 @@ def read_index(store):
 
 
 def write_index(store, idx):
-    """Write index.json atomically: a temp file in the same directory, then os.replace."""
+    """Write index.json atomically: a temp file in the same directory, then os.replace
+    (outfile.replacing); synced first, so a crash after the rename finds the new index whole."""
     os.makedirs(store, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".index.", suffix=".tmp", dir=store)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(idx, f, indent=2, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, os.path.join(store, INDEX))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with outfile.replacing(os.path.join(store, INDEX)) as f:
+        json.dump(idx, f, indent=2, sort_keys=True)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def current(store, kind):
