@@ -169,6 +169,33 @@ def mount_tmpfs(path, size):
                           capture_output=True).returncode == 0
 
 
+def fill_disk(path):
+    """Writes zeros to path until the file system is full."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def check_json_on_full_disk(args, mnt):
+    """Issue #31 D11: --json onto a full disk warned at every try (the start, after each sweep,
+    the end: 4 lines for JOB); now once, and the run and its HDF5 file are unaffected."""
+    mount_tmpfs(mnt, "4k")
+    fill_disk(os.path.join(mnt, "fill"))
+    out = os.path.join(args.workdir, "json_full.h5")
+    if os.path.exists(out):
+        os.remove(out)
+    r, _ = run_job(args, out, "--json", os.path.join(mnt, "run.json"), timeout=90)
+    warned = lines_with(r.stderr, "cannot write the --json file")
+    check(r.returncode == 0 and status_of(out) == "complete" and len(warned) == 1
+          and "without another warning" in warned[0],
+          f"--json onto a full disk: exit {r.returncode}, output {status_of(out)}, one warning: {warned}")
+
+
 def check_diskfull(args):
     """A full disk at a sweep's write and at the first flush: the OS reason, exit within
     seconds, and the file keeps the sweeps finished before."""
@@ -199,6 +226,7 @@ def check_diskfull(args):
             if "first flush" in where:  # #31 item 18: the unreadable file blocked a re-run
                 check(not os.path.exists(out) and "removed the unfinished output" in r.stderr,
                       f"the file whose first flush failed is removed ({size}): a re-run is not blocked")
+        check_json_on_full_disk(args, mnt)
     finally:
         subprocess.run(["umount", mnt], capture_output=True)
 
@@ -483,11 +511,31 @@ def refused_once(r, seconds, needle, limit_s=10):
     return r.returncode != 0 and seconds < limit_s and len(msgs) == 1 and not crashed, msgs
 
 
+def config_text_cases():
+    """Issue #31 round two, D2 and D10: a UTF-16 file and a NUL byte in a comment (both ran, and
+    /run config_text kept their first bytes only), a 100,000-character key in a flow map (yaml-cpp
+    said 'end of map flow not found') and a 100,000-character sweep name (accepted)."""
+    line3 = JOB.split("\n")[2]
+    long_key = "k" * 100000
+    keyed = line3.replace("iterations: 2}", f"iterations: 2, {long_key}: 1}}")
+    return [
+        ("utf16", JOB.encode("utf-16"), ":1:1: ", "the file is UTF-16LE encoded (byte-order mark FF FE)"),
+        ("nul_comment", JOB.replace("backend: host", "backend: host # a\0b"), ":1:18: ",
+         "a NUL byte (\\0) here"),
+        ("long_key", JOB.replace(line3, keyed), f":3:{keyed.index(long_key) + 1}: key 'sweeps[0]'",
+         "key longer than 1024 characters (100000, starting 'kkk"),
+        ("long_name", JOB.replace("name: mem", "name: " + "m" * 100000),
+         f":3:{line3.index('name: mem') + 7}: key 'sweeps[0].name'",
+         "expected a name of at most 128 characters, got 100000"),
+    ]
+
+
 def check_config_limits(args):
     """Issue #31 items 1, 7, 11: a self-referencing alias (SIGSEGV on every rank before), an
     MPI-IO hint value of MPI_MAX_INFO_VAL characters (every rank aborted after the output was
     claimed, a 57-byte non-HDF5 file left), a list beyond HDF5's 64 KiB attribute (aborted at
-    run time): each refused at validation, at its key, once, with no output file."""
+    run time), and config_text_cases: each refused at validation, at its key (or the file's
+    line and column), once, with no output file."""
     w = args.workdir
     head_dims = ", ".join(["16"] * 8001)
     cases = [
@@ -500,9 +548,11 @@ def check_config_limits(args):
          "MPI-IO hint values are at most 255 characters"),
         ("long_list", "backend: host\nsweeps:\n  - {type: kernel_tuning, block_rows: [64], "
          "head_dims: [" + head_dims + "]}\n", ":3:", "a list may hold at most 8000 values, got 8001"),
-    ]
+    ] + config_text_cases()
     for name, text, where, needle in cases:
-        cfg = write(os.path.join(w, name + ".yaml"), text)
+        cfg = os.path.join(w, name + ".yaml")
+        with open(cfg, "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode())
         out = os.path.join(w, name + ".h5")
         if os.path.exists(out):
             os.remove(out)
