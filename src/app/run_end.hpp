@@ -42,18 +42,25 @@ std::string start_heartbeats(Watchdog& watchdog, const std::string& out_path, MP
 // whether any rank's guard fired is agreed, so no rank writes 'complete' once one has.
 void stop_if_guard_fired(Watchdog* watchdog, MPI_Comm world);
 
+// Ends every rank with MPI_Abort before the run's end. Rank 0 first removes a --force run's file,
+// still under its temporary name (file.pending()), and says so: the old output it was to
+// replace stays as it was, and a full disk gets its room back. The other ranks give it a second
+// before their abort ends every rank.
+[[noreturn]] void abort_run(const h5::File& file, int rank, MPI_Comm world);
+
 // A write or flush of the output failed: metrics/h5 agreed on it over the ranks, so every rank
 // holds the same message (with the OS's reason) and stops here; the file keeps what its last good
-// flush wrote. MPI_Abort, not a return: the ranks may be at different points of a sweep.
+// flush wrote (a --force run's: abort_run). MPI_Abort, not a return: the ranks may be at
+// different points of a sweep.
 [[noreturn]] void stop_on_output_error(const std::exception& e, const std::string& where,
-                                       const std::string& path, int rank, JsonReport* json,
+                                       const h5::File& file, int rank, JsonReport* json,
                                        MPI_Comm world);
 
 // The sweeps are over on every rank. The guard decides first (a run it ended writes nothing
 // more), then /run gets its end time, status and failure (`failures`: "" when every sweep
 // completed) and the file is closed; then the heartbeat file goes and --json says the status.
 struct RunEnd {
-  std::string out_path, heartbeat, failures;
+  std::string heartbeat, failures;
   double foreign_cpu = 0;
   bool guarded = false;  // the hang guard beat (its shared memory is released collectively)
 };

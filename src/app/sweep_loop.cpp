@@ -36,14 +36,13 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
     outcome = sweep.run(ctx, out);
   } catch (const std::exception& e) {
     // A sweep that throws on one rank leaves the others inside a collective: the only
-    // safe end is MPI_Abort. The file keeps status 'running' and every earlier sweep.
-    fmt::print(stderr,
-               "ringbench: rank {}: sweep '{}' failed: {}; aborting the run (completed "
-               "sweeps are in {})\n",
-               ctx.layout.rank, sweep.name(), e.what(), file.path());
-    std::fflush(stderr);
+    // safe end is MPI_Abort. The file keeps status 'running' and every earlier sweep (a --force
+    // run's file goes: abort_run; the old one stays).
+    fmt::print(stderr, "ringbench: rank {}: sweep '{}' failed: {}; aborting the run{}\n",
+               ctx.layout.rank, sweep.name(), e.what(),
+               file.pending().empty() ? " (completed sweeps are in " + file.path() + ")" : "");
     if (json != nullptr) write_json(*json, "failed", sweep.name() + ": " + e.what());
-    MPI_Abort(world, 1);
+    abort_run(file, ctx.layout.rank, world);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -65,8 +64,7 @@ std::string run_sweep(Sweep& sweep, RunContext ctx, h5::Group& sweeps, h5::File&
     out.attr("wall_time_s", seconds);
     file.flush();
   } catch (const std::exception& e) {
-    stop_on_output_error(e, "sweep '" + sweep.name() + "'", file.path(), ctx.layout.rank, json,
-                         world);
+    stop_on_output_error(e, "sweep '" + sweep.name() + "'", file, ctx.layout.rank, json, world);
   }
   if (ctx.layout.rank == 0 && (failed || !quiet))  // a progress line (the summary repeats failures)
     fmt::print(stderr, "{} [{}] {} in {}{}\n", utc_clock(), sweep.name(),

@@ -319,17 +319,21 @@ void Watchdog::interrupt(int signo) {
   const int code = interrupted_exit_code(signo);
   const std::string name = signal_name(signo);
   const bool recorded = record_end("interrupted", name + " " + where);
-  if (!unfinished.empty() && ::unlink(unfinished.c_str()) == 0)
+  const bool removed = !unfinished.empty() && ::unlink(unfinished.c_str()) == 0;
+  if (removed)
     std::fputs(fmt::format("ringbench: removed the unfinished output '{}'\n", unfinished).c_str(),
                stderr);
   if (recorded || (rank_ == 0 && record.empty())) {
     std::fputs(fmt::format("ringbench: rank {}: interrupted by {} {}; stopping with exit "
                            "code {}{}\n",
                            rank_, name, where, code,
-                           recorded ? "; the end state is in " + record +
-                                          " (the output's /run status stays 'running'; the "
-                                          "sweeps finished before are complete in it)"
-                                    : "")
+                           !recorded ? ""
+                           : removed ? "; the end state is in " + record +
+                                           " (an output file that --force was to replace is "
+                                           "left as it was)"
+                                     : "; the end state is in " + record +
+                                           " (the output's /run status stays 'running'; the "
+                                           "sweeps finished before are complete in it)")
                    .c_str(),
                stderr);
   }

@@ -196,6 +196,35 @@ def check_json_on_full_disk(args, mnt):
           f"--json onto a full disk: exit {r.returncode}, output {status_of(out)}, one warning: {warned}")
 
 
+def check_force_on_full_disk(args, mnt, cfg):
+    """Issue #31 D3: --force over a good output, then the disk fills after the first flush. The
+    old file was renamed away at that flush and the run then failed: lost. Now it is replaced
+    only when the new run closes its file whole: it stays byte for byte, and the run removes its
+    own unfinished file (a full disk needs the room)."""
+    old = os.path.join(args.workdir, "force_old.h5")
+    if os.path.exists(old):
+        os.remove(old)
+    r, _ = run_job(args, old, timeout=90)
+    check(r.returncode == 0 and status_of(old) == "complete", f"the old output: exit {r.returncode}")
+    # Room for the old file, the new file's first flush (64 KiB kept for metadata) and its first
+    # sweeps, not for the big one after them.
+    mount_tmpfs(mnt, f"{os.path.getsize(old) // 1024 + 200}k")
+    out = shutil.copy(old, os.path.join(mnt, "run.h5"))
+    with open(out, "rb") as f:
+        before = f.read()
+    r, s = run_job(args, out, "--force", cfg=cfg, timeout=90)
+    with open(out, "rb") as f:
+        kept = f.read() == before
+    left = [n for n in os.listdir(mnt) if n.endswith(".partial")]
+    flushed = "[mem] done" in r.stderr  # the disk filled after the first sweeps' flushes, as meant
+    check(r.returncode != 0 and "No space left on device" in r.stderr and s < 30 and flushed,
+          f"--force onto a nearly full disk: exit {r.returncode} in {s:.1f} s, after a sweep was done")
+    check(kept and not left and "removed this run's unfinished file" in r.stderr,
+          f"the old output is intact ({kept}) and no partial file is left ({left})")
+    if not (kept and flushed):
+        print(r.stderr[-2000:])
+
+
 def check_diskfull(args):
     """A full disk at a sweep's write and at the first flush: the OS reason, exit within
     seconds, and the file keeps the sweeps finished before."""
@@ -226,6 +255,7 @@ def check_diskfull(args):
             if "first flush" in where:  # #31 item 18: the unreadable file blocked a re-run
                 check(not os.path.exists(out) and "removed the unfinished output" in r.stderr,
                       f"the file whose first flush failed is removed ({size}): a re-run is not blocked")
+        check_force_on_full_disk(args, mnt, cfg)
         check_json_on_full_disk(args, mnt)
     finally:
         subprocess.run(["umount", mnt], capture_output=True)
