@@ -685,7 +685,7 @@ def check_side_files(args):
 
 
 def check_partial_leftover(args):
-    """A --force run killed before its first flush leaves its new file under the partial name
+    """A --force run killed before its end leaves its new file under the partial name
     (.NAME.rbPID.partial). The next run on that output, holding its lock, removes this user's
     regular leftovers of that output, says so once, and leaves other outputs' partials, links
     and their targets alone."""
