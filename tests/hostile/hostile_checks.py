@@ -4,7 +4,7 @@ each ends with a clear message and a non-zero exit within seconds, nothing hangs
 clobbered or half-written.
 
     hostile_checks.py CHECK --ringbench BIN --mpiexec MPIEXEC --source SRC --workdir DIR
-CHECK: config | output | race | diskfull | oom | oom_validation | stopped | stopped_nodes |
+CHECK: config | output | race | diskfull | oom | oom_validation | stopped | stopped_nodes | stopped_setup |
 config_limits | side_files | environment | closed_stdout. Exit 0 = pass, 1 = fail, 77 = skipped (diskfull
 without the right to mount a tmpfs; oom without prlimit).
 """
@@ -533,6 +533,51 @@ def check_stopped(args, one_rank_nodes=False):
             os.remove(leftover)
 
 
+def check_stopped_setup(args):
+    """Issue #31 D5: a rank stopped (SIGSTOP) before the output is claimed, when no point runs:
+    only points were timed, so with a point limit and no run limit every rank waited for good.
+    Now the time between points has the point limit too, at least 60 s: the job ends with exit
+    124 and a TIMEOUT line that says 'between points'."""
+    cfg = write(os.path.join(args.workdir, "stop_setup.yaml"), STOP_JOB.format(limit=STOP_LIMIT_S))
+    out = os.path.join(args.workdir, f"stopped_setup_{os.getpid()}.h5")  # unique: finds its ranks
+    cmd = [args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", out]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, **harness.MPI_AS_ROOT))
+    pids, stopped_at = {}, None
+    try:
+        # The header's first line: every rank is set up (the guard runs), the output not yet claimed.
+        p.stdout.readline()
+        pids = rank_pids(out, args.ringbench)
+        if 1 in pids:
+            os.kill(pids[1], signal.SIGSTOP)
+            stopped_at = time.monotonic()
+        check(stopped_at is not None, f"rank 1 found and stopped before the run's first point: {pids}")
+        threading.Thread(target=p.stdout.read, daemon=True).start()
+        try:
+            err = p.stderr.read() if p.wait(timeout=60 + STOP_GRACE_S + 10) is not None else ""
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            err = ""
+        took = time.monotonic() - stopped_at if stopped_at else float("nan")
+        said = lines_with(err, "TIMEOUT: between points has run")
+        check(p.returncode == 124 and took <= 60 + STOP_GRACE_S and said
+              and "at least 60 s between points" in said[0],
+              f"the job ended with exit {p.returncode} {took:.1f} s after the stop: {said}")
+        if not said:
+            print(err[-2000:])
+    finally:
+        for pid in pids.values():
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+    for leftover in (out, out + ".heartbeat", out + ".end", out + ".lock"):
+        if os.path.exists(leftover):
+            os.remove(leftover)
+
+
 def refused_once(r, seconds, needle, limit_s=10):
     """(ok, the lines): a non-zero exit within limit_s, the message once (one rank), no crash."""
     msgs = lines_with(r.stderr, needle)
@@ -795,6 +840,7 @@ def main():
               "oom_validation": check_oom_validation,
               "stopped": check_stopped, "config_limits": check_config_limits,
               "stopped_nodes": lambda a: check_stopped(a, one_rank_nodes=True),
+              "stopped_setup": check_stopped_setup,
               "side_files": check_side_files, "environment": check_environment,
               "closed_stdout": check_closed_stdout, "partial_leftover": check_partial_leftover}
     ap.add_argument("check", choices=list(checks))
