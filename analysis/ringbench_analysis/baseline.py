@@ -6,23 +6,29 @@ config with run.name and run.output_dir removed, since those only name the outpu
 promoted file is kept as KIND/<UTC date>_<commit>.h5; index.json lists them per kind with a
 `current` flag. A promote adds an entry and moves `current`; nothing is overwritten, so a
 slow drift stays visible in the history. index.json is replaced atomically (temp + rename),
-so a job killed mid-promote leaves the old index, never a torn one.
+so a job killed mid-promote leaves the old index, never a torn one. A promote or record holds
+an exclusive lock on the store (flock on STORE/.lock) from choosing the file's name to writing
+the index: two at once (two nightly jobs ending together) each keep their file and their entry.
 
 `record RUN.h5` keeps a passing night as history only (role "night", never current): compare
 --history STORE reads a kind's baselines and nights to learn each point's night-to-night noise.
 The last KEEP_NIGHTS nights of a kind are kept; older night files are removed.
 """
+import contextlib
 import datetime
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
 import sys
-import tempfile
+
+from . import outfile
 
 DEFAULT_STORE = os.path.join("results", "baselines")
 INDEX = "index.json"
+LOCK = ".lock"  # promote and record hold it (flock) while they add a file and an entry
 EXIT_NONE = 3  # `baseline path`: no baseline for this run's machine kind
 KEEP_NIGHTS = 30
 
@@ -180,20 +186,14 @@ def read_index(store):
 
 
 def write_index(store, idx):
-    """Write index.json atomically: a temp file in the same directory, then os.replace."""
+    """Write index.json atomically: a temp file in the same directory, then os.replace
+    (outfile.replacing); synced first, so a crash after the rename finds the new index whole."""
     os.makedirs(store, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".index.", suffix=".tmp", dir=store)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(idx, f, indent=2, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, os.path.join(store, INDEX))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with outfile.replacing(os.path.join(store, INDEX)) as f:
+        json.dump(idx, f, indent=2, sort_keys=True)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def current(store, kind):
@@ -204,10 +204,25 @@ def current(store, kind):
     return None
 
 
+@contextlib.contextmanager
+def _locked(store):
+    """Holds the store's lock (an exclusive flock on STORE/.lock; waits for another holder): the
+    free name a copy takes and the index's read-modify-write are only right for one writer."""
+    os.makedirs(store, exist_ok=True)
+    fd = os.open(os.path.join(store, LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 def _store_copy(run_path, store, now, role):
     """Copy RUN.h5 into KIND/<date>_<commit>[_n].h5 (never over a kept file); returns
     (identity, store-relative path, entry date). A run that did not finish is refused: as the
-    baseline it would pass every night that measures less, and as a night it teaches a noise."""
+    baseline it would pass every night that measures less, and as a night it teaches a noise.
+    Called under _locked(store); the copy goes through a temp file of its own (outfile), so a
+    promote killed mid-copy leaves no half file under the kept name."""
     ident = run_identity(run_path)
     if ident["unfinished"]:
         what = "the baseline" if role == "baseline" else "a history night"
@@ -221,9 +236,8 @@ def _store_copy(run_path, store, now, role):
         n += 1
         name = f"{base}_{n}.h5"
     rel = os.path.join(ident["kind"], name)
-    tmp = os.path.join(kind_dir, "." + name + ".tmp")
-    shutil.copyfile(run_path, tmp)
-    os.replace(tmp, os.path.join(store, rel))
+    with open(run_path, "rb") as src, outfile.replacing(os.path.join(store, rel), "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
     return ident, rel, now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -235,36 +249,38 @@ def _entry(ident, rel, date, run_path, role):
 
 def promote(run_path, store, now=None):
     """Copy RUN.h5 into the store as KIND's new current baseline; returns the new entry."""
-    ident, rel, date = _store_copy(run_path, store, now or datetime.datetime.now(datetime.timezone.utc),
-                                   "baseline")
-    idx = read_index(store)
-    entries = idx.setdefault(ident["kind"], [])
-    for e in entries:
-        e["current"] = False
-    entry = _entry(ident, rel, date, run_path, "baseline")
-    entries.append(entry)
-    write_index(store, idx)
+    with _locked(store):
+        ident, rel, date = _store_copy(run_path, store,
+                                       now or datetime.datetime.now(datetime.timezone.utc), "baseline")
+        idx = read_index(store)
+        entries = idx.setdefault(ident["kind"], [])
+        for e in entries:
+            e["current"] = False
+        entry = _entry(ident, rel, date, run_path, "baseline")
+        entries.append(entry)
+        write_index(store, idx)
     return entry
 
 
 def record(run_path, store, now=None, keep=KEEP_NIGHTS):
     """Keep RUN.h5 as a night of KIND's history (not a baseline); the oldest nights beyond
     `keep` leave the index first, then their files go. Returns the new entry."""
-    ident, rel, date = _store_copy(run_path, store, now or datetime.datetime.now(datetime.timezone.utc),
-                                   "night")
-    idx = read_index(store)
-    entries = idx.setdefault(ident["kind"], [])
-    entry = _entry(ident, rel, date, run_path, "night")
-    entries.append(entry)
-    nights = [e for e in entries if e.get("role") == "night"]
-    old = nights[:-keep] if keep and len(nights) > keep else []
-    idx[ident["kind"]] = [e for e in entries if e not in old]
-    write_index(store, idx)
-    for e in old:
-        try:
-            os.unlink(os.path.join(store, e["file"]))
-        except OSError:
-            pass  # already gone: the index no longer names it
+    with _locked(store):
+        ident, rel, date = _store_copy(run_path, store,
+                                       now or datetime.datetime.now(datetime.timezone.utc), "night")
+        idx = read_index(store)
+        entries = idx.setdefault(ident["kind"], [])
+        entry = _entry(ident, rel, date, run_path, "night")
+        entries.append(entry)
+        nights = [e for e in entries if e.get("role") == "night"]
+        old = nights[:-keep] if keep and len(nights) > keep else []
+        idx[ident["kind"]] = [e for e in entries if e not in old]
+        write_index(store, idx)
+        for e in old:
+            try:
+                os.unlink(os.path.join(store, e["file"]))
+            except OSError:
+                pass  # already gone: the index no longer names it
     return entry
 
 

@@ -43,7 +43,6 @@ int run_into_output(const std::string& out_path, h5::File& file, Validated& v,
   if (layout.rank == 0 && !cli.quiet) fmt::print(stderr, "writing {}\n", out_path);
   watchdog.set_end_record(end_record_path(out_path));
   RunEnd end;
-  end.out_path = out_path;
   end.heartbeat = heartbeat ? start_heartbeats(watchdog, out_path, node, world) : "";
   end.guarded = heartbeat;
 
@@ -113,7 +112,9 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
     watchdog->set_unfinished_output(out_path);
   std::optional<h5::File> file =
       create_output(out_path, *v, cli, *text, layout, *setup, mpi_thread_level, world);
-  watchdog->set_unfinished_output("");
+  // A --force run's file stays unfinished until the run's end renames it over the old one: a
+  // signal before removes it and the old file stays. A new output is readable from here on.
+  watchdog->set_unfinished_output(file && layout.rank == 0 ? file->pending() : "");
   if (!file) return 1;
   return run_into_output(out_path, *file, *v, cli, layout, *setup, *watchdog, limits.any(), reports,
                          node_comm.get(), world);

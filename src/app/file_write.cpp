@@ -135,9 +135,9 @@ void remove_empty_dirs(const std::vector<std::string>& outermost_first) {
 }
 
 // With the output's lock held, no live run writes a partial file of this output (a --force run
-// holds the lock from before it makes one until it ends): those still there are left by runs
-// that were killed before their first flush. Only this user's regular files are removed; a
-// link or anything else with such a name is left alone.
+// holds the lock from before it makes one until it ends): those still there are left by --force
+// runs killed before their end (a run that stops on an error or a signal removes its own). Only
+// this user's regular files are removed; a link or anything else with such a name is left alone.
 void remove_leftover_partials(const std::string& output) {
   namespace fs = std::filesystem;
   const fs::path out(output);
@@ -154,8 +154,8 @@ void remove_leftover_partials(const std::string& output) {
       continue;
     if (::unlink(it->path().c_str()) == 0)
       std::fprintf(stderr,
-                   "ringbench: removed '%s', left by an earlier --force run on '%s' that ended "
-                   "before its first flush\n",
+                   "ringbench: removed '%s', left by an earlier --force run on '%s' that was "
+                   "killed before its end\n",
                    it->path().c_str(), output.c_str());
   }
 }

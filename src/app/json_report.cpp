@@ -123,7 +123,11 @@ void write_json(const JsonReport& json, const std::string& status, const std::st
   try {
     json.write(status, failure);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "ringbench: warning: {}\n", e.what());
+    if (json.first_failure())
+      fmt::print(stderr,
+                 "ringbench: warning: {}; it is tried again after each sweep and at the end, "
+                 "without another warning\n",
+                 e.what());
   }
 }
 

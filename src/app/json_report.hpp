@@ -29,6 +29,8 @@ class JsonReport {
   // (path "-"): only a final status is written, once.
   void write(const std::string& run_status, const std::string& failure) const;
   bool to_stdout() const { return path_ == "-"; }
+  // True the first time it is called: write_json warns once, not at every later try.
+  bool first_failure() const { return !failed_ ? (failed_ = true) : false; }
 
  private:
   struct Sweep {
@@ -41,10 +43,12 @@ class JsonReport {
   std::vector<Sweep> sweeps_;
   bool replace_link_ = false;
   mutable bool written_to_stdout_ = false;
+  mutable bool failed_ = false;
 };
 
 // json.write, or a warning on stderr: a --json file that cannot be written costs the run
-// nothing more.
+// nothing more. The file is tried again after every sweep and at the end, so a full disk would
+// repeat the warning at each try: it is printed at the first failure only, and says so.
 void write_json(const JsonReport& json, const std::string& status, const std::string& failure);
 
 // JSON text of a string (quoted, escaped) and of a number (null for NaN and infinities).

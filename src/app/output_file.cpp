@@ -220,7 +220,7 @@ std::optional<h5::File> create_output(const std::string& out_path, const Validat
     // file that --force was to replace is left alone (the new data went to a temporary name).
     if (layout.rank == 0 && new_output && ::unlink(out_path.c_str()) == 0)
       fmt::print(stderr, "ringbench: removed the unfinished output '{}'\n", out_path);
-    stop_on_output_error(e, "the run and ranks groups", out_path, layout.rank, nullptr, world);
+    stop_on_output_error(e, "the run and ranks groups", *file, layout.rank, nullptr, world);
   }
   return file;
 }

@@ -1,5 +1,6 @@
 #include "app/run_end.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -81,15 +82,29 @@ int agreed_stop_signal(Watchdog& watchdog, MPI_Comm world) {
   return any;
 }
 
-[[noreturn]] void stop_on_output_error(const std::exception& e, const std::string& where,
-                                       const std::string& path, int rank, JsonReport* json,
-                                       MPI_Comm world) {
-  fmt::print(stderr, "ringbench: rank {}: writing {} to {} failed: {}; stopping the run\n", rank,
-             where, path, e.what());
+[[noreturn]] void abort_run(const h5::File& file, int rank, MPI_Comm world) {
+  struct stat st {};
+  const std::string& unfinished = file.pending();
+  if (rank == 0 && !unfinished.empty() && ::lstat(unfinished.c_str(), &st) == 0 &&
+      S_ISREG(st.st_mode) && ::unlink(unfinished.c_str()) == 0)
+    fmt::print(stderr,
+               "ringbench: removed this run's unfinished file '{}'; the output '{}' it was to "
+               "replace (--force) is left as it was\n",
+               unfinished, file.path());
   std::fflush(stderr);
-  if (json != nullptr) write_json(*json, "failed", where + ": " + e.what());
+  if (rank != 0 && !unfinished.empty()) std::this_thread::sleep_for(std::chrono::seconds(1));
   MPI_Abort(world, 1);
   std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest
+}
+
+[[noreturn]] void stop_on_output_error(const std::exception& e, const std::string& where,
+                                       const h5::File& file, int rank, JsonReport* json,
+                                       MPI_Comm world) {
+  fmt::print(stderr, "ringbench: rank {}: writing {} to {} failed: {}; stopping the run\n", rank,
+             where, file.path(), e.what());
+  std::fflush(stderr);
+  if (json != nullptr) write_json(*json, "failed", where + ": " + e.what());
+  abort_run(file, rank, world);
 }
 
 void end_run(const RunEnd& end, h5::File& file, Watchdog& watchdog, JsonReport* json, int rank,
@@ -104,7 +119,7 @@ void end_run(const RunEnd& end, h5::File& file, Watchdog& watchdog, JsonReport* 
     run.set_attr("failure", end.failure());
     file.close();
   } catch (const std::exception& e) {
-    stop_on_output_error(e, "the run's end status", end.out_path, rank, json, world);
+    stop_on_output_error(e, "the run's end status", file, rank, json, world);
   }
   if (end.guarded) watchdog.release_heartbeat();  // every rank is here (a collective)
   if (!end.heartbeat.empty() && rank == 0) ::unlink(end.heartbeat.c_str());

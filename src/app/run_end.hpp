@@ -47,11 +47,18 @@ void stop_if_guard_fired(Watchdog* watchdog, MPI_Comm world);
 // A stop agreed is told to the guard (Watchdog::stop_agreed).
 int agreed_stop_signal(Watchdog& watchdog, MPI_Comm world);
 
+// Ends every rank with MPI_Abort before the run's end. Rank 0 first removes a --force run's file,
+// still under its temporary name (file.pending()), and says so: the old output it was to
+// replace stays as it was, and a full disk gets its room back. The other ranks give it a second
+// before their abort ends every rank.
+[[noreturn]] void abort_run(const h5::File& file, int rank, MPI_Comm world);
+
 // A write or flush of the output failed: metrics/h5 agreed on it over the ranks, so every rank
 // holds the same message (with the OS's reason) and stops here; the file keeps what its last good
-// flush wrote. MPI_Abort, not a return: the ranks may be at different points of a sweep.
+// flush wrote (a --force run's: abort_run). MPI_Abort, not a return: the ranks may be at
+// different points of a sweep.
 [[noreturn]] void stop_on_output_error(const std::exception& e, const std::string& where,
-                                       const std::string& path, int rank, JsonReport* json,
+                                       const h5::File& file, int rank, JsonReport* json,
                                        MPI_Comm world);
 
 // The sweeps are over on every rank, or a signal stopped them where every rank agreed. The guard

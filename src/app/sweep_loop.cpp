@@ -32,15 +32,13 @@ SweepOutcome run_points(Sweep& sweep, RunContext& ctx, h5::Group& out, h5::File&
     return sweep.run(ctx, out);
   } catch (const std::exception& e) {
     // A sweep that throws on one rank leaves the others inside a collective: the only
-    // safe end is MPI_Abort. The file keeps status 'running' and every earlier sweep.
-    fmt::print(stderr,
-               "ringbench: rank {}: sweep '{}' failed: {}; aborting the run (completed "
-               "sweeps are in {})\n",
-               ctx.layout.rank, sweep.name(), e.what(), file.path());
-    std::fflush(stderr);
+    // safe end is MPI_Abort. The file keeps status 'running' and every earlier sweep (a --force
+    // run's file goes: abort_run; the old one stays).
+    fmt::print(stderr, "ringbench: rank {}: sweep '{}' failed: {}; aborting the run{}\n",
+               ctx.layout.rank, sweep.name(), e.what(),
+               file.pending().empty() ? " (completed sweeps are in " + file.path() + ")" : "");
     if (json != nullptr) write_json(*json, "failed", sweep.name() + ": " + e.what());
-    MPI_Abort(ctx.world, 1);
-    std::abort();  // MPI_Abort does not return
+    abort_run(file, ctx.layout.rank, ctx.world);
   }
 }
 
@@ -68,7 +66,7 @@ void write_sweep_end(h5::Group& out, h5::File& file, const std::string& status,
       out.attr("points_planned", static_cast<std::int64_t>(progress.total_points()));
     file.flush();
   } catch (const std::exception& e) {
-    stop_on_output_error(e, "sweep '" + name + "'", file.path(), rank, json, world);
+    stop_on_output_error(e, "sweep '" + name + "'", file, rank, json, world);
   }
 }
 

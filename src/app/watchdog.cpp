@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "app/end_record.hpp"
+#include "app/estimate.hpp"
 #include "app/heartbeat.hpp"
 #include "app/interrupts.hpp"
 #include "runtime/gpu.hpp"
@@ -24,7 +25,11 @@
 namespace rb {
 
 Watchdog::Watchdog(int rank, WatchdogLimits limits, double poll_s)
-    : rank_(rank), limits_(std::move(limits)), poll_(poll_s), run_start_(Clock::now()) {
+    : rank_(rank),
+      limits_(std::move(limits)),
+      poll_(poll_s),
+      run_start_(Clock::now()),
+      idle_start_(run_start_) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -33,6 +38,9 @@ namespace {
 constexpr double kBeatS = 1.0;     // one heartbeat a second
 constexpr double kSilenceS = 3.5;  // a rank whose counter does not move in this long is silent
 constexpr std::size_t kMaxNamed = 16;
+// The least time between points (setup, the output's claim, a flush) under a point limit: a slow
+// file system's flush or NCCL's set-up over many nodes takes seconds to a minute.
+constexpr double kBetweenPointsMinS = 60;
 
 }  // namespace
 
@@ -217,6 +225,7 @@ bool Watchdog::end_run() {
 
 void Watchdog::idle() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (in_point_) idle_start_ = Clock::now();
   in_point_ = false;
 }
 
@@ -250,12 +259,25 @@ std::string Watchdog::where_locked() const {
   return where_text(in_point_ ? sweep_ : "", index_, label_);
 }
 
-// Called with mutex_ held.
+// Called with mutex_ held. Between points (the set-up before the first one, the output's claim,
+// each sweep's flushes) the ranks meet in collectives too: a rank stopped there (SIGSTOP, a lost
+// node) held the others for good when only points were timed (issue #31, D5). That time does no
+// measured work, so a point limit covers it too, at least kBetweenPointsMinS, or under auto at
+// least kAutoPointFloorS (before the first sweep sets one).
 std::string Watchdog::check(Clock::time_point now) const {
   if (in_point_ && limits_.point_s > 0) {
     const double s = std::chrono::duration<double>(now - point_start_).count();
     if (s > limits_.point_s)
       return timeout_text(where_locked(), s, limits_.point_s, limits_.point_source);
+  }
+  if (!in_point_ && (limits_.point_s > 0 || limits_.point_auto)) {
+    const double floor = limits_.point_auto ? kAutoPointFloorS : kBetweenPointsMinS;
+    const double limit = std::max(limits_.point_s, floor);
+    const double s = std::chrono::duration<double>(now - idle_start_).count();
+    if (s > limit)
+      return timeout_text(
+          where_locked(), s, limit,
+          fmt::format("{}, at least {:g} s between points", limits_.point_source, floor));
   }
   if (limits_.run_s > 0) {
     const double s = std::chrono::duration<double>(now - run_start_).count();
@@ -405,21 +427,23 @@ void Watchdog::end_interrupted(int signo, const std::string& where, bool recorde
   const int code = interrupted_exit_code(signo);
   const std::string name = signal_name(signo);
   if (!recorded) recorded = record_end("interrupted", name + " " + where);
-  if (!unfinished.empty() && ::unlink(unfinished.c_str()) == 0)
+  const bool removed = !unfinished.empty() && ::unlink(unfinished.c_str()) == 0;
+  if (removed)
     std::fputs(fmt::format("ringbench: removed the unfinished output '{}'\n", unfinished).c_str(),
                stderr);
   if (recorded || (rank_ == 0 && record.empty())) {
     std::fputs(
         fmt::format(
-            "ringbench: rank {}: interrupted by {} {}{}; stopping with exit "
-            "code {}{}\n",
-            rank_, name, where,
+            "ringbench: rank {}: interrupted by {} {}{}; stopping with exit code {}{}\n", rank_,
+            name, where,
             waited ? "; no point boundary came in time to keep the sweep's finished points" : "",
             code,
-            recorded ? "; the end state is in " + record +
-                           " (the output's /run status stays 'running'; the "
-                           "sweeps finished before are complete in it)"
-                     : "")
+            !recorded ? ""
+            : removed ? "; the end state is in " + record +
+                            " (an output file that --force was to replace is left as it was)"
+                      : "; the end state is in " + record +
+                            " (the output's /run status stays 'running'; the sweeps finished "
+                            "before are complete in it)")
             .c_str(),
         stderr);
   }

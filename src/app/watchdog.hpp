@@ -1,6 +1,7 @@
 #pragma once
 // The hang guard (run.timeout_s, run.point_timeout_s, --timeout): one thread per rank that
-// watches the run's and the current point's age. A rank stuck in a collective whose partner
+// watches the run's and the current point's age (or, between points, the time since the last
+// one ended: check() in watchdog.cpp says its limit). A rank stuck in a collective whose partner
 // died (or hangs) never returns to the driver, so the guard cannot ask it to stop: past a
 // limit it says what hung on stderr, aborts this rank's NCCL communicators (so the GPU work
 // queued on them ends) and ends the process with kTimeoutExitCode. The program asks MPI only
@@ -60,7 +61,8 @@ class Watchdog {
 
   // A point's clock runs from its point_started to the next one or to idle().
   void point_started(const std::string& sweep, std::size_t index, const std::string& label);
-  // Between sweeps: no point is running (the run's limit still applies).
+  // Between sweeps: no point is running (the run's limit still applies, and the point limit
+  // to the time between points, at least kBetweenPointsMinS).
   void idle();
   // The limit of the points from now on (0: none) and how the message names it (run.point_timeout_s
   // auto: per sweep, from its estimate).
@@ -165,6 +167,7 @@ class Watchdog {
   std::string sweep_, label_;
   std::size_t index_ = 0;
   Clock::time_point point_start_;
+  Clock::time_point idle_start_;  // when the last point (or the run) ended: between points
   bool beat_stop_ = false;
   bool fired_ = false;           // the guard decided to end the run (set before it says so)
   bool ended_ = false;           // the main thread claimed the run's end first

@@ -21,6 +21,7 @@
 
 #include "config/file_kind.hpp"
 #include "config/policy_file.hpp"
+#include "config/text_checks.hpp"
 #include "config/yaml_guard.hpp"
 
 namespace rb {
@@ -110,10 +111,16 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& file,
   }
 }
 
-// Names become HDF5 group and file names: keep them to a portable character set.
+// Names become HDF5 group and file names: keep them to a portable character set, and short
+// enough that every file named after one (`<name>_<UTC time>.h5`, rb-analysis'
+// `contention_<name>_monitor.png`) stays within a file name's 255 bytes with room to spare.
 void check_name(const cfg::Node& owner, const std::string& key, const std::string& name) {
   if (name.empty())
     owner.fail(key, "expected a name of letters, digits, '_', '-' and '.', got an empty string");
+  if (name.size() > kMaxNameChars)
+    owner.fail(key, "expected a name of at most " + std::to_string(kMaxNameChars) +
+                        " characters, got " + std::to_string(name.size()) + " ('" +
+                        name.substr(0, 24) + "...')");
   for (std::size_t i = 0; i < name.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(name[i]);
     if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.'))
@@ -129,6 +136,7 @@ void check_name(const cfg::Node& owner, const std::string& key, const std::strin
 // The one YAML document of the file; syntax errors, an empty file and several documents are
 // ConfigErrors with the position.
 YAML::Node load_single_document(const std::string& text, const std::string& file) {
+  cfg::check_config_bytes(text, file);    // what /run config_text could not keep verbatim
   cfg::check_yaml_expansion(text, file);  // before any tree exists: an alias bomb stops here
   std::vector<YAML::Node> documents;
   try {

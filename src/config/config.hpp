@@ -2,6 +2,7 @@
 // The parsed run configuration: the top-level sections as typed structs, and each
 // sweep as (type, name, node) that the sweep registry turns into a typed sweep.
 #include <memory>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -65,6 +66,9 @@ struct Config {
 // Parses and validates the top-level schema. Sweep bodies are validated later by
 // their parsers (they need the world size). Throws cfg::ConfigError.
 Config parse_config_text(const std::string& text, const std::string& file);
+
+// Longest run.name or sweep name: names become file and HDF5 group names.
+inline constexpr std::size_t kMaxNameChars = 128;
 
 // Largest config (and tuned policy) file read: the text is parsed on every rank.
 inline constexpr std::uint64_t kMaxConfigBytes = 16u << 20;

@@ -11,6 +11,7 @@
 #include <yaml-cpp/parser.h>
 
 #include "config/node.hpp"
+#include "config/text_checks.hpp"
 
 namespace rb::cfg {
 namespace {
@@ -56,6 +57,9 @@ class ExpansionCounter final : public YAML::EventHandler {
     open(mark, anchor, true);
   }
   void OnMapEnd() override { close(); }
+
+  // The key path where reading stopped (after a syntax error: the map or list it is in).
+  std::string path() const { return path_here(); }
 
  private:
   // A collection being read: its anchor and count at its start (sizes), and where in it the
@@ -203,6 +207,22 @@ class ExpansionCounter final : public YAML::EventHandler {
   std::unordered_map<YAML::anchor_t, std::uint64_t> size_of_;
 };
 
+// yaml-cpp's error for a key past YAML's limit names the map it is in ("end of map flow not
+// found") or its ':' ("illegal map value"), never the key: when the text has such a key at or
+// before the error's line, the error is that key, at its start, in the map `path`.
+void explain_overlong_key(const std::string& text, const std::string& file, int error_line,
+                          const std::string& path) {
+  const auto key = find_overlong_key(text);
+  if (!key || key->line > error_line) return;
+  throw ConfigError(Location{file, key->line, key->column}, path,
+                    "unknown key longer than " + std::to_string(kMaxImplicitKeyChars) +
+                        " characters (" + std::to_string(key->length) + ", starting '" +
+                        key->start + "...'): YAML reads a key of at most " +
+                        std::to_string(kMaxImplicitKeyChars) +
+                        " characters, and no ringbench key is near that long; shorten it, or "
+                        "look for a missing ':' or ','");
+}
+
 }  // namespace
 
 bool quote_is_closed(const std::string& text, std::size_t open) {
@@ -229,8 +249,10 @@ void check_yaml_expansion(const std::string& text, const std::string& file,
     YAML::Parser parser(in);
     while (parser.HandleNextDocument(counter)) {
     }
+  } catch (const YAML::ParserException& e) {
+    explain_overlong_key(text, file, e.mark.line + 1, counter.path());
+    // Other syntax errors: the parser that builds the tree reports them with its own wording.
   } catch (const YAML::Exception&) {
-    // Syntax errors: the parser that builds the tree reports them with its own wording.
   }
 }
 

@@ -17,8 +17,9 @@ inline constexpr std::uint64_t kMaxYamlNodes = 1'000'000;
 // key path of an alias inside the collection its anchor names (`x: &a [*a]`: a value containing
 // itself, on which every walk of the tree would recurse until the stack overflows), or the line
 // where a quoted scalar opens whose quote is never closed (yaml-cpp ends such a scalar at the
-// end of the file without an error, or reports a later line). Other syntax errors are left to
-// the parser that follows (this returns on them).
+// end of the file without an error, or reports a later line). A syntax error at or after a key
+// longer than YAML's 1024 characters is that key (text_checks.hpp), named at its start; other
+// syntax errors are left to the parser that follows (this returns on them).
 void check_yaml_expansion(const std::string& text, const std::string& file,
                           std::uint64_t max_nodes = kMaxYamlNodes);
 

@@ -154,9 +154,10 @@ class File {
   //   FIFO, a device or a socket, even with `force` (only a regular file or a link is replaced);
   //   `path` being the file `protect` names (the config); a path MPI-IO cannot take;
   // - a new `path` is claimed with O_EXCL: of two runs racing for it, one is refused;
-  // - with `force` over an existing file or link the data goes to a temporary name beside it,
-  //   renamed over `path` at the first flush() (or close()), so a run that dies before leaves
-  //   the old file whole; a link is replaced itself, never its target;
+  // - with `force` over an existing file or link the data goes to a temporary name beside it
+  //   (pending()), renamed over `path` by close() once the file is whole, so a run that stops
+  //   before (a full disk, a signal, a kill) leaves the old file as it was; a File destroyed
+  //   without close() leaves it too; a link is replaced itself, never its target;
   // - every rank must read back what rank 0 wrote into the claimed file (one file system
   //   shared by all nodes), else the rank and host that cannot are named.
   static File create(const std::string& path, MPI_Comm comm, bool force,
@@ -171,14 +172,18 @@ class File {
 
   Group root();
   void flush();  // H5Fflush (collective): everything written so far survives a crash after this
-  void close();
+  void close();  // collective; renames a --force run's file over the old one (see create)
   const std::string& path() const { return path_; }
+  // Where the data goes until close() renames it over path(): a --force run's temporary name
+  // (app/ removes it when the run stops early); "" when the file is written at path() itself.
+  const std::string& pending() const { return pending_; }
   // The MPI-IO hints in effect on the open file, as the MPI library reports them
   // (MPI_File_get_info): the run's requested hints it kept and its own defaults.
   std::vector<std::pair<std::string, std::string>> mpiio_hints_in_effect() const;
 
  private:
   void replace_old();
+  void close_file(bool replace);
   void check_on_disk() const;
 
   std::shared_ptr<Handle> file_;

@@ -1,7 +1,7 @@
 // The output file: claiming its path (one run gets it, a node that does not share the file
 // system is named), creating it for parallel HDF5 with the run's MPI-IO hints, flushing with
 // room for the metadata, checking what reached the disk, replacing an old file under --force
-// only once the new one holds data, and closing (or abandoning one whose I/O failed).
+// only once the new one is closed whole, and closing (or abandoning one whose I/O failed).
 #include "metrics/h5.hpp"
 
 #include <fcntl.h>
@@ -273,7 +273,7 @@ File File::open_read(const std::string& path, MPI_Comm comm) {
 
 File::~File() {
   try {
-    close();
+    close_file(false);
   } catch (...) {
     // A destructor must not throw; close() explicitly to see errors.
   }
@@ -291,7 +291,7 @@ File::File(File&& o) noexcept
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
     try {
-      close();
+      close_file(false);
     } catch (...) {
     }
     file_ = std::move(o.file_);
@@ -337,7 +337,6 @@ void File::flush() {
     check(H5Fflush(file_->id(), H5F_SCOPE_GLOBAL), "H5Fflush", path_);
     check_on_disk();
   });
-  if (!pending_.empty()) replace_old();
 }
 
 // Open MPI's two-phase collective writes (fcoll vulcan) can lose a write error: the write
@@ -358,9 +357,10 @@ void File::check_on_disk() const {
                            (os.empty() ? "" : " (" + os + ")"));
 }
 
-// --force: the old file (or link) gives way only now that the new one holds its first flushed
-// data, in one rename(2): a run that dies before leaves the old file whole, and a link is
-// replaced itself, never its target. Collective.
+// --force: the old file (or link) gives way only now that the new one is whole (the run reached
+// its end and closed it), in one rename(2): a run that stops before (a full disk, a signal, the
+// hang guard, a kill) leaves the old file as it was, and a link is replaced itself, never its
+// target. Collective.
 void File::replace_old() {
   std::string error;
   MPI_Barrier(comm_);  // every rank's part of the flush is done
@@ -379,16 +379,24 @@ void File::replace_old() {
 }
 
 void File::close() {
+  close_file(true);
+}
+
+// `replace`: close() at the run's end renames a --force run's file over the old one; the
+// destructor (a File dropped on an error path) does not, so the old file stays and the new one
+// is left under its temporary name for the next run on the output to remove.
+void File::close_file(bool replace) {
   if (!file_) return;
   if (io_failed()) {  // what the last good flush wrote stays readable; H5Fclose could hang
     file_->abandon();
     file_.reset();
     return;
   }
-  if (!pending_.empty()) flush();
+  if (!pending_.empty() && replace) flush();
   auto h = std::move(file_);
   file_.reset();
   check(h->reset(), "H5Fclose", path_);
+  if (!pending_.empty() && replace) replace_old();
 }
 
 }  // namespace rb::h5

@@ -1,8 +1,8 @@
 #pragma once
 // The temporary name a --force run writes its new file under, beside the output it replaces
-// (renamed over it at the first flush): ".NAME.rbPID.partial" for output DIR/NAME. The output's
-// name is in it so that a later run holding that output's lock knows which leftovers of killed
-// runs are its own to remove (OutputLock), and no other output's.
+// (renamed over it when the run closes it whole): ".NAME.rbPID.partial" for output DIR/NAME. The
+// output's name is in it so that a later run holding that output's lock knows which leftovers of
+// killed runs are its own to remove (OutputLock), and no other output's.
 #include <string>
 
 namespace rb::h5 {

@@ -3,6 +3,7 @@ kinds, history kept on promote, the atomic index, and `path`'s exit 3 when a kin
 import datetime
 import io
 import json
+import multiprocessing
 import os
 import unittest
 from unittest import mock
@@ -128,6 +129,51 @@ class StoreTest(TempDirCase):
         self.assertEqual(_read(os.path.join(store, "index.json")), before)
         self.assertEqual([n for n in os.listdir(store) if n.endswith(".tmp")], [])
         json.loads(before)
+
+    def test_concurrent_promotes_keep_every_file_and_entry(self):
+        # Two nightly jobs ending together: before the store's lock, both took the same free name
+        # and copied through one fixed temp name (.NAME.tmp), and the later index write dropped
+        # the other's entry.
+        store, run = self.path("store"), make(self.path("r.h5"))
+        n = 6
+        ctx = multiprocessing.get_context("fork")
+        start = ctx.Barrier(n)
+        procs = [ctx.Process(target=_promote_after, args=(start, run, store)) for _ in range(n)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        self.assertEqual([p.exitcode for p in procs], [0] * n)
+        entries = baseline.read_index(store)[baseline.run_identity(run)["kind"]]
+        files = {e["file"] for e in entries}
+        self.assertEqual((len(entries), len(files)), (n, n))
+        self.assertEqual(sum(1 for e in entries if e["current"]), 1)
+        want = _bytes(run)
+        self.assertTrue(all(_bytes(os.path.join(store, f)) == want for f in files))
+        kind_dir = os.path.join(store, baseline.run_identity(run)["kind"])
+        self.assertEqual(sorted(os.listdir(kind_dir)), sorted(os.path.basename(f) for f in files))
+
+    def test_a_killed_copy_leaves_no_file(self):
+        store, run = self.path("store"), make(self.path("r.h5"))
+        with mock.patch.object(baseline.shutil, "copyfileobj", side_effect=RuntimeError("killed")):
+            with self.assertRaises(RuntimeError):
+                baseline.promote(run, store, now=at(20))
+        kind_dir = os.path.join(store, baseline.run_identity(run)["kind"])
+        self.assertEqual(os.listdir(kind_dir), [])
+        self.assertEqual(baseline.read_index(store), {})
+        baseline.promote(run, store, now=at(20))  # the lock was let go
+        self.assertEqual(len(os.listdir(kind_dir)), 1)
+
+
+def _bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _promote_after(start, run, store):
+    """A child process: every child promotes at the same moment, with the same date."""
+    start.wait(30)
+    baseline.promote(run, store, now=at(20))
 
 
 class CliTest(TempDirCase):

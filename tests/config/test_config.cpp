@@ -16,6 +16,7 @@
 
 #include "config/config.hpp"
 #include "config/node.hpp"
+#include "config/text_checks.hpp"
 #include "config/yaml_guard.hpp"
 #include "expect_error.hpp"
 #include "test_support.hpp"
@@ -344,6 +345,98 @@ TEST_CASE("a string with a NUL byte is refused at its key") {
   const ConfigError e = expect_error([&] { n.get_string("dir", ""); });
   CHECK(e.key() == "dir");
   CHECK(e.message().find("contains a NUL byte") != std::string::npos);
+}
+
+TEST_CASE("a config in UTF-16 or UTF-32, or with a raw NUL byte anywhere, is refused") {
+  using namespace std::string_literals;
+  // YAML reads all of these, but /run config_text keeps the config as a C string: before,
+  // such a file ran and its stored text ended at the first zero byte (issue #31, D2).
+  const std::string body = "backend: host # a comment\nsweeps: [{type: memory}]\n";
+  std::string utf16le = "\xff\xfe", utf16be = "\xfe\xff", utf16le_nobom, utf32le;
+  for (const char c : body) {
+    utf16le += std::string{c, '\0'};
+    utf16be += std::string{'\0', c};
+    utf16le_nobom += std::string{c, '\0'};
+    utf32le += std::string{c, '\0', '\0', '\0'};
+  }
+  const std::vector<std::pair<std::string, std::string>> wide = {
+      {utf16le, "UTF-16LE encoded (byte-order mark FF FE)"},
+      {utf16be, "UTF-16BE encoded (byte-order mark FE FF)"},
+      {utf16le_nobom, "UTF-16LE encoded (no byte-order mark"},
+      {std::string("\xff\xfe\0\0", 4) + utf32le, "UTF-32LE encoded (byte-order mark FF FE 00 00)"},
+      {utf32le, "UTF-32LE encoded (no byte-order mark"}};
+  for (const auto& [text, words] : wide) {
+    CAPTURE(words);
+    const ConfigError e = expect_error([&] { rb::parse_config_text(text, "w.yaml"); });
+    const std::string what = e.what();
+    CHECK(what.rfind("w.yaml:1:1: the file is ", 0) == 0);
+    CHECK(what.find(words) != std::string::npos);
+    CHECK(what.find("save it as UTF-8") != std::string::npos);
+  }
+  const std::vector<std::pair<std::string, std::string>> nul = {
+      {"backend: host # a\0b\nsweeps: [{type: memory}]\n"s, "w.yaml:1:18: "},
+      {"backend: host\nsweeps: [{type: memory, name: m\0em}]\n"s, "w.yaml:2:32: "},
+      {"sweeps: [{type: memory}]\n\0"s, "w.yaml:2:1: "}};
+  for (const auto& [text, where] : nul) {
+    CAPTURE(where);
+    const ConfigError e = expect_error([&] { rb::parse_config_text(text, "w.yaml"); });
+    const std::string what = e.what();
+    CHECK(what.rfind(where + "a NUL byte (\\0) here", 0) == 0);
+    CHECK(what.find('\0') == std::string::npos);
+  }
+  // A UTF-8 byte-order mark is UTF-8: read, and kept verbatim.
+  const rb::Config c = rb::parse_config_text("\xef\xbb\xbf" + body, "w.yaml");
+  CHECK(c.text == "\xef\xbb\xbf" + body);
+}
+
+TEST_CASE("a key longer than YAML's 1024 characters is named at its start, in its map") {
+  // yaml-cpp's own words were "end of map flow not found" at the map, or "illegal map value".
+  const std::string k(100000, 'k');
+  struct Case {
+    std::string yaml, where, key;
+  };
+  const std::vector<Case> cases = {
+      {"backend: host\nsweeps:\n  - {type: memory, iterations: 2, " + k + ": 1}\n",
+       "t.yaml:3:35: ", "sweeps[0]"},
+      {"run:\n  " + k + ": 1\nsweeps: [{type: memory}]\n", "t.yaml:2:3: ", ""},
+      {"sweeps:\n  - type: memory\n    \"" + std::string(1023, 'q') + "\": 1\n",
+       "t.yaml:3:5: ", ""}};
+  for (const Case& c : cases) {
+    CAPTURE(c.where);
+    const ConfigError e = expect_error([&] { rb::parse_config_text(c.yaml, "t.yaml"); });
+    const std::string what = e.what();
+    CHECK(what.rfind(c.where, 0) == 0);
+    if (!c.key.empty()) CHECK(e.key() == c.key);
+    CHECK(e.message().rfind("unknown key longer than 1024 characters (", 0) == 0);
+    CHECK(what.size() < 400);
+  }
+  // Up to the limit a key is read (and refused as unknown by its map, which names it).
+  const std::string at_limit = "sweeps:\n  - {type: memory, " + std::string(1024, 'k') + ": 1}\n";
+  CHECK(rb::parse_config_text(at_limit, "t.yaml").sweeps.size() == 1);
+  // Long values are no YAML problem: only a syntax error is explained by a long key, and a
+  // long quoted value with ': ' inside is not taken for one.
+  CHECK_FALSE(rb::cfg::find_overlong_key("a: \"" + k + ": x\"\n").has_value());
+  CHECK_FALSE(rb::cfg::find_overlong_key("a: " + k + " # b: c\n").has_value());
+  CHECK(rb::cfg::find_overlong_key("a: [x, " + k + ": 1]\n")->column == 8);
+  // One pass over a line: two million blanks before a key take milliseconds, not hours.
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(rb::cfg::find_overlong_key(std::string(2'000'000, ' ') + k + ": 1\n")->length == 100000);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+}
+
+TEST_CASE("run.name and sweep names are at most 128 characters") {
+  const std::string tail = "sweeps: [{type: memory}]\n";
+  CHECK_NOTHROW(rb::parse_config_text("run: {name: " + std::string(128, 'r') + "}\n" + tail, "n"));
+  ConfigError e = expect_error(
+      [&] { rb::parse_config_text("run: {name: " + std::string(129, 'r') + "}\n" + tail, "n"); });
+  CHECK(e.key() == "run.name");
+  CHECK(e.message().rfind("expected a name of at most 128 characters, got 129 ('rrr", 0) == 0);
+  e = expect_error([&] {
+    rb::parse_config_text("sweeps: [{type: memory, name: " + std::string(100000, 'm') + "}]\n",
+                          "n");
+  });
+  CHECK(e.key() == "sweeps[0].name");
+  CHECK(std::string(e.what()).size() < 200);
 }
 
 // ---- the malformed-config table ----

@@ -4,7 +4,7 @@ each ends with a clear message and a non-zero exit within seconds, nothing hangs
 clobbered or half-written.
 
     hostile_checks.py CHECK --ringbench BIN --mpiexec MPIEXEC --source SRC --workdir DIR
-CHECK: config | output | race | diskfull | oom | oom_validation | stopped | stopped_nodes |
+CHECK: config | output | race | diskfull | oom | oom_validation | stopped | stopped_nodes | stopped_setup |
 config_limits | side_files | environment | closed_stdout. Exit 0 = pass, 1 = fail, 77 = skipped (diskfull
 without the right to mount a tmpfs; oom without prlimit).
 """
@@ -169,6 +169,62 @@ def mount_tmpfs(path, size):
                           capture_output=True).returncode == 0
 
 
+def fill_disk(path):
+    """Writes zeros to path until the file system is full."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def check_json_on_full_disk(args, mnt):
+    """Issue #31 D11: --json onto a full disk warned at every try (the start, after each sweep,
+    the end: 4 lines for JOB); now once, and the run and its HDF5 file are unaffected."""
+    mount_tmpfs(mnt, "4k")
+    fill_disk(os.path.join(mnt, "fill"))
+    out = os.path.join(args.workdir, "json_full.h5")
+    if os.path.exists(out):
+        os.remove(out)
+    r, _ = run_job(args, out, "--json", os.path.join(mnt, "run.json"), timeout=90)
+    warned = lines_with(r.stderr, "cannot write the --json file")
+    check(r.returncode == 0 and status_of(out) == "complete" and len(warned) == 1
+          and "without another warning" in warned[0],
+          f"--json onto a full disk: exit {r.returncode}, output {status_of(out)}, one warning: {warned}")
+
+
+def check_force_on_full_disk(args, mnt, cfg):
+    """Issue #31 D3: --force over a good output, then the disk fills after the first flush. The
+    old file was renamed away at that flush and the run then failed: lost. Now it is replaced
+    only when the new run closes its file whole: it stays byte for byte, and the run removes its
+    own unfinished file (a full disk needs the room)."""
+    old = os.path.join(args.workdir, "force_old.h5")
+    if os.path.exists(old):
+        os.remove(old)
+    r, _ = run_job(args, old, timeout=90)
+    check(r.returncode == 0 and status_of(old) == "complete", f"the old output: exit {r.returncode}")
+    # Room for the old file, the new file's first flush (64 KiB kept for metadata) and its first
+    # sweeps, not for the big one after them.
+    mount_tmpfs(mnt, f"{os.path.getsize(old) // 1024 + 200}k")
+    out = shutil.copy(old, os.path.join(mnt, "run.h5"))
+    with open(out, "rb") as f:
+        before = f.read()
+    r, s = run_job(args, out, "--force", cfg=cfg, timeout=90)
+    with open(out, "rb") as f:
+        kept = f.read() == before
+    left = [n for n in os.listdir(mnt) if n.endswith(".partial")]
+    flushed = "[mem] done" in r.stderr  # the disk filled after the first sweeps' flushes, as meant
+    check(r.returncode != 0 and "No space left on device" in r.stderr and s < 30 and flushed,
+          f"--force onto a nearly full disk: exit {r.returncode} in {s:.1f} s, after a sweep was done")
+    check(kept and not left and "removed this run's unfinished file" in r.stderr,
+          f"the old output is intact ({kept}) and no partial file is left ({left})")
+    if not (kept and flushed):
+        print(r.stderr[-2000:])
+
+
 def check_diskfull(args):
     """A full disk at a sweep's write and at the first flush: the OS reason, exit within
     seconds, and the file keeps the sweeps finished before."""
@@ -199,6 +255,8 @@ def check_diskfull(args):
             if "first flush" in where:  # #31 item 18: the unreadable file blocked a re-run
                 check(not os.path.exists(out) and "removed the unfinished output" in r.stderr,
                       f"the file whose first flush failed is removed ({size}): a re-run is not blocked")
+        check_force_on_full_disk(args, mnt, cfg)
+        check_json_on_full_disk(args, mnt)
     finally:
         subprocess.run(["umount", mnt], capture_output=True)
 
@@ -475,6 +533,51 @@ def check_stopped(args, one_rank_nodes=False):
             os.remove(leftover)
 
 
+def check_stopped_setup(args):
+    """Issue #31 D5: a rank stopped (SIGSTOP) before the output is claimed, when no point runs:
+    only points were timed, so with a point limit and no run limit every rank waited for good.
+    Now the time between points has the point limit too, at least 60 s: the job ends with exit
+    124 and a TIMEOUT line that says 'between points'."""
+    cfg = write(os.path.join(args.workdir, "stop_setup.yaml"), STOP_JOB.format(limit=STOP_LIMIT_S))
+    out = os.path.join(args.workdir, f"stopped_setup_{os.getpid()}.h5")  # unique: finds its ranks
+    cmd = [args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", out]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, **harness.MPI_AS_ROOT))
+    pids, stopped_at = {}, None
+    try:
+        # The header's first line: every rank is set up (the guard runs), the output not yet claimed.
+        p.stdout.readline()
+        pids = rank_pids(out, args.ringbench)
+        if 1 in pids:
+            os.kill(pids[1], signal.SIGSTOP)
+            stopped_at = time.monotonic()
+        check(stopped_at is not None, f"rank 1 found and stopped before the run's first point: {pids}")
+        threading.Thread(target=p.stdout.read, daemon=True).start()
+        try:
+            err = p.stderr.read() if p.wait(timeout=60 + STOP_GRACE_S + 10) is not None else ""
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            err = ""
+        took = time.monotonic() - stopped_at if stopped_at else float("nan")
+        said = lines_with(err, "TIMEOUT: between points has run")
+        check(p.returncode == 124 and took <= 60 + STOP_GRACE_S and said
+              and "at least 60 s between points" in said[0],
+              f"the job ended with exit {p.returncode} {took:.1f} s after the stop: {said}")
+        if not said:
+            print(err[-2000:])
+    finally:
+        for pid in pids.values():
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+    for leftover in (out, out + ".heartbeat", out + ".end", out + ".lock"):
+        if os.path.exists(leftover):
+            os.remove(leftover)
+
+
 def refused_once(r, seconds, needle, limit_s=10):
     """(ok, the lines): a non-zero exit within limit_s, the message once (one rank), no crash."""
     msgs = lines_with(r.stderr, needle)
@@ -483,11 +586,31 @@ def refused_once(r, seconds, needle, limit_s=10):
     return r.returncode != 0 and seconds < limit_s and len(msgs) == 1 and not crashed, msgs
 
 
+def config_text_cases():
+    """Issue #31 round two, D2 and D10: a UTF-16 file and a NUL byte in a comment (both ran, and
+    /run config_text kept their first bytes only), a 100,000-character key in a flow map (yaml-cpp
+    said 'end of map flow not found') and a 100,000-character sweep name (accepted)."""
+    line3 = JOB.split("\n")[2]
+    long_key = "k" * 100000
+    keyed = line3.replace("iterations: 2}", f"iterations: 2, {long_key}: 1}}")
+    return [
+        ("utf16", JOB.encode("utf-16"), ":1:1: ", "the file is UTF-16LE encoded (byte-order mark FF FE)"),
+        ("nul_comment", JOB.replace("backend: host", "backend: host # a\0b"), ":1:18: ",
+         "a NUL byte (\\0) here"),
+        ("long_key", JOB.replace(line3, keyed), f":3:{keyed.index(long_key) + 1}: key 'sweeps[0]'",
+         "key longer than 1024 characters (100000, starting 'kkk"),
+        ("long_name", JOB.replace("name: mem", "name: " + "m" * 100000),
+         f":3:{line3.index('name: mem') + 7}: key 'sweeps[0].name'",
+         "expected a name of at most 128 characters, got 100000"),
+    ]
+
+
 def check_config_limits(args):
     """Issue #31 items 1, 7, 11: a self-referencing alias (SIGSEGV on every rank before), an
     MPI-IO hint value of MPI_MAX_INFO_VAL characters (every rank aborted after the output was
     claimed, a 57-byte non-HDF5 file left), a list beyond HDF5's 64 KiB attribute (aborted at
-    run time): each refused at validation, at its key, once, with no output file."""
+    run time), and config_text_cases: each refused at validation, at its key (or the file's
+    line and column), once, with no output file."""
     w = args.workdir
     head_dims = ", ".join(["16"] * 8001)
     cases = [
@@ -500,9 +623,11 @@ def check_config_limits(args):
          "MPI-IO hint values are at most 255 characters"),
         ("long_list", "backend: host\nsweeps:\n  - {type: kernel_tuning, block_rows: [64], "
          "head_dims: [" + head_dims + "]}\n", ":3:", "a list may hold at most 8000 values, got 8001"),
-    ]
+    ] + config_text_cases()
     for name, text, where, needle in cases:
-        cfg = write(os.path.join(w, name + ".yaml"), text)
+        cfg = os.path.join(w, name + ".yaml")
+        with open(cfg, "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode())
         out = os.path.join(w, name + ".h5")
         if os.path.exists(out):
             os.remove(out)
@@ -605,7 +730,7 @@ def check_side_files(args):
 
 
 def check_partial_leftover(args):
-    """A --force run killed before its first flush leaves its new file under the partial name
+    """A --force run killed before its end leaves its new file under the partial name
     (.NAME.rbPID.partial). The next run on that output, holding its lock, removes this user's
     regular leftovers of that output, says so once, and leaves other outputs' partials, links
     and their targets alone."""
@@ -715,6 +840,7 @@ def main():
               "oom_validation": check_oom_validation,
               "stopped": check_stopped, "config_limits": check_config_limits,
               "stopped_nodes": lambda a: check_stopped(a, one_rank_nodes=True),
+              "stopped_setup": check_stopped_setup,
               "side_files": check_side_files, "environment": check_environment,
               "closed_stdout": check_closed_stdout, "partial_leftover": check_partial_leftover}
     ap.add_argument("check", choices=list(checks))
