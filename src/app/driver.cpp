@@ -43,6 +43,7 @@ int run_into_output(const std::string& out_path, h5::File& file, Validated& v,
   if (layout.rank == 0 && !cli.quiet) fmt::print(stderr, "writing {}\n", out_path);
   watchdog.set_end_record(end_record_path(out_path));
   RunEnd end;
+  end.out_path = out_path;
   end.heartbeat = heartbeat ? start_heartbeats(watchdog, out_path, node, world) : "";
   end.guarded = heartbeat;
 
