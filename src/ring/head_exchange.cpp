@@ -132,6 +132,10 @@ std::vector<HeadPart> out_lse_parts(const Problem& p, void* out, void* lse) {
   return {{bytes(out), p.heads, p.head_dim, F32, t}, {bytes(lse), p.heads, 1, F32, F32}};
 }
 
+std::vector<HeadPart> dout_parts(const Problem& p, void* dout) {
+  return {{bytes(dout), p.heads, p.head_dim, p.dtype, p.dtype}};
+}
+
 std::vector<HeadPart> gradient_parts(const Problem& p, void* dq, void* dk, void* dv) {
   const attn::DType t = p.dtype, F32 = attn::DType::F32;
   const int H = p.heads, Hkv = p.num_kv_heads();

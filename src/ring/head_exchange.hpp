@@ -37,6 +37,7 @@ struct HeadPart {
 // problem's dtype; O, dQ, dK, dV in fp32, crossing in the problem's dtype; LSE in fp32.
 std::vector<HeadPart> qkv_parts(const Problem& p, void* q, void* k, void* v);
 std::vector<HeadPart> out_lse_parts(const Problem& p, void* out, void* lse);
+std::vector<HeadPart> dout_parts(const Problem& p, void* dout);
 std::vector<HeadPart> gradient_parts(const Problem& p, void* dq, void* dk, void* dv);
 
 // One group of each member's heads: Ulysses' head-group pipeline exchanges group `index` of

@@ -130,13 +130,10 @@ void HybridAttention::forward() {
 
 void HybridAttention::backward() {
   if (!with_backward_) throw std::logic_error("hybrid attention: constructed without backward");
-  const attn::DType t = p_.dtype;
-  const int H = p_.heads;
-  const std::int64_t d = p_.head_dim;
   const RingAttention::DeviceTensors in = ring_->device_tensors();
   const Shards& s = shards_;
   const double to_heads = timed(be_, [&] {
-    heads_->to_heads({{s.dout.bytes(), H, d, t, t}}, {{in.dout, H, d, t, t}}, send_.bytes(),
+    heads_->to_heads(dout_parts(p_, s.dout.bytes()), dout_parts(p_, in.dout), send_.bytes(),
                      recv_.bytes());
   });
   ring_->backward();

@@ -99,11 +99,10 @@ UlyssesAttention::UlyssesAttention(const Problem& p, attn::AttentionBackend& bac
         static_cast<std::size_t>(group_) * heads_->chunk_bytes(parts, head_group(0));
     return (bytes + 255) / 256 * 256;
   };
-  const attn::DType t = p_.dtype;
   inputs_region_ = region(qkv_parts(p_, nullptr, nullptr, nullptr));
   outputs_region_ = region(out_lse_parts(p_, nullptr, nullptr));
   if (with_backward_) {
-    inputs_region_ = std::max(inputs_region_, region({{nullptr, p_.heads, p_.head_dim, t, t}}));
+    inputs_region_ = std::max(inputs_region_, region(dout_parts(p_, nullptr)));
     outputs_region_ =
         std::max(outputs_region_, region(gradient_parts(p_, nullptr, nullptr, nullptr)));
   }
@@ -179,7 +178,6 @@ void UlyssesAttention::forward() {
 void UlyssesAttention::backward() {
   check_backward(have_forward_);
   const attn::DType t = p_.dtype;
-  const int H = p_.heads;
   const std::int64_t d = p_.head_dim;
   const Shards& s = shards_;
   const std::size_t G = static_cast<std::size_t>(groups_), f32 = sizeof(float);
@@ -189,12 +187,12 @@ void UlyssesAttention::backward() {
   be_.reset_marks();
   const int first = be_.mark();
   for (int g = 0; g < groups_; ++g)
-    heads_->start({{s.dout.bytes(), H, d, t, t}}, false, head_group(g),
+    heads_->start(dout_parts(p_, s.dout.bytes()), false, head_group(g),
                   exchange_region(send_, false, g), exchange_region(recv_, false, g), g);
   std::vector<std::pair<int, int>> spans;
   for (int g = 0; g < groups_; ++g) {
     const GroupTensors gt = group_tensors(g);
-    heads_->finish({{gt.dout, H, d, t, t}}, true, head_group(g), exchange_region(recv_, false, g),
+    heads_->finish(dout_parts(p_, gt.dout), true, head_group(g), exchange_region(recv_, false, g),
                    g);
     const int from = be_.mark();
     be_.backward_prepare(gt.dout, gt.out, gt.delta, rows, p_.head_dim, t);
