@@ -12,9 +12,11 @@ Exit codes follow CTest's: 0 pass, 1 fail, 77 skipped (SKIP_RETURN_CODE 77 in te
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 SKIPPED = 77
 
@@ -92,6 +94,63 @@ def run(cmd, timeout=300, env=None, **kw):
 
 # Test machines and containers often run as root; Open MPI refuses that unless told.
 MPI_AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def rank_pids(mpirun_pid):
+    """The ringbench processes mpirun started (its children)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == mpirun_pid and comm == "ringbench":
+            pids.append(int(entry))
+    return pids
+
+
+class Signalled:
+    """A run signalled mid-way: its stderr up to the marker (seen), the rest of its output, exit
+    code, the seconds from the signal to its end, and whether it had to be killed after 60 s."""
+    seen = stdout = stderr = ""
+    returncode = None
+    ranks = ()
+    seconds = 0.0
+    killed = False
+
+
+def sigterm_at(cmd, env, marker, ranks, to_ranks=True):
+    """Starts cmd (an mpirun of `ranks` ringbench ranks) in the background, reads its stderr
+    until `marker` (at most 120 s), waits a second, sends SIGTERM to every rank (to_ranks) or to
+    mpirun, and collects the rest: a Signalled. The caller checks what the run should have done."""
+    print("+ (background)", " ".join(cmd), flush=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
+    r = Signalled()
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 120 and marker not in r.seen:
+        line = p.stderr.readline()
+        if not line:
+            break
+        r.seen += line
+    time.sleep(1.0)
+    r.ranks = rank_pids(p.pid)
+    check(len(r.ranks) == ranks, f"found the {ranks} ranks: {r.ranks}")
+    t_signal = time.monotonic()
+    for pid in r.ranks if to_ranks else [p.pid]:
+        os.kill(pid, signal.SIGTERM)
+    try:
+        r.stdout, r.stderr = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        r.stdout, r.stderr = p.communicate()
+        r.killed = True
+    r.returncode, r.seconds = p.returncode, time.monotonic() - t_signal
+    print(f"ended {r.seconds:.1f} s after SIGTERM, exit code {p.returncode}")
+    return r
 
 
 def mpirun(args, ranks, cmd, timeout=300, per_rank_exit_dir=None, env=None):

@@ -27,8 +27,6 @@ Exit 0 = pass, 1 = fail, 77 = skipped.
 """
 import glob
 import os
-import signal
-import subprocess
 import sys
 import time
 
@@ -177,22 +175,6 @@ def check_hung_point(args):
           f"OUTPUT.end says how the run ended: {record}")
 
 
-def rank_pids(mpirun_pid):
-    """The ringbench processes mpirun started (its children)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/comm") as f:
-                comm = f.read().strip()
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == mpirun_pid and comm == "ringbench":
-            pids.append(int(entry))
-    return pids
-
-
 def check_sigterm_ranks(args):
     h5py, np = harness.h5py_and_numpy()
     cfg = config(args, [262144 + 8 * i for i in range(30)], 400)
@@ -200,30 +182,10 @@ def check_sigterm_ranks(args):
     cmd = [args.mpiexec, "-np", str(RANKS), "--oversubscribe", args.ringbench, cfg, "--output", out]
     env = dict(os.environ)
     env.update({k: os.environ.get(k, v) for k, v in harness.MPI_AS_ROOT.items()})
-    print("+ (background)", " ".join(cmd), flush=True)
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True)
-    seen, t0 = "", time.monotonic()
-    while time.monotonic() - t0 < 120 and "[tune] point 1/" not in seen:
-        line = p.stderr.readline()
-        if not line:
-            break
-        seen += line
-    check("[tune] point 1/" in seen, f"the sweep started: {seen[-1000:]}")
-    time.sleep(1.0)
-    ranks = rank_pids(p.pid)
-    check(len(ranks) == RANKS, f"found the {RANKS} ranks: {ranks}")
-    t_signal = time.monotonic()
-    for pid in ranks:
-        os.kill(pid, signal.SIGTERM)
-    try:
-        stdout, stderr = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        stdout, stderr = p.communicate()
-    print(stdout[-1500:], (seen + stderr)[-3000:], sep="\n")
-    print(f"ended {time.monotonic() - t_signal:.1f} s after SIGTERM, exit code {p.returncode}")
-    check(p.returncode == 143, f"exit code 143 (got {p.returncode})")
+    r = harness.sigterm_at(cmd, env, "[tune] point 1/", RANKS)
+    check("[tune] point 1/" in r.seen, f"the sweep started: {r.seen[-1000:]}")
+    print(r.stdout[-1500:], (r.seen + r.stderr)[-3000:], sep="\n")
+    check(r.returncode == 143, f"exit code 143 (got {r.returncode})")
     points = check_kept(h5py, np, out, 30, (1, 29))
     print(f"kept {points} of 30 points")
 

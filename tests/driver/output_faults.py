@@ -168,22 +168,6 @@ sweeps:
 """
 
 
-def rank_pids(mpirun_pid):
-    """The ringbench processes mpirun started (its children)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/comm") as f:
-                comm = f.read().strip()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == mpirun_pid and comm == "ringbench":
-            pids.append(int(entry))
-    return pids
-
-
 def end_record(path):
     """OUTPUT.end as a dict of its 'key: value' lines, or None."""
     try:
@@ -200,39 +184,18 @@ def check_sigterm(args, to_ranks):
            args.ringbench, config, "--output", out]
     e = env()
     e["RINGBENCH_TEST_HANG_POINT"] = "hang:0"
-    print("+ (background)", " ".join(cmd), flush=True)
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
-                         start_new_session=True)
-    seen = ""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 120 and "[hang] point 1/" not in seen:
-        line = p.stderr.readline()
-        if not line:
-            break
-        seen += line
-    check("[first] done" in seen and "[hang] point 1/" in seen,
-          f"the first sweep ended and the held point started: {seen[-1000:]}")
-    time.sleep(1.0)
-    ranks = rank_pids(p.pid)
-    check(len(ranks) == RANKS, f"found the {RANKS} ranks: {ranks}")
-    t_signal = time.monotonic()
-    for pid in ranks if to_ranks else [p.pid]:
-        os.kill(pid, signal.SIGTERM)
-    try:
-        stdout, stderr = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        stdout, stderr = p.communicate()
-        check(False, "the run ended within 60 s of SIGTERM")
-    stderr = seen + stderr
-    print(stdout[-1000:], stderr[-3000:], sep="\n")
-    print(f"ended {time.monotonic() - t_signal:.1f} s after SIGTERM, exit code {p.returncode}")
+    r = harness.sigterm_at(cmd, e, "[hang] point 1/", RANKS, to_ranks)
+    check("[first] done" in r.seen and "[hang] point 1/" in r.seen,
+          f"the first sweep ended and the held point started: {r.seen[-1000:]}")
+    check(not r.killed, "the run ended within 60 s of SIGTERM")
+    stderr = r.seen + r.stderr
+    print(r.stdout[-1000:], stderr[-3000:], sep="\n")
     if to_ranks:
-        check(p.returncode == 143, f"exit code 143, 128 + SIGTERM (got {p.returncode})")
+        check(r.returncode == 143, f"exit code 143, 128 + SIGTERM (got {r.returncode})")
         said = [l for l in stderr.splitlines() if "interrupted by SIGTERM during sweep hang point 0" in l]
         check(len(said) == 1 and "exit code 143" in said[0] and out + ".end" in said[0],
               f"said once, with the point, the code and the record: {said}")
-    check(p.returncode != 0, f"a non-zero exit code (got {p.returncode})")
+    check(r.returncode != 0, f"a non-zero exit code (got {r.returncode})")
     record = end_record(out + ".end")
     print("OUTPUT.end:", record)
     check(record is not None and record.get("status") == "interrupted",
@@ -241,7 +204,7 @@ def check_sigterm(args, to_ranks):
           "its failure names the signal and the point")
     check(h5_attr(out, "/run", "status") == "running", "/run status is 'running', not 'complete'")
     check(h5_attr(out, "/sweeps/first", "status") == "complete", "the first sweep stays complete")
-    check("complete" not in stdout, "nothing says complete")
+    check("complete" not in r.stdout, "nothing says complete")
     check_analysis_reads_the_end(args, out)
 
 
