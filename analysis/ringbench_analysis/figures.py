@@ -468,7 +468,9 @@ def scheme_times(ring, out_dir):
     ax.tick_params(axis="x", which="both", length=0)
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_ylabel("TFLOP/s per GPU (fwd+bwd)")
-    ax.set_title("Context-parallel schemes: per-GPU rate (outlined: the fastest; xN: time / the fastest's)")
+    # Two lines: on one problem's narrow figure one line ran past both edges.
+    ax.set_title("Context-parallel schemes: per-GPU rate\n(outlined: the fastest; xN: time / the fastest's)",
+                 fontsize=10)
     ax.yaxis.set_major_formatter(EngFormatter(places=0) if ax.get_ylim()[1] >= 1
                                  else FuncFormatter(lambda v, _p: f"{v:.3g}"))
     ax.grid(True, axis="y", alpha=0.3)
