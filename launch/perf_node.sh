@@ -18,7 +18,8 @@
 #               engines, overlap efficiency, kernel slowdown); RB_OVERLAP_PRIORITY=1 adds the R = 4
 #               cuDNN sweeps with NCCL's stream at the highest priority
 # RB_GPU_TESTS and RB_GPU_TEST_RANKS narrow the gputests step.
-#   schemes     inputs/cp_schemes.yaml (4 GPUs: ring, all-gather, Ulysses, hybrid; issue #27)
+#   schemes     inputs/cp_schemes.yaml (4 GPUs: ring, all-gather, Ulysses, hybrid; issue #27; on 2 GPUs
+#               the same tokens per GPU on a ring of 2, without hybrid)
 #   cpgrid      inputs/cp_grid.yaml (4 GPUs: the same schemes at 4K/16K/48K tokens per GPU, the
 #               grid a CP policy is tuned on; launch/cp_policy_check.py checks it on schemes.h5)
 #   torch       launch/torch_cp.py on NGPUS: PyTorch's context_parallel ring, a plain Ulysses and one
@@ -146,8 +147,18 @@ overlap() {
 }
 
 schemes() {
-  [ "$ngpus" -ge 4 ] || { echo "schemes: the plan is for 4 GPUs"; return 0; }
-  "${mpi[@]}" "${rb[@]}" "$RB_ROOT/inputs/cp_schemes.yaml" --output "$out/schemes.h5" --force --json "$out/schemes.json"
+  local cfg="$RB_ROOT/inputs/cp_schemes.yaml"
+  if [ "$ngpus" -eq 2 ]; then
+    # Two GPUs: the same shapes per GPU (8K and 32K tokens) on a ring of 2; hybrid needs a ring
+    # across pairs, so it is left out rather than run as a one-hop ring.
+    cfg="$out/cp_schemes_2gpu.yaml"
+    sed -e 's/ring_sizes: \[4\]/ring_sizes: [2]/' -e 's/seq_lengths: \[32768, 131072\]/seq_lengths: [16384, 65536]/' \
+      -e 's/scheme: \[ring, allgather, ulysses, hybrid\], ulysses_degree: 2,/scheme: [ring, allgather, ulysses],/' \
+      "$RB_ROOT/inputs/cp_schemes.yaml" > "$cfg"
+  elif [ "$ngpus" -lt 4 ]; then
+    echo "schemes: needs 2 or 4 GPUs"; return 0
+  fi
+  "${mpi[@]}" "${rb[@]}" "$cfg" --output "$out/schemes.h5" --force --json "$out/schemes.json"
 }
 
 cpgrid() {

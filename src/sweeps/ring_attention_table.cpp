@@ -416,6 +416,16 @@ std::string pair_cell(double fwd, double bwd, int decimals) {
   return std::isnan(bwd) ? one(fwd) : one(fwd) + "/" + one(bwd);
 }
 
+// The scheme as the point's label names it: Ulysses in head groups and hybrid with their
+// numbers, else rows of one sweep that differ only there read alike.
+std::string scheme_cell(const h5::PointRecord& r) {
+  std::string name = r.text("scheme");
+  const double groups = r.num("ulysses_head_groups"), degree = r.num("ulysses_degree");
+  if (name == "hybrid" && degree > 0) name += "(U=" + h5::fixed(degree, 0) + ")";
+  if (name == "ulysses" && groups > 1) name += "(G=" + h5::fixed(groups, 0) + ")";
+  return (r.text("scheme_asked") == "auto" ? "auto:" : "") + name;
+}
+
 }  // namespace
 
 std::string ring_table(const std::string& title, const std::vector<h5::PointRecord>& records,
@@ -468,8 +478,7 @@ std::string ring_table(const std::string& title, const std::vector<h5::PointReco
     std::vector<std::string> row = {h5::fixed(r.num("seq_len"), 0),
                                     h5::fixed(r.num("ring_size"), 0),
                                     h5::fixed(r.num("num_rings"), 0)};
-    if (schemes)
-      row.push_back((r.text("scheme_asked") == "auto" ? "auto:" : "") + r.text("scheme"));
+    if (schemes) row.push_back(scheme_cell(r));
     if (transports) row.push_back(r.text("transport"));
     // What ran, never the backend's headline name (rank 0's blocks; every rank runs the same
     // calls).

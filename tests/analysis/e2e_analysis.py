@@ -881,6 +881,10 @@ def check_head_groups(args):
     r = run([args.mpiexec, "-np", "2", "--oversubscribe", args.ringbench, cfg, "--output", out_h5, "--force"])
     check(r.returncode == 0 and "ulysses(G=2) S=128" in r.stderr,
           f"the head-group job runs and its progress names ulysses(G=2) (exit {r.returncode}): {r.stderr[-1500:]}")
+    # The screen's scheme column names the groups as the label does (rows that differ only
+    # there read alike otherwise, as on the first GPU run of head groups).
+    cells = re.findall(r"^\s+128\s+2\s+1\s+(\S+)\s", r.stdout.split("== hg ", 1)[-1].split("\n\n", 1)[0], re.M)
+    check(cells == ["ring", "ulysses", "ulysses(G=2)"], f"the screen's scheme column names the head groups: {cells}")
     with h5py.File(out_h5, "r") as f:
         g = f["sweeps/hg"]
         groups = g["points/ulysses_head_groups"][()].tolist()
