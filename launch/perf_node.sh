@@ -21,7 +21,8 @@
 #   schemes     inputs/cp_schemes.yaml (4 GPUs: ring, all-gather, Ulysses, hybrid; issue #27; on 2 GPUs
 #               the same tokens per GPU on a ring of 2, without hybrid)
 #   cpgrid      inputs/cp_grid.yaml (4 GPUs: the same schemes at 4K/16K/48K tokens per GPU, the
-#               grid a CP policy is tuned on; launch/cp_policy_check.py checks it on schemes.h5)
+#               grid a CP policy is tuned on; launch/cp_policy_check.py checks it on schemes.h5;
+#               2 GPUs: as schemes)
 #   torch       launch/torch_cp.py on NGPUS: PyTorch's context_parallel ring, a plain Ulysses and one
 #               local SDPA call at the overlap plan's shapes (needs python3 with torch)
 #   heldout     after tuning: the policy `rb-analysis tune` makes of tuning.h5 (where python3 here
@@ -162,8 +163,16 @@ schemes() {
 }
 
 cpgrid() {
-  [ "$ngpus" -ge 4 ] || { echo "cpgrid: the plan is for 4 GPUs"; return 0; }
-  "${mpi[@]}" "${rb[@]}" "$RB_ROOT/inputs/cp_grid.yaml" --output "$out/cp_grid.h5" --force --json "$out/cp_grid.json"
+  local cfg="$RB_ROOT/inputs/cp_grid.yaml"
+  if [ "$ngpus" -eq 2 ]; then  # as schemes: the same tokens per GPU on a ring of 2, no hybrid
+    cfg="$out/cp_grid_2gpu.yaml"
+    sed -e 's/ring_sizes: \[4\]/ring_sizes: [2]/' -e 's/seq_lengths: \[16384, 65536, 196608\]/seq_lengths: [8192, 32768, 98304]/' \
+      -e 's/scheme: \[ring, allgather, ulysses, hybrid\], ulysses_degree: 2,/scheme: [ring, allgather, ulysses],/' \
+      "$RB_ROOT/inputs/cp_grid.yaml" > "$cfg"
+  elif [ "$ngpus" -lt 4 ]; then
+    echo "cpgrid: needs 2 or 4 GPUs"; return 0
+  fi
+  "${mpi[@]}" "${rb[@]}" "$cfg" --output "$out/cp_grid.h5" --force --json "$out/cp_grid.json"
 }
 
 heldout() {

@@ -16,30 +16,52 @@ namespace rb {
 CostAssumptions cost_assumptions(Backend backend) {
   CostAssumptions a;
   if (backend == Backend::Cuda) {
-    a.device_tflops = 300;     // H100 bf16 attention/GEMM, about a third of the dense peak
+    // An H100/H200 SXM node (NVLink, PCIe 5), fitted to the phase times of 2 x H200 runs of
+    // inputs/large.yaml, ring_overlap.yaml and cp_schemes.yaml (docs/performance.md): cuDNN
+    // fwd+bwd reaches 500-600 TFLOP/s there, the own flash kernels about half; NCCL's bus
+    // bandwidth 300-330 GB/s at 64 MiB-1 GiB; a ring point's set-up (inputs generated on the
+    // host, copied over) 0.3 s and 5.7 ns per value; the parity check its own model
+    // (parity.cpp, fitted on a host: 0.98x here) plus 2.6 ns per output value copied back.
+    a.device_tflops = 450;
+    a.flash_share = 0.5;
     a.memory_Bps = 2.5e12;     // HBM3
-    a.link_Bps = 100e9;        // NVLink per GPU and direction, NCCL bus bandwidth
+    a.host_memory_Bps = 12e9;  // triad per rank with the node's other ranks at it too
+    a.pinned_Bps = 40e9;       // PCIe 5 x16 (about 55 GB/s measured on H200, 25 on PCIe 4)
+    a.pageable_Bps = 8e9;
+    a.host_buffer_Bps = 2e9;   // malloc + first touch, or cudaHostRegister
+    a.link_Bps = 300e9;        // NVLink per GPU and direction, NCCL bus bandwidth
+    a.inter_node_Bps = 25e9;   // one 200 Gb/s NIC per GPU
     a.latency_s = 20e-6;       // one NCCL call or message
-    a.point_overhead_s = 0.5;  // communicators, allocation, host parity reference per point
-    a.light_point_s = 0.005;
+    a.point_overhead_s = 0.3;  // communicators, allocation, kernel plans (cuDNN graphs)
+    a.setup_per_value_s = 5.7e-9;
+    a.check_per_value_s = 2.6e-9;
+    a.light_point_s = 0.001;
+    a.kernel_point_s = 0.03;
   } else {
-    a.device_tflops = 0.02;      // Kokkos fp32 on a few cores per rank
-    a.memory_Bps = 5e9;          // a rank's share of DRAM bandwidth
+    a.device_tflops = 0.02;  // Kokkos fp32 on a few cores per rank
+    a.memory_Bps = 5e9;      // a rank's share of DRAM bandwidth
+    a.host_memory_Bps = a.pinned_Bps = a.pageable_Bps = a.memory_Bps;
+    a.host_buffer_Bps = 0;       // 0: not counted (the fit of this model had none)
     a.link_Bps = 2e9;            // MPI through shared memory
+    a.inter_node_Bps = 2e9;      // stated: the node's own link as a floor
     a.latency_s = 2e-6;          // one MPI message
     a.point_overhead_s = 0.002;  // barriers, communicator splits, parity checks
     a.light_point_s = 0.001;
+    a.kernel_point_s = a.point_overhead_s;
   }
   return a;
 }
 
 std::string assumptions_text(const CostAssumptions& a) {
   return fmt::format(
-      "assumed per rank: compute {} TFLOP/s, memory {}/s, link {}/s, latency {:.0f} us "
-      "per call, {:.0f} ms per point (set-up, checks; {:.0f} ms for collectives, "
-      "p2p and ping-pong points)",
-      a.device_tflops, format_bytes(a.memory_Bps), format_bytes(a.link_Bps), a.latency_s * 1e6,
-      a.point_overhead_s * 1e3, a.light_point_s * 1e3);
+      "assumed per rank: compute {} TFLOP/s (flash kernels x{}), memory {}/s (host {}/s, "
+      "pinned copies {}/s), link {}/s in a node and {}/s between nodes, latency {:.0f} us per "
+      "call, {:.0f} ms per point (set-up; {:.1f} ns per input value; {:.0f} ms for "
+      "collectives, p2p and ping-pong points), parity checks by their own model",
+      a.device_tflops, a.flash_share, format_bytes(a.memory_Bps), format_bytes(a.host_memory_Bps),
+      format_bytes(a.pinned_Bps), format_bytes(a.link_Bps), format_bytes(a.inter_node_Bps),
+      a.latency_s * 1e6, a.point_overhead_s * 1e3, a.setup_per_value_s * 1e9,
+      a.light_point_s * 1e3);
 }
 
 std::vector<double> model_estimates(const std::vector<std::unique_ptr<Sweep>>& sweeps,

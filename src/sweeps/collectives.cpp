@@ -59,7 +59,8 @@ struct Measured {
 
 class Collectives final : public Sweep {
  public:
-  Collectives(CollParams p, int world) : p_(std::move(p)), world_(world) {
+  Collectives(CollParams p, int world, int nodes)
+      : p_(std::move(p)), world_(world), nodes_(std::max(1, nodes)) {
     for (Op op : p_.ops)
       for (std::size_t g = 0; g < p_.groups.size(); ++g)
         for (prof::DType t : p_.dtypes)
@@ -72,12 +73,18 @@ class Collectives final : public Sweep {
   std::string iterations_text() const override {
     return rb::iterations_text(p_.iterations, p_.warmup);
   }
-  // Per call: a latency plus twice the size at the link rate (an all-reduce's 2(n-1)/n);
-  // the iterations run twice (batch and per-call timing), the check once more.
+  // Per call: a latency plus the size times the operation's bus factor (nccl-tests' busbw
+  // over algbw: an all-reduce's 2(n-1)/n) at the link rate of the group's span (inside a node
+  // or across nodes; a group of one moves nothing); the iterations run twice (batch and
+  // per-call timing), the check once more.
   double estimated_seconds(const CostAssumptions& a) const override {
     double total = 0;
     for (const auto& d : points_) {
-      const double call = a.latency_s + 2.0 * static_cast<double>(d.requested) / a.link_Bps;
+      const int n = group_size(p_.groups[d.group]);
+      const bool spans_nodes = n > world_ / nodes_;
+      const double bus = n > 1 ? coll::busbw_factor(d.op, n) : 0.0;
+      const double call = a.latency_s + bus * static_cast<double>(d.requested) /
+                                            (spans_nodes ? a.inter_node_Bps : a.link_Bps);
       total += static_cast<double>(2 * p_.iterations + p_.warmup + 1) * call + a.light_point_s;
     }
     return total;
@@ -147,6 +154,21 @@ class Collectives final : public Sweep {
 
   CollParams p_;
   int world_;
+  int nodes_;  // planned nodes (ranks spread evenly): the group sizes of intra_node, inter_node
+
+  int group_size(const groups::Spec& g) const {
+    switch (g.kind) {
+      case groups::Kind::World:
+        return world_;
+      case groups::Kind::IntraNode:
+        return world_ / nodes_;
+      case groups::Kind::InterNode:
+        return nodes_;
+      case groups::Kind::Blocks:
+        return g.block;
+    }
+    return world_;
+  }
   std::vector<PointDef> points_;
 };
 
@@ -597,7 +619,8 @@ std::string Collectives::fit_model(RunContext& ctx, h5::Group& out, Transport tr
 }  // namespace
 
 std::unique_ptr<Sweep> parse_collectives(const SweepSpec& spec, const ParseContext& ctx) {
-  return std::make_unique<Collectives>(coll_sweep::parse(spec, ctx), ctx.world_size);
+  return std::make_unique<Collectives>(coll_sweep::parse(spec, ctx), ctx.world_size,
+                                       ctx.node_count);
 }
 
 }  // namespace rb

@@ -82,7 +82,7 @@ class ComputeSweep final : public Sweep {
         flop += 4.0 * static_cast<double>(at.batch * at.heads * at.head_dim) *
                 static_cast<double>(r) * static_cast<double>(r) * (at.causal ? 0.5 : 1.0);
     return static_cast<double>(p_.iterations + p_.warmup) * flop / (a.device_tflops * 1e12) +
-           static_cast<double>(point_count()) * a.point_overhead_s;
+           static_cast<double>(point_count()) * a.kernel_point_s;
   }
   // The table as write() lays it out (every dataset counted; the engine's name a placeholder).
   std::uint64_t estimated_output_bytes() const override {

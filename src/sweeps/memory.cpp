@@ -28,6 +28,14 @@ struct MemoryParams {
   std::vector<std::string> copies;  // empty on the host backend
 };
 
+// The points: the triad (when on), then each copy kind.
+std::vector<std::string> memory_points(const MemoryParams& p) {
+  std::vector<std::string> kinds;
+  if (p.triad) kinds.push_back("triad");
+  kinds.insert(kinds.end(), p.copies.begin(), p.copies.end());
+  return kinds;
+}
+
 class MemorySweep final : public Sweep {
  public:
   explicit MemorySweep(MemoryParams p) : p_(std::move(p)) {}
@@ -36,12 +44,22 @@ class MemorySweep final : public Sweep {
   std::string iterations_text() const override {
     return rb::iterations_text(p_.iterations, p_.warmup);
   }
-  // The triad moves 3 arrays, a copy its size, per iteration, at the memory rate.
+  // Per iteration the triad moves 3 arrays at the host's rate, a device copy reads and writes
+  // its size, a host <-> device copy moves it at the pinned or pageable rate; per point, the
+  // host buffers are allocated and touched (or pinned) once.
   double estimated_seconds(const CostAssumptions& a) const override {
-    const double arrays = (p_.triad ? 3.0 : 0.0) + static_cast<double>(p_.copies.size());
-    return static_cast<double>(p_.iterations + p_.warmup) * arrays * static_cast<double>(p_.bytes) /
-               a.memory_Bps +
-           static_cast<double>(point_count()) * a.point_overhead_s;
+    const double bytes = static_cast<double>(p_.bytes), runs = p_.iterations + p_.warmup;
+    double total = 0;
+    for (const auto& kind : memory_points(p_)) {
+      const double rate = kind == "triad"                              ? a.host_memory_Bps / 3
+                          : kind == "d2d"                              ? a.memory_Bps / 2
+                          : kind.find("pageable") != std::string::npos ? a.pageable_Bps
+                                                                       : a.pinned_Bps;
+      const double buffers =
+          a.host_buffer_Bps > 0 ? static_cast<double>(host_bytes(kind)) / a.host_buffer_Bps : 0;
+      total += runs * bytes / rate + buffers + a.point_overhead_s;
+    }
+    return total;
   }
   std::vector<std::string> plan() const override {
     std::vector<std::string> lines;
@@ -73,14 +91,6 @@ class MemorySweep final : public Sweep {
   Timing measure(const std::string& kind, prof::ComputeEngine& engine) const;
   MemoryParams p_;
 };
-
-// The points: the triad (when on), then each copy kind.
-std::vector<std::string> memory_points(const MemoryParams& p) {
-  std::vector<std::string> kinds;
-  if (p.triad) kinds.push_back("triad");
-  kinds.insert(kinds.end(), p.copies.begin(), p.copies.end());
-  return kinds;
-}
 
 h5::PointsTable MemorySweep::point_table() const {
   const auto kinds = memory_points(p_);

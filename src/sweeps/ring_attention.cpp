@@ -113,7 +113,14 @@ class RingAttentionSweep final : public Sweep {
   // Per point and iteration: this rank's attention FLOPs at the device rate plus the bytes its
   // scheme sends at the link rate (ring: R - 1 hops of K and V; backward: 2.5x the FLOPs, K, V,
   // dK, dV hops; the other schemes' collectives: ring::bytes_sent_per_iteration).
+  // Per point besides: the set-up (a fixed part and the inputs this rank generates: Q, K, V
+  // and dO, per value), the parity check (ring::parity_seconds) and, on the GPU, the outputs
+  // it copies back for the check (O, dQ, dK, dV: as many values as the inputs).
   double estimated_seconds(const CostAssumptions& a) const override {
+    const double rate = a.device_tflops * 1e12 *
+                        (p_.kernel == "flash"   ? a.flash_share
+                         : p_.kernel == "naive" ? 0.1
+                                                : 1.0);
     double total = 0;
     for (const Point& pt : points_) {
       const ring::Problem& pr = pt.problem;
@@ -124,14 +131,19 @@ class RingAttentionSweep final : public Sweep {
       if (p_.backward) flop *= 3.5;
       const double step_bytes = static_cast<double>(
           ring::bytes_sent_per_iteration(pr, pt.scheme, p_.backward, pt.ulysses_degree));
-      const double iteration = flop / (a.device_tflops * 1e12) + step_bytes / a.link_Bps +
-                               (pr.ring_size - 1) * a.latency_s;
+      const double link = pr.ring_size > p_.ranks_per_node ? a.inter_node_Bps : a.link_Bps;
+      const double iteration = flop / rate + step_bytes / link + (pr.ring_size - 1) * a.latency_s;
+      // Q, K, V (and dO) generated; as many values (O, dQ, dK, dV) copied back for the check.
+      const double inputs = static_cast<double>(pr.shard_elements()) * (p_.backward ? 2 : 1) +
+                            2.0 * static_cast<double>(pr.kv_shard_elements());
+      const double parity = ring::parity_seconds(pr, parity_options(), p_.backward);
+      const double outputs = parity > 0 ? inputs : 0;
       // The overlap calibration runs the ring's compute and transfers once more per repeat, apart.
       const bool calibrated = pr.ring_size > 1 && pt.scheme == ring::Scheme::Ring;
       const double runs =
           static_cast<double>(p_.iterations + p_.warmup + (calibrated ? p_.overlap_repeats : 0));
-      total += runs * iteration + a.point_overhead_s +
-               ring::parity_seconds(pr, parity_options(), p_.backward);
+      total += runs * iteration + a.point_overhead_s + a.setup_per_value_s * inputs + parity +
+               a.check_per_value_s * outputs;
     }
     return total;
   }

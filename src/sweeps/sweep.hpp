@@ -67,12 +67,21 @@ class ProgressReporter {
 // The cost model of the dry-run's time estimate (docs/user-guide.md): assumed rates, printed
 // with every estimate. Each sweep turns its plan into seconds with them.
 struct CostAssumptions {
-  double device_tflops = 0;     // attention and GEMM rate of one rank
-  double memory_Bps = 0;        // memory copies and STREAM triad of one rank
-  double link_Bps = 0;          // bandwidth of one rank's link (ring steps, collectives, p2p)
-  double latency_s = 0;         // per message or collective call
-  double point_overhead_s = 0;  // per point: communicators, allocation, set-up, parity checks
-  double light_point_s = 0;     // per point of collectives, p2p and ping-pong: barriers only
+  double device_tflops = 0;      // attention (the default kernel path) and GEMM rate of one rank
+  double flash_share = 1;        // the own flash kernels' rate as a share of device_tflops
+  double memory_Bps = 0;         // device memory copies of one rank
+  double host_memory_Bps = 0;    // STREAM triad of one rank, every rank of the node at once
+  double pinned_Bps = 0;         // host <-> device copies from pinned memory (PCIe / C2C)
+  double pageable_Bps = 0;       // the same from pageable memory (a staging copy on the way)
+  double host_buffer_Bps = 0;    // allocating and first touching (or pinning) host buffers
+  double link_Bps = 0;           // bus bandwidth of one rank's link inside a node
+  double inter_node_Bps = 0;     // the same between nodes (a group or ring that spans nodes)
+  double latency_s = 0;          // per message or collective call
+  double point_overhead_s = 0;   // per point: communicators, allocation, kernel plans, checks
+  double setup_per_value_s = 0;  // per input value a rank generates (ring and tuning points)
+  double check_per_value_s = 0;  // per output value copied back for the parity check (GPU)
+  double light_point_s = 0;      // per point of collectives, p2p and ping-pong: barriers only
+  double kernel_point_s = 0;     // per point of the compute sweep: buffers and a check
 };
 
 // How a sweep gets the kernels and transports of this run's path: the driver fills these in
