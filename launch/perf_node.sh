@@ -20,6 +20,8 @@
 # RB_GPU_TESTS and RB_GPU_TEST_RANKS narrow the gputests step.
 #   schemes     inputs/cp_schemes.yaml (4 GPUs: ring, all-gather, Ulysses, hybrid; issue #27; on 2 GPUs
 #               the same tokens per GPU on a ring of 2, without hybrid)
+#   ulysses     inputs/ulysses_transports.yaml (issue #27: Ulysses' all-to-alls by NCCL and by the
+#               copy engines, in 1, 2, 4 head groups, beside one local cuDNN call per GPU)
 #   cpgrid      inputs/cp_grid.yaml (4 GPUs: the same schemes at 4K/16K/48K tokens per GPU, the
 #               grid a CP policy is tuned on; launch/cp_policy_check.py checks it on schemes.h5;
 #               2 GPUs: as schemes)
@@ -30,7 +32,7 @@
 #               inputs/kernel_auto_heldout.yaml with it, its shapes shared out over the GPUs (one
 #               single-rank run per GPU at once, heldout_<gpu>.h5; issue #28)
 # The steps run in this order: topo kernels weak large coll contention gputests overlap schemes
-# cpgrid torch tuning heldout.
+# ulysses cpgrid torch tuning heldout.
 # RB_STEP_LIMIT_<STEP>=seconds overrides a step's limit.
 set -uo pipefail
 bundle="$1"; out="$2"; ngpus="$3"; nccl_tests="${4:-}"
@@ -162,6 +164,18 @@ schemes() {
   "${mpi[@]}" "${rb[@]}" "$cfg" --output "$out/schemes.h5" --force --json "$out/schemes.json"
 }
 
+ulysses() {
+  local cfg="$RB_ROOT/inputs/ulysses_transports.yaml"
+  if [ "$ngpus" -eq 2 ]; then
+    cfg="$out/ulysses_2gpu.yaml"
+    sed -e 's/ring_sizes: \[4\]/ring_sizes: [2]/' -e 's/seq_lengths: \[32768, 131072\], ring_sizes: \[2\]/seq_lengths: [16384, 65536], ring_sizes: [2]/' \
+      "$RB_ROOT/inputs/ulysses_transports.yaml" > "$cfg"
+  elif [ "$ngpus" -lt 4 ]; then
+    echo "ulysses: needs 2 or 4 GPUs"; return 0
+  fi
+  "${mpi[@]}" "${rb[@]}" "$cfg" --output "$out/ulysses.h5" --force --json "$out/ulysses.json"
+}
+
 cpgrid() {
   local cfg="$RB_ROOT/inputs/cp_grid.yaml"
   if [ "$ngpus" -eq 2 ]; then  # as schemes: the same tokens per GPU on a ring of 2, no hybrid
@@ -205,7 +219,7 @@ torch() {
 
 if [ "${5:-}" = --step ]; then "$6"; exit; fi
 for s in ${steps//,/ }; do
-  case "$s" in topo|kernels|weak|large|coll|tuning|contention|gputests|overlap|schemes|cpgrid|torch|heldout) ;; *) echo "perf_node: unknown step '$s' in RB_PERF_STEPS" >&2; exit 2 ;; esac
+  case "$s" in topo|kernels|weak|large|coll|tuning|contention|gputests|overlap|schemes|ulysses|cpgrid|torch|heldout) ;; *) echo "perf_node: unknown step '$s' in RB_PERF_STEPS" >&2; exit 2 ;; esac
 done
 run_step topo 60
 run_step kernels 300
@@ -216,6 +230,7 @@ run_step contention 360
 run_step gputests 300
 run_step overlap 420
 run_step schemes 450
+run_step ulysses 300
 run_step cpgrid 420
 run_step torch 300
 run_step tuning 900

@@ -7,6 +7,7 @@
 #include "ring/transport.hpp"
 #ifdef RINGBENCH_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
+#include "ring/ce_group_transport.hpp"
 #include "ring/ce_transport.hpp"
 #endif
 
@@ -31,6 +32,10 @@ PathFactories host_factories() {
   f.group_transport = [](MPI_Comm group_comm, attn::AttentionBackend&) {
     return ring::make_mpi_group_transport(group_comm);
   };
+  f.copy_engine_group_transport =
+      [](MPI_Comm, attn::AttentionBackend&) -> std::unique_ptr<ring::GroupTransport> {
+    throw std::logic_error("the copy-engine all-to-all needs the cuda path");
+  };
   return f;
 }
 
@@ -49,6 +54,10 @@ PathFactories cuda_factories() {
   };
   f.group_transport = [](MPI_Comm group_comm, attn::AttentionBackend& backend) {
     return ring::make_nccl_group_transport(group_comm, backend);
+  };
+  f.copy_engine_group_transport = [](MPI_Comm group_comm, attn::AttentionBackend& backend) {
+    return ring::make_copy_engine_group_transport(
+        group_comm, backend, ring::make_nccl_group_transport(group_comm, backend));
   };
   return f;
 #else

@@ -608,9 +608,16 @@ std::unique_ptr<ring::ContextParallelAttention> RingAttentionSweep::make_scheme(
     return std::make_unique<ring::HybridAttention>(pt.problem, u, backend, *ring_tr, *group_tr,
                                                    p_.backward);
   }
-  group_tr = ctx.paths.group_transport(group, backend);
+  // Ulysses' overlapped exchanges by the copy engines only where asked for (issue #27 measures
+  // whether they should be the default).
+  const bool copy_engines =
+      pt.scheme == ring::Scheme::Ulysses && pt.transport == ring::TransportAsk::CopyEngine;
+  group_tr = copy_engines ? ctx.paths.copy_engine_group_transport(group, backend)
+                          : ctx.paths.group_transport(group, backend);
   r.transport = group_tr->name();
-  r.transport_reason = "collectives: the " + group_tr->name() + " group transport";
+  r.transport_reason = copy_engines ? "transport copy_engine: Ulysses' head-group all-to-alls by "
+                                      "the copy engines, the one-shot ones by NCCL"
+                                    : "collectives: the " + group_tr->name() + " group transport";
   if (pt.scheme == ring::Scheme::AllGather)
     return std::make_unique<ring::AllGatherAttention>(pt.problem, backend, *group_tr, p_.backward);
   return std::make_unique<ring::UlyssesAttention>(pt.problem, backend, *group_tr, p_.backward,

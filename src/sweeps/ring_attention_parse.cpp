@@ -438,7 +438,8 @@ const std::vector<cfg::KeySpec>& ring_attention_keys() {
        other("cp_policy", "file or map", "none", "FILE or {file: FILE, strict: BOOL}",
              "the tuned CP policy scheme: auto follows"),
        choice("transport", "[auto]", ring::transport_ask_names(),
-              "how the ring's K/V travel on the GPU path; one point each")
+              "how the ring's K/V (and Ulysses' all-to-alls) travel on the GPU path; one point "
+              "each")
            .or_list(),
        integer("overlap_repeats", "3", 0, 1000, "repeats of the overlap calibration; 0: off")});
   return table;

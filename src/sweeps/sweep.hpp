@@ -101,6 +101,10 @@ struct PathFactories {
   // The collectives of the all-gather, Ulysses and hybrid schemes (host: MPI; cuda: NCCL).
   std::function<std::unique_ptr<ring::GroupTransport>(MPI_Comm group_comm, attn::AttentionBackend&)>
       group_transport;
+  // Ulysses' overlapped all-to-alls by the copy engines (ring/ce_group_transport.hpp), the
+  // other collectives as group_transport. Host path: none (throws).
+  std::function<std::unique_ptr<ring::GroupTransport>(MPI_Comm group_comm, attn::AttentionBackend&)>
+      copy_engine_group_transport;
 };
 
 // Resources of the GPU path, created once per run by the driver (null on the host path).

@@ -60,7 +60,8 @@ inline double tolerance(rb::attn::DType dtype) {
   return kPath == rb::Backend::Host ? 2e-5 : rb::ring::default_tolerance(dtype);
 }
 
-// Set by a test to run the ring (and hybrid's inner ring) on the copy-engine transport (GPU path).
+// Set by a test to run the ring (and hybrid's inner ring) on the copy-engine transport, and
+// Ulysses' all-to-alls on the copy-engine group transport (GPU path).
 inline bool& use_copy_engine() {
   static bool on = false;
   return on;
@@ -101,7 +102,10 @@ struct RingSetup {
       ring = std::make_unique<rb::ring::RingAttention>(p, *backend, *transport, backward);
       return;
     }
-    group = paths().group_transport(ring_comm, *backend);
+    // Ulysses' all-to-alls by the copy engines when asked (as the sweep's transport: copy_engine).
+    group = use_copy_engine() && scheme == rb::ring::Scheme::Ulysses
+                ? paths().copy_engine_group_transport(ring_comm, *backend)
+                : paths().group_transport(ring_comm, *backend);
     if (scheme == rb::ring::Scheme::AllGather)
       ring = std::make_unique<rb::ring::AllGatherAttention>(p, *backend, *group, backward);
     else

@@ -228,6 +228,49 @@ TEST_CASE("Ulysses head groups send the same bytes as one exchange, and keep the
   CHECK(f.wait[0] >= 0.0);
 }
 
+// Issue #27: Ulysses' all-to-alls by the copy engines (transport: copy_engine), one exchange
+// and head groups, against the reference; then three passes on one transport (warm-up and
+// timed iterations reuse it: each pass must wait for the peers' pulls of the last). GPU path
+// only: the host path has no copy engines.
+TEST_CASE("Ulysses over the copy engines equals the reference, over repeated passes") {
+  if (!rbtest::path_usable() || rbtest::kPath == rb::Backend::Host) return;
+  const int R = rb::test::world();
+  if (R > 1 && !rbtest::paths().copy_engine_probe(MPI_COMM_WORLD).usable) {
+    MESSAGE("copy engines not usable here");
+    return;
+  }
+  rbtest::use_copy_engine() = true;
+  for (Layout layout : {Layout::Contiguous, Layout::Zigzag})
+    for (int groups : {1, 2})
+      check_scheme(base(layout, layout == Layout::Zigzag), Scheme::Ulysses, 1, groups);
+  Problem p = base(Layout::Zigzag, true);
+  p.dtype = rb::attn::DType::BF16;
+  p.batch = 2;
+  check_scheme(p, Scheme::Ulysses, 1, (24 / R) % 4 == 0 ? 4 : 2);
+  {
+    rbtest::RingSetup setup(p, MPI_COMM_WORLD, true, Scheme::Ulysses, 1, 2);
+    CHECK(setup.group->name() == "copy_engine");
+    const int rank = rb::test::rank();
+    const auto q = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::Q);
+    const auto k = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::K);
+    const auto v = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::V);
+    const auto g = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::dO);
+    setup.ring->load_inputs(q.data(), k.data(), v.data(), g.data());
+    for (int i = 0; i < 3; ++i) {
+      setup.ring->forward();
+      setup.ring->backward();
+    }
+    const rb::ring::ParityReport par =
+        rb::ring::check_parity(p, 4, rank, MPI_COMM_WORLD, setup.ring->result(), true, {});
+    const double tol = rbtest::tolerance(p.dtype) + 0x1p-8;
+    CHECK(worst(par.out.max_rel) < tol);
+    CHECK(worst(par.dq.max_rel) < tol);
+    CHECK(worst(par.dk.max_rel) < tol);
+    CHECK(worst(par.dv.max_rel) < tol);
+  }
+  rbtest::use_copy_engine() = false;
+}
+
 TEST_CASE("Ulysses head groups that do not divide a rank's heads are refused, with the numbers") {
   Problem p = rbtest::problem(4, 64, 8, 8, Layout::Contiguous, false);  // 2 heads per rank
   CHECK(rb::ring::ulysses_head_groups_error(p, 2).empty());
