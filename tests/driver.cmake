@@ -38,7 +38,8 @@ if(RINGBENCH_PYTHON)
   # A signal (SIGTERM from outside, or the test-only signal hook at a known point) stops a sweep
   # between two points: the file keeps the points it finished (status 'interrupted', points of
   # points_planned), every rank exits 143, rb-analysis report and compare say it was cut short;
-  # a point that never ends loses its sweep's points after the grace, never writing half rows.
+  # a point that never ends loses its sweep's points after the grace, never writing half rows;
+  # a contention sweep stops between its points too (feeders and idle ranks agree as well).
   driver_script_checks(driver_interrupted interrupted_sweep.py 300 hook_k_points sigterm_ranks
-                       first_point last_point hung_point)
+                       first_point last_point hung_point contention_concurrent contention_alone)
 endif()

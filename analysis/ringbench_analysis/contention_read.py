@@ -88,6 +88,9 @@ def read(sweep):
     """Contention of one reader.Sweep of type contention."""
     for k in ("phase", "workload"):
         _need(sweep, KEYS[k], "key")
+    if len(sweep.points) == 0:  # a signal inside the alone phase keeps no point
+        raise ContentionError(f"{sweep.where}: no points (status "
+                              f"'{sweep.attrs.get('status', '?')}': nothing finished to compare)")
     points = sweep.points.copy()
     if KEYS["binding"] not in points:
         points[KEYS["binding"]] = ""

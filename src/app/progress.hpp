@@ -5,6 +5,7 @@
 // holds the test-only hang and signal hooks (RINGBENCH_TEST_HANG_POINT,
 // RINGBENCH_TEST_SIGNAL_POINT, app/watchdog.hpp). A signal stops a sweep at a point's start, where
 // the ranks agree on it.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -70,6 +71,9 @@ class Progress final : public ProgressReporter {
   // Prints the first and last point and any point at least min_interval_s after the last line.
   // With stop_on_signal, first agrees with every rank whether a signal stops the run here.
   bool point_started(std::size_t index, const std::string& label) override;
+  void kept_points(std::size_t points) override {
+    stopped_before_ = std::min(stopped_before_, points);
+  }
   void note(const std::string& line) override;
   void results(const std::string& table, std::vector<h5::PointRecord> records) override;
   std::size_t table_width() const override {

@@ -53,6 +53,9 @@ class ProgressReporter {
   // more points and writes the ones before `index` (PointsTable::keep_points), as if it had
   // planned no more. Every rank calls it at every point, unless stops_between_points() is false.
   [[nodiscard]] virtual bool point_started(std::size_t index, const std::string& label) = 0;
+  // After a stop: the sweep keeps only its first `points`, fewer than the index it stopped
+  // before (a contention point holds several ranks' turns; a stop inside them keeps none).
+  virtual void kept_points(std::size_t points) { static_cast<void>(points); }
   virtual void note(const std::string& line) = 0;  // shown once (rank 0)
   // The sweep's results once it ends: `table` is the terminal's text (TextTable::render),
   // `records` every point with its headline metrics (PointsTable::records; rank 0's are full).

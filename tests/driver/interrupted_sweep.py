@@ -17,6 +17,13 @@ stopped by its time limit lost every point of the sweep it was in.
                     (1 point), the earlier sweep stays complete
     last_point      the signal while the sweep's last point runs: the sweep completes, the
                     run stops after it ('SIGTERM after sweep tune', exit 143), no later sweep
+    contention_concurrent  the hook at a contention sweep's second point (its first concurrent
+                    phase, 4 points: alone, unbound, bound core, bound numa): every rank,
+                    measuring or not, agrees before the third; the sweep keeps 2 of 4 points
+                    (status 'interrupted'), exit 143, no later sweep; rb-analysis report reads it
+    contention_alone    the hook at the first point (the alone phase, which holds each rank's
+                    turn): the sweep keeps no point ('stopped after 0 of 4'), and the report
+                    says it was not analysed instead of failing
     hung_point      the signal while a point that never ends runs (the hang hook as well): the
                     run ends when its grace (20 s) is over, with 143; the earlier sweep stays
                     complete, the sweep in progress is absent or has no rows (no half rows),
@@ -190,11 +197,74 @@ def check_sigterm_ranks(args):
     print(f"kept {points} of 30 points")
 
 
+def contention_run(args, hook):
+    """'first', then a host contention sweep of 4 points on 2 measuring ranks, then 'after'."""
+    path = os.path.join(args.workdir, "contention.yaml")
+    with open(path, "w") as f:
+        f.write("backend: host\nrun:\n  point_timeout_s: off\nsweeps:\n"
+                "  - {type: host_pingpong, name: first, message_sizes: [8], iterations: 5}\n"
+                "  - {type: contention, name: cont, phases: [alone, concurrent_unbound, "
+                "concurrent_bound], policies: [core, numa], workloads: [triad], iterations: 5, "
+                "warmup: 1, cooldown_s: 0, triad_bytes: 4MiB, monitor_interval_ms: 100}\n"
+                "  - {type: host_pingpong, name: after, message_sizes: [8], iterations: 5}\n")
+    out = os.path.join(args.workdir, "contention.h5")
+    r = harness.mpirun(args, RANKS, [args.ringbench, path, "--output", out], timeout=180,
+                       per_rank_exit_dir=args.workdir, env={"RINGBENCH_TEST_SIGNAL_POINT": hook})
+    print(r.stdout[-1500:])
+    print(r.stderr[-2000:])
+    codes = {}
+    for p in glob.glob(os.path.join(args.workdir, "exit.*")):
+        with open(p) as f:
+            codes[p.rsplit(".", 1)[1]] = int(f.read().strip())
+    check_ranks_exit(codes, 143)
+    return out
+
+
+def check_contention_kept(h5py, out, kept):
+    with h5py.File(out, "r") as f:
+        check(f["run"].attrs["status"] == "interrupted", "/run status is 'interrupted'")
+        check(f["sweeps/first"].attrs["status"] == "complete", "the earlier sweep stays complete")
+        g = f["sweeps/cont"]
+        check(g.attrs["status"] == "interrupted" and int(g.attrs["points"]) == kept and
+              int(g.attrs["points_planned"]) == 4,
+              f"the contention sweep keeps {kept} of 4 points: {dict(g.attrs).get('points')}")
+        check(f"stopped after {kept} of 4 points" in str(g.attrs["failure"]),
+              f"its failure says how many: {g.attrs['failure']}")
+        check(g["time_s"].shape[:2] == (RANKS, kept), f"rows of the kept points: {g['time_s'].shape}")
+        check("after" not in f["sweeps"], "no sweep after the interrupted one ran")
+
+
+def check_contention_concurrent(args):
+    h5py, _ = harness.h5py_and_numpy()
+    out = contention_run(args, "cont:1")
+    check_contention_kept(h5py, out, 2)
+    tool = os.path.join(args.source, "analysis", "rb-analysis")
+    r = harness.run([tool, "report", out, "--out", os.path.join(args.workdir, "report")], timeout=300)
+    with open(os.path.join(args.workdir, "report", "report.md")) as f:
+        md = f.read()
+    check(r.returncode == 0 and "phases alone, concurrent_unbound" in md,
+          f"the report reads the 2 kept phases: {(r.stdout + r.stderr)[-1000:]}")
+
+
+def check_contention_alone(args):
+    h5py, _ = harness.h5py_and_numpy()
+    out = contention_run(args, "cont:0")
+    check_contention_kept(h5py, out, 0)
+    tool = os.path.join(args.source, "analysis", "rb-analysis")
+    r = harness.run([tool, "report", out, "--out", os.path.join(args.workdir, "report")], timeout=300)
+    with open(os.path.join(args.workdir, "report", "report.md")) as f:
+        md = f.read()
+    check(r.returncode == 0 and "not analysed" in md and "no points" in md,
+          f"the report says the sweep with no points was not analysed: {(r.stdout + r.stderr)[-1000:]}")
+
+
 def main():
     return harness.run_check({"hook_k_points": check_hook_k_points,
                               "sigterm_ranks": check_sigterm_ranks,
                               "first_point": check_first_point, "last_point": check_last_point,
-                              "hung_point": check_hung_point})
+                              "hung_point": check_hung_point,
+                              "contention_concurrent": check_contention_concurrent,
+                              "contention_alone": check_contention_alone})
 
 
 if __name__ == "__main__":

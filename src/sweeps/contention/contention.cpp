@@ -92,14 +92,18 @@ class Runner {
         phase_binding(p.phases.size()) {}
 
   void run_all();
+  // Points finished when the run stopped between points (a signal), else every point.
+  std::size_t kept() const { return kept_; }
   void write_monitor_table(h5::Group& out) {
     write_monitor(out, monitor_, monitor_options_, stop_s_, ctx_.world);
   }
 
  private:
   void bind(std::size_t phase);
-  void run_alone(std::size_t phase);
-  void run_concurrent(std::size_t phase);
+  // False when the ranks agreed to stop (a signal) before point pi: every rank calls it.
+  bool go_on(std::size_t pi) { return ctx_.progress.point_started(pi, points_[pi].label); }
+  bool run_alone(std::size_t phase);
+  bool run_concurrent(std::size_t phase);
   void measure_point(std::size_t pi);
   void feed_point(std::size_t pi);
   void probe_iterations();
@@ -116,6 +120,7 @@ class Runner {
   MonitorOptions monitor_options_;
   Monitor monitor_;
   double stop_s_ = kNaN;
+  std::size_t kept_ = 0;
 
  public:
   std::vector<PointRecord> records;
@@ -130,14 +135,13 @@ void Runner::run_all() {
   monitor_.start();
   start = {binder_.start_cpuset(), describe(read_mempolicy()), "at the start of the sweep"};
   probe_iterations();
+  kept_ = points_.size();
   for (std::size_t ph = 0; ph < p_.phases.size(); ++ph) {
     if (ph > 0) sleep_s(p_.cooldown_s);
     bind(ph);
     quiet_barrier(ctx_.world);
-    if (p_.phases[ph].kind == PhaseKind::Alone)
-      run_alone(ph);
-    else
-      run_concurrent(ph);
+    const bool more = p_.phases[ph].kind == PhaseKind::Alone ? run_alone(ph) : run_concurrent(ph);
+    if (!more) break;
   }
   try {
     end = binder_.restore();
@@ -160,20 +164,34 @@ void Runner::bind(std::size_t phase) {
   }
 }
 
-void Runner::run_alone(std::size_t phase) {
+// Each measuring rank in turn runs every item; all ranks agree before each item whether to go
+// on (a signal), then sleep in a quiet barrier while it runs. An alone point holds every
+// measuring rank's turn, so a stop inside the phase keeps only the phases before.
+bool Runner::run_alone(std::size_t phase) {
   const std::size_t first = phase * p_.items.size();
   for (int turn = 0; turn < p_.measuring_ranks(); ++turn) {
     if (turn > 0) sleep_s(p_.cooldown_s);
-    if (rank_ == turn)
-      for (std::size_t i = 0; i < p_.items.size(); ++i) measure_point(first + i);
-    quiet_barrier(ctx_.world);  // everyone else sleeps here meanwhile
+    for (std::size_t i = 0; i < p_.items.size(); ++i) {
+      if (!go_on(first + i)) {
+        kept_ = first;
+        ctx_.progress.kept_points(first);
+        return false;
+      }
+      if (rank_ == turn) measure_point(first + i);
+      quiet_barrier(ctx_.world);  // everyone else sleeps here meanwhile
+    }
   }
+  return true;
 }
 
-void Runner::run_concurrent(std::size_t phase) {
+bool Runner::run_concurrent(std::size_t phase) {
   for (std::size_t i = 0; i < p_.items.size(); ++i) {
     const std::size_t pi = phase * p_.items.size() + i;
     quiet_barrier(ctx_.world);
+    if (!go_on(pi)) {  // feeders too: every rank agrees, so the points before are kept
+      kept_ = pi;
+      return false;
+    }
     RB_MPI_CHECK(MPI_Barrier(ctx_.world));  // a tight start once everyone is (nearly) there
     if (p_.is_feeder(rank_)) {
       feed_point(pi);
@@ -182,10 +200,10 @@ void Runner::run_concurrent(std::size_t phase) {
       quiet_barrier(ctx_.world);  // the feeders' stop signal: they test this barrier
     }
   }
+  return true;
 }
 
 void Runner::measure_point(std::size_t pi) {
-  (void)ctx_.progress.point_started(pi, points_[pi].label);  // never stops: stops_between_points
   const Point& pt = points_[pi];
   PointRecord& r = records[pi];
   r.start_s = monitor_.now();
@@ -543,9 +561,6 @@ class ContentionSweep final : public Sweep {
   explicit ContentionSweep(Params p) : p_(std::move(p)), points_(make_points(p_)) {}
   std::string type() const override { return "contention"; }
   std::size_t point_count() const override { return points_.size(); }
-  // The feeder ranks start no points (only the measuring ranks do), so the ranks cannot agree
-  // on a signal between two points: it ends the run at once, the sweep's points lost.
-  bool stops_between_points() const override { return false; }
   std::string iterations_text() const override {
     return p_.duration_s > 0 ? "about " + number(p_.duration_s) + " s each"
                              : rb::iterations_text(p_.iterations, p_.warmup);
@@ -579,6 +594,7 @@ class ContentionSweep final : public Sweep {
     write_attributes(out, p_);
     h5::PointsTable t = make_table(p_, points_, r.iterations);
     fill_table(t, p_, points_, r, ctx.layout.rank);
+    t.keep_points(r.kept());  // a signal: the points before it (docs/troubleshooting.md)
     t.write(out);
     report_results(ctx, t, contention_headlines(), [&](const auto& recs) {
       return contention_table(results_title(*this), recs, ctx.progress.table_width());
