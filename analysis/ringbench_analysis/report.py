@@ -229,6 +229,7 @@ def _first_screen(runs, fr, summary, peaks, gpu_names):
 CV_COLUMN = ("cv", "CV", lambda v: fmt.pct(100 * v))
 RING_COLUMNS = [
     ("sweep", "sweep", None), ("seq_len", "S", None), ("ring_size", "R", None),
+    ("scheme", "scheme", None),
     ("transport", "transport", None), ("mask", "mask", None), ("layout", "layout", None),
     ("kernel", "kernel", None), ("dtype", "dtype", None), ("status_md", "status", None),
     ("forward_ms", "fwd ms", fmt.ms), ("backward_ms", "bwd ms", fmt.ms),
@@ -247,8 +248,10 @@ def _any_measured(*names):
 
 
 # Columns shown only where they tell points apart or were measured: the file with several
-# files, the transport where the points used more than one, the overlap where a ring travelled.
+# files, the scheme (ulysses(G=2), ...) where points differ by it, the transport where the
+# points used more than one, the overlap where a ring travelled.
 RING_OPTIONAL = {"file": lambda v: v["file"].nunique() > 1,
+                 "scheme": lambda v: "scheme" in v and v["scheme"].nunique() > 1,
                  "transport": lambda v: len(results.transports(v)) > 1,
                  "hidden_md": _any_measured("overlap_efficiency", "backward_overlap_efficiency"),
                  "slowdown_md": _any_measured("kernel_slowdown", "backward_kernel_slowdown")}

@@ -20,20 +20,26 @@ SAME_PROBLEM = ("file", "sweep", "seq_len", "ring_size", "layout", "mask", "dtyp
 
 
 def comparison(ring):
-    """One row per (problem, scheme) where a problem was run under two or more schemes, in
-    file order; columns: the problem's keys, scheme, total_ms, tflops_total, exposed_wait_pct,
-    bytes_sent, memory, status, fastest (bool), vs_fastest (time / the fastest's: 1 = fastest)."""
+    """One row per (problem, scheme) where a problem was run under two or more schemes (or one
+    scheme over two or more transports), in file order; columns: the problem's keys, scheme,
+    total_ms, tflops_total, exposed_wait_pct, bytes_sent, memory, status, fastest (bool),
+    vs_fastest (time / the fastest's: 1 = fastest)."""
     if ring is None or ring.empty or "scheme" not in ring:
         return pd.DataFrame()
     rows = []
     for _, g in ring.groupby(list(SAME_PROBLEM), sort=False):
-        if g["scheme"].nunique() < 2:
+        # A scheme run over several transports (transport: [nccl, copy_engine]) is a row per
+        # transport, named "ulysses via copy_engine": rows that read alike would hide which is which.
+        twice = g["scheme"].value_counts()
+        names = [f"{r.scheme} via {r.transport}" if twice[r.scheme] > 1 and "transport" in g
+                 else r.scheme for r in g.itertuples()]
+        if len(set(names)) < 2:
             continue
         ok = g[g["measured"] & (g["status"] == "ok")]
         best = ok["total_ms"].min() if len(ok) else math.nan
-        for r in g.itertuples():
+        for r, name in zip(g.itertuples(), names):
             rows.append({k: getattr(r, k) for k in SAME_PROBLEM} |
-                        {"scheme": r.scheme, "total_ms": r.total_ms, "tflops_total": r.tflops_total,
+                        {"scheme": name, "total_ms": r.total_ms, "tflops_total": r.tflops_total,
                          "exposed_wait_pct": r.exposed_wait_pct, "bytes_sent": r.bytes_sent,
                          "memory": r.memory, "status": r.status,
                          "fastest": bool(r.measured and r.status == "ok" and r.total_ms == best),
@@ -45,7 +51,7 @@ def ring_cost(table):
     """Per problem: the ring's time over the fastest scheme's (1 = the ring is fastest)."""
     out = []
     for key, g in table.groupby(list(SAME_PROBLEM), sort=False):
-        ring = g[g["scheme"] == "ring"]
+        ring = g[g["scheme"].str.split(" via ").str[0] == "ring"]
         fastest = g[g["fastest"]]
         if len(ring) and len(fastest):
             out.append(dict(zip(SAME_PROBLEM, key)) | {"fastest": fastest.iloc[0]["scheme"],
