@@ -149,45 +149,26 @@ overlap() {
   return 0
 }
 
-schemes() {
-  local cfg="$RB_ROOT/inputs/cp_schemes.yaml"
+# cp_run INPUT NAME SEQS_4 SEQS_2: a context-parallel plan written for 4 GPUs (inputs/INPUT.yaml,
+# ring_sizes [4], seq_lengths [SEQS_4]) into NAME.h5. On 2 GPUs the same tokens per GPU on a ring
+# of 2 (seq_lengths [SEQS_2], INPUT_2gpu.yaml), without hybrid: it needs a ring across pairs, and
+# a one-hop ring is not what it measures.
+cp_run() {
+  local cfg="$RB_ROOT/inputs/$1.yaml"
   if [ "$ngpus" -eq 2 ]; then
-    # Two GPUs: the same shapes per GPU (8K and 32K tokens) on a ring of 2; hybrid needs a ring
-    # across pairs, so it is left out rather than run as a one-hop ring.
-    cfg="$out/cp_schemes_2gpu.yaml"
-    sed -e 's/ring_sizes: \[4\]/ring_sizes: [2]/' -e 's/seq_lengths: \[32768, 131072\]/seq_lengths: [16384, 65536]/' \
+    cfg="$out/$1_2gpu.yaml"
+    sed -e 's/ring_sizes: \[4\]/ring_sizes: [2]/' -e "s/seq_lengths: \[$3\]/seq_lengths: [$4]/" \
       -e 's/scheme: \[ring, allgather, ulysses, hybrid\], ulysses_degree: 2,/scheme: [ring, allgather, ulysses],/' \
-      "$RB_ROOT/inputs/cp_schemes.yaml" > "$cfg"
+      "$RB_ROOT/inputs/$1.yaml" > "$cfg"
   elif [ "$ngpus" -lt 4 ]; then
-    echo "schemes: needs 2 or 4 GPUs"; return 0
+    echo "$2: needs 2 or 4 GPUs"; return 0
   fi
-  "${mpi[@]}" "${rb[@]}" "$cfg" --output "$out/schemes.h5" --force --json "$out/schemes.json"
+  "${mpi[@]}" "${rb[@]}" "$cfg" --output "$out/$2.h5" --force --json "$out/$2.json"
 }
 
-ulysses() {
-  local cfg="$RB_ROOT/inputs/ulysses_transports.yaml"
-  if [ "$ngpus" -eq 2 ]; then
-    cfg="$out/ulysses_2gpu.yaml"
-    sed -e 's/ring_sizes: \[4\]/ring_sizes: [2]/' -e 's/seq_lengths: \[32768, 131072\], ring_sizes: \[2\]/seq_lengths: [16384, 65536], ring_sizes: [2]/' \
-      "$RB_ROOT/inputs/ulysses_transports.yaml" > "$cfg"
-  elif [ "$ngpus" -lt 4 ]; then
-    echo "ulysses: needs 2 or 4 GPUs"; return 0
-  fi
-  "${mpi[@]}" "${rb[@]}" "$cfg" --output "$out/ulysses.h5" --force --json "$out/ulysses.json"
-}
-
-cpgrid() {
-  local cfg="$RB_ROOT/inputs/cp_grid.yaml"
-  if [ "$ngpus" -eq 2 ]; then  # as schemes: the same tokens per GPU on a ring of 2, no hybrid
-    cfg="$out/cp_grid_2gpu.yaml"
-    sed -e 's/ring_sizes: \[4\]/ring_sizes: [2]/' -e 's/seq_lengths: \[16384, 65536, 196608\]/seq_lengths: [8192, 32768, 98304]/' \
-      -e 's/scheme: \[ring, allgather, ulysses, hybrid\], ulysses_degree: 2,/scheme: [ring, allgather, ulysses],/' \
-      "$RB_ROOT/inputs/cp_grid.yaml" > "$cfg"
-  elif [ "$ngpus" -lt 4 ]; then
-    echo "cpgrid: needs 2 or 4 GPUs"; return 0
-  fi
-  "${mpi[@]}" "${rb[@]}" "$cfg" --output "$out/cp_grid.h5" --force --json "$out/cp_grid.json"
-}
+schemes() { cp_run cp_schemes schemes "32768, 131072" "16384, 65536"; }
+ulysses() { cp_run ulysses_transports ulysses "32768, 131072" "16384, 65536"; }
+cpgrid() { cp_run cp_grid cp_grid "16384, 65536, 196608" "8192, 32768, 98304"; }
 
 heldout() {
   local policy="$RB_ROOT/inputs/tuned_h100.yaml" cfg="$out/heldout.yaml" g=0 rc=0

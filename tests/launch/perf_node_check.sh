@@ -3,7 +3,8 @@
 # running it, so the script's own logic is checked here: the configs it writes for N GPUs are
 # valid plans at N ranks (weak) and 2N ranks (contention: N measuring + N feeders), every step
 # leaves a summary line, a hung step is ended at its limit (RB_STEP_LIMIT_<STEP>) and the next
-# step still runs, and an unknown step name is refused (exit 2) before anything runs.
+# step still runs, the context-parallel steps' 2-GPU configs are valid plans, and an unknown step
+# name is refused (exit 2) before anything runs.
 #   perf_node_check.sh SRC_DIR RINGBENCH
 set -uo pipefail
 src="$1"
@@ -42,6 +43,28 @@ for n in 1 2 4 8; do
   "$bin" "$out/contention.yaml" --dry-run --world-size $((2 * n)) > "$work/dry" 2>&1 ||
     bad "$n GPUs: contention.yaml is not a valid plan at $((2 * n)) ranks: $(tail -2 "$work/dry")"
   grep -q "feeders: $n\$" "$out/contention.yaml" || bad "$n GPUs: contention.yaml does not have $n feeders"
+done
+
+# The context-parallel steps: on 4 GPUs the shipped configs; on 2 the same tokens per GPU on a
+# ring of 2 without hybrid (INPUT_2gpu.yaml, a valid plan at 2 ranks); below 2 nothing launched.
+for n in 1 2 4; do
+  out="$work/cp$n"
+  : > "$RB_FAKE_LOG"
+  RB_PERF_STEPS=schemes,ulysses,cpgrid bash "$src/launch/perf_node.sh" "$work/bundle" "$out" "$n" \
+    > /dev/null 2>&1 || bad "$n GPUs: perf_node.sh (cp steps) exit $?"
+  for input in cp_schemes ulysses_transports cp_grid; do
+    if [ "$n" = 4 ]; then
+      grep -q -- "-np 4 .*inputs/$input.yaml" "$RB_FAKE_LOG" || bad "4 GPUs: inputs/$input.yaml not launched"
+    elif [ "$n" = 2 ]; then
+      cfg="$out/${input}_2gpu.yaml"
+      grep -q -- "-np 2 .*$cfg" "$RB_FAKE_LOG" || bad "2 GPUs: $cfg not launched"
+      "$bin" "$cfg" --dry-run --world-size 2 > "$work/dry" 2>&1 || bad "2 GPUs: $cfg is not a valid plan: $(tail -2 "$work/dry")"
+      grep -v "^ *#" "$cfg" | grep -q "ring_sizes: \[4\]\|hybrid" && bad "2 GPUs: $cfg keeps a ring of 4 or hybrid"
+      cmp -s "$cfg" "$src/inputs/$input.yaml" && bad "2 GPUs: $cfg is the 4-GPU config unchanged"
+    else
+      [ ! -s "$RB_FAKE_LOG" ] || bad "1 GPU: a cp step launched: $(cat "$RB_FAKE_LOG")"
+    fi
+  done
 done
 
 # A hung step ends at its limit (rc 124), the next step still runs.
