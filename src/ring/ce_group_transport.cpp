@@ -16,21 +16,18 @@
 //                `pulled`: nobody packs into a send buffer again while a peer still reads it.
 // The all-gathers order the cross-process events: a rank records ready[slot] or `pulled` again
 // only after every peer has passed the all-gather that follows its wait on the last record.
-// Memory handles are opened once per allocation (cached by handle) and closed with the
+// Memory handles are opened once per allocation (ring/ipc_memory.hpp) and closed with the
 // transport, which lives for one point.
 #include "ring/ce_group_transport.hpp"
 
-#include <cuda.h>  // CUresult and CUdeviceptr only: the one driver call is found at run time
 #include <cuda_runtime.h>
 
-#include <array>
 #include <cstdint>
-#include <cstring>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "ring/ipc_memory.hpp"
 #include "ring/mpi_error.hpp"
 #include "runtime/cuda_check.hpp"
 
@@ -42,32 +39,6 @@ const char* const kWho = "copy-engine all-to-all";
 void mpi(int rc, const char* call) {
   throw_if_mpi_error(rc, kWho, call);
 }
-
-// The base of the allocation a device pointer lies in: IPC handles name whole allocations.
-// Through the runtime's driver entry point, so the program does not link libcuda.
-char* allocation_base(const void* p) {
-  using GetRange = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
-  static const GetRange get_range = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    RB_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000,
-                                                   cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || fn == nullptr)
-      throw std::runtime_error(std::string(kWho) + ": the driver has no cuMemGetAddressRange");
-    return reinterpret_cast<GetRange>(fn);
-  }();
-  CUdeviceptr base = 0;
-  std::size_t size = 0;
-  if (get_range(&base, &size, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS)
-    throw std::runtime_error(std::string(kWho) + ": not a device allocation");
-  return reinterpret_cast<char*>(base);
-}
-
-struct Offer {
-  cudaIpcMemHandle_t memory;
-  std::uint64_t offset = 0;
-  std::uint64_t bytes = 0;
-};
 
 class CopyEngineGroupTransport final : public GroupTransport {
  public:
@@ -86,7 +57,6 @@ class CopyEngineGroupTransport final : public GroupTransport {
   }
   ~CopyEngineGroupTransport() override {
     if (copy_) cudaStreamSynchronize(copy_);
-    for (auto& [handle, base] : opened_) cudaIpcCloseMemHandle(base);
     for (auto& peers : peer_ready_)
       for (cudaEvent_t e : peers)
         if (e) cudaEventDestroy(e);
@@ -139,16 +109,6 @@ class CopyEngineGroupTransport final : public GroupTransport {
     theirs[static_cast<std::size_t>(rank_)] = nullptr;  // mine is waited on directly
     return mine;
   }
-  const char* mapped(const Offer& offer) {
-    const std::string key(reinterpret_cast<const char*>(&offer.memory), sizeof offer.memory);
-    auto it = opened_.find(key);
-    if (it == opened_.end()) {
-      void* base = nullptr;
-      RB_CUDA_CHECK(cudaIpcOpenMemHandle(&base, offer.memory, cudaIpcMemLazyEnablePeerAccess));
-      it = opened_.emplace(key, static_cast<char*>(base)).first;
-    }
-    return it->second + offer.offset;
-  }
   void end_of_pipeline();
 
   std::unique_ptr<GroupTransport> collectives_;
@@ -159,7 +119,7 @@ class CopyEngineGroupTransport final : public GroupTransport {
   std::vector<std::vector<cudaEvent_t>> peer_ready_;  // per slot, every rank's
   cudaEvent_t pulled_ = nullptr;
   std::vector<cudaEvent_t> peer_pulled_;
-  std::map<std::string, char*> opened_;  // the peers' send allocations, by IPC handle
+  IpcMappings opened_;  // the peers' send allocations
   int in_flight_ = 0;
 };
 
@@ -174,12 +134,8 @@ void CopyEngineGroupTransport::start_all_to_all(int slot, const void* send, void
   }
   ++in_flight_;
   RB_CUDA_CHECK(cudaEventRecord(ready_[s], compute_));
-  Offer mine{};
-  char* base = allocation_base(send);
-  RB_CUDA_CHECK(cudaIpcGetMemHandle(&mine.memory, base));
-  mine.offset = static_cast<std::uint64_t>(static_cast<const char*>(send) - base);
-  mine.bytes = bytes;
-  std::vector<Offer> offers(static_cast<std::size_t>(size_));
+  const IpcOffer mine = ipc_offer(send, bytes, kWho);
+  std::vector<IpcOffer> offers(static_cast<std::size_t>(size_));
   mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, offers.data(), sizeof mine, MPI_BYTE, comm_),
       "MPI_Allgather (offers)");
   auto* to = static_cast<char*>(recv);
@@ -187,12 +143,12 @@ void CopyEngineGroupTransport::start_all_to_all(int slot, const void* send, void
   RB_CUDA_CHECK(cudaStreamWaitEvent(copy_, ready_[s], 0));
   for (int k = 0; k < size_; ++k) {  // rank + k: each rank starts with a different peer
     const int j = (rank_ + k) % size_;
-    const Offer& o = offers[static_cast<std::size_t>(j)];
+    const IpcOffer& o = offers[static_cast<std::size_t>(j)];
     if (o.bytes != bytes)
       throw std::logic_error(std::string(kWho) + ": rank " + std::to_string(j) + " sends " +
                              std::to_string(o.bytes) + " B a chunk where this rank expects " +
                              std::to_string(bytes));
-    const char* from = j == rank_ ? static_cast<const char*>(send) + at_me : mapped(o) + at_me;
+    const char* from = j == rank_ ? static_cast<const char*>(send) + at_me : opened_.at(o) + at_me;
     if (j != rank_)
       RB_CUDA_CHECK(cudaStreamWaitEvent(copy_, peer_ready_[s][static_cast<std::size_t>(j)], 0));
     if (bytes)

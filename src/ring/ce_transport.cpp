@@ -1,16 +1,15 @@
 // The copy-engine RingTransport: the protocol is in ce_transport.hpp.
 #include "ring/ce_transport.hpp"
 
-#include <cuda.h>  // CUresult and CUdeviceptr only: the one driver call is found at run time
 #include <cuda_runtime.h>
 
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <stdexcept>
 #include <string>
 
+#include "ring/ipc_memory.hpp"
 #include "ring/mpi_error.hpp"
 #include "runtime/cuda_check.hpp"
 
@@ -23,38 +22,6 @@ const char* const kWho = "copy-engine transport";
 void mpi(int rc, const char* call) {
   throw_if_mpi_error(rc, kWho, call);
 }
-
-// The allocation a device pointer lies in: IPC handles name whole allocations. Through the
-// runtime's driver entry point, so the program does not link libcuda (CI has no driver).
-struct Allocation {
-  char* base = nullptr;
-  std::size_t size = 0;
-};
-Allocation allocation_of(const void* p) {
-  using GetRange = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
-  static const GetRange get_range = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    RB_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000,
-                                                   cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || fn == nullptr)
-      throw std::runtime_error(std::string(kWho) + ": the driver has no cuMemGetAddressRange");
-    return reinterpret_cast<GetRange>(fn);
-  }();
-  CUdeviceptr base = 0;
-  std::size_t size = 0;
-  if (get_range(&base, &size, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS)
-    throw std::runtime_error(std::string(kWho) +
-                             ": not a device allocation (cuMemGetAddressRange)");
-  return {reinterpret_cast<char*>(base), size};
-}
-
-// What a rank tells its next rank about the buffer to pull from.
-struct Offer {
-  cudaIpcMemHandle_t memory;
-  std::uint64_t offset = 0;
-  std::uint64_t bytes = 0;
-};
 
 struct Neighbours {
   int rank = 0, size = 1, prev = 0, next = 0;
@@ -75,7 +42,6 @@ class CopyEngineTransport final : public RingTransport {
  private:
   void exchange_events();
   void take_pulled_token();
-  const char* mapped(const Offer& offer);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   Neighbours n_;
@@ -83,8 +49,8 @@ class CopyEngineTransport final : public RingTransport {
   cudaEvent_t ready_ = nullptr, pulled_ = nullptr;            // mine, shared with the neighbours
   cudaEvent_t prev_ready_ = nullptr, next_pulled_ = nullptr;  // theirs, opened here
   cudaEvent_t done_ = nullptr;
-  std::map<std::string, char*> opened_;  // the previous rank's allocations, by IPC handle
-  Offer offer_out_{};
+  IpcMappings opened_;  // the previous rank's allocations
+  IpcOffer offer_out_{};
   char token_out_ = 1;
   MPI_Request offer_req_ = MPI_REQUEST_NULL, token_req_ = MPI_REQUEST_NULL;
   bool in_flight_ = false;
@@ -134,7 +100,6 @@ CopyEngineTransport::~CopyEngineTransport() {
   if (copy_) cudaStreamSynchronize(copy_);
   if (offer_req_ != MPI_REQUEST_NULL) MPI_Request_free(&offer_req_);
   if (token_req_ != MPI_REQUEST_NULL) MPI_Request_free(&token_req_);
-  for (auto& [handle, base] : opened_) cudaIpcCloseMemHandle(base);
   for (cudaEvent_t e : {ready_, pulled_, prev_ready_, next_pulled_, done_})
     if (e) cudaEventDestroy(e);
   if (copy_) cudaStreamDestroy(copy_);
@@ -147,17 +112,6 @@ void CopyEngineTransport::take_pulled_token() {
   mpi(MPI_Recv(&token, 1, MPI_BYTE, n_.next, kPulledTag, comm_, MPI_STATUS_IGNORE),
       "MPI_Recv (pull issued)");
   token_due_ = false;
-}
-
-const char* CopyEngineTransport::mapped(const Offer& offer) {
-  const std::string key(reinterpret_cast<const char*>(&offer.memory), sizeof offer.memory);
-  auto it = opened_.find(key);
-  if (it == opened_.end()) {
-    void* base = nullptr;
-    RB_CUDA_CHECK(cudaIpcOpenMemHandle(&base, offer.memory, cudaIpcMemLazyEnablePeerAccess));
-    it = opened_.emplace(key, static_cast<char*>(base)).first;
-  }
-  return it->second + offer.offset;
 }
 
 void CopyEngineTransport::post(const void* send, void* recv, std::size_t bytes) {
@@ -179,21 +133,18 @@ void CopyEngineTransport::post(const void* send, void* recv, std::size_t bytes) 
   // 2-3. Send produced, receive buffer free: offer the send buffer.
   RB_CUDA_CHECK(cudaEventRecord(ready_, compute_));
   mpi(MPI_Wait(&offer_req_, MPI_STATUS_IGNORE), "MPI_Wait (offer)");
-  const Allocation a = allocation_of(send);
-  RB_CUDA_CHECK(cudaIpcGetMemHandle(&offer_out_.memory, a.base));
-  offer_out_.offset = static_cast<std::uint64_t>(static_cast<const char*>(send) - a.base);
-  offer_out_.bytes = bytes;
+  offer_out_ = ipc_offer(send, bytes, kWho);
   mpi(MPI_Isend(&offer_out_, sizeof offer_out_, MPI_BYTE, n_.next, kOfferTag, comm_, &offer_req_),
       "MPI_Isend (offer)");
   // 4. Pull the previous rank's block once it is produced and my buffer is free.
-  Offer in{};
+  IpcOffer in{};
   mpi(MPI_Recv(&in, sizeof in, MPI_BYTE, n_.prev, kOfferTag, comm_, MPI_STATUS_IGNORE),
       "MPI_Recv (offer)");
   if (in.bytes != bytes)
     throw std::logic_error(std::string(kWho) + ": the previous rank offers " +
                            std::to_string(in.bytes) + " B where this rank expects " +
                            std::to_string(bytes) + " B");
-  const char* from = mapped(in);
+  const char* from = opened_.at(in);
   RB_CUDA_CHECK(cudaStreamWaitEvent(copy_, prev_ready_, 0));
   RB_CUDA_CHECK(cudaStreamWaitEvent(copy_, ready_, 0));
   if (bytes) RB_CUDA_CHECK(cudaMemcpyAsync(recv, from, bytes, cudaMemcpyDeviceToDevice, copy_));
