@@ -82,10 +82,7 @@ class KernelTuningSweep final : public Sweep {
       const double rows = static_cast<double>(pr.seq_len);
       const double flop =
           3.5 * 4.0 * pr.batch * pr.heads * pr.head_dim * rows * rows * (pr.causal ? 0.5 : 1.0);
-      const double rate = a.device_tflops * 1e12 *
-                          (pt.path == "flash"   ? a.flash_share
-                           : pt.path == "naive" ? 0.1
-                                                : 1.0);
+      const double rate = a.attention_flops(pt.path);
       const double inputs = 2.0 * static_cast<double>(pr.shard_elements() + pr.kv_shard_elements());
       total += static_cast<double>(p_.iterations + p_.warmup) * flop / rate + a.point_overhead_s +
                a.setup_per_value_s * inputs;

@@ -117,10 +117,7 @@ class RingAttentionSweep final : public Sweep {
   // and dO, per value), the parity check (ring::parity_seconds) and, on the GPU, the outputs
   // it copies back for the check (O, dQ, dK, dV: as many values as the inputs).
   double estimated_seconds(const CostAssumptions& a) const override {
-    const double rate = a.device_tflops * 1e12 *
-                        (p_.kernel == "flash"   ? a.flash_share
-                         : p_.kernel == "naive" ? 0.1
-                                                : 1.0);
+    const double rate = a.attention_flops(p_.kernel);
     double total = 0;
     for (const Point& pt : points_) {
       const ring::Problem& pr = pt.problem;

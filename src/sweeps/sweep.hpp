@@ -85,6 +85,11 @@ struct CostAssumptions {
   double check_per_value_s = 0;  // per output value copied back for the parity check (GPU)
   double light_point_s = 0;      // per point of collectives, p2p and ping-pong: barriers only
   double kernel_point_s = 0;     // per point of the compute sweep: buffers and a check
+
+  // FLOP/s of one rank's attention on a kernel path: the naive path at a tenth.
+  double attention_flops(const std::string& path) const {
+    return device_tflops * 1e12 * (path == "flash" ? flash_share : path == "naive" ? 0.1 : 1.0);
+  }
 };
 
 // How a sweep gets the kernels and transports of this run's path: the driver fills these in
