@@ -10,6 +10,7 @@ putting tests/ on sys.path from its own location:
 Exit codes follow CTest's: 0 pass, 1 fail, 77 skipped (SKIP_RETURN_CODE 77 in tests/*.cmake).
 """
 import argparse
+import glob
 import os
 import shutil
 import signal
@@ -166,6 +167,15 @@ def mpirun(args, ranks, cmd, timeout=300, per_rank_exit_dir=None, env=None):
     e = {k: os.environ.get(k, v) for k, v in MPI_AS_ROOT.items()}
     e.update(env or {})
     return run(full, timeout=timeout, env=e)
+
+
+def rank_exit_codes(directory):
+    """{rank (text): exit code} from the exit.<rank> files mpirun(per_rank_exit_dir=...) left."""
+    codes = {}
+    for path in glob.glob(os.path.join(directory, "exit.*")):
+        with open(path) as f:
+            codes[path.rsplit(".", 1)[1]] = int(f.read().strip())
+    return codes
 
 
 # The ring checks' configs (tests/ring): one ring_attention sweep "ra" on the host path, the

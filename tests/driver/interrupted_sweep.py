@@ -32,7 +32,6 @@ stopped by its time limit lost every point of the sweep it was in.
     interrupted_sweep.py CHECK --ringbench BIN --mpiexec MPIEXEC --source DIR --workdir DIR
 Exit 0 = pass, 1 = fail, 77 = skipped.
 """
-import glob
 import os
 import sys
 import time
@@ -73,11 +72,7 @@ def run_with_hook(args, hook, hang=None, timeout=180):
     print(f"ended after {time.monotonic() - t0:.1f} s, exit code {r.returncode}")
     print(r.stdout[-2000:])
     print(r.stderr[-3000:])
-    codes = {}
-    for path in glob.glob(os.path.join(args.workdir, "exit.*")):
-        with open(path) as f:
-            codes[path.rsplit(".", 1)[1]] = int(f.read().strip())
-    return r, out, codes
+    return r, out, harness.rank_exit_codes(args.workdir)
 
 
 def check_ranks_exit(codes, want):
@@ -111,13 +106,22 @@ def check_kept(h5py, np, out, planned, kept):
     return points
 
 
+def report(args, out):
+    """rb-analysis report on `out`: (its result, report.md's text or '' when none was written)."""
+    tool = os.path.join(args.source, "analysis", "rb-analysis")
+    r = harness.run([tool, "report", out, "--out", os.path.join(args.workdir, "report")], timeout=300)
+    md_path = os.path.join(args.workdir, "report", "report.md")
+    if not os.path.exists(md_path):
+        return r, ""
+    with open(md_path) as f:
+        return r, f.read()
+
+
 def check_analysis(args, out):
     """rb-analysis report exits 0 and says the sweep was cut short; compare says so too."""
     tool = os.path.join(args.source, "analysis", "rb-analysis")
-    r = harness.run([tool, "report", out, "--out", os.path.join(args.workdir, "report")], timeout=300)
+    r, md = report(args, out)
     text = r.stdout + r.stderr
-    with open(os.path.join(args.workdir, "report", "report.md")) as f:
-        md = f.read()
     check(r.returncode == 0, f"rb-analysis report exits 0: {text[-1500:]}")
     check("run status is 'interrupted': SIGTERM during sweep tune" in md,
           "the report says the run was interrupted, and where")
@@ -212,11 +216,7 @@ def contention_run(args, hook):
                        per_rank_exit_dir=args.workdir, env={"RINGBENCH_TEST_SIGNAL_POINT": hook})
     print(r.stdout[-1500:])
     print(r.stderr[-2000:])
-    codes = {}
-    for p in glob.glob(os.path.join(args.workdir, "exit.*")):
-        with open(p) as f:
-            codes[p.rsplit(".", 1)[1]] = int(f.read().strip())
-    check_ranks_exit(codes, 143)
+    check_ranks_exit(harness.rank_exit_codes(args.workdir), 143)
     return out
 
 
@@ -238,10 +238,7 @@ def check_contention_concurrent(args):
     h5py, _ = harness.h5py_and_numpy()
     out = contention_run(args, "cont:1")
     check_contention_kept(h5py, out, 2)
-    tool = os.path.join(args.source, "analysis", "rb-analysis")
-    r = harness.run([tool, "report", out, "--out", os.path.join(args.workdir, "report")], timeout=300)
-    with open(os.path.join(args.workdir, "report", "report.md")) as f:
-        md = f.read()
+    r, md = report(args, out)
     check(r.returncode == 0 and "phases alone, concurrent_unbound" in md,
           f"the report reads the 2 kept phases: {(r.stdout + r.stderr)[-1000:]}")
 
@@ -250,10 +247,7 @@ def check_contention_alone(args):
     h5py, _ = harness.h5py_and_numpy()
     out = contention_run(args, "cont:0")
     check_contention_kept(h5py, out, 0)
-    tool = os.path.join(args.source, "analysis", "rb-analysis")
-    r = harness.run([tool, "report", out, "--out", os.path.join(args.workdir, "report")], timeout=300)
-    with open(os.path.join(args.workdir, "report", "report.md")) as f:
-        md = f.read()
+    r, md = report(args, out)
     check(r.returncode == 0 and "not analysed" in md and "no points" in md,
           f"the report says the sweep with no points was not analysed: {(r.stdout + r.stderr)[-1000:]}")
 
