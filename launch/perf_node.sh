@@ -17,6 +17,9 @@
 #   overlap     inputs/ring_overlap.yaml, the sweeps whose ring fits NGPUS (issue #26: NCCL vs copy
 #               engines, overlap efficiency, kernel slowdown); RB_OVERLAP_PRIORITY=1 adds the R = 4
 #               cuDNN sweeps with NCCL's stream at the highest priority
+#   mixed       the R = 4 cuDNN sweeps of inputs/ring_overlap.yaml on two simulated nodes of 2 GPUs
+#               (RINGBENCH_RANKS_PER_NODE=2): NCCL against copy_engine+nccl, the copy engines on the
+#               hops inside each node and NCCL on the two between them (issue #26; 4 GPUs)
 # RB_GPU_TESTS and RB_GPU_TEST_RANKS narrow the gputests step.
 #   schemes     inputs/cp_schemes.yaml (4 GPUs: ring, all-gather, Ulysses, hybrid; issue #27; on 2 GPUs
 #               the same tokens per GPU on a ring of 2, without hybrid)
@@ -31,8 +34,8 @@
 #               has h5py, pandas and yaml; else the shipped inputs/tuned_h100.yaml), then
 #               inputs/kernel_auto_heldout.yaml with it, its shapes shared out over the GPUs (one
 #               single-rank run per GPU at once, heldout_<gpu>.h5; issue #28)
-# The steps run in this order: topo kernels weak large coll contention gputests overlap schemes
-# ulysses cpgrid torch tuning heldout.
+# The steps run in this order: topo kernels weak large coll contention gputests overlap mixed
+# schemes ulysses cpgrid torch tuning heldout.
 # RB_STEP_LIMIT_<STEP>=seconds overrides a step's limit.
 set -uo pipefail
 bundle="$1"; out="$2"; ngpus="$3"; nccl_tests="${4:-}"
@@ -44,12 +47,15 @@ rb=("$bundle/ringbench")
 
 # run_step NAME DEFAULT_LIMIT_S: runs the step's function when NAME is in RB_PERF_STEPS, as a
 # fresh process of this script (timeout runs programs, not functions) so the limit ends it all.
+# SIGKILL follows SIGTERM only after 30 s: ringbench, told to stop, ends at the next point
+# boundary within 20 s and keeps the sweep's finished points (killed sooner, the file has only
+# the sweeps finished before, as runs K2 and K3 found).
 run_step() {
   local name="$1" limit="$2"
   case "$steps" in *",$name,"*) ;; *) return 0 ;; esac
   local var="RB_STEP_LIMIT_${name^^}"; limit="${!var:-$limit}"
   local t0=$SECONDS rc=0
-  timeout --kill-after=10 "$limit" bash "${BASH_SOURCE[0]}" "$bundle" "$out" "$ngpus" "$nccl_tests" \
+  timeout --kill-after=30 "$limit" bash "${BASH_SOURCE[0]}" "$bundle" "$out" "$ngpus" "$nccl_tests" \
     --step "$name" > "$out/$name.log" 2>&1 || rc=$?
   printf '%-11s rc=%-3d %5d s (limit %d s)\n' "$name" "$rc" $((SECONDS - t0)) "$limit" | tee -a "$out/summary.txt"
 }
@@ -149,6 +155,13 @@ overlap() {
   return 0
 }
 
+mixed() {
+  [ "$ngpus" -ge 4 ] || { echo "mixed: needs 4 GPUs"; return 0; }
+  RINGBENCH_RANKS_PER_NODE=2 "${mpi[@]}" -x RINGBENCH_RANKS_PER_NODE "${rb[@]}" \
+    "$RB_ROOT/inputs/ring_overlap.yaml" --only r4_cudnn_full,r4_cudnn_zigzag \
+    --output "$out/mixed.h5" --force --json "$out/mixed.json"
+}
+
 # cp_run INPUT NAME SEQS_4 SEQS_2: a context-parallel plan written for 4 GPUs (inputs/INPUT.yaml,
 # ring_sizes [4], seq_lengths [SEQS_4]) into NAME.h5. On 2 GPUs the same tokens per GPU on a ring
 # of 2 (seq_lengths [SEQS_2], INPUT_2gpu.yaml), without hybrid: it needs a ring across pairs, and
@@ -200,7 +213,7 @@ torch() {
 
 if [ "${5:-}" = --step ]; then "$6"; exit; fi
 for s in ${steps//,/ }; do
-  case "$s" in topo|kernels|weak|large|coll|tuning|contention|gputests|overlap|schemes|ulysses|cpgrid|torch|heldout) ;; *) echo "perf_node: unknown step '$s' in RB_PERF_STEPS" >&2; exit 2 ;; esac
+  case "$s" in topo|kernels|weak|large|coll|tuning|contention|gputests|overlap|mixed|schemes|ulysses|cpgrid|torch|heldout) ;; *) echo "perf_node: unknown step '$s' in RB_PERF_STEPS" >&2; exit 2 ;; esac
 done
 run_step topo 60
 run_step kernels 300
@@ -210,6 +223,7 @@ run_step coll 300
 run_step contention 360
 run_step gputests 300
 run_step overlap 420
+run_step mixed 240
 run_step schemes 450
 run_step ulysses 300
 run_step cpgrid 420

@@ -22,11 +22,11 @@ PathFactories host_factories() {
   f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend&) {
     return ring::make_mpi_transport(ring_comm);
   };
-  f.copy_engine_probe = [](MPI_Comm) {
+  f.copy_engine_probe = [](MPI_Comm, bool) {
     return ring::CopyEngineProbe{false, "the host path moves K/V with MPI"};
   };
-  f.copy_engine_transport = [](MPI_Comm,
-                               attn::AttentionBackend&) -> std::unique_ptr<ring::RingTransport> {
+  f.copy_engine_transport = [](MPI_Comm, attn::AttentionBackend&,
+                               ring::HopLinks) -> std::unique_ptr<ring::RingTransport> {
     throw std::logic_error("the copy-engine transport needs the cuda path");
   };
   f.group_transport = [](MPI_Comm group_comm, attn::AttentionBackend&) {
@@ -48,9 +48,14 @@ PathFactories cuda_factories() {
   f.ring_transport = [](MPI_Comm ring_comm, attn::AttentionBackend& backend) {
     return ring::make_nccl_transport(ring_comm, backend);
   };
-  f.copy_engine_probe = [](MPI_Comm ring_comm) { return ring::probe_copy_engine(ring_comm); };
-  f.copy_engine_transport = [](MPI_Comm ring_comm, attn::AttentionBackend& backend) {
-    return ring::make_copy_engine_transport(ring_comm, backend);
+  f.copy_engine_probe = [](MPI_Comm ring_comm, bool in_local) {
+    return ring::probe_copy_engine(ring_comm, in_local);
+  };
+  f.copy_engine_transport = [](MPI_Comm ring_comm, attn::AttentionBackend& backend,
+                               ring::HopLinks links) {
+    return links.in_local && links.out_local
+               ? ring::make_copy_engine_transport(ring_comm, backend)
+               : ring::make_mixed_transport(ring_comm, backend, links);
   };
   f.group_transport = [](MPI_Comm group_comm, attn::AttentionBackend& backend) {
     return ring::make_nccl_group_transport(group_comm, backend);

@@ -29,7 +29,7 @@ struct Neighbours {
 
 class CopyEngineTransport final : public RingTransport {
  public:
-  CopyEngineTransport(MPI_Comm ring_comm, AttentionBackend& backend);
+  CopyEngineTransport(MPI_Comm ring_comm, AttentionBackend& backend, HopLinks links);
   ~CopyEngineTransport() override;
 
   std::string name() const override { return "copy_engine"; }
@@ -42,9 +42,12 @@ class CopyEngineTransport final : public RingTransport {
  private:
   void exchange_events();
   void take_pulled_token();
+  void offer(const void* send, std::size_t bytes);
+  void pull(void* recv, std::size_t bytes);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   Neighbours n_;
+  HopLinks links_;  // in_local: this rank pulls; out_local: the next rank pulls from it
   cudaStream_t compute_ = nullptr, copy_ = nullptr;
   cudaEvent_t ready_ = nullptr, pulled_ = nullptr;            // mine, shared with the neighbours
   cudaEvent_t prev_ready_ = nullptr, next_pulled_ = nullptr;  // theirs, opened here
@@ -57,7 +60,9 @@ class CopyEngineTransport final : public RingTransport {
   bool token_due_ = false;  // the next rank pulled since the last finish(): its token is owed
 };
 
-CopyEngineTransport::CopyEngineTransport(MPI_Comm ring_comm, AttentionBackend& backend) {
+CopyEngineTransport::CopyEngineTransport(MPI_Comm ring_comm, AttentionBackend& backend,
+                                         HopLinks links)
+    : links_(links) {
   if (!backend.on_device() || backend.stream() == nullptr)
     throw std::invalid_argument(std::string(kWho) + " needs a GPU attention backend (got '" +
                                 backend.name() + "')");
@@ -70,7 +75,7 @@ CopyEngineTransport::CopyEngineTransport(MPI_Comm ring_comm, AttentionBackend& b
   RB_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
   RB_CUDA_CHECK(cudaEventCreate(&done_));
   if (n_.size == 1) return;
-  const CopyEngineProbe probe = probe_copy_engine(comm_);
+  const CopyEngineProbe probe = probe_copy_engine(comm_, links_.in_local);
   if (!probe.usable) throw std::runtime_error(std::string(kWho) + ": " + probe.why_not);
   exchange_events();
 }
@@ -90,8 +95,9 @@ void CopyEngineTransport::exchange_events() {
   mpi(MPI_Sendrecv(&mine_pulled, sizeof mine_pulled, MPI_BYTE, n_.prev, kSetupTag, &their_pulled,
                    sizeof their_pulled, MPI_BYTE, n_.next, kSetupTag, comm_, MPI_STATUS_IGNORE),
       "MPI_Sendrecv (events)");
-  RB_CUDA_CHECK(cudaIpcOpenEventHandle(&prev_ready_, their_ready));
-  RB_CUDA_CHECK(cudaIpcOpenEventHandle(&next_pulled_, their_pulled));
+  // A neighbour on another node: its handle means nothing here (and that hop is NCCL's).
+  if (links_.in_local) RB_CUDA_CHECK(cudaIpcOpenEventHandle(&prev_ready_, their_ready));
+  if (links_.out_local) RB_CUDA_CHECK(cudaIpcOpenEventHandle(&next_pulled_, their_pulled));
 }
 
 CopyEngineTransport::~CopyEngineTransport() {
@@ -125,18 +131,29 @@ void CopyEngineTransport::post(const void* send, void* recv, std::size_t bytes) 
       RB_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, compute_));
     return;
   }
-  // 1. The next rank has issued its pull from what I sent last: my copy writes after it.
+  // 1. The next rank has issued its pull from what I sent last: what writes my receive buffer
+  // goes after it (my copy; on a mixed ring, NCCL's receive, which the compute stream orders).
   if (token_due_) {
     take_pulled_token();
-    RB_CUDA_CHECK(cudaStreamWaitEvent(copy_, next_pulled_, 0));
+    RB_CUDA_CHECK(cudaStreamWaitEvent(links_.in_local ? copy_ : compute_, next_pulled_, 0));
   }
   // 2-3. Send produced, receive buffer free: offer the send buffer.
   RB_CUDA_CHECK(cudaEventRecord(ready_, compute_));
+  if (links_.out_local) offer(send, bytes);
+  if (links_.in_local) pull(recv, bytes);
+}
+
+void CopyEngineTransport::offer(const void* send, std::size_t bytes) {
   mpi(MPI_Wait(&offer_req_, MPI_STATUS_IGNORE), "MPI_Wait (offer)");
   offer_out_ = ipc_offer(send, bytes, kWho);
   mpi(MPI_Isend(&offer_out_, sizeof offer_out_, MPI_BYTE, n_.next, kOfferTag, comm_, &offer_req_),
       "MPI_Isend (offer)");
-  // 4. Pull the previous rank's block once it is produced and my buffer is free.
+  token_due_ = true;  // the next rank pulls: it owes a "pull issued"
+}
+
+// 4-5. Pull the previous rank's block once it is produced and my buffer is free; tell it when
+// the pull is issued.
+void CopyEngineTransport::pull(void* recv, std::size_t bytes) {
   IpcOffer in{};
   mpi(MPI_Recv(&in, sizeof in, MPI_BYTE, n_.prev, kOfferTag, comm_, MPI_STATUS_IGNORE),
       "MPI_Recv (offer)");
@@ -154,12 +171,11 @@ void CopyEngineTransport::post(const void* send, void* recv, std::size_t bytes) 
   mpi(MPI_Wait(&token_req_, MPI_STATUS_IGNORE), "MPI_Wait (pull issued)");
   mpi(MPI_Isend(&token_out_, 1, MPI_BYTE, n_.prev, kPulledTag, comm_, &token_req_),
       "MPI_Isend (pull issued)");
-  token_due_ = true;
 }
 
 double CopyEngineTransport::wait() {
   if (!in_flight_) throw std::logic_error(std::string(kWho) + ": wait() without a posted exchange");
-  if (n_.size > 1) RB_CUDA_CHECK(cudaStreamWaitEvent(compute_, done_, 0));
+  if (n_.size > 1 && links_.in_local) RB_CUDA_CHECK(cudaStreamWaitEvent(compute_, done_, 0));
   in_flight_ = false;
   return 0.0;
 }
@@ -191,7 +207,7 @@ std::string hop_problem(int rank, int prev, const std::string& prev_bus) {
 
 }  // namespace
 
-CopyEngineProbe probe_copy_engine(MPI_Comm ring_comm) {
+CopyEngineProbe probe_copy_engine(MPI_Comm ring_comm, bool in_local) {
   int rank = 0, size = 1;
   MPI_Comm_rank(ring_comm, &rank);
   MPI_Comm_size(ring_comm, &size);
@@ -205,7 +221,9 @@ CopyEngineProbe probe_copy_engine(MPI_Comm ring_comm) {
                    ring_comm, MPI_STATUS_IGNORE),
       "MPI_Sendrecv (PCI bus ids)");
   std::array<char, 256> mine{}, first{};
-  const std::string problem = size > 1 ? hop_problem(rank, prev, std::string(prev_bus.data())) : "";
+  // A hop in from another node is NCCL's: its PCI bus id names no GPU of this node.
+  const std::string problem =
+      size > 1 && in_local ? hop_problem(rank, prev, std::string(prev_bus.data())) : "";
   std::strncpy(mine.data(), problem.c_str(), mine.size() - 1);
   // Every rank learns the lowest ring rank's problem, so all decide alike and say the same.
   struct {
@@ -221,8 +239,9 @@ CopyEngineProbe probe_copy_engine(MPI_Comm ring_comm) {
 }
 
 std::unique_ptr<RingTransport> make_copy_engine_transport(MPI_Comm ring_comm,
-                                                          AttentionBackend& backend) {
-  return std::make_unique<CopyEngineTransport>(ring_comm, backend);
+                                                          AttentionBackend& backend,
+                                                          HopLinks links) {
+  return std::make_unique<CopyEngineTransport>(ring_comm, backend, links);
 }
 
 }  // namespace rb::ring

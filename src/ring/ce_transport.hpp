@@ -19,6 +19,11 @@
 // Memory handles are opened once per allocation (cached by handle) and closed with the
 // transport, which lives for one point. Peer access: ring/transport_choice.hpp decides,
 // from probe_copy_engine.
+//
+// On a ring across nodes the copy engines take only the hops inside a node (HopLinks): a rank
+// whose previous rank is on another node pulls nothing (NCCL receives for it), one whose next
+// rank is on another node offers nothing, and NCCL (nccl_transport.hpp, one direction each)
+// moves those hops: make_mixed_transport puts the two together.
 #include <mpi.h>
 
 #include <memory>
@@ -30,10 +35,17 @@ namespace rb::ring {
 
 // Collective over ring_comm (each rank on its current CUDA device): can every rank's GPU read
 // its previous rank's GPU memory (visible to this process, peer access)? Says which hop cannot.
-CopyEngineProbe probe_copy_engine(MPI_Comm ring_comm);
+// in_local false: this rank's hop in crosses nodes (not the copy engines'): not checked.
+CopyEngineProbe probe_copy_engine(MPI_Comm ring_comm, bool in_local = true);
 
-// Collective over ring_comm. Throws where a neighbour's GPU cannot be reached.
+// Collective over ring_comm. Throws where a neighbour's GPU cannot be reached. links: which of
+// this rank's hops the copy engines take (the others: nothing moves on them here).
 std::unique_ptr<RingTransport> make_copy_engine_transport(MPI_Comm ring_comm,
-                                                          AttentionBackend& backend);
+                                                          AttentionBackend& backend,
+                                                          HopLinks links = {});
+
+// Collective over ring_comm: the copy engines on the hops inside a node, NCCL on the others.
+std::unique_ptr<RingTransport> make_mixed_transport(MPI_Comm ring_comm, AttentionBackend& backend,
+                                                    HopLinks links);
 
 }  // namespace rb::ring

@@ -24,6 +24,7 @@ struct NcclTransport::Impl {
   cudaEvent_t ready = nullptr;  // compute stream: the send buffer is produced
   cudaEvent_t start = nullptr;  // comm stream: transfer begins (timing)
   cudaEvent_t done = nullptr;   // comm stream: send and receive complete
+  NcclHops hops;
   bool in_flight = false;
   bool timed = false;
   // The compute stream waits on `done`, and the attention backend synchronises that stream
@@ -40,8 +41,9 @@ namespace {
 const char* const kExchange = "the ring exchange (NCCL send/recv)";
 }  // namespace
 
-NcclTransport::NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend)
+NcclTransport::NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend, NcclHops hops)
     : impl_(std::make_unique<Impl>()) {
+  impl_->hops = hops;
   if (!backend.on_device() || backend.stream() == nullptr)
     throw std::invalid_argument("NCCL transport needs a GPU attention backend (got '" +
                                 backend.name() + "')");
@@ -105,12 +107,14 @@ void NcclTransport::post(const void* send, void* recv, std::size_t bytes) {
     // A ring of one passes the block to itself.
     if (bytes)
       RB_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, m.comm_stream));
-  } else if (bytes) {
+  } else if (bytes && (m.hops.send || m.hops.recv)) {
     auto c = static_cast<ncclComm_t>(m.comm->raw());
     try {
       RB_NCCL_CHECK(ncclGroupStart());
-      RB_NCCL_CHECK(ncclSend(send, bytes, ncclUint8, (rank + 1) % size, c, m.comm_stream));
-      RB_NCCL_CHECK(ncclRecv(recv, bytes, ncclUint8, (rank - 1 + size) % size, c, m.comm_stream));
+      if (m.hops.send)
+        RB_NCCL_CHECK(ncclSend(send, bytes, ncclUint8, (rank + 1) % size, c, m.comm_stream));
+      if (m.hops.recv)
+        RB_NCCL_CHECK(ncclRecv(recv, bytes, ncclUint8, (rank - 1 + size) % size, c, m.comm_stream));
       RB_NCCL_CHECK(ncclGroupEnd());
     } catch (const std::exception&) {
       // An enqueue on a failed communicator returns its async error: say so as the wait does.

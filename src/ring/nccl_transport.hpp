@@ -23,11 +23,18 @@
 
 namespace rb::ring {
 
+// Which of a rank's two hops NCCL moves: both on an NCCL ring; on a mixed ring
+// (ring/ce_transport.hpp) only those that cross nodes.
+struct NcclHops {
+  bool send = true;  // to the next rank
+  bool recv = true;  // from the previous rank
+};
+
 class NcclTransport final : public RingTransport {
  public:
   // Collective over ring_comm: borrows the NCCL communicator attached to ring_comm
   // (ring/ring_comms.hpp), or builds the ring's own from MPI when none is.
-  NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend);
+  NcclTransport(MPI_Comm ring_comm, AttentionBackend& backend, NcclHops hops = {});
   ~NcclTransport() override;
 
   std::string name() const override { return "nccl"; }

@@ -556,27 +556,33 @@ void RingAttentionSweep::time_iterations(MPI_Comm world, ring::ContextParallelAt
       static_cast<std::int64_t>(ra.bytes_sent() / static_cast<std::uint64_t>(p_.iterations));
 }
 
-// The ring's transport as the point asks (ring/transport_choice.hpp): the decision is the same
-// on every rank of the ring (placement and the probe are collective), recorded with its reason.
-// A copy_engine the ring cannot use is an error naming the key.
+// The ring's transport as the point asks (ring/transport_choice.hpp), hop by hop from each ring
+// member's node (collective over the ring, as the probe is, so every rank decides alike);
+// recorded with its reason, and per rank the transport of the hop into it. A copy_engine the
+// ring cannot use is an error naming the key.
 std::unique_ptr<ring::RingTransport> RingAttentionSweep::make_ring_transport(
     const RunContext& ctx, const Point& pt, attn::AttentionBackend& backend, MPI_Comm ring_comm,
     PointResult& r) const {
-  int size = 1;
+  int size = 1, rank = 0;
   MPI_Comm_size(ring_comm, &size);
+  MPI_Comm_rank(ring_comm, &rank);
+  std::vector<int> member_nodes(static_cast<std::size_t>(size));
+  int mine = ctx.layout.node_index;
+  RB_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, member_nodes.data(), 1, MPI_INT, ring_comm));
   ring::TransportFacts facts;
   facts.on_device = backend.on_device();
-  facts.ring_size = size;
-  facts.nodes_spanned = static_cast<int>(std::max<std::int64_t>(1, r.ring_nodes));
+  ring::set_ring_nodes(facts, member_nodes, rank);
   if (ring::needs_copy_engine_probe(pt.transport, facts))
-    facts.probe = ctx.paths.copy_engine_probe(ring_comm);
+    facts.probe = ctx.paths.copy_engine_probe(ring_comm, facts.links.in_local);
   const ring::TransportDecision d = ring::decide_transport(pt.transport, facts);
   if (!d.error.empty())
     throw std::runtime_error("ring_attention point " + pt.label + ": " + d.error);
-  r.transport = ring::to_string(d.kind);
+  r.transport = ring::hop_in_transport(d, facts.links);
   r.transport_reason = d.reason;
   if (d.kind == ring::RingTransportKind::CopyEngine)
-    return ctx.paths.copy_engine_transport(ring_comm, backend);
+    return ctx.paths.copy_engine_transport(ring_comm, backend, ring::HopLinks{});
+  if (d.kind == ring::RingTransportKind::Mixed)
+    return ctx.paths.copy_engine_transport(ring_comm, backend, facts.links);
   return ctx.paths.ring_transport(ring_comm, backend);
 }
 

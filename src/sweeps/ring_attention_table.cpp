@@ -115,12 +115,13 @@ const MetricColumn kMetricColumns[] = {
      "host time of this rank's reference computation and comparison (outside the timed regions)",
      'd', '-'},
     {"transport", "1",
-     "what moved this rank's data: the ring's transport (mpi, nccl or copy_engine); allgather and "
-     "ulysses: their group transport; hybrid: both",
+     "what moved this rank's data: the ring's transport (mpi, nccl or copy_engine; on a ring "
+     "across nodes that mixes them, the hop into this rank's); allgather and ulysses: their group "
+     "transport; hybrid: both",
      't', '-'},
     {"transport_reason", "1",
-     "why that transport: asked for, or auto's reason (one node with peer access on every hop, or "
-     "why not)",
+     "why that transport: asked for, or auto's reason (one node with peer access on every hop, "
+     "copy engines inside nodes and NCCL between them, or why not)",
      't', '-'},
     {"overlap_repeats", "1",
      "repeats of the overlap calibration behind the *_alone_s metrics (0: none: not the ring "

@@ -101,10 +101,13 @@ struct PathFactories {
   // The ring's default transport: MPI on the host path, NCCL on the GPU path.
   std::function<std::unique_ptr<ring::RingTransport>(MPI_Comm ring_comm, attn::AttentionBackend&)>
       ring_transport;
-  // The copy engines (GPU path; ring/ce_transport.hpp): whether every hop of a ring can use them
-  // (collective over the ring), and the transport. Host path: not usable, and none.
-  std::function<ring::CopyEngineProbe(MPI_Comm ring_comm)> copy_engine_probe;
-  std::function<std::unique_ptr<ring::RingTransport>(MPI_Comm ring_comm, attn::AttentionBackend&)>
+  // The copy engines (GPU path; ring/ce_transport.hpp): whether every hop of a ring inside a node
+  // can use them (collective over the ring; in_local: this rank's hop in is such a hop), and the
+  // transport: the copy engines where both links are local, else mixed (NCCL on the hops that
+  // cross nodes). Host path: not usable, and none.
+  std::function<ring::CopyEngineProbe(MPI_Comm ring_comm, bool in_local)> copy_engine_probe;
+  std::function<std::unique_ptr<ring::RingTransport>(MPI_Comm ring_comm, attn::AttentionBackend&,
+                                                     ring::HopLinks links)>
       copy_engine_transport;
   // The collectives of the all-gather, Ulysses and hybrid schemes (host: MPI; cuda: NCCL).
   std::function<std::unique_ptr<ring::GroupTransport>(MPI_Comm group_comm, attn::AttentionBackend&)>

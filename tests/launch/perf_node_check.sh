@@ -67,6 +67,22 @@ for n in 1 2 4; do
   done
 done
 
+# The mixed step: on 4 GPUs the R = 4 cuDNN overlap sweeps on two simulated nodes of 2 (a valid
+# plan there); below 4 nothing launched.
+for n in 2 4; do
+  : > "$RB_FAKE_LOG"
+  RB_PERF_STEPS=mixed bash "$src/launch/perf_node.sh" "$work/bundle" "$work/mixed$n" "$n" > /dev/null 2>&1 ||
+    bad "$n GPUs: perf_node.sh (mixed) exit $?"
+  if [ "$n" = 4 ]; then
+    grep -q -- "-np 4 .*-x RINGBENCH_RANKS_PER_NODE .*ring_overlap.yaml --only r4_cudnn_full,r4_cudnn_zigzag" "$RB_FAKE_LOG" ||
+      bad "4 GPUs: the mixed step did not launch ring_overlap.yaml's R = 4 cuDNN sweeps: $(cat "$RB_FAKE_LOG")"
+    "$bin" "$src/inputs/ring_overlap.yaml" --only r4_cudnn_full,r4_cudnn_zigzag --dry-run --world-size 4 \
+      --ranks-per-node 2 > "$work/dry" 2>&1 || bad "the mixed step's plan is not valid on 2 nodes of 2: $(tail -2 "$work/dry")"
+  else
+    [ ! -s "$RB_FAKE_LOG" ] || bad "2 GPUs: the mixed step launched: $(cat "$RB_FAKE_LOG")"
+  fi
+done
+
 # A hung step ends at its limit (rc 124), the next step still runs.
 out="$work/hang"
 : > "$RB_FAKE_LOG"

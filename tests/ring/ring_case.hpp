@@ -67,9 +67,16 @@ inline bool& use_copy_engine() {
   return on;
 }
 
+// Which of this rank's hops the copy engines take when use_copy_engine() is set (a test sets
+// both false on some ranks to simulate a ring across nodes: NCCL moves those hops).
+inline rb::ring::HopLinks& copy_engine_links() {
+  static rb::ring::HopLinks links;
+  return links;
+}
+
 inline std::unique_ptr<rb::ring::RingTransport> ring_transport(
     MPI_Comm comm, rb::attn::AttentionBackend& backend) {
-  return use_copy_engine() ? paths().copy_engine_transport(comm, backend)
+  return use_copy_engine() ? paths().copy_engine_transport(comm, backend, copy_engine_links())
                            : paths().ring_transport(comm, backend);
 }
 

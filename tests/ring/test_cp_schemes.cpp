@@ -235,7 +235,7 @@ TEST_CASE("Ulysses head groups send the same bytes as one exchange, and keep the
 TEST_CASE("Ulysses over the copy engines equals the reference, over repeated passes") {
   if (!rbtest::path_usable() || rbtest::kPath == rb::Backend::Host) return;
   const int R = rb::test::world();
-  if (R > 1 && !rbtest::paths().copy_engine_probe(MPI_COMM_WORLD).usable) {
+  if (R > 1 && !rbtest::paths().copy_engine_probe(MPI_COMM_WORLD, true).usable) {
     MESSAGE("copy engines not usable here");
     return;
   }

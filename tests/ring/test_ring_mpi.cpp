@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ring/transport_choice.hpp"
 #include "ring_case.hpp"
 #include "test_support.hpp"
 
@@ -165,7 +166,7 @@ TEST_CASE("ring size smaller than the world: independent concurrent rings") {
 TEST_CASE("copy-engine transport: the ring equals the reference over repeated passes") {
   if (!rbtest::path_usable()) return;
   const int R = rb::test::world();
-  const rb::ring::CopyEngineProbe probe = rbtest::paths().copy_engine_probe(MPI_COMM_WORLD);
+  const rb::ring::CopyEngineProbe probe = rbtest::paths().copy_engine_probe(MPI_COMM_WORLD, true);
   if (rbtest::kPath == rb::Backend::Host) {
     CHECK_FALSE(probe.usable);
     CHECK(probe.why_not.find("MPI") != std::string::npos);
@@ -209,5 +210,49 @@ TEST_CASE("copy-engine transport: the ring equals the reference over repeated pa
     CHECK(c.parity.out.max_rel < rbtest::tolerance(h.dtype));
     CHECK(c.parity.dv.max_rel < rbtest::tolerance(h.dtype));
   }
+  rbtest::use_copy_engine() = false;
+}
+
+// A ring across nodes (issue #26): the copy engines on the hops inside a node, NCCL on the ones
+// between nodes, here with nodes simulated as halves of the world (2 ranks: every hop crosses,
+// the copy engines move nothing; 4: two hops of each kind). Over repeated passes, as warm-up
+// and timed iterations reuse the transport, and against the reference.
+TEST_CASE("mixed transport: copy engines inside simulated nodes, NCCL between them") {
+  if (!rbtest::path_usable() || rbtest::kPath == rb::Backend::Host) return;
+  const int R = rb::test::world(), rank = rb::test::rank();
+  if (R < 2 || R % 2 != 0) return;
+  std::vector<int> nodes(static_cast<std::size_t>(R));
+  for (int r = 0; r < R; ++r) nodes[static_cast<std::size_t>(r)] = r / (R / 2);
+  rb::ring::TransportFacts facts;
+  facts.on_device = true;
+  rb::ring::set_ring_nodes(facts, nodes, rank);
+  if (!rbtest::paths().copy_engine_probe(MPI_COMM_WORLD, facts.links.in_local).usable) {
+    MESSAGE("copy engines not usable here");
+    return;
+  }
+  rbtest::use_copy_engine() = true;
+  rbtest::copy_engine_links() = facts.links;
+  for (bool causal : {false, true}) {
+    Problem p = rbtest::problem(R, 16 * R, 2, 16, Layout::Zigzag, causal);
+    p.dtype = rb::attn::DType::BF16;
+    rbtest::RingSetup setup(p, MPI_COMM_WORLD, true);
+    CHECK(setup.transport->name() == "copy_engine+nccl");
+    const auto q = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::Q);
+    const auto k = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::K);
+    const auto v = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::V);
+    const auto g = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::dO);
+    setup.ring->load_inputs(q.data(), k.data(), v.data(), g.data());
+    for (int i = 0; i < 3; ++i) {
+      setup.ring->forward();
+      setup.ring->backward();
+    }
+    const rb::ring::ParityReport par =
+        rb::ring::check_parity(p, 4, rank, MPI_COMM_WORLD, setup.ring->result(), true, {});
+    CHECK(par.out.max_rel < rbtest::tolerance(p.dtype));
+    CHECK(par.dq.max_rel < rbtest::tolerance(p.dtype));
+    CHECK(par.dk.max_rel < rbtest::tolerance(p.dtype));
+    CHECK(par.dv.max_rel < rbtest::tolerance(p.dtype));
+  }
+  rbtest::copy_engine_links() = {};
   rbtest::use_copy_engine() = false;
 }
