@@ -11,14 +11,17 @@ target and point with the measured value and pass/fail.
      4: step_wait_s, resp. backward_step_wait_s, summed), over the slowest rank's median
      forward_time_s, resp. backward_time_s; of the ranks the file keeps, the slowest first);
   b  per transport, kernel path, layout and mask, at the largest ring size: the per-GPU
-     forward+backward rate (total_tflops, mean over ranks) >= 95 % of the same kernel path's
+     forward+backward rate (see `rate` below) >= 95 % of the same kernel path's
      and layout's ring-size-1 rate at 32K tokens per GPU, >= 90 % at 8K (the best ring-size-1
      point where there are several);
   c  with --torch: the ring at R = torch's world (4 on a 4-GPU node), per transport, cudnn
-     path, at 8K tokens per GPU >= 1.15 x PyTorch context_parallel's `ring` (total_tflops),
+     path, at 8K tokens per GPU >= 1.15 x PyTorch context_parallel's `ring` (its total_tflops),
      non-causal and causal (ringbench's causal points: the zigzag layout); and R = 1 causal
      zigzag cudnn >= 97 % of torch's `local` causal at 8K and 32K.
 
+rate: the mean FLOPs per rank over the slowest rank's median forward+backward time (each rank's
+FLOPs: its total_tflops x its median time), as rb-analysis report and torch_cp.py count; a mean
+of each rank's own rate would flatter a point whose ranks differ, against torch's slowest rank.
 Tokens per GPU = points/seq_len / points/ring_size; the kernel path is rank 0's paths_ran
 (kernel_path in files without it); the mask is the sweep's `causal` attribute (the point's
 label where it has none). Only ring-scheme points count. A point that did not finish (status
@@ -78,6 +81,16 @@ def _exposed(wait, time):
     return max(sums) / max(meds) if sums and meds and max(meds) > 0 else float("nan")
 
 
+def _rate(rate, fwd, bwd):
+    """Mean FLOPs per rank / the slowest rank's median fwd+bwd time (rate [rows], fwd and bwd
+    [rows, iterations]); NaN where no rank has both."""
+    rate = np.asarray(rate, dtype=float)
+    med = np.array([np.nanmedian(t) if np.isfinite(t).any() else np.nan
+                    for t in np.asarray(fwd, dtype=float) + np.asarray(bwd, dtype=float)])
+    ok = np.isfinite(rate) & np.isfinite(med) & (med > 0)
+    return float(np.mean(rate[ok] * med[ok]) / np.max(med[ok])) if ok.any() else float("nan")
+
+
 def _causal(group, p):
     if "causal" in group.attrs:
         return bool(int(group.attrs["causal"]))
@@ -86,8 +99,6 @@ def _causal(group, p):
 
 def _point(name, group, data, p):
     seq, ring = int(group["points/seq_len"][p]), int(group["points/ring_size"][p])
-    rate = data["total_tflops"][:, p]
-    rate = rate[np.isfinite(rate)]
     return Point(sweep=name, seq_len=seq, ring_size=ring, tokens=seq // ring,
                  layout=_key(group, "layout", p), causal=_causal(group, p),
                  path=_rank_text(group, "paths_ran", p) or _rank_text(group, "kernel_path", p),
@@ -95,7 +106,8 @@ def _point(name, group, data, p):
                  status=_rank_text(group, "status", p) or "ok",
                  fwd_exposed=_exposed(data["fwd_wait"][:, p], data["forward_time_s"][:, p]),
                  bwd_exposed=_exposed(data["bwd_wait"][:, p], data["backward_time_s"][:, p]),
-                 rate=float(rate.mean()) if rate.size else float("nan"))
+                 rate=_rate(data["total_tflops"][:, p], data["forward_time_s"][:, p],
+                            data["backward_time_s"][:, p]))
 
 
 def _waits(group):

@@ -285,6 +285,27 @@ class Torch(Base):
         self.assertEqual(c["r4_cudnn_zigzag S=32768 R=4 (8K/GPU) cudnn zigzag causal via nccl / torch ring"][1],
                          "pass")
 
+    def test_rate_is_mean_flops_over_the_slowest_rank(self):
+        # Rank 0 of the R = 4 non-causal 8K point takes 10 % longer (its own rate 10 % lower):
+        # torch counts its slowest rank, so the ring's rate is 470 / 1.1 = 427.3, not the mean
+        # of the ranks' own rates (459.3), and x1.068 of torch's 400 fails.
+        run = self.h5(good_sweeps())
+        with h5py.File(run, "r+") as f:
+            g = f["sweeps/r4_cudnn_full"]
+            p = next(i for i in range(len(g["points/seq_len"]))
+                     if g["points/seq_len"][i] == 32768 and g["transport"][0, i] == b"copy_engine")
+            for name in ("forward_time_s", "backward_time_s"):
+                d = g[name][()]
+                d[0, p] *= 1.1
+                g[name][...] = d
+            rate = g["total_tflops"][()]
+            rate[:, p] = 470.0
+            rate[0, p] = 470.0 / 1.1
+            g["total_tflops"][...] = rate
+        c = self.verdicts(1, "c", run, "--torch", self.torch(torch_doc()))
+        self.assertEqual(c["r4_cudnn_full S=32768 R=4 (8K/GPU) cudnn contiguous full via copy_engine / torch ring"],
+                         ("427.3 / 400.0 TFLOP/s = x1.068", "FAIL"))
+
     def test_local_below_97_percent_fails(self):
         c = self.verdicts(1, "c", self.h5(good_sweeps()), "--torch", self.torch(torch_doc(local_8k=500.0)))
         self.assertEqual(c["r1_cudnn_zigzag S=8192 R=1 (8K/GPU) cudnn zigzag causal / torch local"],
