@@ -37,6 +37,11 @@ CostAssumptions cost_assumptions(Backend backend) {
     a.check_per_value_s = 2.6e-9;
     a.light_point_s = 0.001;
     a.kernel_point_s = 0.03;
+    // 4 ranks of a 4 x H200 node took 1.2-1.65x the set-up and check of 2 ranks of a 2 x H200
+    // node (same cores per rank) at the same shapes per rank (run K, docs/performance.md);
+    // nodes of more GPUs were not measured.
+    a.host_contention_exponent = 0.5;
+    a.host_contention_ranks = 4;
   } else {
     a.device_tflops = 0.02;  // Kokkos fp32 on a few cores per rank
     a.memory_Bps = 5e9;      // a rank's share of DRAM bandwidth
@@ -53,15 +58,21 @@ CostAssumptions cost_assumptions(Backend backend) {
 }
 
 std::string assumptions_text(const CostAssumptions& a) {
+  const std::string host =
+      a.host_contention_exponent > 0
+          ? fmt::format(
+                "; host work x (ranks per node / 2)^{} above 2 ranks per node (held from {})",
+                a.host_contention_exponent, a.host_contention_ranks)
+          : "";
   return fmt::format(
       "assumed per rank: compute {} TFLOP/s (flash kernels x{}), memory {}/s (host {}/s, "
       "pinned copies {}/s), link {}/s in a node and {}/s between nodes, latency {:.0f} us per "
       "call, {:.0f} ms per point (set-up; {:.1f} ns per input value; {:.0f} ms for "
-      "collectives, p2p and ping-pong points), parity checks by their own model",
+      "collectives, p2p and ping-pong points), parity checks by their own model{}",
       a.device_tflops, a.flash_share, format_bytes(a.memory_Bps), format_bytes(a.host_memory_Bps),
       format_bytes(a.pinned_Bps), format_bytes(a.link_Bps), format_bytes(a.inter_node_Bps),
-      a.latency_s * 1e6, a.point_overhead_s * 1e3, a.setup_per_value_s * 1e9,
-      a.light_point_s * 1e3);
+      a.latency_s * 1e6, a.point_overhead_s * 1e3, a.setup_per_value_s * 1e9, a.light_point_s * 1e3,
+      host);
 }
 
 std::vector<double> model_estimates(const std::vector<std::unique_ptr<Sweep>>& sweeps,

@@ -118,6 +118,7 @@ class RingAttentionSweep final : public Sweep {
   // it copies back for the check (O, dQ, dK, dV: as many values as the inputs).
   double estimated_seconds(const CostAssumptions& a) const override {
     const double rate = a.attention_flops(p_.kernel);
+    const double host = a.host_contention(p_.ranks_per_node);
     double total = 0;
     for (const Point& pt : points_) {
       const ring::Problem& pr = pt.problem;
@@ -139,8 +140,8 @@ class RingAttentionSweep final : public Sweep {
       const bool calibrated = pr.ring_size > 1 && pt.scheme == ring::Scheme::Ring;
       const double runs =
           static_cast<double>(p_.iterations + p_.warmup + (calibrated ? p_.overlap_repeats : 0));
-      total += runs * iteration + a.point_overhead_s + a.setup_per_value_s * inputs + parity +
-               a.check_per_value_s * outputs;
+      total += runs * iteration + a.point_overhead_s +
+               host * (a.setup_per_value_s * inputs + parity + a.check_per_value_s * outputs);
     }
     return total;
   }

@@ -6,7 +6,9 @@
 //           knowing the world size, so impossible points are rejected before any collective work;
 //   plan:   one line per point, for --dry-run and progress;
 //   run:    collective over ctx.world; writes its datasets under `out` (= /sweeps/<name>).
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdint>
 #include <functional>
@@ -85,6 +87,17 @@ struct CostAssumptions {
   double check_per_value_s = 0;  // per output value copied back for the parity check (GPU)
   double light_point_s = 0;      // per point of collectives, p2p and ping-pong: barriers only
   double kernel_point_s = 0;     // per point of the compute sweep: buffers and a check
+  // A rank's host work (generating inputs, the parity reference, copying results back) slows
+  // as more ranks of its node do theirs at once: x (ranks per node / 2)^this above 2 ranks, up
+  // to host_contention_ranks (measured to there; held beyond, not extrapolated).
+  double host_contention_exponent = 0;
+  int host_contention_ranks = 2;
+
+  // The slowdown of a rank's host work with `ranks_per_node` ranks of its node at it.
+  double host_contention(int ranks_per_node) const {
+    const int ranks = std::min(ranks_per_node, host_contention_ranks);
+    return ranks > 2 ? std::pow(ranks / 2.0, host_contention_exponent) : 1.0;
+  }
 
   // FLOP/s of one rank's attention on a kernel path: the naive path at a tenth.
   double attention_flops(const std::string& path) const {
