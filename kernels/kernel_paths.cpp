@@ -83,20 +83,31 @@ KernelPath host_path(const char* name, const char* summary) {
 }
 
 // Shapes named warps x m-tiles (16 query rows each) per warp, keys per tile, and where Q
-// lives; flash_fwd.cu / flash_bwd.cu instantiate them (flash_tile() there maps the names).
+// lives, each with the kernel shape (flash_tile.hpp) flash_fwd.cu / flash_bwd.cu instantiate.
 std::vector<TileVariant> flash_tiles() {
+  using F = FlashTile::Fwd;
   return {
       default_tile(),
-      {"fwd-4w1m-k64-qreg", "forward: 4 warps x 1 m-tile, 64 keys, Q in registers",
-       bf16_head_dims({64, 128})},
-      {"fwd-4w2m-k32", "forward: 4 warps x 2 m-tiles, 32 keys, Q in shared memory",
-       bf16_head_dims({128})},
-      {"fwd-8w1m-k64-qreg", "forward: 8 warps x 1 m-tile, 64 keys, Q in registers",
-       bf16_head_dims({128})},
-      {"fwd-8w2m-k32", "forward: 8 warps x 2 m-tiles, 32 keys, Q in shared memory",
-       bf16_head_dims({128})},
-      {"bwd-4w-k64", "backward: 4 warps, 64 keys per CTA (twice the dQ atomics of the default)",
-       bf16_head_dims({128})},
+      {"fwd-4w1m-k64-qreg",
+       "forward: 4 warps x 1 m-tile, 64 keys, Q in registers",
+       bf16_head_dims({64, 128}),
+       {F::W4M1K64QReg}},
+      {"fwd-4w2m-k32",
+       "forward: 4 warps x 2 m-tiles, 32 keys, Q in shared memory",
+       bf16_head_dims({128}),
+       {F::W4M2K32}},
+      {"fwd-8w1m-k64-qreg",
+       "forward: 8 warps x 1 m-tile, 64 keys, Q in registers",
+       bf16_head_dims({128}),
+       {F::W8M1K64QReg}},
+      {"fwd-8w2m-k32",
+       "forward: 8 warps x 2 m-tiles, 32 keys, Q in shared memory",
+       bf16_head_dims({128}),
+       {F::W8M2K32}},
+      {"bwd-4w-k64",
+       "backward: 4 warps, 64 keys per CTA (twice the dQ atomics of the default)",
+       bf16_head_dims({128}),
+       {F::Default, FlashTile::Bwd::W4K64}},
   };
 }
 

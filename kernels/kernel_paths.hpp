@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attention.hpp"
+#include "flash_tile.hpp"
 #include "kernel_shape.hpp"
 
 namespace rb::attn {
@@ -46,6 +47,7 @@ struct TileVariant {
   const char* name;
   const char* summary;    // one line for --help and the docs
   KernelSupport applies;  // blocks it changes; others run the default shape (refused at parse)
+  FlashTile flash{};      // the flash row's variants: the kernel shape it runs
 };
 
 struct KernelPath {

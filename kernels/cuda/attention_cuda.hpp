@@ -18,6 +18,7 @@
 
 #include "attention.hpp"
 #include "backend.hpp"
+#include "flash_tile.hpp"
 
 namespace rb::attn::gpu {
 
@@ -40,14 +41,10 @@ void convert_from_float(void* dst, const float* src, std::size_t count, DType dt
 // flash row's full-speed range in kernels/kernel_paths.cpp).
 bool flash_tensor_core_supported(DType dtype, int head_dim);
 
-// A tile shape of the flash kernels: one of the flash row's tile variants (kernel_paths.cpp
-// names them and says which blocks each applies to; other blocks run the default shape).
-struct FlashTile {
-  enum class Fwd { Default, W4M1K64QReg, W4M2K32, W8M1K64QReg, W8M2K32 } fwd = Fwd::Default;
-  enum class Bwd { Default, W4K64 } bwd = Bwd::Default;
-};
-// The flash row's tile variant `name` ("" = "default"); std::invalid_argument if unknown.
-FlashTile flash_tile(const std::string& name);
+// A tile shape of the flash kernels (flash_tile.hpp): one of the flash row's tile variants
+// (kernel_paths.cpp names them, gives each its shape and says which blocks each applies to;
+// other blocks run the default shape).
+using attn::FlashTile;
 
 // Fused kernels; they take the tensor-core path when supported, the CUDA-core one otherwise.
 // Head dims up to 256 are supported.

@@ -18,7 +18,7 @@ struct CudaBackend::Entry {
   const char* path;
   void (CudaBackend::*forward)(const ForwardBlock&);
   void (CudaBackend::*backward)(const BackwardBlock&);
-  bool flash_tiles;  // its tile variants are the flash kernels' (flash_tile())
+  bool flash_tiles;  // its tile variants are the flash kernels' (TileVariant::flash)
 };
 
 const CudaBackend::Entry* CudaBackend::entry_of(const KernelPath& row) {
@@ -55,27 +55,6 @@ const KernelPath& built_cuda_row(const std::string& name) {
 
 }  // namespace
 
-// The flash row's tile variants (kernel_paths.cpp) as the shapes flash_fwd.cu / flash_bwd.cu
-// instantiate.
-FlashTile flash_tile(const std::string& name) {
-  using F = FlashTile::Fwd;
-  FlashTile t;
-  if (name.empty() || name == "default") return t;
-  if (name == "fwd-4w1m-k64-qreg")
-    t.fwd = F::W4M1K64QReg;
-  else if (name == "fwd-4w2m-k32")
-    t.fwd = F::W4M2K32;
-  else if (name == "fwd-8w1m-k64-qreg")
-    t.fwd = F::W8M1K64QReg;
-  else if (name == "fwd-8w2m-k32")
-    t.fwd = F::W8M2K32;
-  else if (name == "bwd-4w-k64")
-    t.bwd = FlashTile::Bwd::W4K64;
-  else
-    throw std::invalid_argument("the flash kernels have no tile variant '" + name + "'");
-  return t;
-}
-
 bool flash_tensor_core_supported(DType dtype, int head_dim) {
   static const KernelPath& flash = *find_kernel_path("flash", Device::Cuda);
   return flash.full_speed.takes(dtype, head_dim, false, false);
@@ -93,7 +72,7 @@ CudaBackend::CudaBackend(const KernelChoice& choice) {
                                   "' has no tile variant '" + choice.tile + "'");
     if (!entry_of(*path_))
       throw std::logic_error("CudaBackend: kernel path '" + choice.path + "' has no entry points");
-    if (entry_of(*path_)->flash_tiles) tile_ = flash_tile(tile->name);
+    if (entry_of(*path_)->flash_tiles) tile_ = tile->flash;
   }
   picker_ = KernelPicker(Device::Cuda, path_, path_ ? nullptr : choice.policy);
   RBK_CUDA_CHECK(cudaGetDevice(&device_));

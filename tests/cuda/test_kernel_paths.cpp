@@ -50,16 +50,23 @@ TEST_CASE("every built CUDA row has entry points; flash tiles map to kernel shap
     if (row.device == Device::Cuda && row.built) CHECK(gpu::has_entry_points(row));
   }
   const KernelPath& flash = *find_kernel_path("flash", Device::Cuda);
-  for (const TileVariant& t : flash.tiles) {
-    CAPTURE(t.name);
-    CHECK_NOTHROW(gpu::flash_tile(t.name));
-  }
-  // Each non-default tile changes a shape (it would otherwise record a shape that never ran).
+  using F = rb::attn::FlashTile;
+  // Each non-default tile changes a shape (it would otherwise record a shape that never ran),
+  // and no two name the same shape.
+  CHECK((flash.tiles.front().flash.fwd == F::Fwd::Default &&
+         flash.tiles.front().flash.bwd == F::Bwd::Default));
   for (std::size_t i = 1; i < flash.tiles.size(); ++i) {
-    const gpu::FlashTile t = gpu::flash_tile(flash.tiles[i].name);
-    CHECK((t.fwd != gpu::FlashTile::Fwd::Default || t.bwd != gpu::FlashTile::Bwd::Default));
+    CAPTURE(flash.tiles[i].name);
+    const F t = flash.tiles[i].flash;
+    CHECK((t.fwd != F::Fwd::Default || t.bwd != F::Bwd::Default));
+    for (std::size_t j = 1; j < i; ++j)
+      CHECK_FALSE((flash.tiles[j].flash.fwd == t.fwd && flash.tiles[j].flash.bwd == t.bwd));
   }
-  CHECK_THROWS_AS(gpu::flash_tile("fwd-16w"), std::invalid_argument);
+  // Every other row's variants leave the flash shape alone.
+  for (const KernelPath& row : kernel_paths())
+    if (std::string(row.name) != "flash")
+      for (const TileVariant& v : row.tiles)
+        CHECK((v.flash.fwd == F::Fwd::Default && v.flash.bwd == F::Bwd::Default));
 }
 
 TEST_CASE("auto picks from the table's full-speed ranges") {
