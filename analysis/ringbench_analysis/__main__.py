@@ -1,6 +1,7 @@
 """Command line: python3 -m ringbench_analysis
 {report,compare,table,tune,tune-cp,compare-tuning,nccl-tests,scheme-model,...} (or analysis/rb-analysis)."""
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -107,10 +108,16 @@ def _out_dir(parser):
 def main(argv=None):
     """Entry point of `rb-analysis` (the console script) and `python3 -m ringbench_analysis`."""
     try:
-        return _run(argv)
+        rc = _run(argv)
+        sys.stdout.flush()  # a full disk under stdout fails here, in the handler below
+        return rc
     except BrokenPipeError:  # `rb-analysis table ... | head`
         sys.stderr.close()
         return 0
+    except OSError as e:
+        if e.errno not in _WRITE_FAILURES:
+            raise
+        return _write_failed(e)
     except ImportError:
         from . import deps
         lost = deps.missing()
@@ -118,6 +125,21 @@ def main(argv=None):
             raise  # not a missing dependency: a bug, keep its traceback
         print(deps.message(lost), file=sys.stderr)
         return 2
+
+
+# A write the file system refused (full, over quota, too large, an I/O error): a message, not a
+# traceback, wherever the command was writing (its files name themselves; else stdout).
+_WRITE_FAILURES = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def _write_failed(e):
+    where = e.filename or "standard output"
+    print(f"rb-analysis: could not write {where}: {e.strerror}", file=sys.stderr)
+    try:  # what stdout still buffers would fail again at exit: let it go to /dev/null
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 1
 
 
 def _run(argv):

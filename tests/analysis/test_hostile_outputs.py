@@ -5,6 +5,7 @@ report), never a traceback, a hang or a file written where it must not be.
 Run: PYTHONPATH=analysis:tests/analysis python3 -m unittest discover -s tests/analysis -p 'test_hostile_outputs*.py'
 """
 import os
+import subprocess
 import sys
 import time
 import unittest
@@ -49,6 +50,25 @@ class OutputIsAnInputTest(HostileCase):
                 rc, _, err = rb_analysis(*argv)
                 self.assert_message(rc, err, a, "is the input")
                 self.assertEqual(read_bytes(a), before)
+
+
+class FullDiskTest(HostileCase):
+    """A full disk under stdout (`rb-analysis export ... > /dev/full`): one line saying so, exit 1,
+    no traceback and no "Exception ignored" at exit."""
+
+    def test_export_to_a_full_disk(self):
+        if not os.path.exists("/dev/full"):
+            self.skipTest("no /dev/full here")
+        run = synthetic.make_run(self.path("a.h5"), 2)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([sys.executable, "-m", "ringbench_analysis", "export", "--format", "csv", run],
+                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
+                               env=dict(os.environ, PYTHONPATH=os.path.join(root, "analysis")))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+        self.assertNotIn("Exception ignored", r.stderr)
+        self.assertEqual(r.stderr.strip(), "rb-analysis: could not write standard output: No space left on device")
 
 
 class PlantedOutputTest(HostileCase):
