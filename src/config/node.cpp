@@ -5,6 +5,7 @@
 #include "config/node.hpp"
 
 #include "config/bytes.hpp"
+#include "config/text_checks.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -18,21 +19,6 @@
 
 namespace rb::cfg {
 namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if there is none.
-std::size_t utf8_length(const std::string& s, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  const std::size_t n = c < 0x80           ? 1
-                        : (c >> 5) == 0x6  ? 2
-                        : (c >> 4) == 0xE  ? 3
-                        : (c >> 3) == 0x1E ? 4
-                                           : 0;
-  if (n == 0 || (n == 2 && c < 0xC2) || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k)
-    if ((byte(i + k) >> 6) != 0x2) return 0;
-  return n;
-}
 
 // The message is a single line a terminal shows as it is (the driver prints one error per line
 // and tools grep them): newlines become spaces, and bytes that are not UTF-8 (a name in

@@ -89,6 +89,24 @@ std::optional<std::pair<std::size_t, std::size_t>> long_key_in(const std::string
 
 }  // namespace
 
+std::size_t utf8_length(const std::string& s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  const std::size_t n = c < 0x80           ? 1
+                        : (c >> 5) == 0x6  ? 2
+                        : (c >> 4) == 0xE  ? 3
+                        : (c >> 3) == 0x1E ? 4
+                                           : 0;
+  if (n == 0 || (n == 2 && c < 0xC2) || c > 0xF4 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((byte(i + k) >> 6) != 0x2) return 0;
+  const unsigned char second = n > 1 ? byte(i + 1) : 0;
+  if ((c == 0xE0 && second < 0xA0) || (c == 0xED && second >= 0xA0) ||  // overlong, surrogate
+      (c == 0xF0 && second < 0x90) || (c == 0xF4 && second >= 0x90))    // overlong, > U+10FFFF
+    return 0;
+  return n;
+}
+
 void check_config_bytes(const std::string& text, const std::string& file) {
   const auto [encoding, how] = wide_encoding(text);
   if (!encoding.empty())
@@ -102,6 +120,19 @@ void check_config_bytes(const std::string& text, const std::string& file) {
     throw ConfigError(location_at(text, nul, file), "",
                       "a NUL byte (\\0) here: the output keeps the config verbatim in /run "
                       "config_text, which would end at it; remove it (in a comment too)");
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_length(text, i);
+    if (n == 0) {
+      static const char* const hex = "0123456789ABCDEF";
+      const auto b = static_cast<unsigned char>(text[i]);
+      throw ConfigError(location_at(text, i, file), "",
+                        std::string("byte 0x") + hex[b >> 4] + hex[b & 15] +
+                            " here is not UTF-8 (a Latin-1 character?): save the file as UTF-8 "
+                            "(in a comment too); the output keeps the config verbatim as UTF-8 "
+                            "text in /run config_text");
+    }
+    i += n;
+  }
 }
 
 std::optional<OverlongKey> find_overlong_key(const std::string& text) {

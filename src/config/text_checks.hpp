@@ -10,9 +10,14 @@
 namespace rb::cfg {
 
 // Throws a ConfigError at FILE:LINE:COLUMN when the text is UTF-16 or UTF-32 (by its byte-order
-// mark, or the zero bytes of its first character, as YAML itself detects the encoding), or
-// holds a NUL byte anywhere, comments included.
+// mark, or the zero bytes of its first character, as YAML itself detects the encoding), holds a
+// NUL byte anywhere, or a byte that is not UTF-8 (a comment in Latin-1 too: the output keeps
+// the config as UTF-8 text, which readers decode).
 void check_config_bytes(const std::string& text, const std::string& file);
+
+// Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0 if there is none.
+std::size_t utf8_length(const std::string& s, std::size_t i);
 
 // YAML's limit on an implicit key (one without '?'): on one line, at most 1024 characters,
 // quotes included. yaml-cpp enforces it, and its error then names the map or the ':'.

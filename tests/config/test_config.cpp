@@ -384,6 +384,25 @@ TEST_CASE("a config in UTF-16 or UTF-32, or with a raw NUL byte anywhere, is ref
     CHECK(what.rfind(where + "a NUL byte (\\0) here", 0) == 0);
     CHECK(what.find('\0') == std::string::npos);
   }
+  // Bytes that are not UTF-8, in a comment too: before, such a file ran and its stored text
+  // broke the report's decoding (a hostile corpus, issue #31).
+  const std::vector<std::pair<std::string, std::string>> not_utf8 = {
+      {"backend: host\n# caf\xe9\nsweeps: [{type: memory}]\n", "w.yaml:2:6: byte 0xE9 here"},
+      {"backend: host # \xed\xa0\x80\nsweeps: [{type: memory}]\n", "w.yaml:1:17: byte 0xED here"},
+      {"backend: host # \xc0\xaf\nsweeps: [{type: memory}]\n", "w.yaml:1:17: byte 0xC0 here"},
+      {"backend: host # \xf4\x90\x80\x80\nsweeps: [{type: memory}]\n",
+       "w.yaml:1:17: byte 0xF4 here"}};
+  for (const auto& [text, start] : not_utf8) {
+    CAPTURE(start);
+    const ConfigError e = expect_error([&] { rb::parse_config_text(text, "w.yaml"); });
+    const std::string what = e.what();
+    CHECK(what.rfind(start + " is not UTF-8", 0) == 0);
+  }
+  // Well-formed multi-byte characters are UTF-8.
+  CHECK_NOTHROW(
+      rb::parse_config_text("backend: host # caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n"
+                            "sweeps: [{type: memory}]\n",
+                            "w.yaml"));
   // A UTF-8 byte-order mark is UTF-8: read, and kept verbatim.
   const rb::Config c = rb::parse_config_text("\xef\xbb\xbf" + body, "w.yaml");
   CHECK(c.text == "\xef\xbb\xbf" + body);
