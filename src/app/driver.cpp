@@ -106,7 +106,8 @@ int run_ringbench(const CommandLine& cli, int mpi_thread_level) {
 
   const std::string out_path = output_path(cli, v->config, world);
   std::unique_ptr<OutputLock> lock;  // rank 0's, released when the run returns (after the file)
-  if (output_refused(cli, out_path, limits.any(), lock, world)) return 1;
+  if (output_refused(cli, out_path, policy_files(v->config, v->sweeps), limits.any(), lock, world))
+    return 1;
   // Held by the lock, a path with nothing there is one only this run can create.
   struct stat before {};
   if (layout.rank == 0 && ::lstat(out_path.c_str(), &before) != 0)

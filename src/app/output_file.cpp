@@ -54,6 +54,24 @@ bool same_file(const std::string& a, const std::string& b) {
   return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec) && !ec;
 }
 
+// The output or --json naming a policy file the run reads: replacing it (with --force) would
+// destroy an input, as the config itself is protected.
+bool inputs_refused(const CommandLine& cli, const std::string& out_path,
+                    const std::vector<InputFile>& inputs, MPI_Comm world) {
+  std::string error;
+  if (mpi::rank_of(world) == 0)
+    for (const InputFile& in : inputs) {
+      if (same_file(out_path, in.path))
+        error = "output file '" + out_path + "' is the policy file " + in.named_by +
+                " names; choose another --output";
+      else if (!cli.json.empty() && cli.json != "-" && same_file(cli.json, in.path))
+        error = "--json file '" + cli.json + "' is the policy file " + in.named_by +
+                " names; choose another --json";
+      if (!error.empty()) break;
+    }
+  return first_error_reported(error, "", world);
+}
+
 bool json_path_refused(const CommandLine& cli, const std::string& out_path, MPI_Comm world) {
   std::string error;
   if (!cli.json.empty() && cli.json != "-" && mpi::rank_of(world) == 0) {
@@ -192,9 +210,11 @@ std::string output_path(const CommandLine& cli, const Config& c, MPI_Comm world)
                      stamp);
 }
 
-bool output_refused(const CommandLine& cli, const std::string& out_path, bool heartbeat,
+bool output_refused(const CommandLine& cli, const std::string& out_path,
+                    const std::vector<InputFile>& inputs, bool heartbeat,
                     std::unique_ptr<OutputLock>& lock, MPI_Comm world) {
-  return json_path_refused(cli, out_path, world) || output_lock_refused(out_path, lock, world) ||
+  return inputs_refused(cli, out_path, inputs, world) || json_path_refused(cli, out_path, world) ||
+         output_lock_refused(out_path, lock, world) ||
          side_files_refused(out_path, heartbeat, world);
 }
 

@@ -129,6 +129,24 @@ bool decide(const std::vector<std::shared_ptr<Use>>& uses, Backend backend, cons
 
 }  // namespace
 
+std::vector<InputFile> policy_files(const Config& config,
+                                    const std::vector<std::unique_ptr<Sweep>>& sweeps) {
+  std::vector<InputFile> out;
+  const auto add = [&](const auto& uses) {
+    for (const auto& use : uses)
+      out.push_back(
+          {fmt::format("{}:{}: key '{}'", use->where.file, use->where.line, use->key), use->file});
+  };
+  auto kernel =
+      policy_uses<KernelPolicyUse>(sweeps, [](const Sweep& w) { return w.kernel_policies(); });
+  if (config.kernel_policy &&
+      std::find(kernel.begin(), kernel.end(), config.kernel_policy) == kernel.end())
+    kernel.push_back(config.kernel_policy);
+  add(kernel);
+  add(policy_uses<CpPolicyUse>(sweeps, [](const Sweep& w) { return w.cp_policies(); }));
+  return out;
+}
+
 bool decide_policies(const std::vector<std::unique_ptr<Sweep>>& sweeps, Backend backend,
                      const GpuInfo& gpu, bool quiet, MPI_Comm world) {
   const auto kernel =

@@ -18,4 +18,15 @@ namespace rb {
 bool decide_policies(const std::vector<std::unique_ptr<Sweep>>& sweeps, Backend backend,
                      const GpuInfo& gpu, bool quiet, MPI_Comm world);
 
+// A file the run reads besides its config: which key names it (`FILE:LINE: key 'K'`) and its
+// path. The output and --json may not be one of them (app/output_file.hpp).
+struct InputFile {
+  std::string named_by;
+  std::string path;
+};
+// Every kernel_policy and cp_policy file the config names (read at validation, whether or not a
+// sweep follows it), each once.
+std::vector<InputFile> policy_files(const Config& config,
+                                    const std::vector<std::unique_ptr<Sweep>>& sweeps);
+
 }  // namespace rb

@@ -121,6 +121,19 @@ def check_output(args):
         ok, msgs = refused_once(r, s, f"--json file '{json_path}' {needle}", limit_s=20)
         check(ok and open(cfg).read() == JOB, f"--json naming {what} is refused once, even with --force;"
               f" the config is intact: {msgs}")
+    # A policy file the config reads is an input too: neither the output nor --json may replace it.
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "inputs", "tuned_h100.yaml")
+    policy_text = open(src).read()
+    policy = write(os.path.join(w, "pol.yaml"), policy_text)
+    pcfg = write(os.path.join(w, "with_policy.yaml"), "kernel_policy: pol.yaml\n" + JOB)
+    r, _ = run_job(args, policy, "--force", cfg=pcfg)
+    check(r.returncode != 0 and f"output file '{policy}' is the policy file {pcfg}:1: key 'kernel_policy' names"
+          in r.stderr and open(policy).read() == policy_text,
+          f"--output naming the kernel_policy file is refused, even with --force; the policy is intact:"
+          f" {r.stderr[-300:]}")
+    r, s = run_job(args, os.path.join(w, "pol_json.h5"), "--json", policy, "--force", cfg=pcfg)
+    ok, msgs = refused_once(r, s, f"--json file '{policy}' is the policy file", limit_s=20)
+    check(ok and open(policy).read() == policy_text, f"--json naming the policy file is refused once: {msgs}")
     short_dir = os.path.join(w, "od")
     os.makedirs(short_dir, exist_ok=True)
     r = subprocess.run([args.ringbench, cfg, "--output", "od"], cwd=w, capture_output=True, text=True,
