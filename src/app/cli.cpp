@@ -117,6 +117,20 @@ void describe_options(CLI::App& app, CommandLine& cli, Options& o) {
   app.footer(footer_text());
 }
 
+// The numeric --kokkos-* options: Kokkos' own failure on a non-number is "stoi" alone.
+std::string bad_kokkos_number(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    for (const char* name : {"--kokkos-num-threads=", "--kokkos-threads=", "--kokkos-device-id=",
+                             "--kokkos-num-devices=", "--kokkos-numa="})
+      if (a.rfind(name, 0) == 0) {
+        const std::string value = a.substr(std::string(name).size());
+        if (value.empty() || value.size() > 9 ||
+            value.find_first_not_of("0123456789") != std::string::npos)
+          return a;
+      }
+  return "";
+}
+
 ParsedCommandLine usage_error(const std::string& why) {
   ParsedCommandLine p;
   p.exit_code = 2;
@@ -204,7 +218,14 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
     return p;
   }
   if (cli.config_path.empty()) return usage_error("no config file given");
+  // Given but empty (`-o ''`, `--only ''`, a shell variable that was never set): not the default.
+  if (app.count("--output") > 0 && cli.output.empty())
+    return usage_error("--output is empty; name the output file, or leave --output out");
   cli.only.erase(std::remove(cli.only.begin(), cli.only.end(), std::string()), cli.only.end());
+  if (app.count("--only") > 0 && cli.only.empty())
+    return usage_error("--only names no sweep; name one (--only SWEEP[,SWEEP]), or leave it out");
+  if (const std::string bad = bad_kokkos_number(cli.kokkos_args); !bad.empty())
+    return usage_error(bad + ": expected a non-negative integer");
   if (!cli.output.empty() && cli.output.size() < 3)
     return usage_error(fmt::format(
         "--output '{}' is too short for an output file name{}; --output names the file, e.g. "

@@ -102,6 +102,14 @@ TEST_CASE("--timeout takes positive seconds; exit code 124 is documented in --he
   CHECK(contains(help, "124"));
 }
 
+TEST_CASE("empty --output and --only, and non-numeric --kokkos-* numbers, say which") {
+  CHECK(contains(parse({"run.yaml", "-o", ""}).message, "--output is empty"));
+  CHECK(contains(parse({"run.yaml", "--only", ""}).message, "--only names no sweep"));
+  CHECK(contains(parse({"run.yaml", "--kokkos-threads=abc"}).message,
+                 "--kokkos-threads=abc: expected a non-negative integer"));
+  CHECK(parse({"run.yaml", "--kokkos-num-threads=4", "--kokkos-disable-warnings"}).exit_code == -1);
+}
+
 TEST_CASE("usage errors exit 2 with a message and the usage line") {
   const std::vector<std::vector<const char*>> bad = {
       {},                                     // no config
@@ -112,6 +120,11 @@ TEST_CASE("usage errors exit 2 with a message and the usage line") {
       {"run.yaml", "--ranks-per-node", "0"},  // out of range
       {"run.yaml", "--placement", "cyclic"},  // needs --ranks-per-node
       {"run.yaml", "--ranks-per-node", "2", "--placement", "round-robin"},
+      {"run.yaml", "--output", ""},          // given, empty: not the default name
+      {"run.yaml", "--only", ""},            // given, empty: not every sweep
+      {"run.yaml", "--kokkos-threads=abc"},  // Kokkos itself says only "stoi"
+      {"run.yaml", "--kokkos-num-threads=-2"},
+      {"run.yaml", "--kokkos-num-threads=99999999999"},
   };
   for (const auto& args : bad) {
     const rb::ParsedCommandLine p = parse(args);
