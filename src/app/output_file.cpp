@@ -72,6 +72,19 @@ bool inputs_refused(const CommandLine& cli, const std::string& out_path,
   return first_error_reported(error, "", world);
 }
 
+// The directory --json goes into, made as --output's is (a JSON that could not be written ended a
+// successful run with no JSON and exit 0); "" or why it cannot be made.
+std::string make_parent_directory(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (parent.empty() || fs::is_directory(parent, ec)) return "";
+  fs::create_directories(parent, ec);
+  return ec ? "cannot create the directory '" + parent.string() + "' for --json file '" + path +
+                  "': " + ec.message()
+            : "";
+}
+
 bool json_path_refused(const CommandLine& cli, const std::string& out_path, MPI_Comm world) {
   std::string error;
   if (!cli.json.empty() && cli.json != "-" && mpi::rank_of(world) == 0) {
@@ -82,6 +95,7 @@ bool json_path_refused(const CommandLine& cli, const std::string& out_path, MPI_
       error = "--json file '" + cli.json + "' is the output file; choose another --json";
     else
       error = refusal_to_replace(cli.json, cli.force, "--json file");
+    if (error.empty()) error = make_parent_directory(cli.json);
     if (!error.empty() && cfg::kind_at(cli.json) == "a symbolic link")
       error += " (or pass --force to replace the link itself, never its target)";
   }

@@ -134,6 +134,19 @@ def check_output(args):
     r, s = run_job(args, os.path.join(w, "pol_json.h5"), "--json", policy, "--force", cfg=pcfg)
     ok, msgs = refused_once(r, s, f"--json file '{policy}' is the policy file", limit_s=20)
     check(ok and open(policy).read() == policy_text, f"--json naming the policy file is refused once: {msgs}")
+    # --json into a directory that is not there yet is made, as --output's is (before: a warning,
+    # no JSON, exit 0); a file standing where the directory goes is refused before the run.
+    json_dir = os.path.join(w, "jd")
+    shutil.rmtree(json_dir, ignore_errors=True)
+    r, _ = run_job(args, os.path.join(w, "jd_out.h5"), "--json", os.path.join(json_dir, "sub", "r.json"),
+                   "--force")
+    check(r.returncode == 0 and os.path.isfile(os.path.join(json_dir, "sub", "r.json")),
+          f"--json into a missing directory makes it and writes the JSON: {r.stderr[-300:]}")
+    blocker = write(os.path.join(w, "jblock"), "x")
+    r, s = run_job(args, os.path.join(w, "jb_out.h5"), "--json", os.path.join(blocker, "r.json"), "--force")
+    ok, msgs = refused_once(r, s, f"cannot create the directory '{blocker}' for --json file", limit_s=20)
+    check(ok and not os.path.exists(os.path.join(w, "jb_out.h5")),
+          f"--json under a file is refused once, before the output is made: {msgs}")
     short_dir = os.path.join(w, "od")
     os.makedirs(short_dir, exist_ok=True)
     r = subprocess.run([args.ringbench, cfg, "--output", "od"], cwd=w, capture_output=True, text=True,
