@@ -41,5 +41,6 @@ if(RINGBENCH_PYTHON)
   # a point that never ends loses its sweep's points after the grace, never writing half rows;
   # a contention sweep stops between its points too (feeders and idle ranks agree as well).
   driver_script_checks(driver_interrupted interrupted_sweep.py 300 hook_k_points sigterm_ranks
-                       first_point last_point hung_point contention_concurrent contention_alone)
+                       first_point last_point hung_point contention_concurrent contention_alone
+                       force_keeps_old)
 endif()

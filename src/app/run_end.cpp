@@ -111,15 +111,26 @@ void end_run(const RunEnd& end, h5::File& file, Watchdog& watchdog, JsonReport* 
              MPI_Comm world) {
   stop_if_guard_fired(&watchdog, world);
   if (!watchdog.end_run()) await_guard_exit(true);  // it fired since: its end
+  std::string unfinished;
   try {
     h5::Group run = file.root().group("run");
     run.attr("foreign_cpu_fraction", end.foreign_cpu);
     run.set_attr("end_time", utc_now_iso8601());
     run.set_attr("status", end.status());
     run.set_attr("failure", end.failure());
-    file.close();
+    // A --force run a signal stopped leaves the old file as it was (docs/user-guide.md): its
+    // own, cut short, is not renamed over it but removed.
+    unfinished = end.signal != 0 ? file.pending() : "";
+    file.close(unfinished.empty());
   } catch (const std::exception& e) {
     stop_on_output_error(e, "the run's end status", file, rank, json, world);
+  }
+  if (!unfinished.empty() && rank == 0) {
+    ::unlink(unfinished.c_str());
+    fmt::print(stderr,
+               "ringbench: removed this run's unfinished file '{}'; the output '{}' it was to "
+               "replace (--force) is left as it was\n",
+               unfinished, file.path());
   }
   if (end.guarded) watchdog.release_heartbeat();  // every rank is here (a collective)
   if (!end.heartbeat.empty() && rank == 0) ::unlink(end.heartbeat.c_str());

@@ -172,7 +172,10 @@ class File {
 
   Group root();
   void flush();  // H5Fflush (collective): everything written so far survives a crash after this
-  void close();  // collective; renames a --force run's file over the old one (see create)
+  // Collective; renames a --force run's file over the old one (see create). replace_old_file
+  // false (a run stopped early by a signal): the old file stays, the new one is closed under
+  // pending() for the caller to remove.
+  void close(bool replace_old_file = true);
   const std::string& path() const { return path_; }
   // Where the data goes until close() renames it over path(): a --force run's temporary name
   // (app/ removes it when the run stops early); "" when the file is written at path() itself.

@@ -378,8 +378,8 @@ void File::replace_old() {
   if (!error.empty()) throw std::runtime_error(error);
 }
 
-void File::close() {
-  close_file(true);
+void File::close(bool replace_old_file) {
+  close_file(replace_old_file);
 }
 
 // `replace`: close() at the run's end renames a --force run's file over the old one; the

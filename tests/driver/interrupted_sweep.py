@@ -10,6 +10,8 @@ stopped by its time limit lost every point of the sweep it was in.
                     points_planned 8 and rows of the complete sweep's shape, all measured;
                     /run status 'interrupted'; no later sweep; no OUTPUT.end left; rb-analysis
                     report exits 0 and says the sweep was cut short, compare says so too
+    force_keeps_old the hook in a --force run over a complete file: the old file stays byte for
+                    byte, the stopped run's file is removed (said once), exit 143
     sigterm_ranks   a real SIGTERM to both ranks from outside while the sweep runs: every rank
                     exits 143 within seconds and the file keeps 1 to 29 of the 30 points, each
                     row measured
@@ -57,7 +59,7 @@ def config(args, tune_sizes, iterations):
     return path
 
 
-def run_with_hook(args, hook, hang=None, timeout=180):
+def run_with_hook(args, hook, hang=None, timeout=180, extra=()):
     """The run with RINGBENCH_TEST_SIGNAL_POINT (and _HANG_POINT); (result, output, exit codes)."""
     cfg = config(args, [4096 * (i + 1) for i in range(8)], 20)  # above compare's --min-bytes
     out = os.path.join(args.workdir, "run.h5")
@@ -66,7 +68,7 @@ def run_with_hook(args, hook, hang=None, timeout=180):
     env = {"RINGBENCH_TEST_SIGNAL_POINT": hook}
     if hang:
         env["RINGBENCH_TEST_HANG_POINT"] = hang
-    cmd = [args.ringbench, cfg, "--output", out]
+    cmd = [args.ringbench, cfg, "--output", out] + list(extra)
     t0 = time.monotonic()
     r = harness.mpirun(args, RANKS, cmd, timeout=timeout, per_rank_exit_dir=args.workdir, env=env)
     print(f"ended after {time.monotonic() - t0:.1f} s, exit code {r.returncode}")
@@ -142,6 +144,32 @@ def check_hook_k_points(args):
     check("INTERRUPTED: " + out in r.stdout, "the summary's first line says INTERRUPTED")
     check("2 sweep(s), 5 point(s)" in r.stdout, "and counts the sweeps and points that ran")
     check_analysis(args, out)
+
+
+def check_force_keeps_old(args):
+    """A --force run over a complete file, stopped by SIGTERM between points: the old file stays
+    as it was (docs/user-guide.md), this run's cut-short file is removed, saying so; exit 143.
+    Before, the interrupted file was renamed over the complete one."""
+    h5py, _ = harness.h5py_and_numpy()
+    out = os.path.join(args.workdir, "run.h5")
+    cfg = config(args, [8], 5)
+    first = harness.mpirun(args, RANKS, [args.ringbench, cfg, "--output", out, "--force"], timeout=180)
+    check(first.returncode == 0, f"the first run completes: {first.stderr[-1000:]}")
+    with open(out, "rb") as f:
+        before = f.read()
+    r, _, codes = run_with_hook(args, "tune:3", extra=("--force",))
+    check(r.returncode == 143, f"mpirun exits 143 (got {r.returncode})")
+    check_ranks_exit(codes, 143)
+    with open(out, "rb") as f:
+        check(f.read() == before, "the old, complete output is byte for byte as it was")
+    with h5py.File(out, "r") as f:
+        check(f["run"].attrs["status"] == "complete", "its /run status is still 'complete'")
+    said = [ln for ln in r.stderr.splitlines() if "removed this run's unfinished file" in ln]
+    check(len(said) == 1 and f"the output '{out}' it was to replace (--force) is left as it was" in said[0],
+          f"said once: {said}")
+    left = [n for n in os.listdir(args.workdir) if n.startswith(".run.h5") or n.startswith("run.h5.")]
+    check(not [n for n in left if not n.endswith((".lock", ".heartbeat"))],
+          f"no temporary file of the stopped run is left: {left}")
 
 
 def check_first_point(args):
@@ -256,7 +284,7 @@ def main():
     return harness.run_check({"hook_k_points": check_hook_k_points,
                               "sigterm_ranks": check_sigterm_ranks,
                               "first_point": check_first_point, "last_point": check_last_point,
-                              "hung_point": check_hung_point,
+                              "hung_point": check_hung_point, "force_keeps_old": check_force_keeps_old,
                               "contention_concurrent": check_contention_concurrent,
                               "contention_alone": check_contention_alone})
 
