@@ -149,6 +149,32 @@ inline std::string describe(const rb::ring::Problem& p) {
   return s;
 }
 
+// This rank's Q, K, V and dO shards of `seed` into the scheme.
+inline void load_shards(rb::ring::ContextParallelAttention& ra, const rb::ring::Problem& p,
+                        int rank, std::uint64_t seed) {
+  using rb::ring::Tensor;
+  const auto q = rb::ring::make_shard(p, rank, seed, Tensor::Q);
+  const auto k = rb::ring::make_shard(p, rank, seed, Tensor::K);
+  const auto v = rb::ring::make_shard(p, rank, seed, Tensor::V);
+  const auto g = rb::ring::make_shard(p, rank, seed, Tensor::dO);
+  ra.load_inputs(q.data(), k.data(), v.data(), g.data());
+}
+
+// `passes` forward and backward passes on one set-up, as warm-up and timed iterations reuse its
+// transport (each pass must wait for the peers' reads of the last), then the parity check of
+// the last pass.
+inline rb::ring::ParityReport repeated_passes(const rb::ring::Problem& p, std::uint64_t seed,
+                                              RingSetup& setup, MPI_Comm ring, int passes = 3) {
+  int rank = 0;
+  MPI_Comm_rank(ring, &rank);
+  load_shards(*setup.ring, p, rank, seed);
+  for (int i = 0; i < passes; ++i) {
+    setup.ring->forward();
+    setup.ring->backward();
+  }
+  return rb::ring::check_parity(p, seed, rank, ring, setup.ring->result(), true, {});
+}
+
 inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t seed, MPI_Comm ring,
                                      bool backward,
                                      rb::ring::Scheme scheme = rb::ring::Scheme::Ring,
@@ -157,12 +183,7 @@ inline rb::ring::RingResult run_ring(const rb::ring::Problem& p, std::uint64_t s
   MPI_Comm_rank(ring, &rank);
   RingSetup setup(p, ring, backward, scheme, ulysses_degree, head_groups);
   rb::ring::ContextParallelAttention& ra = *setup.ring;
-  using rb::ring::Tensor;
-  const auto q = rb::ring::make_shard(p, rank, seed, Tensor::Q);
-  const auto k = rb::ring::make_shard(p, rank, seed, Tensor::K);
-  const auto v = rb::ring::make_shard(p, rank, seed, Tensor::V);
-  const auto g = rb::ring::make_shard(p, rank, seed, Tensor::dO);
-  ra.load_inputs(q.data(), k.data(), v.data(), g.data());
+  load_shards(ra, p, rank, seed);
   ra.forward();
   if (backward) ra.backward();
   return ra.result();

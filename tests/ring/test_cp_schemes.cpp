@@ -250,18 +250,7 @@ TEST_CASE("Ulysses over the copy engines equals the reference, over repeated pas
   {
     rbtest::RingSetup setup(p, MPI_COMM_WORLD, true, Scheme::Ulysses, 1, 2);
     CHECK(setup.group->name() == "copy_engine");
-    const int rank = rb::test::rank();
-    const auto q = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::Q);
-    const auto k = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::K);
-    const auto v = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::V);
-    const auto g = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::dO);
-    setup.ring->load_inputs(q.data(), k.data(), v.data(), g.data());
-    for (int i = 0; i < 3; ++i) {
-      setup.ring->forward();
-      setup.ring->backward();
-    }
-    const rb::ring::ParityReport par =
-        rb::ring::check_parity(p, 4, rank, MPI_COMM_WORLD, setup.ring->result(), true, {});
+    const rb::ring::ParityReport par = rbtest::repeated_passes(p, 4, setup, MPI_COMM_WORLD);
     const double tol = rbtest::tolerance(p.dtype) + 0x1p-8;
     CHECK(worst(par.out.max_rel) < tol);
     CHECK(worst(par.dq.max_rel) < tol);

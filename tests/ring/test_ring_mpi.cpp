@@ -188,17 +188,7 @@ TEST_CASE("copy-engine transport: the ring equals the reference over repeated pa
   p.dtype = rb::attn::DType::BF16;
   {  // three passes on one transport, as warm-up and timed iterations make
     rbtest::RingSetup setup(p, MPI_COMM_WORLD, true);
-    const auto q = rb::ring::make_shard(p, rb::test::rank(), 4, rb::ring::Tensor::Q);
-    const auto k = rb::ring::make_shard(p, rb::test::rank(), 4, rb::ring::Tensor::K);
-    const auto v = rb::ring::make_shard(p, rb::test::rank(), 4, rb::ring::Tensor::V);
-    const auto g = rb::ring::make_shard(p, rb::test::rank(), 4, rb::ring::Tensor::dO);
-    setup.ring->load_inputs(q.data(), k.data(), v.data(), g.data());
-    for (int i = 0; i < 3; ++i) {
-      setup.ring->forward();
-      setup.ring->backward();
-    }
-    const rb::ring::ParityReport par = rb::ring::check_parity(
-        p, 4, rb::test::rank(), MPI_COMM_WORLD, setup.ring->result(), true, {});
+    const rb::ring::ParityReport par = rbtest::repeated_passes(p, 4, setup, MPI_COMM_WORLD);
     CHECK(par.out.max_rel < rbtest::tolerance(p.dtype));
     CHECK(par.dk.max_rel < rbtest::tolerance(p.dtype));
     CHECK(setup.transport->name() == "copy_engine");
@@ -237,17 +227,7 @@ TEST_CASE("mixed transport: copy engines inside simulated nodes, NCCL between th
     p.dtype = rb::attn::DType::BF16;
     rbtest::RingSetup setup(p, MPI_COMM_WORLD, true);
     CHECK(setup.transport->name() == "copy_engine+nccl");
-    const auto q = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::Q);
-    const auto k = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::K);
-    const auto v = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::V);
-    const auto g = rb::ring::make_shard(p, rank, 4, rb::ring::Tensor::dO);
-    setup.ring->load_inputs(q.data(), k.data(), v.data(), g.data());
-    for (int i = 0; i < 3; ++i) {
-      setup.ring->forward();
-      setup.ring->backward();
-    }
-    const rb::ring::ParityReport par =
-        rb::ring::check_parity(p, 4, rank, MPI_COMM_WORLD, setup.ring->result(), true, {});
+    const rb::ring::ParityReport par = rbtest::repeated_passes(p, 4, setup, MPI_COMM_WORLD);
     CHECK(par.out.max_rel < rbtest::tolerance(p.dtype));
     CHECK(par.dq.max_rel < rbtest::tolerance(p.dtype));
     CHECK(par.dk.max_rel < rbtest::tolerance(p.dtype));
